@@ -1,0 +1,38 @@
+#!/bin/sh
+# Install the Debian packages stackcap needs to build, test and run.
+# Skips what is present; as non-root, prints the apt-get command and exits 1.
+set -eu
+
+PKGS="build-essential autoconf automake libtool pkg-config gawk
+libdw-dev libelf-dev libdwarf-dev libzstd-dev zlib1g-dev
+libbabeltrace2-dev babeltrace2 liblttng-ust-dev lttng-tools
+libdebuginfod-dev libprotobuf-c-dev protobuf-c-compiler check
+clang libclang-rt-14-dev llvm zstd linux-perf file procps"
+
+# Extra package sets, by name, for later stages (browser tests etc.).
+case "${1:-}" in
+  --with-browser) PKGS="$PKGS chromium nodejs npm" ;;
+esac
+
+missing=""
+for p in $PKGS; do
+  st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  case "$st" in
+    *"install ok installed"*) ;;
+    *) missing="$missing $p" ;;
+  esac
+done
+
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+  echo "stackcap: these Debian packages are missing; install them as root with:" >&2
+  echo "  apt-get update && apt-get install -y --no-install-recommends$missing" >&2
+  exit 1
+fi
+
+echo "stackcap: installing Debian packages:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -1,0 +1,62 @@
+# tests/: unit tests (Check, reporting TAP), shell integration tests (TAP),
+# sanitizer builds and fuzz targets.
+
+check_PROGRAMS += tests/unit/test-stack-codec
+tests_unit_test_stack_codec_SOURCES = tests/unit/test-stack-codec.c tests/unit/check-main.h
+tests_unit_test_stack_codec_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_test_stack_codec_LDADD = compress/libstackcodec.la $(CHECK_LIBS)
+TESTS += tests/unit/test-stack-codec
+
+# The same codec tests under ASan+UBSan, as part of every `make check`.
+SANITIZE_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+check_PROGRAMS += tests/unit/test-stack-codec-asan
+tests_unit_test_stack_codec_asan_SOURCES = $(tests_unit_test_stack_codec_SOURCES) \
+	compress/stack-codec.c
+tests_unit_test_stack_codec_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(SANITIZE_FLAGS) -O1
+tests_unit_test_stack_codec_asan_LDFLAGS = $(SANITIZE_FLAGS)
+tests_unit_test_stack_codec_asan_LDADD = $(CHECK_LIBS)
+TESTS += tests/unit/test-stack-codec-asan
+
+# `make check-sanitize`: only the sanitizer builds.
+check-sanitize:
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS="tests/unit/test-stack-codec-asan"
+.PHONY: check-sanitize
+
+# Fuzz targets: replayed over the committed corpus by every `make check`
+# (any compiler), and run under libFuzzer with --enable-fuzzing.
+FUZZ_TARGETS = decode roundtrip
+check_PROGRAMS += tests/fuzz/replay-decode tests/fuzz/replay-roundtrip
+tests_fuzz_replay_decode_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-decode.c tests/fuzz/fuzz-common.h
+tests_fuzz_replay_decode_CPPFLAGS = $(AM_CPPFLAGS) -DDEFAULT_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/decode"'
+tests_fuzz_replay_decode_LDADD = compress/libstackcodec.la
+tests_fuzz_replay_roundtrip_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-roundtrip.c tests/fuzz/fuzz-common.h
+tests_fuzz_replay_roundtrip_CPPFLAGS = $(AM_CPPFLAGS) -DDEFAULT_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/roundtrip"'
+tests_fuzz_replay_roundtrip_LDADD = compress/libstackcodec.la
+TESTS += tests/fuzz/replay-decode tests/fuzz/replay-roundtrip
+EXTRA_DIST += tests/fuzz/corpus tests/fuzz/run-fuzzers.sh
+
+noinst_PROGRAMS += tests/fuzz/make-seeds
+tests_fuzz_make_seeds_SOURCES = tests/fuzz/make-seeds.c tests/fuzz/fuzz-common.h
+tests_fuzz_make_seeds_LDADD = compress/libstackcodec.la
+fuzz-seeds: tests/fuzz/make-seeds
+	mkdir -p $(srcdir)/tests/fuzz/corpus/decode $(srcdir)/tests/fuzz/corpus/roundtrip
+	tests/fuzz/make-seeds $(srcdir)/tests/fuzz/corpus/decode $(srcdir)/tests/fuzz/corpus/roundtrip
+
+FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	-I$(top_srcdir)/compress -I$(top_srcdir)
+FUZZ_CODEC_SRC = $(top_srcdir)/compress/stack-codec.c
+if ENABLE_FUZZING
+check_PROGRAMS += tests/fuzz/fuzz-decode tests/fuzz/fuzz-roundtrip
+tests_fuzz_fuzz_decode_SOURCES =
+tests_fuzz_fuzz_roundtrip_SOURCES =
+tests/fuzz/fuzz-decode$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-decode.c $(FUZZ_CODEC_SRC)
+	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -o $@ $^
+tests/fuzz/fuzz-roundtrip$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-roundtrip.c $(FUZZ_CODEC_SRC)
+	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -o $@ $^
+TESTS += tests/fuzz/run-fuzzers.sh
+endif
+
+# `make fuzz`: the long runs (FUZZ_SECONDS each, default 30 minutes).
+fuzz:
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS=tests/fuzz/run-fuzzers.sh FUZZ_SECONDS=$${FUZZ_SECONDS:-1800}
+.PHONY: fuzz fuzz-seeds
