@@ -1,0 +1,10 @@
+# bench/: benchmarks.  Built by `make`, run by hand or `make bench`; their
+# numbers go into docs/BENCHMARKS.md.  Never part of `make check`.
+noinst_PROGRAMS += bench/codec
+bench_codec_SOURCES = bench/codec.c
+bench_codec_CFLAGS = $(AM_CFLAGS) -O2
+bench_codec_LDADD = compress/libstackcodec.la
+
+bench: bench/codec
+	bench/codec
+.PHONY: bench

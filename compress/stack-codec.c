@@ -47,6 +47,17 @@ int stackcap_code_ranges_init(struct stackcap_code_ranges *set,
 		set->lo = ranges[0].start;
 		set->hi = ranges[count - 1].end;
 	}
+	memset(set->filter, 0, sizeof(set->filter));
+	for (uint32_t i = 0; i < count; i++) {
+		uint64_t const g0 = ranges[i].start >> STACKCAP_FILTER_SHIFT;
+		uint64_t const g1 = (ranges[i].end - 1) >> STACKCAP_FILTER_SHIFT;
+		uint64_t const span = g1 - g0 >= STACKCAP_FILTER_SIZE ? STACKCAP_FILTER_SIZE : g1 - g0 + 1;
+		uint16_t const mine = i + 1 < STACKCAP_FILTER_MANY ? (uint16_t)(i + 1) : STACKCAP_FILTER_MANY;
+		for (uint64_t g = g0; g < g0 + span; g++) {
+			uint16_t *f = &set->filter[stackcap_code_filter_index(g << STACKCAP_FILTER_SHIFT)];
+			*f = (*f == 0 || *f == mine) ? mine : STACKCAP_FILTER_MANY;
+		}
+	}
 	return 0;
 }
 
@@ -130,8 +141,8 @@ static inline int keep_word(uint64_t w, const struct stackcap_code_ranges *range
 	*code_idx = -1;
 	if (w == 0)
 		return 0;
-	if (w >= stack_lo && w < stack_hi)
-		return policy != STACKCAP_POLICY_F1;
+	if (w >= stack_lo && w < stack_hi && policy != STACKCAP_POLICY_F1)
+		return 1;
 	if (ranges) {
 		*code_idx = stackcap_code_ranges_find(ranges, w);
 		if (*code_idx >= 0)
@@ -139,6 +150,22 @@ static inline int keep_word(uint64_t w, const struct stackcap_code_ranges *range
 	}
 	return policy == STACKCAP_POLICY_ALL;
 }
+
+/* Could W be kept?  Cheap and branch-free: in the stack range, or in a
+ * granule that holds code.  Most stack words (zeros, small integers, heap
+ * pointers, doubles) are not candidates, so the branch on the answer
+ * predicts well; candidates are then classified exactly. */
+static inline int candidate(uint64_t w, const uint16_t *filter, uint64_t stack_lo,
+			    uint64_t stack_len)
+{
+	return ((w - stack_lo) < stack_len) | (filter[stackcap_code_filter_index(w)] != 0);
+}
+
+/* Filters for no code at all, and for policy ALL (everything a candidate). */
+static const uint16_t filter_none[STACKCAP_FILTER_SIZE];
+static const uint16_t filter_all[STACKCAP_FILTER_SIZE] = {
+	[0 ... STACKCAP_FILTER_SIZE - 1] = STACKCAP_FILTER_MANY
+};
 
 size_t stackcap_codec_encode(uint8_t *dst, size_t dst_capacity,
 			     const struct stackcap_codec_input *in)
@@ -182,7 +209,7 @@ size_t stackcap_codec_encode(uint8_t *dst, size_t dst_capacity,
 	enc_append(&e, hdr, h);
 
 	/* Registers: a mask, then one token per kept register; rsp is sp. */
-	uint32_t mask = 0;
+	uint32_t reg_mask = 0;
 	int64_t reg_idx[STACKCAP_NREGS];
 	if (in->regs) {
 		for (int r = 0; r < STACKCAP_NREGS; r++) {
@@ -193,22 +220,27 @@ size_t stackcap_codec_encode(uint8_t *dst, size_t dst_capacity,
 			if (r == STACKCAP_REG_RIP && v != 0)
 				keep = 1; /* always kept, even outside known code */
 			if (keep)
-				mask |= 1u << r;
+				reg_mask |= 1u << r;
 		}
 	}
-	put_varint(&e, mask);
+	put_varint(&e, reg_mask);
 	for (int r = 0; r < STACKCAP_NREGS; r++)
-		if (mask & (1u << r))
+		if (reg_mask & (1u << r))
 			put_token_word(&e, in->regs[r], sp, reg_idx[r], ranges, relative);
 
-	/* Stack words below the elided top. */
+	/* Stack words below the elided top.  A word is first tested as a
+	 * candidate; only candidates are classified exactly. */
+	const uint16_t *const filter = in->policy == STACKCAP_POLICY_ALL ? filter_all
+				      : ranges ? ranges->filter : filter_none;
+	uint64_t const stack_len = stack_hi - sp;
 	uint64_t const n = in->nwords - in->elide_top;
 	const uint64_t *const words = in->words;
 	uint64_t run = 0;
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t const w = words[i];
 		int64_t idx;
-		if (!keep_word(w, ranges, sp, stack_hi, in->policy, &idx)) {
+		if (likely(!candidate(w, filter, sp, stack_len)) ||
+		    !keep_word(w, ranges, sp, stack_hi, in->policy, &idx)) {
 			run++;
 			continue;
 		}

@@ -82,23 +82,48 @@ struct stackcap_code_range {
 
 /* An immutable, sorted, non-overlapping set of code ranges.  The capture
  * side publishes one per maps generation; the handler only reads it. */
+#define STACKCAP_FILTER_SIZE 65536
+#define STACKCAP_FILTER_SHIFT 16 /* 64 KiB granules */
+
 struct stackcap_code_ranges {
 	const struct stackcap_code_range *ranges; /* sorted by start */
 	uint32_t count;
 	uint64_t lo;  /* ranges[0].start, or UINT64_MAX when empty */
 	uint64_t hi;  /* ranges[count-1].end, or 0 when empty */
+	/* Direct lookup by 64 KiB granule, indexed modulo the table size:
+	 * 0 when no code lies in such a granule, 1 + the range index when
+	 * exactly one range does, STACKCAP_FILTER_MANY otherwise.  Most stack
+	 * words (small integers, heap pointers, doubles) hit a 0 and cost one
+	 * load; most code words need one range check instead of a search. */
+	uint16_t filter[STACKCAP_FILTER_SIZE];
 };
 
-/* Fill LO/HI of SET from its ranges and check the ranges are sorted,
+#define STACKCAP_FILTER_MANY 0xffffu
+
+/* Filter index of the granule holding ADDR. */
+static inline uint32_t stackcap_code_filter_index(uint64_t addr)
+{
+	return (uint32_t)(addr >> STACKCAP_FILTER_SHIFT) & (STACKCAP_FILTER_SIZE - 1);
+}
+
+/* Fill LO/HI and the filter of SET from its ranges and check the ranges are sorted,
  * non-empty and non-overlapping.  @return 0, or -1 when they are not. */
 int stackcap_code_ranges_init(struct stackcap_code_ranges *set,
 			      const struct stackcap_code_range *ranges,
 			      uint32_t count);
 
-/* Index of the range holding ADDR, or -1.  O(log count); signal-safe. */
+/* Index of the range holding ADDR, or -1.  O(1) through the filter,
+ * O(log count) where granules are shared; signal-safe. */
 static inline int64_t stackcap_code_ranges_find(const struct stackcap_code_ranges *set,
 						uint64_t addr)
 {
+	uint32_t const f = set->filter[stackcap_code_filter_index(addr)];
+	if (f == 0)
+		return -1;
+	if (f != STACKCAP_FILTER_MANY) {
+		const struct stackcap_code_range *r = &set->ranges[f - 1];
+		return (addr >= r->start && addr < r->end) ? (int64_t)(f - 1) : -1;
+	}
 	if (addr < set->lo || addr >= set->hi)
 		return -1;
 	uint32_t lo = 0, hi = set->count;
