@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * capture-internal.h: what the parts of libstackcap share.  Nothing here is
+ * installed.
+ */
+#ifndef STACKCAP_CAPTURE_INTERNAL_H
+#define STACKCAP_CAPTURE_INTERNAL_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "ring.h"
+#include "stack-codec.h"
+#include "stackcap.h"
+
+#define HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- code-range snapshots (snapshot.c) ---------------------------------- */
+
+struct snapshot_module {
+	uint64_t start, end, offset, bias;
+	uint8_t flags;               /* CTF_MAP_* */
+	uint8_t build_id_len;
+	uint8_t build_id[32];
+	char *path;
+};
+
+/* One maps generation: immutable once published. */
+struct snapshot {
+	uint32_t generation;
+	struct stackcap_code_ranges set;   /* ranges point into `ranges` */
+	struct stackcap_code_range *ranges;
+	struct snapshot_module *modules;   /* one per range, same order */
+	uint32_t count;
+	unsigned long long adds, subs;     /* dl_iterate_phdr counters it saw */
+	struct snapshot *older;            /* retired list (writer side) */
+	int written;                       /* maps event written to the trace */
+	int reclaimable;                   /* freed at the next snapshot_reclaim() */
+};
+
+/* Build a snapshot of the current code ranges (malloc, dl_iterate_phdr,
+ * /proc/self/maps: never from a signal handler).  NULL on ENOMEM. */
+HIDDEN struct snapshot *snapshot_build(uint32_t generation);
+HIDDEN void snapshot_free(struct snapshot *s);
+/* Have dlopen/dlclose changed the loaded set since S was built? */
+HIDDEN int snapshot_stale(const struct snapshot *s);
+
+/* Publication: the handler reads the current snapshot between
+ * snapshot_enter() and snapshot_leave() (async-signal-safe: two atomic
+ * operations); a replaced snapshot is freed only after no reader was seen
+ * and every ring was drained (snapshot_reclaim). */
+HIDDEN const struct snapshot *snapshot_enter(void);
+HIDDEN void snapshot_leave(void);
+/* Rebuild and publish if stale (or FORCE).  Not signal-safe; serialised by
+ * a mutex.  @return 0, or -ENOMEM. */
+HIDDEN int snapshot_refresh(int force);
+/* The snapshot of GENERATION if still held (writer thread only). */
+HIDDEN const struct snapshot *snapshot_lookup(uint32_t generation);
+/* Free replaced snapshots that no handler and no pending record can still
+ * use.  Writer thread only, before each full drain of the rings. */
+HIDDEN void snapshot_reclaim(void);
+/* Call FN for each held snapshot not yet written to the trace, oldest
+ * first, and mark it written (writer thread only). */
+HIDDEN void snapshot_for_each_unwritten(void (*fn)(const struct snapshot *, void *), void *arg);
+HIDDEN uint32_t snapshot_current_generation(void);
+HIDDEN void snapshot_reset_after_fork(void);
+
+/* ---- threads (capture.c) ------------------------------------------------ */
+
+struct thread_state {
+	pid_t tid;
+	uint64_t stack_lo, stack_hi;  /* [lo, hi): the thread's stack */
+	struct ring ring;
+	timer_t timer;
+	int has_timer;
+	volatile sig_atomic_t busy;   /* a capture is running on this thread */
+	_Atomic int exited;           /* set at thread exit; writer retires it */
+	/* Counters written by the owning thread only. */
+	_Atomic uint64_t samples, dropped_ring_full, dropped_nested;
+	/* Writer-side state. */
+	struct thread_state *next;     /* registry list */
+	void *writer_priv;
+};
+
+struct stackcap_config {
+	char output_dir[4096];
+	unsigned frequency_hz;
+	size_t stack_cap;
+	int signo;
+	enum stackcap_policy policy;
+	int wall_clock;
+	int zstd;
+	int no_sampling;
+	int no_follow_fork;
+	size_t ring_size;
+	uint8_t uuid[16];
+	int64_t clock_offset_ns;
+	int have_uuid;
+};
+
+struct stackcap_global {
+	_Atomic int running;
+	struct stackcap_config cfg;
+	_Atomic(struct thread_state *) threads;  /* registry, push-only list */
+	_Atomic uint64_t dropped_no_stack;       /* captures on unknown threads */
+	_Atomic uint64_t samples_total, drops_total;
+	int event_fd;                            /* wakes the writer; -1 if none */
+};
+
+extern HIDDEN struct stackcap_global stackcap_g;
+
+HIDDEN int capture_install_handler(void);
+HIDDEN void capture_remove_handler(void);
+HIDDEN int capture_thread_register(void);
+HIDDEN void capture_thread_unregister(void);
+HIDDEN struct thread_state *capture_thread_self(void);
+HIDDEN void capture_forget_threads_after_fork(void);
+
+/* ---- writer thread (writer.c) ------------------------------------------ */
+
+HIDDEN int writer_start(void);
+/* Stop the writer after a last drain of every ring.  @return its first
+ * write error, or 0. */
+HIDDEN int writer_stop(void);
+HIDDEN void writer_wake(void);
+HIDDEN void writer_get_stats(uint64_t *bytes, int *error);
+HIDDEN void writer_reset_after_fork(void);
+
+static inline uint64_t capture_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+#endif /* STACKCAP_CAPTURE_INTERNAL_H */

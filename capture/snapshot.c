@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * snapshot.c: the code ranges the handler classifies against, one immutable
+ * snapshot per maps generation.
+ *
+ * Built from dl_iterate_phdr (executable PT_LOAD segments, build-id notes
+ * read from memory) plus executable anonymous mappings (JIT) from
+ * /proc/self/maps.  Published by pointer swap.  A handler counts itself in
+ * `readers` while it holds a snapshot; the writer frees a replaced one only
+ * after seeing no reader after the swap and then draining every ring, so
+ * neither a handler nor a pending record can still use it.  (A handler is
+ * short; if readers are never seen at zero, old snapshots are only kept
+ * longer.)
+ */
+#include <elf.h>
+#include <errno.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capture-internal.h"
+#include "ctf-writer.h"
+
+static _Atomic(struct snapshot *) current;
+static _Atomic long readers;
+static pthread_mutex_t refresh_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Writer-side list of every held snapshot, newest first. */
+static struct snapshot *held;
+
+/* ---- building ----------------------------------------------------------- */
+
+struct build_ctx {
+	struct snapshot *s;
+	uint32_t cap;
+	int oom;
+	unsigned long long adds, subs;
+	int first;
+};
+
+static int grow(struct build_ctx *c)
+{
+	if (c->s->count < c->cap)
+		return 0;
+	uint32_t const ncap = c->cap ? 2 * c->cap : 64;
+	struct stackcap_code_range *r = realloc(c->s->ranges, ncap * sizeof(*r));
+	if (!r)
+		return -1;
+	c->s->ranges = r;
+	struct snapshot_module *m = realloc(c->s->modules, ncap * sizeof(*m));
+	if (!m)
+		return -1;
+	c->s->modules = m;
+	c->cap = ncap;
+	return 0;
+}
+
+/* The NT_GNU_BUILD_ID of a loaded object, read from its PT_NOTE segments. */
+static uint8_t find_build_id(const struct dl_phdr_info *info, uint8_t *out)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+		const uint8_t *const end = p + ph->p_memsz;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+			size_t const name_sz = (nh->n_namesz + 3) & ~3u;
+			size_t const desc_sz = (nh->n_descsz + 3) & ~3u;
+			const uint8_t *name = p + sizeof(*nh);
+			const uint8_t *desc = name + name_sz;
+			if (desc + desc_sz > end)
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+			    memcmp(name, "GNU", 4) == 0 && nh->n_descsz > 0 && nh->n_descsz <= 32) {
+				memcpy(out, desc, nh->n_descsz);
+				return (uint8_t)nh->n_descsz;
+			}
+			p = desc + desc_sz;
+		}
+	}
+	return 0;
+}
+
+static int phdr_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct build_ctx *c = data;
+	if (c->first) {
+		c->first = 0;
+		if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+			c->adds = info->dlpi_adds;
+			c->subs = info->dlpi_subs;
+		}
+	}
+	const char *name = info->dlpi_name;
+	uint8_t flags = 0;
+	char exe[PATH_MAX];
+	if (!name || !*name) {
+		/* The main program: its name is empty in the loader's list. */
+		ssize_t const n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		exe[n > 0 ? n : 0] = '\0';
+		name = exe;
+		flags |= CTF_MAP_MAIN;
+	} else if (strstr(name, "linux-vdso") || strstr(name, "linux-gate")) {
+		flags |= CTF_MAP_VDSO;
+	}
+	uint8_t bid[32];
+	uint8_t const bid_len = find_build_id(info, bid);
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || ph->p_memsz == 0)
+			continue;
+		if (grow(c) != 0) {
+			c->oom = 1;
+			return 1;
+		}
+		uint32_t const k = c->s->count;
+		struct snapshot_module *m = &c->s->modules[k];
+		memset(m, 0, sizeof(*m));
+		m->start = info->dlpi_addr + ph->p_vaddr;
+		m->end = m->start + ph->p_memsz;
+		m->offset = ph->p_offset;
+		m->bias = info->dlpi_addr;
+		m->flags = flags;
+		m->build_id_len = bid_len;
+		memcpy(m->build_id, bid, bid_len);
+		m->path = strdup(name);
+		if (!m->path) {
+			c->oom = 1;
+			return 1;
+		}
+		c->s->count++;
+	}
+	return 0;
+}
+
+/* Executable mappings without a file (JIT code), from /proc/self/maps. */
+static void add_anon_exec(struct build_ctx *c)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return;
+	char line[PATH_MAX + 128];
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char perms[8];
+		int path_at = 0;
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &path_at) < 3)
+			continue;
+		if (perms[2] != 'x')
+			continue;
+		const char *path = line + path_at;
+		/* Files and named kernel areas ([vdso], [vsyscall]) are covered
+		 * by dl_iterate_phdr or hold no user code to sample. */
+		if (path_at && *path && *path != '\n')
+			continue;
+		if (grow(c) != 0) {
+			c->oom = 1;
+			break;
+		}
+		struct snapshot_module *m = &c->s->modules[c->s->count];
+		memset(m, 0, sizeof(*m));
+		m->start = lo;
+		m->end = hi;
+		m->flags = CTF_MAP_ANON;
+		m->path = strdup("[anon:exec]");
+		if (!m->path) {
+			c->oom = 1;
+			break;
+		}
+		c->s->count++;
+	}
+	fclose(f);
+}
+
+static int cmp_module(const void *a, const void *b)
+{
+	const struct snapshot_module *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+struct snapshot *snapshot_build(uint32_t generation)
+{
+	struct snapshot *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->generation = generation;
+	struct build_ctx c = { .s = s, .first = 1 };
+	dl_iterate_phdr(phdr_cb, &c);
+	if (!c.oom)
+		add_anon_exec(&c);
+	if (c.oom) {
+		snapshot_free(s);
+		return NULL;
+	}
+	s->adds = c.adds;
+	s->subs = c.subs;
+	qsort(s->modules, s->count, sizeof(*s->modules), cmp_module);
+	/* Drop overlaps (an anonymous mapping inside a module, say): the
+	 * codec needs disjoint ranges. */
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < s->count; i++) {
+		if (n && s->modules[i].start < s->modules[n - 1].end) {
+			free(s->modules[i].path);
+			continue;
+		}
+		s->modules[n++] = s->modules[i];
+	}
+	s->count = n;
+	if (!s->ranges && n) {
+		snapshot_free(s);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		s->ranges[i].start = s->modules[i].start;
+		s->ranges[i].end = s->modules[i].end;
+		s->ranges[i].module = i;
+	}
+	if (stackcap_code_ranges_init(&s->set, s->ranges, n) != 0) {
+		snapshot_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void snapshot_free(struct snapshot *s)
+{
+	if (!s)
+		return;
+	for (uint32_t i = 0; i < s->count; i++)
+		free(s->modules[i].path);
+	free(s->modules);
+	free(s->ranges);
+	free(s);
+}
+
+static int count_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	unsigned long long *v = data;
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+		v[0] = info->dlpi_adds;
+		v[1] = info->dlpi_subs;
+	}
+	return 1; /* the counters are global: the first object is enough */
+}
+
+int snapshot_stale(const struct snapshot *s)
+{
+	unsigned long long v[2] = { 0, 0 };
+	dl_iterate_phdr(count_cb, v);
+	return !s || v[0] != s->adds || v[1] != s->subs;
+}
+
+/* ---- publication -------------------------------------------------------- */
+
+const struct snapshot *snapshot_enter(void)
+{
+	atomic_fetch_add(&readers, 1);
+	return atomic_load(&current);
+}
+
+void snapshot_leave(void)
+{
+	atomic_fetch_sub(&readers, 1);
+}
+
+int snapshot_refresh(int force)
+{
+	pthread_mutex_lock(&refresh_lock);
+	struct snapshot *cur = atomic_load(&current);
+	int rc = 0;
+	if (force || !cur || snapshot_stale(cur)) {
+		struct snapshot *s = snapshot_build(cur ? cur->generation + 1 : 1);
+		if (!s) {
+			rc = -ENOMEM;
+		} else {
+			s->older = held;
+			held = s;
+			atomic_store(&current, s);
+			writer_wake();
+		}
+	}
+	pthread_mutex_unlock(&refresh_lock);
+	return rc;
+}
+
+uint32_t snapshot_current_generation(void)
+{
+	struct snapshot *cur = atomic_load(&current);
+	return cur ? cur->generation : 0;
+}
+
+const struct snapshot *snapshot_lookup(uint32_t generation)
+{
+	pthread_mutex_lock(&refresh_lock);
+	const struct snapshot *s = held;
+	while (s && s->generation != generation)
+		s = s->older;
+	pthread_mutex_unlock(&refresh_lock);
+	return s;
+}
+
+void snapshot_for_each_unwritten(void (*fn)(const struct snapshot *, void *), void *arg)
+{
+	pthread_mutex_lock(&refresh_lock);
+	/* Oldest first: collect the unwritten ones, then call in reverse. */
+	struct snapshot *stack[64];
+	int n = 0;
+	for (struct snapshot *s = held; s && n < 64; s = s->older)
+		if (!s->written)
+			stack[n++] = s;
+	pthread_mutex_unlock(&refresh_lock);
+	while (n--) {
+		fn(stack[n], arg);
+		stack[n]->written = 1;
+	}
+}
+
+void snapshot_reclaim(void)
+{
+	pthread_mutex_lock(&refresh_lock);
+	struct snapshot *cur = atomic_load(&current);
+	/* Free what the previous call marked: no handler could hold it then,
+	 * and the writer has drained every ring since, so no record names it. */
+	struct snapshot **pp = &held;
+	while (*pp) {
+		struct snapshot *s = *pp;
+		if (s->reclaimable) {
+			*pp = s->older;
+			snapshot_free(s);
+			continue;
+		}
+		pp = &s->older;
+	}
+	/* Mark replaced snapshots once no handler is inside: any handler that
+	 * read one entered before its replacement and has left. */
+	if (atomic_load(&readers) == 0)
+		for (struct snapshot *s = held; s; s = s->older)
+			if (s != cur && s->written)
+				s->reclaimable = 1;
+	pthread_mutex_unlock(&refresh_lock);
+}
+
+void snapshot_reset_after_fork(void)
+{
+	/* The child inherits the parent's snapshots unchanged and single
+	 * threaded: nothing can be reading.  They must be written again into
+	 * the child's own stream. */
+	pthread_mutex_init(&refresh_lock, NULL);
+	atomic_store(&readers, 0);
+	for (struct snapshot *s = held; s; s = s->older)
+		s->written = 0;
+}
