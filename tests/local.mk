@@ -7,6 +7,12 @@ tests_unit_test_stack_codec_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_test_stack_codec_LDADD = compress/libstackcodec.la $(CHECK_LIBS)
 TESTS += tests/unit/test-stack-codec
 
+check_PROGRAMS += tests/unit/test-ctf-writer
+tests_unit_test_ctf_writer_SOURCES = tests/unit/test-ctf-writer.c tests/unit/check-main.h
+tests_unit_test_ctf_writer_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(ZSTD_CFLAGS)
+tests_unit_test_ctf_writer_LDADD = capture/libctfwriter.la $(ZSTD_LIBS) $(CHECK_LIBS)
+TESTS += tests/unit/test-ctf-writer
+
 # The same codec tests under ASan+UBSan, as part of every `make check`.
 SANITIZE_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 check_PROGRAMS += tests/unit/test-stack-codec-asan
@@ -17,9 +23,17 @@ tests_unit_test_stack_codec_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_stack_codec_asan_LDADD = $(CHECK_LIBS)
 TESTS += tests/unit/test-stack-codec-asan
 
+check_PROGRAMS += tests/unit/test-ctf-writer-asan
+tests_unit_test_ctf_writer_asan_SOURCES = $(tests_unit_test_ctf_writer_SOURCES) \
+	capture/ctf-writer.c capture/ctf-metadata.c capture/ctf-inflate.c
+tests_unit_test_ctf_writer_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(ZSTD_CFLAGS) $(SANITIZE_FLAGS) -O1
+tests_unit_test_ctf_writer_asan_LDFLAGS = $(SANITIZE_FLAGS)
+tests_unit_test_ctf_writer_asan_LDADD = $(ZSTD_LIBS) $(CHECK_LIBS)
+TESTS += tests/unit/test-ctf-writer-asan
+
 # `make check-sanitize`: only the sanitizer builds.
 check-sanitize:
-	$(MAKE) $(AM_MAKEFLAGS) check TESTS="tests/unit/test-stack-codec-asan"
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS="tests/unit/test-stack-codec-asan tests/unit/test-ctf-writer-asan"
 .PHONY: check-sanitize
 
 # Fuzz targets: replayed over the committed corpus by every `make check`

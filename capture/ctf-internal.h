@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/* ctf-internal.h: helpers shared by the ctf-*.c files; not an API. */
+#ifndef STACKCAP_CTF_INTERNAL_H
+#define STACKCAP_CTF_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* write() all of data, retrying on EINTR; 0 or -errno. */
+int ctf_write_all(int fd, const void *data, size_t len);
+
+/* Make sure dirfd holds our metadata for (uuid, clock offset): write it
+ * atomically if absent (*written = its size), accept an identical one
+ * (*written = 0), else -EEXIST. */
+int ctf_metadata_install(int dirfd, const uint8_t uuid[16], int64_t offset_ns,
+			 uint64_t *written);
+
+#endif

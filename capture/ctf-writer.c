@@ -1,0 +1,581 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ctf-writer.c: standalone CTF 1.8 trace writer (docs/trace-format.md).
+ *
+ * The metadata text lives in ctf-metadata.c, the zstd reader in
+ * ctf-inflate.c.
+ *
+ * Each stream builds one packet at a time in memory: the 80-byte packet
+ * header + context is reserved at the front and filled in when the packet
+ * is written, since its timestamps and sizes are only known then.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include "ctf-writer.h"
+#include "ctf-internal.h"
+
+#define CTF_MAGIC 0xC1FC1FC1u
+#define PKT_HDR 80u          /* packet header (32) + packet context (48) */
+#define HDR_COMPACT 4u       /* 5-bit id + 27-bit timestamp */
+#define HDR_EXTENDED 13u     /* id 31 byte + u32 id + u64 timestamp */
+#define COMPACT_MAX_ID 30u
+#define TS27 (UINT64_C(1) << 27)
+#define U24_LIMIT (UINT32_C(1) << 24)
+
+enum event_id { /* ids within each stream class, as in the metadata */
+	EV_PROCESS_START = 0, EV_MAPS = 1, EV_DROPS = 2, EV_PROCESS_END = 3,
+	EV_SAMPLE = 0,
+};
+
+struct ctf_writer {
+	int dirfd;
+	int zstd;
+	size_t packet_size;
+	uint8_t uuid[16];
+	ZSTD_CCtx *cctx;
+	uint8_t *zbuf;          /* compressed packet, reused */
+	size_t zcap;
+	struct ctf_stream *streams;
+	struct ctf_writer_stats st;
+};
+
+struct ctf_stream {
+	struct ctf_writer *w;
+	struct ctf_stream *next, **pprev;
+	enum ctf_stream_kind kind;
+	int fd;
+	int err;                /* sticky: the file could not be cut back */
+	uint64_t file_off;      /* end of the last complete packet */
+	uint64_t instance_id;
+	uint32_t pid, tid;      /* tid of the packet in flight */
+	uint8_t *buf;           /* packet in flight, PKT_HDR reserved */
+	size_t cap, used;
+	uint32_t nevents;
+	uint64_t ts_begin;      /* first event of the packet in flight */
+	uint64_t last_ts;       /* last event accepted on the stream */
+	int have_ts;
+	uint64_t discarded;     /* running total, as CTF wants it */
+	uint64_t discarded_written;
+};
+
+/* ---- little-endian encoding ---------------------------------------------- */
+
+static uint8_t *put_le(uint8_t *p, uint64_t v, unsigned nbytes)
+{
+	for (unsigned i = 0; i < nbytes; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+	return p + nbytes;
+}
+
+static uint8_t *put_str(uint8_t *p, const char *str, size_t len)
+{
+	memcpy(p, str, len);
+	p[len] = 0;
+	return p + len + 1;
+}
+
+/* ---- file helpers --------------------------------------------------------- */
+
+static int pwrite_all(int fd, const void *data, size_t len, uint64_t off)
+{
+	const uint8_t *p = data;
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, (off_t)off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* mkdir -p: several processes may race to create the same directory. */
+static int mkdir_p(const char *dir)
+{
+	char *path = strdup(dir);
+	if (!path)
+		return -ENOMEM;
+	int rc = 0;
+	for (char *p = path + 1;; p++) {
+		if (*p != '/' && *p != 0)
+			continue;
+		char c = *p;
+		*p = 0;
+		if (mkdir(path, 0777) < 0 && errno != EEXIST) {
+			rc = -errno;
+			break;
+		}
+		*p = c;
+		if (!c)
+			break;
+	}
+	free(path);
+	return rc;
+}
+
+/* ---- writer --------------------------------------------------------------- */
+
+int ctf_writer_open(const char *dir, const struct ctf_writer_opts *opts,
+		    struct ctf_writer **out)
+{
+	struct ctf_writer_opts o = { 0 };
+	if (!dir || !*dir || !out)
+		return -EINVAL;
+	*out = NULL;
+	if (opts) {
+		/* Copy only what the caller's version of the struct has. */
+		size_t sz = opts->sz < sizeof o ? opts->sz : sizeof o;
+		if (sz < offsetof(struct ctf_writer_opts, zstd))
+			return -EINVAL;
+		memcpy(&o, opts, sz);
+	}
+	if (!o.packet_size)
+		o.packet_size = CTF_PACKET_SIZE_DEFAULT;
+	if (o.packet_size < CTF_PACKET_SIZE_MIN || o.packet_size > (SIZE_MAX >> 4))
+		return -EINVAL;
+
+	struct ctf_writer *w = calloc(1, sizeof *w);
+	if (!w)
+		return -ENOMEM;
+	w->dirfd = -1;
+	w->zstd = !!o.zstd;
+	w->packet_size = o.packet_size;
+	memcpy(w->uuid, o.uuid, 16);
+	static const uint8_t zero[16];
+	int rc = 0;
+	if (!memcmp(w->uuid, zero, 16)) {
+		if (getrandom(w->uuid, 16, 0) != 16) {
+			rc = -EIO;
+			goto fail;
+		}
+		w->uuid[6] = (uint8_t)((w->uuid[6] & 0x0f) | 0x40); /* RFC 4122 v4 */
+		w->uuid[8] = (uint8_t)((w->uuid[8] & 0x3f) | 0x80);
+	}
+	if (w->zstd) {
+		w->cctx = ZSTD_createCCtx();
+		if (!w->cctx) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		/* The checksum lets the reader tell a torn frame from a good one. */
+		if (ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, o.zstd_level)) ||
+		    ZSTD_isError(ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1))) {
+			rc = -EINVAL;
+			goto fail;
+		}
+	}
+	rc = mkdir_p(dir);
+	if (rc)
+		goto fail;
+	w->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (w->dirfd < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	rc = ctf_metadata_install(w->dirfd, w->uuid, o.clock_offset_ns,
+				  &w->st.metadata_bytes);
+	if (rc)
+		goto fail;
+	*out = w;
+	return 0;
+fail:
+	if (w->dirfd >= 0)
+		close(w->dirfd);
+	ZSTD_freeCCtx(w->cctx);
+	free(w);
+	return rc;
+}
+
+void ctf_writer_uuid(const struct ctf_writer *w, uint8_t uuid[16])
+{
+	memcpy(uuid, w->uuid, 16);
+}
+
+void ctf_writer_get_stats(const struct ctf_writer *w, struct ctf_writer_stats *st)
+{
+	*st = w->st;
+}
+
+uint64_t ctf_writer_bytes_written(const struct ctf_writer *w)
+{
+	return w->st.metadata_bytes + w->st.stream_bytes;
+}
+
+int ctf_writer_close(struct ctf_writer *w)
+{
+	if (!w)
+		return 0;
+	int rc = 0;
+	while (w->streams) {
+		int r = ctf_stream_close(w->streams);
+		if (r && !rc)
+			rc = r;
+	}
+	if (close(w->dirfd) < 0 && !rc)
+		rc = -errno;
+	ZSTD_freeCCtx(w->cctx);
+	free(w->zbuf);
+	free(w);
+	return rc;
+}
+
+/* ---- streams -------------------------------------------------------------- */
+
+/* FNV-1a of the file name.  babeltrace2 merges files that share a stream
+ * class and a stream_instance_id into one stream, so ids must be unique in
+ * the directory, across processes and exec()s; file names are (O_EXCL). */
+static uint64_t name_hash(const char *name)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *name; name++)
+		h = (h ^ (uint8_t)*name) * 0x100000001b3ull;
+	return h;
+}
+
+int ctf_writer_open_stream(struct ctf_writer *w, enum ctf_stream_kind kind,
+			   const char *name, uint32_t pid, struct ctf_stream **out)
+{
+	if (!w || !name || !out || (kind != CTF_STREAM_PROCESS && kind != CTF_STREAM_SAMPLES))
+		return -EINVAL;
+	*out = NULL;
+	if (!*name || name[0] == '.' || strchr(name, '/') || !strcmp(name, "metadata") ||
+	    strlen(name) > NAME_MAX - 4)
+		return -EINVAL;
+	char fname[NAME_MAX + 1];
+	snprintf(fname, sizeof fname, "%s%s", name, w->zstd ? ".zst" : "");
+
+	struct ctf_stream *s = calloc(1, sizeof *s);
+	if (!s)
+		return -ENOMEM;
+	s->cap = w->packet_size;
+	s->buf = malloc(s->cap);
+	if (!s->buf) {
+		free(s);
+		return -ENOMEM;
+	}
+	s->fd = openat(w->dirfd, fname, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (s->fd < 0) {
+		int rc = -errno;
+		free(s->buf);
+		free(s);
+		return rc;
+	}
+	s->w = w;
+	s->kind = kind;
+	s->pid = pid;
+	s->instance_id = name_hash(name);
+	s->used = PKT_HDR;
+	s->next = w->streams;
+	if (w->streams)
+		w->streams->pprev = &s->next;
+	s->pprev = &w->streams;
+	w->streams = s;
+	*out = s;
+	return 0;
+}
+
+static void fill_packet_header(struct ctf_stream *s, uint64_t ts_begin, uint64_t ts_end)
+{
+	uint8_t *p = s->buf;
+	p = put_le(p, CTF_MAGIC, 4);
+	memcpy(p, s->w->uuid, 16);
+	p += 16;
+	p = put_le(p, (uint64_t)s->kind, 4);
+	p = put_le(p, s->instance_id, 8);
+	p = put_le(p, ts_begin, 8);
+	p = put_le(p, ts_end, 8);
+	p = put_le(p, (uint64_t)s->used * 8, 8); /* content_size, bits */
+	p = put_le(p, (uint64_t)s->used * 8, 8); /* packet_size: no padding */
+	p = put_le(p, s->discarded, 8);
+	p = put_le(p, s->pid, 4);
+	put_le(p, s->kind == CTF_STREAM_SAMPLES ? s->tid : 0, 4);
+}
+
+/* Append the packet to the file: as-is, or as one zstd frame. */
+static int append_packet(struct ctf_stream *s)
+{
+	struct ctf_writer *w = s->w;
+	const void *data = s->buf;
+	size_t len = s->used;
+	if (w->zstd) {
+		size_t bound = ZSTD_compressBound(len);
+		if (bound > w->zcap) {
+			uint8_t *nb = realloc(w->zbuf, bound);
+			if (!nb)
+				return -ENOMEM;
+			w->zbuf = nb;
+			w->zcap = bound;
+		}
+		len = ZSTD_compress2(w->cctx, w->zbuf, w->zcap, s->buf, s->used);
+		if (ZSTD_isError(len))
+			return ZSTD_getErrorCode(len) == ZSTD_error_memory_allocation ? -ENOMEM : -EIO;
+		data = w->zbuf;
+	}
+	int rc = pwrite_all(s->fd, data, len, s->file_off);
+	if (rc) {
+		/* Never leave a torn packet: cut back to the last good one. */
+		if (ftruncate(s->fd, (off_t)s->file_off) < 0)
+			s->err = rc;
+		return rc;
+	}
+	s->file_off += len;
+	w->st.stream_bytes += len;
+	w->st.packet_bytes += s->used;
+	w->st.packets++;
+	w->st.events += s->nevents;
+	return 0;
+}
+
+/* Write the packet in flight (or an empty one carrying a new discard
+ * count), then start an empty one whatever happened. */
+static int packet_write(struct ctf_stream *s)
+{
+	if (s->err)
+		return s->err;
+	if (!s->nevents && s->discarded == s->discarded_written)
+		return 0;
+	uint64_t begin = s->nevents ? s->ts_begin : s->last_ts;
+	fill_packet_header(s, begin, s->last_ts);
+	int rc = append_packet(s);
+	if (rc)
+		s->discarded += s->nevents; /* reported by the next packet */
+	else
+		s->discarded_written = s->discarded;
+	s->used = PKT_HDR;
+	s->nevents = 0;
+	/* A huge event grew the buffer: give the memory back. */
+	if (s->cap > 4 * s->w->packet_size) {
+		uint8_t *nb = realloc(s->buf, s->w->packet_size);
+		if (nb) {
+			s->buf = nb;
+			s->cap = s->w->packet_size;
+		}
+	}
+	return rc;
+}
+
+/*
+ * Reserve room for one event of `payload` bytes at time ts and write its
+ * header; returns where the payload goes, or NULL with *rc set.
+ *
+ * Header rule: the reader keeps a clock value that the packet context's
+ * timestamp_begin sets and each event's timestamp updates; a 27-bit
+ * timestamp replaces the low 27 bits and is taken to have wrapped once if
+ * it is below the current low bits.  So a compact header decodes exactly
+ * iff 0 <= ts - previous < 2^27, where previous is the previous event of
+ * the packet, or timestamp_begin (= ts of the first event) for the first.
+ */
+static uint8_t *event_begin(struct ctf_stream *s, uint64_t ts, uint32_t tid,
+			    unsigned id, size_t payload, int *rc)
+{
+	*rc = s->err;
+	if (*rc)
+		return NULL;
+	if (s->have_ts && ts < s->last_ts) {
+		*rc = -EINVAL;
+		return NULL;
+	}
+	/* A packet never mixes threads: its context names one tid. */
+	if (s->nevents && tid != s->tid) {
+		*rc = packet_write(s);
+		if (*rc)
+			return NULL;
+	}
+	for (;;) {
+		int compact = id <= COMPACT_MAX_ID &&
+			      (!s->nevents || ts - s->last_ts < TS27);
+		size_t need = (compact ? HDR_COMPACT : HDR_EXTENDED) + payload;
+		if (need <= s->cap - s->used) {
+			if (!s->nevents) {
+				s->ts_begin = ts;
+				s->tid = tid;
+			}
+			uint8_t *p = s->buf + s->used;
+			if (compact) {
+				p = put_le(p, id | ((ts & (TS27 - 1)) << 5), 4);
+			} else {
+				*p++ = 31;
+				p = put_le(p, id, 4);
+				p = put_le(p, ts, 8);
+			}
+			s->used += need;
+			s->nevents++;
+			s->last_ts = ts;
+			s->have_ts = 1;
+			return p;
+		}
+		if (s->nevents) {
+			*rc = packet_write(s);
+			if (*rc)
+				return NULL;
+			continue;
+		}
+		/* Alone in its packet and still too big: grow the packet. */
+		if (payload > SIZE_MAX / 2) {
+			*rc = -EINVAL;
+			return NULL;
+		}
+		uint8_t *nb = realloc(s->buf, PKT_HDR + need);
+		if (!nb) {
+			*rc = -ENOMEM;
+			return NULL;
+		}
+		s->buf = nb;
+		s->cap = PKT_HDR + need;
+	}
+}
+
+int ctf_stream_process_start(struct ctf_stream *s, uint64_t ts,
+			     const struct ctf_process_info *info)
+{
+	if (!s || !info || s->kind != CTF_STREAM_PROCESS)
+		return -EINVAL;
+	const char *comm = info->comm ? info->comm : "";
+	const char *exe = info->exe ? info->exe : "";
+	size_t lc = strlen(comm), le = strlen(exe);
+	int rc;
+	uint8_t *p = event_begin(s, ts, 0, EV_PROCESS_START, 4 + 4 + lc + 1 + le + 1 + 8 + 4 + 4 + 1 + 1, &rc);
+	if (!p)
+		return rc;
+	p = put_le(p, info->pid, 4);
+	p = put_le(p, info->ppid, 4);
+	p = put_str(p, comm, lc);
+	p = put_str(p, exe, le);
+	p = put_le(p, (uint64_t)info->clock_offset_ns, 8);
+	p = put_le(p, info->frequency_hz, 4);
+	p = put_le(p, info->stack_cap, 4);
+	p = put_le(p, info->policy, 1);
+	put_le(p, info->codec_version, 1);
+	return 0;
+}
+
+int ctf_stream_maps(struct ctf_stream *s, uint64_t ts, uint32_t generation,
+		    const struct ctf_map_entry *e, size_t n)
+{
+	if (!s || (n && !e) || s->kind != CTF_STREAM_PROCESS || n > UINT32_MAX)
+		return -EINVAL;
+	size_t payload = 4 + 4;
+	for (size_t i = 0; i < n; i++) {
+		if (e[i].start > e[i].end || (i && e[i].start < e[i - 1].start) ||
+		    (e[i].build_id_len && !e[i].build_id))
+			return -EINVAL;
+		size_t lp = e[i].path ? strlen(e[i].path) : 0;
+		if (lp > SIZE_MAX / 4 || payload > SIZE_MAX / 4)
+			return -EINVAL;
+		payload += 8 * 4 + 1 + 1 + e[i].build_id_len + lp + 1;
+	}
+	int rc;
+	uint8_t *p = event_begin(s, ts, 0, EV_MAPS, payload, &rc);
+	if (!p)
+		return rc;
+	p = put_le(p, generation, 4);
+	p = put_le(p, n, 4);
+	for (size_t i = 0; i < n; i++) {
+		p = put_le(p, e[i].start, 8);
+		p = put_le(p, e[i].end, 8);
+		p = put_le(p, e[i].offset, 8);
+		p = put_le(p, e[i].bias, 8);
+		p = put_le(p, e[i].flags, 1);
+		p = put_le(p, e[i].build_id_len, 1);
+		if (e[i].build_id_len)
+			memcpy(p, e[i].build_id, e[i].build_id_len);
+		p += e[i].build_id_len;
+		const char *path = e[i].path ? e[i].path : "";
+		p = put_str(p, path, strlen(path));
+	}
+	return 0;
+}
+
+int ctf_stream_drops(struct ctf_stream *s, uint64_t ts, const struct ctf_drops *d)
+{
+	if (!s || !d || s->kind != CTF_STREAM_PROCESS)
+		return -EINVAL;
+	int rc;
+	uint8_t *p = event_begin(s, ts, 0, EV_DROPS, 4 + 4 * 8, &rc);
+	if (!p)
+		return rc;
+	p = put_le(p, d->tid, 4);
+	p = put_le(p, d->ring_full, 8);
+	p = put_le(p, d->nested, 8);
+	p = put_le(p, d->no_stack_bounds, 8);
+	put_le(p, d->other, 8);
+	return 0;
+}
+
+int ctf_stream_process_end(struct ctf_stream *s, uint64_t ts,
+			   uint64_t samples, uint64_t drops)
+{
+	if (!s || s->kind != CTF_STREAM_PROCESS)
+		return -EINVAL;
+	int rc;
+	uint8_t *p = event_begin(s, ts, 0, EV_PROCESS_END, 16, &rc);
+	if (!p)
+		return rc;
+	p = put_le(p, samples, 8);
+	put_le(p, drops, 8);
+	return 0;
+}
+
+int ctf_stream_sample(struct ctf_stream *s, uint64_t ts, uint32_t tid,
+		      uint32_t generation, const uint8_t *blob, size_t len)
+{
+	if (!s || s->kind != CTF_STREAM_SAMPLES || generation >= U24_LIMIT ||
+	    len >= U24_LIMIT || (len && !blob))
+		return -EINVAL;
+	int rc;
+	uint8_t *p = event_begin(s, ts, tid, EV_SAMPLE, 3 + 3 + len, &rc);
+	if (!p)
+		return rc;
+	p = put_le(p, generation, 3);
+	p = put_le(p, len, 3);
+	if (len)
+		memcpy(p, blob, len);
+	return 0;
+}
+
+int ctf_stream_discarded(struct ctf_stream *s, uint64_t n)
+{
+	if (!s)
+		return -EINVAL;
+	s->discarded += n;
+	return 0;
+}
+
+int ctf_stream_flush(struct ctf_stream *s)
+{
+	if (!s)
+		return -EINVAL;
+	return packet_write(s);
+}
+
+int ctf_stream_close(struct ctf_stream *s)
+{
+	if (!s)
+		return 0;
+	int rc = packet_write(s);
+	if (close(s->fd) < 0 && !rc)
+		rc = -errno;
+	*s->pprev = s->next;
+	if (s->next)
+		s->next->pprev = s->pprev;
+	free(s->buf);
+	free(s);
+	return rc;
+}

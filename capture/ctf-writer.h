@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ctf-writer.h: the standalone CTF 1.8 trace writer (format version 1,
+ * docs/trace-format.md).
+ *
+ * Used by the capture library's writer thread, never by a signal handler:
+ * it allocates and does file I/O.  A writer and its streams belong to one
+ * thread at a time (no internal locking).
+ *
+ * Return convention: every int-returning function returns 0 on success or
+ * a negative errno (-ENOSPC, -EINVAL, ...).  Nothing is ever printed and
+ * nothing aborts: the traced program must survive any tracing failure.
+ *
+ * Consistency: a stream file only ever grows by whole packets.  When a
+ * packet cannot be written (full disk, I/O error) the file is cut back to
+ * the last complete packet, the packet's events are counted as discarded
+ * in the next packet written, and the error is returned; the stream stays
+ * usable.  Only if that cut itself fails is the stream left broken: every
+ * later call on it returns the same error.
+ */
+#ifndef STACKCAP_CTF_WRITER_H
+#define STACKCAP_CTF_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Value of the metadata's env.stackcap_trace_version.  Readers reject any
+ * other value (docs/trace-format.md). */
+#define CTF_TRACE_VERSION 1
+
+#define CTF_PACKET_SIZE_DEFAULT (64u * 1024u)
+#define CTF_PACKET_SIZE_MIN 256u
+
+struct ctf_writer;
+struct ctf_stream;
+
+struct ctf_writer_opts {
+	size_t sz;              /* must be sizeof(struct ctf_writer_opts) */
+	int zstd;               /* nonzero: one zstd frame per packet, ".zst" */
+	int zstd_level;         /* 0: zstd's default level */
+	size_t packet_size;     /* max bytes per packet; 0: the default */
+	/* CLOCK_REALTIME minus CLOCK_MONOTONIC, becomes the clock offset. */
+	int64_t clock_offset_ns;
+	/* Trace UUID.  All-zero: a random one.  Every process of a recording
+	 * must pass the same UUID and clock offset, since they share one
+	 * metadata file (see ctf_writer_uuid()). */
+	uint8_t uuid[16];
+};
+
+/* Open (creating it and missing parents if needed) the trace directory and
+ * make sure it holds our metadata.  An existing metadata file must be
+ * byte-identical to ours, else -EEXIST.  opts may be NULL (defaults). */
+int ctf_writer_open(const char *dir, const struct ctf_writer_opts *opts,
+		    struct ctf_writer **out);
+
+/* Close every stream still open (flushing it), free the writer.  Returns
+ * the first error met; the writer is freed regardless.  NULL is a no-op. */
+int ctf_writer_close(struct ctf_writer *w);
+
+/* The trace UUID actually used (to hand to a forked child's writer). */
+void ctf_writer_uuid(const struct ctf_writer *w, uint8_t uuid[16]);
+
+struct ctf_writer_stats {
+	uint64_t metadata_bytes; /* metadata written by this writer (0 if shared) */
+	uint64_t stream_bytes;   /* bytes appended to stream files (compressed) */
+	uint64_t packet_bytes;   /* the same packets before compression */
+	uint64_t packets;
+	uint64_t events;         /* events in packets written */
+};
+void ctf_writer_get_stats(const struct ctf_writer *w, struct ctf_writer_stats *st);
+
+/* Total bytes this writer put on disk (metadata + streams). */
+uint64_t ctf_writer_bytes_written(const struct ctf_writer *w);
+
+enum ctf_stream_kind {
+	CTF_STREAM_PROCESS = 0, /* stream class 0: process_start, maps, drops, process_end */
+	CTF_STREAM_SAMPLES = 1, /* stream class 1: sample */
+};
+
+/* Create stream file `name` in the trace directory (".zst" appended in
+ * zstd mode).  The name must be a plain file name, not "metadata" nor
+ * starting with '.'; the file must not exist yet (-EEXIST), so that
+ * processes sharing a directory never clobber each other.  Callers name
+ * them proc-<pid>-<seq> and samples-<pid>-<slot>. */
+int ctf_writer_open_stream(struct ctf_writer *w, enum ctf_stream_kind kind,
+			   const char *name, uint32_t pid, struct ctf_stream **out);
+
+/* ---- events --------------------------------------------------------------
+ * ts is CLOCK_MONOTONIC in ns.  Within a stream, ts must never decrease:
+ * an earlier ts is rejected with -EINVAL and nothing is written.  Values
+ * that do not fit their field (generation or blob length >= 2^24) and
+ * events of the wrong stream kind give -EINVAL.  On any error the event is
+ * not recorded (count it as discarded if it matters); a packet that could
+ * not be written is counted by the writer itself.  Strings are written as
+ * the bytes given (normally UTF-8), NUL-terminated. */
+
+struct ctf_process_info {
+	uint32_t pid, ppid;
+	const char *comm;        /* NULL is written as "" */
+	const char *exe;
+	int64_t clock_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC at start */
+	uint32_t frequency_hz;
+	uint32_t stack_cap;      /* bytes */
+	uint8_t policy;          /* enum stackcap_policy */
+	uint8_t codec_version;   /* STACKCAP_CODEC_VERSION */
+};
+int ctf_stream_process_start(struct ctf_stream *s, uint64_t ts,
+			     const struct ctf_process_info *info);
+
+#define CTF_MAP_ANON 0x1u /* anonymous / JIT code */
+#define CTF_MAP_MAIN 0x2u /* the main executable */
+#define CTF_MAP_VDSO 0x4u
+
+struct ctf_map_entry {
+	uint64_t start, end;
+	uint64_t offset;         /* file offset of start */
+	uint64_t bias;           /* load bias */
+	uint8_t flags;           /* CTF_MAP_* */
+	uint8_t build_id_len;
+	const uint8_t *build_id; /* build_id_len bytes (NULL if 0) */
+	const char *path;        /* NULL is written as "" */
+};
+/* One snapshot: the code ranges the codec used, sorted by start (entry
+ * index = range index in the blobs).  Unsorted input gives -EINVAL. */
+int ctf_stream_maps(struct ctf_stream *s, uint64_t ts, uint32_t generation,
+		    const struct ctf_map_entry *e, size_t n);
+
+struct ctf_drops {
+	uint32_t tid;
+	uint64_t ring_full, nested, no_stack_bounds, other; /* cumulative */
+};
+int ctf_stream_drops(struct ctf_stream *s, uint64_t ts, const struct ctf_drops *d);
+
+int ctf_stream_process_end(struct ctf_stream *s, uint64_t ts,
+			   uint64_t samples, uint64_t drops);
+
+/* A sample of thread tid: an opaque stack-codec blob (docs/stack-codec.md).
+ * A tid different from the current packet's closes that packet first. */
+int ctf_stream_sample(struct ctf_stream *s, uint64_t ts, uint32_t tid,
+		      uint32_t generation, const uint8_t *blob, size_t len);
+
+/* Count n events lost since the last call; the next packet written carries
+ * the running total in its events_discarded field (CTF's convention), and
+ * close writes an empty packet if needed so the count is never lost. */
+int ctf_stream_discarded(struct ctf_stream *s, uint64_t n);
+
+/* Write the packet in flight, if any. */
+int ctf_stream_flush(struct ctf_stream *s);
+
+/* Flush, close and free the stream (freed even on error).  NULL: no-op. */
+int ctf_stream_close(struct ctf_stream *s);
+
+/* ---- reading -------------------------------------------------------------
+ * Decompress a zstd stream file into a plain stream file (dst is created or
+ * truncated).  Streaming, bounded memory.  A corrupt or truncated frame
+ * gives -EBADMSG, and dst then holds exactly the complete packets before
+ * it, so it is still a valid stream file. */
+int ctf_zstd_inflate_file(const char *src, const char *dst);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
