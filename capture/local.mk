@@ -9,3 +9,22 @@ capture_libctfwriter_la_SOURCES = \
 	capture/ctf-internal.h
 capture_libctfwriter_la_CFLAGS = $(AM_CFLAGS) $(ZSTD_CFLAGS) -fvisibility=hidden
 capture_libctfwriter_la_LIBADD = $(ZSTD_LIBS)
+
+# libstackcap: the capture library, preloadable or linked.
+lib_LTLIBRARIES += capture/libstackcap.la
+include_HEADERS = capture/stackcap.h
+pkgconfigdir = $(libdir)/pkgconfig
+pkgconfig_DATA = capture/stackcap.pc
+capture_libstackcap_la_SOURCES = \
+	capture/stackcap.h \
+	capture/capture-internal.h \
+	capture/ring.h \
+	capture/capture.c \
+	capture/snapshot.c \
+	capture/writer.c \
+	capture/lifecycle.c
+capture_libstackcap_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -pthread
+capture_libstackcap_la_LDFLAGS = -version-info 0:0:0 -no-undefined \
+	-Wl,--version-script=$(top_srcdir)/capture/libstackcap.map -pthread
+capture_libstackcap_la_LIBADD = compress/libstackcodec.la capture/libctfwriter.la $(ZSTD_LIBS) -ldl -lrt
+EXTRA_DIST += capture/libstackcap.map capture/stackcap.pc.in

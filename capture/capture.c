@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * capture.c: the hot path.  The sampling signal handler and
+ * stackcap_capture() both end in capture_regs(): bounded stack copy (read
+ * in place, encoded straight into the thread's ring), no malloc, no locks,
+ * no syscall except clock_gettime (vDSO) and, off the common path,
+ * sigaltstack.  Anything unexpected drops the sample and counts it.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "capture-internal.h"
+
+/* The calling thread's state; initial-exec TLS so that reading it in a
+ * signal handler never allocates. */
+static __thread struct thread_state *tls_thread __attribute__((tls_model("initial-exec")));
+
+struct thread_state *capture_thread_self(void)
+{
+	return tls_thread;
+}
+
+/* ---- the capture ------------------------------------------------------- */
+
+/* Record one stack.  REGS in DWARF order; rsp is where the copy starts. */
+static int capture_regs(struct thread_state *t, const uint64_t *regs)
+{
+	uint64_t const sp = regs[STACKCAP_REG_RSP];
+	uint64_t lo = t->stack_lo, hi = t->stack_hi;
+	if (sp < lo || sp >= hi) {
+		/* Interrupted on another stack: the alternate signal stack is
+		 * the only other one we can bound safely. */
+		stack_t ss;
+		if (sigaltstack(NULL, &ss) != 0 || (ss.ss_flags & SS_DISABLE) ||
+		    sp < (uint64_t)(uintptr_t)ss.ss_sp ||
+		    sp >= (uint64_t)(uintptr_t)ss.ss_sp + ss.ss_size) {
+			atomic_fetch_add_explicit(&stackcap_g.dropped_no_stack, 1, memory_order_relaxed);
+			return -EAGAIN;
+		}
+		lo = (uint64_t)(uintptr_t)ss.ss_sp;
+		hi = lo + ss.ss_size;
+	}
+	uint64_t nbytes = hi - sp;
+	if (nbytes > stackcap_g.cfg.stack_cap)
+		nbytes = stackcap_g.cfg.stack_cap;
+	uint64_t const nwords = nbytes / 8;
+
+	const struct snapshot *snap = snapshot_enter();
+	size_t const need = sizeof(struct ring_rec) + STACKCAP_CODEC_BOUND(nwords);
+	struct ring_rec *rec = ring_reserve(&t->ring, need);
+	if (!rec) {
+		snapshot_leave();
+		atomic_fetch_add_explicit(&t->dropped_ring_full, 1, memory_order_relaxed);
+		return -EAGAIN;
+	}
+	struct stackcap_codec_input in = {
+		.words = (const uint64_t *)(uintptr_t)sp,
+		.nwords = nwords,
+		.sp = sp,
+		.regs = regs,
+		.ranges = snap ? &snap->set : NULL,
+		.policy = stackcap_g.cfg.policy,
+		.encoding = STACKCAP_WORDS_RELATIVE,
+	};
+	size_t const len = stackcap_codec_encode((uint8_t *)(rec + 1), need - sizeof(*rec), &in);
+	rec->generation = snap ? snap->generation : 0;
+	snapshot_leave();
+	if (stackcap_codec_is_error(len)) {
+		atomic_fetch_add_explicit(&t->dropped_ring_full, 1, memory_order_relaxed);
+		return -EAGAIN;
+	}
+	rec->ts = capture_now_ns();
+	ring_commit(&t->ring, rec, sizeof(*rec) + len);
+	atomic_fetch_add_explicit(&t->samples, 1, memory_order_relaxed);
+	/* Past half full: wake the writer early (write(2) is signal-safe). */
+	if (ring_used(&t->ring) > t->ring.size / 2)
+		writer_wake();
+	return 0;
+}
+
+/* Called with the registers saved by the stackcap_capture trampoline. */
+__attribute__((used)) HIDDEN int stackcap_capture_regs(const uint64_t *regs);
+int stackcap_capture_regs(const uint64_t *regs)
+{
+	if (!atomic_load_explicit(&stackcap_g.running, memory_order_acquire))
+		return -ENODEV;
+	int const saved_errno = errno;
+	struct thread_state *t = tls_thread;
+	int rc;
+	if (!t) {
+		atomic_fetch_add_explicit(&stackcap_g.dropped_no_stack, 1, memory_order_relaxed);
+		rc = -EAGAIN;
+	} else if (t->busy) {
+		atomic_fetch_add_explicit(&t->dropped_nested, 1, memory_order_relaxed);
+		rc = -EAGAIN;
+	} else {
+		t->busy = 1;
+		atomic_signal_fence(memory_order_seq_cst);
+		rc = capture_regs(t, regs);
+		atomic_signal_fence(memory_order_seq_cst);
+		t->busy = 0;
+	}
+	errno = saved_errno;
+	return rc;
+}
+
+/*
+ * stackcap_capture(): save every general-purpose register as it is at the
+ * call, with rip = the return address and rsp = the caller's sp after the
+ * return, so the caller is the innermost frame.  Written in assembly
+ * because C cannot promise the callee-saved registers are untouched.
+ * Layout: 17 slots in DWARF order (rax rdx rcx rbx rsi rdi rbp rsp r8..r15
+ * rip), 136 bytes; entry rsp is 8 mod 16, so after the sub it is aligned.
+ */
+__asm__(
+	".text\n"
+	".globl stackcap_capture\n"
+	".type stackcap_capture, @function\n"
+	"stackcap_capture:\n"
+	".cfi_startproc\n"
+	"	sub $136, %rsp\n"
+	".cfi_adjust_cfa_offset 136\n"
+	"	mov %rax, 0(%rsp)\n"
+	"	mov %rdx, 8(%rsp)\n"
+	"	mov %rcx, 16(%rsp)\n"
+	"	mov %rbx, 24(%rsp)\n"
+	"	mov %rsi, 32(%rsp)\n"
+	"	mov %rdi, 40(%rsp)\n"
+	"	mov %rbp, 48(%rsp)\n"
+	"	lea 144(%rsp), %rax\n"
+	"	mov %rax, 56(%rsp)\n"
+	"	mov %r8, 64(%rsp)\n"
+	"	mov %r9, 72(%rsp)\n"
+	"	mov %r10, 80(%rsp)\n"
+	"	mov %r11, 88(%rsp)\n"
+	"	mov %r12, 96(%rsp)\n"
+	"	mov %r13, 104(%rsp)\n"
+	"	mov %r14, 112(%rsp)\n"
+	"	mov %r15, 120(%rsp)\n"
+	"	mov 136(%rsp), %rax\n"
+	"	mov %rax, 128(%rsp)\n"
+	"	mov %rsp, %rdi\n"
+	"	call stackcap_capture_regs\n"
+	"	add $136, %rsp\n"
+	".cfi_adjust_cfa_offset -136\n"
+	"	ret\n"
+	".cfi_endproc\n"
+	".size stackcap_capture, .-stackcap_capture\n");
+
+/* ---- the sampling signal ----------------------------------------------- */
+
+static struct sigaction old_action;
+static int handler_installed;
+
+static void on_signal(int sig, siginfo_t *si, void *ucv)
+{
+	(void)sig;
+	(void)si;
+	const ucontext_t *uc = ucv;
+	const greg_t *g = uc->uc_mcontext.gregs;
+	uint64_t regs[STACKCAP_NREGS] = {
+		[STACKCAP_REG_RAX] = (uint64_t)g[REG_RAX], [STACKCAP_REG_RDX] = (uint64_t)g[REG_RDX],
+		[STACKCAP_REG_RCX] = (uint64_t)g[REG_RCX], [STACKCAP_REG_RBX] = (uint64_t)g[REG_RBX],
+		[STACKCAP_REG_RSI] = (uint64_t)g[REG_RSI], [STACKCAP_REG_RDI] = (uint64_t)g[REG_RDI],
+		[STACKCAP_REG_RBP] = (uint64_t)g[REG_RBP], [STACKCAP_REG_RSP] = (uint64_t)g[REG_RSP],
+		[STACKCAP_REG_R8] = (uint64_t)g[REG_R8], [STACKCAP_REG_R9] = (uint64_t)g[REG_R9],
+		[STACKCAP_REG_R10] = (uint64_t)g[REG_R10], [STACKCAP_REG_R11] = (uint64_t)g[REG_R11],
+		[STACKCAP_REG_R12] = (uint64_t)g[REG_R12], [STACKCAP_REG_R13] = (uint64_t)g[REG_R13],
+		[STACKCAP_REG_R14] = (uint64_t)g[REG_R14], [STACKCAP_REG_R15] = (uint64_t)g[REG_R15],
+		[STACKCAP_REG_RIP] = (uint64_t)g[REG_RIP],
+	};
+	stackcap_capture_regs(regs);
+}
+
+int capture_install_handler(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_signal;
+	/* SA_RESTART: the traced program's syscalls must not see EINTR
+	 * because of us.  SA_ONSTACK: a thread on its alternate stack stays
+	 * there. */
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+	sigfillset(&sa.sa_mask);
+	if (sigaction(stackcap_g.cfg.signo, &sa, &old_action) != 0)
+		return -errno;
+	handler_installed = 1;
+	return 0;
+}
+
+void capture_remove_handler(void)
+{
+	if (handler_installed) {
+		/* Ignore rather than restore: a timer signal still in flight
+		 * must not kill the process with the default action. */
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = SIG_IGN;
+		sigaction(stackcap_g.cfg.signo, &sa, NULL);
+		handler_installed = 0;
+	}
+}
+
+/* ---- threads ------------------------------------------------------------ */
+
+/* The thread's stack.  For the main thread glibc derives the top from the
+ * [stack] mapping and the bottom from RLIMIT_STACK; only [sp, top) is ever
+ * read, and that part is mapped. */
+static int thread_stack_bounds(uint64_t *lo, uint64_t *hi)
+{
+	pthread_attr_t attr;
+	if (pthread_getattr_np(pthread_self(), &attr) != 0)
+		return -EINVAL;
+	void *addr;
+	size_t size;
+	int const rc = pthread_attr_getstack(&attr, &addr, &size);
+	pthread_attr_destroy(&attr);
+	if (rc != 0)
+		return -EINVAL;
+	*lo = (uint64_t)(uintptr_t)addr;
+	*hi = *lo + size;
+	return 0;
+}
+
+static int arm_timer(struct thread_state *t)
+{
+	if (stackcap_g.cfg.no_sampling || !stackcap_g.cfg.frequency_hz)
+		return 0;
+	struct sigevent sev;
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = stackcap_g.cfg.signo;
+	sev._sigev_un._tid = t->tid;
+	clockid_t const clk = stackcap_g.cfg.wall_clock ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID;
+	if (timer_create(clk, &sev, &t->timer) != 0)
+		return -errno;
+	t->has_timer = 1;
+	long const ns = 1000000000L / (long)stackcap_g.cfg.frequency_hz;
+	struct itimerspec its = { .it_interval = { ns / 1000000000L, ns % 1000000000L },
+				  .it_value = { ns / 1000000000L, ns % 1000000000L } };
+	if (timer_settime(t->timer, 0, &its, NULL) != 0)
+		return -errno;
+	return 0;
+}
+
+int capture_thread_register(void)
+{
+	if (tls_thread)
+		return 0;
+	struct thread_state *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->tid = (pid_t)syscall(SYS_gettid);
+	int rc = thread_stack_bounds(&t->stack_lo, &t->stack_hi);
+	if (rc != 0) {
+		free(t);
+		return rc;
+	}
+	t->ring.size = stackcap_g.cfg.ring_size;
+	/* mmap: pages are only touched as the ring fills. */
+	t->ring.buf = mmap(NULL, t->ring.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (t->ring.buf == MAP_FAILED) {
+		free(t);
+		return -ENOMEM;
+	}
+	/* Publish to the writer, then to the handler. */
+	struct thread_state *head = atomic_load(&stackcap_g.threads);
+	do {
+		t->next = head;
+	} while (!atomic_compare_exchange_weak(&stackcap_g.threads, &head, t));
+	tls_thread = t;
+	rc = arm_timer(t);
+	return rc;
+}
+
+void capture_thread_unregister(void)
+{
+	struct thread_state *t = tls_thread;
+	if (!t)
+		return;
+	if (t->has_timer) {
+		timer_delete(t->timer);
+		t->has_timer = 0;
+	}
+	/* From here the handler ignores this thread; the writer drains its
+	 * ring, then frees it. */
+	t->busy = 1;
+	tls_thread = NULL;
+	atomic_store(&t->exited, 1);
+	writer_wake();
+}
+
+void capture_forget_threads_after_fork(void)
+{
+	/* Only the forking thread lives on in the child; the other states are
+	 * leaked on purpose (their rings may be mid-write). */
+	struct thread_state *self = tls_thread;
+	if (self) {
+		self->has_timer = 0; /* timers are not inherited */
+		self->tid = (pid_t)syscall(SYS_gettid);
+		self->next = NULL;
+		atomic_store(&self->ring.head, 0);
+		atomic_store(&self->ring.tail, 0);
+		atomic_store(&self->samples, 0);
+		atomic_store(&self->dropped_ring_full, 0);
+		atomic_store(&self->dropped_nested, 0);
+		self->writer_priv = NULL;
+		self->busy = 0;
+	}
+	atomic_store(&stackcap_g.threads, self);
+	if (self)
+		arm_timer(self);
+}

@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lifecycle.c: init and shutdown, options from the environment when
+ * preloaded, and the interposed calls that keep the recording whole:
+ * pthread_create (sample new threads), dlopen/dlclose (new code ranges
+ * before the next sample), fork (the child gets its own streams).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "capture-internal.h"
+
+HIDDEN struct stackcap_global stackcap_g = { .event_fd = -1 };
+
+static pthread_key_t exit_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void on_thread_exit(void *arg)
+{
+	(void)arg;
+	capture_thread_unregister();
+}
+
+static void make_key(void)
+{
+	pthread_key_create(&exit_key, on_thread_exit);
+}
+
+/* Register the calling thread and arrange for its exit to flush it. */
+static int register_self(void)
+{
+	pthread_once(&key_once, make_key);
+	int const rc = capture_thread_register();
+	if (rc == 0)
+		pthread_setspecific(exit_key, (void *)1);
+	return rc;
+}
+
+/* ---- options ------------------------------------------------------------ */
+
+static int opts_check(const struct stackcap_opts *o)
+{
+	if (!o)
+		return 0;
+	if (o->sz < offsetof(struct stackcap_opts, output_dir))
+		return -EINVAL;
+	/* A newer caller's fields beyond ours must be zero. */
+	size_t const known = offsetof(struct stackcap_opts, stackcap_opts__last_field) +
+			     sizeof(o->stackcap_opts__last_field);
+	for (size_t i = known; i < o->sz; i++)
+		if (((const char *)o)[i])
+			return -EINVAL;
+	return 0;
+}
+
+#define OPT(o, field, dflt) \
+	((o) && (o)->sz >= offsetof(struct stackcap_opts, field) + sizeof((o)->field) && (o)->field ? (o)->field : (dflt))
+
+static int config_from_opts(struct stackcap_config *c, const struct stackcap_opts *o)
+{
+	int rc = opts_check(o);
+	if (rc)
+		return rc;
+	const char *dir = OPT(o, output_dir, "stackcap.trace");
+	if (strlen(dir) >= sizeof(c->output_dir))
+		return -ENAMETOOLONG;
+	strcpy(c->output_dir, dir);
+	c->frequency_hz = OPT(o, frequency_hz, STACKCAP_DEFAULT_FREQUENCY);
+	if (c->frequency_hz > 100000)
+		return -EINVAL;
+	c->stack_cap = OPT(o, stack_cap, (size_t)STACKCAP_DEFAULT_STACK_CAP);
+	if (c->stack_cap < 64 || c->stack_cap > (64u << 20))
+		return -EINVAL;
+	c->stack_cap &= ~(size_t)7;
+	c->signo = OPT(o, signo, SIGPROF);
+	int const pol = OPT(o, policy, STACKCAP_POLICY_F2);
+	if (pol != STACKCAP_POLICY_F1 && pol != STACKCAP_POLICY_F2 && pol != STACKCAP_POLICY_ALL)
+		return -EINVAL;
+	c->policy = (enum stackcap_policy)pol;
+	c->wall_clock = OPT(o, wall_clock, 0);
+	c->zstd = OPT(o, zstd, 0);
+	c->no_sampling = OPT(o, no_sampling, 0);
+	c->no_follow_fork = OPT(o, no_follow_fork, 0);
+	c->ring_size = OPT(o, ring_size, (size_t)1 << 20);
+	/* A ring must hold at least one worst-case record. */
+	size_t const min_ring = 2 * (sizeof(struct ring_rec) + STACKCAP_CODEC_BOUND(c->stack_cap / 8));
+	if (c->ring_size < min_ring)
+		c->ring_size = min_ring;
+	c->ring_size = (c->ring_size + 4095) & ~(size_t)4095;
+	return 0;
+}
+
+/* Trace-wide identity: every process of one recording shares the metadata,
+ * so `stackcap record` hands the UUID and clock offset down. */
+static void config_identity(struct stackcap_config *c)
+{
+	const char *u = getenv("STACKCAP_TRACE_UUID");
+	c->have_uuid = 0;
+	if (u && strlen(u) == 32) {
+		c->have_uuid = 1;
+		for (int i = 0; i < 16; i++) {
+			unsigned v;
+			if (sscanf(u + 2 * i, "%2x", &v) != 1) {
+				c->have_uuid = 0;
+				break;
+			}
+			c->uuid[i] = (uint8_t)v;
+		}
+	}
+	if (!c->have_uuid && getrandom(c->uuid, sizeof(c->uuid), 0) != (ssize_t)sizeof(c->uuid))
+		memset(c->uuid, 0, sizeof(c->uuid)); /* the writer picks one */
+	const char *off = getenv("STACKCAP_CLOCK_OFFSET_NS");
+	if (off && *off) {
+		c->clock_offset_ns = strtoll(off, NULL, 10);
+	} else {
+		struct timespec rt, mono;
+		clock_gettime(CLOCK_REALTIME, &rt);
+		clock_gettime(CLOCK_MONOTONIC, &mono);
+		c->clock_offset_ns = ((int64_t)rt.tv_sec - mono.tv_sec) * 1000000000LL +
+				     (rt.tv_nsec - mono.tv_nsec);
+	}
+}
+
+/* ---- init / shutdown --------------------------------------------------- */
+
+static void atfork_child(void);
+
+static int start_locked(void)
+{
+	int rc = snapshot_refresh(1);
+	if (rc)
+		return rc;
+	stackcap_g.event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	rc = writer_start();
+	if (rc)
+		goto fail;
+	atomic_store(&stackcap_g.running, 1);
+	if (!stackcap_g.cfg.no_sampling) {
+		rc = capture_install_handler();
+		if (rc)
+			goto fail_writer;
+	}
+	register_self();
+	return 0;
+fail_writer:
+	atomic_store(&stackcap_g.running, 0);
+	writer_stop();
+fail:
+	if (stackcap_g.event_fd >= 0)
+		close(stackcap_g.event_fd);
+	stackcap_g.event_fd = -1;
+	return rc;
+}
+
+int stackcap_init(const struct stackcap_opts *opts)
+{
+	pthread_mutex_lock(&init_lock);
+	int rc = -EALREADY;
+	if (!atomic_load(&stackcap_g.running)) {
+		rc = config_from_opts(&stackcap_g.cfg, opts);
+		if (!rc) {
+			config_identity(&stackcap_g.cfg);
+			rc = start_locked();
+		}
+		static int atfork_done;
+		if (!rc && !atfork_done) {
+			pthread_atfork(NULL, NULL, atfork_child);
+			atfork_done = 1;
+		}
+	}
+	pthread_mutex_unlock(&init_lock);
+	return rc;
+}
+
+int stackcap_shutdown(void)
+{
+	pthread_mutex_lock(&init_lock);
+	if (!atomic_load(&stackcap_g.running)) {
+		pthread_mutex_unlock(&init_lock);
+		return -ENODEV;
+	}
+	atomic_store(&stackcap_g.running, 0);
+	/* No new samples: timers off, then a last drain of every ring. */
+	for (struct thread_state *t = atomic_load(&stackcap_g.threads); t; t = t->next)
+		if (t->has_timer) {
+			timer_delete(t->timer);
+			t->has_timer = 0;
+		}
+	capture_remove_handler();
+	int const rc = writer_stop();
+	if (stackcap_g.event_fd >= 0)
+		close(stackcap_g.event_fd);
+	stackcap_g.event_fd = -1;
+	pthread_mutex_unlock(&init_lock);
+	return rc;
+}
+
+int stackcap_thread_register(void)
+{
+	if (!atomic_load(&stackcap_g.running))
+		return -ENODEV;
+	return register_self();
+}
+
+void stackcap_get_stats(struct stackcap_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->samples = atomic_load(&stackcap_g.samples_total);
+	out->dropped_ring_full = 0;
+	for (struct thread_state *t = atomic_load(&stackcap_g.threads); t; t = t->next) {
+		out->samples += atomic_load(&t->samples);
+		out->dropped_ring_full += atomic_load(&t->dropped_ring_full);
+		out->dropped_nested += atomic_load(&t->dropped_nested);
+	}
+	out->dropped_no_stack = atomic_load(&stackcap_g.dropped_no_stack);
+	out->drops = atomic_load(&stackcap_g.drops_total) + out->dropped_ring_full +
+		     out->dropped_nested + out->dropped_no_stack;
+	writer_get_stats(&out->trace_bytes, &out->write_error);
+}
+
+unsigned stackcap_version(void)
+{
+	return STACKCAP_VERSION_NUMBER;
+}
+
+/* ---- fork --------------------------------------------------------------- */
+
+static void atfork_child(void)
+{
+	if (!atomic_load(&stackcap_g.running))
+		return;
+	pthread_mutex_init(&init_lock, NULL);
+	writer_reset_after_fork();
+	snapshot_reset_after_fork();
+	if (stackcap_g.cfg.no_follow_fork) {
+		atomic_store(&stackcap_g.running, 0);
+		capture_remove_handler();
+		return;
+	}
+	/* The child records into its own streams of the same trace. */
+	stackcap_g.event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	capture_forget_threads_after_fork();
+	if (writer_start() != 0) {
+		atomic_store(&stackcap_g.running, 0);
+		capture_remove_handler();
+	}
+}
+
+/* ---- preloading --------------------------------------------------------- */
+
+static int env_int(const char *name, int dflt)
+{
+	const char *v = getenv(name);
+	return v && *v ? atoi(v) : dflt;
+}
+
+__attribute__((constructor)) static void preload_start(void)
+{
+	const char *dir = getenv("STACKCAP_OUTPUT");
+	if (!dir || !*dir)
+		return; /* linked, not preloaded: the program calls stackcap_init */
+	const char *pol = getenv("STACKCAP_POLICY");
+	struct stackcap_opts o = {
+		.sz = sizeof(o),
+		.output_dir = dir,
+		.frequency_hz = (unsigned)env_int("STACKCAP_FREQ", 0),
+		.stack_cap = (size_t)env_int("STACKCAP_STACK_CAP", 0),
+		.policy = pol && !strcmp(pol, "f1") ? STACKCAP_POLICY_F1 : STACKCAP_POLICY_F2,
+		.wall_clock = env_int("STACKCAP_WALL_CLOCK", 0),
+		.zstd = env_int("STACKCAP_ZSTD", 0),
+		.no_follow_fork = env_int("STACKCAP_NO_FORK", 0),
+	};
+	int const rc = stackcap_init(&o);
+	if (rc < 0 && getenv("STACKCAP_VERBOSE"))
+		fprintf(stderr, "stackcap: cannot start recording into %s: %s\n", dir, strerror(-rc));
+}
+
+__attribute__((destructor)) static void preload_stop(void)
+{
+	if (atomic_load(&stackcap_g.running))
+		stackcap_shutdown();
+}
+
+struct start_arg {
+	void *(*fn)(void *);
+	void *arg;
+};
+
+static void *thread_trampoline(void *p)
+{
+	struct start_arg a = *(struct start_arg *)p;
+	free(p);
+	if (atomic_load(&stackcap_g.running))
+		register_self();
+	return a.fn(a.arg);
+}
+
+/* Interposed: every new thread is registered before user code runs. */
+STACKCAP_API int pthread_create(pthread_t *th, const pthread_attr_t *attr,
+				void *(*fn)(void *), void *arg)
+{
+	static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+	if (!real)
+		real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))
+			dlsym(RTLD_NEXT, "pthread_create");
+	if (!real)
+		return EAGAIN;
+	if (!atomic_load(&stackcap_g.running))
+		return real(th, attr, fn, arg);
+	struct start_arg *a = malloc(sizeof(*a));
+	if (!a)
+		return real(th, attr, fn, arg); /* unsampled, but the program runs */
+	a->fn = fn;
+	a->arg = arg;
+	int const rc = real(th, attr, thread_trampoline, a);
+	if (rc)
+		free(a);
+	return rc;
+}
+
+/* Interposed: new code is known before the first sample lands in it. */
+STACKCAP_API void *dlopen(const char *file, int mode)
+{
+	static void *(*real)(const char *, int);
+	if (!real)
+		real = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+	void *h = real ? real(file, mode) : NULL;
+	if (h && atomic_load(&stackcap_g.running))
+		snapshot_refresh(0);
+	return h;
+}
+
+STACKCAP_API int dlclose(void *h)
+{
+	static int (*real)(void *);
+	if (!real)
+		real = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+	int const rc = real ? real(h) : -1;
+	if (atomic_load(&stackcap_g.running))
+		snapshot_refresh(0);
+	return rc;
+}

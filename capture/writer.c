@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * writer.c: the writer thread.  It wakes every few milliseconds (or when a
+ * ring passes half full), writes new maps snapshots, drains every thread's
+ * ring, applies the second codec stage (top-elided delta against the
+ * previous sample of the same thread) and writes CTF events.  All the
+ * allocation and I/O of the library happens here, off the traced threads.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "capture-internal.h"
+#include "ctf-writer.h"
+
+#define WRITER_PERIOD_MS 20
+/* Samples per packet before the writer cuts one: each packet starts with a
+ * self-contained sample, so a lost packet loses only its own samples. */
+#define SAMPLES_PER_PACKET 128
+
+struct wthread {
+	struct ctf_stream *stream;
+	struct stackcap_image prev, cur;
+	int have_prev;
+	unsigned in_packet;
+	uint64_t reported_drops;
+};
+
+static struct {
+	pthread_t thread;
+	int started;
+	_Atomic int stop;
+	struct ctf_writer *ctf;
+	struct ctf_stream *proc;
+	unsigned slot;
+	int error;
+	uint8_t *blob;               /* second-stage output */
+	size_t blob_cap;
+	uint64_t samples_written;
+	uint64_t decode_errors;
+	uint64_t last_ts;
+} W;
+
+void writer_wake(void)
+{
+	if (stackcap_g.event_fd >= 0) {
+		uint64_t const one = 1;
+		ssize_t const r = write(stackcap_g.event_fd, &one, sizeof(one));
+		(void)r; /* a full counter already means "wake up" */
+	}
+}
+
+static void note_error(int rc)
+{
+	if (rc < 0 && !W.error)
+		W.error = rc;
+}
+
+/* Event times must not go back within a stream; the writer's own events
+ * use the latest time it has seen. */
+static uint64_t writer_ts(void)
+{
+	uint64_t const now = capture_now_ns();
+	if (now > W.last_ts)
+		W.last_ts = now;
+	return W.last_ts;
+}
+
+static void write_maps(const struct snapshot *s, void *arg)
+{
+	(void)arg;
+	struct ctf_map_entry *e = calloc(s->count ? s->count : 1, sizeof(*e));
+	if (!e) {
+		note_error(-ENOMEM);
+		return;
+	}
+	for (uint32_t i = 0; i < s->count; i++) {
+		const struct snapshot_module *m = &s->modules[i];
+		e[i] = (struct ctf_map_entry){ .start = m->start, .end = m->end, .offset = m->offset,
+			.bias = m->bias, .flags = m->flags, .build_id_len = m->build_id_len,
+			.build_id = m->build_id, .path = m->path };
+	}
+	note_error(ctf_stream_maps(W.proc, writer_ts(), s->generation, e, s->count));
+	free(e);
+}
+
+static int image_alloc(struct stackcap_image *img, uint64_t words)
+{
+	img->words = malloc(words * 8);
+	img->kept = NULL;
+	img->capacity = words;
+	return img->words ? 0 : -ENOMEM;
+}
+
+static struct wthread *wthread_get(struct thread_state *t)
+{
+	if (t->writer_priv)
+		return t->writer_priv;
+	struct wthread *w = calloc(1, sizeof(*w));
+	uint64_t const cap_words = stackcap_g.cfg.stack_cap / 8 + 1;
+	if (!w || image_alloc(&w->prev, cap_words) || image_alloc(&w->cur, cap_words))
+		goto oom;
+	char name[64];
+	snprintf(name, sizeof(name), "samples-%d-%u", (int)getpid(), W.slot++);
+	int const rc = ctf_writer_open_stream(W.ctf, CTF_STREAM_SAMPLES, name, (uint32_t)getpid(), &w->stream);
+	if (rc < 0) {
+		note_error(rc);
+		goto fail;
+	}
+	t->writer_priv = w;
+	return w;
+oom:
+	note_error(-ENOMEM);
+fail:
+	if (w) {
+		free(w->prev.words);
+		free(w->cur.words);
+		free(w);
+	}
+	return NULL;
+}
+
+/* One record: decode, elide the top shared with the previous sample,
+ * write.  A record that does not decode is counted, never written. */
+static void write_record(struct wthread *w, pid_t tid, const struct ring_rec *rec)
+{
+	const struct snapshot *snap = snapshot_lookup(rec->generation);
+	const struct stackcap_code_ranges *ranges = snap ? &snap->set : NULL;
+	size_t const len = rec->size - sizeof(*rec);
+	size_t r = stackcap_codec_decode((const uint8_t *)(rec + 1), len, ranges, NULL, &w->cur);
+	if (stackcap_codec_is_error(r)) {
+		W.decode_errors++;
+		return;
+	}
+	uint64_t const k = w->have_prev ? stackcap_image_common_top(&w->cur, &w->prev) : 0;
+	struct stackcap_codec_input in = {
+		.words = w->cur.words, .nwords = w->cur.nwords, .sp = w->cur.sp, .regs = w->cur.regs,
+		.ranges = ranges, .policy = w->cur.policy, .encoding = STACKCAP_WORDS_RELATIVE,
+		.elide_top = k, .ref_sp = w->prev.sp, .has_ref = w->have_prev,
+	};
+	size_t const need = STACKCAP_CODEC_BOUND(w->cur.nwords);
+	if (need > W.blob_cap) {
+		uint8_t *nb = realloc(W.blob, need);
+		if (!nb) {
+			note_error(-ENOMEM);
+			return;
+		}
+		W.blob = nb;
+		W.blob_cap = need;
+	}
+	size_t const out = stackcap_codec_encode(W.blob, W.blob_cap, &in);
+	if (stackcap_codec_is_error(out)) {
+		W.decode_errors++;
+		return;
+	}
+	int const rc = ctf_stream_sample(w->stream, rec->ts, (uint32_t)tid, rec->generation, W.blob, out);
+	if (rc < 0) {
+		note_error(rc);
+		w->have_prev = 0;
+		return;
+	}
+	W.samples_written++;
+	struct stackcap_image const tmp = w->prev;
+	w->prev = w->cur;
+	w->cur = tmp;
+	w->have_prev = 1;
+	if (++w->in_packet >= SAMPLES_PER_PACKET) {
+		note_error(ctf_stream_flush(w->stream));
+		w->in_packet = 0;
+		w->have_prev = 0;
+	}
+}
+
+static void drain_thread(struct thread_state *t)
+{
+	const struct ring_rec *rec;
+	struct wthread *w = NULL;
+	while ((rec = ring_peek(&t->ring))) {
+		if (!w && !(w = wthread_get(t))) {
+			ring_pop(&t->ring, rec); /* cannot write: drop, counted below */
+			atomic_fetch_add(&t->dropped_ring_full, 1);
+			continue;
+		}
+		write_record(w, t->tid, rec);
+		ring_pop(&t->ring, rec);
+	}
+	if (!w)
+		w = t->writer_priv;
+	uint64_t const drops = atomic_load(&t->dropped_ring_full) + atomic_load(&t->dropped_nested);
+	if (w && drops != w->reported_drops) {
+		struct ctf_drops d = { .tid = (uint32_t)t->tid,
+			.ring_full = atomic_load(&t->dropped_ring_full),
+			.nested = atomic_load(&t->dropped_nested) };
+		note_error(ctf_stream_drops(W.proc, writer_ts(), &d));
+		note_error(ctf_stream_discarded(w->stream, drops - w->reported_drops));
+		w->reported_drops = drops;
+	}
+}
+
+static void wthread_close(struct thread_state *t)
+{
+	struct wthread *w = t->writer_priv;
+	if (!w)
+		return;
+	note_error(ctf_stream_close(w->stream));
+	free(w->prev.words);
+	free(w->cur.words);
+	free(w);
+	t->writer_priv = NULL;
+}
+
+/* One pass: maps, reclaim, drain, retire exited threads. */
+static void writer_cycle(int final)
+{
+	snapshot_refresh(0);
+	snapshot_for_each_unwritten(write_maps, NULL);
+	snapshot_reclaim();
+	struct thread_state *prev = NULL;
+	struct thread_state *t = atomic_load(&stackcap_g.threads);
+	while (t) {
+		struct thread_state *const next = t->next;
+		int const exited = atomic_load(&t->exited);
+		drain_thread(t);
+		if (exited) {
+			/* Unlink: only this thread edits `next`; pushes only
+			 * swap the head. */
+			int unlinked = 0;
+			if (prev) {
+				prev->next = next;
+				unlinked = 1;
+			} else {
+				struct thread_state *head = t;
+				unlinked = atomic_compare_exchange_strong(&stackcap_g.threads, &head, next);
+			}
+			if (unlinked) {
+				wthread_close(t);
+				atomic_fetch_add(&stackcap_g.samples_total, atomic_load(&t->samples));
+				atomic_fetch_add(&stackcap_g.drops_total, atomic_load(&t->dropped_ring_full) +
+									  atomic_load(&t->dropped_nested));
+				munmap(t->ring.buf, t->ring.size);
+				free(t);
+				t = next;
+				continue;
+			}
+		}
+		if (final)
+			wthread_close(t);
+		prev = t;
+		t = next;
+	}
+}
+
+static void *writer_main(void *arg)
+{
+	(void)arg;
+	/* The writer must never be sampled nor receive the sampling signal. */
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	while (!atomic_load(&W.stop)) {
+		struct pollfd p = { .fd = stackcap_g.event_fd, .events = POLLIN };
+		if (poll(&p, 1, WRITER_PERIOD_MS) > 0) {
+			uint64_t v;
+			ssize_t const r = read(stackcap_g.event_fd, &v, sizeof(v));
+			(void)r;
+		}
+		writer_cycle(0);
+	}
+	return NULL;
+}
+
+static int open_proc_stream(void)
+{
+	char name[64];
+	int rc = -EEXIST;
+	/* A new process section after exec keeps the pid: number them. */
+	for (unsigned seq = 0; rc == -EEXIST && seq < 1000; seq++) {
+		snprintf(name, sizeof(name), "proc-%d-%u", (int)getpid(), seq);
+		rc = ctf_writer_open_stream(W.ctf, CTF_STREAM_PROCESS, name, (uint32_t)getpid(), &W.proc);
+	}
+	return rc;
+}
+
+static void read_comm(char *comm, size_t n)
+{
+	comm[0] = '\0';
+	FILE *f = fopen("/proc/self/comm", "re");
+	if (f) {
+		if (fgets(comm, (int)n, f))
+			comm[strcspn(comm, "\n")] = '\0';
+		fclose(f);
+	}
+}
+
+int writer_start(void)
+{
+	const struct stackcap_config *c = &stackcap_g.cfg;
+	struct ctf_writer_opts o = { .sz = sizeof(o), .zstd = c->zstd,
+				     .clock_offset_ns = c->clock_offset_ns };
+	memcpy(o.uuid, c->uuid, sizeof(o.uuid));
+	int rc = ctf_writer_open(c->output_dir, &o, &W.ctf);
+	if (rc < 0)
+		return rc;
+	rc = open_proc_stream();
+	if (rc < 0)
+		goto fail;
+	char comm[64], exe[PATH_MAX];
+	read_comm(comm, sizeof(comm));
+	ssize_t const n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	struct ctf_process_info info = {
+		.pid = (uint32_t)getpid(), .ppid = (uint32_t)getppid(), .comm = comm, .exe = exe,
+		.clock_offset_ns = c->clock_offset_ns, .frequency_hz = c->no_sampling ? 0 : c->frequency_hz,
+		.stack_cap = (uint32_t)c->stack_cap, .policy = (uint8_t)c->policy,
+		.codec_version = STACKCAP_CODEC_VERSION,
+	};
+	rc = ctf_stream_process_start(W.proc, writer_ts(), &info);
+	if (rc < 0)
+		goto fail;
+	atomic_store(&W.stop, 0);
+	rc = -pthread_create(&W.thread, NULL, writer_main, NULL);
+	if (rc < 0)
+		goto fail;
+	W.started = 1;
+	return 0;
+fail:
+	ctf_writer_close(W.ctf);
+	W.ctf = NULL;
+	W.proc = NULL;
+	return rc;
+}
+
+int writer_stop(void)
+{
+	if (W.started) {
+		atomic_store(&W.stop, 1);
+		writer_wake();
+		pthread_join(W.thread, NULL);
+		W.started = 0;
+	}
+	if (!W.ctf)
+		return W.error;
+	writer_cycle(1);
+	uint64_t samples = W.samples_written, drops = atomic_load(&stackcap_g.drops_total) +
+						       atomic_load(&stackcap_g.dropped_no_stack);
+	for (struct thread_state *t = atomic_load(&stackcap_g.threads); t; t = t->next)
+		drops += atomic_load(&t->dropped_ring_full) + atomic_load(&t->dropped_nested);
+	note_error(ctf_stream_process_end(W.proc, writer_ts(), samples, drops + W.decode_errors));
+	uint64_t const bytes = ctf_writer_bytes_written(W.ctf);
+	note_error(ctf_writer_close(W.ctf));
+	W.ctf = NULL;
+	W.proc = NULL;
+	/* A one-line summary for `stackcap record` (hidden: babeltrace2 skips
+	 * dot files). */
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/.summary-%d-%lld", stackcap_g.cfg.output_dir, (int)getpid(),
+		 (long long)capture_now_ns());
+	FILE *f = fopen(path, "we");
+	if (f) {
+		fprintf(f, "samples %llu drops %llu bytes %llu error %d\n", (unsigned long long)samples,
+			(unsigned long long)drops, (unsigned long long)bytes, W.error);
+		fclose(f);
+	}
+	free(W.blob);
+	W.blob = NULL;
+	W.blob_cap = 0;
+	return W.error;
+}
+
+void writer_get_stats(uint64_t *bytes, int *error)
+{
+	*bytes = W.ctf ? ctf_writer_bytes_written(W.ctf) : 0;
+	*error = W.error;
+}
+
+void writer_reset_after_fork(void)
+{
+	/* The parent's writer (buffers, open files) is abandoned, not
+	 * closed: flushing it here would write the parent's data twice. */
+	memset(&W, 0, sizeof(W));
+}
