@@ -74,3 +74,7 @@ endif
 fuzz:
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS=tests/fuzz/run-fuzzers.sh FUZZ_SECONDS=$${FUZZ_SECONDS:-1800}
 .PHONY: fuzz fuzz-seeds
+
+# The testdata programs run, and gdb sees exactly their documented chains.
+TESTS += tests/testdata.sh
+dist_check_SCRIPTS += tests/testdata.sh

@@ -1,0 +1,55 @@
+# testdata/: small programs with known call chains, used by the capture and
+# unwinding tests (see testdata/README.md).  Built by `make`, never installed.
+
+# How the fixtures are compiled is part of what they test: -O1 (-O2 and no
+# frame pointer for tdata-nofp), full debug info, and no sibling calls so
+# every frame of a chain is a real frame.
+TDATA_CFLAGS = -g -O1 -fno-optimize-sibling-calls
+TDATA_NOFP_CFLAGS = -g -O2 -fomit-frame-pointer -fno-optimize-sibling-calls
+
+noinst_PROGRAMS += \
+	testdata/tdata-single \
+	testdata/tdata-threads \
+	testdata/tdata-dlopen \
+	testdata/tdata-recurse \
+	testdata/tdata-nofp \
+	testdata/tdata-sigalt
+
+testdata_tdata_single_SOURCES = testdata/single.c testdata/tdata.h
+testdata_tdata_single_CFLAGS = $(AM_CFLAGS) $(TDATA_CFLAGS)
+
+testdata_tdata_threads_SOURCES = testdata/threads.c testdata/tdata.h
+testdata_tdata_threads_CFLAGS = $(AM_CFLAGS) $(TDATA_CFLAGS) -pthread
+testdata_tdata_threads_LDFLAGS = -pthread
+
+testdata_tdata_dlopen_SOURCES = testdata/dlopen.c testdata/tdata.h testdata/tdata-plugin.h
+testdata_tdata_dlopen_CFLAGS = $(AM_CFLAGS) $(TDATA_CFLAGS)
+testdata_tdata_dlopen_LDADD = $(DL_LIBS)
+EXTRA_testdata_tdata_dlopen_DEPENDENCIES = testdata/libtdata-plugin.la
+
+# The plugin: a real shared object (the -rpath makes libtool build one even
+# though it is never installed), found by tdata-dlopen in testdata/.libs/.
+noinst_LTLIBRARIES += testdata/libtdata-plugin.la
+testdata_libtdata_plugin_la_SOURCES = testdata/plugin.c testdata/tdata.h testdata/tdata-plugin.h
+testdata_libtdata_plugin_la_CFLAGS = $(AM_CFLAGS) $(TDATA_CFLAGS)
+testdata_libtdata_plugin_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere
+
+testdata_tdata_recurse_SOURCES = testdata/recurse.c testdata/tdata.h
+testdata_tdata_recurse_CFLAGS = $(AM_CFLAGS) $(TDATA_CFLAGS)
+
+testdata_tdata_nofp_SOURCES = testdata/nofp.c testdata/tdata.h
+testdata_tdata_nofp_CFLAGS = $(AM_CFLAGS) $(TDATA_NOFP_CFLAGS)
+
+testdata_tdata_sigalt_SOURCES = testdata/sigalt.c testdata/tdata.h
+testdata_tdata_sigalt_CFLAGS = $(AM_CFLAGS) $(TDATA_CFLAGS)
+
+# Automake puts the user's CFLAGS (by default "-g -O2") after the per-target
+# flags, where they would win.  Repeat the fixture flags after them with GNU
+# make target-specific variables, so the programs are always built as
+# documented whatever CFLAGS the tree was configured with.
+$(testdata_tdata_single_OBJECTS) $(testdata_tdata_threads_OBJECTS) \
+$(testdata_tdata_dlopen_OBJECTS) $(testdata_libtdata_plugin_la_OBJECTS) \
+$(testdata_tdata_recurse_OBJECTS) $(testdata_tdata_sigalt_OBJECTS): CFLAGS += $(TDATA_CFLAGS)
+$(testdata_tdata_nofp_OBJECTS): CFLAGS += $(TDATA_NOFP_CFLAGS)
+
+EXTRA_DIST += testdata/README.md
