@@ -78,3 +78,7 @@ fuzz:
 # The testdata programs run, and gdb sees exactly their documented chains.
 TESTS += tests/testdata.sh
 dist_check_SCRIPTS += tests/testdata.sh
+
+# Integration: stackcap record on the testdata programs.
+TESTS += tests/record.sh
+EXTRA_DIST += tests/record.sh

@@ -1,0 +1,114 @@
+#!/bin/sh
+# Integration: `stackcap record` on the testdata programs; the trace opens
+# in babeltrace2, carries the expected samples, and never the secret.
+set -u
+: "${top_builddir:?}" "${top_srcdir:?}"
+B=$top_builddir
+STACKCAP="$B/cli/stackcap"
+TD="$B/testdata"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); echo "not ok $n - $*"; }
+check() { desc=$1; shift; if "$@"; then ok "$desc"; else not_ok "$desc"; fi; }
+
+if ! command -v babeltrace2 >/dev/null; then
+	echo "1..1"
+	echo "not ok 1 - babeltrace2 missing: apt-get install babeltrace2 (scripts/install-deps.sh)"
+	exit 0
+fi
+
+# record NAME ARGS...: record into $work/NAME.trace, keep stderr and status.
+record() {
+	name=$1; shift
+	"$STACKCAP" record -o "$work/$name.trace" "$@" 2>"$work/$name.err"
+	echo $? >"$work/$name.rc"
+}
+bt() { babeltrace2 "$work/$1.trace" >"$work/$1.txt" 2>"$work/$1.bterr"; }
+count() { grep -c "$2" "$work/$1.txt"; }
+
+# The secret of tdata-single, little-endian, in both byte orders.
+SECRET1=$(printf '\302\136\347\302\136\347\302\136')
+SECRET2=$(printf '\136\302\347\136\302\347\136\302')
+has_secret() { LC_ALL=C grep -r -a -q -F -e "$SECRET1" -e "$SECRET2" "$1"; }
+
+# 1. one thread
+record single -- "$TD/tdata-single" 1
+check "tdata-single: exit status 0" [ "$(cat "$work/single.rc")" = 0 ]
+check "tdata-single: babeltrace2 reads the trace" bt single
+s=$(count single ' sample: ')
+check "tdata-single: $s samples written (>= 150 for 1 s of CPU)" [ "$s" -ge 150 ]
+check "tdata-single: process_start, maps and process_end present" \
+	sh -c "grep -q process_start '$work/single.txt' && grep -q ' maps: ' '$work/single.txt' && grep -q process_end '$work/single.txt'"
+check "tdata-single: summary line on stderr, no drops" grep -q "$s samples, 0 drops" "$work/single.err"
+check "tdata-single: maps list the executable with its build-id" \
+	sh -c "grep ' maps: ' '$work/single.txt' | grep -q 'tdata-single'"
+check "secret test is sound: the pattern is in the program itself" has_secret "$TD/tdata-single"
+check "tdata-single: the secret never appears in the trace" sh -c "! has_secret() { LC_ALL=C grep -r -a -q -F -e \"\$1\" -e \"\$2\" \"\$3\"; }; ! has_secret '$SECRET1' '$SECRET2' '$work/single.trace'"
+bps=$(sed -n 's/.*(\([0-9.]*\) B\/sample).*/\1/p' "$work/single.err")
+check "tdata-single: bytes per sample ($bps) below 84 (100x under perf's 8.4 KB)" \
+	awk -v b="$bps" 'BEGIN { exit !(b > 0 && b < 84) }'
+
+# 2. policy f1 also never leaks
+record single_f1 --policy f1 -- "$TD/tdata-single" 0.3
+check "policy f1: the secret never appears in the trace" sh -c "! LC_ALL=C grep -r -a -q -F -e '$SECRET1' -e '$SECRET2' '$work/single_f1.trace'"
+
+# 3. many threads: each worker sampled, roughly evenly
+record threads -- "$TD/tdata-threads" -t 4 0.5
+check "tdata-threads: exit status 0" [ "$(cat "$work/threads.rc")" = 0 ]
+check "tdata-threads: babeltrace2 reads the trace" bt threads
+grep ' sample: ' "$work/threads.txt" | sed -n 's/.*tid = \([0-9]*\) }.*/\1/p' | sort | uniq -c | sort -n >"$work/threads.tids"
+nt=$(wc -l <"$work/threads.tids")
+check "tdata-threads: samples from >= 4 threads ($nt)" [ "$nt" -ge 4 ]
+min=$(tail -n 4 "$work/threads.tids" | head -n 1 | awk '{print $1}')
+max=$(tail -n 1 "$work/threads.tids" | awk '{print $1}')
+check "tdata-threads: workers sampled evenly (min $min, max $max samples)" \
+	awk -v a="$min" -v b="$max" 'BEGIN { exit !(a >= 50 && b <= 2 * a) }'
+check "tdata-threads: no drops" grep -q " 0 drops" "$work/threads.err"
+
+# 4. dlopen'd plugin, reloaded: a maps generation per change
+record dlopen -- "$TD/tdata-dlopen" --reload 0.5
+check "tdata-dlopen --reload: exit status 0" [ "$(cat "$work/dlopen.rc")" = 0 ]
+check "tdata-dlopen: babeltrace2 reads the trace" bt dlopen
+g=$(grep -c ' maps: ' "$work/dlopen.txt")
+check "tdata-dlopen: >= 3 maps generations ($g)" [ "$g" -ge 3 ]
+check "tdata-dlopen: the plugin is in the maps" sh -c "grep ' maps: ' '$work/dlopen.txt' | grep -q 'libtdata-plugin'"
+
+# 5. deep recursion, no frame pointers, sigaltstack
+record recurse -- "$TD/tdata-recurse" -d 1000 0.3
+check "tdata-recurse 1000: exit 0 and readable" sh -c "[ \"\$(cat '$work/recurse.rc')\" = 0 ] && babeltrace2 '$work/recurse.trace' >/dev/null"
+check "tdata-recurse 1000: no drops" grep -q " 0 drops" "$work/recurse.err"
+record nofp -- "$TD/tdata-nofp" 0.3
+check "tdata-nofp: exit 0 and readable" sh -c "[ \"\$(cat '$work/nofp.rc')\" = 0 ] && babeltrace2 '$work/nofp.trace' >/dev/null"
+record sigalt -- "$TD/tdata-sigalt" 0.3
+check "tdata-sigalt: exit 0 and readable" sh -c "[ \"\$(cat '$work/sigalt.rc')\" = 0 ] && babeltrace2 '$work/sigalt.trace' >/dev/null"
+
+# 6. --zstd: compressed stream files
+record zstd --zstd -- "$TD/tdata-single" 0.5
+check "--zstd: exit 0, .zst stream files written" sh -c "[ \"\$(cat '$work/zstd.rc')\" = 0 ] && ls '$work/zstd.trace' | grep -q 'samples-.*\.zst$'"
+
+# 7. the command line
+"$STACKCAP" record -o "$work/single.trace" -- true 2>"$work/exists.err"
+rc=$?
+check "existing output without --force: exit 2" [ "$rc" = 2 ]
+check "existing output: a clear message" grep -q "exists; use --force" "$work/exists.err"
+"$STACKCAP" record --force -o "$work/single.trace" -- true 2>/dev/null
+check "--force replaces the output" [ $? = 0 ]
+"$STACKCAP" record -o "$work/nocmd.trace" -- /nonexistent/cmd 2>"$work/nocmd.err"
+rc=$?
+check "missing command: exit 127" [ "$rc" = 127 ]
+check "missing command: 'command not found'" grep -q "command not found" "$work/nocmd.err"
+"$STACKCAP" record -o "$work/status.trace" -- sh -c 'exit 7' 2>/dev/null
+check "the command's exit status is returned" [ $? = 7 ]
+"$STACKCAP" record -F 0 -- true 2>/dev/null
+check "bad -F: exit 2" [ $? = 2 ]
+
+# 8. the library exports its API and the interposers, nothing else
+LIB="$B/capture/.libs/libstackcap.so"
+objdump -T "$LIB" | awk '$2 == "g" && $4 == ".text" {print $NF}' | sort >"$work/exports"
+printf '%s\n' dlclose dlopen pthread_create stackcap_capture stackcap_get_stats stackcap_init \
+	stackcap_shutdown stackcap_thread_register stackcap_version >"$work/exports.want"
+check "libstackcap exports exactly its API and interposers" cmp -s "$work/exports" "$work/exports.want"
+
+echo "1..$n"
