@@ -76,6 +76,7 @@ struct thread_state {
 	struct ring ring;
 	timer_t timer;
 	int has_timer;
+	int perf_fd;                  /* perf task-clock sampler, or -1 */
 	volatile sig_atomic_t busy;   /* a capture is running on this thread */
 	_Atomic int exited;           /* set at thread exit; writer retires it */
 	/* Counters written by the owning thread only. */

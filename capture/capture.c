@@ -7,10 +7,13 @@
  * sigaltstack.  Anything unexpected drops the sample and counts it.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
@@ -177,6 +180,10 @@ static void on_signal(int sig, siginfo_t *si, void *ucv)
 		[STACKCAP_REG_RIP] = (uint64_t)g[REG_RIP],
 	};
 	stackcap_capture_regs(regs);
+	/* The perf sampler stops after each overflow: arm the next one. */
+	struct thread_state *t = tls_thread;
+	if (t && t->perf_fd >= 0 && atomic_load_explicit(&stackcap_g.running, memory_order_relaxed))
+		ioctl(t->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
 }
 
 int capture_install_handler(void)
@@ -229,9 +236,44 @@ static int thread_stack_bounds(uint64_t *lo, uint64_t *hi)
 	return 0;
 }
 
+/* CPU-time sampling through a perf task-clock event: an hrtimer, so the
+ * requested rate holds (POSIX CPU-time timers only fire at the kernel
+ * tick, 250 Hz here).  The event signals its owner thread on overflow.
+ * @return 0, or -errno when perf events are unavailable. */
+static int arm_perf(struct thread_state *t)
+{
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_TASK_CLOCK;
+	a.sample_period = 1000000000ull / stackcap_g.cfg.frequency_hz;
+	a.exclude_kernel = 1;
+	a.exclude_hv = 1;
+	a.disabled = 1;
+	a.wakeup_events = 1;
+	int const fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct f_owner_ex owner = { .type = F_OWNER_TID, .pid = t->tid };
+	if (fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK) != 0 ||
+	    fcntl(fd, F_SETSIG, stackcap_g.cfg.signo) != 0 ||
+	    fcntl(fd, F_SETOWN_EX, &owner) != 0 ||
+	    ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) != 0) {
+		int const e = errno;
+		close(fd);
+		return -e;
+	}
+	t->perf_fd = fd;
+	return 0;
+}
+
 static int arm_timer(struct thread_state *t)
 {
+	t->perf_fd = -1;
 	if (stackcap_g.cfg.no_sampling || !stackcap_g.cfg.frequency_hz)
+		return 0;
+	if (!stackcap_g.cfg.wall_clock && arm_perf(t) == 0)
 		return 0;
 	struct sigevent sev;
 	memset(&sev, 0, sizeof(sev));
@@ -289,6 +331,10 @@ void capture_thread_unregister(void)
 		timer_delete(t->timer);
 		t->has_timer = 0;
 	}
+	if (t->perf_fd >= 0) {
+		close(t->perf_fd);
+		t->perf_fd = -1;
+	}
 	/* From here the handler ignores this thread; the writer drains its
 	 * ring, then frees it. */
 	t->busy = 1;
@@ -304,6 +350,9 @@ void capture_forget_threads_after_fork(void)
 	struct thread_state *self = tls_thread;
 	if (self) {
 		self->has_timer = 0; /* timers are not inherited */
+		if (self->perf_fd >= 0)
+			close(self->perf_fd); /* it follows the parent's thread */
+		self->perf_fd = -1;
 		self->tid = (pid_t)syscall(SYS_gettid);
 		self->next = NULL;
 		atomic_store(&self->ring.head, 0);

@@ -190,11 +190,16 @@ int stackcap_shutdown(void)
 	}
 	atomic_store(&stackcap_g.running, 0);
 	/* No new samples: timers off, then a last drain of every ring. */
-	for (struct thread_state *t = atomic_load(&stackcap_g.threads); t; t = t->next)
+	for (struct thread_state *t = atomic_load(&stackcap_g.threads); t; t = t->next) {
 		if (t->has_timer) {
 			timer_delete(t->timer);
 			t->has_timer = 0;
 		}
+		if (t->perf_fd >= 0) {
+			close(t->perf_fd);
+			t->perf_fd = -1;
+		}
+	}
 	capture_remove_handler();
 	int const rc = writer_stop();
 	if (stackcap_g.event_fd >= 0)
