@@ -82,3 +82,10 @@ dist_check_SCRIPTS += tests/testdata.sh
 # Integration: stackcap record on the testdata programs.
 TESTS += tests/record.sh
 EXTRA_DIST += tests/record.sh
+
+# libstackcap linked by a program: the public API and stackcap_capture().
+check_PROGRAMS += tests/capture-api
+tests_capture_api_SOURCES = tests/capture-api.c
+tests_capture_api_LDADD = capture/libstackcap.la
+TESTS += tests/capture-api.sh
+EXTRA_DIST += tests/capture-api.sh
