@@ -5,6 +5,13 @@ bench_codec_SOURCES = bench/codec.c
 bench_codec_CFLAGS = $(AM_CFLAGS) -O2
 bench_codec_LDADD = compress/libstackcodec.la
 
-bench: bench/codec
+
+noinst_PROGRAMS += bench/capture
+bench_capture_SOURCES = bench/capture.c
+bench_capture_CFLAGS = $(AM_CFLAGS) -O2
+bench_capture_LDADD = capture/libstackcap.la
+
+bench: bench/codec bench/capture
 	bench/codec
+	rm -rf bench-capture.trace && bench/capture bench-capture.trace
 .PHONY: bench

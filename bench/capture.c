@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/capture: ns per stackcap_capture() in the calling thread, at stack
+ * depths of 10, 100 and 1000 frames (80-byte frames, like
+ * testdata/tdata-recurse), median and p99.  libstackcap is linked, sampling
+ * off; the writer thread runs as in a real recording.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "stackcap.h"
+
+#define ITERS 2000
+
+static uint64_t ns[ITERS];
+static volatile uint64_t sink;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	uint64_t const x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void measure(void)
+{
+	for (int i = 0; i < ITERS; i++) {
+		uint64_t const t0 = now_ns();
+		stackcap_capture();
+		ns[i] = now_ns() - t0;
+		if (i % 64 == 63)
+			usleep(2000); /* let the writer drain, as between real samples */
+	}
+}
+
+static __attribute__((noinline)) void descend(int d)
+{
+	volatile uint64_t local[8];
+	for (int i = 0; i < 8; i++)
+		local[i] = (uint64_t)d * 31 + (uint64_t)i;
+	if (d > 0)
+		descend(d - 1);
+	else
+		measure();
+	sink += local[d % 8];
+}
+
+int main(int argc, char **argv)
+{
+	const char *dir = argc > 1 ? argv[1] : "/tmp/bench-capture.trace";
+	struct stackcap_opts o = { .sz = sizeof(o), .output_dir = dir, .no_sampling = 1,
+				   .ring_size = 8u << 20 };
+	int const rc = stackcap_init(&o);
+	if (rc) {
+		fprintf(stderr, "bench/capture: stackcap_init(%s): %s\n", dir, strerror(-rc));
+		return 1;
+	}
+	printf("# bench/capture: %d captures per depth, ns in the calling thread\n", ITERS);
+	printf("%-7s %10s %10s %8s\n", "depth", "median", "p99", "drops");
+	const int depths[] = { 10, 100, 1000 };
+	for (int k = 0; k < 3; k++) {
+		struct stackcap_stats a, b;
+		stackcap_get_stats(&a);
+		descend(depths[k]);
+		stackcap_get_stats(&b);
+		qsort(ns, ITERS, sizeof(ns[0]), cmp);
+		printf("%-7d %10lu %10lu %8lu\n", depths[k], (unsigned long)ns[ITERS / 2],
+		       (unsigned long)ns[ITERS * 99 / 100], (unsigned long)(b.drops - a.drops));
+	}
+	stackcap_shutdown();
+	return 0;
+}
