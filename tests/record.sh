@@ -84,6 +84,15 @@ check "tdata-nofp: exit 0 and readable" sh -c "[ \"\$(cat '$work/nofp.rc')\" = 0
 record sigalt -- "$TD/tdata-sigalt" 0.3
 check "tdata-sigalt: exit 0 and readable" sh -c "[ \"\$(cat '$work/sigalt.rc')\" = 0 ] && babeltrace2 '$work/sigalt.trace' >/dev/null"
 
+# 5b. fork and exec: sh forks, each child execs a program; every process
+# writes its own section of the one trace.
+record forkexec -- sh -c "'$TD/tdata-single' 0.3; '$TD/tdata-single' 0.3"
+check "fork+exec: exit 0 and readable" sh -c "[ \"\$(cat '$work/forkexec.rc')\" = 0 ] && babeltrace2 '$work/forkexec.trace' >'$work/forkexec.txt'"
+np=$(grep ' sample: ' "$work/forkexec.txt" | sed -n 's/.*{ pid = \([0-9]*\), tid.*/\1/p' | sort | uniq -c | awk '$1 >= 200' | wc -l)
+check "fork+exec: two child processes with >= 200 samples each ($np)" [ "$np" -ge 2 ]
+ns=$(ls "$work/forkexec.trace" | grep -c '^proc-')
+check "fork+exec: a process section per process image ($ns >= 3)" [ "$ns" -ge 3 ]
+
 # 6. --zstd: compressed stream files
 record zstd --zstd -- "$TD/tdata-single" 0.5
 check "--zstd: exit 0, .zst stream files written" sh -c "[ \"\$(cat '$work/zstd.rc')\" = 0 ] && ls '$work/zstd.trace' | grep -q 'samples-.*\.zst$'"
