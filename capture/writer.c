@@ -26,6 +26,7 @@
 
 struct wthread {
 	struct ctf_stream *stream;
+	uint64_t stream_last_ts;     /* time of the last event in `stream` */
 	struct stackcap_image prev, cur;
 	int have_prev;
 	unsigned in_packet;
@@ -45,6 +46,13 @@ static struct {
 	uint64_t samples_written;
 	uint64_t decode_errors;
 	uint64_t last_ts;
+	/* Streams of exited threads, reused by new threads so that thread
+	 * churn does not make a file per thread. */
+	struct free_stream {
+		struct ctf_stream *stream;
+		uint64_t last_ts;
+	} *free_streams;
+	size_t n_free, cap_free;
 } W;
 
 void writer_wake(void)
@@ -98,7 +106,10 @@ static int image_alloc(struct stackcap_image *img, uint64_t words)
 	return img->words ? 0 : -ENOMEM;
 }
 
-static struct wthread *wthread_get(struct thread_state *t)
+/* The writer state of T, created at its first record (time FIRST_TS).
+ * A stream freed by an exited thread is reused when its last event is not
+ * later than FIRST_TS: events of a stream must stay in time order. */
+static struct wthread *wthread_get(struct thread_state *t, uint64_t first_ts)
 {
 	if (t->writer_priv)
 		return t->writer_priv;
@@ -106,6 +117,15 @@ static struct wthread *wthread_get(struct thread_state *t)
 	uint64_t const cap_words = stackcap_g.cfg.stack_cap / 8 + 1;
 	if (!w || image_alloc(&w->prev, cap_words) || image_alloc(&w->cur, cap_words))
 		goto oom;
+	for (size_t i = 0; i < W.n_free; i++) {
+		if (W.free_streams[i].last_ts <= first_ts) {
+			w->stream = W.free_streams[i].stream;
+			w->stream_last_ts = W.free_streams[i].last_ts;
+			W.free_streams[i] = W.free_streams[--W.n_free];
+			t->writer_priv = w;
+			return w;
+		}
+	}
 	char name[64];
 	snprintf(name, sizeof(name), "samples-%d-%u", (int)getpid(), W.slot++);
 	int const rc = ctf_writer_open_stream(W.ctf, CTF_STREAM_SAMPLES, name, (uint32_t)getpid(), &w->stream);
@@ -165,6 +185,7 @@ static void write_record(struct wthread *w, pid_t tid, const struct ring_rec *re
 		w->have_prev = 0;
 		return;
 	}
+	w->stream_last_ts = rec->ts;
 	W.samples_written++;
 	struct stackcap_image const tmp = w->prev;
 	w->prev = w->cur;
@@ -182,7 +203,7 @@ static void drain_thread(struct thread_state *t)
 	const struct ring_rec *rec;
 	struct wthread *w = NULL;
 	while ((rec = ring_peek(&t->ring))) {
-		if (!w && !(w = wthread_get(t))) {
+		if (!w && !(w = wthread_get(t, rec->ts))) {
 			ring_pop(&t->ring, rec); /* cannot write: drop, counted below */
 			atomic_fetch_add(&t->dropped_ring_full, 1);
 			continue;
@@ -203,12 +224,29 @@ static void drain_thread(struct thread_state *t)
 	}
 }
 
-static void wthread_close(struct thread_state *t)
+/* Retire T's writer state; its stream goes to the free list (KEEP) or is
+ * closed. */
+static void wthread_close(struct thread_state *t, int keep)
 {
 	struct wthread *w = t->writer_priv;
 	if (!w)
 		return;
-	note_error(ctf_stream_close(w->stream));
+	if (keep && W.n_free == W.cap_free) {
+		size_t const ncap = W.cap_free ? 2 * W.cap_free : 16;
+		struct free_stream *f = realloc(W.free_streams, ncap * sizeof(*f));
+		if (f) {
+			W.free_streams = f;
+			W.cap_free = ncap;
+		}
+	}
+	if (keep && W.n_free < W.cap_free) {
+		/* The next thread starts a new packet (tid switch) with a
+		 * self-contained sample. */
+		note_error(ctf_stream_flush(w->stream));
+		W.free_streams[W.n_free++] = (struct free_stream){ w->stream, w->stream_last_ts };
+	} else {
+		note_error(ctf_stream_close(w->stream));
+	}
 	free(w->prev.words);
 	free(w->cur.words);
 	free(w);
@@ -239,7 +277,7 @@ static void writer_cycle(int final)
 				unlinked = atomic_compare_exchange_strong(&stackcap_g.threads, &head, next);
 			}
 			if (unlinked) {
-				wthread_close(t);
+				wthread_close(t, !final);
 				atomic_fetch_add(&stackcap_g.samples_total, atomic_load(&t->samples));
 				atomic_fetch_add(&stackcap_g.drops_total, atomic_load(&t->dropped_ring_full) +
 									  atomic_load(&t->dropped_nested));
@@ -250,10 +288,19 @@ static void writer_cycle(int final)
 			}
 		}
 		if (final)
-			wthread_close(t);
+			wthread_close(t, 0);
 		prev = t;
 		t = next;
 	}
+}
+
+static void close_free_streams(void)
+{
+	for (size_t i = 0; i < W.n_free; i++)
+		note_error(ctf_stream_close(W.free_streams[i].stream));
+	free(W.free_streams);
+	W.free_streams = NULL;
+	W.n_free = W.cap_free = 0;
 }
 
 static void *writer_main(void *arg)
@@ -347,6 +394,7 @@ int writer_stop(void)
 	if (!W.ctf)
 		return W.error;
 	writer_cycle(1);
+	close_free_streams();
 	uint64_t samples = W.samples_written, drops = atomic_load(&stackcap_g.drops_total) +
 						       atomic_load(&stackcap_g.dropped_no_stack);
 	for (struct thread_state *t = atomic_load(&stackcap_g.threads); t; t = t->next)

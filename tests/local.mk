@@ -80,6 +80,9 @@ TESTS += tests/testdata.sh
 dist_check_SCRIPTS += tests/testdata.sh
 
 # Integration: stackcap record on the testdata programs.
+check_PROGRAMS += tests/thread-churn
+tests_thread_churn_SOURCES = tests/thread-churn.c
+tests_thread_churn_LDADD = -lpthread
 TESTS += tests/record.sh
 EXTRA_DIST += tests/record.sh
 

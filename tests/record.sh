@@ -67,6 +67,15 @@ check "tdata-threads: each worker ~0.5 s x 999 Hz (min $min, max $max samples; 3
 	awk -v a="$min" -v b="$max" 'BEGIN { exit !(a >= 350 && b <= 650) }'
 check "tdata-threads: no drops" grep -q " 0 drops" "$work/threads.err"
 
+# 3b. thread churn: 64 threads one after the other reuse a few streams
+record churn -- "$B/tests/thread-churn" 64 20
+check "thread churn: exit 0 and readable" sh -c "[ \"\$(cat '$work/churn.rc')\" = 0 ] && babeltrace2 '$work/churn.trace' >'$work/churn.txt'"
+ntid=$(grep ' sample: ' "$work/churn.txt" | sed -n 's/.*tid = \([0-9]*\) }.*/\1/p' | sort -u | wc -l)
+check "thread churn: samples from >= 60 of 64 threads ($ntid)" [ "$ntid" -ge 60 ]
+nfiles=$(ls "$work/churn.trace" | grep -c '^samples-')
+check "thread churn: streams reused ($nfiles sample files for 64 threads, <= 8)" [ "$nfiles" -le 8 ]
+check "thread churn: no drops" grep -q " 0 drops" "$work/churn.err"
+
 # 4. dlopen'd plugin, reloaded: a maps generation per change
 record dlopen -- "$TD/tdata-dlopen" --reload 0.5
 check "tdata-dlopen --reload: exit status 0" [ "$(cat "$work/dlopen.rc")" = 0 ]
