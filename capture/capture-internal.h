@@ -65,7 +65,6 @@ HIDDEN void snapshot_reclaim(void);
 /* Call FN for each held snapshot not yet written to the trace, oldest
  * first, and mark it written (writer thread only). */
 HIDDEN void snapshot_for_each_unwritten(void (*fn)(const struct snapshot *, void *), void *arg);
-HIDDEN uint32_t snapshot_current_generation(void);
 HIDDEN void snapshot_reset_after_fork(void);
 
 /* ---- threads (capture.c) ------------------------------------------------ */
@@ -99,7 +98,6 @@ struct stackcap_config {
 	size_t ring_size;
 	uint8_t uuid[16];
 	int64_t clock_offset_ns;
-	int have_uuid;
 };
 
 struct stackcap_global {
@@ -117,7 +115,9 @@ HIDDEN int capture_install_handler(void);
 HIDDEN void capture_remove_handler(void);
 HIDDEN int capture_thread_register(void);
 HIDDEN void capture_thread_unregister(void);
-HIDDEN struct thread_state *capture_thread_self(void);
+/* Stop T's sampling timer or perf event (not after fork: the child has
+ * neither). */
+HIDDEN void capture_thread_disarm(struct thread_state *t);
 HIDDEN void capture_forget_threads_after_fork(void);
 
 /* ---- writer thread (writer.c) ------------------------------------------ */

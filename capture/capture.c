@@ -25,11 +25,6 @@
  * signal handler never allocates. */
 static __thread struct thread_state *tls_thread __attribute__((tls_model("initial-exec")));
 
-struct thread_state *capture_thread_self(void)
-{
-	return tls_thread;
-}
-
 /* ---- the capture ------------------------------------------------------- */
 
 /* Record one stack.  REGS in DWARF order; rsp is where the copy starts. */
@@ -322,11 +317,8 @@ int capture_thread_register(void)
 	return rc;
 }
 
-void capture_thread_unregister(void)
+void capture_thread_disarm(struct thread_state *t)
 {
-	struct thread_state *t = tls_thread;
-	if (!t)
-		return;
 	if (t->has_timer) {
 		timer_delete(t->timer);
 		t->has_timer = 0;
@@ -335,6 +327,14 @@ void capture_thread_unregister(void)
 		close(t->perf_fd);
 		t->perf_fd = -1;
 	}
+}
+
+void capture_thread_unregister(void)
+{
+	struct thread_state *t = tls_thread;
+	if (!t)
+		return;
+	capture_thread_disarm(t);
 	/* From here the handler ignores this thread; the writer drains its
 	 * ring, then frees it. */
 	t->busy = 1;

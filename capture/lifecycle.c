@@ -104,19 +104,19 @@ static int config_from_opts(struct stackcap_config *c, const struct stackcap_opt
 static void config_identity(struct stackcap_config *c)
 {
 	const char *u = getenv("STACKCAP_TRACE_UUID");
-	c->have_uuid = 0;
+	int have_uuid = 0;
 	if (u && strlen(u) == 32) {
-		c->have_uuid = 1;
+		have_uuid = 1;
 		for (int i = 0; i < 16; i++) {
 			unsigned v;
 			if (sscanf(u + 2 * i, "%2x", &v) != 1) {
-				c->have_uuid = 0;
+				have_uuid = 0;
 				break;
 			}
 			c->uuid[i] = (uint8_t)v;
 		}
 	}
-	if (!c->have_uuid && getrandom(c->uuid, sizeof(c->uuid), 0) != (ssize_t)sizeof(c->uuid))
+	if (!have_uuid && getrandom(c->uuid, sizeof(c->uuid), 0) != (ssize_t)sizeof(c->uuid))
 		memset(c->uuid, 0, sizeof(c->uuid)); /* the writer picks one */
 	const char *off = getenv("STACKCAP_CLOCK_OFFSET_NS");
 	if (off && *off) {
@@ -190,16 +190,8 @@ int stackcap_shutdown(void)
 	}
 	atomic_store(&stackcap_g.running, 0);
 	/* No new samples: timers off, then a last drain of every ring. */
-	for (struct thread_state *t = atomic_load(&stackcap_g.threads); t; t = t->next) {
-		if (t->has_timer) {
-			timer_delete(t->timer);
-			t->has_timer = 0;
-		}
-		if (t->perf_fd >= 0) {
-			close(t->perf_fd);
-			t->perf_fd = -1;
-		}
-	}
+	for (struct thread_state *t = atomic_load(&stackcap_g.threads); t; t = t->next)
+		capture_thread_disarm(t);
 	capture_remove_handler();
 	int const rc = writer_stop();
 	if (stackcap_g.event_fd >= 0)

@@ -211,10 +211,6 @@ struct snapshot *snapshot_build(uint32_t generation)
 		s->modules[n++] = s->modules[i];
 	}
 	s->count = n;
-	if (!s->ranges && n) {
-		snapshot_free(s);
-		return NULL;
-	}
 	for (uint32_t i = 0; i < n; i++) {
 		s->ranges[i].start = s->modules[i].start;
 		s->ranges[i].end = s->modules[i].end;
@@ -286,12 +282,6 @@ int snapshot_refresh(int force)
 	}
 	pthread_mutex_unlock(&refresh_lock);
 	return rc;
-}
-
-uint32_t snapshot_current_generation(void)
-{
-	struct snapshot *cur = atomic_load(&current);
-	return cur ? cur->generation : 0;
 }
 
 const struct snapshot *snapshot_lookup(uint32_t generation)

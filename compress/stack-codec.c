@@ -133,24 +133,6 @@ static inline void put_zero_run(struct enc *e, uint64_t run)
 	put_varint(e, ((run - 1) << 2) | T_ZERO);
 }
 
-/* Classify W: @return 1 to keep, with *CODE_IDX its range index or -1. */
-static inline int keep_word(uint64_t w, const struct stackcap_code_ranges *ranges,
-			    uint64_t stack_lo, uint64_t stack_hi, enum stackcap_policy policy,
-			    int64_t *code_idx)
-{
-	*code_idx = -1;
-	if (w == 0)
-		return 0;
-	if (w >= stack_lo && w < stack_hi && policy != STACKCAP_POLICY_F1)
-		return 1;
-	if (ranges) {
-		*code_idx = stackcap_code_ranges_find(ranges, w);
-		if (*code_idx >= 0)
-			return 1;
-	}
-	return policy == STACKCAP_POLICY_ALL;
-}
-
 /* Could W be kept?  Cheap and branch-free: in the stack range, or in a
  * granule that holds code.  Most stack words (zeros, small integers, heap
  * pointers, doubles) are not candidates, so the branch on the answer
@@ -216,7 +198,7 @@ size_t stackcap_codec_encode(uint8_t *dst, size_t dst_capacity,
 			if (r == STACKCAP_REG_RSP)
 				continue;
 			uint64_t const v = in->regs[r];
-			int keep = keep_word(v, ranges, sp, stack_hi, in->policy, &reg_idx[r]);
+			int keep = stackcap_codec_classify_idx(v, ranges, sp, stack_hi, in->policy, &reg_idx[r]);
 			if (r == STACKCAP_REG_RIP && v != 0)
 				keep = 1; /* always kept, even outside known code */
 			if (keep)
@@ -240,7 +222,7 @@ size_t stackcap_codec_encode(uint8_t *dst, size_t dst_capacity,
 		uint64_t const w = words[i];
 		int64_t idx;
 		if (likely(!candidate(w, filter, sp, stack_len)) ||
-		    !keep_word(w, ranges, sp, stack_hi, in->policy, &idx)) {
+		    !stackcap_codec_classify_idx(w, ranges, sp, stack_hi, in->policy, &idx)) {
 			run++;
 			continue;
 		}

@@ -168,19 +168,33 @@ struct stackcap_codec_input {
 #define STACKCAP_CODEC_BOUND(nwords) \
 	(STACKCAP_CODEC_HEADER_BOUND + 9u * STACKCAP_NREGS + 9u * (size_t)(nwords))
 
-/* Classify one word: nonzero when POLICY keeps it.  Stack range is
- * [STACK_LO, STACK_HI).  Signal-safe. */
+/* Classify one word: nonzero when POLICY keeps it, with *CODE_IDX its code
+ * range index (or -1).  Stack range is [STACK_LO, STACK_HI).  Signal-safe.
+ * The encoder's own test, so callers agree with it exactly. */
+static inline int stackcap_codec_classify_idx(uint64_t w, const struct stackcap_code_ranges *ranges,
+					      uint64_t stack_lo, uint64_t stack_hi,
+					      enum stackcap_policy policy, int64_t *code_idx)
+{
+	*code_idx = -1;
+	if (w == 0)
+		return 0;
+	if (w >= stack_lo && w < stack_hi && policy != STACKCAP_POLICY_F1)
+		return 1;
+	if (ranges) {
+		*code_idx = stackcap_code_ranges_find(ranges, w);
+		if (*code_idx >= 0)
+			return 1;
+	}
+	return policy == STACKCAP_POLICY_ALL;
+}
+
+/* The same without the range index. */
 static inline int stackcap_codec_classify(uint64_t w, const struct stackcap_code_ranges *ranges,
 					  uint64_t stack_lo, uint64_t stack_hi,
 					  enum stackcap_policy policy)
 {
-	if (w == 0)
-		return 0;
-	if (policy == STACKCAP_POLICY_ALL)
-		return 1;
-	if (policy == STACKCAP_POLICY_F2 && w >= stack_lo && w < stack_hi)
-		return 1;
-	return ranges && stackcap_code_ranges_find(ranges, w) >= 0;
+	int64_t idx;
+	return stackcap_codec_classify_idx(w, ranges, stack_lo, stack_hi, policy, &idx);
 }
 
 /* Encode IN into DST.  @return the blob size, or an error code
