@@ -1,0 +1,37 @@
+/* Symbolizing: module + ELF address -> function, inline chain, file:line.
+ *
+ * One address may give several frames: the innermost inlined function
+ * first, then each caller it was inlined into, then the real function
+ * (like perf's "(inlined)" frames).  Results are cached per (module,
+ * address) in the module (module->sym_cache). */
+#ifndef STACKCAP_SYMBOLIZE_H
+#define STACKCAP_SYMBOLIZE_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "debuginfo/module.h"
+
+struct su_symframe {
+	const char *function;  /* demangled name, or NULL when unknown */
+	uint64_t func_offset;  /* address - function start (outermost frame only; 0 for inlined) */
+	const char *file;      /* source file, or NULL */
+	uint32_t line;         /* 0 when unknown */
+	uint32_t column;
+	int inlined;           /* this frame was inlined into the next one */
+};
+
+/* Symbolize ELF address ADDR (already pc - bias, and already - 1 for return
+ * addresses) in MODULE.  Fills up to MAX frames, innermost first.  Strings
+ * are owned by the module's cache and live as long as the module.
+ * @return the number of frames (0: nothing known; then print module+offset). */
+size_t su_symbolize(struct su_module *module, uint64_t addr,
+		    struct su_symframe *frames, size_t max);
+
+/* Free a module's symbol cache (the modcache finalizer). */
+void su_symbolize_cache_free(void *sym_cache);
+
+/* Demangle NAME when it is a C++ (Itanium ABI) symbol: a malloc'ed string,
+ * or NULL when NAME is not mangled. */
+char *su_demangle(const char *name);
+
+#endif

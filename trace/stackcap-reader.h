@@ -1,0 +1,55 @@
+/* Reading a stackcap trace (docs/trace-format.md), plain or --zstd, through
+ * babeltrace2's src.ctf.fs and a sink of ours, into the trace model.
+ * Messages are streamed in time order (babeltrace2's muxer): memory stays
+ * bounded by the number of threads and maps generations, never by the
+ * trace length. */
+#ifndef STACKCAP_STACKCAP_READER_H
+#define STACKCAP_STACKCAP_READER_H
+
+#include <stdint.h>
+#include "trace/trace-model.h"
+
+struct su_reader_callbacks {
+	void *arg;
+	/* Each may be NULL.  A nonzero return stops reading and is returned. */
+	int (*process_start)(void *arg, const struct su_process *proc);
+	int (*maps)(void *arg, const struct su_process *proc, const struct su_maps *maps);
+	int (*sample)(void *arg, const struct su_sample *sample);
+};
+
+struct su_reader_stats {
+	uint64_t samples;           /* delivered */
+	uint64_t bad_blobs;         /* samples whose blob did not decode (skipped) */
+	uint64_t no_maps;           /* samples naming an unknown generation (delivered, maps NULL) */
+	uint64_t no_process;        /* samples of a pid with no process_start (delivered) */
+	uint64_t drops;             /* capture-side drops (latest drops events, all threads) */
+	uint64_t discarded;         /* events the writer lost (CTF events_discarded) */
+	uint64_t processes;
+	uint64_t ended;             /* processes with a process_end event */
+	uint64_t bytes_on_disk;     /* all files of the trace directory */
+	uint64_t blob_bytes;        /* sum of sample blob sizes */
+	uint64_t raw_stack_bytes;   /* sum of 8 * nwords over samples (what raw copies would take) */
+	uint64_t full_samples;      /* samples carrying an unfiltered copy */
+	int truncated_files;        /* stream files cut short or corrupt (zstd frames, partial packets) */
+};
+
+struct su_reader_opts {
+	/* Only deliver samples of this pid/tid (0: all). */
+	uint32_t pid, tid;
+	/* Only samples with begin <= time <= end (end 0: no limit). */
+	uint64_t time_begin, time_end;
+};
+
+/* Nonzero when DIR looks like a stackcap trace (metadata naming tracer stackcap). */
+int su_stackcap_trace_probe(const char *dir);
+
+/* Read the trace in DIR, calling CB in time order.  @return 0 when the
+ * whole trace was read, a positive value when some of it could not be
+ * (warnings printed to stderr; what was readable was delivered), a callback's
+ * nonzero return, or -errno / -1 on a fatal error with a message in ERR. */
+int su_stackcap_trace_read(const char *dir, const struct su_reader_opts *opts,
+			   const struct su_reader_callbacks *cb,
+			   struct su_reader_stats *stats,
+			   char *err, size_t errlen);
+
+#endif

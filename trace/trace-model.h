@@ -1,0 +1,76 @@
+/* The sample model every trace reader produces and every later stage reads:
+ * processes, their maps timelines, and samples (registers + stack image).
+ * Readers (stackcap CTF today; LTTng and perf.data later) fill it; the
+ * unwinder and symbolizer never know which format a sample came from. */
+#ifndef STACKCAP_TRACE_MODEL_H
+#define STACKCAP_TRACE_MODEL_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "stack-codec.h"
+
+struct su_module; /* debuginfo/module.h: an opened binary, keyed by build-id */
+
+#define SU_BUILD_ID_MAX 64
+
+/* Flags of a maps entry (docs/trace-format.md, `maps` event). */
+enum {
+	SU_MAP_ANON = 1u << 0, /* anonymous/JIT code: no file */
+	SU_MAP_MAIN = 1u << 1, /* the main executable */
+	SU_MAP_VDSO = 1u << 2, /* [vdso] */
+};
+
+/* One executable range of a process, as recorded. */
+struct su_map_entry {
+	uint64_t start, end;   /* [start, end) */
+	uint64_t offset;       /* file offset mapped at start */
+	uint64_t bias;         /* load bias: ELF address = pc - bias */
+	uint32_t flags;        /* SU_MAP_* */
+	uint8_t build_id_len;  /* 0: none recorded */
+	uint8_t build_id[SU_BUILD_ID_MAX];
+	char *path;            /* recorded path ("" for anonymous) */
+};
+
+/* One maps snapshot (generation) of one process, immutable once built.
+ * ENTRIES[i] describes code range i of RANGES (the codec's range index). */
+struct su_maps {
+	uint32_t generation;
+	uint32_t count;
+	struct su_map_entry *entries;
+	struct stackcap_code_range *range_list;
+	struct stackcap_code_ranges ranges; /* for stackcap_codec_decode */
+};
+
+/* Index of the entry holding PC in MAPS, or -1. */
+static inline int64_t su_maps_find(const struct su_maps *maps, uint64_t pc)
+{
+	return maps ? stackcap_code_ranges_find(&maps->ranges, pc) : -1;
+}
+
+/* A process section (one exec image of one pid). */
+struct su_process {
+	uint32_t pid, ppid;
+	uint32_t seq;          /* section number of this pid (after exec) */
+	char *comm;
+	char *exe;
+	int64_t clock_offset_ns;
+	uint32_t frequency_hz;
+	uint32_t stack_cap;    /* bytes: a stack image this long may be cut */
+	uint8_t policy;        /* enum stackcap_policy */
+	uint8_t codec_version;
+	int ended;             /* a process_end event was seen */
+};
+
+/* One sample, decoded.  Valid only during the callback that delivers it. */
+struct su_sample {
+	uint64_t time_ns;          /* CLOCK_MONOTONIC */
+	uint32_t pid, tid;
+	const struct su_process *process;
+	const struct su_maps *maps;    /* generation the blob names; NULL if unknown */
+	const struct stackcap_image *image; /* registers and stack words */
+	int stack_capped;          /* image reached the stack cap: may be cut */
+	/* The unfiltered copy of the same stack (fidelity recordings), or NULL. */
+	const struct stackcap_image *full_image;
+};
+
+#endif
