@@ -93,6 +93,7 @@ struct stackcap_config {
 	enum stackcap_policy policy;
 	int wall_clock;
 	int zstd;
+	int full_copy;            /* capture unfiltered, writer filters (fidelity) */
 	int no_sampling;
 	int no_follow_fork;
 	size_t ring_size;

@@ -64,7 +64,8 @@ static int capture_regs(struct thread_state *t, const uint64_t *regs)
 		.sp = sp,
 		.regs = regs,
 		.ranges = snap ? &snap->set : NULL,
-		.policy = stackcap_g.cfg.policy,
+		/* Fidelity recordings keep everything here; the writer filters. */
+		.policy = stackcap_g.cfg.full_copy ? STACKCAP_POLICY_ALL : stackcap_g.cfg.policy,
 		.encoding = STACKCAP_WORDS_RELATIVE,
 	};
 	size_t const len = stackcap_codec_encode((uint8_t *)(rec + 1), need - sizeof(*rec), &in);

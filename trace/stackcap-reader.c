@@ -49,6 +49,9 @@ struct thread_state {
 	struct stackcap_image img[2];
 	int cur;                 /* img[cur] is the last decoded image */
 	int has_ref;
+	struct stackcap_image full; /* unfiltered copy of the next sample */
+	uint64_t full_ts;
+	int full_pending;
 };
 
 struct reader {
@@ -139,6 +142,8 @@ static void reader_free(struct reader *r)
 		free(r->threads[i].img[0].kept);
 		free(r->threads[i].img[1].words);
 		free(r->threads[i].img[1].kept);
+		free(r->threads[i].full.words);
+		free(r->threads[i].full.kept);
 	}
 	free(r->threads);
 	free(r->blob);
@@ -382,7 +387,8 @@ static int image_reserve(struct stackcap_image *img, uint64_t nwords)
 	return 0;
 }
 
-static int on_sample(struct reader *r, const bt_field *pl, uint32_t pid, uint32_t tid, uint64_t ts)
+static int on_sample(struct reader *r, const bt_field *pl, uint32_t pid, uint32_t tid, uint64_t ts,
+		     int full)
 {
 	if (r->opts && r->opts->pid && r->opts->pid != pid)
 		return 0;
@@ -409,15 +415,31 @@ static int on_sample(struct reader *r, const bt_field *pl, uint32_t pid, uint32_
 	if (!maps) {
 		/* Without the ranges of its generation a blob's code words
 		 * cannot be decoded, and the next samples may refer to it. */
-		r->st->no_maps++;
-		t->has_ref = 0;
+		if (!full) {
+			r->st->no_maps++;
+			t->has_ref = 0;
+		}
 		return 0;
 	}
 	struct stackcap_codec_header hdr;
 	if (stackcap_codec_is_error(stackcap_codec_peek(r->blob, len, &hdr)) ||
 	    hdr.nwords > (64u << 20) / 8) {
 		r->st->bad_blobs++;
-		t->has_ref = 0;
+		if (!full)
+			t->has_ref = 0;
+		return 0;
+	}
+	if (full) {
+		/* Held until the sample of the same time that follows it. */
+		t->full_pending = 0;
+		if (image_reserve(&t->full, hdr.nwords))
+			return -ENOMEM;
+		if (stackcap_codec_is_error(stackcap_codec_decode(r->blob, len, &maps->ranges, NULL, &t->full))) {
+			r->st->bad_blobs++;
+			return 0;
+		}
+		t->full_pending = 1;
+		t->full_ts = ts;
 		return 0;
 	}
 	struct stackcap_image *dst = &t->img[!t->cur];
@@ -438,6 +460,10 @@ static int on_sample(struct reader *r, const bt_field *pl, uint32_t pid, uint32_
 	r->st->samples++;
 	r->st->blob_bytes += len;
 	r->st->raw_stack_bytes += dst->nwords * 8;
+	int const has_full = t->full_pending && t->full_ts == ts;
+	t->full_pending = 0;
+	if (has_full)
+		r->st->full_samples++;
 	if (!r->cb->sample)
 		return 0;
 	struct su_sample s = {
@@ -448,6 +474,7 @@ static int on_sample(struct reader *r, const bt_field *pl, uint32_t pid, uint32_
 		.maps = maps,
 		.image = dst,
 		.stack_capped = sec && sec->p.stack_cap && dst->nwords * 8 + 8 > sec->p.stack_cap,
+		.full_image = has_full ? &t->full : NULL,
 	};
 	int const crc = r->cb->sample(r->cb->arg, &s);
 	if (crc)
@@ -473,7 +500,9 @@ static int handle_event(struct reader *r, const bt_message *msg)
 	if (!name)
 		return 0;
 	if (r->pass == 2)
-		return strcmp(name, "sample") == 0 ? on_sample(r, pl, pid, tid, ts) : 0;
+		return strcmp(name, "sample") == 0	 ? on_sample(r, pl, pid, tid, ts, 0)
+		       : strcmp(name, "sample_full") == 0 ? on_sample(r, pl, pid, tid, ts, 1)
+							 : 0;
 	if (strcmp(name, "process_start") == 0) {
 		int rc = on_process_start(r, pl, ts, stream_id);
 		if (rc == 0 && r->cb->process_start)
@@ -940,6 +969,8 @@ int su_stackcap_trace_read(const char *dir, const struct su_reader_opts *opts,
 	if (!r.cb_rc && sg.n_samples && (rc = run_graph(&r, sg.samples)) != 0)
 		goto out;
 	rc = r.cb_rc;
+	if (!rc && cb->end)
+		rc = cb->end(cb->arg);
 	for (size_t i = 0; i < r.n_drops; i++)
 		stats->drops += r.drops[i].total;
 	if (!rc && (stats->truncated_files || stats->bad_blobs || stats->no_maps))

@@ -15,6 +15,9 @@ struct su_reader_callbacks {
 	int (*process_start)(void *arg, const struct su_process *proc);
 	int (*maps)(void *arg, const struct su_process *proc, const struct su_maps *maps);
 	int (*sample)(void *arg, const struct su_sample *sample);
+	/* After the last sample, while every process and maps is still valid
+	 * (a consumer holding samples finishes them here). */
+	int (*end)(void *arg);
 };
 
 struct su_reader_stats {
