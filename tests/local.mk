@@ -86,6 +86,10 @@ tests_thread_churn_LDADD = -lpthread
 TESTS += tests/record.sh
 EXTRA_DIST += tests/record.sh
 
+# Integration: stackunwind on recorded traces (chains, unwinders, bad input).
+TESTS += tests/unwind.sh
+EXTRA_DIST += tests/unwind.sh
+
 # libstackcap linked by a program: the public API and stackcap_capture().
 check_PROGRAMS += tests/capture-api
 tests_capture_api_SOURCES = tests/capture-api.c
