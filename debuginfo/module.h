@@ -1,14 +1,26 @@
 /* Modules: binaries found by build-id and opened once per run.
  *
  * A module is one ELF image (executable or shared object) identified by its
- * GNU build-id.  It is looked up in this order (first match wins):
- *   1. the user's --debug-dir / --symfs directories,
- *   2. the recorded path (under --symfs when given), only if its build-id
- *      matches,
- *   3. /usr/lib/debug/.build-id/xx/rest.debug (separate debug info),
- *   4. .gnu_debuglink of the binary found,
- *   5. debuginfod (libdebuginfod) when DEBUGINFOD_URLS is set.
- * A file whose build-id differs from the recorded one is never used.
+ * GNU build-id.  The binary (code, .eh_frame, symbols) is looked up in this
+ * order (first match wins):
+ *   1. the user's --debug-dir directories: DIR/.build-id/xx/rest, then
+ *      DIR/<basename of the recorded path>,
+ *   2. the recorded path (under --symfs when given),
+ *   3. [SYMFS]/usr/lib/debug/.build-id/xx/rest,
+ *   4. debuginfod (libdebuginfod) when DEBUGINFOD_URLS is set.
+ * Its separate debug info (DWARF, full .symtab), when the binary has none,
+ * is looked up when libdw first asks for it:
+ *   1. DIR/.build-id/xx/rest.debug, DIR/<.gnu_debuglink name> of each
+ *      --debug-dir,
+ *   2. [SYMFS]/usr/lib/debug/.build-id/xx/rest.debug,
+ *   3. the .gnu_debuglink name next to the binary, in its .debug/, and under
+ *      [SYMFS]/usr/lib/debug/<recorded dir>/,
+ *   4. debuginfod.
+ * When no binary is found but a debug file is, the debug file stands in for
+ * it (symbols and lines work; it has no .eh_frame).  A file whose build-id
+ * differs from the recorded one is never used.  For [vdso] (SU_MAP_VDSO)
+ * the recorded path is replaced by this process's own vDSO, used only when
+ * its build-id matches.
  *
  * Each module owns a private Dwfl holding just that module at bias 0, so
  * every address here is an ELF address (pc - load bias).  elfutils 0.188 is
@@ -34,10 +46,12 @@ struct su_module {
 	uint8_t build_id_len;
 	char *recorded_path;
 	enum su_module_status status;
-	char *elf_path;            /* file opened, NULL unless OK */
+	char *elf_path;            /* file opened, NULL unless OK ("[vdso]" for ours) */
+	char *debug_path;          /* separate debug file libdw opened, or NULL */
 	Dwfl *dwfl;                /* private, holds MOD only; NULL unless OK */
 	Dwfl_Module *mod;          /* at bias 0: ELF address = module address */
 	int is_vdso;
+	int debug_only;            /* ELF_PATH is a debug file: no code, no .eh_frame */
 	void *unwind_cache;        /* owned by unwind/: per-pc CFI rules */
 	void *sym_cache;           /* owned by symbolize/: per-address frames */
 };
@@ -46,22 +60,28 @@ struct su_debuginfo_opts {
 	const char *const *debug_dirs; /* NULL-terminated, or NULL */
 	const char *symfs;             /* root prefix for recorded paths, or NULL */
 	int no_debuginfod;             /* never ask debuginfod */
+	int no_system_dirs;            /* skip /usr/lib/debug (tests) */
 };
 
 struct su_modcache_stats {
 	uint64_t modules;          /* distinct build-ids asked for */
-	uint64_t not_found;
-	uint64_t build_id_mismatch;
+	uint64_t not_found;        /* modules NOT_FOUND */
+	uint64_t build_id_mismatch; /* modules BUILD_ID_MISMATCH */
+	uint64_t no_file;          /* modules NO_FILE */
+	uint64_t mismatched_files; /* files seen and refused for their build-id */
+	uint64_t separate_debug;   /* separate debug files opened */
 };
 
 struct su_modcache;
 
+/* A cache with a copy of OPTS (NULL: defaults).  NULL + errno on failure. */
 struct su_modcache *su_modcache_new(const struct su_debuginfo_opts *opts);
 void su_modcache_free(struct su_modcache *cache);
 
 /* The module of ENTRY, looked up and opened on first use, then cached by
  * build-id (by path when no build-id was recorded).  Never NULL unless out
- * of memory: a module that could not be found has a status saying why. */
+ * of memory or ENTRY is NULL (errno set): a module that could not be found
+ * has a status saying why. */
 struct su_module *su_modcache_get(struct su_modcache *cache,
 				  const struct su_map_entry *entry);
 
@@ -72,5 +92,7 @@ void su_modcache_get_stats(const struct su_modcache *cache,
 void su_modcache_set_finalizers(struct su_modcache *cache,
 				void (*unwind_free)(void *),
 				void (*sym_free)(void *));
+
+const char *su_module_status_name(enum su_module_status status);
 
 #endif

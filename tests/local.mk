@@ -96,3 +96,19 @@ tests_capture_api_SOURCES = tests/capture-api.c
 tests_capture_api_LDADD = capture/libstackcap.la
 TESTS += tests/capture-api.sh
 EXTRA_DIST += tests/capture-api.sh
+
+# debuginfo/: modules by build-id.  tdata-single-nopie is tdata-single as
+# an ET_EXEC, to check that module addresses are ELF addresses there too.
+check_PROGRAMS += tests/unit/tdata-single-nopie
+tests_unit_tdata_single_nopie_SOURCES = testdata/single.c testdata/tdata.h
+tests_unit_tdata_single_nopie_CFLAGS = $(AM_CFLAGS) $(TDATA_CFLAGS) -fno-pie
+tests_unit_tdata_single_nopie_LDFLAGS = -no-pie
+$(tests_unit_tdata_single_nopie_OBJECTS): CFLAGS += $(TDATA_CFLAGS)
+
+check_PROGRAMS += tests/unit/test-debuginfo
+tests_unit_test_debuginfo_SOURCES = tests/unit/test-debuginfo.c tests/unit/check-main.h \
+	tests/unit/elf-util.c tests/unit/elf-util.h
+tests_unit_test_debuginfo_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS)
+tests_unit_test_debuginfo_LDADD = debuginfo/libsudebuginfo.la $(LIBDW_LIBS) $(LIBELF_LIBS) $(CHECK_LIBS)
+EXTRA_tests_unit_test_debuginfo_DEPENDENCIES = tests/unit/tdata-single-nopie testdata/tdata-single testdata/libtdata-plugin.la
+TESTS += tests/unit/test-debuginfo

@@ -1,0 +1,836 @@
+/* Modules by build-id: finding the right files, one private Dwfl each. */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gelf.h>
+#include <libelf.h>
+#include <elfutils/libdwelf.h>
+#ifdef HAVE_DEBUGINFOD
+#include <elfutils/debuginfod.h>
+#endif
+
+#include "debuginfo/module.h"
+
+#define SYSTEM_DEBUG_DIR "/usr/lib/debug"
+/* A vDSO is a few pages; anything bigger is not one. */
+#define VDSO_MAX_SIZE (1u << 20)
+
+struct modpriv {
+	struct su_module pub;
+	struct su_modcache *cache;
+	char *key;
+	struct modpriv *next;      /* hash chain */
+	/* Build-id to check debug files against: the recorded one, or the
+	 * opened file's own when none was recorded. */
+	uint8_t want_id[SU_BUILD_ID_MAX];
+	size_t want_id_len;
+	char *main_debuglink;      /* .gnu_debuglink name of the binary, or NULL */
+};
+
+struct su_modcache {
+	char **debug_dirs;
+	char *symfs;
+	int no_debuginfod;
+	int no_system_dirs;
+	struct modpriv **buckets;
+	size_t nbuckets, count;
+	struct su_modcache_stats stats;
+	void (*unwind_free)(void *);
+	void (*sym_free)(void *);
+	char *debuginfo_path;      /* for Dwfl_Callbacks: unused by our callbacks */
+	Dwfl_Callbacks callbacks;
+#ifdef HAVE_DEBUGINFOD
+	debuginfod_client *dbgd;
+	int dbgd_tried;
+#endif
+	int vdso_tried;
+	unsigned char *vdso;       /* copy of this process's vDSO image */
+	size_t vdso_size;
+	uint8_t vdso_id[SU_BUILD_ID_MAX];
+	size_t vdso_id_len;
+};
+
+const char *su_module_status_name(enum su_module_status status)
+{
+	switch (status) {
+	case SU_MODULE_OK: return "ok";
+	case SU_MODULE_NOT_FOUND: return "not found";
+	case SU_MODULE_BUILD_ID_MISMATCH: return "build-id mismatch";
+	case SU_MODULE_NO_FILE: return "no file";
+	}
+	return "?";
+}
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static char *path_join(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *path_join(const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	va_start(ap, fmt);
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	return n < 0 ? NULL : s;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+/* "xx/rest" of a build-id, in BUF (2 * SU_BUILD_ID_MAX + 2 bytes). */
+static void build_id_rel(char *buf, const uint8_t *id, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	char *p = buf;
+	for (size_t i = 0; i < len; i++) {
+		*p++ = hex[id[i] >> 4];
+		*p++ = hex[id[i] & 15];
+		if (i == 0)
+			*p++ = '/';
+	}
+	*p = '\0';
+}
+
+/* Does ELF hold code, or is it a debug-only file (code sections NOBITS)? */
+static int elf_has_code(Elf *elf)
+{
+	size_t shnum;
+	if (elf_getshdrnum(elf, &shnum) == 0 && shnum > 0) {
+		for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+			GElf_Shdr shdr;
+			if (gelf_getshdr(scn, &shdr) && (shdr.sh_flags & SHF_EXECINSTR) &&
+			    shdr.sh_type != SHT_NOBITS && shdr.sh_size > 0)
+				return 1;
+		}
+		return 0;
+	}
+	/* No section headers: trust the program headers. */
+	size_t phnum;
+	if (elf_getphdrnum(elf, &phnum) != 0)
+		return 0;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+		    (ph.p_flags & PF_X) && ph.p_filesz > 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* What a candidate file must be. */
+enum want { WANT_BINARY, WANT_DEBUG };
+
+/* What open_candidate learnt of the file it accepted. */
+struct cand_info {
+	uint8_t id[SU_BUILD_ID_MAX];
+	size_t id_len;
+	char *debuglink;           /* malloc'ed, or NULL */
+};
+
+/* Open PATH if it is an ELF whose build-id is ID (any when LEN is 0) and,
+ * for WANT_BINARY, that holds code.  @return an fd, or -1.  A file with
+ * another build-id bumps the cache's mismatch count and sets *MISMATCH. */
+static int open_candidate(struct su_modcache *cache, const char *path,
+			  const uint8_t *id, size_t len, enum want want,
+			  int *mismatch, struct cand_info *info)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	Elf *elf = NULL;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		goto fail;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF)
+		goto fail;
+	const void *bid = NULL;
+	ssize_t bid_len = dwelf_elf_gnu_build_id(elf, &bid);
+	if (len > 0 && (bid_len != (ssize_t)len || memcmp(bid, id, len) != 0)) {
+		cache->stats.mismatched_files++;
+		if (mismatch)
+			*mismatch = 1;
+		goto fail;
+	}
+	if (want == WANT_BINARY && !elf_has_code(elf))
+		goto fail;
+	if (info) {
+		memset(info, 0, sizeof *info);
+		if (bid_len > 0 && (size_t)bid_len <= SU_BUILD_ID_MAX) {
+			memcpy(info->id, bid, (size_t)bid_len);
+			info->id_len = (size_t)bid_len;
+		}
+		GElf_Word crc;
+		const char *link = dwelf_elf_gnu_debuglink(elf, &crc);
+		if (link)
+			info->debuglink = strdup(link);
+	}
+	elf_end(elf);
+	return fd;
+fail:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return -1;
+}
+
+/* PATH prefixed by the --symfs root, malloc'ed. */
+static char *under_symfs(const struct su_modcache *cache, const char *path)
+{
+	if (cache->symfs && *cache->symfs)
+		return path_join("%s%s%s", cache->symfs, path[0] == '/' ? "" : "/", path);
+	return strdup(path);
+}
+
+#ifdef HAVE_DEBUGINFOD
+static debuginfod_client *dbgd_client(struct su_modcache *cache)
+{
+	if (cache->no_debuginfod)
+		return NULL;
+	if (!cache->dbgd_tried) {
+		cache->dbgd_tried = 1;
+		const char *urls = getenv("DEBUGINFOD_URLS");
+		if (urls && *urls)
+			cache->dbgd = debuginfod_begin();
+	}
+	return cache->dbgd;
+}
+#endif
+
+/* ---- separate debug files ----------------------------------------------- */
+
+/* Try PATH as a debug file for P.  @return fd or -1; *OUT = strdup(PATH). */
+static int try_debug(struct modpriv *p, const char *path, char **out)
+{
+	if (!path)
+		return -1;
+	int fd = open_candidate(p->cache, path, p->want_id, p->want_id_len,
+				WANT_DEBUG, NULL, NULL);
+	if (fd >= 0 && out)
+		*out = strdup(path);
+	return fd;
+}
+
+static int try_debug_fmt(struct modpriv *p, char **out, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int try_debug_fmt(struct modpriv *p, char **out, const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	va_start(ap, fmt);
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -1;
+	int fd = try_debug(p, s, out);
+	free(s);
+	return fd;
+}
+
+/* System debug roots: [SYMFS]/usr/lib/debug, then /usr/lib/debug. */
+static size_t system_roots(const struct su_modcache *c, char *roots[2])
+{
+	size_t n = 0;
+	if (c->no_system_dirs)
+		return 0;
+	if (c->symfs && *c->symfs)
+		roots[n++] = path_join("%s%s", c->symfs, SYSTEM_DEBUG_DIR);
+	roots[n++] = strdup(SYSTEM_DEBUG_DIR);
+	return n;
+}
+
+/* The separate debug file of P (FILE: the binary opened, or NULL; LINK: its
+ * .gnu_debuglink name, or NULL).  @return fd or -1, *OUT its path. */
+static int find_debug_file(struct modpriv *p, const char *file, const char *link,
+			   char **out)
+{
+	struct su_modcache *c = p->cache;
+	char rel[2 * SU_BUILD_ID_MAX + 2];
+	int fd = -1;
+	*out = NULL;
+	if (p->want_id_len)
+		build_id_rel(rel, p->want_id, p->want_id_len);
+	for (char **d = c->debug_dirs; d && *d && fd < 0; d++) {
+		if (p->want_id_len)
+			fd = try_debug_fmt(p, out, "%s/.build-id/%s.debug", *d, rel);
+		if (fd < 0 && link)
+			fd = try_debug_fmt(p, out, "%s/%s", *d, link);
+	}
+	char *roots[2] = {0};
+	size_t nroots = system_roots(c, roots);
+	for (size_t i = 0; i < nroots && fd < 0; i++)
+		if (roots[i] && p->want_id_len)
+			fd = try_debug_fmt(p, out, "%s/.build-id/%s.debug", roots[i], rel);
+	if (fd < 0 && link && file && strcmp(file, "[vdso]") != 0) {
+		/* .gnu_debuglink: next to the binary, in its .debug/, and under
+		 * the debug roots at the binary's recorded directory.  The CRC is
+		 * not checked; the build-id is whenever there is one. */
+		char *dir = strdup(file);
+		char *slash = dir ? strrchr(dir, '/') : NULL;
+		if (slash) {
+			*slash = '\0';
+			if (strcmp(base_name(file), link) != 0)
+				fd = try_debug_fmt(p, out, "%s/%s", dir, link);
+			if (fd < 0)
+				fd = try_debug_fmt(p, out, "%s/.debug/%s", dir, link);
+		}
+		free(dir);
+		const char *rp = p->pub.recorded_path;
+		const char *rslash = rp ? strrchr(rp, '/') : NULL;
+		for (size_t i = 0; i < nroots && fd < 0 && rslash; i++)
+			if (roots[i])
+				fd = try_debug_fmt(p, out, "%s%.*s/%s", roots[i],
+						   (int)(rslash - rp), rp, link);
+	}
+	for (size_t i = 0; i < nroots; i++)
+		free(roots[i]);
+#ifdef HAVE_DEBUGINFOD
+	debuginfod_client *dc;
+	if (fd < 0 && p->want_id_len && (dc = dbgd_client(c)) != NULL) {
+		char *path = NULL;
+		int dfd = debuginfod_find_debuginfo(dc, p->want_id, (int)p->want_id_len, &path);
+		if (dfd >= 0) {
+			close(dfd);
+			/* Check what the server sent like any other file. */
+			fd = try_debug(p, path, out);
+		}
+		free(path);
+	}
+#endif
+	return fd;
+}
+
+/* A dwz file (.gnu_debugaltlink NAME, seen from the debug file DEBUG). */
+static int find_alt_file(struct modpriv *p, const char *debug, const char *name,
+			 char **out)
+{
+	int fd = -1;
+	*out = NULL;
+	if (!name || !*name)
+		return -1;
+	/* The alt file's build-id is in the link; libdw checks it when it
+	 * opens the file, so any build-id is accepted here. */
+	uint8_t save[SU_BUILD_ID_MAX];
+	size_t save_len = p->want_id_len;
+	memcpy(save, p->want_id, sizeof save);
+	p->want_id_len = 0;
+	if (name[0] == '/') {
+		char *s = under_symfs(p->cache, name);
+		fd = try_debug(p, s, out);
+		free(s);
+		if (fd < 0 && p->cache->symfs)
+			fd = try_debug(p, name, out);
+	} else if (debug) {
+		const char *slash = strrchr(debug, '/');
+		if (slash)
+			fd = try_debug_fmt(p, out, "%.*s/%s", (int)(slash - debug), debug, name);
+	}
+	for (char **d = p->cache->debug_dirs; d && *d && fd < 0; d++)
+		fd = try_debug_fmt(p, out, "%s/%s", *d, base_name(name));
+	p->want_id_len = save_len;
+	memcpy(p->want_id, save, sizeof save);
+	return fd;
+}
+
+/* ---- Dwfl callbacks ------------------------------------------------------ */
+
+static int cb_find_elf(Dwfl_Module *mod, void **userdata, const char *modname,
+		       Dwarf_Addr base, char **file_name, Elf **elfp)
+{
+	/* Every module is reported with its fd: nothing more to find. */
+	(void)mod; (void)userdata; (void)modname; (void)base; (void)file_name;
+	*elfp = NULL;
+	errno = ENOENT;
+	return -1;
+}
+
+static int cb_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			     Dwarf_Addr base, const char *file_name,
+			     const char *debuglink_file, GElf_Word debuglink_crc,
+			     char **debuginfo_file_name)
+{
+	(void)mod; (void)modname; (void)base; (void)debuglink_crc;
+	struct modpriv *p = userdata ? *userdata : NULL;
+	if (!p) {
+		errno = ENOENT;
+		return -1;
+	}
+	char *path = NULL;
+	int fd;
+	/* libdw asks with the binary's own .gnu_debuglink for its debug file,
+	 * and with a .gnu_debugaltlink name for a dwz file. */
+	int same_link = debuglink_file && p->main_debuglink ?
+		strcmp(debuglink_file, p->main_debuglink) == 0 :
+		!debuglink_file && !p->main_debuglink;
+	if (!same_link) {
+		fd = find_alt_file(p, p->pub.debug_path ? p->pub.debug_path : file_name,
+				   debuglink_file, &path);
+	} else {
+		fd = find_debug_file(p, file_name, debuglink_file, &path);
+		if (fd >= 0 && !p->pub.debug_path) {
+			p->pub.debug_path = path ? strdup(path) : NULL;
+			p->cache->stats.separate_debug++;
+		}
+	}
+	if (fd < 0) {
+		free(path);
+		errno = ENOENT;
+		return -1;
+	}
+	*debuginfo_file_name = path;
+	return fd;
+}
+
+/* ---- the vDSO ------------------------------------------------------------ */
+
+/* Copy this process's vDSO image once (its size from its own headers). */
+static void load_own_vdso(struct su_modcache *c)
+{
+	if (c->vdso_tried)
+		return;
+	c->vdso_tried = 1;
+	const unsigned char *base = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);
+	if (!base)
+		return;
+	Elf64_Ehdr eh;
+	memcpy(&eh, base, sizeof eh);
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phoff > VDSO_MAX_SIZE ||
+	    eh.e_shoff > VDSO_MAX_SIZE)
+		return;
+	uint64_t size = eh.e_shoff + (uint64_t)eh.e_shnum * eh.e_shentsize;
+	uint64_t ph_end = eh.e_phoff + (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr);
+	if (ph_end > VDSO_MAX_SIZE)
+		return;
+	if (ph_end > size)
+		size = ph_end;
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+		memcpy(&ph, base + eh.e_phoff + i * sizeof ph, sizeof ph);
+		if (ph.p_type == PT_LOAD && ph.p_offset + ph.p_filesz > size)
+			size = ph.p_offset + ph.p_filesz;
+	}
+	if (size > VDSO_MAX_SIZE)
+		return;
+	unsigned char *copy = malloc(size);
+	if (!copy)
+		return;
+	memcpy(copy, base, size);
+	Elf *elf = elf_memory((char *)copy, size);
+	const void *bid = NULL;
+	ssize_t len = elf ? dwelf_elf_gnu_build_id(elf, &bid) : -1;
+	if (len > 0 && (size_t)len <= SU_BUILD_ID_MAX) {
+		memcpy(c->vdso_id, bid, (size_t)len);
+		c->vdso_id_len = (size_t)len;
+		c->vdso = copy;
+		c->vdso_size = size;
+		copy = NULL;
+	}
+	if (elf)
+		elf_end(elf);
+	free(copy);
+}
+
+/* An fd holding our vDSO image when P's build-id is its one, else -1. */
+static int own_vdso_fd(struct modpriv *p)
+{
+	struct su_modcache *c = p->cache;
+	load_own_vdso(c);
+	if (!c->vdso || p->want_id_len != c->vdso_id_len ||
+	    memcmp(p->want_id, c->vdso_id, c->vdso_id_len) != 0)
+		return -1;
+	int fd = memfd_create("stackcap-vdso", MFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t done = 0;
+	while (done < c->vdso_size) {
+		ssize_t n = write(fd, c->vdso + done, c->vdso_size - done);
+		if (n <= 0) {
+			close(fd);
+			return -1;
+		}
+		done += (size_t)n;
+	}
+	return fd;
+}
+
+/* ---- opening a module ---------------------------------------------------- */
+
+static int try_binary(struct modpriv *p, const char *path, int *mismatch)
+{
+	if (!path)
+		return -1;
+	struct cand_info info;
+	int fd = open_candidate(p->cache, path, p->pub.build_id, p->pub.build_id_len,
+				WANT_BINARY, mismatch, &info);
+	if (fd < 0)
+		return -1;
+	if (!p->pub.build_id_len) {
+		memcpy(p->want_id, info.id, info.id_len);
+		p->want_id_len = info.id_len;
+	}
+	free(p->main_debuglink);
+	p->main_debuglink = info.debuglink;
+	return fd;
+}
+
+/* Try the path FMT... as the binary of P: fd and *PATH set, or -1. */
+static int try_binary_fmt(struct modpriv *p, int *mismatch, char **path, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int try_binary_fmt(struct modpriv *p, int *mismatch, char **path, const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	va_start(ap, fmt);
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -1;
+	int fd = try_binary(p, s, mismatch);
+	if (fd >= 0)
+		*path = s;
+	else
+		free(s);
+	return fd;
+}
+
+/* Find the binary of P: fd and *PATH, or -1. */
+static int find_binary(struct modpriv *p, int *mismatch, char **path)
+{
+	struct su_modcache *c = p->cache;
+	struct su_module *m = &p->pub;
+	char rel[2 * SU_BUILD_ID_MAX + 2];
+	int fd = -1;
+	if (m->build_id_len)
+		build_id_rel(rel, m->build_id, m->build_id_len);
+	/* Without a recorded build-id only the recorded path is trusted. */
+	for (char **d = c->debug_dirs; d && *d && fd < 0 && m->build_id_len; d++) {
+		fd = try_binary_fmt(p, mismatch, path, "%s/.build-id/%s", *d, rel);
+		if (fd < 0 && !m->is_vdso && *m->recorded_path)
+			fd = try_binary_fmt(p, mismatch, path, "%s/%s", *d,
+					    base_name(m->recorded_path));
+	}
+	if (fd < 0 && m->is_vdso) {
+		fd = own_vdso_fd(p);
+		if (fd >= 0)
+			*path = strdup("[vdso]");
+	} else if (fd < 0 && *m->recorded_path) {
+		char *s = under_symfs(c, m->recorded_path);
+		fd = try_binary(p, s, mismatch);
+		if (fd >= 0)
+			*path = s;
+		else
+			free(s);
+	}
+	char *roots[2] = {0};
+	size_t nroots = m->build_id_len ? system_roots(c, roots) : 0;
+	for (size_t i = 0; i < nroots; i++) {
+		if (fd < 0 && roots[i])
+			fd = try_binary_fmt(p, mismatch, path, "%s/.build-id/%s", roots[i], rel);
+		free(roots[i]);
+	}
+#ifdef HAVE_DEBUGINFOD
+	debuginfod_client *dc;
+	if (fd < 0 && m->build_id_len && (dc = dbgd_client(c)) != NULL) {
+		char *dpath = NULL;
+		int dfd = debuginfod_find_executable(dc, m->build_id, m->build_id_len, &dpath);
+		if (dfd >= 0) {
+			close(dfd);
+			fd = try_binary(p, dpath, mismatch);
+			if (fd >= 0)
+				*path = dpath, dpath = NULL;
+		}
+		free(dpath);
+	}
+#endif
+	return fd;
+}
+
+/* Report FD (PATH) as the only module of a new Dwfl, at bias 0. */
+static int open_dwfl(struct modpriv *p, int fd, const char *path)
+{
+	struct su_module *m = &p->pub;
+	m->dwfl = dwfl_begin(&p->cache->callbacks);
+	if (!m->dwfl) {
+		close(fd);
+		return -ENOMEM;
+	}
+	dwfl_report_begin(m->dwfl);
+	/* add_p_vaddr: the module starts at its first PT_LOAD p_vaddr with
+	 * bias 0, so st_value and p_vaddr are module addresses for ET_EXEC and
+	 * ET_DYN alike (false would bias a prelinked ET_DYN by -p_vaddr). */
+	m->mod = dwfl_report_elf(m->dwfl, base_name(path), path, fd, 0, true);
+	if (!m->mod) {
+		/* dwfl_report_elf closes FD only on success. */
+		close(fd);
+		goto fail;
+	}
+	if (dwfl_report_end(m->dwfl, NULL, NULL) != 0)
+		goto fail;
+	void **ud = NULL;
+	dwfl_module_info(m->mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+	if (ud)
+		*ud = p;
+	GElf_Addr bias = 1;
+	if (!dwfl_module_getelf(m->mod, &bias) || bias != 0)
+		goto fail;
+	return 0;
+fail:
+	dwfl_end(m->dwfl);
+	m->dwfl = NULL;
+	m->mod = NULL;
+	return -EINVAL;
+}
+
+static void open_module(struct modpriv *p)
+{
+	struct su_module *m = &p->pub;
+	int mismatch = 0;
+	char *path = NULL;
+
+	/* "" or "[anon:...]", "[heap]"...: nothing on disk to look for. */
+	if (!m->is_vdso && !m->build_id_len &&
+	    (m->recorded_path[0] == '\0' || m->recorded_path[0] == '[')) {
+		m->status = SU_MODULE_NO_FILE;
+		return;
+	}
+	if (m->is_vdso && !m->build_id_len) {
+		m->status = SU_MODULE_NOT_FOUND; /* cannot tell which kernel's */
+		return;
+	}
+	int fd = find_binary(p, &mismatch, &path);
+	if (fd < 0 && p->want_id_len) {
+		/* No binary: a debug file can stand in for symbols and lines. */
+		fd = find_debug_file(p, NULL, NULL, &path);
+		if (fd >= 0)
+			m->debug_only = 1;
+	}
+	if (fd < 0) {
+		m->status = mismatch ? SU_MODULE_BUILD_ID_MISMATCH : SU_MODULE_NOT_FOUND;
+		free(path);
+		return;
+	}
+	if (open_dwfl(p, fd, path) != 0) {
+		m->status = SU_MODULE_NOT_FOUND;
+		m->debug_only = 0;
+		free(path);
+		return;
+	}
+	m->elf_path = path;
+	m->status = SU_MODULE_OK;
+}
+
+/* ---- the cache ------------------------------------------------------------ */
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325u; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3u;
+	return h;
+}
+
+/* The cache key: build-id when recorded, else kind + path. */
+static char *entry_key(const struct su_map_entry *e)
+{
+	const char *path = e->path ? e->path : "";
+	if (e->build_id_len && e->build_id_len <= SU_BUILD_ID_MAX) {
+		char hex[2 * SU_BUILD_ID_MAX + 1];
+		for (size_t i = 0; i < e->build_id_len; i++)
+			snprintf(hex + 2 * i, 3, "%02x", e->build_id[i]);
+		return path_join("b:%s", hex);
+	}
+	if (e->flags & SU_MAP_ANON)
+		return path_join("a:%s", path);
+	if (e->flags & SU_MAP_VDSO)
+		return path_join("v:%s", path);
+	return path_join("p:%s", path);
+}
+
+struct su_modcache *su_modcache_new(const struct su_debuginfo_opts *opts)
+{
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	struct su_modcache *c = calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	c->nbuckets = 64;
+	c->buckets = calloc(c->nbuckets, sizeof *c->buckets);
+	if (!c->buckets)
+		goto oom;
+	if (opts) {
+		c->no_debuginfod = opts->no_debuginfod;
+		c->no_system_dirs = opts->no_system_dirs;
+		if (opts->symfs && *opts->symfs && !(c->symfs = strdup(opts->symfs)))
+			goto oom;
+		size_t n = 0;
+		while (opts->debug_dirs && opts->debug_dirs[n])
+			n++;
+		if (n) {
+			c->debug_dirs = calloc(n + 1, sizeof *c->debug_dirs);
+			if (!c->debug_dirs)
+				goto oom;
+			for (size_t i = 0; i < n; i++)
+				if (!(c->debug_dirs[i] = strdup(opts->debug_dirs[i])))
+					goto oom;
+		}
+	}
+	c->callbacks.find_elf = cb_find_elf;
+	c->callbacks.find_debuginfo = cb_find_debuginfo;
+	c->callbacks.section_address = dwfl_offline_section_address;
+	c->callbacks.debuginfo_path = &c->debuginfo_path;
+	return c;
+oom:
+	su_modcache_free(c);
+	errno = ENOMEM;
+	return NULL;
+}
+
+static void module_free(struct su_modcache *c, struct modpriv *p)
+{
+	struct su_module *m = &p->pub;
+	if (m->unwind_cache && c->unwind_free)
+		c->unwind_free(m->unwind_cache);
+	if (m->sym_cache && c->sym_free)
+		c->sym_free(m->sym_cache);
+	if (m->dwfl)
+		dwfl_end(m->dwfl);
+	free(m->recorded_path);
+	free(m->elf_path);
+	free(m->debug_path);
+	free(p->main_debuglink);
+	free(p->key);
+	free(p);
+}
+
+void su_modcache_free(struct su_modcache *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; c->buckets && i < c->nbuckets; i++) {
+		struct modpriv *p = c->buckets[i];
+		while (p) {
+			struct modpriv *next = p->next;
+			module_free(c, p);
+			p = next;
+		}
+	}
+	free(c->buckets);
+	for (char **d = c->debug_dirs; d && *d; d++)
+		free(*d);
+	free(c->debug_dirs);
+	free(c->symfs);
+#ifdef HAVE_DEBUGINFOD
+	if (c->dbgd)
+		debuginfod_end(c->dbgd);
+#endif
+	free(c->vdso);
+	free(c);
+}
+
+static void grow(struct su_modcache *c)
+{
+	size_t n = c->nbuckets * 2;
+	struct modpriv **b = calloc(n, sizeof *b);
+	if (!b)
+		return; /* longer chains, still correct */
+	for (size_t i = 0; i < c->nbuckets; i++) {
+		struct modpriv *p = c->buckets[i];
+		while (p) {
+			struct modpriv *next = p->next;
+			size_t h = hash_str(p->key) & (n - 1);
+			p->next = b[h];
+			b[h] = p;
+			p = next;
+		}
+	}
+	free(c->buckets);
+	c->buckets = b;
+	c->nbuckets = n;
+}
+
+struct su_module *su_modcache_get(struct su_modcache *c, const struct su_map_entry *e)
+{
+	if (!c || !e || e->build_id_len > SU_BUILD_ID_MAX) {
+		errno = EINVAL;
+		return NULL;
+	}
+	char *key = entry_key(e);
+	if (!key) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	size_t h = hash_str(key) & (c->nbuckets - 1);
+	for (struct modpriv *p = c->buckets[h]; p; p = p->next) {
+		if (strcmp(p->key, key) == 0) {
+			free(key);
+			return &p->pub;
+		}
+	}
+	struct modpriv *p = calloc(1, sizeof *p);
+	if (!p || !(p->pub.recorded_path = strdup(e->path ? e->path : ""))) {
+		free(p);
+		free(key);
+		errno = ENOMEM;
+		return NULL;
+	}
+	p->key = key;
+	p->cache = c;
+	struct su_module *m = &p->pub;
+	memcpy(m->build_id, e->build_id, e->build_id_len);
+	m->build_id_len = e->build_id_len;
+	memcpy(p->want_id, e->build_id, e->build_id_len);
+	p->want_id_len = e->build_id_len;
+	m->is_vdso = (e->flags & SU_MAP_VDSO) != 0;
+	if ((e->flags & SU_MAP_ANON) && !m->is_vdso)
+		m->status = SU_MODULE_NO_FILE;
+	else
+		open_module(p);
+
+	c->stats.modules++;
+	switch (m->status) {
+	case SU_MODULE_NOT_FOUND: c->stats.not_found++; break;
+	case SU_MODULE_BUILD_ID_MISMATCH: c->stats.build_id_mismatch++; break;
+	case SU_MODULE_NO_FILE: c->stats.no_file++; break;
+	case SU_MODULE_OK: break;
+	}
+	p->next = c->buckets[h];
+	c->buckets[h] = p;
+	if (++c->count > c->nbuckets)
+		grow(c);
+	return m;
+}
+
+void su_modcache_get_stats(const struct su_modcache *c, struct su_modcache_stats *stats)
+{
+	if (!stats)
+		return;
+	if (!c) {
+		memset(stats, 0, sizeof *stats);
+		return;
+	}
+	*stats = c->stats;
+}
+
+void su_modcache_set_finalizers(struct su_modcache *c, void (*unwind_free)(void *),
+				void (*sym_free)(void *))
+{
+	if (!c)
+		return;
+	c->unwind_free = unwind_free;
+	c->sym_free = sym_free;
+}

@@ -1,0 +1,1 @@
+# symbolize/: module + ELF address -> functions (inline chain), file:line.
