@@ -158,6 +158,17 @@ static const char metadata_streams[] =
 	"\t\tuint24_t _blob_length;\n"
 	"\t\tuint8_t blob[_blob_length];\n"
 	"\t};\n"
+	"};\n"
+	"\n"
+	"event {\n"
+	"\tname = \"sample_segment\";\n"
+	"\tid = 2;\n"
+	"\tstream_id = 1;\n"
+	"\tfields := struct {\n"
+	"\t\tuint24_t generation;\n"
+	"\t\tuint24_t _blob_length;\n"
+	"\t\tuint8_t blob[_blob_length];\n"
+	"\t};\n"
 	"};\n";
 
 static void uuid_str(const uint8_t u[16], char out[37])

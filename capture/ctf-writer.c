@@ -35,7 +35,7 @@
 
 enum event_id { /* ids within each stream class, as in the metadata */
 	EV_PROCESS_START = 0, EV_MAPS = 1, EV_DROPS = 2, EV_PROCESS_END = 3,
-	EV_SAMPLE = 0, EV_SAMPLE_FULL = 1,
+	EV_SAMPLE = 0, EV_SAMPLE_FULL = 1, EV_SAMPLE_SEGMENT = 2,
 };
 
 struct ctf_writer {
@@ -554,6 +554,12 @@ int ctf_stream_sample(struct ctf_stream *s, uint64_t ts, uint32_t tid,
 		      uint32_t generation, const uint8_t *blob, size_t len)
 {
 	return sample_event(s, ts, tid, EV_SAMPLE, generation, blob, len);
+}
+
+int ctf_stream_sample_segment(struct ctf_stream *s, uint64_t ts, uint32_t tid,
+			      uint32_t generation, const uint8_t *blob, size_t len)
+{
+	return sample_event(s, ts, tid, EV_SAMPLE_SEGMENT, generation, blob, len);
 }
 
 int ctf_stream_sample_full(struct ctf_stream *s, uint64_t ts, uint32_t tid,

@@ -167,11 +167,21 @@ static void write_record(struct wthread *w, pid_t tid, const struct ring_rec *re
 {
 	const struct snapshot *snap = snapshot_lookup(rec->generation);
 	const struct stackcap_code_ranges *ranges = snap ? &snap->set : NULL;
-	size_t const len = rec->size - sizeof(*rec);
+	size_t const len = rec->size - sizeof(*rec) - rec->seg_len;
 	size_t r = stackcap_codec_decode((const uint8_t *)(rec + 1), len, ranges, NULL, &w->cur);
 	if (stackcap_codec_is_error(r)) {
 		W.decode_errors++;
 		return;
+	}
+	if (rec->seg_len) {
+		/* The interrupted stack of an alternate-stack handler: its own
+		 * self-contained blob, just before the sample. */
+		int const src = ctf_stream_sample_segment(w->stream, rec->ts, (uint32_t)tid, rec->generation,
+							  (const uint8_t *)(rec + 1) + len, rec->seg_len);
+		if (src < 0) {
+			note_error(src);
+			return;
+		}
 	}
 	if (stackcap_g.cfg.full_copy) {
 		/* The ring holds the unfiltered copy: store it as is, then

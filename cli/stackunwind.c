@@ -373,7 +373,7 @@ static void unwind_and_format(struct worker *w, const struct su_sample *s, struc
 struct batch {
 	size_t n;
 	struct su_sample samples[BATCH];
-	struct stackcap_image images[BATCH];
+	struct stackcap_image images[2 * BATCH]; /* image and segment of each sample */
 	uint64_t *words;         /* arena for every image's words and kept bits */
 	size_t used, cap;        /* in uint64_t */
 	struct text out;
@@ -381,41 +381,68 @@ struct batch {
 	int state;               /* 0 free, 1 filled, 2 in work, 3 done */
 };
 
+/* Make room for NEED more words in B's arena. */
+static int arena_reserve(struct batch *b, uint64_t need)
+{
+	if (b->used + need <= b->cap)
+		return 0;
+	size_t ncap = b->cap ? b->cap * 2 : 65536;
+	while (ncap < b->used + need)
+		ncap *= 2;
+	uint64_t *na = malloc(ncap * sizeof(uint64_t));
+	if (!na)
+		return -ENOMEM;
+	if (b->used)
+		memcpy(na, b->words, b->used * sizeof(uint64_t));
+	/* Images already in the batch point into the arena: rebase them. */
+	for (size_t i = 0; i < 2 * b->n; i++) {
+		struct stackcap_image *img = &b->images[i];
+		if (!img->words)
+			continue;
+		img->words = na + (img->words - b->words);
+		img->kept = (uint8_t *)(na + ((uint64_t *)(void *)img->kept - b->words));
+	}
+	free(b->words);
+	b->words = na;
+	b->cap = ncap;
+	return 0;
+}
+
+static uint64_t image_arena_words(const struct stackcap_image *img)
+{
+	return img ? img->nwords + (img->nwords + 63) / 64 : 0;
+}
+
+/* Copy SRC into DST, its words and kept bits into the arena (reserved). */
+static void image_copy(struct batch *b, struct stackcap_image *dst, const struct stackcap_image *src)
+{
+	uint64_t const nw = src->nwords;
+	*dst = *src;
+	dst->words = b->words + b->used;
+	memcpy(dst->words, src->words, nw * sizeof(uint64_t));
+	dst->kept = (uint8_t *)(void *)(b->words + b->used + nw);
+	if (src->kept)
+		memcpy(dst->kept, src->kept, (nw + 7) / 8);
+	else
+		memset(dst->kept, 0xff, (nw + 7) / 8);
+	dst->capacity = nw;
+	b->used += image_arena_words(src);
+}
+
 static int batch_add(struct batch *b, const struct su_sample *s)
 {
-	uint64_t const nw = s->image->nwords;
-	uint64_t const need = nw + (nw + 63) / 64;
-	if (b->used + need > b->cap) {
-		/* Samples already in the batch point into the arena: rebase them. */
-		size_t ncap = b->cap ? b->cap * 2 : 65536;
-		while (ncap < b->used + need)
-			ncap *= 2;
-		uint64_t *nw_arena = malloc(ncap * sizeof(uint64_t));
-		if (!nw_arena)
-			return -ENOMEM;
-		if (b->used)
-			memcpy(nw_arena, b->words, b->used * sizeof(uint64_t));
-		for (size_t i = 0; i < b->n; i++) {
-			b->images[i].words = nw_arena + (b->images[i].words - b->words);
-			b->images[i].kept = (uint8_t *)(nw_arena + ((uint64_t *)(void *)b->images[i].kept - b->words));
-		}
-		free(b->words);
-		b->words = nw_arena;
-		b->cap = ncap;
-	}
-	struct stackcap_image *img = &b->images[b->n];
-	*img = *s->image;
-	img->words = b->words + b->used;
-	memcpy(img->words, s->image->words, nw * sizeof(uint64_t));
-	img->kept = (uint8_t *)(void *)(b->words + b->used + nw);
-	if (s->image->kept)
-		memcpy(img->kept, s->image->kept, (nw + 7) / 8);
+	if (arena_reserve(b, image_arena_words(s->image) + image_arena_words(s->segment)))
+		return -ENOMEM;
+	struct stackcap_image *img = &b->images[2 * b->n];
+	struct stackcap_image *seg = &b->images[2 * b->n + 1];
+	image_copy(b, img, s->image);
+	if (s->segment)
+		image_copy(b, seg, s->segment);
 	else
-		memset(img->kept, 0xff, (nw + 7) / 8);
-	img->capacity = nw;
-	b->used += need;
+		memset(seg, 0, sizeof(*seg));
 	b->samples[b->n] = *s;
 	b->samples[b->n].image = img;
+	b->samples[b->n].segment = s->segment ? seg : NULL;
 	b->samples[b->n].full_image = NULL;
 	b->n++;
 	return 0;

@@ -52,6 +52,9 @@ struct thread_state {
 	struct stackcap_image full; /* unfiltered copy of the next sample */
 	uint64_t full_ts;
 	int full_pending;
+	struct stackcap_image seg;  /* second stack segment of the next sample */
+	uint64_t seg_ts;
+	int seg_pending;
 };
 
 struct reader {
@@ -144,6 +147,8 @@ static void reader_free(struct reader *r)
 		free(r->threads[i].img[1].kept);
 		free(r->threads[i].full.words);
 		free(r->threads[i].full.kept);
+		free(r->threads[i].seg.words);
+		free(r->threads[i].seg.kept);
 	}
 	free(r->threads);
 	free(r->blob);
@@ -387,9 +392,13 @@ static int image_reserve(struct stackcap_image *img, uint64_t nwords)
 	return 0;
 }
 
+/* What a samples-stream event carries. */
+enum { EV_SAMPLE, EV_FULL, EV_SEGMENT };
+
 static int on_sample(struct reader *r, const bt_field *pl, uint32_t pid, uint32_t tid, uint64_t ts,
-		     int full)
+		     int kind)
 {
+	int const full = kind != EV_SAMPLE;
 	if (r->opts && r->opts->pid && r->opts->pid != pid)
 		return 0;
 	if (r->opts && r->opts->tid && r->opts->tid != tid)
@@ -431,15 +440,20 @@ static int on_sample(struct reader *r, const bt_field *pl, uint32_t pid, uint32_
 	}
 	if (full) {
 		/* Held until the sample of the same time that follows it. */
-		t->full_pending = 0;
-		if (image_reserve(&t->full, hdr.nwords))
+		struct stackcap_image *img = kind == EV_FULL ? &t->full : &t->seg;
+		int *pending = kind == EV_FULL ? &t->full_pending : &t->seg_pending;
+		*pending = 0;
+		if (image_reserve(img, hdr.nwords))
 			return -ENOMEM;
-		if (stackcap_codec_is_error(stackcap_codec_decode(r->blob, len, &maps->ranges, NULL, &t->full))) {
+		if (stackcap_codec_is_error(stackcap_codec_decode(r->blob, len, &maps->ranges, NULL, img))) {
 			r->st->bad_blobs++;
 			return 0;
 		}
-		t->full_pending = 1;
-		t->full_ts = ts;
+		*pending = 1;
+		if (kind == EV_FULL)
+			t->full_ts = ts;
+		else
+			t->seg_ts = ts;
 		return 0;
 	}
 	struct stackcap_image *dst = &t->img[!t->cur];
@@ -461,7 +475,9 @@ static int on_sample(struct reader *r, const bt_field *pl, uint32_t pid, uint32_
 	r->st->blob_bytes += len;
 	r->st->raw_stack_bytes += dst->nwords * 8;
 	int const has_full = t->full_pending && t->full_ts == ts;
+	int const has_seg = t->seg_pending && t->seg_ts == ts;
 	t->full_pending = 0;
+	t->seg_pending = 0;
 	if (has_full)
 		r->st->full_samples++;
 	if (!r->cb->sample)
@@ -473,8 +489,10 @@ static int on_sample(struct reader *r, const bt_field *pl, uint32_t pid, uint32_
 		.process = sec ? &sec->p : NULL,
 		.maps = maps,
 		.image = dst,
-		.stack_capped = sec && sec->p.stack_cap && dst->nwords * 8 + 8 > sec->p.stack_cap,
+		.stack_capped = sec && sec->p.stack_cap &&
+				(dst->nwords + (has_seg ? t->seg.nwords : 0)) * 8 + 8 > sec->p.stack_cap,
 		.full_image = has_full ? &t->full : NULL,
+		.segment = has_seg ? &t->seg : NULL,
 	};
 	int const crc = r->cb->sample(r->cb->arg, &s);
 	if (crc)
@@ -500,9 +518,10 @@ static int handle_event(struct reader *r, const bt_message *msg)
 	if (!name)
 		return 0;
 	if (r->pass == 2)
-		return strcmp(name, "sample") == 0	 ? on_sample(r, pl, pid, tid, ts, 0)
-		       : strcmp(name, "sample_full") == 0 ? on_sample(r, pl, pid, tid, ts, 1)
-							 : 0;
+		return strcmp(name, "sample") == 0	    ? on_sample(r, pl, pid, tid, ts, EV_SAMPLE)
+		       : strcmp(name, "sample_full") == 0    ? on_sample(r, pl, pid, tid, ts, EV_FULL)
+		       : strcmp(name, "sample_segment") == 0 ? on_sample(r, pl, pid, tid, ts, EV_SEGMENT)
+							    : 0;
 	if (strcmp(name, "process_start") == 0) {
 		int rc = on_process_start(r, pl, ts, stream_id);
 		if (rc == 0 && r->cb->process_start)
