@@ -1,18 +1,16 @@
-/* Reading a stackcap trace through babeltrace2 (docs/trace-format.md).
+/* Reading a stackcap trace (docs/trace-format.md) into the trace model.
  *
- * Two passes over a private staging directory:
+ * Two passes over the trace's streams, each in time order:
  *  1. the process streams (small): process sections, every maps generation,
  *     drops, ends;
- *  2. the sample streams, in time order (babeltrace2's muxer), decoded with
- *     the maps of their generation.
+ *  2. the sample streams, decoded with the maps of their generation.
  * Two passes because the writer stamps a maps event when it writes it, which
- * can be after the first samples encoded against it.
+ * can be after the first samples encoded against it.  Memory is bounded by
+ * the number of threads and maps generations, never by the trace length.
  *
- * The staging directory holds symlinks to intact stream files, inflated
- * copies of .zst files and cut copies of files that end inside a packet, so
- * babeltrace2 reads every complete packet and never sees a partial one. */
+ * The events come from an event source (reader-internal.h): our own parser
+ * of the format we write (fast, the default) or babeltrace2 (the reference). */
 #include <errno.h>
-#include <fcntl.h>
 #include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,14 +18,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <babeltrace2/babeltrace.h>
 
-#include "trace/stackcap-reader.h"
-#include "ctf-writer.h"
-
-#define PACKET_HEADER_SIZE 32u
-#define PACKET_CONTEXT_SIZE 48u
-#define PACKET_MAGIC 0xC1FC1FC1u
+#include "trace/reader-internal.h"
 
 /* ---- the model being built ----------------------------------------------- */
 
@@ -59,6 +51,7 @@ struct thread_state {
 
 struct reader {
 	const struct su_reader_opts *opts;
+	int pass;
 	const struct su_reader_callbacks *cb;
 	struct su_reader_stats *st;
 	char *err;
@@ -71,11 +64,7 @@ struct reader {
 	struct thread_state *threads;
 	size_t cap_threads, n_threads; /* open addressing, power of two */
 
-	uint8_t *blob;
-	size_t blob_cap;
-	int pass;
 	int cb_rc;               /* a callback's nonzero return */
-	int fatal;               /* -errno */
 };
 
 static void set_err(struct reader *r, const char *fmt, ...)
@@ -90,8 +79,7 @@ static void set_err(struct reader *r, const char *fmt, ...)
 	va_end(ap);
 }
 
-static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void warn(const char *fmt, ...)
+void su_reader_warn(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -117,7 +105,7 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 	return 0;
 }
 
-static void free_maps(struct su_maps *m)
+void su_maps_free(struct su_maps *m)
 {
 	if (!m)
 		return;
@@ -133,7 +121,7 @@ static void reader_free(struct reader *r)
 	for (size_t i = 0; i < r->n_sections; i++) {
 		struct section *s = &r->sections[i];
 		for (size_t j = 0; j < s->n_maps; j++)
-			free_maps(s->maps[j]);
+			su_maps_free(s->maps[j]);
 		free(s->maps);
 		free(s->p.comm);
 		free(s->p.exe);
@@ -151,7 +139,6 @@ static void reader_free(struct reader *r)
 		free(r->threads[i].seg.kept);
 	}
 	free(r->threads);
-	free(r->blob);
 }
 
 /* The section of PID that was current at TS: the latest started at or
@@ -186,43 +173,6 @@ static struct su_maps *section_maps(struct section *s, uint32_t generation)
 	return NULL;
 }
 
-/* ---- field access -------------------------------------------------------- */
-
-static const bt_field *member(const bt_field *st, const char *name)
-{
-	return st ? bt_field_structure_borrow_member_field_by_name_const(st, name) : NULL;
-}
-
-static uint64_t member_u64(const bt_field *st, const char *name)
-{
-	const bt_field *f = member(st, name);
-	if (!f)
-		return 0;
-	if (bt_field_get_class_type(f) == BT_FIELD_CLASS_TYPE_SIGNED_INTEGER)
-		return (uint64_t)bt_field_integer_signed_get_value(f);
-	return bt_field_integer_unsigned_get_value(f);
-}
-
-static char *member_str(const bt_field *st, const char *name)
-{
-	const bt_field *f = member(st, name);
-	const char *s = f ? bt_field_string_get_value(f) : NULL;
-	return strdup(s ? s : "");
-}
-
-/* Copy a u8 array field into BUF (at most CAP bytes).  @return its length. */
-static uint64_t member_bytes(const bt_field *st, const char *name, uint8_t *buf, uint64_t cap)
-{
-	const bt_field *f = member(st, name);
-	if (!f)
-		return 0;
-	uint64_t n = bt_field_array_get_length(f);
-	for (uint64_t i = 0; i < n && i < cap; i++)
-		buf[i] = (uint8_t)bt_field_integer_unsigned_get_value(
-			bt_field_array_borrow_element_field_by_index_const(f, i));
-	return n;
-}
-
 /* ---- pass 1: process streams --------------------------------------------- */
 
 static struct section *section_of_stream(struct reader *r, uint64_t stream_id, uint32_t pid)
@@ -233,85 +183,52 @@ static struct section *section_of_stream(struct reader *r, uint64_t stream_id, u
 	return NULL;
 }
 
-static int on_process_start(struct reader *r, const bt_field *pl, uint64_t ts, uint64_t stream_id)
+static int on_process_start(struct reader *r, const struct raw_event *ev)
 {
-	if (grow((void **)&r->sections, &r->cap_sections, r->n_sections + 1, sizeof(*r->sections)))
+	if (grow((void **)&r->sections, &r->cap_sections, r->n_sections + 1, sizeof(*r->sections))) {
+		free(ev->proc.comm);
+		free(ev->proc.exe);
 		return -ENOMEM;
+	}
 	struct section *s = &r->sections[r->n_sections++];
 	memset(s, 0, sizeof(*s));
-	s->start_ts = ts;
-	s->stream_id = stream_id;
-	s->p.pid = (uint32_t)member_u64(pl, "pid");
-	s->p.ppid = (uint32_t)member_u64(pl, "ppid");
-	s->p.comm = member_str(pl, "comm");
-	s->p.exe = member_str(pl, "exe");
-	s->p.clock_offset_ns = (int64_t)member_u64(pl, "clock_offset_ns");
-	s->p.frequency_hz = (uint32_t)member_u64(pl, "frequency_hz");
-	s->p.stack_cap = (uint32_t)member_u64(pl, "stack_cap");
-	s->p.policy = (uint8_t)member_u64(pl, "policy");
-	s->p.codec_version = (uint8_t)member_u64(pl, "codec_version");
+	s->start_ts = ev->ts;
+	s->stream_id = ev->stream_id;
+	s->p = ev->proc;
+	s->p.seq = 0;
+	s->p.ended = 0;
 	for (size_t i = 0; i + 1 < r->n_sections; i++)
 		if (r->sections[i].p.pid == s->p.pid)
 			s->p.seq++;
-	if (!s->p.comm || !s->p.exe)
-		return -ENOMEM;
 	r->st->processes++;
-	if (s->p.codec_version != STACKCAP_CODEC_VERSION) {
-		warn("process %u: stack codec version %u not supported (this reader knows %u); its samples are skipped",
-		     s->p.pid, s->p.codec_version, STACKCAP_CODEC_VERSION);
-	}
+	if (s->p.codec_version != STACKCAP_CODEC_VERSION)
+		su_reader_warn("process %u: stack codec version %u not supported (this reader knows %u); "
+			       "its samples are skipped", s->p.pid, s->p.codec_version, STACKCAP_CODEC_VERSION);
 	return 0;
 }
 
-static int on_maps(struct reader *r, const bt_field *pl, uint32_t pid, uint64_t stream_id)
+static int on_maps(struct reader *r, const struct raw_event *ev)
 {
-	struct section *s = section_of_stream(r, stream_id, pid);
+	struct su_maps *m = ev->maps;
+	struct section *s = section_of_stream(r, ev->stream_id, ev->pid);
 	if (!s) {
-		warn("maps event of pid %u without process_start: ignored", pid);
+		su_reader_warn("maps event of pid %u without process_start: ignored", ev->pid);
+		su_maps_free(m);
 		return 0;
 	}
-	const bt_field *arr = member(pl, "entries");
-	uint64_t n = arr ? bt_field_array_get_length(arr) : 0;
-	struct su_maps *m = calloc(1, sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	m->generation = (uint32_t)member_u64(pl, "generation");
-	m->count = (uint32_t)n;
-	m->entries = calloc(n ? n : 1, sizeof(*m->entries));
-	m->range_list = calloc(n ? n : 1, sizeof(*m->range_list));
-	if (!m->entries || !m->range_list) {
-		free_maps(m);
-		return -ENOMEM;
-	}
-	for (uint64_t i = 0; i < n; i++) {
-		const bt_field *e = bt_field_array_borrow_element_field_by_index_const(arr, i);
-		struct su_map_entry *me = &m->entries[i];
-		me->start = member_u64(e, "start");
-		me->end = member_u64(e, "end");
-		me->offset = member_u64(e, "offset");
-		me->bias = member_u64(e, "bias");
-		me->flags = (uint32_t)member_u64(e, "flags");
-		uint64_t bl = member_bytes(e, "build_id", me->build_id, SU_BUILD_ID_MAX);
-		me->build_id_len = (uint8_t)(bl <= SU_BUILD_ID_MAX ? bl : 0);
-		me->path = member_str(e, "path");
-		if (!me->path) {
-			free_maps(m);
-			return -ENOMEM;
-		}
-		m->range_list[i] = (struct stackcap_code_range){ me->start, me->end, (uint32_t)i };
-	}
 	if (stackcap_code_ranges_init(&m->ranges, m->range_list, m->count)) {
-		warn("pid %u: maps generation %u has unsorted or overlapping ranges: ignored", pid, m->generation);
-		free_maps(m);
+		su_reader_warn("pid %u: maps generation %u has unsorted or overlapping ranges: ignored",
+			       ev->pid, m->generation);
+		su_maps_free(m);
 		return 0;
 	}
 	if (section_maps(s, m->generation)) {
-		warn("pid %u: maps generation %u recorded twice: the first is kept", pid, m->generation);
-		free_maps(m);
+		su_reader_warn("pid %u: maps generation %u recorded twice: the first is kept", ev->pid, m->generation);
+		su_maps_free(m);
 		return 0;
 	}
 	if (grow((void **)&s->maps, &s->cap_maps, s->n_maps + 1, sizeof(*s->maps))) {
-		free_maps(m);
+		su_maps_free(m);
 		return -ENOMEM;
 	}
 	size_t at = s->n_maps;
@@ -324,20 +241,17 @@ static int on_maps(struct reader *r, const bt_field *pl, uint32_t pid, uint64_t 
 	return 0;
 }
 
-static int on_drops(struct reader *r, const bt_field *pl, uint32_t pid)
+static int on_drops(struct reader *r, const struct raw_event *ev)
 {
-	uint32_t tid = (uint32_t)member_u64(pl, "tid");
-	uint64_t total = member_u64(pl, "ring_full") + member_u64(pl, "nested") +
-			 member_u64(pl, "no_stack_bounds") + member_u64(pl, "other");
 	for (size_t i = 0; i < r->n_drops; i++)
-		if (r->drops[i].pid == pid && r->drops[i].tid == tid) {
-			if (total > r->drops[i].total)
-				r->drops[i].total = total; /* cumulative: latest wins */
+		if (r->drops[i].pid == ev->pid && r->drops[i].tid == ev->drop_tid) {
+			if (ev->drops_total > r->drops[i].total)
+				r->drops[i].total = ev->drops_total; /* cumulative: latest wins */
 			return 0;
 		}
 	if (grow((void **)&r->drops, &r->cap_drops, r->n_drops + 1, sizeof(*r->drops)))
 		return -ENOMEM;
-	r->drops[r->n_drops++] = (struct thread_drops){ pid, tid, total };
+	r->drops[r->n_drops++] = (struct thread_drops){ ev->pid, ev->drop_tid, ev->drops_total };
 	return 0;
 }
 
@@ -392,23 +306,19 @@ static int image_reserve(struct stackcap_image *img, uint64_t nwords)
 	return 0;
 }
 
-/* What a samples-stream event carries. */
-enum { EV_SAMPLE, EV_FULL, EV_SEGMENT };
-
-static int on_sample(struct reader *r, const bt_field *pl, uint32_t pid, uint32_t tid, uint64_t ts,
-		     int kind)
+static int on_sample(struct reader *r, const struct raw_event *ev)
 {
-	int const full = kind != EV_SAMPLE;
+	int const kind = ev->kind;
+	int const full = kind != RAW_SAMPLE;
+	uint32_t const pid = ev->pid, tid = ev->tid;
+	uint64_t const ts = ev->ts;
+	const uint8_t *const blob = ev->blob;
+	size_t const len = ev->blob_len;
 	if (r->opts && r->opts->pid && r->opts->pid != pid)
 		return 0;
 	if (r->opts && r->opts->tid && r->opts->tid != tid)
 		return 0;
-	uint32_t const generation = (uint32_t)member_u64(pl, "generation");
-	const bt_field *bf = member(pl, "blob");
-	uint64_t const len = bf ? bt_field_array_get_length(bf) : 0;
-	if (grow((void **)&r->blob, &r->blob_cap, len + 1, 1))
-		return -ENOMEM;
-	member_bytes(pl, "blob", r->blob, len);
+	uint32_t const generation = ev->generation;
 
 	struct section *sec = section_at(r, pid, ts);
 	if (!sec)
@@ -431,7 +341,7 @@ static int on_sample(struct reader *r, const bt_field *pl, uint32_t pid, uint32_
 		return 0;
 	}
 	struct stackcap_codec_header hdr;
-	if (stackcap_codec_is_error(stackcap_codec_peek(r->blob, len, &hdr)) ||
+	if (stackcap_codec_is_error(stackcap_codec_peek(blob, len, &hdr)) ||
 	    hdr.nwords > (64u << 20) / 8) {
 		r->st->bad_blobs++;
 		if (!full)
@@ -440,17 +350,17 @@ static int on_sample(struct reader *r, const bt_field *pl, uint32_t pid, uint32_
 	}
 	if (full) {
 		/* Held until the sample of the same time that follows it. */
-		struct stackcap_image *img = kind == EV_FULL ? &t->full : &t->seg;
-		int *pending = kind == EV_FULL ? &t->full_pending : &t->seg_pending;
+		struct stackcap_image *img = kind == RAW_SAMPLE_FULL ? &t->full : &t->seg;
+		int *pending = kind == RAW_SAMPLE_FULL ? &t->full_pending : &t->seg_pending;
 		*pending = 0;
 		if (image_reserve(img, hdr.nwords))
 			return -ENOMEM;
-		if (stackcap_codec_is_error(stackcap_codec_decode(r->blob, len, &maps->ranges, NULL, img))) {
+		if (stackcap_codec_is_error(stackcap_codec_decode(blob, len, &maps->ranges, NULL, img))) {
 			r->st->bad_blobs++;
 			return 0;
 		}
 		*pending = 1;
-		if (kind == EV_FULL)
+		if (kind == RAW_SAMPLE_FULL)
 			t->full_ts = ts;
 		else
 			t->seg_ts = ts;
@@ -460,7 +370,7 @@ static int on_sample(struct reader *r, const bt_field *pl, uint32_t pid, uint32_
 	struct stackcap_image *ref = t->has_ref ? &t->img[t->cur] : NULL;
 	if (image_reserve(dst, hdr.nwords))
 		return -ENOMEM;
-	size_t rc = stackcap_codec_decode(r->blob, len, &maps->ranges, ref, dst);
+	size_t rc = stackcap_codec_decode(blob, len, &maps->ranges, ref, dst);
 	if (stackcap_codec_is_error(rc)) {
 		r->st->bad_blobs++;
 		t->has_ref = 0;
@@ -500,379 +410,44 @@ static int on_sample(struct reader *r, const bt_field *pl, uint32_t pid, uint32_
 	return 0;
 }
 
-/* ---- the babeltrace2 graph ----------------------------------------------- */
+/* ---- events from the source ------------------------------------------------ */
 
-static int handle_event(struct reader *r, const bt_message *msg)
+static int on_event(void *ctx, const struct raw_event *ev)
 {
-	const bt_event *ev = bt_message_event_borrow_event_const(msg);
-	const char *name = bt_event_class_get_name(bt_event_borrow_class_const(ev));
-	const bt_field *pl = bt_event_borrow_payload_field_const(ev);
-	const bt_packet *pkt = bt_event_borrow_packet_const(ev);
-	const bt_field *ctx = pkt ? bt_packet_borrow_context_field_const(pkt) : NULL;
-	uint32_t const pid = (uint32_t)member_u64(ctx, "pid");
-	uint32_t const tid = (uint32_t)member_u64(ctx, "tid");
-	uint64_t const ts = bt_clock_snapshot_get_value(
-		bt_message_event_borrow_default_clock_snapshot_const(msg));
-	uint64_t const stream_id = bt_stream_get_id(bt_event_borrow_stream_const(ev));
-
-	if (!name)
-		return 0;
-	if (r->pass == 2)
-		return strcmp(name, "sample") == 0	    ? on_sample(r, pl, pid, tid, ts, EV_SAMPLE)
-		       : strcmp(name, "sample_full") == 0    ? on_sample(r, pl, pid, tid, ts, EV_FULL)
-		       : strcmp(name, "sample_segment") == 0 ? on_sample(r, pl, pid, tid, ts, EV_SEGMENT)
-							    : 0;
-	if (strcmp(name, "process_start") == 0) {
-		int rc = on_process_start(r, pl, ts, stream_id);
+	struct reader *r = ctx;
+	int rc = 0;
+	switch (ev->kind) {
+	case RAW_SAMPLE:
+	case RAW_SAMPLE_FULL:
+	case RAW_SAMPLE_SEGMENT:
+		if (r->pass == PASS_SAMPLES)
+			rc = on_sample(r, ev);
+		break;
+	case RAW_DISCARDED:
+		if (r->pass == PASS_SAMPLES)
+			r->st->discarded += ev->discarded;
+		break;
+	case RAW_PROCESS_START:
+		rc = on_process_start(r, ev);
 		if (rc == 0 && r->cb->process_start)
 			r->cb_rc = r->cb->process_start(r->cb->arg, &r->sections[r->n_sections - 1].p);
-		return rc;
-	}
-	if (strcmp(name, "maps") == 0)
-		return on_maps(r, pl, pid, stream_id);
-	if (strcmp(name, "drops") == 0)
-		return on_drops(r, pl, pid);
-	if (strcmp(name, "process_end") == 0) {
-		struct section *s = section_of_stream(r, stream_id, pid);
+		break;
+	case RAW_MAPS:
+		rc = on_maps(r, ev);
+		break;
+	case RAW_DROPS:
+		rc = on_drops(r, ev);
+		break;
+	case RAW_PROCESS_END: {
+		struct section *s = section_of_stream(r, ev->stream_id, ev->pid);
 		if (s && !s->p.ended) {
 			s->p.ended = 1;
 			r->st->ended++;
 		}
-	}
-	return 0;
-}
-
-static bt_graph_simple_sink_component_initialize_func_status
-sink_init(bt_message_iterator *it, void *data)
-{
-	(void)it;
-	(void)data;
-	return BT_GRAPH_SIMPLE_SINK_COMPONENT_INITIALIZE_FUNC_STATUS_OK;
-}
-
-static bt_graph_simple_sink_component_consume_func_status
-sink_consume(bt_message_iterator *it, void *data)
-{
-	struct reader *r = data;
-	bt_message_array_const msgs;
-	uint64_t count = 0;
-	switch (bt_message_iterator_next(it, &msgs, &count)) {
-	case BT_MESSAGE_ITERATOR_NEXT_STATUS_OK:
-		break;
-	case BT_MESSAGE_ITERATOR_NEXT_STATUS_END:
-		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_END;
-	case BT_MESSAGE_ITERATOR_NEXT_STATUS_AGAIN:
-		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_AGAIN;
-	case BT_MESSAGE_ITERATOR_NEXT_STATUS_MEMORY_ERROR:
-		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_MEMORY_ERROR;
-	default:
-		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_ERROR;
-	}
-	int rc = 0;
-	for (uint64_t i = 0; i < count; i++) {
-		const bt_message *m = msgs[i];
-		if (rc == 0 && !r->cb_rc) {
-			switch (bt_message_get_type(m)) {
-			case BT_MESSAGE_TYPE_EVENT:
-				rc = handle_event(r, m);
-				break;
-			case BT_MESSAGE_TYPE_DISCARDED_EVENTS: {
-				uint64_t n = 0;
-				if (r->pass == 2 &&
-				    bt_message_discarded_events_get_count(m, &n) == BT_PROPERTY_AVAILABILITY_AVAILABLE)
-					r->st->discarded += n;
-				break;
-			}
-			default:
-				break;
-			}
-		}
-		bt_message_put_ref(m);
-	}
-	if (rc) {
-		r->fatal = rc;
-		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_ERROR;
-	}
-	if (r->cb_rc)
-		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_END;
-	return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_OK;
-}
-
-/* The first cause of babeltrace2's current error, into R's message. */
-static void take_bt_error(struct reader *r, const char *what)
-{
-	const bt_error *e = bt_current_thread_take_error();
-	const char *cause = NULL;
-	if (e && bt_error_get_cause_count(e) > 0)
-		cause = bt_error_cause_get_message(bt_error_borrow_cause_by_index(e, 0));
-	set_err(r, "%s%s%s", what, cause ? ": " : "", cause ? cause : "");
-	if (e)
-		bt_error_release(e);
-}
-
-/* A reference to component class CLS of plugin PLUGIN_NAME, or NULL. */
-static const bt_plugin *find_plugin(const char *plugin_name)
-{
-	const bt_plugin *plugin = NULL;
-	if (bt_plugin_find(plugin_name, BT_TRUE, BT_FALSE, BT_TRUE, BT_TRUE, BT_FALSE, &plugin) !=
-	    BT_PLUGIN_FIND_STATUS_OK)
-		return NULL;
-	return plugin;
-}
-
-/* Run one graph src.ctf.fs(DIR) -> flt.utils.muxer -> our sink. */
-static int run_graph(struct reader *r, const char *dir)
-{
-	int rc = -1;
-	bt_graph *g = bt_graph_create(0);
-	bt_value *params = bt_value_map_create();
-	bt_value *inputs = NULL;
-	const bt_plugin *ctf = find_plugin("ctf");
-	const bt_plugin *utils = find_plugin("utils");
-	const bt_component_class_source *src_cls =
-		ctf ? bt_plugin_borrow_source_component_class_by_name_const(ctf, "fs") : NULL;
-	const bt_component_class_filter *mux_cls =
-		utils ? bt_plugin_borrow_filter_component_class_by_name_const(utils, "muxer") : NULL;
-	const bt_component_source *src = NULL;
-	const bt_component_filter *mux = NULL;
-	const bt_component_sink *sink = NULL;
-
-	if (!src_cls || !mux_cls) {
-		set_err(r, "babeltrace2 plugins ctf and utils not found (apt-get install babeltrace2)");
-		goto out;
-	}
-	if (!g || !params || bt_value_map_insert_empty_array_entry(params, "inputs", &inputs) ||
-	    bt_value_array_append_string_element(inputs, dir)) {
-		set_err(r, "out of memory");
-		goto out;
-	}
-	if (bt_graph_add_source_component(g, src_cls,
-					  "src", params, BT_LOGGING_LEVEL_NONE, &src) ||
-	    bt_graph_add_filter_component(g, mux_cls,
-					  "mux", NULL, BT_LOGGING_LEVEL_NONE, &mux) ||
-	    bt_graph_add_simple_sink_component(g, "sink", sink_init, sink_consume, NULL, r, &sink)) {
-		take_bt_error(r, "cannot open the trace with babeltrace2");
-		goto out;
-	}
-	uint64_t const nout = bt_component_source_get_output_port_count(src);
-	for (uint64_t i = 0; i < nout; i++) {
-		const bt_port_input *in = bt_component_filter_borrow_input_port_by_index_const(
-			mux, bt_component_filter_get_input_port_count(mux) - 1);
-		if (bt_graph_connect_ports(g, bt_component_source_borrow_output_port_by_index_const(src, i),
-					   in, NULL)) {
-			take_bt_error(r, "cannot connect babeltrace2 ports");
-			goto out;
-		}
-	}
-	if (bt_graph_connect_ports(g, bt_component_filter_borrow_output_port_by_index_const(mux, 0),
-				   bt_component_sink_borrow_input_port_by_index_const(sink, 0), NULL)) {
-		take_bt_error(r, "cannot connect babeltrace2 ports");
-		goto out;
-	}
-	for (;;) {
-		bt_graph_run_status s = bt_graph_run(g);
-		if (s == BT_GRAPH_RUN_STATUS_AGAIN)
-			continue;
-		if (s == BT_GRAPH_RUN_STATUS_OK)
-			rc = 0;
-		else if (r->fatal)
-			rc = r->fatal;
-		else
-			take_bt_error(r, "babeltrace2 could not read the trace");
 		break;
 	}
-out:
-	if (rc && r->fatal == -ENOMEM)
-		set_err(r, "out of memory");
-	bt_graph_put_ref(g);
-	bt_value_put_ref(params);
-	bt_plugin_put_ref(ctf);
-	bt_plugin_put_ref(utils);
-	return rc;
-}
-
-/* ---- staging ------------------------------------------------------------- */
-
-/* Bytes of the complete packets at the start of FD (a plain stream file of
- * SIZE bytes); stops at the first packet that is cut or malformed. */
-static uint64_t complete_packets(int fd, uint64_t size)
-{
-	uint64_t off = 0;
-	uint8_t h[PACKET_HEADER_SIZE + PACKET_CONTEXT_SIZE];
-	while (off + sizeof(h) <= size) {
-		if (pread(fd, h, sizeof(h), (off_t)off) != (ssize_t)sizeof(h))
-			break;
-		uint32_t magic;
-		uint64_t bits;
-		memcpy(&magic, h, 4);
-		memcpy(&bits, h + PACKET_HEADER_SIZE + 24, 8); /* packet_size */
-		uint64_t const bytes = bits / 8;
-		if (magic != PACKET_MAGIC || bits % 8 || bytes < sizeof(h) || bytes > size - off)
-			break;
-		off += bytes;
 	}
-	return off;
-}
-
-/* Copy the first LEN bytes of SRC into the new file DST. */
-static int copy_prefix(const char *src, const char *dst, uint64_t len)
-{
-	int in = open(src, O_RDONLY | O_CLOEXEC);
-	if (in < 0)
-		return -errno;
-	int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (out < 0) {
-		int e = -errno;
-		close(in);
-		return e;
-	}
-	char buf[65536];
-	int rc = 0;
-	while (len > 0) {
-		ssize_t n = read(in, buf, len < sizeof(buf) ? len : sizeof(buf));
-		if (n <= 0) {
-			rc = n < 0 ? -errno : -EIO;
-			break;
-		}
-		if (write(out, buf, (size_t)n) != n) {
-			rc = -errno ? -errno : -EIO;
-			break;
-		}
-		len -= (uint64_t)n;
-	}
-	close(in);
-	if (close(out) && !rc)
-		rc = -errno;
-	return rc;
-}
-
-struct staging {
-	char root[4096];
-	char proc[4200];
-	char samples[4200];
-	int n_proc, n_samples;
-};
-
-static int rm_rf_dir(const char *path)
-{
-	DIR *d = opendir(path);
-	if (!d)
-		return -errno;
-	struct dirent *e;
-	char p[8192];
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", path, e->d_name);
-		if (e->d_type == DT_DIR)
-			rm_rf_dir(p);
-		else
-			unlink(p);
-	}
-	closedir(d);
-	return rmdir(path) ? -errno : 0;
-}
-
-static int has_suffix(const char *s, const char *suf)
-{
-	size_t n = strlen(s), m = strlen(suf);
-	return n >= m && strcmp(s + n - m, suf) == 0;
-}
-
-/* Stage one stream file NAME of DIR into TO (proc or samples dir). */
-static int stage_file(struct reader *r, const char *dir, const char *name, const char *to)
-{
-	char src[8192], dst[8192];
-	snprintf(src, sizeof(src), "%s/%s", dir, name);
-	int const zst = has_suffix(name, ".zst");
-	snprintf(dst, sizeof(dst), "%s/%.*s", to, (int)(strlen(name) - (zst ? 4 : 0)), name);
-	if (zst) {
-		int rc = ctf_zstd_inflate_file(src, dst);
-		if (rc == -EBADMSG) {
-			warn("%s: corrupt or truncated zstd frame: only the packets before it are read", src);
-			r->st->truncated_files++;
-		} else if (rc) {
-			warn("%s: cannot inflate: %s: file skipped", src, strerror(-rc));
-			r->st->truncated_files++;
-			unlink(dst);
-			return 0;
-		}
-		src[0] = 0;
-		snprintf(src, sizeof(src), "%s", dst); /* validate the inflated copy in place */
-	}
-	int fd = open(src, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		warn("%s: %s: file skipped", src, strerror(errno));
-		r->st->truncated_files++;
-		return 0;
-	}
-	struct stat sb;
-	uint64_t good = 0, size = 0;
-	if (fstat(fd, &sb) == 0) {
-		size = (uint64_t)sb.st_size;
-		good = complete_packets(fd, size);
-	}
-	close(fd);
-	if (good < size) {
-		warn("%s/%s: cut or malformed packet at byte %llu of %llu: only the packets before it are read",
-		     dir, name, (unsigned long long)good, (unsigned long long)size);
-		r->st->truncated_files++;
-	}
-	if (zst) {
-		if (good < size && truncate(dst, (off_t)good))
-			return -errno;
-		return 0;
-	}
-	if (good == size)
-		return symlink(src, dst) ? -errno : 0;
-	return copy_prefix(src, dst, good);
-}
-
-static int stage(struct reader *r, const char *dir, struct staging *sg)
-{
-	const char *tmp = getenv("TMPDIR");
-	snprintf(sg->root, sizeof(sg->root), "%s/stackunwind.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(sg->root)) {
-		set_err(r, "cannot create a staging directory in %s: %s", tmp && *tmp ? tmp : "/tmp", strerror(errno));
-		sg->root[0] = 0;
-		return -errno;
-	}
-	snprintf(sg->proc, sizeof(sg->proc), "%s/proc", sg->root);
-	snprintf(sg->samples, sizeof(sg->samples), "%s/samples", sg->root);
-	char meta[8192], link_to[8192];
-	snprintf(meta, sizeof(meta), "%s/metadata", dir);
-	if (mkdir(sg->proc, 0700) || mkdir(sg->samples, 0700))
-		return -errno;
-	snprintf(link_to, sizeof(link_to), "%s/metadata", sg->proc);
-	if (symlink(meta, link_to))
-		return -errno;
-	snprintf(link_to, sizeof(link_to), "%s/metadata", sg->samples);
-	if (symlink(meta, link_to))
-		return -errno;
-
-	DIR *d = opendir(dir);
-	if (!d)
-		return -errno;
-	struct dirent *e;
-	int rc = 0;
-	while (!rc && (e = readdir(d))) {
-		const char *n = e->d_name;
-		if (n[0] == '.' || strcmp(n, "metadata") == 0)
-			continue;
-		if (strncmp(n, "proc-", 5) == 0) {
-			rc = stage_file(r, dir, n, sg->proc);
-			sg->n_proc++;
-		} else if (strncmp(n, "samples-", 8) == 0) {
-			rc = stage_file(r, dir, n, sg->samples);
-			sg->n_samples++;
-		} else {
-			warn("%s/%s: not a stackcap stream file: ignored", dir, n);
-		}
-	}
-	closedir(d);
-	if (rc)
-		set_err(r, "cannot stage the trace in %s: %s", sg->root, strerror(-rc));
-	return rc;
+	return rc ? rc : r->cb_rc;
 }
 
 /* ---- entry points -------------------------------------------------------- */
@@ -940,7 +515,10 @@ int su_stackcap_trace_read(const char *dir, const struct su_reader_opts *opts,
 			   char *err, size_t errlen)
 {
 	struct reader r = { .opts = opts, .cb = cb, .st = stats, .err = err, .errlen = errlen };
-	struct staging sg = { 0 };
+	struct source_report rep = { 0 };
+	const struct event_source *src = &su_source_babeltrace2;
+	void *h = NULL;
+	char *abs_dir = NULL;
 	int rc;
 
 	if (err && errlen)
@@ -957,46 +535,43 @@ int su_stackcap_trace_read(const char *dir, const struct su_reader_opts *opts,
 	}
 	if (check_metadata(dir, err, errlen))
 		return -EINVAL;
-	/* Staged symlinks must point at absolute paths. */
-	char *abs_dir = realpath(dir, NULL);
+	abs_dir = realpath(dir, NULL);
 	if (!abs_dir) {
 		set_err(&r, "%s: %s", dir, strerror(errno));
 		return -errno;
 	}
-	dir = abs_dir;
 	stats->bytes_on_disk = dir_bytes(dir);
-
-	rc = stage(&r, dir, &sg);
-	if (rc)
-		goto out;
-	if (sg.n_samples == 0)
-		warn("%s: no sample streams", dir);
-	r.pass = 1;
-	if (sg.n_proc && (rc = run_graph(&r, sg.proc)) != 0)
-		goto out;
-	if (r.cb_rc) {
-		rc = r.cb_rc;
+	h = src->open(abs_dir, &rep, err, errlen);
+	if (!h) {
+		rc = -1;
 		goto out;
 	}
+	r.pass = PASS_PROCESS;
+	if ((rc = src->run(h, PASS_PROCESS, on_event, &r, err, errlen)) != 0)
+		goto out;
 	if (!r.n_sections)
-		warn("%s: no process_start event: samples cannot be decoded", dir);
+		su_reader_warn("%s: no process_start event: samples cannot be decoded", dir);
 	for (size_t i = 0; i < r.n_sections; i++)
 		if (cb->maps)
 			for (size_t j = 0; j < r.sections[i].n_maps && !r.cb_rc; j++)
 				r.cb_rc = cb->maps(cb->arg, &r.sections[i].p, r.sections[i].maps[j]);
-	r.pass = 2;
-	if (!r.cb_rc && sg.n_samples && (rc = run_graph(&r, sg.samples)) != 0)
+	if (r.cb_rc) {
+		rc = r.cb_rc;
 		goto out;
-	rc = r.cb_rc;
-	if (!rc && cb->end)
+	}
+	r.pass = PASS_SAMPLES;
+	if ((rc = src->run(h, PASS_SAMPLES, on_event, &r, err, errlen)) != 0)
+		goto out;
+	if (cb->end)
 		rc = cb->end(cb->arg);
 	for (size_t i = 0; i < r.n_drops; i++)
 		stats->drops += r.drops[i].total;
+	stats->truncated_files = rep.truncated_files;
 	if (!rc && (stats->truncated_files || stats->bad_blobs || stats->no_maps))
 		rc = 1;
 out:
-	if (sg.root[0])
-		rm_rf_dir(sg.root);
+	if (h)
+		src->close(h);
 	reader_free(&r);
 	free(abs_dir);
 	return rc;

@@ -41,6 +41,12 @@ struct su_reader_opts {
 	uint32_t pid, tid;
 	/* Only samples with begin <= time <= end (end 0: no limit). */
 	uint64_t time_begin, time_end;
+	/* Which parser reads the stream files. */
+	enum su_reader_source {
+		SU_READER_DEFAULT = 0,
+		SU_READER_NATIVE,      /* ours: the format we write, fast */
+		SU_READER_BABELTRACE2, /* babeltrace2's src.ctf.fs: the reference */
+	} source;
 };
 
 /* Nonzero when DIR looks like a stackcap trace (metadata naming tracer stackcap). */
