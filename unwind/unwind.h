@@ -5,7 +5,15 @@
  *    and stack image through Dwfl_Thread_Callbacks;
  *  - fast (default): CFI read through libdw once per (module, pc), the
  *    resolved rule cached in the module, our own register transfer.
- * Both must give identical frames on the whole test corpus. */
+ * Both must give identical frames (pc, activation) on the whole test corpus.
+ *
+ * Only the stack image is memory: a value the unwind needs from outside it,
+ * or from a word the capture filter may have dropped (a zero word of an F1/F2
+ * image), ends the unwind.  A frame in a module without CFI for its pc (or
+ * whose file was not found) is unwound through rbp, as elfutils does.
+ *
+ * An unwinder is not thread-safe (elfutils 0.188 is not): one per thread,
+ * with its own module cache. */
 #ifndef STACKCAP_UNWIND_H
 #define STACKCAP_UNWIND_H
 
@@ -18,7 +26,7 @@
 enum su_frame_how {
 	SU_FRAME_INITIAL = 0,  /* frame 0: the recorded rip */
 	SU_FRAME_CFI,          /* from the callee's CFI (.eh_frame/.debug_frame) */
-	SU_FRAME_FP,           /* frame-pointer fallback: callee had no CFI */
+	SU_FRAME_FP,           /* frame-pointer fallback: callee had no CFI (fast only) */
 	SU_FRAME_SIGNAL,       /* caller of a signal trampoline (__restore_rt): pc is exact */
 };
 
@@ -26,21 +34,30 @@ struct su_frame {
 	uint64_t pc;           /* as in the process; for CFI/FP frames a return address */
 	int64_t map;           /* index in sample->maps->entries, or -1 */
 	uint8_t how;           /* enum su_frame_how */
-	/* Nonzero when PC is exact (frame 0, frame after a signal frame): look
-	 * it up as is.  Zero for return addresses: look up PC - 1. */
+	/* Nonzero when PC is exact: look it up as is.  Zero for return
+	 * addresses: look up PC - 1.  Set on frame 0, on the caller of a
+	 * signal frame, and (as elfutils does) on the signal trampoline
+	 * itself, whose return address the kernel set to its first byte. */
 	uint8_t activation;
 };
+
+/* The address to look PC up at (symbols, lines, maps). */
+static inline uint64_t su_frame_lookup_pc(const struct su_frame *f)
+{
+	return f->activation ? f->pc : f->pc - 1;
+}
 
 /* Why the unwind stopped. */
 enum su_unwind_end {
 	SU_END_OUTERMOST = 0,  /* clean end: rip 0 / undefined return address (_start, clone) */
 	SU_END_TRUNCATED,      /* needed stack beyond the image, which the cap cut */
-	SU_END_NO_MAP,         /* a pc outside every recorded code range */
+	SU_END_NO_MAP,         /* a pc outside every recorded code range (the last frame) */
 	SU_END_NO_CFI,         /* no CFI and the frame-pointer fallback failed */
-	SU_END_BAD_STACK,      /* read outside the image (not cut by the cap), or a dropped word */
-	SU_END_MAX_FRAMES,     /* the frames array is full */
-	SU_END_ERROR,          /* anything else (malformed CFI, libdw error) */
+	SU_END_BAD_STACK,      /* read outside the image (not cut by the cap), a dropped word, or no progress */
+	SU_END_MAX_FRAMES,     /* the frames array is full and the stack goes on */
+	SU_END_ERROR,          /* anything else (malformed or unsupported CFI, libdw error) */
 };
+#define SU_END_COUNT 7
 
 const char *su_unwind_end_name(enum su_unwind_end end);
 
@@ -48,13 +65,35 @@ enum su_unwinder_kind { SU_UNWINDER_FAST = 0, SU_UNWINDER_DWFL };
 
 struct su_unwinder;
 
-/* An unwinder using MODULES (owned by the caller, same thread). */
+/* An unwinder using MODULES (owned by the caller, same thread).  NULL +
+ * errno on failure.  The fast unwinder registers its cache finalizer with
+ * su_modcache_set_finalizers(). */
 struct su_unwinder *su_unwinder_new(enum su_unwinder_kind kind, struct su_modcache *modules);
 void su_unwinder_free(struct su_unwinder *u);
 
 /* Unwind SAMPLE into FRAMES (at most MAX).  @return the number of frames
- * (>= 1 when the sample has a rip), *END why it stopped. */
+ * (>= 1 when the sample has a nonzero rip), *END why it stopped.  Any input
+ * is safe: a bad image or bad CFI ends the unwind, never worse.  No malloc
+ * per frame; only the first sight of a maps snapshot, module or pc
+ * allocates. */
 size_t su_unwind(struct su_unwinder *u, const struct su_sample *sample,
 		 struct su_frame *frames, size_t max, enum su_unwind_end *end);
+
+/* State is kept per maps snapshot (the module of each entry; the dwfl
+ * unwinder's Dwfl), found again by pointer, generation, count and entries.
+ * Call this before freeing a snapshot whose memory could be reused for
+ * another one. */
+void su_unwinder_forget_maps(struct su_unwinder *u, const struct su_maps *maps);
+
+struct su_unwind_stats {
+	uint64_t samples;
+	uint64_t frames;
+	uint64_t ends[SU_END_COUNT];   /* samples by enum su_unwind_end */
+	uint64_t fp_frames;            /* frames reached through rbp (fast) */
+	uint64_t rule_misses;          /* CFI rows read through libdw (fast) */
+	uint64_t maps_built;           /* per-maps states built */
+};
+
+void su_unwinder_get_stats(const struct su_unwinder *u, struct su_unwind_stats *stats);
 
 #endif

@@ -1,0 +1,309 @@
+/* The per-module CFI rule cache of the fast unwinder: libdw finds and
+ * executes the CFI once per (module, address); the row is translated into a
+ * struct uw_rule and kept in hash tables owned by the module. */
+#include <dwarf.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <elfutils/libdw.h>
+
+#include "unwind/unwind-internal.h"
+
+/* ---- u64 -> u32 open-addressing map --------------------------------------- */
+
+#define MAP_EMPTY UINT32_MAX
+#define RULE_NO_CFI (UINT32_MAX - 1)
+
+struct uw_map {
+	uint64_t *keys;
+	uint32_t *vals;    /* MAP_EMPTY marks a free slot */
+	unsigned bits;     /* capacity 1 << bits */
+	uint32_t used;
+};
+
+static inline uint32_t map_slot(uint64_t key, unsigned bits)
+{
+	return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> (64 - bits));
+}
+
+static uint32_t map_get(const struct uw_map *m, uint64_t key)
+{
+	if (!m->keys)
+		return MAP_EMPTY;
+	uint32_t const mask = (1u << m->bits) - 1;
+	for (uint32_t i = map_slot(key, m->bits);; i = (i + 1) & mask) {
+		if (m->vals[i] == MAP_EMPTY)
+			return MAP_EMPTY;
+		if (m->keys[i] == key)
+			return m->vals[i];
+	}
+}
+
+static void map_insert(uint64_t *keys, uint32_t *vals, unsigned bits, uint64_t key, uint32_t val)
+{
+	uint32_t const mask = (1u << bits) - 1;
+	uint32_t i = map_slot(key, bits);
+	while (vals[i] != MAP_EMPTY && keys[i] != key)
+		i = (i + 1) & mask;
+	keys[i] = key;
+	vals[i] = val;
+}
+
+/* Insert or replace.  @return 0, or -ENOMEM (the map is unchanged). */
+static int map_put(struct uw_map *m, uint64_t key, uint32_t val)
+{
+	if (!m->keys || (m->used + 1) * 2 > (1u << m->bits)) {
+		unsigned const bits = m->keys ? m->bits + 1 : 8;
+		if (bits > 30)
+			return -ENOMEM;
+		uint64_t *keys = malloc(sizeof(*keys) << bits);
+		uint32_t *vals = malloc(sizeof(*vals) << bits);
+		if (!keys || !vals) {
+			free(keys);
+			free(vals);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < ((size_t)1 << bits); i++)
+			vals[i] = MAP_EMPTY;
+		if (m->keys)
+			for (size_t i = 0; i < ((size_t)1 << m->bits); i++)
+				if (m->vals[i] != MAP_EMPTY)
+					map_insert(keys, vals, bits, m->keys[i], m->vals[i]);
+		free(m->keys);
+		free(m->vals);
+		m->keys = keys;
+		m->vals = vals;
+		m->bits = bits;
+	}
+	if (map_get(m, key) == MAP_EMPTY)
+		m->used++;
+	map_insert(m->keys, m->vals, m->bits, key, val);
+	return 0;
+}
+
+static void map_free(struct uw_map *m)
+{
+	free(m->keys);
+	free(m->vals);
+}
+
+/* ---- the cache ------------------------------------------------------------ */
+
+struct uw_cache {
+	struct uw_map by_addr;     /* looked-up address -> rule index or RULE_NO_CFI */
+	struct uw_map by_row;      /* CFI row start * 2 + which CFI -> rule index */
+	struct uw_rule *rules;
+	uint32_t nrules, rules_cap;
+	struct uw_op *ops;         /* expression ops of all rules */
+	uint32_t nops, ops_cap;
+	int cfi_tried[2];          /* 0: .eh_frame, 1: .debug_frame */
+	Dwarf_CFI *cfi[2];
+	Dwarf_Addr cfi_bias[2];
+};
+
+void uw_cache_free(void *cache)
+{
+	struct uw_cache *c = cache;
+	if (!c)
+		return;
+	map_free(&c->by_addr);
+	map_free(&c->by_row);
+	free(c->rules);
+	free(c->ops);
+	free(c);
+}
+
+void uw_cache_counts(const struct su_module *mod, uint64_t *rules, uint64_t *addrs)
+{
+	const struct uw_cache *c = mod ? mod->unwind_cache : NULL;
+	*rules = c ? c->nrules : 0;
+	*addrs = c ? c->by_addr.used : 0;
+}
+
+/* Longest expression kept; longer ones (never seen in real CFI) are errors. */
+#define UW_EXPR_MAX 64
+
+/* Append NOPS ops; DW_OP_addr made a module address.  @return the
+ * reference, or -1 (too long, no memory). */
+static int64_t add_expr(struct uw_cache *c, const Dwarf_Op *ops, size_t nops, Dwarf_Addr cfi_bias)
+{
+	if (nops == 0 || nops > UW_EXPR_MAX)
+		return -1;
+	if (c->nops + nops > c->ops_cap) {
+		uint32_t cap = c->ops_cap ? c->ops_cap : 64;
+		while (cap < c->nops + nops)
+			cap *= 2;
+		struct uw_op *n = realloc(c->ops, sizeof(*n) * cap);
+		if (!n)
+			return -1;
+		c->ops = n;
+		c->ops_cap = cap;
+	}
+	uint32_t const first = c->nops;
+	for (size_t i = 0; i < nops; i++) {
+		struct uw_op *o = &c->ops[c->nops++];
+		o->atom = ops[i].atom;
+		o->offset = (uint32_t)ops[i].offset;
+		o->number = ops[i].number;
+		o->number2 = ops[i].number2;
+		if (o->atom == DW_OP_addr)
+			o->number += cfi_bias;
+	}
+	return UW_EXPR_REF(first, nops);
+}
+
+/* Translate one register's rule as dwarf_frame_register gives it. */
+static void translate_reg(struct uw_cache *c, Dwarf_Frame *fr, unsigned r, Dwarf_Addr cfi_bias,
+			  struct uw_rule *out)
+{
+	Dwarf_Op mem[3], *ops = NULL;
+	size_t nops = 0;
+	out->kind[r] = UW_REG_UNDEF;
+	out->arg[r] = 0;
+	if (dwarf_frame_register(fr, (int)r, mem, &ops, &nops) != 0)
+		return;
+	if (nops == 0) {
+		if (ops == NULL)
+			out->kind[r] = UW_REG_SAME;
+		/* libdw's x86-64 defaults leave rbx undefined where the CFI does
+		 * not mention it; the ABI makes it callee-saved. */
+		else if (ops == mem && r == STACKCAP_REG_RBX)
+			out->kind[r] = UW_REG_SAME;
+		return;
+	}
+	if (ops[0].atom == DW_OP_call_frame_cfa) {
+		/* offset(N) / val_offset(N): CFA [plus_uconst N] [stack_value] */
+		size_t i = 1;
+		uint64_t off = 0;
+		if (i < nops && ops[i].atom == DW_OP_plus_uconst)
+			off = ops[i++].number;
+		int val = 0;
+		if (i < nops && ops[i].atom == DW_OP_stack_value) {
+			val = 1;
+			i++;
+		}
+		if (i == nops) {
+			out->kind[r] = val ? UW_REG_VAL_CFA : UW_REG_AT_CFA;
+			out->arg[r] = (int64_t)off;
+			return;
+		}
+	} else if (nops == 1 && ops[0].atom == DW_OP_regx) {
+		if (ops[0].number < STACKCAP_NREGS) {
+			out->kind[r] = UW_REG_IN_REG;
+			out->arg[r] = (int64_t)ops[0].number;
+		}
+		return;
+	}
+	int64_t const ref = add_expr(c, ops, nops, cfi_bias);
+	if (ref >= 0) {
+		out->kind[r] = UW_REG_EXPR;
+		out->arg[r] = ref;
+	}
+}
+
+static void translate(struct uw_cache *c, Dwarf_Frame *fr, Dwarf_Addr cfi_bias, struct uw_rule *out)
+{
+	bool signalp = false;
+	int const ra = dwarf_frame_info(fr, NULL, NULL, &signalp);
+	out->signal = signalp;
+	out->cfa_kind = UW_CFA_BAD;
+	out->cfa_reg = 0;
+	out->cfa_arg = 0;
+	for (unsigned r = 0; r < STACKCAP_NREGS; r++) {
+		out->kind[r] = UW_REG_UNDEF;
+		out->arg[r] = 0;
+	}
+	if (ra != STACKCAP_REG_RIP)
+		return; /* not x86-64 CFI: CFA_BAD ends the unwind */
+
+	Dwarf_Op *ops = NULL;
+	size_t nops = 0;
+	if (dwarf_frame_cfa(fr, &ops, &nops) == 0 && nops > 0) {
+		if (nops == 1 && ops[0].atom == DW_OP_bregx) {
+			if (ops[0].number < STACKCAP_NREGS) {
+				out->cfa_kind = UW_CFA_REG;
+				out->cfa_reg = (uint8_t)ops[0].number;
+				out->cfa_arg = (int64_t)ops[0].number2;
+			}
+		} else {
+			int64_t const ref = add_expr(c, ops, nops, cfi_bias);
+			if (ref >= 0) {
+				out->cfa_kind = UW_CFA_EXPR;
+				out->cfa_arg = ref;
+			}
+		}
+	}
+	for (unsigned r = 0; r < STACKCAP_NREGS; r++)
+		translate_reg(c, fr, r, cfi_bias, out);
+}
+
+/* Find and translate the row for ADDR: eh_frame first, then debug_frame,
+ * as elfutils does.  @return a rule index, RULE_NO_CFI, or MAP_EMPTY (no
+ * memory). */
+static uint32_t fill(struct uw_cache *c, struct su_module *mod, uint64_t addr)
+{
+	for (int k = 0; k < 2; k++) {
+		if (!c->cfi_tried[k]) {
+			/* .debug_frame only when .eh_frame fails: it may mean
+			 * looking for separate debug info. */
+			c->cfi_tried[k] = 1;
+			c->cfi[k] = k == 0 ? dwfl_module_eh_cfi(mod->mod, &c->cfi_bias[0])
+					   : dwfl_module_dwarf_cfi(mod->mod, &c->cfi_bias[1]);
+		}
+		if (!c->cfi[k])
+			continue;
+		Dwarf_Frame *fr = NULL;
+		if (dwarf_cfi_addrframe(c->cfi[k], addr - c->cfi_bias[k], &fr) != 0)
+			continue;
+		Dwarf_Addr start = 0;
+		dwarf_frame_info(fr, &start, NULL, NULL);
+		uint64_t const row = (start << 1) | (uint64_t)k;
+		uint32_t idx = map_get(&c->by_row, row);
+		if (idx == MAP_EMPTY) {
+			if (c->nrules == c->rules_cap) {
+				uint32_t const cap = c->rules_cap ? c->rules_cap * 2 : 64;
+				struct uw_rule *n = cap < RULE_NO_CFI ? realloc(c->rules, sizeof(*n) * cap) : NULL;
+				if (!n) {
+					free(fr);
+					return MAP_EMPTY;
+				}
+				c->rules = n;
+				c->rules_cap = cap;
+			}
+			idx = c->nrules;
+			translate(c, fr, c->cfi_bias[k], &c->rules[idx]);
+			if (map_put(&c->by_row, row, idx) != 0) {
+				free(fr);
+				return MAP_EMPTY;
+			}
+			c->nrules++;
+		}
+		free(fr);
+		return idx;
+	}
+	return RULE_NO_CFI;
+}
+
+enum uw_lookup uw_rule_lookup(struct su_module *mod, uint64_t addr,
+			      const struct uw_rule **rule, const struct uw_op **ops, uint64_t *misses)
+{
+	struct uw_cache *c = mod->unwind_cache;
+	if (!c) {
+		c = calloc(1, sizeof(*c));
+		if (!c)
+			return UW_LOOKUP_ERROR;
+		mod->unwind_cache = c;
+	}
+	uint32_t idx = map_get(&c->by_addr, addr);
+	if (idx == MAP_EMPTY) {
+		(*misses)++;
+		idx = fill(c, mod, addr);
+		if (idx == MAP_EMPTY || map_put(&c->by_addr, addr, idx) != 0)
+			return UW_LOOKUP_ERROR;
+	}
+	if (idx == RULE_NO_CFI)
+		return UW_LOOKUP_NO_CFI;
+	*rule = &c->rules[idx];
+	*ops = c->ops;
+	return UW_LOOKUP_RULE;
+}

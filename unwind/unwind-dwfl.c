@@ -1,0 +1,339 @@
+/* The reference unwinder: elfutils' own, on a Dwfl holding the modules of
+ * one maps snapshot at their load biases, with the sample's registers and
+ * stack image behind Dwfl_Thread_Callbacks.  A Dwfl can be attached only
+ * once, so each keeps a "current sample" that the callbacks read. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <elfutils/libdw.h>
+
+#include "unwind/unwind-internal.h"
+
+struct uw_dwfl_proc {
+	Dwfl *dwfl;
+	int broken;                    /* could not be built: frame 0 only */
+	struct su_unwinder *u;
+	struct uw_proc *proc;
+	/* The sample being unwound. */
+	const struct su_sample *sample;
+	struct uw_stack st;
+	int switched;
+	enum uw_read read_fail;        /* last failed read since the last frame */
+	struct su_frame *frames;
+	size_t max, n;
+	int have_end;
+	enum su_unwind_end end;
+	uint64_t prev_rsp;
+	int prev_rsp_known;
+};
+
+/* ---- thread callbacks --------------------------------------------------------- */
+
+static pid_t cb_next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+	struct uw_dwfl_proc *dp = arg;
+	if (*thread_argp)
+		return 0;
+	*thread_argp = dp;
+	return dp->sample && dp->sample->tid ? (pid_t)dp->sample->tid : 1;
+}
+
+static bool cb_get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
+{
+	*thread_argp = arg;
+	return true;
+}
+
+static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+	struct uw_dwfl_proc *dp = arg;
+	uint64_t v;
+	enum uw_read const rd = uw_stack_read(&dp->st, addr, &v);
+	if (rd != UW_READ_OK) {
+		dp->read_fail = rd;
+		return false;
+	}
+	*result = v;
+	return true;
+}
+
+static bool cb_set_initial_registers(Dwfl_Thread *thread, void *arg)
+{
+	struct uw_dwfl_proc *dp = arg;
+	const struct stackcap_image *img = dp->sample->image;
+	for (unsigned r = 0; r < STACKCAP_NREGS; r++) {
+		if (!uw_initial_reg_known(img, r))
+			continue;
+		Dwarf_Word const v = img->regs[r];
+		if (!dwfl_thread_state_registers(thread, (int)r, 1, &v))
+			return false;
+	}
+	dwfl_thread_state_register_pc(thread, img->regs[STACKCAP_REG_RIP]);
+	return true;
+}
+
+static const Dwfl_Thread_Callbacks thread_callbacks = {
+	.next_thread = cb_next_thread,
+	.get_thread = cb_get_thread,
+	.memory_read = cb_memory_read,
+	.set_initial_registers = cb_set_initial_registers,
+};
+
+/* ---- building the process Dwfl ------------------------------------------------ */
+
+/* Separate debug info (for .debug_frame) is what the module cache found for
+ * the same module, so both unwinders read the same CFI. */
+static int cb_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			     Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+			     GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	struct su_module *m = *userdata;
+	if (!m || m->debug_only || !m->mod)
+		return -1;
+	Dwarf_Addr bias;
+	if (!m->debug_path)
+		(void)dwfl_module_getdwarf(m->mod, &bias); /* lets the cache look */
+	if (!m->debug_path)
+		return -1;
+	int const fd = open(m->debug_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	*debuginfo_file_name = strdup(m->debug_path);
+	return fd;
+}
+
+static int cb_find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+		       char **file_name, Elf **elfp)
+{
+	return -1; /* every module is reported with its file */
+}
+
+static const Dwfl_Callbacks dwfl_callbacks = {
+	.find_elf = cb_find_elf,
+	.find_debuginfo = cb_find_debuginfo,
+};
+
+/* A file descriptor on the bytes of M's ELF (for modules that are not a
+ * file on disk, like the vDSO), or -1. */
+static int memfd_of(struct su_module *m)
+{
+	Dwarf_Addr bias;
+	Elf *elf = dwfl_module_getelf(m->mod, &bias);
+	size_t size = 0;
+	char *raw = elf ? elf_rawfile(elf, &size) : NULL;
+	if (!raw || size == 0)
+		return -1;
+	int const fd = memfd_create("stackcap-unwind", MFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t done = 0;
+	while (done < size) {
+		ssize_t const w = write(fd, raw + done, size - done);
+		if (w <= 0) {
+			close(fd);
+			return -1;
+		}
+		done += (size_t)w;
+	}
+	return fd;
+}
+
+/* An ELF header naming x86-64, so dwfl_attach_state picks the backend even
+ * when no module could be reported. */
+static Elf *stub_elf(struct su_unwinder *u)
+{
+	if (u->stub_elf)
+		return u->stub_elf;
+	Elf64_Ehdr eh;
+	memset(&eh, 0, sizeof(eh));
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_ident[EI_VERSION] = EV_CURRENT;
+	eh.e_type = ET_CORE;
+	eh.e_machine = EM_X86_64;
+	eh.e_version = EV_CURRENT;
+	eh.e_ehsize = sizeof(eh);
+	memcpy(u->stub_image, &eh, sizeof(eh));
+	elf_version(EV_CURRENT);
+	u->stub_elf = elf_memory(u->stub_image, sizeof(u->stub_image));
+	return u->stub_elf;
+}
+
+static struct uw_dwfl_proc *dwfl_proc_build(struct su_unwinder *u, struct uw_proc *p)
+{
+	struct uw_dwfl_proc *dp = calloc(1, sizeof(*dp));
+	if (!dp)
+		return NULL;
+	dp->u = u;
+	dp->proc = p;
+	dp->dwfl = dwfl_begin(&dwfl_callbacks);
+	if (!dp->dwfl) {
+		dp->broken = 1;
+		return dp;
+	}
+	dwfl_report_begin(dp->dwfl);
+	for (uint32_t i = 0; i < p->count; i++) {
+		struct su_module *m = uw_proc_module(u, p, i);
+		if (!m)
+			continue;
+		uint64_t const bias = p->entries[i].bias;
+		int dup = 0;
+		for (uint32_t j = 0; j < i && !dup; j++)
+			dup = p->mods[j] == m && p->entries[j].bias == bias;
+		if (dup)
+			continue;
+		int fd = -1;
+		if (m->is_vdso && (fd = memfd_of(m)) < 0)
+			continue;
+		const char *path = m->elf_path;
+		const char *slash = strrchr(path, '/');
+		Dwfl_Module *dm = dwfl_report_elf(dp->dwfl, slash ? slash + 1 : path, path, fd,
+						  bias, true);
+		if (!dm) {
+			if (fd >= 0)
+				close(fd);
+			continue; /* e.g. overlaps another module: like no CFI */
+		}
+		void **ud = NULL;
+		dwfl_module_info(dm, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+		if (ud)
+			*ud = m;
+	}
+	Elf *elf = stub_elf(u);
+	if (dwfl_report_end(dp->dwfl, NULL, NULL) != 0 || !elf ||
+	    !dwfl_attach_state(dp->dwfl, elf, 1, &thread_callbacks, dp))
+		dp->broken = 1;
+	return dp;
+}
+
+void uw_dwfl_proc_free(struct uw_dwfl_proc *dp)
+{
+	if (!dp)
+		return;
+	if (dp->dwfl)
+		dwfl_end(dp->dwfl);
+	free(dp);
+}
+
+/* ---- frames ------------------------------------------------------------------ */
+
+/* Whether the CFI covering ADDR is a signal frame's ('S' augmentation). */
+static int is_signal_frame(Dwfl *dwfl, uint64_t addr)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, addr);
+	if (!mod)
+		return 0;
+	for (int k = 0; k < 2; k++) {
+		Dwarf_Addr bias;
+		Dwarf_CFI *cfi = k == 0 ? dwfl_module_eh_cfi(mod, &bias) : dwfl_module_dwarf_cfi(mod, &bias);
+		Dwarf_Frame *fr = NULL;
+		if (!cfi || dwarf_cfi_addrframe(cfi, addr - bias, &fr) != 0)
+			continue;
+		bool signalp = false;
+		dwarf_frame_info(fr, NULL, NULL, &signalp);
+		free(fr);
+		return signalp;
+	}
+	return 0;
+}
+
+static enum su_unwind_end read_end(const struct uw_dwfl_proc *dp)
+{
+	return dp->read_fail == UW_READ_CUT && !dp->switched ? SU_END_TRUNCATED : SU_END_BAD_STACK;
+}
+
+static int stop(struct uw_dwfl_proc *dp, enum su_unwind_end end)
+{
+	dp->have_end = 1;
+	dp->end = end;
+	return DWARF_CB_ABORT;
+}
+
+static int frame_cb(Dwfl_Frame *state, void *arg)
+{
+	struct uw_dwfl_proc *dp = arg;
+	/* Reads failing from here on belong to unwinding this frame. */
+	dp->read_fail = UW_READ_OK;
+	Dwarf_Addr pc;
+	bool act = false;
+	if (!dwfl_frame_pc(state, &pc, &act))
+		return stop(dp, SU_END_ERROR);
+	if (pc == 0)
+		return stop(dp, SU_END_OUTERMOST);
+
+	size_t const i = dp->n;
+	uint8_t how = i == 0 ? SU_FRAME_INITIAL : SU_FRAME_CFI;
+	if (i > 0 && act && dp->frames[i - 1].activation) {
+		/* Activation because the previous frame is a signal frame, or
+		 * because this one is?  Look at the previous frame's CFI where
+		 * elfutils looked it up. */
+		const struct su_frame *pf = &dp->frames[i - 1];
+		int const exact = i - 1 == 0 || pf->how == SU_FRAME_SIGNAL;
+		if (is_signal_frame(dp->dwfl, exact ? pf->pc : pf->pc - 1))
+			how = SU_FRAME_SIGNAL;
+	}
+	Dwarf_Word rsp;
+	int const rsp_known = dwfl_frame_reg(state, STACKCAP_REG_RSP, &rsp) == 0;
+	if (how == SU_FRAME_SIGNAL) {
+		if (!rsp_known || rsp < dp->st.lo || rsp > dp->st.hi)
+			dp->switched = 1;
+	} else if (i > 0 && dp->prev_rsp_known && (!rsp_known || rsp <= dp->prev_rsp)) {
+		return stop(dp, SU_END_BAD_STACK);
+	}
+	if (i == dp->max)
+		return stop(dp, SU_END_MAX_FRAMES);
+
+	uint64_t const lookup = act ? pc : pc - 1;
+	int64_t const mi = su_maps_find(dp->sample->maps, lookup);
+	dp->frames[i] = (struct su_frame){ .pc = pc, .map = mi, .how = how, .activation = act };
+	dp->n++;
+	dp->prev_rsp = rsp;
+	dp->prev_rsp_known = rsp_known;
+	if (mi < 0)
+		return stop(dp, SU_END_NO_MAP);
+	return DWARF_CB_OK;
+}
+
+size_t uw_dwfl_unwind(struct su_unwinder *u, struct uw_proc *p, const struct su_sample *sample,
+		      struct su_frame *frames, size_t max, enum su_unwind_end *end)
+{
+	if (!p->dwfl)
+		p->dwfl = dwfl_proc_build(u, p);
+	struct uw_dwfl_proc *dp = p->dwfl;
+	uint64_t const rip = sample->image->regs[STACKCAP_REG_RIP];
+	if (!dp || dp->broken) {
+		frames[0] = (struct su_frame){ .pc = rip, .map = su_maps_find(sample->maps, rip),
+					       .how = SU_FRAME_INITIAL, .activation = 1 };
+		*end = SU_END_ERROR;
+		return 1;
+	}
+	dp->sample = sample;
+	uw_stack_init(&dp->st, sample);
+	dp->switched = 0;
+	dp->read_fail = UW_READ_OK;
+	dp->frames = frames;
+	dp->max = max;
+	dp->n = 0;
+	dp->have_end = 0;
+	dp->prev_rsp_known = 0;
+	int const rc = dwfl_getthread_frames(dp->dwfl, sample->tid ? (pid_t)sample->tid : 1,
+					     frame_cb, dp);
+	if (dp->have_end)
+		*end = dp->end;
+	else if (dp->read_fail != UW_READ_OK)
+		*end = read_end(dp);
+	else
+		/* 0: the return address is undefined; -1: no CFI and no
+		 * frame-pointer chain.  elfutils says no more than that. */
+		*end = rc == 0 ? SU_END_OUTERMOST : SU_END_NO_CFI;
+	dp->sample = NULL;
+	dp->frames = NULL;
+	return dp->n;
+}

@@ -1,0 +1,172 @@
+/* Shared by the two unwinders: bounds-checked reads of a stack image, the
+ * per-maps process state, and the per-module CFI rule cache. */
+#ifndef STACKCAP_UNWIND_INTERNAL_H
+#define STACKCAP_UNWIND_INTERNAL_H
+
+#include <stdint.h>
+#include <string.h>
+#include <elfutils/libdwfl.h>
+#include "unwind/unwind.h"
+
+/* ---- stack image reads -------------------------------------------------- */
+
+enum uw_read {
+	UW_READ_OK = 0,
+	UW_READ_OUTSIDE,   /* below sp, or above the top of an image that was not cut */
+	UW_READ_CUT,       /* above the top of an image the stack cap cut */
+	UW_READ_DROPPED,   /* a zero word of a filtered image: maybe dropped */
+};
+
+struct uw_stack {
+	const uint64_t *words;
+	uint64_t lo, hi;   /* [lo, hi) is the image */
+	int capped;        /* the sample reached the stack cap */
+	int filtered;      /* policy F1/F2: a zero word may be a dropped one */
+};
+
+static inline void uw_stack_init(struct uw_stack *s, const struct su_sample *sample)
+{
+	const struct stackcap_image *img = sample->image;
+	uint64_t n = img->words ? img->nwords : 0;
+	if (n > (UINT64_MAX - img->sp) / 8)
+		n = (UINT64_MAX - img->sp) / 8;
+	s->words = img->words;
+	s->lo = img->sp;
+	s->hi = img->sp + 8 * n;
+	s->capped = sample->stack_capped != 0;
+	s->filtered = img->policy != STACKCAP_POLICY_ALL;
+}
+
+/* The 8 bytes at ADDR, from the image only. */
+static inline enum uw_read uw_stack_read(const struct uw_stack *s, uint64_t addr, uint64_t *val)
+{
+	if (addr < s->lo)
+		return UW_READ_OUTSIDE;
+	if (addr >= s->hi || s->hi - addr < 8)
+		return s->capped ? UW_READ_CUT : UW_READ_OUTSIDE;
+	uint64_t const off = addr - s->lo;
+	uint64_t const i = off >> 3;
+	unsigned const sh = (unsigned)(off & 7) * 8;
+	uint64_t const w0 = s->words[i];
+	if (sh == 0) {
+		if (w0 == 0 && s->filtered)
+			return UW_READ_DROPPED;
+		*val = w0;
+		return UW_READ_OK;
+	}
+	uint64_t const w1 = s->words[i + 1]; /* exists: addr + 8 <= hi */
+	if (s->filtered && (w0 == 0 || w1 == 0))
+		return UW_READ_DROPPED;
+	*val = (w0 >> sh) | (w1 << (64 - sh));
+	return UW_READ_OK;
+}
+
+/* Whether register R of the image's initial state is known. */
+static inline int uw_initial_reg_known(const struct stackcap_image *img, unsigned r)
+{
+	return (img->regs_kept >> r) & 1 || img->policy == STACKCAP_POLICY_ALL;
+}
+
+/* ---- per-maps state ------------------------------------------------------- */
+
+struct uw_dwfl_proc; /* unwind-dwfl.c */
+
+/* What an unwinder keeps per maps snapshot: the module of each entry
+ * (su_modcache_get allocates a key per call) and the dwfl process. */
+struct uw_proc {
+	const struct su_maps *maps;  /* NULL: free slot */
+	uint32_t generation, count;
+	const struct su_map_entry *entries;
+	uint64_t last_use;
+	struct su_module **mods;     /* per entry; UW_MOD_NONE when not usable */
+	struct uw_dwfl_proc *dwfl;   /* SU_UNWINDER_DWFL only */
+};
+
+#define UW_MOD_NONE ((struct su_module *)(uintptr_t)1)
+
+/* The usable module (status OK, with a Dwfl_Module) of entry I, or NULL. */
+struct su_module *uw_proc_module(struct su_unwinder *u, struct uw_proc *p, uint32_t i);
+
+/* ---- CFI rules ------------------------------------------------------------ */
+
+/* How the caller's value of a register is found (DWARF 6.4.1). */
+enum uw_reg_kind {
+	UW_REG_UNDEF = 0,  /* unknown (undefined, or a CFI error) */
+	UW_REG_SAME,       /* the callee's value */
+	UW_REG_AT_CFA,     /* saved at CFA + arg */
+	UW_REG_VAL_CFA,    /* the value CFA + arg */
+	UW_REG_IN_REG,     /* the callee's register arg */
+	UW_REG_EXPR,       /* a DWARF expression: arg = uw_expr_ref */
+};
+
+enum uw_cfa_kind {
+	UW_CFA_REG = 0,    /* register cfa_reg + cfa_arg */
+	UW_CFA_EXPR,       /* expression: cfa_arg = uw_expr_ref */
+	UW_CFA_BAD,        /* undefined or invalid */
+};
+
+/* One row of the CFI table, resolved for x86-64: everything the register
+ * transfer needs, without libdw. */
+struct uw_rule {
+	uint8_t cfa_kind;
+	uint8_t cfa_reg;
+	uint8_t signal;          /* the CIE has the 'S' augmentation */
+	uint8_t kind[STACKCAP_NREGS];
+	int64_t cfa_arg;
+	int64_t arg[STACKCAP_NREGS];
+};
+
+/* An expression op, as libdw interned it (module addresses for DW_OP_addr). */
+struct uw_op {
+	uint8_t atom;
+	uint32_t offset;         /* for DW_OP_bra/skip targets */
+	uint64_t number, number2;
+};
+
+/* Expression reference inside a rule: first op index and count. */
+#define UW_EXPR_REF(first, n) ((int64_t)(((uint64_t)(n) << 32) | (uint32_t)(first)))
+#define UW_EXPR_FIRST(ref) ((uint32_t)(uint64_t)(ref))
+#define UW_EXPR_COUNT(ref) ((uint32_t)((uint64_t)(ref) >> 32))
+
+enum uw_lookup {
+	UW_LOOKUP_RULE = 0,      /* *RULE set */
+	UW_LOOKUP_NO_CFI,        /* no CFI covers the address: frame-pointer fallback */
+	UW_LOOKUP_ERROR,         /* out of memory */
+};
+
+struct uw_cache; /* per module, in su_module.unwind_cache */
+
+/* The rule for module address ADDR of MOD (already pc - 1 for return
+ * addresses), read through libdw on the first call and cached.  *RULE and
+ * *OPS stay valid until the next lookup in the same module. */
+enum uw_lookup uw_rule_lookup(struct su_module *mod, uint64_t addr,
+			      const struct uw_rule **rule, const struct uw_op **ops, uint64_t *misses);
+
+/* Finalizer for su_module.unwind_cache. */
+void uw_cache_free(void *cache);
+
+/* Rules and misses of one module's cache (for stats and tests). */
+void uw_cache_counts(const struct su_module *mod, uint64_t *rules, uint64_t *addrs);
+
+/* ---- the unwinder ---------------------------------------------------------- */
+
+#define UW_NPROCS 16
+
+struct su_unwinder {
+	enum su_unwinder_kind kind;
+	struct su_modcache *modules;
+	struct uw_proc procs[UW_NPROCS];
+	uint64_t tick;
+	struct su_unwind_stats stats;
+	Elf *stub_elf;           /* x86-64 ELF header for dwfl_attach_state */
+	char stub_image[64];     /* its bytes: an Elf64_Ehdr */
+};
+
+struct uw_proc *uw_proc_get(struct su_unwinder *u, const struct su_maps *maps);
+
+/* unwind-dwfl.c */
+size_t uw_dwfl_unwind(struct su_unwinder *u, struct uw_proc *p, const struct su_sample *sample,
+		      struct su_frame *frames, size_t max, enum su_unwind_end *end);
+void uw_dwfl_proc_free(struct uw_dwfl_proc *dp);
+
+#endif

@@ -1,0 +1,612 @@
+/* The unwinders' common part (per-maps state, public API) and the fast
+ * unwinder: cached CFI rules (cfi-cache.c) applied by our own register
+ * transfer, reading only the sample's stack image. */
+#include <dwarf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <gelf.h>
+#include <libelf.h>
+
+#include "unwind/unwind-internal.h"
+
+const char *su_unwind_end_name(enum su_unwind_end end)
+{
+	switch (end) {
+	case SU_END_OUTERMOST: return "outermost";
+	case SU_END_TRUNCATED: return "truncated";
+	case SU_END_NO_MAP: return "no-map";
+	case SU_END_NO_CFI: return "no-cfi";
+	case SU_END_BAD_STACK: return "bad-stack";
+	case SU_END_MAX_FRAMES: return "max-frames";
+	case SU_END_ERROR: return "error";
+	}
+	return "?";
+}
+
+/* ---- unwinder and per-maps state ------------------------------------------ */
+
+struct su_unwinder *su_unwinder_new(enum su_unwinder_kind kind, struct su_modcache *modules)
+{
+	if (!modules || (kind != SU_UNWINDER_FAST && kind != SU_UNWINDER_DWFL)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct su_unwinder *u = calloc(1, sizeof(*u));
+	if (!u)
+		return NULL;
+	u->kind = kind;
+	u->modules = modules;
+	if (kind == SU_UNWINDER_FAST)
+		su_modcache_set_finalizers(modules, uw_cache_free, NULL);
+	return u;
+}
+
+static void proc_clear(struct uw_proc *p)
+{
+	if (p->dwfl)
+		uw_dwfl_proc_free(p->dwfl);
+	free(p->mods);
+	memset(p, 0, sizeof(*p));
+}
+
+void su_unwinder_free(struct su_unwinder *u)
+{
+	if (!u)
+		return;
+	for (int i = 0; i < UW_NPROCS; i++)
+		proc_clear(&u->procs[i]);
+	if (u->stub_elf)
+		elf_end(u->stub_elf);
+	free(u);
+}
+
+void su_unwinder_forget_maps(struct su_unwinder *u, const struct su_maps *maps)
+{
+	if (!u || !maps)
+		return;
+	for (int i = 0; i < UW_NPROCS; i++)
+		if (u->procs[i].maps == maps)
+			proc_clear(&u->procs[i]);
+}
+
+void su_unwinder_get_stats(const struct su_unwinder *u, struct su_unwind_stats *stats)
+{
+	if (!stats)
+		return;
+	if (!u)
+		memset(stats, 0, sizeof(*stats));
+	else
+		*stats = u->stats;
+}
+
+static int proc_matches(const struct uw_proc *p, const struct su_maps *maps)
+{
+	return p->maps == maps && p->generation == maps->generation &&
+	       p->count == maps->count && p->entries == maps->entries;
+}
+
+struct uw_proc *uw_proc_get(struct su_unwinder *u, const struct su_maps *maps)
+{
+	struct uw_proc *victim = &u->procs[0];
+	u->tick++;
+	for (int i = 0; i < UW_NPROCS; i++) {
+		struct uw_proc *p = &u->procs[i];
+		if (p->maps && proc_matches(p, maps)) {
+			p->last_use = u->tick;
+			return p;
+		}
+		if (!p->maps)
+			victim = p;
+		else if (victim->maps && p->last_use < victim->last_use)
+			victim = p;
+	}
+	proc_clear(victim);
+	victim->mods = calloc(maps->count ? maps->count : 1, sizeof(*victim->mods));
+	if (!victim->mods)
+		return NULL;
+	victim->maps = maps;
+	victim->generation = maps->generation;
+	victim->count = maps->count;
+	victim->entries = maps->entries;
+	victim->last_use = u->tick;
+	u->stats.maps_built++;
+	return victim;
+}
+
+struct su_module *uw_proc_module(struct su_unwinder *u, struct uw_proc *p, uint32_t i)
+{
+	struct su_module *m = p->mods[i];
+	if (!m) {
+		m = su_modcache_get(u->modules, &p->entries[i]);
+		/* A failed get (no memory) is retried on the next sample. */
+		if (!m)
+			return NULL;
+		if (m->status != SU_MODULE_OK || !m->mod)
+			m = UW_MOD_NONE;
+		p->mods[i] = m;
+	}
+	return m == UW_MOD_NONE ? NULL : m;
+}
+
+/* ---- fast unwinder: register state and expressions ------------------------ */
+
+/* Why an unknown register is unknown: an su_unwind_end, or this. */
+#define WHY_UNDEF 0xff
+#define STEP_OK (-1)
+
+struct regs {
+	uint64_t v[STACKCAP_NREGS];
+	uint32_t known;                /* bit r: v[r] holds the value */
+	uint8_t why[STACKCAP_NREGS];   /* when not known */
+};
+
+struct walk {
+	struct uw_stack st;
+	int switched;                  /* a signal frame moved sp off the image */
+	uint64_t bias;                 /* load bias of the current module */
+};
+
+static inline int read_why(enum uw_read r, int switched)
+{
+	return r == UW_READ_CUT && !switched ? SU_END_TRUNCATED : SU_END_BAD_STACK;
+}
+
+/* What the unwind ends with when it needs register R and it is unknown. */
+static inline int need_why(const struct regs *s, unsigned r)
+{
+	return s->why[r] == WHY_UNDEF ? SU_END_ERROR : s->why[r];
+}
+
+#define EVAL_STACK 64
+#define EVAL_STEPS 1024
+
+/* Evaluate a DWARF expression as elfutils' unwinder does (a leading
+ * DW_OP_call_frame_cfa makes the result a location, DW_OP_stack_value a
+ * value).  CFA is NULL while computing the CFA itself.  @return STEP_OK with
+ * *OUT, or an su_unwind_end. */
+static int eval(const struct uw_op *ops, uint32_t n, const struct regs *s, const uint64_t *cfa,
+		const struct walk *w, uint64_t *out)
+{
+	uint64_t stk[EVAL_STACK];
+	unsigned sp = 0;
+	int is_location = 0;
+	unsigned steps = 0;
+	uint64_t a, b;
+	enum uw_read rd;
+
+#define NEED(k) do { if (sp < (k)) return SU_END_ERROR; } while (0)
+#define PUSH(x) do { uint64_t const x_ = (x); \
+		if (sp >= EVAL_STACK) return SU_END_ERROR; \
+		stk[sp++] = x_; } while (0)
+#define REG(r, dst) do { unsigned r_ = (unsigned)(r); \
+		if (r_ >= STACKCAP_NREGS) return SU_END_ERROR; \
+		if (!(s->known >> r_ & 1)) return need_why(s, r_); \
+		(dst) = s->v[r_]; } while (0)
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct uw_op *op = &ops[i];
+		if (++steps > EVAL_STEPS)
+			return SU_END_ERROR;
+		switch (op->atom) {
+		case DW_OP_lit0 ... DW_OP_lit31:
+			PUSH((uint64_t)(op->atom - DW_OP_lit0));
+			break;
+		case DW_OP_addr:
+			PUSH(op->number + w->bias);
+			break;
+		case DW_OP_const1u: case DW_OP_const1s: case DW_OP_const2u: case DW_OP_const2s:
+		case DW_OP_const4u: case DW_OP_const4s: case DW_OP_const8u: case DW_OP_const8s:
+		case DW_OP_constu: case DW_OP_consts:
+			PUSH(op->number);
+			break;
+		case DW_OP_reg0 ... DW_OP_reg31:
+			REG(op->atom - DW_OP_reg0, a);
+			PUSH(a);
+			break;
+		case DW_OP_regx:
+			if (op->number >= STACKCAP_NREGS)
+				return SU_END_ERROR;
+			REG(op->number, a);
+			PUSH(a);
+			break;
+		case DW_OP_breg0 ... DW_OP_breg31:
+			REG(op->atom - DW_OP_breg0, a);
+			PUSH(a + op->number);
+			break;
+		case DW_OP_bregx:
+			if (op->number >= STACKCAP_NREGS)
+				return SU_END_ERROR;
+			REG(op->number, a);
+			PUSH(a + op->number2);
+			break;
+		case DW_OP_dup:
+			NEED(1);
+			PUSH(stk[sp - 1]);
+			break;
+		case DW_OP_drop:
+			NEED(1);
+			sp--;
+			break;
+		case DW_OP_pick:
+			if (op->number >= sp)
+				return SU_END_ERROR;
+			PUSH(stk[sp - 1 - op->number]);
+			break;
+		case DW_OP_over:
+			NEED(2);
+			PUSH(stk[sp - 2]);
+			break;
+		case DW_OP_swap:
+			NEED(2);
+			a = stk[sp - 1];
+			stk[sp - 1] = stk[sp - 2];
+			stk[sp - 2] = a;
+			break;
+		case DW_OP_rot:
+			NEED(3);
+			a = stk[sp - 1];
+			stk[sp - 1] = stk[sp - 2];
+			stk[sp - 2] = stk[sp - 3];
+			stk[sp - 3] = a;
+			break;
+		case DW_OP_deref:
+		case DW_OP_deref_size:
+			NEED(1);
+			rd = uw_stack_read(&w->st, stk[sp - 1], &a);
+			if (rd != UW_READ_OK)
+				return read_why(rd, w->switched);
+			if (op->atom == DW_OP_deref_size) {
+				if (op->number > 8)
+					return SU_END_ERROR;
+				if (op->number < 8)
+					a &= (1ull << (op->number * 8)) - 1;
+			}
+			stk[sp - 1] = a;
+			break;
+		case DW_OP_abs:
+			NEED(1);
+			if ((int64_t)stk[sp - 1] < 0)
+				stk[sp - 1] = 0 - stk[sp - 1];
+			break;
+		case DW_OP_neg:
+			NEED(1);
+			stk[sp - 1] = 0 - stk[sp - 1];
+			break;
+		case DW_OP_not:
+			NEED(1);
+			stk[sp - 1] = ~stk[sp - 1];
+			break;
+		case DW_OP_plus_uconst:
+			NEED(1);
+			stk[sp - 1] += op->number;
+			break;
+		case DW_OP_and: case DW_OP_or: case DW_OP_xor: case DW_OP_plus: case DW_OP_minus:
+		case DW_OP_mul: case DW_OP_div: case DW_OP_mod: case DW_OP_shl: case DW_OP_shr:
+		case DW_OP_shra: case DW_OP_le: case DW_OP_ge: case DW_OP_eq: case DW_OP_lt:
+		case DW_OP_gt: case DW_OP_ne:
+			NEED(2);
+			b = stk[--sp];
+			a = stk[sp - 1];
+			switch (op->atom) {
+			case DW_OP_and: a &= b; break;
+			case DW_OP_or: a |= b; break;
+			case DW_OP_xor: a ^= b; break;
+			case DW_OP_plus: a += b; break;
+			case DW_OP_minus: a -= b; break;
+			case DW_OP_mul: a *= b; break;
+			case DW_OP_div:
+				if (b == 0 || (a == (uint64_t)INT64_MIN && b == UINT64_MAX))
+					return SU_END_ERROR;
+				a = (uint64_t)((int64_t)a / (int64_t)b);
+				break;
+			case DW_OP_mod:
+				if (b == 0)
+					return SU_END_ERROR;
+				a %= b;
+				break;
+			case DW_OP_shl: a = b >= 64 ? 0 : a << b; break;
+			case DW_OP_shr: a = b >= 64 ? 0 : a >> b; break;
+			case DW_OP_shra:
+				a = (uint64_t)((int64_t)a >> (b >= 63 ? 63 : b));
+				break;
+			case DW_OP_le: a = (int64_t)a <= (int64_t)b; break;
+			case DW_OP_ge: a = (int64_t)a >= (int64_t)b; break;
+			case DW_OP_eq: a = a == b; break;
+			case DW_OP_lt: a = (int64_t)a < (int64_t)b; break;
+			case DW_OP_gt: a = (int64_t)a > (int64_t)b; break;
+			default: a = a != b; break; /* DW_OP_ne */
+			}
+			stk[sp - 1] = a;
+			break;
+		case DW_OP_bra:
+			NEED(1);
+			if (stk[--sp] == 0)
+				break;
+			/* fall through */
+		case DW_OP_skip: {
+			uint64_t const target = op->offset + 1 + 2 + (uint64_t)(int64_t)(int16_t)op->number;
+			uint32_t j = 0;
+			while (j < n && ops[j].offset != target)
+				j++;
+			if (j == n)
+				return SU_END_ERROR;
+			i = j - 1; /* the loop's i++ lands on j */
+			if (j == 0)
+				i = UINT32_MAX;
+			break;
+		}
+		case DW_OP_nop:
+			break;
+		case DW_OP_call_frame_cfa:
+			if (!cfa)
+				return SU_END_ERROR;
+			PUSH(*cfa);
+			is_location = 1;
+			break;
+		case DW_OP_stack_value:
+			is_location = 0;
+			break;
+		default:
+			return SU_END_ERROR;
+		}
+	}
+#undef NEED
+#undef PUSH
+#undef REG
+	if (sp == 0)
+		return SU_END_ERROR;
+	a = stk[sp - 1];
+	if (is_location) {
+		rd = uw_stack_read(&w->st, a, &a);
+		if (rd != UW_READ_OK)
+			return read_why(rd, w->switched);
+	}
+	*out = a;
+	return STEP_OK;
+}
+
+/* ---- fast unwinder: one frame ----------------------------------------------- */
+
+static inline void set_reg(struct regs *s, unsigned r, uint64_t v)
+{
+	s->v[r] = v;
+	s->known |= 1u << r;
+}
+
+static inline void unset_reg(struct regs *s, unsigned r, int why)
+{
+	s->v[r] = 0;
+	s->known &= ~(1u << r);
+	s->why[r] = (uint8_t)why;
+}
+
+/* Apply RULE to CUR, giving the caller's registers in NX. */
+static int cfi_step(const struct uw_rule *rule, const struct uw_op *ops, const struct regs *cur,
+		    struct regs *nx, const struct walk *w)
+{
+	uint64_t cfa;
+	int rc;
+	switch (rule->cfa_kind) {
+	case UW_CFA_REG:
+		if (!(cur->known >> rule->cfa_reg & 1))
+			return need_why(cur, rule->cfa_reg);
+		cfa = cur->v[rule->cfa_reg] + (uint64_t)rule->cfa_arg;
+		break;
+	case UW_CFA_EXPR:
+		rc = eval(ops + UW_EXPR_FIRST(rule->cfa_arg), UW_EXPR_COUNT(rule->cfa_arg), cur, NULL, w, &cfa);
+		if (rc != STEP_OK)
+			return rc;
+		break;
+	default:
+		return SU_END_ERROR;
+	}
+
+	nx->known = 0;
+	for (unsigned r = 0; r < STACKCAP_NREGS; r++) {
+		uint64_t v;
+		enum uw_read rd;
+		switch (rule->kind[r]) {
+		case UW_REG_SAME:
+			nx->v[r] = cur->v[r];
+			nx->why[r] = cur->why[r];
+			nx->known |= cur->known & (1u << r);
+			break;
+		case UW_REG_AT_CFA:
+			rd = uw_stack_read(&w->st, cfa + (uint64_t)rule->arg[r], &v);
+			if (rd == UW_READ_OK)
+				set_reg(nx, r, v);
+			else
+				unset_reg(nx, r, read_why(rd, w->switched));
+			break;
+		case UW_REG_VAL_CFA:
+			set_reg(nx, r, cfa + (uint64_t)rule->arg[r]);
+			break;
+		case UW_REG_IN_REG: {
+			unsigned const from = (unsigned)rule->arg[r];
+			nx->v[r] = cur->v[from];
+			nx->why[r] = cur->why[from];
+			if (cur->known >> from & 1)
+				nx->known |= 1u << r;
+			break;
+		}
+		case UW_REG_EXPR:
+			rc = eval(ops + UW_EXPR_FIRST(rule->arg[r]), UW_EXPR_COUNT(rule->arg[r]),
+				  cur, &cfa, w, &v);
+			if (rc == STEP_OK)
+				set_reg(nx, r, v);
+			else
+				unset_reg(nx, r, rc);
+			break;
+		default:
+			unset_reg(nx, r, WHY_UNDEF);
+			break;
+		}
+	}
+	if (!(nx->known >> STACKCAP_REG_RIP & 1))
+		return nx->why[STACKCAP_REG_RIP] == WHY_UNDEF ? SU_END_OUTERMOST
+							      : nx->why[STACKCAP_REG_RIP];
+	if (nx->v[STACKCAP_REG_RIP] == 0)
+		return SU_END_OUTERMOST;
+	return STEP_OK;
+}
+
+/* No CFI: the rbp chain, exactly as elfutils' x86-64 fallback. */
+static int fp_step(const struct regs *cur, struct regs *nx, const struct walk *w)
+{
+	if (!(cur->known >> STACKCAP_REG_RBP & 1) || cur->v[STACKCAP_REG_RBP] == 0)
+		return SU_END_NO_CFI;
+	uint64_t const fp = cur->v[STACKCAP_REG_RBP];
+	nx->known = 0;
+	memset(nx->why, WHY_UNDEF, sizeof(nx->why));
+	uint64_t v;
+	enum uw_read rd = uw_stack_read(&w->st, fp, &v);
+	if (rd == UW_READ_OK)
+		set_reg(nx, STACKCAP_REG_RBP, v);
+	else
+		unset_reg(nx, STACKCAP_REG_RBP, read_why(rd, w->switched));
+	rd = uw_stack_read(&w->st, fp + 8, &v);
+	if (rd != UW_READ_OK)
+		return read_why(rd, w->switched);
+	set_reg(nx, STACKCAP_REG_RIP, v);
+	set_reg(nx, STACKCAP_REG_RSP, fp + 16);
+	/* The stack grows down: a caller's frame is above its callee's. */
+	if ((cur->known >> STACKCAP_REG_RSP & 1) && cur->v[STACKCAP_REG_RSP] >= fp + 16)
+		return SU_END_NO_CFI;
+	if (v == 0)
+		return SU_END_OUTERMOST;
+	return STEP_OK;
+}
+
+static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct su_sample *sample,
+			  struct su_frame *frames, size_t max, enum su_unwind_end *end)
+{
+	const struct stackcap_image *img = sample->image;
+	const struct su_maps *maps = sample->maps;
+	struct walk w;
+	uw_stack_init(&w.st, sample);
+	w.switched = 0;
+	w.bias = 0;
+
+	struct regs bufs[2], *cur = &bufs[0], *nx = &bufs[1];
+	cur->known = 0;
+	for (unsigned r = 0; r < STACKCAP_NREGS; r++) {
+		if (uw_initial_reg_known(img, r))
+			set_reg(cur, r, img->regs[r]);
+		else
+			unset_reg(cur, r, SU_END_BAD_STACK); /* dropped by the filter */
+	}
+
+	uint64_t pc = img->regs[STACKCAP_REG_RIP];
+	int activation = 1;
+	uint8_t how = SU_FRAME_INITIAL;
+	size_t n = 0;
+	for (;;) {
+		uint64_t const lookup = activation ? pc : pc - 1;
+		int64_t const mi = su_maps_find(maps, lookup);
+		frames[n].pc = pc;
+		frames[n].map = mi;
+		frames[n].how = how;
+		frames[n].activation = (uint8_t)activation;
+		n++;
+		if (mi < 0) {
+			*end = SU_END_NO_MAP;
+			break;
+		}
+		const struct su_map_entry *e = &maps->entries[mi];
+		struct su_module *mod = uw_proc_module(u, p, (uint32_t)mi);
+		const struct uw_rule *rule = NULL;
+		const struct uw_op *ops = NULL;
+		enum uw_lookup lk = UW_LOOKUP_NO_CFI;
+		if (mod)
+			lk = uw_rule_lookup(mod, lookup - e->bias, &rule, &ops, &u->stats.rule_misses);
+		int rc;
+		int signal = 0;
+		if (lk == UW_LOOKUP_RULE) {
+			w.bias = e->bias;
+			rc = cfi_step(rule, ops, cur, nx, &w);
+			signal = rule->signal;
+			how = signal ? SU_FRAME_SIGNAL : SU_FRAME_CFI;
+		} else if (lk == UW_LOOKUP_NO_CFI) {
+			rc = fp_step(cur, nx, &w);
+			how = SU_FRAME_FP;
+		} else {
+			rc = SU_END_ERROR;
+		}
+		if (rc != STEP_OK) {
+			*end = (enum su_unwind_end)rc;
+			break;
+		}
+		uint64_t const nsp = nx->v[STACKCAP_REG_RSP];
+		int const nsp_known = nx->known >> STACKCAP_REG_RSP & 1;
+		if (signal) {
+			/* elfutils calls the trampoline itself an activation:
+			 * the kernel made its first byte the return address. */
+			frames[n - 1].activation = 1;
+			frames[n - 1].map = su_maps_find(maps, frames[n - 1].pc);
+			if (!nsp_known || nsp < w.st.lo || nsp > w.st.hi)
+				w.switched = 1;
+		} else if ((cur->known >> STACKCAP_REG_RSP & 1) &&
+			   (!nsp_known || nsp <= cur->v[STACKCAP_REG_RSP])) {
+			*end = SU_END_BAD_STACK; /* no progress: a loop or garbage */
+			break;
+		}
+		if (n == max) {
+			*end = SU_END_MAX_FRAMES;
+			break;
+		}
+		if (how == SU_FRAME_FP)
+			u->stats.fp_frames++;
+		pc = nx->v[STACKCAP_REG_RIP];
+		activation = signal;
+		struct regs *t = cur;
+		cur = nx;
+		nx = t;
+	}
+	return n;
+}
+
+/* ---- entry point ------------------------------------------------------------ */
+
+size_t su_unwind(struct su_unwinder *u, const struct su_sample *sample,
+		 struct su_frame *frames, size_t max, enum su_unwind_end *end)
+{
+	enum su_unwind_end dummy;
+	if (!end)
+		end = &dummy;
+	*end = SU_END_ERROR;
+	if (!u || !sample || !sample->image || (!frames && max))
+		return 0;
+	const struct stackcap_image *img = sample->image;
+	size_t n;
+	u->stats.samples++;
+	uint64_t const rip = img->regs[STACKCAP_REG_RIP];
+	if (!(img->regs_kept >> STACKCAP_REG_RIP & 1) || rip == 0) {
+		*end = SU_END_OUTERMOST;
+		n = 0;
+	} else if (max == 0) {
+		*end = SU_END_MAX_FRAMES;
+		n = 0;
+	} else if (!sample->maps || su_maps_find(sample->maps, rip) < 0) {
+		frames[0] = (struct su_frame){ .pc = rip, .map = -1, .how = SU_FRAME_INITIAL,
+					       .activation = 1 };
+		*end = SU_END_NO_MAP;
+		n = 1;
+	} else {
+		struct uw_proc *p = uw_proc_get(u, sample->maps);
+		if (!p) {
+			frames[0] = (struct su_frame){ .pc = rip, .map = su_maps_find(sample->maps, rip),
+						       .how = SU_FRAME_INITIAL, .activation = 1 };
+			*end = SU_END_ERROR;
+			n = 1;
+		} else if (u->kind == SU_UNWINDER_DWFL) {
+			n = uw_dwfl_unwind(u, p, sample, frames, max, end);
+		} else {
+			n = fast_unwind(u, p, sample, frames, max, end);
+		}
+	}
+	u->stats.frames += n;
+	if ((unsigned)*end < SU_END_COUNT)
+		u->stats.ends[*end]++;
+	return n;
+}
