@@ -273,8 +273,15 @@ struct counts {
 	uint64_t frames;
 };
 
+/* A module a frame needed but that could not be used. */
+struct bad_module {
+	const struct su_module *m;
+};
+
 struct worker {
 	const struct options *o;
+	struct bad_module *bad;
+	size_t n_bad, cap_bad;
 	struct su_modcache *modules;
 	struct su_unwinder *unwinder;
 	struct su_frame *frames;
@@ -299,12 +306,54 @@ static void worker_fini(struct worker *w)
 	su_unwinder_free(w->unwinder);
 	su_modcache_free(w->modules);
 	free(w->frames);
+	free(w->bad);
 }
 
 static const char *base_name(const char *path)
 {
 	const char *s = strrchr(path, '/');
 	return s && s[1] ? s + 1 : path;
+}
+
+static void note_bad_module(struct worker *w, const struct su_module *m)
+{
+	for (size_t i = 0; i < w->n_bad; i++)
+		if (w->bad[i].m == m)
+			return;
+	if (w->n_bad == w->cap_bad) {
+		size_t n = w->cap_bad ? 2 * w->cap_bad : 8;
+		struct bad_module *nb = realloc(w->bad, n * sizeof(*nb));
+		if (!nb)
+			return; /* only the warning is lost */
+		w->bad = nb;
+		w->cap_bad = n;
+	}
+	w->bad[w->n_bad++].m = m;
+}
+
+/* One warning per binary that frames needed and could not use (every
+ * worker met its own copy of the module: deduplicate by path). */
+static void warn_bad_modules(struct worker *workers, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		for (size_t j = 0; j < workers[i].n_bad; j++) {
+			const struct su_module *m = workers[i].bad[j].m;
+			int seen = 0;
+			for (unsigned a = 0; a <= i && !seen; a++)
+				for (size_t b = 0; b < (a == i ? j : workers[a].n_bad) && !seen; b++)
+					seen = !strcmp(workers[a].bad[b].m->recorded_path, m->recorded_path);
+			if (seen)
+				continue;
+			char hex[2 * SU_BUILD_ID_MAX + 1] = "none recorded";
+			for (unsigned k = 0; k < m->build_id_len; k++)
+				snprintf(hex + 2 * k, 3, "%02x", m->build_id[k]);
+			fprintf(stderr, PROG ": warning: %s (build-id %s): %s; its frames show module+offset\n",
+				m->recorded_path, hex,
+				m->status == SU_MODULE_BUILD_ID_MISMATCH
+					? "the file there has another build-id (rebuilt since the recording?); "
+					  "give the right one with --debug-dir or --symfs"
+					: "not found (give it with --debug-dir or --symfs, or set DEBUGINFOD_URLS)");
+		}
 }
 
 /* One frame's lines: inlined frames first, like perf's "(inlined)". */
@@ -320,6 +369,8 @@ static void format_frame(struct worker *w, const struct su_sample *s, const stru
 	}
 	const char *module_name = e->path[0] ? e->path : (e->flags & SU_MAP_ANON ? "[anon]" : "[unknown]");
 	struct su_module *m = su_modcache_get(w->modules, e);
+	if (m && (m->status == SU_MODULE_NOT_FOUND || m->status == SU_MODULE_BUILD_ID_MISMATCH))
+		note_bad_module(w, m);
 	uint64_t const elf_addr = f->pc - e->bias;
 	uint64_t const lookup = elf_addr - (f->activation ? 0 : 1);
 	struct su_symframe sf[MAX_SYMFRAMES];
@@ -671,6 +722,7 @@ static int cmd_stacks(const struct options *o)
 		c.frames += k->frames;
 		sum_module_stats(&r.workers[i], &ms);
 	}
+	warn_bad_modules(r.workers, nw);
 	fprintf(stderr,
 		PROG ": %" PRIu64 " samples, %" PRIu64 " fully unwound, %" PRIu64 " truncated, %" PRIu64
 		" stopped early, %" PRIu64 " unknown frames of %" PRIu64 ", %" PRIu64 " build-id mismatches, %"
@@ -686,7 +738,7 @@ static int cmd_stacks(const struct options *o)
 		fprintf(stderr, PROG ": write error on standard output\n");
 		goto out;
 	}
-	rc = rrc > 0 || ms.build_id_mismatch ? EXIT_PARTIAL : EXIT_OK;
+	rc = rrc > 0 || ms.build_id_mismatch || ms.not_found ? EXIT_PARTIAL : EXIT_OK;
 out:
 	for (unsigned i = 0; r.workers && i < nw; i++)
 		worker_fini(&r.workers[i]);
