@@ -108,3 +108,25 @@ tests_unit_test_debuginfo_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) 
 tests_unit_test_debuginfo_LDADD = debuginfo/libsudebuginfo.la $(LIBDW_LIBS) $(LIBELF_LIBS) $(CHECK_LIBS)
 EXTRA_tests_unit_test_debuginfo_DEPENDENCIES = tests/unit/tdata-single-nopie testdata/tdata-single testdata/libtdata-plugin.la
 TESTS += tests/unit/test-debuginfo
+
+# symbolize/: checked against a libdwarf oracle and addr2line (binutils).
+# libdwarf and libdw export the same names: the libdwarf oracle is a program.
+check_PROGRAMS += tests/unit/dwarf-oracle
+tests_unit_dwarf_oracle_SOURCES = tests/unit/dwarf-oracle.c
+tests_unit_dwarf_oracle_CFLAGS = $(AM_CFLAGS) $(LIBDWARF_CFLAGS)
+tests_unit_dwarf_oracle_LDADD = $(LIBDWARF_LIBS)
+
+check_PROGRAMS += tests/unit/cxx-fixture
+tests_unit_cxx_fixture_SOURCES = tests/unit/cxx-fixture.cc
+tests_unit_cxx_fixture_CXXFLAGS = -g -O2
+
+check_PROGRAMS += tests/unit/test-symbolize
+tests_unit_test_symbolize_SOURCES = tests/unit/test-symbolize.c tests/unit/check-main.h \
+	tests/unit/elf-util.c tests/unit/elf-util.h \
+	tests/unit/oracle-client.c tests/unit/dwarf-oracle.h
+tests_unit_test_symbolize_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS)
+tests_unit_test_symbolize_LDADD = symbolize/libsusymbolize.la debuginfo/libsudebuginfo.la \
+	$(LIBDW_LIBS) $(LIBELF_LIBS) $(CHECK_LIBS)
+EXTRA_tests_unit_test_symbolize_DEPENDENCIES = tests/unit/cxx-fixture tests/unit/dwarf-oracle testdata/tdata-single \
+	testdata/tdata-nofp testdata/tdata-inline testdata/libtdata-plugin.la
+TESTS += tests/unit/test-symbolize
