@@ -381,13 +381,15 @@ size_t su_symbolize(struct su_module *module, uint64_t addr,
 			return 0;
 		fresh.first = (uint32_t)c->nframes;
 		fresh.n = (uint16_t)n;
-		memcpy(c->frames + c->nframes, chain, n * sizeof *chain);
+		if (n)
+			memcpy(c->frames + c->nframes, chain, n * sizeof *chain);
 		c->nframes += n;
 		if (slot_insert(c, &fresh) != 0)
 			c->nframes -= n;
 		s = &fresh;
 	}
 	size_t n = s->n < max ? s->n : max;
-	memcpy(frames, c->frames + s->first, n * sizeof *frames);
+	if (n)
+		memcpy(frames, c->frames + s->first, n * sizeof *frames);
 	return n;
 }

@@ -353,7 +353,9 @@ START_TEST(debug_file_in_debug_dir_build_id_tree)
 	su_modcache_free(c);
 
 	/* A debug file with another build-id in the tree is refused. */
-	sh("cp '%s' '%s'", build_path("tests/unit/tdata-single-nopie"), dbg);
+	char *nopie = build_path("tests/unit/tdata-single-nopie");
+	sh("cp '%s' '%s'", nopie, dbg);
+	free(nopie);
 	o.debug_dirs = dirs;
 	c = su_modcache_new(&o);
 	m = su_modcache_get(c, &e);
@@ -443,8 +445,9 @@ START_TEST(debug_dir_before_recorded_path)
 	free(want);
 	/* Another binary under the same basename: refused, the recorded path
 	 * is used. */
-	sh("rm -r '%s/d/.build-id' && cp '%s' '%s/d/tdata-single'", t,
-	   build_path("tests/unit/tdata-single-nopie"), t);
+	char *nopie = build_path("tests/unit/tdata-single-nopie");
+	sh("rm -r '%s/d/.build-id' && cp '%s' '%s/d/tdata-single'", t, nopie, t);
+	free(nopie);
 	c = su_modcache_new(&o);
 	m = su_modcache_get(c, &e2);
 	ck_assert_int_eq(m->status, SU_MODULE_OK);
