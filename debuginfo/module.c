@@ -312,7 +312,46 @@ static int find_debug_file(struct modpriv *p, const char *file, const char *link
 	return fd;
 }
 
-/* A dwz file (.gnu_debugaltlink NAME, seen from the debug file DEBUG). */
+/* The build-id in PATH's .gnu_debugaltlink (file name, NUL, build-id) into
+ * ID: its length, 0 when there is none. */
+static size_t altlink_build_id(const char *path, uint8_t *id)
+{
+	size_t len = 0, shstrndx;
+	int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd < 0)
+		return 0;
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf && elf_kind(elf) == ELF_K_ELF && elf_getshdrstrndx(elf, &shstrndx) == 0) {
+		for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+			GElf_Shdr sh;
+			const char *name;
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+			    !(name = elf_strptr(elf, shstrndx, sh.sh_name)) ||
+			    strcmp(name, ".gnu_debugaltlink") != 0)
+				continue;
+			Elf_Data *d = elf_getdata(scn, NULL);
+			const char *nul = d && d->d_buf ? memchr(d->d_buf, '\0', d->d_size) : NULL;
+			if (nul) {
+				size_t skip = (size_t)(nul + 1 - (const char *)d->d_buf);
+				len = d->d_size - skip;
+				if (len > SU_BUILD_ID_MAX)
+					len = 0;
+				else
+					memcpy(id, nul + 1, len);
+			}
+			break;
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return len;
+}
+
+/* A dwz file: .gnu_debugaltlink NAME of the file DEBUG.  Looked up by
+ * name (absolute: under --symfs, then as is; relative: next to DEBUG), by
+ * basename in the --debug-dirs, then by its build-id like a debug file.
+ * Only a file with the link's build-id is taken. */
 static int find_alt_file(struct modpriv *p, const char *debug, const char *name,
 			 char **out)
 {
@@ -320,12 +359,10 @@ static int find_alt_file(struct modpriv *p, const char *debug, const char *name,
 	*out = NULL;
 	if (!name || !*name)
 		return -1;
-	/* The alt file's build-id is in the link; libdw checks it when it
-	 * opens the file, so any build-id is accepted here. */
 	uint8_t save[SU_BUILD_ID_MAX];
 	size_t save_len = p->want_id_len;
 	memcpy(save, p->want_id, sizeof save);
-	p->want_id_len = 0;
+	p->want_id_len = altlink_build_id(debug, p->want_id);
 	if (name[0] == '/') {
 		char *s = under_symfs(p->cache, name);
 		fd = try_debug(p, s, out);
@@ -339,6 +376,8 @@ static int find_alt_file(struct modpriv *p, const char *debug, const char *name,
 	}
 	for (char **d = p->cache->debug_dirs; d && *d && fd < 0; d++)
 		fd = try_debug_fmt(p, out, "%s/%s", *d, base_name(name));
+	if (fd < 0 && p->want_id_len)
+		fd = find_debug_file(p, NULL, NULL, out);
 	p->want_id_len = save_len;
 	memcpy(p->want_id, save, sizeof save);
 	return fd;
@@ -375,7 +414,7 @@ static int cb_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modn
 		strcmp(debuglink_file, p->main_debuglink) == 0 :
 		!debuglink_file && !p->main_debuglink;
 	if (!same_link) {
-		fd = find_alt_file(p, p->pub.debug_path ? p->pub.debug_path : file_name,
+		fd = find_alt_file(p, file_name ? file_name : p->pub.debug_path,
 				   debuglink_file, &path);
 	} else {
 		fd = find_debug_file(p, file_name, debuglink_file, &path);

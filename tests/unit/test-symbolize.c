@@ -415,6 +415,108 @@ START_TEST(split_debug_symbolizes_like_the_original)
 }
 END_TEST
 
+/* dwz: DWARF shared through a .gnu_debugaltlink file. */
+static struct su_module *open_in(struct su_modcache **c, const char *path,
+				 const char *const *dirs)
+{
+	uint8_t id[SU_BUILD_ID_MAX];
+	size_t len = elf_build_id(path, id);
+	struct su_debuginfo_opts o = { .no_debuginfod = 1, .no_system_dirs = 1, .debug_dirs = dirs };
+	*c = su_modcache_new(&o);
+	su_modcache_set_finalizers(*c, NULL, su_symbolize_cache_free);
+	struct su_map_entry e;
+	memset(&e, 0, sizeof e);
+	e.path = (char *)path;
+	e.build_id_len = (uint8_t)len;
+	memcpy(e.build_id, id, len);
+	struct su_module *m = su_modcache_get(*c, &e);
+	ck_assert_int_eq(m->status, SU_MODULE_OK);
+	return m;
+}
+
+/* Every address of FUNC gives the same frames in A and B. */
+static void same_frames(struct su_module *a, struct su_module *b, const char *bin, const char *func)
+{
+	uint64_t size = 0, start = elf_func_addr(bin, func, &size);
+	ck_assert(start && size);
+	for (uint64_t p = start; p < start + size; p++) {
+		struct su_symframe x[MAXF], y[MAXF];
+		size_t nx = su_symbolize(a, p, x, MAXF);
+		size_t ny = su_symbolize(b, p, y, MAXF);
+		ck_assert_uint_eq(nx, ny);
+		for (size_t k = 0; k < nx; k++) {
+			ck_assert_str_eq(or_q(x[k].function), or_q(y[k].function));
+			ck_assert_str_eq(or_q(x[k].file), or_q(y[k].file));
+			ck_assert_uint_eq(x[k].line, y[k].line);
+			ck_assert_uint_eq(x[k].column, y[k].column);
+			ck_assert_int_eq(x[k].inlined, y[k].inlined);
+		}
+	}
+}
+
+START_TEST(dwz_alt_file_found_and_checked)
+{
+	char *single = build_path("testdata/tdata-single");
+	char *inl = build_path("testdata/tdata-inline");
+	char *t = new_tmpdir();
+	char *cmd = xasprintf("cd '%s' && cp '%s' a && cp '%s' b && cp '%s' c && "
+			      "dwz -m common.debug -M '%s/common.debug' a b && "
+			      "readelf -S a | grep -q gnu_debugaltlink", t, single, single, inl, t);
+	int st;
+	char *out = run_cmd(cmd, &st);
+	ck_assert_msg(st == 0, "%s: exit %d (dwz installed?) %s", cmd, st, out);
+	free(out);
+	free(cmd);
+	struct su_modcache *c0, *c1, *c2, *c3;
+	struct su_module *orig = open_in(&c0, single, NULL);
+	char *a = xasprintf("%s/a", t);
+	/* The alt file where the link says. */
+	struct su_module *m = open_in(&c1, a, NULL);
+	static const char *const funcs[] = { "hot_leaf", "level_a", "main" };
+	ck_assert_ptr_nonnull(dwarf_getalt(dwfl_module_getdwarf(m->mod, &(Dwarf_Addr){0})));
+	for (int i = 0; i < 3; i++)
+		same_frames(orig, m, single, funcs[i]);
+	su_modcache_free(c1);
+	/* Moved into a --debug-dir: found by name there. */
+	char *d = xasprintf("%s/dbg", t);
+	cmd = xasprintf("mkdir '%s' && mv '%s/common.debug' '%s/'", d, t, d);
+	free(run_cmd(cmd, &st));
+	ck_assert_int_eq(st, 0);
+	free(cmd);
+	const char *dirs[] = { d, NULL };
+	m = open_in(&c2, a, dirs);
+	ck_assert_ptr_nonnull(dwarf_getalt(dwfl_module_getdwarf(m->mod, &(Dwarf_Addr){0})));
+	for (int i = 0; i < 3; i++)
+		same_frames(orig, m, single, funcs[i]);
+	su_modcache_free(c2);
+	/* Another file under the alt file's name: refused (another build-id);
+	 * symbolizing still works from what the binary has, and never crashes. */
+	cmd = xasprintf("cd '%s' && dwz -m '%s/common.debug' -M /x/common.debug b c >/dev/null 2>&1 || "
+			"objcopy --only-keep-debug c '%s/common.debug'", t, d, d);
+	free(run_cmd(cmd, &st));
+	free(cmd);
+	m = open_in(&c3, a, dirs);
+	uint64_t size, start = elf_func_addr(single, "level_b", &size);
+	for (uint64_t p = start; p < start + size; p++) {
+		struct su_symframe fr[MAXF];
+		size_t n = su_symbolize(m, p, fr, MAXF);
+		ck_assert_uint_ge(n, 1);
+		ck_assert_str_eq(or_q(fr[n - 1].function), "level_b");
+	}
+	struct su_modcache_stats stats;
+	su_modcache_get_stats(c3, &stats);
+	ck_assert_ptr_null(dwarf_getalt(dwfl_module_getdwarf(m->mod, &(Dwarf_Addr){0})));
+	ck_assert_uint_ge(stats.mismatched_files, 1);
+	su_modcache_free(c3);
+	su_modcache_free(c0);
+	free(d);
+	free(a);
+	free(inl);
+	free(single);
+	rm_rf(t);
+}
+END_TEST
+
 Suite *symbolize_suite(void);
 Suite *symbolize_suite(void)
 {
@@ -432,6 +534,7 @@ Suite *symbolize_suite(void)
 	tcase_add_test(tc, cache_gives_same_frames_and_stable_strings);
 	tcase_add_test(tc, bad_input_gives_nothing);
 	tcase_add_test(tc, split_debug_symbolizes_like_the_original);
+	tcase_add_test(tc, dwz_alt_file_found_and_checked);
 	suite_add_tcase(s, tc);
 	return s;
 }
