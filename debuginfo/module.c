@@ -129,6 +129,25 @@ static int elf_has_code(Elf *elf)
 	return 0;
 }
 
+/* Does ELF hold anything a debug file is for: DWARF or a full symbol table? */
+static int elf_has_debug(Elf *elf)
+{
+	size_t shstrndx;
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return 0;
+	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		if (sh.sh_type == SHT_SYMTAB)
+			return 1;
+		const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && (strcmp(name, ".debug_info") == 0 || strcmp(name, ".zdebug_info") == 0))
+			return 1;
+	}
+	return 0;
+}
+
 /* What a candidate file must be. */
 enum want { WANT_BINARY, WANT_DEBUG };
 
@@ -139,9 +158,10 @@ struct cand_info {
 	char *debuglink;           /* malloc'ed, or NULL */
 };
 
-/* Open PATH if it is an ELF whose build-id is ID (any when LEN is 0) and,
- * for WANT_BINARY, that holds code.  @return an fd, or -1.  A file with
- * another build-id bumps the cache's mismatch count and sets *MISMATCH. */
+/* Open PATH if it is an ELF whose build-id is ID (any when LEN is 0) that
+ * holds code (WANT_BINARY), or DWARF or a .symtab (WANT_DEBUG).  @return
+ * an fd, or -1.  A file with another build-id bumps the cache's mismatch
+ * count and sets *MISMATCH. */
 static int open_candidate(struct su_modcache *cache, const char *path,
 			  const uint8_t *id, size_t len, enum want want,
 			  int *mismatch, struct cand_info *info)
@@ -164,7 +184,7 @@ static int open_candidate(struct su_modcache *cache, const char *path,
 			*mismatch = 1;
 		goto fail;
 	}
-	if (want == WANT_BINARY && !elf_has_code(elf))
+	if (want == WANT_BINARY ? !elf_has_code(elf) : !elf_has_debug(elf))
 		goto fail;
 	if (info) {
 		memset(info, 0, sizeof *info);

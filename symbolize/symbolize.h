@@ -2,12 +2,13 @@
  *
  * One address may give several frames: the innermost inlined function
  * first, then each caller it was inlined into, then the real function
- * (like perf's "(inlined)" frames and `addr2line -f -i`): each frame's
- * outer frame's file:line is the call site of the frame inside it.  Results are
- * cached per (module, address) in the module (module->sym_cache): register
- * su_symbolize_cache_free with su_modcache_set_finalizers.  Names: the
- * demangled linkage name, else DW_AT_name (C++: qualified by namespaces and
- * classes), else the symbol table's.  One thread per module cache. */
+ * (like perf's "(inlined)" frames and `addr2line -f -i`).  The innermost
+ * frame is at ADDR's line; each outer one at the call site of the frame
+ * inside it.  Results are cached per (module, address) in the module
+ * (module->sym_cache): register su_symbolize_cache_free with
+ * su_modcache_set_finalizers.  Names: the demangled linkage name, else
+ * DW_AT_name (C++: qualified by namespaces and classes), else the symbol
+ * table's.  One thread per module cache. */
 #ifndef STACKCAP_SYMBOLIZE_H
 #define STACKCAP_SYMBOLIZE_H
 
