@@ -353,7 +353,9 @@ START_TEST(debug_file_in_debug_dir_build_id_tree)
 	su_modcache_free(c);
 
 	/* A debug file with another build-id in the tree is refused. */
-	sh("cp '%s' '%s'", build_path("tests/unit/tdata-single-nopie"), dbg);
+	char *nopie = build_path("tests/unit/tdata-single-nopie");
+	sh("cp '%s' '%s'", nopie, dbg);
+	free(nopie);
 	o.debug_dirs = dirs;
 	c = su_modcache_new(&o);
 	m = su_modcache_get(c, &e);
@@ -443,8 +445,9 @@ START_TEST(debug_dir_before_recorded_path)
 	free(want);
 	/* Another binary under the same basename: refused, the recorded path
 	 * is used. */
-	sh("rm -r '%s/d/.build-id' && cp '%s' '%s/d/tdata-single'", t,
-	   build_path("tests/unit/tdata-single-nopie"), t);
+	char *nopie = build_path("tests/unit/tdata-single-nopie");
+	sh("rm -r '%s/d/.build-id' && cp '%s' '%s/d/tdata-single'", t, nopie, t);
+	free(nopie);
 	c = su_modcache_new(&o);
 	m = su_modcache_get(c, &e2);
 	ck_assert_int_eq(m->status, SU_MODULE_OK);
@@ -594,7 +597,9 @@ static void own_vdso(const void **start, size_t *size)
 	ck_assert_msg(*start != NULL, "no [vdso] in /proc/self/maps");
 }
 
-START_TEST(vdso_matching_build_id)
+/* The build-id of this process's vDSO into ID (its length) and, when FUNC
+ * is not NULL, the address of __vdso_clock_gettime. */
+static size_t own_vdso_build_id_func(uint8_t *id, uint64_t *funcp)
 {
 	const void *start;
 	size_t size = 0;
@@ -605,7 +610,6 @@ START_TEST(vdso_matching_build_id)
 	Elf *elf = elf_memory(copy, size);
 	ck_assert_ptr_nonnull(elf);
 	/* Build-id note and a symbol, read here with libelf. */
-	uint8_t id[SU_BUILD_ID_MAX];
 	size_t len = 0;
 	uint64_t func = 0;
 	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
@@ -634,6 +638,21 @@ START_TEST(vdso_matching_build_id)
 	free(copy);
 	ck_assert_uint_gt(len, 0);
 	ck_assert_uint_ne(func, 0);
+	if (funcp)
+		*funcp = func;
+	return len;
+}
+
+static size_t own_vdso_build_id(uint8_t *id)
+{
+	return own_vdso_build_id_func(id, NULL);
+}
+
+START_TEST(vdso_matching_build_id)
+{
+	uint8_t id[SU_BUILD_ID_MAX];
+	uint64_t func = 0;
+	size_t len = own_vdso_build_id_func(id, &func);
 
 	struct su_debuginfo_opts o = quiet_opts();
 	struct su_modcache *c = su_modcache_new(&o);
@@ -656,6 +675,51 @@ START_TEST(vdso_matching_build_id)
 }
 END_TEST
 
+/* Open fds of this process on files under DIR or testdata/, or memfds. */
+static int open_fds(const char *dir)
+{
+	int st;
+	char *cmd = xasprintf("ls -l /proc/$PPID/fd | grep -c -e '%s' -e /testdata/ -e memfd:", dir);
+	char *out = run_cmd(cmd, &st);
+	free(cmd);
+	int n = atoi(out);
+	free(out);
+	return n;
+}
+
+START_TEST(no_fd_left_open)
+{
+	char *src = build_path("testdata/tdata-single");
+	uint8_t id[SU_BUILD_ID_MAX];
+	size_t len = elf_build_id(src, id);
+	char *t = new_tmpdir();
+	make_split(t, src);
+	char *bin = xasprintf("%s/bin/tdata-single", t);
+	for (int round = 0; round < 3; round++) {
+		struct su_debuginfo_opts o = quiet_opts();
+		struct su_modcache *c = su_modcache_new(&o);
+		struct su_map_entry e = entry_for(bin, id, len);
+		struct su_module *m = su_modcache_get(c, &e);
+		ck_assert_int_eq(m->status, SU_MODULE_OK);
+		ck_assert_ptr_nonnull(dwfl_module_getdwarf(m->mod, &(Dwarf_Addr){0}));
+		id[0] ^= 1;
+		struct su_map_entry e2 = entry_for(src, id, len);
+		ck_assert_int_eq(su_modcache_get(c, &e2)->status, SU_MODULE_BUILD_ID_MISMATCH);
+		id[0] ^= 1;
+		struct su_map_entry ev = entry_for("[vdso]", NULL, 0);
+		ev.flags = SU_MAP_VDSO;
+		ev.build_id_len = (uint8_t)own_vdso_build_id(ev.build_id);
+		ck_assert_int_eq(su_modcache_get(c, &ev)->status, SU_MODULE_OK);
+		ck_assert_int_ge(open_fds(t), 2); /* the check sees them */
+		su_modcache_free(c);
+	}
+	ck_assert_int_eq(open_fds(t), 0);
+	free(bin); free(src);
+	rm_rf(t);
+}
+END_TEST
+
+
 Suite *debuginfo_suite(void);
 Suite *debuginfo_suite(void)
 {
@@ -677,6 +741,7 @@ Suite *debuginfo_suite(void)
 	tcase_add_test(tc, symfs_prefix);
 	tcase_add_test(tc, debuginfod_file_server);
 	tcase_add_test(tc, vdso_matching_build_id);
+	tcase_add_test(tc, no_fd_left_open);
 	suite_add_tcase(s, tc);
 	return s;
 }
