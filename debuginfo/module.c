@@ -890,6 +890,9 @@ void su_modcache_set_finalizers(struct su_modcache *c, void (*unwind_free)(void 
 {
 	if (!c)
 		return;
-	c->unwind_free = unwind_free;
-	c->sym_free = sym_free;
+	/* unwind/ and symbolize/ each register their own: NULL keeps. */
+	if (unwind_free)
+		c->unwind_free = unwind_free;
+	if (sym_free)
+		c->sym_free = sym_free;
 }
