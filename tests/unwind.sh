@@ -54,22 +54,36 @@ chain_match() {
 	END { done(); printf "%d %d\n", good, tot }' "$f"
 }
 
-# chain_test NAME PROGRAM [ARGS]: record, unwind, expect the chain in >= 99%.
+# chain_test NAME PROGRAM [ARGS]: record (with $REC_OPTS), unwind, expect
+# the chain in >= 99%.
+REC_OPTS=
 chain_test() {
 	name=$1; prog=$2; shift 2
-	record "$name" -- "$TD/$prog" "$@" 0.5
+	record "$name" $REC_OPTS -- "$TD/$prog" "$@" 0.5
 	stacks "$name" -j 1
 	check "$prog: stackunwind exits 0 ($(rc "$name"))" [ "$(rc "$name")" = 0 ]
 	chain=$("$TD/$prog" "$@" --chain | tr '\n' ' ')
+	# Runs of one name shown once with a count: recurse x1000.
+	short=$(echo $chain | tr ' ' '\n' | uniq -c | awk '{ printf "%s%s", (NR > 1 ? " " : ""), $2 ($1 > 1 ? "x" $1 : "") }')
 	set -- $(chain_match "$work/$name.out" $chain)
-	check "$prog: chain '$chain' in >= 99% of hot samples ($1 of $2)" \
+	check "$prog: chain '$short' in >= 99% of hot samples ($1 of $2)" \
 		awk -v g="$1" -v t="$2" 'BEGIN { exit !(t >= 100 && g * 100 >= t * 99) }'
 }
 
 chain_test single tdata-single
 chain_test threads tdata-threads -t 2
 chain_test dlopen tdata-dlopen --reload
+# 1000 frames take ~80 KB of stack: past the default 64 KiB cap.
+REC_OPTS="--stack-cap 131072"
 chain_test recurse tdata-recurse -d 1000
+REC_OPTS=
+record recurse-capped -- "$TD/tdata-recurse" -d 1000 0.3
+stacks recurse-capped -j 1
+ns=$(grep -c '^tdata-recurse' "$work/recurse-capped.out")
+nt=$(grep -c '^	 *0 \[truncated\] (\[stackunwind\])$' "$work/recurse-capped.out")
+check "recursion past the stack cap: every sample ends with a [truncated] frame ($nt of $ns)" \
+	sh -c "[ $ns -ge 100 ] && [ $nt = $ns ] && grep -q ' $ns truncated' '$work/recurse-capped.err'"
+check "recursion past the stack cap: exit 0 (the cap is a setting, not an error)" [ "$(rc recurse-capped)" = 0 ]
 chain_test nofp tdata-nofp
 chain_test sigalt tdata-sigalt
 
@@ -82,7 +96,7 @@ check "stacks: summary on stderr (samples, fully unwound, truncated, unknown fra
 	grep -q -E '^stackunwind: [0-9]+ samples, [0-9]+ fully unwound, [0-9]+ truncated, .* unknown frames .* build-id mismatches' "$work/single.err"
 
 # The two unwinders agree frame for frame on every trace.
-for t in single threads dlopen recurse nofp sigalt; do
+for t in single threads dlopen recurse recurse-capped nofp sigalt; do
 	stacks_of "$t-dwfl" "$t" -j 1 --unwinder dwfl
 	check "$t: dwfl and fast unwinders give identical output" cmp -s "$work/$t.out" "$work/$t-dwfl.out"
 done
