@@ -10,6 +10,9 @@
  *   enable   the same event enabled once (PERF_EVENT_IOC_ENABLE): it signals
  *            every overflow without being re-armed; the handler only counts.
  *
+ * Then, for scale, the round trip of a signal the thread sends itself
+ * (tgkill, handled by the same empty handler).
+ *
  * Modes alternate for ROUNDS rounds; for each, the median CPU time of the
  * thread over the work and the cost per signal, (CPU - CPU of none) /
  * signals, in µs.  The signal is a real-time one, queued, so none is lost
@@ -171,6 +174,19 @@ int main(int argc, char **argv)
 			sigs[m][r] = (double)nsignals;
 		}
 	}
+	/* For scale: a signal sent to the thread itself and handled, no timer. */
+	long const nself = 100000;
+	pid_t const pid = getpid(), tid = (pid_t)syscall(SYS_gettid);
+	nsignals = 0;
+	double const s0 = thread_cpu_s();
+	for (long i = 0; i < nself; i++)
+		syscall(SYS_tgkill, pid, tid, signo);
+	double const s1 = thread_cpu_s();
+	if (nsignals != nself) {
+		fprintf(stderr, "sigfloor: %ld of %ld self-sent signals handled\n", (long)nsignals, nself);
+		return 1;
+	}
+
 	printf("# bench/sigfloor: -F %d, %ld units, %d rounds; thread CPU, empty handlers\n", hz, units, rounds);
 	printf("%-8s %12s %10s %16s\n", "mode", "cpu_s", "signals", "us_per_signal");
 	double const base = median(cpu[MODE_NONE], rounds);
@@ -181,6 +197,8 @@ int main(int argc, char **argv)
 		else
 			printf("%-8s %12.3f %10.0f %16.1f\n", mode_name[m], t, s, s > 0 ? (t - base) / s * 1e6 : 0.0);
 	}
+	printf("%-8s %12.3f %10ld %16.1f   (tgkill to itself, no timer)\n", "tgkill", s1 - s0, nself,
+	       (s1 - s0) / (double)nself * 1e6);
 	return 0;
 usage:
 	fprintf(stderr, "usage: %s [-F HZ (1..100000)] [-u UNITS] [-r ROUNDS (1..%d)]\n", argv[0], MAX_ROUNDS);
