@@ -166,6 +166,7 @@ echo $? >"$work/fork.rc"
 ppid=$(sed -n 's/^parent \([0-9]*\) child \([0-9]*\)$/\1/p' "$work/fork.out")
 cpid=$(sed -n 's/^parent \([0-9]*\) child \([0-9]*\)$/\2/p' "$work/fork.out")
 check "fork: exit 0, pids printed ($ppid, $cpid), readable" sh -c "[ \"\$(cat '$work/fork.rc')\" = 0 ] && [ -n '$ppid' ] && [ -n '$cpid' ] && babeltrace2 '$work/fork.trace' >'$work/fork.txt'"
+check "fork: nm is installed, to map rip to functions (else: apt-get install binutils)" sh -c "command -v nm >/dev/null"
 sample_funcs fork "$B/tests/fork-burn" | sort | uniq -c >"$work/fork.funcs"
 nfuncs() { awk -v p="$1" -v f="$2" '$2 == p && $3 == f { print $1; found = 1 } END { if (!found) print 0 }' "$work/fork.funcs"; }
 pall=$(grep ' sample: ' "$work/fork.txt" | grep -c "{ pid = $ppid, tid")
