@@ -3,8 +3,12 @@
  * bench/capture: ns per stackcap_capture() in the calling thread, at stack
  * depths of 10, 100 and 1000 frames (80-byte frames, like
  * testdata/tdata-recurse), median and p99.  libstackcap is linked, sampling
- * off; the writer thread runs as in a real recording.
+ * off; the writer thread runs as in a real recording.  Each row also prints
+ * the bytes from the capturing sp to the top of the thread's stack, which is
+ * what is scanned (up to the 64 KiB cap), so a change of frame size by the
+ * compiler shows.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +21,7 @@
 
 static uint64_t ns[ITERS];
 static volatile uint64_t sink;
+static uintptr_t measured_sp;
 
 static uint64_t now_ns(void)
 {
@@ -25,14 +30,28 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The top of the calling thread's stack, as libstackcap finds it. */
+static uintptr_t stack_top(void)
+{
+	pthread_attr_t attr;
+	void *addr;
+	size_t size;
+	if (pthread_getattr_np(pthread_self(), &attr) != 0)
+		return 0;
+	int const rc = pthread_attr_getstack(&attr, &addr, &size);
+	pthread_attr_destroy(&attr);
+	return rc ? 0 : (uintptr_t)addr + size;
+}
+
 static int cmp(const void *a, const void *b)
 {
 	uint64_t const x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 	return x < y ? -1 : x > y;
 }
 
-static void measure(void)
+static __attribute__((noinline)) void measure(void)
 {
+	measured_sp = (uintptr_t)__builtin_frame_address(0);
 	for (int i = 0; i < ITERS; i++) {
 		uint64_t const t0 = now_ns();
 		stackcap_capture();
@@ -65,7 +84,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("# bench/capture: %d captures per depth, ns in the calling thread\n", ITERS);
-	printf("%-7s %10s %10s %8s\n", "depth", "median", "p99", "drops");
+	printf("%-7s %10s %10s %8s %10s\n", "depth", "median", "p99", "drops", "stack_B");
+	uintptr_t const top = stack_top();
 	const int depths[] = { 10, 100, 1000 };
 	for (int k = 0; k < 3; k++) {
 		struct stackcap_stats a, b;
@@ -73,8 +93,9 @@ int main(int argc, char **argv)
 		descend(depths[k]);
 		stackcap_get_stats(&b);
 		qsort(ns, ITERS, sizeof(ns[0]), cmp);
-		printf("%-7d %10lu %10lu %8lu\n", depths[k], (unsigned long)ns[ITERS / 2],
-		       (unsigned long)ns[ITERS * 99 / 100], (unsigned long)(b.drops - a.drops));
+		printf("%-7d %10lu %10lu %8lu %10lu\n", depths[k], (unsigned long)ns[ITERS / 2],
+		       (unsigned long)ns[ITERS * 99 / 100], (unsigned long)(b.drops - a.drops),
+		       top ? (unsigned long)(top - measured_sp) : 0ul);
 	}
 	stackcap_shutdown();
 	return 0;

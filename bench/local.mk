@@ -11,9 +11,24 @@ bench_capture_SOURCES = bench/capture.c
 bench_capture_CFLAGS = $(AM_CFLAGS) -O2
 bench_capture_LDADD = capture/libstackcap.la
 
-bench: bench/codec bench/capture
+# A fixed amount of CPU work through 12..24-frame call chains, timed by
+# bench/slowdown.sh with no profiler, stackcap record and perf record.
+noinst_PROGRAMS += bench/workload
+bench_workload_SOURCES = bench/workload.c
+bench_workload_CFLAGS = $(AM_CFLAGS) -g -O2
+EXTRA_DIST += bench/slowdown.sh
+
+# The sampling signal alone (empty handler), re-armed per signal or not.
+noinst_PROGRAMS += bench/sigfloor
+bench_sigfloor_SOURCES = bench/sigfloor.c
+bench_sigfloor_CFLAGS = $(AM_CFLAGS) -O2
+
+bench: all
 	bench/codec
 	rm -rf bench-capture.trace && bench/capture bench-capture.trace
+	bench/sigfloor -F 999
+	bench/sigfloor -F 9999 -u 1500
+	$(SHELL) $(srcdir)/bench/slowdown.sh .
 .PHONY: bench
 
 # bench/unwind.sh: stackunwind throughput (1 thread, all cores, dwfl) and

@@ -84,6 +84,8 @@ dist_check_SCRIPTS += tests/testdata.sh
 check_PROGRAMS += tests/thread-churn
 tests_thread_churn_SOURCES = tests/thread-churn.c
 tests_thread_churn_LDADD = -lpthread
+check_PROGRAMS += tests/fork-burn
+tests_fork_burn_SOURCES = tests/fork-burn.c
 TESTS += tests/record.sh
 EXTRA_DIST += tests/record.sh
 

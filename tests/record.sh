@@ -102,6 +102,96 @@ check "fork+exec: two child processes with >= 200 samples each ($np)" [ "$np" -g
 ns=$(ls "$work/forkexec.trace" | grep -c '^proc-')
 check "fork+exec: a process section per process image ($ns >= 3)" [ "$ns" -ge 3 ]
 
+# 5c. fork without exec: parent and child both burn CPU, each in its own
+# function; the child writes its own section and sample streams.
+# sample_funcs NAME BINARY: for each sample of $work/NAME.txt, "pid function"
+# where function is the symbol of BINARY (the main executable, nm -S) that
+# holds the sample's rip, decoded from the blob (docs/stack-codec.md: the
+# rip token is the last register token; a code token is a range index of the
+# sample's maps generation and an offset), or "?" when rip is elsewhere.
+sample_funcs() {
+	nm -S --defined-only "$2" | awk 'NF == 4 && $3 ~ /^[tT]$/ { print "SYM", $1, $2, $4 }' >"$work/$1.syms"
+	awk '
+	function hex(s,   i, v) {
+		v = 0; s = tolower(s)
+		for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+		return v
+	}
+	function varint(   v, m, b) {
+		v = 0; m = 1
+		do { b = by[p++] + 0; v += (b % 128) * m; m *= 128 } while (b >= 128 && p <= nb)
+		return v
+	}
+	function num(line, field,   v) {
+		if (!match(line, field " = [0-9]+")) return -1
+		v = substr(line, RSTART, RLENGTH); sub(/.* = /, "", v); return v + 0
+	}
+	$1 == "SYM" { ns++; slo[ns] = hex($2); shi[ns] = slo[ns] + hex($3); sname[ns] = $4; next }
+	/ maps: / {
+		pid = num($0, "pid"); gen = num($0, "generation"); s = $0; i = 0
+		while (match(s, /start = [0-9]+, end = [0-9]+, offset = [0-9]+, bias = [0-9]+, flags = [0-9]+/)) {
+			split(substr(s, RSTART, RLENGTH), f, /[ =,]+/)
+			k = pid SUBSEP gen SUBSEP i++
+			rstart[k] = f[2] + 0; rbias[k] = f[8] + 0; rflags[k] = f[10] + 0
+			s = substr(s, RSTART + RLENGTH)
+		}
+		next
+	}
+	/ sample: / { line[++nl] = $0 }
+	END {
+		for (l = 1; l <= nl; l++) {
+			s = line[l]; pid = num(s, "pid"); gen = num(s, "generation")
+			sub(/.*blob = \[ /, "", s); sub(/ \].*/, "", s); gsub(/\[[0-9]+\] = /, "", s)
+			nb = split(s, by, /, /); p = 1
+			p += 2; varint(); varint()            # version, flags; sp, nwords
+			if (int(by[2] / 16) % 2) varint()     # elided count
+			mask = varint(); idx = -1
+			for (r = 0; r < 17; r++) {
+				if (int(mask / 2 ^ r) % 2 == 0) continue
+				t = varint()
+				if (t % 4 == 1) { off = varint(); if (r == 16) idx = int(t / 4) }
+				else if (t % 4 == 3) p += 8
+			}
+			fn = "?"; k = pid SUBSEP gen SUBSEP idx
+			if (idx >= 0 && (k in rstart) && int(rflags[k] / 2) % 2) {
+				a = rstart[k] + off - rbias[k]
+				for (j = 1; j <= ns; j++) if (a >= slo[j] && a < shi[j]) fn = sname[j]
+			}
+			print pid, fn
+		}
+	}' "$work/$1.syms" "$work/$1.txt"
+}
+"$STACKCAP" record -o "$work/fork.trace" -- "$B/tests/fork-burn" 500 250 >"$work/fork.out" 2>"$work/fork.err"
+echo $? >"$work/fork.rc"
+ppid=$(sed -n 's/^parent \([0-9]*\) child \([0-9]*\)$/\1/p' "$work/fork.out")
+cpid=$(sed -n 's/^parent \([0-9]*\) child \([0-9]*\)$/\2/p' "$work/fork.out")
+check "fork: exit 0, pids printed ($ppid, $cpid), readable" sh -c "[ \"\$(cat '$work/fork.rc')\" = 0 ] && [ -n '$ppid' ] && [ -n '$cpid' ] && babeltrace2 '$work/fork.trace' >'$work/fork.txt'"
+check "fork: nm is installed, to map rip to functions (else: apt-get install binutils)" sh -c "command -v nm >/dev/null"
+sample_funcs fork "$B/tests/fork-burn" | sort | uniq -c >"$work/fork.funcs"
+nfuncs() { awk -v p="$1" -v f="$2" '$2 == p && $3 == f { print $1; found = 1 } END { if (!found) print 0 }' "$work/fork.funcs"; }
+pall=$(grep ' sample: ' "$work/fork.txt" | grep -c "{ pid = $ppid, tid")
+call=$(grep ' sample: ' "$work/fork.txt" | grep -c "{ pid = $cpid, tid")
+pin=$(nfuncs "$ppid" parent_burn)
+cin=$(nfuncs "$cpid" child_burn)
+check "fork: parent has ~0.5 s x 999 Hz samples ($pall; 350..650)" [ "$pall" -ge 350 -a "$pall" -le 650 ]
+check "fork: child has ~0.25 s x 999 Hz samples ($call; 175..325)" [ "$call" -ge 175 -a "$call" -le 325 ]
+check "fork: >= 90% of the parent's samples in parent_burn ($pin of $pall)" [ "$pin" -ge $((pall * 9 / 10)) -a "$pin" -gt 0 ]
+check "fork: >= 90% of the child's samples in child_burn ($cin of $call)" [ "$cin" -ge $((call * 9 / 10)) -a "$cin" -gt 0 ]
+check "fork: no parent sample in child_burn, no child sample in parent_burn" \
+	[ "$(nfuncs "$ppid" child_burn)" = 0 -a "$(nfuncs "$cpid" parent_burn)" = 0 ]
+check "fork: the child's process_start names the parent" \
+	grep -q "process_start: { pid = $cpid, tid = 0 }, { pid = $cpid, ppid = $ppid," "$work/fork.txt"
+check "fork: the child has its own process and sample streams (proc-$cpid-*, samples-$cpid-*)" \
+	sh -c "ls '$work/fork.trace' | grep -q '^proc-$cpid-' && ls '$work/fork.trace' | grep -q '^samples-$cpid-'"
+# The child's files alone hold every sample of the child, and only those.
+mkdir "$work/fork-child.trace"
+cp "$work/fork.trace/metadata" "$work/fork.trace"/proc-"$cpid"-* "$work/fork.trace"/samples-"$cpid"-* "$work/fork-child.trace/" 2>/dev/null
+babeltrace2 "$work/fork-child.trace" 2>/dev/null | grep ' sample: ' >"$work/fork-child.txt"
+conly=$(grep -c "{ pid = $cpid, tid" "$work/fork-child.txt")
+check "fork: the child's samples all come from its own stream files ($conly of $call)" \
+	[ "$conly" = "$call" -a "$(wc -l <"$work/fork-child.txt")" = "$call" -a "$call" -gt 0 ]
+check "fork: no drops" grep -q ' 0 drops' "$work/fork.err"
+
 # 6. --zstd: compressed stream files
 record zstd --zstd -- "$TD/tdata-single" 0.5
 check "--zstd: exit 0, .zst stream files written" sh -c "[ \"\$(cat '$work/zstd.rc')\" = 0 ] && ls '$work/zstd.trace' | grep -q 'samples-.*\.zst$'"
