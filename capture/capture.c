@@ -208,7 +208,6 @@ static int handler_installed;
 
 static void on_signal(int sig, siginfo_t *si, void *ucv)
 {
-	(void)sig;
 	(void)si;
 	const ucontext_t *uc = ucv;
 	/* We were "called" by the kernel with the return trampoline as our
@@ -228,9 +227,11 @@ static void on_signal(int sig, siginfo_t *si, void *ucv)
 		[STACKCAP_REG_RIP] = (uint64_t)g[REG_RIP],
 	};
 	stackcap_capture_regs(regs);
-	/* The perf sampler stops after each overflow: arm the next one. */
+	/* A real-time signal queues: the event then stops at each overflow
+	 * and is re-armed here, so the queue never fills (see arm_perf). */
 	struct thread_state *t = tls_thread;
-	if (t && t->perf_fd >= 0 && atomic_load_explicit(&stackcap_g.running, memory_order_relaxed))
+	if (sig >= SIGRTMIN && t && t->perf_fd >= 0 &&
+	    atomic_load_explicit(&stackcap_g.running, memory_order_relaxed))
 		ioctl(t->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
 }
 
@@ -307,7 +308,14 @@ static int arm_perf(struct thread_state *t)
 	if (fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK) != 0 ||
 	    fcntl(fd, F_SETSIG, stackcap_g.cfg.signo) != 0 ||
 	    fcntl(fd, F_SETOWN_EX, &owner) != 0 ||
-	    ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) != 0) {
+	    /* A classic signal is enabled once: every overflow signals with
+	     * no ioctl per sample (bench/sigfloor: re-arming cost 6-11 us a
+	     * sample here), and an overflow while one is pending merges with
+	     * it.  A real-time one would queue, and a full queue raises SIGIO,
+	     * which kills: that one stops after each overflow and the handler
+	     * re-arms it. */
+	    (stackcap_g.cfg.signo >= SIGRTMIN ? ioctl(fd, PERF_EVENT_IOC_REFRESH, 1)
+					      : ioctl(fd, PERF_EVENT_IOC_ENABLE, 0)) != 0) {
 		int const e = errno;
 		close(fd);
 		return -e;
