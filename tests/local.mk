@@ -108,3 +108,26 @@ tests_unit_test_debuginfo_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) 
 tests_unit_test_debuginfo_LDADD = debuginfo/libsudebuginfo.la $(LIBDW_LIBS) $(LIBELF_LIBS) $(CHECK_LIBS)
 EXTRA_tests_unit_test_debuginfo_DEPENDENCIES = tests/unit/tdata-single-nopie testdata/tdata-single testdata/libtdata-plugin.la
 TESTS += tests/unit/test-debuginfo
+
+# unwind/: samples of the test process itself, through the codec, unwound
+# by both unwinders.  -rdynamic: dladdr names the chain functions.
+UNWIND_TEST_SOURCES = tests/unit/test-unwind.c tests/unit/check-main.h \
+	tests/unit/uw-sample.c tests/unit/uw-sample.h tests/unit/uw-fp.S
+check_PROGRAMS += tests/unit/test-unwind
+tests_unit_test_unwind_SOURCES = $(UNWIND_TEST_SOURCES)
+tests_unit_test_unwind_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS)
+tests_unit_test_unwind_LDFLAGS = -rdynamic
+tests_unit_test_unwind_LDADD = unwind/libsuunwind.la debuginfo/libsudebuginfo.la \
+	compress/libstackcodec.la $(LIBDW_LIBS) $(LIBELF_LIBS) $(DL_LIBS) $(CHECK_LIBS)
+TESTS += tests/unit/test-unwind
+
+# The same under ASan+UBSan, the unwinder and module cache built in.
+check_PROGRAMS += tests/unit/test-unwind-asan
+tests_unit_test_unwind_asan_SOURCES = $(UNWIND_TEST_SOURCES) \
+	unwind/unwind.c unwind/cfi-cache.c unwind/unwind-dwfl.c debuginfo/module.c \
+	compress/stack-codec.c
+tests_unit_test_unwind_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS) \
+	$(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
+tests_unit_test_unwind_asan_LDFLAGS = -rdynamic $(SANITIZE_FLAGS)
+tests_unit_test_unwind_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS) $(DL_LIBS) $(CHECK_LIBS)
+TESTS += tests/unit/test-unwind-asan

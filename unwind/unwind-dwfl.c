@@ -25,6 +25,8 @@ struct uw_dwfl_proc {
 	struct uw_stack st;
 	int switched;
 	enum uw_read read_fail;        /* last failed read since the last frame */
+	enum uw_read any_read_fail;    /* last failed read of the sample */
+	enum uw_read last_read;        /* the last read since the last frame */
 	struct su_frame *frames;
 	size_t max, n;
 	int have_end;
@@ -55,8 +57,10 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 	struct uw_dwfl_proc *dp = arg;
 	uint64_t v;
 	enum uw_read const rd = uw_stack_read(&dp->st, addr, &v);
+	dp->last_read = rd;
 	if (rd != UW_READ_OK) {
 		dp->read_fail = rd;
+		dp->any_read_fail = rd;
 		return false;
 	}
 	*result = v;
@@ -224,12 +228,14 @@ void uw_dwfl_proc_free(struct uw_dwfl_proc *dp)
 
 /* ---- frames ------------------------------------------------------------------ */
 
-/* Whether the CFI covering ADDR is a signal frame's ('S' augmentation). */
-static int is_signal_frame(Dwfl *dwfl, uint64_t addr)
+/* What the CFI covering ADDR says: *SIGNAL, the CIE's 'S' augmentation;
+ * *RA_UNDEF, the return address is undefined (the outermost frame).
+ * @return 0, or -1 when no CFI covers ADDR. */
+static int cfi_row_info(Dwfl *dwfl, uint64_t addr, int *signal, int *ra_undef)
 {
 	Dwfl_Module *mod = dwfl_addrmodule(dwfl, addr);
 	if (!mod)
-		return 0;
+		return -1;
 	for (int k = 0; k < 2; k++) {
 		Dwarf_Addr bias;
 		Dwarf_CFI *cfi = k == 0 ? dwfl_module_eh_cfi(mod, &bias) : dwfl_module_dwarf_cfi(mod, &bias);
@@ -237,16 +243,53 @@ static int is_signal_frame(Dwfl *dwfl, uint64_t addr)
 		if (!cfi || dwarf_cfi_addrframe(cfi, addr - bias, &fr) != 0)
 			continue;
 		bool signalp = false;
-		dwarf_frame_info(fr, NULL, NULL, &signalp);
+		int const ra = dwarf_frame_info(fr, NULL, NULL, &signalp);
+		Dwarf_Op mem[3], *ops = NULL;
+		size_t nops = 0;
+		*signal = signalp;
+		*ra_undef = ra >= 0 && dwarf_frame_register(fr, ra, mem, &ops, &nops) == 0 &&
+			    nops == 0 && ops == mem;
 		free(fr);
-		return signalp;
+		return 0;
 	}
-	return 0;
+	return -1;
 }
 
-static enum su_unwind_end read_end(const struct uw_dwfl_proc *dp)
+/* Where elfutils looked frame I up: the exact pc for the initial frame and
+ * a signal frame's caller, pc - 1 otherwise. */
+static uint64_t dwfl_lookup_pc(const struct su_frame *frames, size_t i)
 {
-	return dp->read_fail == UW_READ_CUT && !dp->switched ? SU_END_TRUNCATED : SU_END_BAD_STACK;
+	const struct su_frame *f = &frames[i];
+	return i == 0 || f->how == SU_FRAME_SIGNAL ? f->pc : f->pc - 1;
+}
+
+static enum su_unwind_end read_end(const struct uw_dwfl_proc *dp, enum uw_read rd)
+{
+	return rd == UW_READ_CUT && !dp->switched ? SU_END_TRUNCATED : SU_END_BAD_STACK;
+}
+
+/* elfutils says only "return address undefined" (RC 0) or "error" (-1);
+ * guess what the fast unwinder says from the CFI and the failed reads. */
+static enum su_unwind_end guess_end(const struct uw_dwfl_proc *dp, int rc)
+{
+	if (rc == 0) {
+		int signal = 0, ra_undef = 0;
+		if (dp->n && cfi_row_info(dp->dwfl, dwfl_lookup_pc(dp->frames, dp->n - 1),
+					  &signal, &ra_undef) == 0 && ra_undef)
+			return SU_END_OUTERMOST;
+		if (dp->read_fail != UW_READ_OK)
+			return read_end(dp, dp->read_fail);
+		if (dp->any_read_fail != UW_READ_OK)
+			return read_end(dp, dp->any_read_fail);
+		/* A register the CFA needs is unknown: dropped by the filter. */
+		return dp->sample->image->policy == STACKCAP_POLICY_ALL ? SU_END_OUTERMOST
+									: SU_END_BAD_STACK;
+	}
+	/* The rbp chain failed: on its last read (the return address),
+	 * or on its checks (rbp unknown, the stack going down). */
+	if (dp->last_read != UW_READ_OK)
+		return read_end(dp, dp->last_read);
+	return SU_END_NO_CFI;
 }
 
 static int stop(struct uw_dwfl_proc *dp, enum su_unwind_end end)
@@ -259,8 +302,9 @@ static int stop(struct uw_dwfl_proc *dp, enum su_unwind_end end)
 static int frame_cb(Dwfl_Frame *state, void *arg)
 {
 	struct uw_dwfl_proc *dp = arg;
-	/* Reads failing from here on belong to unwinding this frame. */
+	/* Reads from here on belong to unwinding this frame. */
 	dp->read_fail = UW_READ_OK;
+	dp->last_read = UW_READ_OK;
 	Dwarf_Addr pc;
 	bool act = false;
 	if (!dwfl_frame_pc(state, &pc, &act))
@@ -274,9 +318,9 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 		/* Activation because the previous frame is a signal frame, or
 		 * because this one is?  Look at the previous frame's CFI where
 		 * elfutils looked it up. */
-		const struct su_frame *pf = &dp->frames[i - 1];
-		int const exact = i - 1 == 0 || pf->how == SU_FRAME_SIGNAL;
-		if (is_signal_frame(dp->dwfl, exact ? pf->pc : pf->pc - 1))
+		int signal = 0, ra_undef = 0;
+		if (cfi_row_info(dp->dwfl, dwfl_lookup_pc(dp->frames, i - 1), &signal, &ra_undef) == 0 &&
+		    signal)
 			how = SU_FRAME_SIGNAL;
 	}
 	Dwarf_Word rsp;
@@ -318,6 +362,8 @@ size_t uw_dwfl_unwind(struct su_unwinder *u, struct uw_proc *p, const struct su_
 	uw_stack_init(&dp->st, sample);
 	dp->switched = 0;
 	dp->read_fail = UW_READ_OK;
+	dp->any_read_fail = UW_READ_OK;
+	dp->last_read = UW_READ_OK;
 	dp->frames = frames;
 	dp->max = max;
 	dp->n = 0;
@@ -325,14 +371,7 @@ size_t uw_dwfl_unwind(struct su_unwinder *u, struct uw_proc *p, const struct su_
 	dp->prev_rsp_known = 0;
 	int const rc = dwfl_getthread_frames(dp->dwfl, sample->tid ? (pid_t)sample->tid : 1,
 					     frame_cb, dp);
-	if (dp->have_end)
-		*end = dp->end;
-	else if (dp->read_fail != UW_READ_OK)
-		*end = read_end(dp);
-	else
-		/* 0: the return address is undefined; -1: no CFI and no
-		 * frame-pointer chain.  elfutils says no more than that. */
-		*end = rc == 0 ? SU_END_OUTERMOST : SU_END_NO_CFI;
+	*end = dp->have_end ? dp->end : guess_end(dp, rc);
 	dp->sample = NULL;
 	dp->frames = NULL;
 	return dp->n;
