@@ -15,3 +15,10 @@ bench: bench/codec bench/capture
 	bench/codec
 	rm -rf bench-capture.trace && bench/capture bench-capture.trace
 .PHONY: bench
+
+# bench/unwind.sh: stackunwind throughput (1 thread, all cores, dwfl) and
+# peak memory beside perf script.  `make bench-unwind`.
+EXTRA_DIST += bench/unwind.sh
+bench-unwind: cli/stackunwind cli/stackcap
+	$(SHELL) $(srcdir)/bench/unwind.sh $(abs_top_builddir)
+.PHONY: bench-unwind

@@ -93,6 +93,7 @@ struct stackcap_config {
 	enum stackcap_policy policy;
 	int wall_clock;
 	int zstd;
+	int full_copy;            /* capture unfiltered, writer filters (fidelity) */
 	int no_sampling;
 	int no_follow_fork;
 	size_t ring_size;
@@ -106,6 +107,9 @@ struct stackcap_global {
 	_Atomic(struct thread_state *) threads;  /* registry, push-only list */
 	_Atomic uint64_t dropped_no_stack;       /* captures on unknown threads */
 	_Atomic uint64_t samples_total, drops_total;
+	/* The signal return trampoline (glibc's __restore_rt), learnt from
+	 * our own handler's return address: it marks signal frames. */
+	_Atomic uint64_t restorer;
 	int event_fd;                            /* wakes the writer; -1 if none */
 };
 

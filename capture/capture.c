@@ -27,11 +27,30 @@ static __thread struct thread_state *tls_thread __attribute__((tls_model("initia
 
 /* ---- the capture ------------------------------------------------------- */
 
+/* A handler running on the alternate signal stack interrupted code on the
+ * thread's own stack: find that stack pointer in the signal frame (its
+ * first word is the return trampoline, the ucontext follows) so the
+ * interrupted stack can be copied too.  Only words inside the copied
+ * range are read.  @return the interrupted rsp, or 0. */
+static uint64_t interrupted_sp(const struct thread_state *t, uint64_t sp, uint64_t nwords)
+{
+	uint64_t const restorer = atomic_load_explicit(&stackcap_g.restorer, memory_order_relaxed);
+	size_t const rsp_at = (8 + offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP])) / 8;
+	const uint64_t *w = (const uint64_t *)(uintptr_t)sp;
+	if (!restorer)
+		return 0;
+	for (uint64_t i = 0; i + rsp_at < nwords; i++)
+		if (w[i] == restorer && w[i + rsp_at] >= t->stack_lo && w[i + rsp_at] < t->stack_hi)
+			return w[i + rsp_at];
+	return 0;
+}
+
 /* Record one stack.  REGS in DWARF order; rsp is where the copy starts. */
 static int capture_regs(struct thread_state *t, const uint64_t *regs)
 {
 	uint64_t const sp = regs[STACKCAP_REG_RSP];
 	uint64_t lo = t->stack_lo, hi = t->stack_hi;
+	int on_alt = 0;
 	if (sp < lo || sp >= hi) {
 		/* Interrupted on another stack: the alternate signal stack is
 		 * the only other one we can bound safely. */
@@ -44,14 +63,25 @@ static int capture_regs(struct thread_state *t, const uint64_t *regs)
 		}
 		lo = (uint64_t)(uintptr_t)ss.ss_sp;
 		hi = lo + ss.ss_size;
+		on_alt = 1;
 	}
 	uint64_t nbytes = hi - sp;
 	if (nbytes > stackcap_g.cfg.stack_cap)
 		nbytes = stackcap_g.cfg.stack_cap;
 	uint64_t const nwords = nbytes / 8;
+	/* Second segment: the stack the alternate-stack handler interrupted,
+	 * within what is left of the cap. */
+	uint64_t const seg_sp = on_alt ? interrupted_sp(t, sp, nwords) : 0;
+	uint64_t seg_nwords = 0;
+	if (seg_sp) {
+		seg_nwords = (t->stack_hi - seg_sp) / 8;
+		if (seg_nwords > (stackcap_g.cfg.stack_cap - nbytes) / 8)
+			seg_nwords = (stackcap_g.cfg.stack_cap - nbytes) / 8;
+	}
 
 	const struct snapshot *snap = snapshot_enter();
-	size_t const need = sizeof(struct ring_rec) + STACKCAP_CODEC_BOUND(nwords);
+	size_t const need = sizeof(struct ring_rec) + STACKCAP_CODEC_BOUND(nwords) +
+			    (seg_nwords ? STACKCAP_CODEC_BOUND(seg_nwords) : 0);
 	struct ring_rec *rec = ring_reserve(&t->ring, need);
 	if (!rec) {
 		snapshot_leave();
@@ -64,10 +94,27 @@ static int capture_regs(struct thread_state *t, const uint64_t *regs)
 		.sp = sp,
 		.regs = regs,
 		.ranges = snap ? &snap->set : NULL,
-		.policy = stackcap_g.cfg.policy,
+		/* Fidelity recordings keep everything here; the writer filters. */
+		.policy = stackcap_g.cfg.full_copy ? STACKCAP_POLICY_ALL : stackcap_g.cfg.policy,
 		.encoding = STACKCAP_WORDS_RELATIVE,
 	};
 	size_t const len = stackcap_codec_encode((uint8_t *)(rec + 1), need - sizeof(*rec), &in);
+	size_t seg_len = 0;
+	if (seg_nwords && !stackcap_codec_is_error(len)) {
+		struct stackcap_codec_input seg = {
+			.words = (const uint64_t *)(uintptr_t)seg_sp,
+			.nwords = seg_nwords,
+			.sp = seg_sp,
+			.ranges = in.ranges,
+			/* Filtered even in fidelity recordings: the segment is
+			 * shared by the sample and its full copy. */
+			.policy = stackcap_g.cfg.policy,
+			.encoding = STACKCAP_WORDS_RELATIVE,
+		};
+		seg_len = stackcap_codec_encode((uint8_t *)(rec + 1) + len, need - sizeof(*rec) - len, &seg);
+		if (stackcap_codec_is_error(seg_len))
+			seg_len = 0;
+	}
 	rec->generation = snap ? snap->generation : 0;
 	snapshot_leave();
 	if (stackcap_codec_is_error(len)) {
@@ -75,7 +122,9 @@ static int capture_regs(struct thread_state *t, const uint64_t *regs)
 		return -EAGAIN;
 	}
 	rec->ts = capture_now_ns();
-	ring_commit(&t->ring, rec, sizeof(*rec) + len);
+	rec->seg_len = (uint32_t)seg_len;
+	rec->reserved = 0;
+	ring_commit(&t->ring, rec, sizeof(*rec) + len + seg_len);
 	atomic_fetch_add_explicit(&t->samples, 1, memory_order_relaxed);
 	/* Past half full: wake the writer early (write(2) is signal-safe). */
 	if (ring_used(&t->ring) > t->ring.size / 2)
@@ -162,6 +211,10 @@ static void on_signal(int sig, siginfo_t *si, void *ucv)
 	(void)sig;
 	(void)si;
 	const ucontext_t *uc = ucv;
+	/* We were "called" by the kernel with the return trampoline as our
+	 * return address: remember it, it marks signal frames on stacks. */
+	atomic_store_explicit(&stackcap_g.restorer, (uint64_t)(uintptr_t)__builtin_return_address(0),
+			      memory_order_relaxed);
 	const greg_t *g = uc->uc_mcontext.gregs;
 	uint64_t regs[STACKCAP_NREGS] = {
 		[STACKCAP_REG_RAX] = (uint64_t)g[REG_RAX], [STACKCAP_REG_RDX] = (uint64_t)g[REG_RDX],

@@ -35,7 +35,7 @@
 
 enum event_id { /* ids within each stream class, as in the metadata */
 	EV_PROCESS_START = 0, EV_MAPS = 1, EV_DROPS = 2, EV_PROCESS_END = 3,
-	EV_SAMPLE = 0,
+	EV_SAMPLE = 0, EV_SAMPLE_FULL = 1, EV_SAMPLE_SEGMENT = 2,
 };
 
 struct ctf_writer {
@@ -533,14 +533,14 @@ int ctf_stream_process_end(struct ctf_stream *s, uint64_t ts,
 	return 0;
 }
 
-int ctf_stream_sample(struct ctf_stream *s, uint64_t ts, uint32_t tid,
-		      uint32_t generation, const uint8_t *blob, size_t len)
+static int sample_event(struct ctf_stream *s, uint64_t ts, uint32_t tid, int id,
+			uint32_t generation, const uint8_t *blob, size_t len)
 {
 	if (!s || s->kind != CTF_STREAM_SAMPLES || generation >= U24_LIMIT ||
 	    len >= U24_LIMIT || (len && !blob))
 		return -EINVAL;
 	int rc;
-	uint8_t *p = event_begin(s, ts, tid, EV_SAMPLE, 3 + 3 + len, &rc);
+	uint8_t *p = event_begin(s, ts, tid, id, 3 + 3 + len, &rc);
 	if (!p)
 		return rc;
 	p = put_le(p, generation, 3);
@@ -548,6 +548,24 @@ int ctf_stream_sample(struct ctf_stream *s, uint64_t ts, uint32_t tid,
 	if (len)
 		memcpy(p, blob, len);
 	return 0;
+}
+
+int ctf_stream_sample(struct ctf_stream *s, uint64_t ts, uint32_t tid,
+		      uint32_t generation, const uint8_t *blob, size_t len)
+{
+	return sample_event(s, ts, tid, EV_SAMPLE, generation, blob, len);
+}
+
+int ctf_stream_sample_segment(struct ctf_stream *s, uint64_t ts, uint32_t tid,
+			      uint32_t generation, const uint8_t *blob, size_t len)
+{
+	return sample_event(s, ts, tid, EV_SAMPLE_SEGMENT, generation, blob, len);
+}
+
+int ctf_stream_sample_full(struct ctf_stream *s, uint64_t ts, uint32_t tid,
+			   uint32_t generation, const uint8_t *blob, size_t len)
+{
+	return sample_event(s, ts, tid, EV_SAMPLE_FULL, generation, blob, len);
 }
 
 int ctf_stream_discarded(struct ctf_stream *s, uint64_t n)

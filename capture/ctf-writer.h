@@ -143,6 +143,16 @@ int ctf_stream_process_end(struct ctf_stream *s, uint64_t ts,
 int ctf_stream_sample(struct ctf_stream *s, uint64_t ts, uint32_t tid,
 		      uint32_t generation, const uint8_t *blob, size_t len);
 
+/* The unfiltered copy of the next sample's stack (policy ALL, never
+ * elided), written just before that sample, with the same timestamp. */
+int ctf_stream_sample_full(struct ctf_stream *s, uint64_t ts, uint32_t tid,
+			   uint32_t generation, const uint8_t *blob, size_t len);
+
+/* A second stack segment of the next sample (the stack interrupted by a
+ * handler on the alternate signal stack), written just before it. */
+int ctf_stream_sample_segment(struct ctf_stream *s, uint64_t ts, uint32_t tid,
+			      uint32_t generation, const uint8_t *blob, size_t len);
+
 /* Count n events lost since the last call; the next packet written carries
  * the running total in its events_discarded field (CTF's convention), and
  * close writes an empty packet if needed so the count is never lost. */

@@ -88,6 +88,7 @@ static int config_from_opts(struct stackcap_config *c, const struct stackcap_opt
 	c->policy = (enum stackcap_policy)pol;
 	c->wall_clock = OPT(o, wall_clock, 0);
 	c->zstd = OPT(o, zstd, 0);
+	c->full_copy = OPT(o, full_copy, 0);
 	c->no_sampling = OPT(o, no_sampling, 0);
 	c->no_follow_fork = OPT(o, no_follow_fork, 0);
 	c->ring_size = OPT(o, ring_size, (size_t)1 << 20);
@@ -274,6 +275,7 @@ __attribute__((constructor)) static void preload_start(void)
 		.policy = pol && !strcmp(pol, "f1") ? STACKCAP_POLICY_F1 : STACKCAP_POLICY_F2,
 		.wall_clock = env_int("STACKCAP_WALL_CLOCK", 0),
 		.zstd = env_int("STACKCAP_ZSTD", 0),
+		.full_copy = env_int("STACKCAP_FULL_COPY", 0),
 		.no_follow_fork = env_int("STACKCAP_NO_FORK", 0),
 	};
 	int const rc = stackcap_init(&o);

@@ -18,6 +18,10 @@ struct ring_rec {
 	uint32_t size;       /* RING_WRAP: skip to offset 0 */
 	uint32_t generation; /* maps generation the blob was classified against */
 	uint64_t ts;         /* CLOCK_MONOTONIC ns */
+	/* Bytes of a second blob after the first: the interrupted stack of
+	 * a signal handler running on the alternate stack (0: none). */
+	uint32_t seg_len;
+	uint32_t reserved;
 };
 #define RING_WRAP 0xffffffffu
 

@@ -63,8 +63,12 @@ struct stackcap_opts {
 	int no_sampling;          /* nonzero: only explicit stackcap_capture() calls */
 	int no_follow_fork;       /* nonzero: a fork child records nothing */
 	size_t ring_size;         /* per-thread ring bytes; 0: 1 MiB */
+	/* Nonzero: also store the unfiltered stack copy of every sample (a
+	 * `sample_full` event), so `stackunwind stats` can measure fidelity.
+	 * For measurement only: the trace then holds every stack word. */
+	int full_copy;
 };
-#define stackcap_opts__last_field ring_size
+#define stackcap_opts__last_field full_copy
 
 /* Start recording.  Not async-signal-safe (allocates, creates a thread).
  * @return 0; -EALREADY when already started; -EINVAL for bad options;

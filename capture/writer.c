@@ -146,17 +146,54 @@ fail:
 	return NULL;
 }
 
+/* Zero the words of IMG that POLICY does not keep (the encoder's own test
+ * over the copied range), as the signal handler would have. */
+static void filter_image(struct stackcap_image *img, const struct stackcap_code_ranges *ranges,
+			 enum stackcap_policy policy)
+{
+	uint64_t const hi = img->sp + 8 * img->nwords;
+	for (uint64_t i = 0; i < img->nwords; i++)
+		if (!stackcap_codec_classify(img->words[i], ranges, img->sp, hi, policy)) {
+			img->words[i] = 0;
+			if (img->kept)
+				img->kept[i >> 3] &= (uint8_t)~(1u << (i & 7));
+		}
+	img->policy = policy;
+}
+
 /* One record: decode, elide the top shared with the previous sample,
  * write.  A record that does not decode is counted, never written. */
 static void write_record(struct wthread *w, pid_t tid, const struct ring_rec *rec)
 {
 	const struct snapshot *snap = snapshot_lookup(rec->generation);
 	const struct stackcap_code_ranges *ranges = snap ? &snap->set : NULL;
-	size_t const len = rec->size - sizeof(*rec);
+	size_t const len = rec->size - sizeof(*rec) - rec->seg_len;
 	size_t r = stackcap_codec_decode((const uint8_t *)(rec + 1), len, ranges, NULL, &w->cur);
 	if (stackcap_codec_is_error(r)) {
 		W.decode_errors++;
 		return;
+	}
+	if (rec->seg_len) {
+		/* The interrupted stack of an alternate-stack handler: its own
+		 * self-contained blob, just before the sample. */
+		int const src = ctf_stream_sample_segment(w->stream, rec->ts, (uint32_t)tid, rec->generation,
+							  (const uint8_t *)(rec + 1) + len, rec->seg_len);
+		if (src < 0) {
+			note_error(src);
+			return;
+		}
+	}
+	if (stackcap_g.cfg.full_copy) {
+		/* The ring holds the unfiltered copy: store it as is, then
+		 * filter it as the handler would have, so the sample event and
+		 * its elision are exactly those of an ordinary recording. */
+		int const frc = ctf_stream_sample_full(w->stream, rec->ts, (uint32_t)tid, rec->generation,
+							(const uint8_t *)(rec + 1), len);
+		if (frc < 0) {
+			note_error(frc);
+			return;
+		}
+		filter_image(&w->cur, ranges, stackcap_g.cfg.policy);
 	}
 	uint64_t const k = w->have_prev ? stackcap_image_common_top(&w->cur, &w->prev) : 0;
 	struct stackcap_codec_input in = {

@@ -31,7 +31,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: " PROG " record [-F HZ] [--stack-cap BYTES] [--policy f1|f2] [--zstd]\n"
-		"                       [-o DIR] [--force] -- CMD [ARGS...]\n"
+		"                       [--full-copy] [-o DIR] [--force] -- CMD [ARGS...]\n"
 		"\n"
 		"  -F, --freq HZ          samples per second of thread CPU time (default 999)\n"
 		"      --stack-cap BYTES  bound of one stack copy (default 65536)\n"
@@ -39,6 +39,8 @@ static void usage(FILE *f)
 		"      --wall-clock       sample wall-clock time instead of CPU time\n"
 		"      --zstd             zstd-compress the stream files\n"
 		"      --no-fork          do not record forked children\n"
+		"      --full-copy        also store every unfiltered stack copy, to measure\n"
+		"                         fidelity (stackunwind stats); stores every stack word\n"
 		"  -o, --output DIR       trace directory (default ./stackcap.trace)\n"
 		"      --force            replace an existing output directory\n");
 }
@@ -135,6 +137,7 @@ static int cmd_record(int argc, char **argv)
 		{ "wall-clock", no_argument, NULL, 'W' },
 		{ "zstd", no_argument, NULL, 'Z' },
 		{ "no-fork", no_argument, NULL, 'N' },
+		{ "full-copy", no_argument, NULL, 'C' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
@@ -142,7 +145,7 @@ static int cmd_record(int argc, char **argv)
 	};
 	unsigned long freq = 999, cap = 65536;
 	const char *policy = "f2", *out = "stackcap.trace";
-	int zstd = 0, force = 0, wall = 0, nofork = 0, c;
+	int zstd = 0, force = 0, wall = 0, nofork = 0, full = 0, c;
 	char *end;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+F:o:h", longopts, NULL)) != -1) {
@@ -171,6 +174,7 @@ static int cmd_record(int argc, char **argv)
 		case 'W': wall = 1; break;
 		case 'Z': zstd = 1; break;
 		case 'N': nofork = 1; break;
+		case 'C': full = 1; break;
 		case 'o': out = optarg; break;
 		case 'f': force = 1; break;
 		case 'h': usage(stdout); return 0;
@@ -236,6 +240,7 @@ static int cmd_record(int argc, char **argv)
 	setenv_u("STACKCAP_ZSTD", (unsigned)zstd);
 	setenv_u("STACKCAP_WALL_CLOCK", (unsigned)wall);
 	setenv_u("STACKCAP_NO_FORK", (unsigned)nofork);
+	setenv_u("STACKCAP_FULL_COPY", (unsigned)full);
 	setenv("STACKCAP_TRACE_UUID", uuid_hex, 1);
 	setenv("STACKCAP_CLOCK_OFFSET_NS", offset_s, 1);
 	setenv("LD_PRELOAD", preload, 1);

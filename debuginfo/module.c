@@ -129,6 +129,25 @@ static int elf_has_code(Elf *elf)
 	return 0;
 }
 
+/* Does ELF hold anything a debug file is for: DWARF or a full symbol table? */
+static int elf_has_debug(Elf *elf)
+{
+	size_t shstrndx;
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return 0;
+	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		if (sh.sh_type == SHT_SYMTAB)
+			return 1;
+		const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && (strcmp(name, ".debug_info") == 0 || strcmp(name, ".zdebug_info") == 0))
+			return 1;
+	}
+	return 0;
+}
+
 /* What a candidate file must be. */
 enum want { WANT_BINARY, WANT_DEBUG };
 
@@ -139,9 +158,10 @@ struct cand_info {
 	char *debuglink;           /* malloc'ed, or NULL */
 };
 
-/* Open PATH if it is an ELF whose build-id is ID (any when LEN is 0) and,
- * for WANT_BINARY, that holds code.  @return an fd, or -1.  A file with
- * another build-id bumps the cache's mismatch count and sets *MISMATCH. */
+/* Open PATH if it is an ELF whose build-id is ID (any when LEN is 0) that
+ * holds code (WANT_BINARY), or DWARF or a .symtab (WANT_DEBUG).  @return
+ * an fd, or -1.  A file with another build-id bumps the cache's mismatch
+ * count and sets *MISMATCH. */
 static int open_candidate(struct su_modcache *cache, const char *path,
 			  const uint8_t *id, size_t len, enum want want,
 			  int *mismatch, struct cand_info *info)
@@ -164,7 +184,7 @@ static int open_candidate(struct su_modcache *cache, const char *path,
 			*mismatch = 1;
 		goto fail;
 	}
-	if (want == WANT_BINARY && !elf_has_code(elf))
+	if (want == WANT_BINARY ? !elf_has_code(elf) : !elf_has_debug(elf))
 		goto fail;
 	if (info) {
 		memset(info, 0, sizeof *info);
@@ -312,7 +332,46 @@ static int find_debug_file(struct modpriv *p, const char *file, const char *link
 	return fd;
 }
 
-/* A dwz file (.gnu_debugaltlink NAME, seen from the debug file DEBUG). */
+/* The build-id in PATH's .gnu_debugaltlink (file name, NUL, build-id) into
+ * ID: its length, 0 when there is none. */
+static size_t altlink_build_id(const char *path, uint8_t *id)
+{
+	size_t len = 0, shstrndx;
+	int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd < 0)
+		return 0;
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf && elf_kind(elf) == ELF_K_ELF && elf_getshdrstrndx(elf, &shstrndx) == 0) {
+		for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+			GElf_Shdr sh;
+			const char *name;
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+			    !(name = elf_strptr(elf, shstrndx, sh.sh_name)) ||
+			    strcmp(name, ".gnu_debugaltlink") != 0)
+				continue;
+			Elf_Data *d = elf_getdata(scn, NULL);
+			const char *nul = d && d->d_buf ? memchr(d->d_buf, '\0', d->d_size) : NULL;
+			if (nul) {
+				size_t skip = (size_t)(nul + 1 - (const char *)d->d_buf);
+				len = d->d_size - skip;
+				if (len > SU_BUILD_ID_MAX)
+					len = 0;
+				else
+					memcpy(id, nul + 1, len);
+			}
+			break;
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return len;
+}
+
+/* A dwz file: .gnu_debugaltlink NAME of the file DEBUG.  Looked up by
+ * name (absolute: under --symfs, then as is; relative: next to DEBUG), by
+ * basename in the --debug-dirs, then by its build-id like a debug file.
+ * Only a file with the link's build-id is taken. */
 static int find_alt_file(struct modpriv *p, const char *debug, const char *name,
 			 char **out)
 {
@@ -320,12 +379,10 @@ static int find_alt_file(struct modpriv *p, const char *debug, const char *name,
 	*out = NULL;
 	if (!name || !*name)
 		return -1;
-	/* The alt file's build-id is in the link; libdw checks it when it
-	 * opens the file, so any build-id is accepted here. */
 	uint8_t save[SU_BUILD_ID_MAX];
 	size_t save_len = p->want_id_len;
 	memcpy(save, p->want_id, sizeof save);
-	p->want_id_len = 0;
+	p->want_id_len = altlink_build_id(debug, p->want_id);
 	if (name[0] == '/') {
 		char *s = under_symfs(p->cache, name);
 		fd = try_debug(p, s, out);
@@ -339,6 +396,8 @@ static int find_alt_file(struct modpriv *p, const char *debug, const char *name,
 	}
 	for (char **d = p->cache->debug_dirs; d && *d && fd < 0; d++)
 		fd = try_debug_fmt(p, out, "%s/%s", *d, base_name(name));
+	if (fd < 0 && p->want_id_len)
+		fd = find_debug_file(p, NULL, NULL, out);
 	p->want_id_len = save_len;
 	memcpy(p->want_id, save, sizeof save);
 	return fd;
@@ -375,7 +434,7 @@ static int cb_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modn
 		strcmp(debuglink_file, p->main_debuglink) == 0 :
 		!debuglink_file && !p->main_debuglink;
 	if (!same_link) {
-		fd = find_alt_file(p, p->pub.debug_path ? p->pub.debug_path : file_name,
+		fd = find_alt_file(p, file_name ? file_name : p->pub.debug_path,
 				   debuglink_file, &path);
 	} else {
 		fd = find_debug_file(p, file_name, debuglink_file, &path);
@@ -831,6 +890,9 @@ void su_modcache_set_finalizers(struct su_modcache *c, void (*unwind_free)(void 
 {
 	if (!c)
 		return;
-	c->unwind_free = unwind_free;
-	c->sym_free = sym_free;
+	/* unwind/ and symbolize/ each register their own: NULL keeps. */
+	if (unwind_free)
+		c->unwind_free = unwind_free;
+	if (sym_free)
+		c->sym_free = sym_free;
 }

@@ -88,7 +88,9 @@ struct su_module *su_modcache_get(struct su_modcache *cache,
 void su_modcache_get_stats(const struct su_modcache *cache,
 			   struct su_modcache_stats *stats);
 
-/* Hooks so unwind/ and symbolize/ can free what they cached in a module. */
+/* Hooks so unwind/ and symbolize/ can free what they cached in a module.
+ * A NULL argument keeps the hook already set, so each layer registers its
+ * own without knowing the other. */
 void su_modcache_set_finalizers(struct su_modcache *cache,
 				void (*unwind_free)(void *),
 				void (*sym_free)(void *));

@@ -3,11 +3,11 @@
 # Skips what is present; as non-root, prints the apt-get command and exits 1.
 set -eu
 
-PKGS="build-essential autoconf automake libtool pkg-config gawk
+PKGS="build-essential g++ binutils autoconf automake libtool pkg-config gawk
 libdw-dev libelf-dev libdwarf-dev libzstd-dev zlib1g-dev
 libbabeltrace2-dev babeltrace2 liblttng-ust-dev lttng-tools
 libdebuginfod-dev libprotobuf-c-dev protobuf-c-compiler check
-clang libclang-rt-14-dev llvm zstd linux-perf file procps gdb"
+clang libclang-rt-14-dev llvm zstd linux-perf file procps gdb time dwz"
 
 # Extra package sets, by name, for later stages (browser tests etc.).
 case "${1:-}" in

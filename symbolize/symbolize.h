@@ -2,8 +2,13 @@
  *
  * One address may give several frames: the innermost inlined function
  * first, then each caller it was inlined into, then the real function
- * (like perf's "(inlined)" frames).  Results are cached per (module,
- * address) in the module (module->sym_cache). */
+ * (like perf's "(inlined)" frames and `addr2line -f -i`).  The innermost
+ * frame is at ADDR's line; each outer one at the call site of the frame
+ * inside it.  Results are cached per (module, address) in the module
+ * (module->sym_cache): register su_symbolize_cache_free with
+ * su_modcache_set_finalizers.  Names: the demangled linkage name, else
+ * DW_AT_name (C++: qualified by namespaces and classes), else the symbol
+ * table's.  One thread per module cache. */
 #ifndef STACKCAP_SYMBOLIZE_H
 #define STACKCAP_SYMBOLIZE_H
 
@@ -13,7 +18,8 @@
 
 struct su_symframe {
 	const char *function;  /* demangled name, or NULL when unknown */
-	uint64_t func_offset;  /* address - function start (outermost frame only; 0 for inlined) */
+	uint64_t func_offset;  /* address - function start (symbol, else DWARF entry pc;
+	                        * outermost frame only; 0 for inlined) */
 	const char *file;      /* source file, or NULL */
 	uint32_t line;         /* 0 when unknown */
 	uint32_t column;

@@ -6,6 +6,7 @@
 # every frame of a chain is a real frame.
 TDATA_CFLAGS = -g -O1 -fno-optimize-sibling-calls
 TDATA_NOFP_CFLAGS = -g -O2 -fomit-frame-pointer -fno-optimize-sibling-calls
+TDATA_INLINE_CFLAGS = -g -O2 -fno-optimize-sibling-calls
 
 noinst_PROGRAMS += \
 	testdata/tdata-single \
@@ -13,7 +14,8 @@ noinst_PROGRAMS += \
 	testdata/tdata-dlopen \
 	testdata/tdata-recurse \
 	testdata/tdata-nofp \
-	testdata/tdata-sigalt
+	testdata/tdata-sigalt \
+	testdata/tdata-inline
 
 testdata_tdata_single_SOURCES = testdata/single.c testdata/tdata.h
 testdata_tdata_single_CFLAGS = $(AM_CFLAGS) $(TDATA_CFLAGS)
@@ -43,6 +45,9 @@ testdata_tdata_nofp_CFLAGS = $(AM_CFLAGS) $(TDATA_NOFP_CFLAGS)
 testdata_tdata_sigalt_SOURCES = testdata/sigalt.c testdata/tdata.h
 testdata_tdata_sigalt_CFLAGS = $(AM_CFLAGS) $(TDATA_CFLAGS)
 
+testdata_tdata_inline_SOURCES = testdata/inline.c testdata/tdata.h
+testdata_tdata_inline_CFLAGS = $(AM_CFLAGS) $(TDATA_INLINE_CFLAGS)
+
 # Automake puts the user's CFLAGS (by default "-g -O2") after the per-target
 # flags, where they would win.  Repeat the fixture flags after them with GNU
 # make target-specific variables, so the programs are always built as
@@ -51,5 +56,6 @@ $(testdata_tdata_single_OBJECTS) $(testdata_tdata_threads_OBJECTS) \
 $(testdata_tdata_dlopen_OBJECTS) $(testdata_libtdata_plugin_la_OBJECTS) \
 $(testdata_tdata_recurse_OBJECTS) $(testdata_tdata_sigalt_OBJECTS): CFLAGS += $(TDATA_CFLAGS)
 $(testdata_tdata_nofp_OBJECTS): CFLAGS += $(TDATA_NOFP_CFLAGS)
+$(testdata_tdata_inline_OBJECTS): CFLAGS += $(TDATA_INLINE_CFLAGS)
 
 EXTRA_DIST += testdata/README.md

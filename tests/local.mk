@@ -33,7 +33,8 @@ TESTS += tests/unit/test-ctf-writer-asan
 
 # `make check-sanitize`: only the sanitizer builds.
 check-sanitize:
-	$(MAKE) $(AM_MAKEFLAGS) check TESTS="tests/unit/test-stack-codec-asan tests/unit/test-ctf-writer-asan"
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS="tests/unit/test-stack-codec-asan tests/unit/test-ctf-writer-asan \
+		tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan tests/unit/test-unwind-asan"
 .PHONY: check-sanitize
 
 # Fuzz targets: replayed over the committed corpus by every `make check`
@@ -86,6 +87,10 @@ tests_thread_churn_LDADD = -lpthread
 TESTS += tests/record.sh
 EXTRA_DIST += tests/record.sh
 
+# Integration: stackunwind on recorded traces (chains, unwinders, bad input).
+TESTS += tests/unwind.sh
+EXTRA_DIST += tests/unwind.sh
+
 # libstackcap linked by a program: the public API and stackcap_capture().
 check_PROGRAMS += tests/capture-api
 tests_capture_api_SOURCES = tests/capture-api.c
@@ -108,6 +113,43 @@ tests_unit_test_debuginfo_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) 
 tests_unit_test_debuginfo_LDADD = debuginfo/libsudebuginfo.la $(LIBDW_LIBS) $(LIBELF_LIBS) $(CHECK_LIBS)
 EXTRA_tests_unit_test_debuginfo_DEPENDENCIES = tests/unit/tdata-single-nopie testdata/tdata-single testdata/libtdata-plugin.la
 TESTS += tests/unit/test-debuginfo
+
+# symbolize/: checked against a libdwarf oracle and addr2line (binutils).
+# libdwarf and libdw export the same names: the libdwarf oracle is a program.
+check_PROGRAMS += tests/unit/dwarf-oracle
+tests_unit_dwarf_oracle_SOURCES = tests/unit/dwarf-oracle.c
+tests_unit_dwarf_oracle_CFLAGS = $(AM_CFLAGS) $(LIBDWARF_CFLAGS)
+tests_unit_dwarf_oracle_LDADD = $(LIBDWARF_LIBS)
+
+check_PROGRAMS += tests/unit/cxx-fixture
+tests_unit_cxx_fixture_SOURCES = tests/unit/cxx-fixture.cc
+tests_unit_cxx_fixture_CXXFLAGS = -g -O2
+
+check_PROGRAMS += tests/unit/test-symbolize
+tests_unit_test_symbolize_SOURCES = tests/unit/test-symbolize.c tests/unit/check-main.h \
+	tests/unit/elf-util.c tests/unit/elf-util.h \
+	tests/unit/oracle-client.c tests/unit/dwarf-oracle.h
+tests_unit_test_symbolize_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS)
+tests_unit_test_symbolize_LDADD = symbolize/libsusymbolize.la debuginfo/libsudebuginfo.la \
+	$(LIBDW_LIBS) $(LIBELF_LIBS) $(CHECK_LIBS)
+EXTRA_tests_unit_test_symbolize_DEPENDENCIES = tests/unit/cxx-fixture tests/unit/dwarf-oracle testdata/tdata-single \
+	testdata/tdata-nofp testdata/tdata-inline testdata/libtdata-plugin.la
+TESTS += tests/unit/test-symbolize
+
+# The debuginfo and symbolize tests under ASan+UBSan too.
+check_PROGRAMS += tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan
+tests_unit_test_debuginfo_asan_SOURCES = $(tests_unit_test_debuginfo_SOURCES) debuginfo/module.c
+tests_unit_test_debuginfo_asan_CFLAGS = $(tests_unit_test_debuginfo_CFLAGS) $(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
+tests_unit_test_debuginfo_asan_LDFLAGS = $(SANITIZE_FLAGS)
+tests_unit_test_debuginfo_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS) $(CHECK_LIBS)
+EXTRA_tests_unit_test_debuginfo_asan_DEPENDENCIES = $(EXTRA_tests_unit_test_debuginfo_DEPENDENCIES)
+tests_unit_test_symbolize_asan_SOURCES = $(tests_unit_test_symbolize_SOURCES) debuginfo/module.c \
+	symbolize/symbolize.c
+tests_unit_test_symbolize_asan_CFLAGS = $(tests_unit_test_symbolize_CFLAGS) $(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
+tests_unit_test_symbolize_asan_LDFLAGS = $(SANITIZE_FLAGS)
+tests_unit_test_symbolize_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS) -lstdc++ $(CHECK_LIBS)
+EXTRA_tests_unit_test_symbolize_asan_DEPENDENCIES = $(EXTRA_tests_unit_test_symbolize_DEPENDENCIES)
+TESTS += tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan
 
 # unwind/: samples of the test process itself, through the codec, unwound
 # by both unwinders.  -rdynamic: dladdr names the chain functions.

@@ -337,4 +337,23 @@ else
 		"$tmp/alt.gdb"
 fi
 
+# --- tdata-inline -------------------------------------------------------------
+p=$td/tdata-inline
+runs "tdata-inline $RUN_SECS exits 0" "$p" "$RUN_SECS"
+chain_is inline "tdata-inline --chain" "inl_leaf inl_middle inline_hot inline_outer main" "$p" --chain
+# gdb lists the two inlined calls as inline frames.
+sed -e 's/^inl_leaf$/inl_leaf@inline/' -e 's/^inl_middle$/inl_middle@inline/' \
+	"$tmp/inline.chain" >"$tmp/inline.gdbchain"
+check_bt inline "tdata-inline: gdb backtrace at inl_leaf is the chain, inl_leaf and inl_middle inlined" \
+	"$tmp/inline.gdbchain" 1 main inl_leaf "$p" "$RUN_SECS"
+# The inlined functions really are inlined: no symbol of their own.
+nm "$p" 2>"$tmp/err" | awk '$2 ~ /^[tTwW]$/ { print $3 }' >"$tmp/syms"
+if grep -qx inline_hot "$tmp/syms" && grep -qx inline_outer "$tmp/syms" &&
+	! grep -E '^inl_(leaf|middle)' "$tmp/syms" >"$tmp/bad"; then
+	ok "tdata-inline: inl_leaf and inl_middle have no symbol, inline_hot and inline_outer do"
+else
+	not_ok "tdata-inline: inl_leaf and inl_middle have no symbol, inline_hot and inline_outer do" \
+		"$tmp/bad" "$tmp/err"
+fi
+
 echo "1..$n"

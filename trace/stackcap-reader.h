@@ -15,6 +15,9 @@ struct su_reader_callbacks {
 	int (*process_start)(void *arg, const struct su_process *proc);
 	int (*maps)(void *arg, const struct su_process *proc, const struct su_maps *maps);
 	int (*sample)(void *arg, const struct su_sample *sample);
+	/* After the last sample, while every process and maps is still valid
+	 * (a consumer holding samples finishes them here). */
+	int (*end)(void *arg);
 };
 
 struct su_reader_stats {
@@ -38,6 +41,12 @@ struct su_reader_opts {
 	uint32_t pid, tid;
 	/* Only samples with begin <= time <= end (end 0: no limit). */
 	uint64_t time_begin, time_end;
+	/* Which parser reads the stream files. */
+	enum su_reader_source {
+		SU_READER_DEFAULT = 0,
+		SU_READER_NATIVE,      /* ours: the format we write, fast */
+		SU_READER_BABELTRACE2, /* babeltrace2's src.ctf.fs: the reference */
+	} source;
 };
 
 /* Nonzero when DIR looks like a stackcap trace (metadata naming tracer stackcap). */

@@ -71,6 +71,11 @@ struct su_sample {
 	int stack_capped;          /* image reached the stack cap: may be cut */
 	/* The unfiltered copy of the same stack (fidelity recordings), or NULL. */
 	const struct stackcap_image *full_image;
+	/* A second stack segment, or NULL: the thread's own stack, interrupted
+	 * by a signal handler that ran on the alternate stack (IMAGE).  Memory
+	 * reads look in IMAGE, then here.  It ends at the stack top unless
+	 * STACK_CAPPED. */
+	const struct stackcap_image *segment;
 };
 
 #endif

@@ -8,11 +8,15 @@
 #include <check.h>
 #include <elf.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <unistd.h>
+
+#include <gelf.h>
+#include <libelf.h>
 
 #include "debuginfo/module.h"
 #include "tests/unit/check-main.h"
@@ -251,6 +255,471 @@ START_TEST(finalizers_run_on_free)
 }
 END_TEST
 
+/* ---- separate debug info, --debug-dir, --symfs, debuginfod, vDSO ------- */
+
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sh(const char *fmt, ...)
+{
+	va_list ap;
+	char *cmd;
+	va_start(ap, fmt);
+	ck_assert_int_ge(vasprintf(&cmd, fmt, ap), 0);
+	va_end(ap);
+	int st;
+	char *out = run_cmd(cmd, &st);
+	ck_assert_msg(st == 0, "%s: exit %d: %s", cmd, st, out);
+	free(out);
+	free(cmd);
+}
+
+/* "xx/rest" of ID. */
+static char *id_rel(const uint8_t *id, size_t len)
+{
+	char *s = calloc(1, 2 * len + 2);
+	char *p = s;
+	for (size_t i = 0; i < len; i++) {
+		p += sprintf(p, "%02x", id[i]);
+		if (i == 0)
+			*p++ = '/';
+	}
+	return s;
+}
+
+/* In DIR: bin/tdata-single without DWARF (symtab kept) plus
+ * bin/tdata-single.debug, linked by .gnu_debuglink. */
+static void make_split(const char *dir, const char *src)
+{
+	sh("mkdir -p '%s/bin' && cp '%s' '%s/bin/tdata-single' && cd '%s/bin' && "
+	   "objcopy --only-keep-debug tdata-single tdata-single.debug && "
+	   "strip --strip-debug tdata-single && "
+	   "objcopy --add-gnu-debuglink=tdata-single.debug tdata-single",
+	   dir, src, dir, dir);
+}
+
+/* M has DWARF (from DEBUG when not NULL) giving hot_leaf's file. */
+static void check_dwarf(struct su_module *m, const char *src_bin, const char *debug)
+{
+	Dwarf_Addr bias = 1;
+	ck_assert_msg(dwfl_module_getdwarf(m->mod, &bias) != NULL, "no DWARF: %s",
+		      dwfl_errmsg(-1));
+	ck_assert_uint_eq(bias, 0);
+	if (debug) {
+		ck_assert_ptr_nonnull(m->debug_path);
+		ck_assert_str_eq(m->debug_path, debug);
+	}
+	uint64_t addr = elf_func_addr(src_bin, "hot_leaf", NULL);
+	Dwfl_Line *line = dwfl_module_getsrc(m->mod, addr);
+	ck_assert_ptr_nonnull(line);
+	const char *file = dwfl_lineinfo(line, NULL, NULL, NULL, NULL, NULL);
+	ck_assert_ptr_nonnull(file);
+	ck_assert_msg(strstr(file, "single.c") != NULL, "file %s", file);
+	check_sym(m, addr, "hot_leaf");
+}
+
+START_TEST(debug_file_in_debug_dir_build_id_tree)
+{
+	char *src = build_path("testdata/tdata-single");
+	uint8_t id[SU_BUILD_ID_MAX];
+	size_t len = elf_build_id(src, id);
+	char *t = new_tmpdir();
+	make_split(t, src);
+	char *rel = id_rel(id, len);
+	char *dbg = xasprintf("%s/dbg/.build-id/%s.debug", t, rel);
+	/* Move the debug file away from the debuglink's reach. */
+	sh("mkdir -p \"$(dirname '%s')\" && mv '%s/bin/tdata-single.debug' '%s'", dbg, t, dbg);
+	char *ddir = xasprintf("%s/dbg", t);
+	const char *dirs[] = { ddir, NULL };
+	struct su_debuginfo_opts o = quiet_opts();
+	o.debug_dirs = dirs;
+	struct su_modcache *c = su_modcache_new(&o);
+	char *bin = xasprintf("%s/bin/tdata-single", t);
+	struct su_map_entry e = entry_for(bin, id, len);
+	struct su_module *m = su_modcache_get(c, &e);
+	ck_assert_int_eq(m->status, SU_MODULE_OK);
+	ck_assert_str_eq(m->elf_path, bin);
+	check_dwarf(m, src, dbg);
+	struct su_modcache_stats st;
+	su_modcache_get_stats(c, &st);
+	ck_assert_uint_eq(st.separate_debug, 1);
+	su_modcache_free(c);
+
+	/* Without the debug dir: symbols, but no DWARF. */
+	o.debug_dirs = NULL;
+	c = su_modcache_new(&o);
+	m = su_modcache_get(c, &e);
+	ck_assert_int_eq(m->status, SU_MODULE_OK);
+	ck_assert_ptr_null(dwfl_module_getdwarf(m->mod, &(Dwarf_Addr){0}));
+	check_sym(m, elf_func_addr(src, "hot_leaf", NULL), "hot_leaf");
+	su_modcache_free(c);
+
+	/* A debug file with another build-id in the tree is refused. */
+	char *nopie = build_path("tests/unit/tdata-single-nopie");
+	sh("cp '%s' '%s'", nopie, dbg);
+	free(nopie);
+	o.debug_dirs = dirs;
+	c = su_modcache_new(&o);
+	m = su_modcache_get(c, &e);
+	ck_assert_int_eq(m->status, SU_MODULE_OK);
+	ck_assert_ptr_null(dwfl_module_getdwarf(m->mod, &(Dwarf_Addr){0}));
+	ck_assert_ptr_null(m->debug_path);
+	su_modcache_get_stats(c, &st);
+	ck_assert_uint_ge(st.mismatched_files, 1);
+	su_modcache_free(c);
+	free(bin); free(ddir); free(dbg); free(rel); free(src);
+	rm_rf(t);
+}
+END_TEST
+
+START_TEST(debug_file_by_debuglink)
+{
+	char *src = build_path("testdata/tdata-single");
+	uint8_t id[SU_BUILD_ID_MAX];
+	size_t len = elf_build_id(src, id);
+	char *t = new_tmpdir();
+	make_split(t, src);
+	struct su_debuginfo_opts o = quiet_opts();
+	char *bin = xasprintf("%s/bin/tdata-single", t);
+	char *dbg = xasprintf("%s/bin/tdata-single.debug", t);
+	struct su_map_entry e = entry_for(bin, id, len);
+	struct su_modcache *c = su_modcache_new(&o);
+	struct su_module *m = su_modcache_get(c, &e);
+	ck_assert_int_eq(m->status, SU_MODULE_OK);
+	check_dwarf(m, src, dbg);
+	su_modcache_free(c);
+	/* In .debug/ next to the binary. */
+	sh("mkdir '%s/bin/.debug' && mv '%s' '%s/bin/.debug/'", t, dbg, t);
+	free(dbg);
+	dbg = xasprintf("%s/bin/.debug/tdata-single.debug", t);
+	c = su_modcache_new(&o);
+	m = su_modcache_get(c, &e);
+	check_dwarf(m, src, dbg);
+	su_modcache_free(c);
+	/* By debuglink name in a --debug-dir. */
+	char *ddir = xasprintf("%s/d", t);
+	sh("mkdir '%s' && mv '%s' '%s/'", ddir, dbg, ddir);
+	free(dbg);
+	dbg = xasprintf("%s/tdata-single.debug", ddir);
+	const char *dirs[] = { ddir, NULL };
+	o.debug_dirs = dirs;
+	c = su_modcache_new(&o);
+	m = su_modcache_get(c, &e);
+	check_dwarf(m, src, dbg);
+	su_modcache_free(c);
+	free(ddir); free(dbg); free(bin); free(src);
+	rm_rf(t);
+}
+END_TEST
+
+START_TEST(debug_dir_before_recorded_path)
+{
+	char *src = build_path("testdata/tdata-single");
+	uint8_t id[SU_BUILD_ID_MAX];
+	size_t len = elf_build_id(src, id);
+	char *t = new_tmpdir();
+	char *rel = id_rel(id, len);
+	/* The binary only by basename in the debug dir: found there. */
+	sh("mkdir -p '%s/d' && cp '%s' '%s/d/tdata-single'", t, src, t);
+	char *ddir = xasprintf("%s/d", t);
+	const char *dirs[] = { ddir, NULL };
+	struct su_debuginfo_opts o = quiet_opts();
+	o.debug_dirs = dirs;
+	struct su_modcache *c = su_modcache_new(&o);
+	struct su_map_entry e = entry_for("/nonexistent/usr/bin/tdata-single", id, len);
+	struct su_module *m = su_modcache_get(c, &e);
+	ck_assert_int_eq(m->status, SU_MODULE_OK);
+	char *want = xasprintf("%s/tdata-single", ddir);
+	ck_assert_str_eq(m->elf_path, want);
+	check_dwarf(m, src, NULL);
+	su_modcache_free(c);
+	free(want);
+	/* .build-id/xx/rest in the debug dir wins over the basename and the
+	 * recorded path. */
+	sh("mkdir -p \"$(dirname '%s/d/.build-id/%s')\" && cp '%s' '%s/d/.build-id/%s'",
+	   t, rel, src, t, rel);
+	c = su_modcache_new(&o);
+	struct su_map_entry e2 = entry_for(src, id, len);
+	m = su_modcache_get(c, &e2);
+	want = xasprintf("%s/d/.build-id/%s", t, rel);
+	ck_assert_str_eq(m->elf_path, want);
+	su_modcache_free(c);
+	free(want);
+	/* Another binary under the same basename: refused, the recorded path
+	 * is used. */
+	char *nopie = build_path("tests/unit/tdata-single-nopie");
+	sh("rm -r '%s/d/.build-id' && cp '%s' '%s/d/tdata-single'", t, nopie, t);
+	free(nopie);
+	c = su_modcache_new(&o);
+	m = su_modcache_get(c, &e2);
+	ck_assert_int_eq(m->status, SU_MODULE_OK);
+	ck_assert_str_eq(m->elf_path, src);
+	struct su_modcache_stats st;
+	su_modcache_get_stats(c, &st);
+	ck_assert_uint_eq(st.mismatched_files, 1);
+	su_modcache_free(c);
+	free(ddir); free(rel); free(src);
+	rm_rf(t);
+}
+END_TEST
+
+START_TEST(debug_file_alone_stands_in)
+{
+	char *src = build_path("testdata/tdata-single");
+	uint8_t id[SU_BUILD_ID_MAX];
+	size_t len = elf_build_id(src, id);
+	char *t = new_tmpdir();
+	char *rel = id_rel(id, len);
+	char *dbg = xasprintf("%s/.build-id/%s.debug", t, rel);
+	sh("mkdir -p \"$(dirname '%s')\" && objcopy --only-keep-debug '%s' '%s'", dbg, src, dbg);
+	const char *dirs[] = { t, NULL };
+	struct su_debuginfo_opts o = quiet_opts();
+	o.debug_dirs = dirs;
+	struct su_modcache *c = su_modcache_new(&o);
+	struct su_map_entry e = entry_for("/nonexistent/tdata-single", id, len);
+	struct su_module *m = su_modcache_get(c, &e);
+	ck_assert_int_eq(m->status, SU_MODULE_OK);
+	ck_assert_int_eq(m->debug_only, 1);
+	ck_assert_str_eq(m->elf_path, dbg);
+	check_bias0(m, src, "level_c");
+	check_dwarf(m, src, NULL);
+	su_modcache_free(c);
+	/* A debug file is never taken for the binary when the binary is there. */
+	struct su_map_entry e2 = entry_for(src, id, len);
+	c = su_modcache_new(&o);
+	m = su_modcache_get(c, &e2);
+	ck_assert_int_eq(m->debug_only, 0);
+	ck_assert_str_eq(m->elf_path, src);
+	su_modcache_free(c);
+	free(dbg); free(rel); free(src);
+	rm_rf(t);
+}
+END_TEST
+
+START_TEST(symfs_prefix)
+{
+	char *src = build_path("testdata/tdata-single");
+	uint8_t id[SU_BUILD_ID_MAX];
+	size_t len = elf_build_id(src, id);
+	char *t = new_tmpdir();
+	sh("mkdir -p '%s/usr/libexec/stackcap-test' && cp '%s' '%s/usr/libexec/stackcap-test/tdata-single'",
+	   t, src, t);
+	const char *rec = "/usr/libexec/stackcap-test/tdata-single";
+	struct su_debuginfo_opts o = quiet_opts();
+	struct su_map_entry e = entry_for(rec, id, len);
+	struct su_modcache *c = su_modcache_new(&o);
+	ck_assert_int_eq(su_modcache_get(c, &e)->status, SU_MODULE_NOT_FOUND);
+	su_modcache_free(c);
+	o.symfs = t;
+	c = su_modcache_new(&o);
+	struct su_module *m = su_modcache_get(c, &e);
+	ck_assert_int_eq(m->status, SU_MODULE_OK);
+	char *want = xasprintf("%s%s", t, rec);
+	ck_assert_str_eq(m->elf_path, want);
+	check_dwarf(m, src, NULL);
+	su_modcache_free(c);
+	/* [SYMFS]/usr/lib/debug/.build-id/xx/rest.debug for a split binary. */
+	sh("cd '%s/usr/libexec/stackcap-test' && objcopy --only-keep-debug tdata-single d && "
+	   "strip --strip-debug tdata-single", t);
+	char *rel = id_rel(id, len);
+	char *dbg = xasprintf("%s/usr/lib/debug/.build-id/%s.debug", t, rel);
+	sh("mkdir -p \"$(dirname '%s')\" && mv '%s/usr/libexec/stackcap-test/d' '%s'", dbg, t, dbg);
+	o.no_system_dirs = 0;
+	c = su_modcache_new(&o);
+	m = su_modcache_get(c, &e);
+	check_dwarf(m, src, dbg);
+	su_modcache_free(c);
+	free(dbg); free(rel); free(want); free(src);
+	rm_rf(t);
+}
+END_TEST
+
+START_TEST(debuginfod_file_server)
+{
+	/* libdebuginfod takes file:// URLs: a server without a network. */
+	char *src = build_path("testdata/tdata-single");
+	uint8_t id[SU_BUILD_ID_MAX];
+	size_t len = elf_build_id(src, id);
+	char hex[2 * SU_BUILD_ID_MAX + 1];
+	for (size_t i = 0; i < len; i++)
+		sprintf(hex + 2 * i, "%02x", id[i]);
+	char *t = new_tmpdir();
+	sh("mkdir -p '%s/srv/buildid/%s' && cp '%s' '%s/srv/buildid/%s/executable'",
+	   t, hex, src, t, hex);
+	char *url = xasprintf("file://%s/srv", t);
+	char *cachedir = xasprintf("%s/cache", t);
+	setenv("DEBUGINFOD_URLS", url, 1);
+	setenv("DEBUGINFOD_CACHE_PATH", cachedir, 1);
+	struct su_debuginfo_opts o = quiet_opts();
+	struct su_map_entry e = entry_for("/nonexistent/tdata-single", id, len);
+	struct su_modcache *c = su_modcache_new(&o);
+	ck_assert_int_eq(su_modcache_get(c, &e)->status, SU_MODULE_NOT_FOUND);
+	su_modcache_free(c);
+#ifdef HAVE_DEBUGINFOD
+	o.no_debuginfod = 0;
+	c = su_modcache_new(&o);
+	struct su_module *m = su_modcache_get(c, &e);
+	ck_assert_int_eq(m->status, SU_MODULE_OK);
+	ck_assert_msg(strncmp(m->elf_path, cachedir, strlen(cachedir)) == 0, "%s", m->elf_path);
+	check_dwarf(m, src, NULL);
+	su_modcache_free(c);
+	/* A split binary: its debug file from the server. */
+	make_split(t, src);
+	sh("mv '%s/bin/tdata-single.debug' '%s/srv/buildid/%s/debuginfo'", t, t, hex);
+	char *bin = xasprintf("%s/bin/tdata-single", t);
+	struct su_map_entry e2 = entry_for(bin, id, len);
+	c = su_modcache_new(&o);
+	m = su_modcache_get(c, &e2);
+	ck_assert_str_eq(m->elf_path, bin);
+	check_dwarf(m, src, NULL);
+	ck_assert_msg(strncmp(m->debug_path, cachedir, strlen(cachedir)) == 0, "%s", m->debug_path);
+	su_modcache_free(c);
+	free(bin);
+#endif
+	free(url); free(cachedir); free(src);
+	rm_rf(t);
+}
+END_TEST
+
+/* This process's vDSO image, found through /proc/self/maps. */
+static void own_vdso(const void **start, size_t *size)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	ck_assert_ptr_nonnull(f);
+	char line[512];
+	*start = NULL;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2) {
+			*start = (const void *)lo;
+			*size = hi - lo;
+		}
+	}
+	fclose(f);
+	ck_assert_msg(*start != NULL, "no [vdso] in /proc/self/maps");
+}
+
+/* The build-id of this process's vDSO into ID (its length) and, when FUNC
+ * is not NULL, the address of __vdso_clock_gettime. */
+static size_t own_vdso_build_id_func(uint8_t *id, uint64_t *funcp)
+{
+	const void *start;
+	size_t size = 0;
+	own_vdso(&start, &size);
+	ck_assert(elf_version(EV_CURRENT) != EV_NONE);
+	char *copy = malloc(size);
+	memcpy(copy, start, size);
+	Elf *elf = elf_memory(copy, size);
+	ck_assert_ptr_nonnull(elf);
+	/* Build-id note and a symbol, read here with libelf. */
+	size_t len = 0;
+	uint64_t func = 0;
+	for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+		GElf_Shdr sh;
+		gelf_getshdr(scn, &sh);
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (sh.sh_type == SHT_NOTE) {
+			size_t off = 0, noff, doff;
+			GElf_Nhdr nh;
+			while ((off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0)
+				if (nh.n_type == NT_GNU_BUILD_ID && nh.n_descsz <= SU_BUILD_ID_MAX) {
+					memcpy(id, (char *)d->d_buf + doff, nh.n_descsz);
+					len = nh.n_descsz;
+				}
+		} else if (sh.sh_type == SHT_DYNSYM) {
+			for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+				GElf_Sym sym;
+				gelf_getsym(d, (int)i, &sym);
+				const char *n = elf_strptr(elf, sh.sh_link, sym.st_name);
+				if (n && strcmp(n, "__vdso_clock_gettime") == 0)
+					func = sym.st_value;
+			}
+		}
+	}
+	elf_end(elf);
+	free(copy);
+	ck_assert_uint_gt(len, 0);
+	ck_assert_uint_ne(func, 0);
+	if (funcp)
+		*funcp = func;
+	return len;
+}
+
+static size_t own_vdso_build_id(uint8_t *id)
+{
+	return own_vdso_build_id_func(id, NULL);
+}
+
+START_TEST(vdso_matching_build_id)
+{
+	uint8_t id[SU_BUILD_ID_MAX];
+	uint64_t func = 0;
+	size_t len = own_vdso_build_id_func(id, &func);
+
+	struct su_debuginfo_opts o = quiet_opts();
+	struct su_modcache *c = su_modcache_new(&o);
+	struct su_map_entry e = entry_for("[vdso]", id, len);
+	e.flags = SU_MAP_VDSO;
+	struct su_module *m = su_modcache_get(c, &e);
+	ck_assert_int_eq(m->status, SU_MODULE_OK);
+	ck_assert_int_eq(m->is_vdso, 1);
+	ck_assert_str_eq(m->elf_path, "[vdso]");
+	check_sym(m, func, "__vdso_clock_gettime");
+	/* Another kernel's vDSO: not found. */
+	id[0] ^= 1;
+	struct su_map_entry e2 = entry_for("[vdso]", id, len);
+	e2.flags = SU_MAP_VDSO;
+	ck_assert_int_eq(su_modcache_get(c, &e2)->status, SU_MODULE_NOT_FOUND);
+	struct su_map_entry e3 = entry_for("[vdso]", NULL, 0);
+	e3.flags = SU_MAP_VDSO;
+	ck_assert_int_eq(su_modcache_get(c, &e3)->status, SU_MODULE_NOT_FOUND);
+	su_modcache_free(c);
+}
+END_TEST
+
+/* Open fds of this process on files under DIR or testdata/, or memfds. */
+static int open_fds(const char *dir)
+{
+	int st;
+	char *cmd = xasprintf("ls -l /proc/$PPID/fd | grep -c -e '%s' -e /testdata/ -e memfd:", dir);
+	char *out = run_cmd(cmd, &st);
+	free(cmd);
+	int n = atoi(out);
+	free(out);
+	return n;
+}
+
+START_TEST(no_fd_left_open)
+{
+	char *src = build_path("testdata/tdata-single");
+	uint8_t id[SU_BUILD_ID_MAX];
+	size_t len = elf_build_id(src, id);
+	char *t = new_tmpdir();
+	make_split(t, src);
+	char *bin = xasprintf("%s/bin/tdata-single", t);
+	for (int round = 0; round < 3; round++) {
+		struct su_debuginfo_opts o = quiet_opts();
+		struct su_modcache *c = su_modcache_new(&o);
+		struct su_map_entry e = entry_for(bin, id, len);
+		struct su_module *m = su_modcache_get(c, &e);
+		ck_assert_int_eq(m->status, SU_MODULE_OK);
+		ck_assert_ptr_nonnull(dwfl_module_getdwarf(m->mod, &(Dwarf_Addr){0}));
+		id[0] ^= 1;
+		struct su_map_entry e2 = entry_for(src, id, len);
+		ck_assert_int_eq(su_modcache_get(c, &e2)->status, SU_MODULE_BUILD_ID_MISMATCH);
+		id[0] ^= 1;
+		struct su_map_entry ev = entry_for("[vdso]", NULL, 0);
+		ev.flags = SU_MAP_VDSO;
+		ev.build_id_len = (uint8_t)own_vdso_build_id(ev.build_id);
+		ck_assert_int_eq(su_modcache_get(c, &ev)->status, SU_MODULE_OK);
+		ck_assert_int_ge(open_fds(t), 2); /* the check sees them */
+		su_modcache_free(c);
+	}
+	ck_assert_int_eq(open_fds(t), 0);
+	free(bin); free(src);
+	rm_rf(t);
+}
+END_TEST
+
+
 Suite *debuginfo_suite(void);
 Suite *debuginfo_suite(void)
 {
@@ -265,6 +734,14 @@ Suite *debuginfo_suite(void)
 	tcase_add_test(tc, no_build_id_recorded_uses_path);
 	tcase_add_test(tc, anonymous_no_file);
 	tcase_add_test(tc, finalizers_run_on_free);
+	tcase_add_test(tc, debug_file_in_debug_dir_build_id_tree);
+	tcase_add_test(tc, debug_file_by_debuglink);
+	tcase_add_test(tc, debug_dir_before_recorded_path);
+	tcase_add_test(tc, debug_file_alone_stands_in);
+	tcase_add_test(tc, symfs_prefix);
+	tcase_add_test(tc, debuginfod_file_server);
+	tcase_add_test(tc, vdso_matching_build_id);
+	tcase_add_test(tc, no_fd_left_open);
 	suite_add_tcase(s, tc);
 	return s;
 }

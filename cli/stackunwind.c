@@ -1,0 +1,837 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stackunwind: offline unwinding and symbolization of recorded traces.
+ *
+ *   stackunwind stacks [OPTIONS] TRACE   one block per sample, like perf script
+ *   stackunwind stats  [OPTIONS] TRACE   sizes, savings, drops, fidelity
+ *
+ * The reader decodes samples in time order on the main thread (each blob
+ * may refer to the previous sample of its thread); batches of decoded
+ * samples are unwound, symbolized and formatted by N workers, each with
+ * its own modules (elfutils is not thread-safe), and written in order, so
+ * the output of -j N is byte-identical to -j 1.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "trace/stackcap-reader.h"
+#include "debuginfo/module.h"
+#include "unwind/unwind.h"
+#include "symbolize/symbolize.h"
+
+#define PROG "stackunwind"
+#define BATCH 256
+#define MAX_FRAMES 1024
+#define MAX_SYMFRAMES 64
+
+enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_PARTIAL = 3 };
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: " PROG " stacks [OPTIONS] TRACE\n"
+		"       " PROG " stats  [OPTIONS] TRACE\n"
+		"\n"
+		"  stacks: every sample as a header (comm pid/tid time) and one frame per line\n"
+		"          (address, symbol+offset, module, file:line), like perf script\n"
+		"  stats:  samples, bytes on disk and per sample, bytes the codec saved, drops,\n"
+		"          and fidelity when the trace carries full stack copies\n"
+		"\n"
+		"  -p, --pid PID            only this process\n"
+		"  -t, --tid TID            only this thread\n"
+		"      --time START,END     only samples in [START, END] (seconds, as printed;\n"
+		"                           either side may be empty)\n"
+		"  -j, --jobs N             unwind and symbolize on N threads (default: cores)\n"
+		"      --unwinder fast|dwfl the CFI unwinder (default fast; dwfl is elfutils' own)\n"
+		"      --debug-dir DIR      look for binaries and debug info here first (repeatable)\n"
+		"      --symfs DIR          recorded paths are under DIR\n"
+		"      --no-debuginfod      never ask debuginfod servers\n"
+		"      --max-frames N       frames per sample (default %d)\n"
+		"\n"
+		"exit status: 0 all read; 1 error; 2 usage; 3 read in part (warnings say what\n"
+		"was skipped, the rest is printed)\n",
+		MAX_FRAMES);
+}
+
+static void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die_usage(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs(PROG ": ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputs("\n", stderr);
+	va_end(ap);
+	fputs("Try '" PROG " --help'.\n", stderr);
+	exit(EXIT_USAGE);
+}
+
+/* ---- options --------------------------------------------------------------- */
+
+struct options {
+	const char *command;
+	const char *trace;
+	struct su_reader_opts filter;
+	unsigned jobs;
+	enum su_unwinder_kind unwinder;
+	const char **debug_dirs;
+	size_t n_debug_dirs;
+	struct su_debuginfo_opts di;
+	size_t max_frames;
+};
+
+static uint64_t parse_u64(const char *s, const char *what)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-')
+		die_usage("%s: not a number: '%s'", what, s);
+	return v;
+}
+
+/* "SEC[.FRACTION]" in seconds -> ns; empty -> DFLT. */
+static uint64_t parse_time(const char *s, size_t len, uint64_t dflt)
+{
+	if (len == 0)
+		return dflt;
+	uint64_t sec = 0, frac = 0;
+	size_t i = 0;
+	int digits = 0;
+	for (; i < len && s[i] >= '0' && s[i] <= '9'; i++, digits++)
+		sec = sec * 10 + (uint64_t)(s[i] - '0');
+	if (i < len && s[i] == '.') {
+		int fd = 0;
+		for (i++; i < len && s[i] >= '0' && s[i] <= '9'; i++, fd++)
+			if (fd < 9)
+				frac = frac * 10 + (uint64_t)(s[i] - '0');
+		for (; fd < 9; fd++)
+			frac *= 10;
+		digits++;
+	}
+	if (i != len || !digits || sec > UINT64_MAX / 1000000000u)
+		die_usage("--time: not a time in seconds: '%.*s'", (int)len, s);
+	return sec * 1000000000u + frac;
+}
+
+static unsigned cores(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return (unsigned)CPU_COUNT(&set);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (unsigned)n : 1;
+}
+
+static void parse_options(int argc, char **argv, struct options *o)
+{
+	enum { OPT_TIME = 256, OPT_UNWINDER, OPT_DEBUG_DIR, OPT_SYMFS, OPT_NO_DEBUGINFOD, OPT_MAX_FRAMES };
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "tid", required_argument, NULL, 't' },
+		{ "time", required_argument, NULL, OPT_TIME },
+		{ "jobs", required_argument, NULL, 'j' },
+		{ "unwinder", required_argument, NULL, OPT_UNWINDER },
+		{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
+		{ "symfs", required_argument, NULL, OPT_SYMFS },
+		{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
+		{ "max-frames", required_argument, NULL, OPT_MAX_FRAMES },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	memset(o, 0, sizeof(*o));
+	o->jobs = cores();
+	o->max_frames = MAX_FRAMES;
+	o->unwinder = SU_UNWINDER_FAST;
+	o->debug_dirs = calloc((size_t)argc + 1, sizeof(*o->debug_dirs));
+	if (!o->debug_dirs) {
+		perror(PROG);
+		exit(EXIT_ERROR);
+	}
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		usage(stdout);
+		exit(EXIT_OK);
+	}
+	if (argc < 2)
+		die_usage("missing command (stacks or stats)");
+	o->command = argv[1];
+	if (strcmp(o->command, "stacks") && strcmp(o->command, "stats"))
+		die_usage("unknown command '%s' (stacks or stats)", o->command);
+	argc--;
+	argv++;
+	int c;
+	while ((c = getopt_long(argc, argv, "p:t:j:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			o->filter.pid = (uint32_t)parse_u64(optarg, "--pid");
+			break;
+		case 't':
+			o->filter.tid = (uint32_t)parse_u64(optarg, "--tid");
+			break;
+		case OPT_TIME: {
+			const char *comma = strchr(optarg, ',');
+			if (!comma)
+				die_usage("--time wants START,END (either may be empty)");
+			o->filter.time_begin = parse_time(optarg, (size_t)(comma - optarg), 0);
+			o->filter.time_end = parse_time(comma + 1, strlen(comma + 1), 0);
+			if (o->filter.time_end && o->filter.time_end < o->filter.time_begin)
+				die_usage("--time: END is before START");
+			break;
+		}
+		case 'j':
+			o->jobs = (unsigned)parse_u64(optarg, "--jobs");
+			if (o->jobs < 1 || o->jobs > 1024)
+				die_usage("--jobs: between 1 and 1024");
+			break;
+		case OPT_UNWINDER:
+			if (!strcmp(optarg, "fast"))
+				o->unwinder = SU_UNWINDER_FAST;
+			else if (!strcmp(optarg, "dwfl"))
+				o->unwinder = SU_UNWINDER_DWFL;
+			else
+				die_usage("--unwinder: fast or dwfl, not '%s'", optarg);
+			break;
+		case OPT_DEBUG_DIR:
+			o->debug_dirs[o->n_debug_dirs++] = optarg;
+			break;
+		case OPT_SYMFS:
+			o->di.symfs = optarg;
+			break;
+		case OPT_NO_DEBUGINFOD:
+			o->di.no_debuginfod = 1;
+			break;
+		case OPT_MAX_FRAMES:
+			o->max_frames = (size_t)parse_u64(optarg, "--max-frames");
+			if (o->max_frames < 1 || o->max_frames > 65536)
+				die_usage("--max-frames: between 1 and 65536");
+			break;
+		case 'h':
+			usage(stdout);
+			exit(EXIT_OK);
+		default:
+			fputs("Try '" PROG " --help'.\n", stderr);
+			exit(EXIT_USAGE);
+		}
+	}
+	if (optind != argc - 1)
+		die_usage(optind >= argc ? "missing TRACE directory" : "one TRACE directory only");
+	o->trace = argv[optind];
+	o->di.debug_dirs = o->n_debug_dirs ? o->debug_dirs : NULL;
+}
+
+/* ---- a growable text buffer -------------------------------------------------- */
+
+struct text {
+	char *buf;
+	size_t len, cap;
+	int oom;
+};
+
+static void text_printf(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void text_printf(struct text *t, const char *fmt, ...)
+{
+	for (;;) {
+		va_list ap;
+		va_start(ap, fmt);
+		int n = vsnprintf(t->buf ? t->buf + t->len : NULL, t->buf ? t->cap - t->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			return;
+		if (t->buf && t->len + (size_t)n < t->cap) {
+			t->len += (size_t)n;
+			return;
+		}
+		size_t ncap = t->cap ? t->cap * 2 : 65536;
+		while (ncap < t->len + (size_t)n + 1)
+			ncap *= 2;
+		char *nb = realloc(t->buf, ncap);
+		if (!nb) {
+			t->oom = 1;
+			return;
+		}
+		t->buf = nb;
+		t->cap = ncap;
+	}
+}
+
+/* ---- per-worker unwinding and formatting ------------------------------------ */
+
+struct counts {
+	uint64_t samples;
+	uint64_t complete;       /* unwound to the outermost frame */
+	uint64_t truncated;      /* cut by the stack cap */
+	uint64_t incomplete;     /* stopped early for another reason */
+	uint64_t unknown_frames; /* frames without a symbol */
+	uint64_t frames;
+};
+
+/* A module a frame needed but that could not be used. */
+struct bad_module {
+	const struct su_module *m;
+};
+
+struct worker {
+	const struct options *o;
+	struct bad_module *bad;
+	size_t n_bad, cap_bad;
+	struct su_modcache *modules;
+	struct su_unwinder *unwinder;
+	struct su_frame *frames;
+	struct counts counts;
+};
+
+static int worker_init(struct worker *w, const struct options *o)
+{
+	memset(w, 0, sizeof(*w));
+	w->o = o;
+	w->modules = su_modcache_new(&o->di);
+	if (!w->modules)
+		return -ENOMEM;
+	su_modcache_set_finalizers(w->modules, NULL, su_symbolize_cache_free);
+	w->unwinder = su_unwinder_new(o->unwinder, w->modules);
+	w->frames = calloc(o->max_frames, sizeof(*w->frames));
+	return w->unwinder && w->frames ? 0 : -ENOMEM;
+}
+
+static void worker_fini(struct worker *w)
+{
+	su_unwinder_free(w->unwinder);
+	su_modcache_free(w->modules);
+	free(w->frames);
+	free(w->bad);
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s && s[1] ? s + 1 : path;
+}
+
+static void note_bad_module(struct worker *w, const struct su_module *m)
+{
+	for (size_t i = 0; i < w->n_bad; i++)
+		if (w->bad[i].m == m)
+			return;
+	if (w->n_bad == w->cap_bad) {
+		size_t n = w->cap_bad ? 2 * w->cap_bad : 8;
+		struct bad_module *nb = realloc(w->bad, n * sizeof(*nb));
+		if (!nb)
+			return; /* only the warning is lost */
+		w->bad = nb;
+		w->cap_bad = n;
+	}
+	w->bad[w->n_bad++].m = m;
+}
+
+/* One warning per binary that frames needed and could not use (every
+ * worker met its own copy of the module: deduplicate by path). */
+static void warn_bad_modules(struct worker *workers, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		for (size_t j = 0; j < workers[i].n_bad; j++) {
+			const struct su_module *m = workers[i].bad[j].m;
+			int seen = 0;
+			for (unsigned a = 0; a <= i && !seen; a++)
+				for (size_t b = 0; b < (a == i ? j : workers[a].n_bad) && !seen; b++)
+					seen = !strcmp(workers[a].bad[b].m->recorded_path, m->recorded_path);
+			if (seen)
+				continue;
+			char hex[2 * SU_BUILD_ID_MAX + 1] = "none recorded";
+			for (unsigned k = 0; k < m->build_id_len; k++)
+				snprintf(hex + 2 * k, 3, "%02x", m->build_id[k]);
+			fprintf(stderr, PROG ": warning: %s (build-id %s): %s; its frames show module+offset\n",
+				m->recorded_path, hex,
+				m->status == SU_MODULE_BUILD_ID_MISMATCH
+					? "the file there has another build-id (rebuilt since the recording?); "
+					  "give the right one with --debug-dir or --symfs"
+					: "not found (give it with --debug-dir or --symfs, or set DEBUGINFOD_URLS)");
+		}
+}
+
+/* One frame's lines: inlined frames first, like perf's "(inlined)". */
+static void format_frame(struct worker *w, const struct su_sample *s, const struct su_frame *f,
+			 struct text *out)
+{
+	const struct su_map_entry *e = f->map >= 0 && s->maps && (uint64_t)f->map < s->maps->count
+		? &s->maps->entries[f->map] : NULL;
+	if (!e) {
+		w->counts.unknown_frames++;
+		text_printf(out, "\t%16" PRIx64 " [unknown] ([unknown])\n", f->pc);
+		return;
+	}
+	const char *module_name = e->path[0] ? e->path : (e->flags & SU_MAP_ANON ? "[anon]" : "[unknown]");
+	struct su_module *m = su_modcache_get(w->modules, e);
+	if (m && (m->status == SU_MODULE_NOT_FOUND || m->status == SU_MODULE_BUILD_ID_MISMATCH))
+		note_bad_module(w, m);
+	uint64_t const elf_addr = f->pc - e->bias;
+	uint64_t const lookup = elf_addr - (f->activation ? 0 : 1);
+	struct su_symframe sf[MAX_SYMFRAMES];
+	size_t n = m && m->status == SU_MODULE_OK ? su_symbolize(m, lookup, sf, MAX_SYMFRAMES) : 0;
+	if (n == 0 || !sf[n - 1].function) {
+		/* module+offset: what can still be looked up later by hand. */
+		w->counts.unknown_frames++;
+		text_printf(out, "\t%16" PRIx64 " %s+0x%" PRIx64 " (%s)\n", f->pc,
+			    base_name(module_name), elf_addr, module_name);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct su_symframe *y = &sf[i];
+		const char *fn = y->function ? y->function : "[unknown]";
+		if (y->inlined)
+			text_printf(out, "\t%16" PRIx64 " %s (inlined) (%s)", f->pc, fn, module_name);
+		else
+			text_printf(out, "\t%16" PRIx64 " %s+0x%" PRIx64 " (%s)", f->pc, fn,
+				    y->func_offset + (f->activation ? 0 : 1), module_name);
+		if (y->file && y->line)
+			text_printf(out, " %s:%u\n", y->file, y->line);
+		else
+			text_printf(out, "\n");
+	}
+}
+
+static void unwind_and_format(struct worker *w, const struct su_sample *s, struct text *out)
+{
+	enum su_unwind_end end = SU_END_ERROR;
+	size_t n = su_unwind(w->unwinder, s, w->frames, w->o->max_frames, &end);
+	w->counts.samples++;
+	w->counts.frames += n;
+	if (end == SU_END_OUTERMOST)
+		w->counts.complete++;
+	else if (end == SU_END_TRUNCATED)
+		w->counts.truncated++;
+	else
+		w->counts.incomplete++;
+	const char *comm = s->process && s->process->comm[0] ? s->process->comm : "[unknown]";
+	text_printf(out, "%s %u/%u %" PRIu64 ".%09" PRIu64 ":\n", comm, s->pid, s->tid,
+		    s->time_ns / 1000000000u, s->time_ns % 1000000000u);
+	for (size_t i = 0; i < n; i++)
+		format_frame(w, s, &w->frames[i], out);
+	if (end != SU_END_OUTERMOST)
+		text_printf(out, "\t%16x [%s] ([stackunwind])\n", 0, su_unwind_end_name(end));
+	text_printf(out, "\n");
+}
+
+/* ---- batches: decoded samples on their way to a worker ----------------------- */
+
+struct batch {
+	size_t n;
+	struct su_sample samples[BATCH];
+	struct stackcap_image images[2 * BATCH]; /* image and segment of each sample */
+	uint64_t *words;         /* arena for every image's words and kept bits */
+	size_t used, cap;        /* in uint64_t */
+	struct text out;
+	uint64_t seq;
+	int state;               /* 0 free, 1 filled, 2 in work, 3 done */
+};
+
+/* Make room for NEED more words in B's arena. */
+static int arena_reserve(struct batch *b, uint64_t need)
+{
+	if (b->used + need <= b->cap)
+		return 0;
+	size_t ncap = b->cap ? b->cap * 2 : 65536;
+	while (ncap < b->used + need)
+		ncap *= 2;
+	uint64_t *na = malloc(ncap * sizeof(uint64_t));
+	if (!na)
+		return -ENOMEM;
+	if (b->used)
+		memcpy(na, b->words, b->used * sizeof(uint64_t));
+	/* Images already in the batch point into the arena: rebase them. */
+	for (size_t i = 0; i < 2 * b->n; i++) {
+		struct stackcap_image *img = &b->images[i];
+		if (!img->words)
+			continue;
+		img->words = na + (img->words - b->words);
+		img->kept = (uint8_t *)(na + ((uint64_t *)(void *)img->kept - b->words));
+	}
+	free(b->words);
+	b->words = na;
+	b->cap = ncap;
+	return 0;
+}
+
+static uint64_t image_arena_words(const struct stackcap_image *img)
+{
+	return img ? img->nwords + (img->nwords + 63) / 64 : 0;
+}
+
+/* Copy SRC into DST, its words and kept bits into the arena (reserved). */
+static void image_copy(struct batch *b, struct stackcap_image *dst, const struct stackcap_image *src)
+{
+	uint64_t const nw = src->nwords;
+	*dst = *src;
+	dst->words = b->words + b->used;
+	memcpy(dst->words, src->words, nw * sizeof(uint64_t));
+	dst->kept = (uint8_t *)(void *)(b->words + b->used + nw);
+	if (src->kept)
+		memcpy(dst->kept, src->kept, (nw + 7) / 8);
+	else
+		memset(dst->kept, 0xff, (nw + 7) / 8);
+	dst->capacity = nw;
+	b->used += image_arena_words(src);
+}
+
+static int batch_add(struct batch *b, const struct su_sample *s)
+{
+	if (arena_reserve(b, image_arena_words(s->image) + image_arena_words(s->segment)))
+		return -ENOMEM;
+	struct stackcap_image *img = &b->images[2 * b->n];
+	struct stackcap_image *seg = &b->images[2 * b->n + 1];
+	image_copy(b, img, s->image);
+	if (s->segment)
+		image_copy(b, seg, s->segment);
+	else
+		memset(seg, 0, sizeof(*seg));
+	b->samples[b->n] = *s;
+	b->samples[b->n].image = img;
+	b->samples[b->n].segment = s->segment ? seg : NULL;
+	b->samples[b->n].full_image = NULL;
+	b->n++;
+	return 0;
+}
+
+struct run {
+	const struct options *o;
+	struct worker *workers;
+	unsigned n_workers;
+	pthread_t *threads;
+	struct batch *slots;     /* ring of n_slots */
+	unsigned n_slots;
+	uint64_t next_fill, next_write;  /* sequence numbers */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int stop;
+	int oom;
+	FILE *out;
+};
+
+static void batch_work(struct worker *w, struct batch *b)
+{
+	b->out.len = 0;
+	for (size_t i = 0; i < b->n; i++)
+		unwind_and_format(w, &b->samples[i], &b->out);
+}
+
+struct worker_arg {
+	struct run *run;
+	struct worker *w;
+};
+
+static void *worker_thread(void *arg)
+{
+	struct worker_arg *a = arg;
+	struct run *r = a->run;
+	pthread_mutex_lock(&r->lock);
+	for (;;) {
+		struct batch *b = NULL;
+		for (unsigned i = 0; i < r->n_slots; i++)
+			if (r->slots[i].state == 1 && (!b || r->slots[i].seq < b->seq))
+				b = &r->slots[i];
+		if (!b) {
+			if (r->stop)
+				break;
+			pthread_cond_wait(&r->cond, &r->lock);
+			continue;
+		}
+		b->state = 2;
+		pthread_mutex_unlock(&r->lock);
+		batch_work(a->w, b);
+		pthread_mutex_lock(&r->lock);
+		b->state = 3;
+		pthread_cond_broadcast(&r->cond);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+/* Write finished batches in sequence order.  Lock held. */
+static void write_done(struct run *r)
+{
+	for (;;) {
+		struct batch *b = &r->slots[r->next_write % r->n_slots];
+		if (b->seq != r->next_write || b->state != 3)
+			return;
+		if (b->out.oom)
+			r->oom = 1;
+		fwrite(b->out.buf, 1, b->out.len, r->out);
+		b->state = 0;
+		b->n = 0;
+		b->used = 0;
+		r->next_write++;
+	}
+}
+
+/* The batch being filled (slot of next_fill), waiting for it to be free. */
+static struct batch *fill_slot(struct run *r)
+{
+	struct batch *b = &r->slots[r->next_fill % r->n_slots];
+	if (r->n_workers == 0)
+		return b;
+	pthread_mutex_lock(&r->lock);
+	for (;;) {
+		write_done(r);
+		if (b->state == 0)
+			break;
+		pthread_cond_wait(&r->cond, &r->lock);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return b;
+}
+
+static void submit(struct run *r, struct batch *b)
+{
+	b->seq = r->next_fill++;
+	if (r->n_workers == 0) {
+		/* -j 1: unwind here, in the same order, through the same code. */
+		batch_work(&r->workers[0], b);
+		if (b->out.oom)
+			r->oom = 1;
+		fwrite(b->out.buf, 1, b->out.len, r->out);
+		b->n = 0;
+		b->used = 0;
+		r->next_write++;
+		return;
+	}
+	pthread_mutex_lock(&r->lock);
+	b->state = 1;
+	pthread_cond_broadcast(&r->cond);
+	write_done(r);
+	pthread_mutex_unlock(&r->lock);
+}
+
+static int on_sample(void *arg, const struct su_sample *s)
+{
+	struct run *r = arg;
+	struct batch *b = fill_slot(r);
+	if (batch_add(b, s))
+		return -ENOMEM;
+	if (b->n == BATCH)
+		submit(r, b);
+	return 0;
+}
+
+static int on_end(void *arg)
+{
+	struct run *r = arg;
+	struct batch *b = fill_slot(r);
+	if (b->n)
+		submit(r, b);
+	if (r->n_workers) {
+		pthread_mutex_lock(&r->lock);
+		while (r->next_write != r->next_fill) {
+			write_done(r);
+			if (r->next_write == r->next_fill)
+				break;
+			pthread_cond_wait(&r->cond, &r->lock);
+		}
+		r->stop = 1;
+		pthread_cond_broadcast(&r->cond);
+		pthread_mutex_unlock(&r->lock);
+		for (unsigned i = 0; i < r->n_workers; i++)
+			pthread_join(r->threads[i], NULL);
+		r->n_workers = 0; /* joined */
+	}
+	return r->oom ? -ENOMEM : 0;
+}
+
+static void sum_module_stats(struct worker *w, struct su_modcache_stats *total)
+{
+	struct su_modcache_stats st;
+	su_modcache_get_stats(w->modules, &st);
+	if (st.not_found > total->not_found)
+		total->not_found = st.not_found;
+	if (st.build_id_mismatch > total->build_id_mismatch)
+		total->build_id_mismatch = st.build_id_mismatch;
+	if (st.modules > total->modules)
+		total->modules = st.modules;
+}
+
+static int cmd_stacks(const struct options *o)
+{
+	struct run r = { .o = o, .out = stdout };
+	unsigned const nw = o->jobs;
+	int rc = EXIT_ERROR;
+	struct worker_arg *args = NULL;
+
+	pthread_mutex_init(&r.lock, NULL);
+	pthread_cond_init(&r.cond, NULL);
+	r.workers = calloc(nw, sizeof(*r.workers));
+	r.n_slots = nw > 1 ? 2 * nw : 1;
+	r.slots = calloc(r.n_slots, sizeof(*r.slots));
+	r.threads = calloc(nw, sizeof(*r.threads));
+	args = calloc(nw, sizeof(*args));
+	if (!r.workers || !r.slots || !r.threads || !args) {
+		fprintf(stderr, PROG ": out of memory\n");
+		goto out;
+	}
+	for (unsigned i = 0; i < nw; i++)
+		if (worker_init(&r.workers[i], o)) {
+			fprintf(stderr, PROG ": out of memory\n");
+			goto out;
+		}
+	if (nw > 1) {
+		for (unsigned i = 0; i < nw; i++) {
+			args[i] = (struct worker_arg){ &r, &r.workers[i] };
+			if (pthread_create(&r.threads[i], NULL, worker_thread, &args[i])) {
+				fprintf(stderr, PROG ": cannot start worker threads\n");
+				r.stop = 1;
+				pthread_cond_broadcast(&r.cond);
+				for (unsigned j = 0; j < i; j++)
+					pthread_join(r.threads[j], NULL);
+				goto out;
+			}
+			r.n_workers = i + 1;
+		}
+	}
+	struct su_reader_callbacks cb = { .arg = &r, .sample = on_sample, .end = on_end };
+	struct su_reader_stats st;
+	char err[1024];
+	int const rrc = su_stackcap_trace_read(o->trace, &o->filter, &cb, &st, err, sizeof(err));
+	if (r.n_workers) { /* the reader stopped early: stop the workers */
+		pthread_mutex_lock(&r.lock);
+		r.stop = 1;
+		pthread_cond_broadcast(&r.cond);
+		pthread_mutex_unlock(&r.lock);
+		for (unsigned i = 0; i < r.n_workers; i++)
+			pthread_join(r.threads[i], NULL);
+		r.n_workers = 0;
+	}
+	fflush(stdout);
+	if (rrc < 0) {
+		fprintf(stderr, PROG ": %s\n", err[0] ? err : strerror(-rrc));
+		goto out;
+	}
+	struct counts c = { 0 };
+	struct su_modcache_stats ms = { 0 };
+	for (unsigned i = 0; i < nw; i++) {
+		struct counts *k = &r.workers[i].counts;
+		c.samples += k->samples;
+		c.complete += k->complete;
+		c.truncated += k->truncated;
+		c.incomplete += k->incomplete;
+		c.unknown_frames += k->unknown_frames;
+		c.frames += k->frames;
+		sum_module_stats(&r.workers[i], &ms);
+	}
+	warn_bad_modules(r.workers, nw);
+	fprintf(stderr,
+		PROG ": %" PRIu64 " samples, %" PRIu64 " fully unwound, %" PRIu64 " truncated, %" PRIu64
+		" stopped early, %" PRIu64 " unknown frames of %" PRIu64 ", %" PRIu64 " build-id mismatches, %"
+		PRIu64 " binaries not found",
+		c.samples, c.complete, c.truncated, c.incomplete, c.unknown_frames, c.frames,
+		ms.build_id_mismatch, ms.not_found);
+	if (st.bad_blobs || st.no_maps)
+		fprintf(stderr, ", %" PRIu64 " samples not decodable", st.bad_blobs + st.no_maps);
+	if (st.drops || st.discarded)
+		fprintf(stderr, ", %" PRIu64 " dropped at capture", st.drops + st.discarded);
+	fputc('\n', stderr);
+	if (ferror(stdout)) {
+		fprintf(stderr, PROG ": write error on standard output\n");
+		goto out;
+	}
+	rc = rrc > 0 || ms.build_id_mismatch || ms.not_found ? EXIT_PARTIAL : EXIT_OK;
+out:
+	for (unsigned i = 0; r.workers && i < nw; i++)
+		worker_fini(&r.workers[i]);
+	for (unsigned i = 0; r.slots && i < r.n_slots; i++) {
+		free(r.slots[i].words);
+		free(r.slots[i].out.buf);
+	}
+	free(r.workers);
+	free(r.slots);
+	free(r.threads);
+	free(args);
+	return rc;
+}
+
+/* ---- stats ------------------------------------------------------------------- */
+
+/* Fidelity: the chain unwound from the compressed image against the one
+ * unwound from the unfiltered copy of the same stack. */
+struct fidelity {
+	struct worker w;
+	struct su_frame *full_frames;
+	uint64_t compared, equal;
+};
+
+static int fidelity_sample(void *arg, const struct su_sample *s)
+{
+	struct fidelity *f = arg;
+	if (!s->full_image)
+		return 0;
+	struct su_sample full = *s;
+	full.image = s->full_image;
+	full.full_image = NULL;
+	enum su_unwind_end e1, e2;
+	size_t const n1 = su_unwind(f->w.unwinder, s, f->w.frames, f->w.o->max_frames, &e1);
+	size_t const n2 = su_unwind(f->w.unwinder, &full, f->full_frames, f->w.o->max_frames, &e2);
+	int same = n1 == n2 && e1 == e2;
+	for (size_t i = 0; same && i < n1; i++)
+		same = f->w.frames[i].pc == f->full_frames[i].pc;
+	f->compared++;
+	f->equal += same;
+	return 0;
+}
+
+static int cmd_stats(const struct options *o)
+{
+	struct fidelity f = { 0 };
+	if (worker_init(&f.w, o) || !(f.full_frames = calloc(o->max_frames, sizeof(*f.full_frames)))) {
+		fprintf(stderr, PROG ": out of memory\n");
+		worker_fini(&f.w);
+		return EXIT_ERROR;
+	}
+	struct su_reader_callbacks cb = { .arg = &f, .sample = fidelity_sample };
+	struct su_reader_stats st;
+	char err[1024];
+	int rrc = su_stackcap_trace_read(o->trace, &o->filter, &cb, &st, err, sizeof(err));
+	worker_fini(&f.w);
+	free(f.full_frames);
+	if (rrc < 0) {
+		fprintf(stderr, PROG ": %s\n", err[0] ? err : strerror(-rrc));
+		return EXIT_ERROR;
+	}
+	double const per = st.samples ? (double)st.bytes_on_disk / (double)st.samples : 0;
+	printf("trace:                %s\n", o->trace);
+	printf("processes:            %" PRIu64 " (%" PRIu64 " ended normally)\n", st.processes, st.ended);
+	printf("samples:              %" PRIu64 "\n", st.samples);
+	printf("bytes on disk:        %" PRIu64 "\n", st.bytes_on_disk);
+	printf("bytes per sample:     %.1f\n", per);
+	printf("stack bytes (raw):    %" PRIu64 "\n", st.raw_stack_bytes);
+	printf("stack bytes (codec):  %" PRIu64 "\n", st.blob_bytes);
+	printf("codec saved:          %" PRIu64 " bytes (%.1fx smaller)\n",
+	       st.raw_stack_bytes > st.blob_bytes ? st.raw_stack_bytes - st.blob_bytes : 0,
+	       st.blob_bytes ? (double)st.raw_stack_bytes / (double)st.blob_bytes : 0);
+	printf("drops:                %" PRIu64 " at capture, %" PRIu64 " lost by the writer\n",
+	       st.drops, st.discarded);
+	if (st.bad_blobs || st.no_maps || st.truncated_files)
+		printf("unreadable:           %" PRIu64 " samples, %d files cut or corrupt\n",
+		       st.bad_blobs + st.no_maps, st.truncated_files);
+	if (st.full_samples) {
+		printf("full copies:          %" PRIu64 " samples\n", st.full_samples);
+		/* Rounded down: 100.0% means every sample. */
+		uint64_t const tenths = f.compared ? f.equal * 1000 / f.compared : 0;
+		printf("fidelity:             %" PRIu64 ".%" PRIu64 "%% (%" PRIu64 " of %" PRIu64
+		       " samples unwind to the same chain as their full copy)\n",
+		       tenths / 10, tenths % 10, f.equal, f.compared);
+	}
+	return rrc > 0 ? EXIT_PARTIAL : EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o;
+	parse_options(argc, argv, &o);
+	int rc = !strcmp(o.command, "stacks") ? cmd_stacks(&o) : cmd_stats(&o);
+	free(o.debug_dirs);
+	return rc;
+}

@@ -1,0 +1,395 @@
+/* Symbolizing with libdw: symbol table for the function, DWARF scopes for
+ * the inline chain, the line table for file:line:column. */
+#include <dwarf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+
+#include "symbolize/symbolize.h"
+
+/* libstdc++'s demangler (the Itanium C++ ABI entry point). */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+/* Longest inline chain kept for one address; deeper ones are cut. */
+#define MAX_CHAIN 64
+
+/* ---- interned strings ---------------------------------------------------- */
+
+struct strpool {
+	char **slots;
+	size_t nslots, count;
+};
+
+static uint64_t hash_bytes(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325u; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3u;
+	return h;
+}
+
+static int pool_grow(struct strpool *p)
+{
+	size_t n = p->nslots ? 2 * p->nslots : 256;
+	char **s = calloc(n, sizeof *s);
+	if (!s)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nslots; i++) {
+		if (!p->slots[i])
+			continue;
+		size_t j = hash_bytes(p->slots[i]) & (n - 1);
+		while (s[j])
+			j = (j + 1) & (n - 1);
+		s[j] = p->slots[i];
+	}
+	free(p->slots);
+	p->slots = s;
+	p->nslots = n;
+	return 0;
+}
+
+/* The pool's copy of S (NULL stays NULL; NULL too when out of memory). */
+static const char *intern(struct strpool *p, const char *s)
+{
+	if (!s)
+		return NULL;
+	if (2 * (p->count + 1) > p->nslots && pool_grow(p) != 0)
+		return NULL;
+	size_t j = hash_bytes(s) & (p->nslots - 1);
+	while (p->slots[j]) {
+		if (strcmp(p->slots[j], s) == 0)
+			return p->slots[j];
+		j = (j + 1) & (p->nslots - 1);
+	}
+	char *copy = strdup(s);
+	if (!copy)
+		return NULL;
+	p->slots[j] = copy;
+	p->count++;
+	return copy;
+}
+
+static void pool_free(struct strpool *p)
+{
+	for (size_t i = 0; i < p->nslots; i++)
+		free(p->slots[i]);
+	free(p->slots);
+}
+
+/* ---- the per-module cache ------------------------------------------------ */
+
+struct slot {
+	uint64_t addr;
+	uint32_t first;            /* index in frames */
+	uint16_t n;                /* frames of this address (0: nothing known) */
+	uint8_t used;
+};
+
+struct symcache {
+	struct slot *slots;
+	size_t nslots, count;
+	struct su_symframe *frames;
+	size_t nframes, capframes;
+	struct strpool strings;
+};
+
+void su_symbolize_cache_free(void *sym_cache)
+{
+	struct symcache *c = sym_cache;
+	if (!c)
+		return;
+	free(c->slots);
+	free(c->frames);
+	pool_free(&c->strings);
+	free(c);
+}
+
+static uint64_t hash_addr(uint64_t a)
+{
+	a ^= a >> 33;
+	a *= 0xff51afd7ed558ccdu;
+	a ^= a >> 33;
+	return a;
+}
+
+static struct slot *slot_find(struct symcache *c, uint64_t addr)
+{
+	if (!c->nslots)
+		return NULL;
+	size_t j = hash_addr(addr) & (c->nslots - 1);
+	while (c->slots[j].used) {
+		if (c->slots[j].addr == addr)
+			return &c->slots[j];
+		j = (j + 1) & (c->nslots - 1);
+	}
+	return NULL;
+}
+
+static int slot_insert(struct symcache *c, const struct slot *s)
+{
+	if (2 * (c->count + 1) > c->nslots) {
+		size_t n = c->nslots ? 2 * c->nslots : 1024;
+		struct slot *t = calloc(n, sizeof *t);
+		if (!t)
+			return -ENOMEM;
+		for (size_t i = 0; i < c->nslots; i++) {
+			if (!c->slots[i].used)
+				continue;
+			size_t j = hash_addr(c->slots[i].addr) & (n - 1);
+			while (t[j].used)
+				j = (j + 1) & (n - 1);
+			t[j] = c->slots[i];
+		}
+		free(c->slots);
+		c->slots = t;
+		c->nslots = n;
+	}
+	size_t j = hash_addr(s->addr) & (c->nslots - 1);
+	while (c->slots[j].used)
+		j = (j + 1) & (c->nslots - 1);
+	c->slots[j] = *s;
+	c->slots[j].used = 1;
+	c->count++;
+	return 0;
+}
+
+static int frames_reserve(struct symcache *c, size_t more)
+{
+	if (c->nframes + more <= c->capframes)
+		return 0;
+	size_t n = c->capframes ? 2 * c->capframes : 1024;
+	while (n < c->nframes + more)
+		n *= 2;
+	struct su_symframe *f = realloc(c->frames, n * sizeof *f);
+	if (!f)
+		return -ENOMEM;
+	c->frames = f;
+	c->capframes = n;
+	return 0;
+}
+
+/* ---- names --------------------------------------------------------------- */
+
+char *su_demangle(const char *name)
+{
+	/* _Z...: C++ names (also "_Z...  .cold" clones); nothing else is
+	 * handed to the demangler, so "_Zfoo" in C stays as it is if bad. */
+	if (!name || name[0] != '_' || name[1] != 'Z')
+		return NULL;
+	int status = 0;
+	char *out = __cxa_demangle(name, NULL, NULL, &status);
+	if (status != 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* NAME demangled when it is a C++ name, interned. */
+static const char *intern_name(struct symcache *c, const char *name)
+{
+	char *d = su_demangle(name);
+	const char *s = intern(&c->strings, d ? d : name);
+	free(d);
+	return s;
+}
+
+/* C++ only: NAME prefixed by the namespaces and classes around DIE's
+ * declaration (what a linkage name would have said), malloc'ed. */
+static char *qualified(Dwarf_Die *die, const char *name)
+{
+	Dwarf_Die cu, decl = *die, next;
+	Dwarf_Attribute attr;
+	if (!dwarf_diecu(die, &cu, NULL, NULL))
+		return NULL;
+	int lang = dwarf_srclang(&cu);
+	if (lang != DW_LANG_C_plus_plus && lang != DW_LANG_C_plus_plus_03 &&
+	    lang != DW_LANG_C_plus_plus_11 && lang != DW_LANG_C_plus_plus_14)
+		return NULL;
+	/* The declaration: through abstract_origin, then specification. */
+	for (int hops = 0; hops < 8; hops++) {
+		if ((dwarf_attr(&decl, DW_AT_abstract_origin, &attr) ||
+		     dwarf_attr(&decl, DW_AT_specification, &attr)) &&
+		    dwarf_formref_die(&attr, &next))
+			decl = next;
+		else
+			break;
+	}
+	Dwarf_Die *scopes = NULL;
+	int n = dwarf_getscopes_die(&decl, &scopes);
+	char *out = strdup(name);
+	for (int i = 1; i < n && out; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+		if (tag != DW_TAG_namespace && tag != DW_TAG_class_type &&
+		    tag != DW_TAG_structure_type && tag != DW_TAG_union_type)
+			continue;
+		const char *scope = dwarf_diename(&scopes[i]);
+		char *q = NULL;
+		if (asprintf(&q, "%s::%s", scope ? scope : "(anonymous namespace)", out) < 0)
+			q = NULL;
+		free(out);
+		out = q;
+	}
+	free(scopes);
+	return out;
+}
+
+/* The name of a subprogram or inlined subroutine DIE: the linkage name
+ * when there is one (qualified, with parameter types once demangled), else
+ * DW_AT_name (C++: qualified by its namespaces and classes); both looked
+ * up through abstract_origin/specification. */
+static const char *die_name(struct symcache *c, Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	const char *name = NULL;
+	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) ||
+	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr))
+		name = dwarf_formstring(&attr);
+	if (name)
+		return intern_name(c, name);
+	name = dwarf_diename(die);
+	if (!name)
+		return NULL;
+	char *q = qualified(die, name);
+	const char *s = intern(&c->strings, q ? q : name);
+	free(q);
+	return s;
+}
+
+/* The call site of inlined subroutine DIE: file (index into FILES), line,
+ * column. */
+static void call_site(struct symcache *c, Dwarf_Die *die, Dwarf_Files *files,
+		      struct su_symframe *f)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word v;
+	f->file = NULL;
+	f->line = 0;
+	f->column = 0;
+	if (files && dwarf_attr(die, DW_AT_call_file, &attr) && dwarf_formudata(&attr, &v) == 0)
+		f->file = intern(&c->strings, dwarf_filesrc(files, (size_t)v, NULL, NULL));
+	if (dwarf_attr(die, DW_AT_call_line, &attr) && dwarf_formudata(&attr, &v) == 0)
+		f->line = (uint32_t)v;
+	if (dwarf_attr(die, DW_AT_call_column, &attr) && dwarf_formudata(&attr, &v) == 0)
+		f->column = (uint32_t)v;
+}
+
+/* ---- symbolizing one address --------------------------------------------- */
+
+/* Compute the frames of ADDR into OUT (at most MAX_CHAIN): their number. */
+static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
+		      struct su_symframe *out)
+{
+	GElf_Off sym_off = 0;
+	GElf_Sym sym;
+	const char *sym_name = dwfl_module_addrinfo(mod, addr, &sym_off, &sym, NULL, NULL, NULL);
+	size_t n = 0;
+
+	/* The line table row of ADDR: the innermost frame's location. */
+	const char *file = NULL;
+	int line = 0, col = 0;
+	Dwfl_Line *dl = dwfl_module_getsrc(mod, addr);
+	if (dl)
+		file = dwfl_lineinfo(dl, NULL, &line, &col, NULL, NULL);
+
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
+	Dwarf_Die *scopes = NULL;
+	int nscopes = cu ? dwarf_getscopes(cu, addr - bias, &scopes) : 0;
+	if (nscopes > 0) {
+		/* The lexical parents of the innermost scope: dwarf_getscopes
+		 * follows an inlined instance into its abstract definition. */
+		Dwarf_Die inner = scopes[0];
+		free(scopes);
+		scopes = NULL;
+		nscopes = dwarf_getscopes_die(&inner, &scopes);
+	}
+	Dwarf_Files *files = NULL;
+	if (cu && dwarf_getsrcfiles(cu, &files, NULL) != 0)
+		files = NULL;
+
+	/* scopes[0] is innermost: each inlined subroutine is a frame located
+	 * where the previous (inner) one was called; the enclosing subprogram
+	 * ends the chain. */
+	struct su_symframe loc = {
+		.file = intern(&c->strings, file),
+		.line = line > 0 ? (uint32_t)line : 0,
+		.column = col > 0 ? (uint32_t)col : 0,
+	};
+	int have_subprogram = 0;
+	for (int i = 0; i < nscopes && n < MAX_CHAIN && !have_subprogram; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram &&
+		    tag != DW_TAG_entry_point)
+			continue;
+		struct su_symframe *f = &out[n++];
+		*f = loc;
+		f->function = die_name(c, &scopes[i]);
+		f->inlined = tag == DW_TAG_inlined_subroutine;
+		f->func_offset = 0;
+		if (f->inlined) {
+			call_site(c, &scopes[i], files, &loc);
+		} else {
+			have_subprogram = 1;
+			Dwarf_Addr entry;
+			if (sym_name)
+				f->func_offset = sym_off;
+			else if (dwarf_entrypc(&scopes[i], &entry) == 0 && entry <= addr - bias)
+				f->func_offset = addr - bias - entry;
+			if (!f->function && sym_name)
+				f->function = intern_name(c, sym_name);
+		}
+	}
+	free(scopes);
+
+	if (!have_subprogram && n < MAX_CHAIN && (sym_name || n > 0 || loc.file)) {
+		/* No DWARF function around ADDR (no DWARF, or assembly): the
+		 * symbol table names it. */
+		struct su_symframe *f = &out[n++];
+		*f = loc;
+		f->function = sym_name ? intern_name(c, sym_name) : NULL;
+		f->func_offset = sym_name ? sym_off : 0;
+		f->inlined = 0;
+	}
+	return n;
+}
+
+size_t su_symbolize(struct su_module *module, uint64_t addr,
+		    struct su_symframe *frames, size_t max)
+{
+	if (!module || module->status != SU_MODULE_OK || !module->mod || (!frames && max)) {
+		errno = EINVAL;
+		return 0;
+	}
+	struct symcache *c = module->sym_cache;
+	if (!c) {
+		c = calloc(1, sizeof *c);
+		if (!c)
+			return 0;
+		module->sym_cache = c;
+	}
+	struct slot *s = slot_find(c, addr);
+	struct slot fresh = { .addr = addr };
+	if (!s) {
+		struct su_symframe chain[MAX_CHAIN];
+		size_t n = resolve(c, module->mod, addr, chain);
+		if (frames_reserve(c, n) != 0)
+			return 0;
+		fresh.first = (uint32_t)c->nframes;
+		fresh.n = (uint16_t)n;
+		if (n)
+			memcpy(c->frames + c->nframes, chain, n * sizeof *chain);
+		c->nframes += n;
+		if (slot_insert(c, &fresh) != 0)
+			c->nframes -= n;
+		s = &fresh;
+	}
+	size_t n = s->n < max ? s->n : max;
+	if (n)
+		memcpy(frames, c->frames + s->first, n * sizeof *frames);
+	return n;
+}

@@ -1,0 +1,542 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of symbolize/symbolize.c.  What the symbolizer says is checked
+ * against two independent readers of the same DWARF: a libdwarf oracle
+ * (tests/unit/dwarf-oracle.c: function ranges and line table) and binutils'
+ * `addr2line -f -i` (inline chains), over every byte address of the
+ * testdata functions.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "debuginfo/module.h"
+#include "symbolize/symbolize.h"
+#include "tests/unit/check-main.h"
+#include "tests/unit/dwarf-oracle.h"
+#include "tests/unit/elf-util.h"
+
+#define MAXF 16
+
+struct fixture {
+	char *path;
+	struct su_modcache *cache;
+	struct su_module *mod;
+};
+
+static void fixture_open(struct fixture *f, const char *rel)
+{
+	f->path = build_path(rel);
+	uint8_t id[SU_BUILD_ID_MAX];
+	size_t len = elf_build_id(f->path, id);
+	struct su_debuginfo_opts o = { .no_debuginfod = 1, .no_system_dirs = 1 };
+	f->cache = su_modcache_new(&o);
+	ck_assert_ptr_nonnull(f->cache);
+	su_modcache_set_finalizers(f->cache, NULL, su_symbolize_cache_free);
+	struct su_map_entry e;
+	memset(&e, 0, sizeof e);
+	e.path = f->path;
+	e.build_id_len = (uint8_t)len;
+	memcpy(e.build_id, id, len);
+	f->mod = su_modcache_get(f->cache, &e);
+	ck_assert_ptr_nonnull(f->mod);
+	ck_assert_int_eq(f->mod->status, SU_MODULE_OK);
+}
+
+static void fixture_close(struct fixture *f)
+{
+	su_modcache_free(f->cache);
+	free(f->path);
+}
+
+static const char *or_q(const char *s) { return s ? s : "??"; }
+
+/* Every byte address of FUNC in BIN: our outermost function and its
+ * offset, and our innermost file:line:column, equal the oracle's. */
+static void check_against_oracle(struct fixture *f, struct dwarf_oracle *o, const char *func)
+{
+	uint64_t size = 0;
+	uint64_t start = elf_func_addr(f->path, func, &size);
+	ck_assert_msg(start && size, "%s: no symbol %s", f->path, func);
+	for (uint64_t a = start; a < start + size; a++) {
+		struct su_symframe fr[MAXF];
+		size_t n = su_symbolize(f->mod, a, fr, MAXF);
+		ck_assert_msg(n >= 1, "%s+0x%llx: nothing", func, (unsigned long long)(a - start));
+		uint64_t low = 0;
+		const char *ofunc = dwarf_oracle_function(o, a, &low);
+		ck_assert_msg(ofunc != NULL, "oracle: no function at 0x%llx", (unsigned long long)a);
+		ck_assert_msg(fr[n - 1].function && strcmp(fr[n - 1].function, ofunc) == 0,
+			      "0x%llx: %s, oracle %s", (unsigned long long)a,
+			      or_q(fr[n - 1].function), ofunc);
+		ck_assert_str_eq(ofunc, func);
+		ck_assert_uint_eq(fr[n - 1].func_offset, a - start);
+		ck_assert_uint_eq(low, start);
+		ck_assert_int_eq(fr[n - 1].inlined, 0);
+		const char *ofile;
+		unsigned oline, ocol;
+		ck_assert_int_eq(dwarf_oracle_line(o, a, &ofile, &oline, &ocol), 0);
+		ck_assert_msg(fr[0].file && strcmp(fr[0].file, ofile) == 0 &&
+			      fr[0].line == oline && fr[0].column == ocol,
+			      "0x%llx (%s): %s:%u:%u, oracle %s:%u:%u", (unsigned long long)a,
+			      func, or_q(fr[0].file), fr[0].line, fr[0].column, ofile, oline, ocol);
+		for (size_t i = 0; i + 1 < n; i++)
+			ck_assert_int_eq(fr[i].inlined, 1);
+	}
+}
+
+static void oracle_case(const char *rel, const char *const *funcs)
+{
+	struct fixture f;
+	fixture_open(&f, rel);
+	struct dwarf_oracle *o = dwarf_oracle_open(f.path);
+	ck_assert_msg(o != NULL, "libdwarf could not read %s", f.path);
+	for (size_t i = 0; funcs[i]; i++)
+		check_against_oracle(&f, o, funcs[i]);
+	dwarf_oracle_close(o);
+	fixture_close(&f);
+}
+
+START_TEST(single_agrees_with_libdwarf)
+{
+	static const char *const funcs[] = { "hot_leaf", "level_c", "level_b", "level_a",
+					     "run_workload", "main", NULL };
+	oracle_case("testdata/tdata-single", funcs);
+}
+END_TEST
+
+START_TEST(nofp_agrees_with_libdwarf)
+{
+	static const char *const funcs[] = { "nofp_hot", "nofp_middle", "nofp_outer", "main", NULL };
+	oracle_case("testdata/tdata-nofp", funcs);
+}
+END_TEST
+
+START_TEST(plugin_agrees_with_libdwarf)
+{
+	static const char *const funcs[] = { "plugin_hot", "plugin_entry", NULL };
+	oracle_case("testdata/.libs/libtdata-plugin.so", funcs);
+}
+END_TEST
+
+START_TEST(inline_program_agrees_with_libdwarf)
+{
+	static const char *const funcs[] = { "inline_hot", "inline_outer", "main", NULL };
+	oracle_case("testdata/tdata-inline", funcs);
+}
+END_TEST
+
+/* ---- inline chains ------------------------------------------------------- */
+
+/* The line of the source line holding MARK in testdata/FILE. */
+static unsigned marked_line(const char *file, const char *mark)
+{
+	const char *top = getenv("top_srcdir");
+	char *path = xasprintf("%s/testdata/%s", top && *top ? top : "..", file);
+	FILE *fp = fopen(path, "r");
+	ck_assert_msg(fp != NULL, "%s: %s", path, strerror(errno));
+	char buf[512];
+	unsigned n = 0, found = 0;
+	while (fgets(buf, sizeof buf, fp)) {
+		n++;
+		if (strstr(buf, mark))
+			found = n;
+	}
+	fclose(fp);
+	free(path);
+	ck_assert_msg(found, "no '%s' in %s", mark, file);
+	return found;
+}
+
+static int ends_with(const char *s, const char *tail)
+{
+	size_t a = s ? strlen(s) : 0, b = strlen(tail);
+	return a >= b && strcmp(s + a - b, tail) == 0;
+}
+
+START_TEST(inline_chain_of_hot_loop)
+{
+	struct fixture f;
+	fixture_open(&f, "testdata/tdata-inline");
+	struct dwarf_oracle *o = dwarf_oracle_open(f.path);
+	ck_assert_ptr_nonnull(o);
+	unsigned hot = marked_line("inline.c", "tdata: inline hot loop");
+	unsigned leaf_site = marked_line("inline.c", "tdata: inl_leaf call site");
+	unsigned mid_site = marked_line("inline.c", "tdata: inl_middle call site");
+	uint64_t size = 0, start = elf_func_addr(f.path, "inline_hot", &size);
+	unsigned seen = 0;
+	for (uint64_t a = start; a < start + size; a++) {
+		const char *ofile;
+		unsigned oline, ocol;
+		if (dwarf_oracle_line(o, a, &ofile, &oline, &ocol) != 0 || oline != hot)
+			continue;
+		seen++;
+		struct su_symframe fr[MAXF];
+		size_t n = su_symbolize(f.mod, a, fr, MAXF);
+		ck_assert_uint_eq(n, 3);
+		ck_assert_str_eq(fr[0].function, "inl_leaf");
+		ck_assert_str_eq(fr[1].function, "inl_middle");
+		ck_assert_str_eq(fr[2].function, "inline_hot");
+		ck_assert(fr[0].inlined && fr[1].inlined && !fr[2].inlined);
+		ck_assert_uint_eq(fr[0].line, hot);
+		ck_assert_uint_eq(fr[1].line, leaf_site);
+		ck_assert_uint_eq(fr[2].line, mid_site);
+		for (int i = 0; i < 3; i++)
+			ck_assert_msg(ends_with(fr[i].file, "/testdata/inline.c"), "%s", or_q(fr[i].file));
+		ck_assert_uint_gt(fr[1].column, 0); /* call sites carry columns */
+		ck_assert_uint_eq(fr[0].func_offset, 0);
+		ck_assert_uint_eq(fr[2].func_offset, a - start);
+		/* A short array gets the innermost frames. */
+		struct su_symframe two[2];
+		ck_assert_uint_eq(su_symbolize(f.mod, a, two, 2), 2);
+		ck_assert_str_eq(two[1].function, "inl_middle");
+	}
+	ck_assert_uint_gt(seen, 4);
+	dwarf_oracle_close(o);
+	fixture_close(&f);
+}
+END_TEST
+
+/* Our frames for every byte address of FUNC equal `addr2line -f -i -a`. */
+static void check_against_addr2line(const char *rel, const char *func)
+{
+	struct fixture f;
+	fixture_open(&f, rel);
+	uint64_t size = 0, start = elf_func_addr(f.path, func, &size);
+	ck_assert(start && size);
+	char *list = calloc(size, 20);
+	for (uint64_t a = start; a < start + size; a++)
+		sprintf(list + strlen(list), " 0x%llx", (unsigned long long)a);
+	char *cmd = xasprintf("addr2line -f -i -a -e '%s'%s", f.path, list);
+	int st;
+	char *out = run_cmd(cmd, &st);
+	ck_assert_msg(st == 0, "%s: exit %d (binutils installed?)", cmd, st);
+	char *save = NULL, *line = strtok_r(out, "\n", &save);
+	uint64_t a = 0;
+	size_t k = 0, n = 0;
+	struct su_symframe fr[MAXF];
+	unsigned addrs = 0;
+	while (line) {
+		if (strncmp(line, "0x", 2) == 0) {
+			if (addrs)
+				ck_assert_msg(k == n, "0x%llx: %zu frames, addr2line %zu",
+					      (unsigned long long)a, n, k);
+			a = strtoull(line, NULL, 16);
+			n = su_symbolize(f.mod, a, fr, MAXF);
+			k = 0;
+			addrs++;
+			line = strtok_r(NULL, "\n", &save);
+			continue;
+		}
+		const char *fn = line;
+		char *loc = strtok_r(NULL, "\n", &save);
+		ck_assert_ptr_nonnull(loc);
+		char *disc = strstr(loc, " (discriminator");
+		if (disc)
+			*disc = '\0';
+		ck_assert_msg(k < n, "0x%llx: addr2line has more frames (%s)", (unsigned long long)a, fn);
+		char *ours = xasprintf("%s %s:%u", or_q(fr[k].function), or_q(fr[k].file), fr[k].line);
+		char *theirs = xasprintf("%s %s", fn, loc);
+		ck_assert_msg(strcmp(ours, theirs) == 0, "0x%llx frame %zu: ours %s, addr2line %s",
+			      (unsigned long long)a, k, ours, theirs);
+		free(ours);
+		free(theirs);
+		k++;
+		line = strtok_r(NULL, "\n", &save);
+	}
+	ck_assert_uint_eq(k, n);
+	ck_assert_uint_eq(addrs, size);
+	free(out);
+	free(cmd);
+	free(list);
+	fixture_close(&f);
+}
+
+START_TEST(inline_chains_match_addr2line)
+{
+	check_against_addr2line("testdata/tdata-inline", "inline_hot");
+	check_against_addr2line("testdata/tdata-inline", "inline_outer");
+	check_against_addr2line("testdata/tdata-single", "hot_leaf");
+	check_against_addr2line("testdata/tdata-nofp", "nofp_middle");
+}
+END_TEST
+
+/* ---- C++ ----------------------------------------------------------------- */
+
+START_TEST(demangle_known_names)
+{
+	char *s = su_demangle("_ZN3foo3barEi");
+	ck_assert_str_eq(s, "foo::bar(int)");
+	free(s);
+	s = su_demangle("_ZNSt6vectorIiSaIiEE9push_backERKi");
+	ck_assert_str_eq(s, "std::vector<int, std::allocator<int> >::push_back(int const&)");
+	free(s);
+	s = su_demangle("_ZN3foo3barEi.cold");
+	ck_assert_str_eq(s, "foo::bar(int) [clone .cold]");
+	free(s);
+	ck_assert_ptr_null(su_demangle("main"));
+	ck_assert_ptr_null(su_demangle("_Z"));
+	ck_assert_ptr_null(su_demangle("_Zgarbage"));
+	ck_assert_ptr_null(su_demangle(""));
+	ck_assert_ptr_null(su_demangle(NULL));
+}
+END_TEST
+
+START_TEST(cxx_names_demangled)
+{
+	struct fixture f;
+	fixture_open(&f, "tests/unit/cxx-fixture");
+	uint64_t size = 0;
+	uint64_t a = elf_func_addr(f.path, "_ZN5shape6Circle4areaEd", &size);
+	ck_assert_msg(a != 0, "no ns::Circle::area symbol");
+	struct su_symframe fr[MAXF];
+	size_t n = su_symbolize(f.mod, a + size / 2, fr, MAXF);
+	ck_assert_uint_ge(n, 1);
+	ck_assert_str_eq(fr[n - 1].function, "shape::Circle::area(double)");
+	/* An inlined template without a linkage name: qualified DW_AT_name. */
+	a = elf_func_addr(f.path, "_ZN5shape5totalEi", &size);
+	ck_assert(a != 0);
+	int found = 0;
+	for (uint64_t p = a; p < a + size && !found; p++) {
+		n = su_symbolize(f.mod, p, fr, MAXF);
+		ck_assert_uint_ge(n, 1);
+		ck_assert_str_eq(fr[n - 1].function, "shape::total(int)");
+		if (n >= 2 && fr[0].inlined &&
+		    strcmp(fr[0].function, "shape::twice<int>") == 0)
+			found = 1;
+	}
+	ck_assert_msg(found, "inlined shape::twice<int> not seen");
+	fixture_close(&f);
+}
+END_TEST
+
+/* ---- the cache ----------------------------------------------------------- */
+
+START_TEST(cache_gives_same_frames_and_stable_strings)
+{
+	struct fixture f;
+	fixture_open(&f, "testdata/tdata-inline");
+	uint64_t size = 0, start = elf_func_addr(f.path, "inline_hot", &size);
+	struct su_symframe first[MAXF][MAXF];
+	size_t nfirst[MAXF];
+	for (int i = 0; i < MAXF; i++)
+		nfirst[i] = su_symbolize(f.mod, start + (uint64_t)i * size / MAXF, first[i], MAXF);
+	/* Thousands more addresses: the tables grow and are rehashed. */
+	for (uint64_t a = 0; a < 20000; a++) {
+		struct su_symframe fr[MAXF];
+		su_symbolize(f.mod, a, fr, MAXF);
+	}
+	for (int i = 0; i < MAXF; i++) {
+		struct su_symframe again[MAXF];
+		size_t n = su_symbolize(f.mod, start + (uint64_t)i * size / MAXF, again, MAXF);
+		ck_assert_uint_eq(n, nfirst[i]);
+		ck_assert(memcmp(again, first[i], n * sizeof again[0]) == 0);
+		/* Same pointers, still readable. */
+		for (size_t k = 0; k < n; k++)
+			ck_assert(strlen(first[i][k].function) > 0);
+	}
+	/* One string per name: the pointers of two addresses agree. */
+	ck_assert_ptr_eq(first[0][nfirst[0] - 1].function, first[1][nfirst[1] - 1].function);
+	fixture_close(&f);
+}
+END_TEST
+
+START_TEST(bad_input_gives_nothing)
+{
+	struct su_symframe fr[MAXF];
+	ck_assert_uint_eq(su_symbolize(NULL, 0x1000, fr, MAXF), 0);
+	struct fixture f;
+	fixture_open(&f, "testdata/tdata-single");
+	ck_assert_uint_eq(su_symbolize(f.mod, 0, fr, MAXF), 0);
+	ck_assert_uint_eq(su_symbolize(f.mod, UINT64_MAX, fr, MAXF), 0);
+	ck_assert_uint_eq(su_symbolize(f.mod, UINT64_C(0x7fffffff0000), fr, MAXF), 0);
+	uint64_t a = elf_func_addr(f.path, "hot_leaf", NULL);
+	ck_assert_uint_eq(su_symbolize(f.mod, a, fr, 0), 0);
+	ck_assert_uint_eq(su_symbolize(f.mod, a, NULL, 0), 0);
+	ck_assert_uint_eq(su_symbolize(f.mod, a, fr, 1), 1);
+	/* A module that was not found. */
+	struct su_map_entry e;
+	memset(&e, 0, sizeof e);
+	e.path = (char *)"/nonexistent/x";
+	struct su_module *m = su_modcache_get(f.cache, &e);
+	ck_assert_int_eq(m->status, SU_MODULE_NOT_FOUND);
+	ck_assert_uint_eq(su_symbolize(m, a, fr, MAXF), 0);
+	fixture_close(&f);
+}
+END_TEST
+
+/* Symbols and lines through a separate debug file (stripped binary). */
+START_TEST(split_debug_symbolizes_like_the_original)
+{
+	char *src = build_path("testdata/tdata-single");
+	char *t = new_tmpdir();
+	char *cmd = xasprintf("cp '%s' '%s/tdata-single' && cd '%s' && "
+			      "objcopy --only-keep-debug tdata-single tdata-single.debug && "
+			      "strip --strip-all tdata-single && "
+			      "objcopy --add-gnu-debuglink=tdata-single.debug tdata-single", src, t, t);
+	int st;
+	free(run_cmd(cmd, &st));
+	ck_assert_int_eq(st, 0);
+	struct fixture orig, split;
+	fixture_open(&orig, "testdata/tdata-single");
+	split.path = xasprintf("%s/tdata-single", t);
+	uint8_t id[SU_BUILD_ID_MAX];
+	size_t len = elf_build_id(split.path, id);
+	struct su_debuginfo_opts o = { .no_debuginfod = 1, .no_system_dirs = 1 };
+	split.cache = su_modcache_new(&o);
+	su_modcache_set_finalizers(split.cache, NULL, su_symbolize_cache_free);
+	struct su_map_entry e;
+	memset(&e, 0, sizeof e);
+	e.path = split.path;
+	e.build_id_len = (uint8_t)len;
+	memcpy(e.build_id, id, len);
+	split.mod = su_modcache_get(split.cache, &e);
+	ck_assert_int_eq(split.mod->status, SU_MODULE_OK);
+	uint64_t size, start = elf_func_addr(src, "level_b", &size);
+	for (uint64_t a = start; a < start + size; a++) {
+		struct su_symframe x[MAXF], y[MAXF];
+		size_t nx = su_symbolize(orig.mod, a, x, MAXF);
+		size_t ny = su_symbolize(split.mod, a, y, MAXF);
+		ck_assert_uint_eq(nx, ny);
+		for (size_t k = 0; k < nx; k++) {
+			ck_assert_str_eq(x[k].function, y[k].function);
+			ck_assert_str_eq(x[k].file, y[k].file);
+			ck_assert_uint_eq(x[k].line, y[k].line);
+			ck_assert_uint_eq(x[k].func_offset, y[k].func_offset);
+		}
+	}
+	ck_assert_ptr_nonnull(split.mod->debug_path);
+	fixture_close(&orig);
+	fixture_close(&split);
+	free(cmd);
+	free(src);
+	rm_rf(t);
+}
+END_TEST
+
+/* dwz: DWARF shared through a .gnu_debugaltlink file. */
+static struct su_module *open_in(struct su_modcache **c, const char *path,
+				 const char *const *dirs)
+{
+	uint8_t id[SU_BUILD_ID_MAX];
+	size_t len = elf_build_id(path, id);
+	struct su_debuginfo_opts o = { .no_debuginfod = 1, .no_system_dirs = 1, .debug_dirs = dirs };
+	*c = su_modcache_new(&o);
+	su_modcache_set_finalizers(*c, NULL, su_symbolize_cache_free);
+	struct su_map_entry e;
+	memset(&e, 0, sizeof e);
+	e.path = (char *)path;
+	e.build_id_len = (uint8_t)len;
+	memcpy(e.build_id, id, len);
+	struct su_module *m = su_modcache_get(*c, &e);
+	ck_assert_int_eq(m->status, SU_MODULE_OK);
+	return m;
+}
+
+/* Every address of FUNC gives the same frames in A and B. */
+static void same_frames(struct su_module *a, struct su_module *b, const char *bin, const char *func)
+{
+	uint64_t size = 0, start = elf_func_addr(bin, func, &size);
+	ck_assert(start && size);
+	for (uint64_t p = start; p < start + size; p++) {
+		struct su_symframe x[MAXF], y[MAXF];
+		size_t nx = su_symbolize(a, p, x, MAXF);
+		size_t ny = su_symbolize(b, p, y, MAXF);
+		ck_assert_uint_eq(nx, ny);
+		for (size_t k = 0; k < nx; k++) {
+			ck_assert_str_eq(or_q(x[k].function), or_q(y[k].function));
+			ck_assert_str_eq(or_q(x[k].file), or_q(y[k].file));
+			ck_assert_uint_eq(x[k].line, y[k].line);
+			ck_assert_uint_eq(x[k].column, y[k].column);
+			ck_assert_int_eq(x[k].inlined, y[k].inlined);
+		}
+	}
+}
+
+START_TEST(dwz_alt_file_found_and_checked)
+{
+	char *single = build_path("testdata/tdata-single");
+	char *inl = build_path("testdata/tdata-inline");
+	char *t = new_tmpdir();
+	char *cmd = xasprintf("cd '%s' && cp '%s' a && cp '%s' b && cp '%s' c && "
+			      "dwz -m common.debug -M '%s/common.debug' a b && "
+			      "readelf -S a | grep -q gnu_debugaltlink", t, single, single, inl, t);
+	int st;
+	char *out = run_cmd(cmd, &st);
+	ck_assert_msg(st == 0, "%s: exit %d (dwz installed?) %s", cmd, st, out);
+	free(out);
+	free(cmd);
+	struct su_modcache *c0, *c1, *c2, *c3;
+	struct su_module *orig = open_in(&c0, single, NULL);
+	char *a = xasprintf("%s/a", t);
+	/* The alt file where the link says. */
+	struct su_module *m = open_in(&c1, a, NULL);
+	static const char *const funcs[] = { "hot_leaf", "level_a", "main" };
+	ck_assert_ptr_nonnull(dwarf_getalt(dwfl_module_getdwarf(m->mod, &(Dwarf_Addr){0})));
+	for (int i = 0; i < 3; i++)
+		same_frames(orig, m, single, funcs[i]);
+	su_modcache_free(c1);
+	/* Moved into a --debug-dir: found by name there. */
+	char *d = xasprintf("%s/dbg", t);
+	cmd = xasprintf("mkdir '%s' && mv '%s/common.debug' '%s/'", d, t, d);
+	free(run_cmd(cmd, &st));
+	ck_assert_int_eq(st, 0);
+	free(cmd);
+	const char *dirs[] = { d, NULL };
+	m = open_in(&c2, a, dirs);
+	ck_assert_ptr_nonnull(dwarf_getalt(dwfl_module_getdwarf(m->mod, &(Dwarf_Addr){0})));
+	for (int i = 0; i < 3; i++)
+		same_frames(orig, m, single, funcs[i]);
+	su_modcache_free(c2);
+	/* Another file under the alt file's name: refused (another build-id);
+	 * symbolizing still works from what the binary has, and never crashes. */
+	cmd = xasprintf("cd '%s' && dwz -m '%s/common.debug' -M /x/common.debug b c >/dev/null 2>&1 || "
+			"objcopy --only-keep-debug c '%s/common.debug'", t, d, d);
+	free(run_cmd(cmd, &st));
+	free(cmd);
+	m = open_in(&c3, a, dirs);
+	uint64_t size, start = elf_func_addr(single, "level_b", &size);
+	for (uint64_t p = start; p < start + size; p++) {
+		struct su_symframe fr[MAXF];
+		size_t n = su_symbolize(m, p, fr, MAXF);
+		ck_assert_uint_ge(n, 1);
+		ck_assert_str_eq(or_q(fr[n - 1].function), "level_b");
+	}
+	struct su_modcache_stats stats;
+	su_modcache_get_stats(c3, &stats);
+	ck_assert_ptr_null(dwarf_getalt(dwfl_module_getdwarf(m->mod, &(Dwarf_Addr){0})));
+	ck_assert_uint_ge(stats.mismatched_files, 1);
+	su_modcache_free(c3);
+	su_modcache_free(c0);
+	free(d);
+	free(a);
+	free(inl);
+	free(single);
+	rm_rf(t);
+}
+END_TEST
+
+Suite *symbolize_suite(void);
+Suite *symbolize_suite(void)
+{
+	Suite *s = suite_create("symbolize");
+	TCase *tc = tcase_create("symbolize");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, single_agrees_with_libdwarf);
+	tcase_add_test(tc, nofp_agrees_with_libdwarf);
+	tcase_add_test(tc, plugin_agrees_with_libdwarf);
+	tcase_add_test(tc, inline_program_agrees_with_libdwarf);
+	tcase_add_test(tc, inline_chain_of_hot_loop);
+	tcase_add_test(tc, inline_chains_match_addr2line);
+	tcase_add_test(tc, demangle_known_names);
+	tcase_add_test(tc, cxx_names_demangled);
+	tcase_add_test(tc, cache_gives_same_frames_and_stable_strings);
+	tcase_add_test(tc, bad_input_gives_nothing);
+	tcase_add_test(tc, split_debug_symbolizes_like_the_original);
+	tcase_add_test(tc, dwz_alt_file_found_and_checked);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+CHECK_MAIN(symbolize_suite)

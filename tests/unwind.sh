@@ -1,0 +1,185 @@
+#!/bin/sh
+# Integration: `stackunwind` on traces of the testdata programs: the known
+# call chain in >= 99% of the samples whose leaf is the hot function, both
+# unwinders frame for frame, -j N identical to -j 1, fidelity of F2, and bad
+# input (cut, corrupt, missing or wrong binaries, no trace) handled.
+set -u
+: "${top_builddir:?}" "${top_srcdir:?}"
+B=$top_builddir
+STACKCAP="$B/cli/stackcap"
+SU="$B/cli/stackunwind"
+TD="$B/testdata"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); echo "not ok $n - $*"; }
+check() { desc=$1; shift; if "$@"; then ok "$desc"; else not_ok "$desc"; fi; }
+
+if ! command -v babeltrace2 >/dev/null; then
+	echo "1..1"
+	echo "not ok 1 - babeltrace2 missing: apt-get install babeltrace2 (scripts/install-deps.sh)"
+	exit 0
+fi
+
+record() {
+	name=$1; shift
+	"$STACKCAP" record -o "$work/$name.trace" "$@" 2>"$work/$name.rerr"
+}
+# stacks_of OUT TRACE [OPTIONS]: stackunwind stacks of TRACE.trace into OUT.out/.err/.rc
+stacks_of() {
+	out=$1; tr=$2; shift 2
+	"$SU" stacks "$@" "$work/$tr.trace" >"$work/$out.out" 2>"$work/$out.err"
+	echo $? >"$work/$out.rc"
+}
+stacks() { name=$1; shift; stacks_of "$name" "$name" "$@"; }
+rc() { cat "$work/$1.rc"; }
+
+# chain_match FILE CHAIN...: "good total" over samples whose leaf is CHAIN[1].
+chain_match() {
+	f=$1; shift
+	awk -v chain="$*" '
+	BEGIN { nc = split(chain, C, " ") }
+	function done() {
+		if (k > 0 && F[1] == C[1]) {
+			tot++; good1 = 1
+			for (i = 1; i <= nc; i++) if (F[i] != C[i]) good1 = 0
+			good += good1
+		}
+		k = 0
+	}
+	/^\t/ { fn = $2; sub(/\+0x[0-9a-f]+$/, "", fn); F[++k] = fn; next }
+	/^$/ { done(); next }
+	{ k = 0 }
+	END { done(); printf "%d %d\n", good, tot }' "$f"
+}
+
+# chain_test NAME PROGRAM [ARGS]: record (with $REC_OPTS), unwind, expect
+# the chain in >= 99%.
+REC_OPTS=
+chain_test() {
+	name=$1; prog=$2; shift 2
+	record "$name" $REC_OPTS -- "$TD/$prog" "$@" 0.5
+	stacks "$name" -j 1
+	check "$prog: stackunwind exits 0 ($(rc "$name"))" [ "$(rc "$name")" = 0 ]
+	chain=$("$TD/$prog" "$@" --chain | tr '\n' ' ')
+	# Runs of one name shown once with a count: recurse x1000.
+	short=$(echo $chain | tr ' ' '\n' | uniq -c | awk '{ printf "%s%s", (NR > 1 ? " " : ""), $2 ($1 > 1 ? "x" $1 : "") }')
+	set -- $(chain_match "$work/$name.out" $chain)
+	check "$prog: chain '$short' in >= 99% of hot samples ($1 of $2)" \
+		awk -v g="$1" -v t="$2" 'BEGIN { exit !(t >= 100 && g * 100 >= t * 99) }'
+}
+
+chain_test single tdata-single
+chain_test threads tdata-threads -t 2
+chain_test dlopen tdata-dlopen --reload
+# 1000 frames take ~80 KB of stack: past the default 64 KiB cap.
+REC_OPTS="--stack-cap 131072"
+chain_test recurse tdata-recurse -d 1000
+REC_OPTS=
+record recurse-capped -- "$TD/tdata-recurse" -d 1000 0.3
+stacks recurse-capped -j 1
+ns=$(grep -c '^tdata-recurse' "$work/recurse-capped.out")
+nt=$(grep -c '^	 *0 \[truncated\] (\[stackunwind\])$' "$work/recurse-capped.out")
+check "recursion past the stack cap: every sample ends with a [truncated] frame ($nt of $ns)" \
+	sh -c "[ $ns -ge 100 ] && [ $nt = $ns ] && grep -q ' $ns truncated' '$work/recurse-capped.err'"
+check "recursion past the stack cap: exit 0 (the cap is a setting, not an error)" [ "$(rc recurse-capped)" = 0 ]
+chain_test nofp tdata-nofp
+chain_test sigalt tdata-sigalt
+
+# Header and frame format, summary line.
+check "stacks: sample header 'comm pid/tid sec.nsec:'" \
+	grep -q -E '^tdata-single [0-9]+/[0-9]+ [0-9]+\.[0-9]{9}:$' "$work/single.out"
+check "stacks: frames carry address, symbol+offset, module and file:line" \
+	grep -q -E '^	 *[0-9a-f]+ hot_leaf\+0x[0-9a-f]+ \(.*/tdata-single\) .*single\.c:[0-9]+$' "$work/single.out"
+check "stacks: summary on stderr (samples, fully unwound, truncated, unknown frames, build-id mismatches)" \
+	grep -q -E '^stackunwind: [0-9]+ samples, [0-9]+ fully unwound, [0-9]+ truncated, .* unknown frames .* build-id mismatches' "$work/single.err"
+
+# The two unwinders agree frame for frame on every trace.
+for t in single threads dlopen recurse recurse-capped nofp sigalt; do
+	stacks_of "$t-dwfl" "$t" -j 1 --unwinder dwfl
+	check "$t: dwfl and fast unwinders give identical output" cmp -s "$work/$t.out" "$work/$t-dwfl.out"
+done
+
+# -j 2 is byte-identical to -j 1, on a multi-threaded trace.
+stacks_of threads-j2 threads -j 2
+check "-j 2 output identical to -j 1" cmp -s "$work/threads.out" "$work/threads-j2.out"
+
+# Filters.
+tid=$(sed -n 's/^tdata-threads [0-9]*\/\([0-9]*\) .*/\1/p' "$work/threads.out" | sort | uniq -c | sort -n | tail -n 1 | awk '{print $2}')
+stacks_of threads-tid threads -j 1 --tid "$tid"
+check "--tid $tid: only that thread" sh -c "grep -q '^tdata-threads' '$work/threads-tid.out' && ! grep '^tdata-threads' '$work/threads-tid.out' | grep -v -q '/$tid '"
+t1=$(grep -m 1 '^tdata-single' "$work/single.out" | awk '{print $3}' | tr -d :)
+stacks_of single-time single -j 1 --time ",$t1"
+check "--time ,FIRST: exactly the first sample" [ "$(grep -c '^tdata-single' "$work/single-time.out")" = 1 ]
+
+# stats, and fidelity of F2 (and F1, reported) on full-copy recordings.
+"$SU" stats "$work/single.trace" >"$work/stats.out" 2>&1
+check "stats: samples, bytes per sample, codec savings" \
+	sh -c "grep -q '^samples: *[1-9]' '$work/stats.out' && grep -q '^bytes per sample:' '$work/stats.out' && grep -q '^codec saved:' '$work/stats.out'"
+for prog in tdata-single tdata-nofp tdata-recurse; do
+	record "full-$prog" --full-copy -- "$TD/$prog" 0.3
+	"$SU" stats "$work/full-$prog.trace" >"$work/full-$prog.stats" 2>&1
+	fid=$(sed -n 's/^fidelity: *\([0-9.]*\)%.*/\1/p' "$work/full-$prog.stats")
+	check "$prog: fidelity of F2 is 100% ($fid%)" [ "$fid" = "100.0" ]
+done
+record full-f1 --full-copy --policy f1 -- "$TD/tdata-single" 0.3
+"$SU" stats "$work/full-f1.trace" >"$work/full-f1.stats" 2>&1
+check "F1 full-copy recording: fidelity reported" grep -q '^fidelity: *[0-9.]*%' "$work/full-f1.stats"
+check "full-copy: stats counts the samples with a full copy" \
+	grep -q '^full copies: *[1-9]' "$work/full-tdata-single.stats"
+
+# --zstd traces read the same.
+record zstd --zstd -- "$TD/tdata-single" 0.3
+stacks zstd -j 1
+set -- $(chain_match "$work/zstd.out" $("$TD/tdata-single" --chain | tr '\n' ' '))
+check "--zstd trace: exit 0 and the chain in >= 99% ($1 of $2)" \
+	sh -c "[ $(rc zstd) = 0 ] && [ $2 -ge 100 ] && [ \$(($1 * 100)) -ge \$(($2 * 99)) ]"
+
+# ---- bad input ----
+mkdir "$work/empty.trace"
+stacks empty
+check "a directory that is no trace: exit 1 and says so" \
+	sh -c "[ $(rc empty) = 1 ] && grep -q 'not a stackcap trace' '$work/empty.err'"
+stacks nonexistent
+check "a missing directory: exit 1 with the path" sh -c "[ $(rc nonexistent) = 1 ] && grep -q 'nonexistent' '$work/nonexistent.err'"
+"$SU" stacks >/dev/null 2>"$work/usage.err"
+urc=$?
+check "no trace given: usage, exit 2 ($urc)" sh -c "[ $urc = 2 ] && grep -q 'missing TRACE' '$work/usage.err'"
+"$SU" frobnicate x >/dev/null 2>&1
+check "unknown command: exit 2" [ $? = 2 ]
+
+# A samples file cut inside a packet: the complete packets are read.
+record cut -- "$TD/tdata-single" 1
+f=$(ls "$work/cut.trace"/samples-* | head -n 1)
+size=$(stat -c %s "$f")
+truncate -s $((size / 2 + 13)) "$f"
+stacks cut -j 1
+ns=$(grep -c '^tdata-single' "$work/cut.out")
+check "cut samples file: exit 3, a warning naming the file, $ns samples still unwound" \
+	sh -c "[ $(rc cut) = 3 ] && grep -q 'warning: .*samples-.*cut' '$work/cut.err' && [ $ns -ge 100 ]"
+
+# A corrupted blob: that sample (and those that refer to it) skipped, the rest read.
+record corrupt -- "$TD/tdata-single" 0.5
+f=$(ls "$work/corrupt.trace"/samples-* | head -n 1)
+# First event's blob: 80-byte packet header+context, 4-byte event header, 6 bytes of fields.
+printf '\377' | dd of="$f" bs=1 seek=90 conv=notrunc 2>/dev/null
+stacks corrupt -j 1
+ns=$(grep -c '^tdata-single' "$work/corrupt.out")
+check "corrupt blob: exit 3, 'not decodable' counted, $ns other samples unwound" \
+	sh -c "[ $(rc corrupt) = 3 ] && grep -q 'not decodable' '$work/corrupt.err' && [ $ns -ge 300 ]"
+
+# A binary that is gone, and one replaced by another build.
+cp "$TD/tdata-single" "$work/victim"
+"$STACKCAP" record -o "$work/gone.trace" -- "$work/victim" 0.3 2>/dev/null
+cp -r "$work/gone.trace" "$work/wrong.trace"
+rm "$work/victim"
+stacks gone -j 1
+check "missing binary: exit 3, frames as module+offset, a message naming it" \
+	sh -c "[ $(rc gone) = 3 ] && grep -q -E '^	 *[0-9a-f]+ victim\+0x[0-9a-f]+ \(.*victim\)' '$work/gone.out' && grep -q 'victim' '$work/gone.err'"
+cp "$TD/tdata-nofp" "$work/victim"
+stacks wrong -j 1
+check "wrong build-id: never used, counted as a mismatch, exit 3" \
+	sh -c "[ $(rc wrong) = 3 ] && ! grep -q 'hot_leaf\\|nofp_' '$work/wrong.out' && grep -q '[1-9][0-9]* build-id mismatch' '$work/wrong.err'"
+
+echo "1..$n"

@@ -1,0 +1,79 @@
+/* Between the reader core (trace/stackcap-reader.c: process model, maps,
+ * decoding, filters) and the event sources that read the stream files:
+ * babeltrace2 (trace/source-babeltrace2.c) or our own parser of the format
+ * we write (trace/source-native.c).  Both must deliver the same events. */
+#ifndef STACKCAP_READER_INTERNAL_H
+#define STACKCAP_READER_INTERNAL_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "trace/stackcap-reader.h"
+
+enum raw_kind {
+	RAW_PROCESS_START,
+	RAW_MAPS,
+	RAW_DROPS,
+	RAW_PROCESS_END,
+	RAW_SAMPLE,
+	RAW_SAMPLE_FULL,
+	RAW_SAMPLE_SEGMENT,
+	RAW_DISCARDED,            /* events the writer lost (CTF events_discarded) */
+};
+
+/* One event, in time order.  Pointers are valid during the call only,
+ * except what the comments say the core takes over. */
+struct raw_event {
+	enum raw_kind kind;
+	uint64_t ts;              /* CLOCK_MONOTONIC ns */
+	uint32_t pid, tid;        /* packet context */
+	uint64_t stream_id;       /* unique per stream file */
+	/* RAW_PROCESS_START: comm and exe malloc'ed; the core takes them. */
+	struct su_process proc;
+	/* RAW_MAPS: malloc'ed with entries, paths and range_list (ranges
+	 * not yet initialised); the core takes it. */
+	struct su_maps *maps;
+	/* RAW_DROPS: cumulative totals of thread drop_tid. */
+	uint32_t drop_tid;
+	uint64_t drops_total;
+	/* RAW_SAMPLE*: */
+	uint32_t generation;
+	const uint8_t *blob;
+	size_t blob_len;
+	/* RAW_DISCARDED: */
+	uint64_t discarded;
+};
+
+typedef int (*raw_emit_fn)(void *ctx, const struct raw_event *ev);
+
+/* What a source says of the files it read. */
+struct source_report {
+	int truncated_files;      /* files cut short or corrupt (warned) */
+};
+
+enum source_pass { PASS_PROCESS = 1, PASS_SAMPLES = 2 };
+
+struct event_source {
+	const char *name;
+	/* Prepare DIR (absolute).  NULL with a message in ERR on failure. */
+	void *(*open)(const char *dir, struct source_report *rep, char *err, size_t errlen);
+	/* Emit every event of the process streams (PASS_PROCESS) or sample
+	 * streams (PASS_SAMPLES) in time order.  @return 0, EMIT's nonzero
+	 * return, or -errno / -1 with a message in ERR. */
+	int (*run)(void *h, enum source_pass pass, raw_emit_fn emit, void *ctx, char *err, size_t errlen);
+	void (*close)(void *h);
+};
+
+extern const struct event_source su_source_babeltrace2;
+
+/* Shared helpers. */
+void su_reader_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void su_maps_free(struct su_maps *m);
+/* Bytes of the complete packets at the start of the plain stream file FD
+ * of SIZE bytes (stops at the first cut or malformed packet). */
+uint64_t su_ctf_complete_packets(int fd, uint64_t size);
+
+#define SU_PACKET_HEADER_SIZE 32u
+#define SU_PACKET_CONTEXT_SIZE 48u
+#define SU_PACKET_MAGIC 0xC1FC1FC1u
+
+#endif

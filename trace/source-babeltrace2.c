@@ -1,0 +1,585 @@
+/* Event source: babeltrace2 (src.ctf.fs -> flt.utils.muxer -> our sink).
+ *
+ * The reference way to read a stackcap trace: a generic CTF reader, so it
+ * also proves the trace is plain CTF.  babeltrace2 reads directories, so
+ * the trace is staged in a private directory with one subdirectory per
+ * pass: symlinks to intact stream files, inflated copies of .zst files and
+ * cut copies of files that end inside a packet (babeltrace2 then reads
+ * every complete packet and never sees a partial one). */
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <babeltrace2/babeltrace.h>
+
+#include "trace/reader-internal.h"
+#include "ctf-writer.h"
+
+struct bt2_source {
+	struct source_report *rep;
+	char root[4096];
+	char proc[4200];
+	char samples[4200];
+	int n_proc, n_samples;
+	/* the run in progress */
+	raw_emit_fn emit;
+	void *ctx;
+	int emit_rc;              /* EMIT's nonzero return */
+	int fatal;                /* -errno from converting an event */
+	uint8_t *blob;
+	size_t blob_cap;
+	char *err;
+	size_t errlen;
+};
+
+static void set_err(struct bt2_source *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_err(struct bt2_source *s, const char *fmt, ...)
+{
+	va_list ap;
+	if (!s->err || !s->errlen || s->err[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(s->err, s->errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- field access -------------------------------------------------------- */
+
+static const bt_field *member(const bt_field *st, const char *name)
+{
+	return st ? bt_field_structure_borrow_member_field_by_name_const(st, name) : NULL;
+}
+
+static uint64_t member_u64(const bt_field *st, const char *name)
+{
+	const bt_field *f = member(st, name);
+	if (!f)
+		return 0;
+	if (bt_field_get_class_type(f) == BT_FIELD_CLASS_TYPE_SIGNED_INTEGER)
+		return (uint64_t)bt_field_integer_signed_get_value(f);
+	return bt_field_integer_unsigned_get_value(f);
+}
+
+static char *member_str(const bt_field *st, const char *name)
+{
+	const bt_field *f = member(st, name);
+	const char *s = f ? bt_field_string_get_value(f) : NULL;
+	return strdup(s ? s : "");
+}
+
+/* Copy a u8 array field into BUF (at most CAP bytes).  @return its length. */
+static uint64_t member_bytes(const bt_field *st, const char *name, uint8_t *buf, uint64_t cap)
+{
+	const bt_field *f = member(st, name);
+	if (!f)
+		return 0;
+	uint64_t n = bt_field_array_get_length(f);
+	for (uint64_t i = 0; i < n && i < cap; i++)
+		buf[i] = (uint8_t)bt_field_integer_unsigned_get_value(
+			bt_field_array_borrow_element_field_by_index_const(f, i));
+	return n;
+}
+
+/* ---- babeltrace2 messages -> raw events ------------------------------------ */
+
+static int blob_field(struct bt2_source *s, const bt_field *pl, struct raw_event *ev)
+{
+	const bt_field *bf = member(pl, "blob");
+	uint64_t const len = bf ? bt_field_array_get_length(bf) : 0;
+	if (len + 1 > s->blob_cap) {
+		uint8_t *nb = realloc(s->blob, len + 1);
+		if (!nb)
+			return -ENOMEM;
+		s->blob = nb;
+		s->blob_cap = len + 1;
+	}
+	member_bytes(pl, "blob", s->blob, len);
+	ev->generation = (uint32_t)member_u64(pl, "generation");
+	ev->blob = s->blob;
+	ev->blob_len = len;
+	return 0;
+}
+
+static int maps_field(const bt_field *pl, struct raw_event *ev)
+{
+	const bt_field *arr = member(pl, "entries");
+	uint64_t n = arr ? bt_field_array_get_length(arr) : 0;
+	struct su_maps *m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->generation = (uint32_t)member_u64(pl, "generation");
+	m->count = (uint32_t)n;
+	m->entries = calloc(n ? n : 1, sizeof(*m->entries));
+	m->range_list = calloc(n ? n : 1, sizeof(*m->range_list));
+	if (!m->entries || !m->range_list) {
+		su_maps_free(m);
+		return -ENOMEM;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		const bt_field *e = bt_field_array_borrow_element_field_by_index_const(arr, i);
+		struct su_map_entry *me = &m->entries[i];
+		me->start = member_u64(e, "start");
+		me->end = member_u64(e, "end");
+		me->offset = member_u64(e, "offset");
+		me->bias = member_u64(e, "bias");
+		me->flags = (uint32_t)member_u64(e, "flags");
+		uint64_t bl = member_bytes(e, "build_id", me->build_id, SU_BUILD_ID_MAX);
+		me->build_id_len = (uint8_t)(bl <= SU_BUILD_ID_MAX ? bl : 0);
+		me->path = member_str(e, "path");
+		if (!me->path) {
+			su_maps_free(m);
+			return -ENOMEM;
+		}
+		m->range_list[i] = (struct stackcap_code_range){ me->start, me->end, (uint32_t)i };
+	}
+	ev->maps = m;
+	return 0;
+}
+
+static int handle_event(struct bt2_source *s, const bt_message *msg)
+{
+	const bt_event *e = bt_message_event_borrow_event_const(msg);
+	const char *name = bt_event_class_get_name(bt_event_borrow_class_const(e));
+	const bt_field *pl = bt_event_borrow_payload_field_const(e);
+	const bt_packet *pkt = bt_event_borrow_packet_const(e);
+	const bt_field *ctx = pkt ? bt_packet_borrow_context_field_const(pkt) : NULL;
+	struct raw_event ev = {
+		.pid = (uint32_t)member_u64(ctx, "pid"),
+		.tid = (uint32_t)member_u64(ctx, "tid"),
+		.ts = bt_clock_snapshot_get_value(bt_message_event_borrow_default_clock_snapshot_const(msg)),
+		.stream_id = bt_stream_get_id(bt_event_borrow_stream_const(e)),
+	};
+	int rc = 0;
+	if (!name)
+		return 0;
+	if (strcmp(name, "sample") == 0) {
+		ev.kind = RAW_SAMPLE;
+		rc = blob_field(s, pl, &ev);
+	} else if (strcmp(name, "sample_full") == 0) {
+		ev.kind = RAW_SAMPLE_FULL;
+		rc = blob_field(s, pl, &ev);
+	} else if (strcmp(name, "sample_segment") == 0) {
+		ev.kind = RAW_SAMPLE_SEGMENT;
+		rc = blob_field(s, pl, &ev);
+	} else if (strcmp(name, "process_start") == 0) {
+		ev.kind = RAW_PROCESS_START;
+		ev.proc.pid = (uint32_t)member_u64(pl, "pid");
+		ev.proc.ppid = (uint32_t)member_u64(pl, "ppid");
+		ev.proc.comm = member_str(pl, "comm");
+		ev.proc.exe = member_str(pl, "exe");
+		ev.proc.clock_offset_ns = (int64_t)member_u64(pl, "clock_offset_ns");
+		ev.proc.frequency_hz = (uint32_t)member_u64(pl, "frequency_hz");
+		ev.proc.stack_cap = (uint32_t)member_u64(pl, "stack_cap");
+		ev.proc.policy = (uint8_t)member_u64(pl, "policy");
+		ev.proc.codec_version = (uint8_t)member_u64(pl, "codec_version");
+		if (!ev.proc.comm || !ev.proc.exe) {
+			free(ev.proc.comm);
+			free(ev.proc.exe);
+			return -ENOMEM;
+		}
+	} else if (strcmp(name, "maps") == 0) {
+		ev.kind = RAW_MAPS;
+		rc = maps_field(pl, &ev);
+	} else if (strcmp(name, "drops") == 0) {
+		ev.kind = RAW_DROPS;
+		ev.drop_tid = (uint32_t)member_u64(pl, "tid");
+		ev.drops_total = member_u64(pl, "ring_full") + member_u64(pl, "nested") +
+				 member_u64(pl, "no_stack_bounds") + member_u64(pl, "other");
+	} else if (strcmp(name, "process_end") == 0) {
+		ev.kind = RAW_PROCESS_END;
+	} else {
+		return 0; /* an event class this reader does not know: skipped */
+	}
+	if (rc)
+		return rc;
+	rc = s->emit(s->ctx, &ev);
+	if (rc)
+		s->emit_rc = rc;
+	return 0;
+}
+
+/* ---- the babeltrace2 graph ----------------------------------------------- */
+
+static bt_graph_simple_sink_component_initialize_func_status
+sink_init(bt_message_iterator *it, void *data)
+{
+	(void)it;
+	(void)data;
+	return BT_GRAPH_SIMPLE_SINK_COMPONENT_INITIALIZE_FUNC_STATUS_OK;
+}
+
+static bt_graph_simple_sink_component_consume_func_status
+sink_consume(bt_message_iterator *it, void *data)
+{
+	struct bt2_source *r = data;
+	bt_message_array_const msgs;
+	uint64_t count = 0;
+	switch (bt_message_iterator_next(it, &msgs, &count)) {
+	case BT_MESSAGE_ITERATOR_NEXT_STATUS_OK:
+		break;
+	case BT_MESSAGE_ITERATOR_NEXT_STATUS_END:
+		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_END;
+	case BT_MESSAGE_ITERATOR_NEXT_STATUS_AGAIN:
+		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_AGAIN;
+	case BT_MESSAGE_ITERATOR_NEXT_STATUS_MEMORY_ERROR:
+		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_MEMORY_ERROR;
+	default:
+		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_ERROR;
+	}
+	int rc = 0;
+	for (uint64_t i = 0; i < count; i++) {
+		const bt_message *m = msgs[i];
+		if (rc == 0 && !r->emit_rc) {
+			switch (bt_message_get_type(m)) {
+			case BT_MESSAGE_TYPE_EVENT:
+				rc = handle_event(r, m);
+				break;
+			case BT_MESSAGE_TYPE_DISCARDED_EVENTS: {
+				struct raw_event ev = { .kind = RAW_DISCARDED };
+				if (bt_message_discarded_events_get_count(m, &ev.discarded) ==
+				    BT_PROPERTY_AVAILABILITY_AVAILABLE && ev.discarded) {
+					int const erc = r->emit(r->ctx, &ev);
+					if (erc)
+						r->emit_rc = erc;
+				}
+				break;
+			}
+			default:
+				break;
+			}
+		}
+		bt_message_put_ref(m);
+	}
+	if (rc) {
+		r->fatal = rc;
+		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_ERROR;
+	}
+	if (r->emit_rc)
+		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_END;
+	return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_OK;
+}
+
+/* The first cause of babeltrace2's current error, into R's message. */
+static void take_bt_error(struct bt2_source *r, const char *what)
+{
+	const bt_error *e = bt_current_thread_take_error();
+	const char *cause = NULL;
+	if (e && bt_error_get_cause_count(e) > 0)
+		cause = bt_error_cause_get_message(bt_error_borrow_cause_by_index(e, 0));
+	set_err(r, "%s%s%s", what, cause ? ": " : "", cause ? cause : "");
+	if (e)
+		bt_error_release(e);
+}
+
+/* A reference to component class CLS of plugin PLUGIN_NAME, or NULL. */
+static const bt_plugin *find_plugin(const char *plugin_name)
+{
+	const bt_plugin *plugin = NULL;
+	if (bt_plugin_find(plugin_name, BT_TRUE, BT_FALSE, BT_TRUE, BT_TRUE, BT_FALSE, &plugin) !=
+	    BT_PLUGIN_FIND_STATUS_OK)
+		return NULL;
+	return plugin;
+}
+
+/* Run one graph src.ctf.fs(DIR) -> flt.utils.muxer -> our sink. */
+static int run_graph(struct bt2_source *r, const char *dir)
+{
+	int rc = -1;
+	bt_graph *g = bt_graph_create(0);
+	bt_value *params = bt_value_map_create();
+	bt_value *inputs = NULL;
+	const bt_plugin *ctf = find_plugin("ctf");
+	const bt_plugin *utils = find_plugin("utils");
+	const bt_component_class_source *src_cls =
+		ctf ? bt_plugin_borrow_source_component_class_by_name_const(ctf, "fs") : NULL;
+	const bt_component_class_filter *mux_cls =
+		utils ? bt_plugin_borrow_filter_component_class_by_name_const(utils, "muxer") : NULL;
+	const bt_component_source *src = NULL;
+	const bt_component_filter *mux = NULL;
+	const bt_component_sink *sink = NULL;
+
+	if (!src_cls || !mux_cls) {
+		set_err(r, "babeltrace2 plugins ctf and utils not found (apt-get install babeltrace2)");
+		goto out;
+	}
+	if (!g || !params || bt_value_map_insert_empty_array_entry(params, "inputs", &inputs) ||
+	    bt_value_array_append_string_element(inputs, dir)) {
+		set_err(r, "out of memory");
+		goto out;
+	}
+	if (bt_graph_add_source_component(g, src_cls,
+					  "src", params, BT_LOGGING_LEVEL_NONE, &src) ||
+	    bt_graph_add_filter_component(g, mux_cls,
+					  "mux", NULL, BT_LOGGING_LEVEL_NONE, &mux) ||
+	    bt_graph_add_simple_sink_component(g, "sink", sink_init, sink_consume, NULL, r, &sink)) {
+		take_bt_error(r, "cannot open the trace with babeltrace2");
+		goto out;
+	}
+	uint64_t const nout = bt_component_source_get_output_port_count(src);
+	for (uint64_t i = 0; i < nout; i++) {
+		const bt_port_input *in = bt_component_filter_borrow_input_port_by_index_const(
+			mux, bt_component_filter_get_input_port_count(mux) - 1);
+		if (bt_graph_connect_ports(g, bt_component_source_borrow_output_port_by_index_const(src, i),
+					   in, NULL)) {
+			take_bt_error(r, "cannot connect babeltrace2 ports");
+			goto out;
+		}
+	}
+	if (bt_graph_connect_ports(g, bt_component_filter_borrow_output_port_by_index_const(mux, 0),
+				   bt_component_sink_borrow_input_port_by_index_const(sink, 0), NULL)) {
+		take_bt_error(r, "cannot connect babeltrace2 ports");
+		goto out;
+	}
+	for (;;) {
+		bt_graph_run_status s = bt_graph_run(g);
+		if (s == BT_GRAPH_RUN_STATUS_AGAIN)
+			continue;
+		if (s == BT_GRAPH_RUN_STATUS_OK)
+			rc = 0;
+		else if (r->fatal)
+			rc = r->fatal;
+		else
+			take_bt_error(r, "babeltrace2 could not read the trace");
+		break;
+	}
+out:
+	if (rc && r->fatal == -ENOMEM)
+		set_err(r, "out of memory");
+	bt_graph_put_ref(g);
+	bt_value_put_ref(params);
+	bt_plugin_put_ref(ctf);
+	bt_plugin_put_ref(utils);
+	return rc;
+}
+
+/* ---- staging ------------------------------------------------------------- */
+
+uint64_t su_ctf_complete_packets(int fd, uint64_t size)
+{
+	uint64_t off = 0;
+	uint8_t h[SU_PACKET_HEADER_SIZE + SU_PACKET_CONTEXT_SIZE];
+	while (off + sizeof(h) <= size) {
+		if (pread(fd, h, sizeof(h), (off_t)off) != (ssize_t)sizeof(h))
+			break;
+		uint32_t magic;
+		uint64_t bits;
+		memcpy(&magic, h, 4);
+		memcpy(&bits, h + SU_PACKET_HEADER_SIZE + 24, 8); /* packet_size */
+		uint64_t const bytes = bits / 8;
+		if (magic != SU_PACKET_MAGIC || bits % 8 || bytes < sizeof(h) || bytes > size - off)
+			break;
+		off += bytes;
+	}
+	return off;
+}
+
+/* Copy the first LEN bytes of SRC into the new file DST. */
+static int copy_prefix(const char *src, const char *dst, uint64_t len)
+{
+	int in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (out < 0) {
+		int e = -errno;
+		close(in);
+		return e;
+	}
+	char buf[65536];
+	int rc = 0;
+	while (len > 0) {
+		ssize_t n = read(in, buf, len < sizeof(buf) ? len : sizeof(buf));
+		if (n <= 0) {
+			rc = n < 0 ? -errno : -EIO;
+			break;
+		}
+		if (write(out, buf, (size_t)n) != n) {
+			rc = -errno ? -errno : -EIO;
+			break;
+		}
+		len -= (uint64_t)n;
+	}
+	close(in);
+	if (close(out) && !rc)
+		rc = -errno;
+	return rc;
+}
+
+static int rm_rf_dir(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return -errno;
+	struct dirent *e;
+	char p[8192];
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", path, e->d_name);
+		if (e->d_type == DT_DIR)
+			rm_rf_dir(p);
+		else
+			unlink(p);
+	}
+	closedir(d);
+	return rmdir(path) ? -errno : 0;
+}
+
+static int has_suffix(const char *s, const char *suf)
+{
+	size_t n = strlen(s), m = strlen(suf);
+	return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+/* Stage one stream file NAME of DIR into TO (proc or samples dir). */
+static int stage_file(struct bt2_source *r, const char *dir, const char *name, const char *to)
+{
+	char src[8192], dst[8192];
+	snprintf(src, sizeof(src), "%s/%s", dir, name);
+	int const zst = has_suffix(name, ".zst");
+	snprintf(dst, sizeof(dst), "%s/%.*s", to, (int)(strlen(name) - (zst ? 4 : 0)), name);
+	if (zst) {
+		int rc = ctf_zstd_inflate_file(src, dst);
+		if (rc == -EBADMSG) {
+			su_reader_warn("%s: corrupt or truncated zstd frame: only the packets before it are read", src);
+			r->rep->truncated_files++;
+		} else if (rc) {
+			su_reader_warn("%s: cannot inflate: %s: file skipped", src, strerror(-rc));
+			r->rep->truncated_files++;
+			unlink(dst);
+			return 0;
+		}
+		src[0] = 0;
+		snprintf(src, sizeof(src), "%s", dst); /* validate the inflated copy in place */
+	}
+	int fd = open(src, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		su_reader_warn("%s: %s: file skipped", src, strerror(errno));
+		r->rep->truncated_files++;
+		return 0;
+	}
+	struct stat sb;
+	uint64_t good = 0, size = 0;
+	if (fstat(fd, &sb) == 0) {
+		size = (uint64_t)sb.st_size;
+		good = su_ctf_complete_packets(fd, size);
+	}
+	close(fd);
+	if (good < size) {
+		su_reader_warn("%s/%s: cut or malformed packet at byte %llu of %llu: only the packets before it are read",
+		     dir, name, (unsigned long long)good, (unsigned long long)size);
+		r->rep->truncated_files++;
+	}
+	if (zst) {
+		if (good < size && truncate(dst, (off_t)good))
+			return -errno;
+		return 0;
+	}
+	if (good == size)
+		return symlink(src, dst) ? -errno : 0;
+	return copy_prefix(src, dst, good);
+}
+
+static int stage(struct bt2_source *r, const char *dir, struct bt2_source *sg)
+{
+	const char *tmp = getenv("TMPDIR");
+	snprintf(sg->root, sizeof(sg->root), "%s/stackunwind.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(sg->root)) {
+		set_err(r, "cannot create a staging directory in %s: %s", tmp && *tmp ? tmp : "/tmp", strerror(errno));
+		sg->root[0] = 0;
+		return -errno;
+	}
+	snprintf(sg->proc, sizeof(sg->proc), "%s/proc", sg->root);
+	snprintf(sg->samples, sizeof(sg->samples), "%s/samples", sg->root);
+	char meta[8192], link_to[8192];
+	snprintf(meta, sizeof(meta), "%s/metadata", dir);
+	if (mkdir(sg->proc, 0700) || mkdir(sg->samples, 0700))
+		return -errno;
+	snprintf(link_to, sizeof(link_to), "%s/metadata", sg->proc);
+	if (symlink(meta, link_to))
+		return -errno;
+	snprintf(link_to, sizeof(link_to), "%s/metadata", sg->samples);
+	if (symlink(meta, link_to))
+		return -errno;
+
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	struct dirent *e;
+	int rc = 0;
+	while (!rc && (e = readdir(d))) {
+		const char *n = e->d_name;
+		if (n[0] == '.' || strcmp(n, "metadata") == 0)
+			continue;
+		if (strncmp(n, "proc-", 5) == 0) {
+			rc = stage_file(r, dir, n, sg->proc);
+			sg->n_proc++;
+		} else if (strncmp(n, "samples-", 8) == 0) {
+			rc = stage_file(r, dir, n, sg->samples);
+			sg->n_samples++;
+		} else {
+			su_reader_warn("%s/%s: not a stackcap stream file: ignored", dir, n);
+		}
+	}
+	closedir(d);
+	if (rc)
+		set_err(r, "cannot stage the trace in %s: %s", sg->root, strerror(-rc));
+	return rc;
+}
+
+/* ---- the source ------------------------------------------------------------ */
+
+static void bt2_close(void *h)
+{
+	struct bt2_source *s = h;
+	if (!s)
+		return;
+	if (s->root[0])
+		rm_rf_dir(s->root);
+	free(s->blob);
+	free(s);
+}
+
+static void *bt2_open(const char *dir, struct source_report *rep, char *err, size_t errlen)
+{
+	struct bt2_source *s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	s->rep = rep;
+	s->err = err;
+	s->errlen = errlen;
+	if (stage(s, dir, s)) {
+		bt2_close(s);
+		return NULL;
+	}
+	return s;
+}
+
+static int bt2_run(void *h, enum source_pass pass, raw_emit_fn emit, void *ctx, char *err, size_t errlen)
+{
+	struct bt2_source *s = h;
+	s->emit = emit;
+	s->ctx = ctx;
+	s->emit_rc = 0;
+	s->fatal = 0;
+	s->err = err;
+	s->errlen = errlen;
+	if ((pass == PASS_PROCESS ? s->n_proc : s->n_samples) == 0)
+		return 0;
+	int rc = run_graph(s, pass == PASS_PROCESS ? s->proc : s->samples);
+	return rc ? rc : s->emit_rc;
+}
+
+const struct event_source su_source_babeltrace2 = {
+	.name = "babeltrace2",
+	.open = bt2_open,
+	.run = bt2_run,
+	.close = bt2_close,
+};

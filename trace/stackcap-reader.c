@@ -1,0 +1,578 @@
+/* Reading a stackcap trace (docs/trace-format.md) into the trace model.
+ *
+ * Two passes over the trace's streams, each in time order:
+ *  1. the process streams (small): process sections, every maps generation,
+ *     drops, ends;
+ *  2. the sample streams, decoded with the maps of their generation.
+ * Two passes because the writer stamps a maps event when it writes it, which
+ * can be after the first samples encoded against it.  Memory is bounded by
+ * the number of threads and maps generations, never by the trace length.
+ *
+ * The events come from an event source (reader-internal.h): our own parser
+ * of the format we write (fast, the default) or babeltrace2 (the reference). */
+#include <errno.h>
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "trace/reader-internal.h"
+
+/* ---- the model being built ----------------------------------------------- */
+
+struct section {
+	struct su_process p;
+	uint64_t start_ts;
+	uint64_t stream_id;      /* bt stream id of its process stream */
+	struct su_maps **maps;   /* sorted by generation */
+	size_t n_maps, cap_maps;
+};
+
+struct thread_drops {
+	uint32_t pid, tid;
+	uint64_t total;
+};
+
+struct thread_state {
+	uint64_t key;            /* pid << 32 | tid; 0: empty slot */
+	struct stackcap_image img[2];
+	int cur;                 /* img[cur] is the last decoded image */
+	int has_ref;
+	struct stackcap_image full; /* unfiltered copy of the next sample */
+	uint64_t full_ts;
+	int full_pending;
+	struct stackcap_image seg;  /* second stack segment of the next sample */
+	uint64_t seg_ts;
+	int seg_pending;
+};
+
+struct reader {
+	const struct su_reader_opts *opts;
+	int pass;
+	const struct su_reader_callbacks *cb;
+	struct su_reader_stats *st;
+	char *err;
+	size_t errlen;
+
+	struct section *sections;
+	size_t n_sections, cap_sections;
+	struct thread_drops *drops;
+	size_t n_drops, cap_drops;
+	struct thread_state *threads;
+	size_t cap_threads, n_threads; /* open addressing, power of two */
+
+	int cb_rc;               /* a callback's nonzero return */
+};
+
+static void set_err(struct reader *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void set_err(struct reader *r, const char *fmt, ...)
+{
+	va_list ap;
+	if (!r->err || !r->errlen || r->err[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(r->err, r->errlen, fmt, ap);
+	va_end(ap);
+}
+
+void su_reader_warn(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("stackunwind: warning: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap * 2 : 8;
+	while (n < need)
+		n *= 2;
+	void *p = realloc(*arr, n * elem);
+	if (!p)
+		return -ENOMEM;
+	memset((char *)p + *cap * elem, 0, (n - *cap) * elem);
+	*arr = p;
+	*cap = n;
+	return 0;
+}
+
+void su_maps_free(struct su_maps *m)
+{
+	if (!m)
+		return;
+	for (uint32_t i = 0; i < m->count; i++)
+		free(m->entries[i].path);
+	free(m->entries);
+	free(m->range_list);
+	free(m);
+}
+
+static void reader_free(struct reader *r)
+{
+	for (size_t i = 0; i < r->n_sections; i++) {
+		struct section *s = &r->sections[i];
+		for (size_t j = 0; j < s->n_maps; j++)
+			su_maps_free(s->maps[j]);
+		free(s->maps);
+		free(s->p.comm);
+		free(s->p.exe);
+	}
+	free(r->sections);
+	free(r->drops);
+	for (size_t i = 0; i < r->cap_threads; i++) {
+		free(r->threads[i].img[0].words);
+		free(r->threads[i].img[0].kept);
+		free(r->threads[i].img[1].words);
+		free(r->threads[i].img[1].kept);
+		free(r->threads[i].full.words);
+		free(r->threads[i].full.kept);
+		free(r->threads[i].seg.words);
+		free(r->threads[i].seg.kept);
+	}
+	free(r->threads);
+}
+
+/* The section of PID that was current at TS: the latest started at or
+ * before TS, else the earliest (clock skew between streams). */
+static struct section *section_at(struct reader *r, uint32_t pid, uint64_t ts)
+{
+	struct section *best = NULL, *first = NULL;
+	for (size_t i = 0; i < r->n_sections; i++) {
+		struct section *s = &r->sections[i];
+		if (s->p.pid != pid)
+			continue;
+		if (!first || s->start_ts < first->start_ts)
+			first = s;
+		if (s->start_ts <= ts && (!best || s->start_ts >= best->start_ts))
+			best = s;
+	}
+	return best ? best : first;
+}
+
+static struct su_maps *section_maps(struct section *s, uint32_t generation)
+{
+	size_t lo = 0, hi = s->n_maps;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (s->maps[mid]->generation == generation)
+			return s->maps[mid];
+		if (s->maps[mid]->generation < generation)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* ---- pass 1: process streams --------------------------------------------- */
+
+static struct section *section_of_stream(struct reader *r, uint64_t stream_id, uint32_t pid)
+{
+	for (size_t i = r->n_sections; i-- > 0;)
+		if (r->sections[i].stream_id == stream_id && r->sections[i].p.pid == pid)
+			return &r->sections[i];
+	return NULL;
+}
+
+static int on_process_start(struct reader *r, const struct raw_event *ev)
+{
+	if (grow((void **)&r->sections, &r->cap_sections, r->n_sections + 1, sizeof(*r->sections))) {
+		free(ev->proc.comm);
+		free(ev->proc.exe);
+		return -ENOMEM;
+	}
+	struct section *s = &r->sections[r->n_sections++];
+	memset(s, 0, sizeof(*s));
+	s->start_ts = ev->ts;
+	s->stream_id = ev->stream_id;
+	s->p = ev->proc;
+	s->p.seq = 0;
+	s->p.ended = 0;
+	for (size_t i = 0; i + 1 < r->n_sections; i++)
+		if (r->sections[i].p.pid == s->p.pid)
+			s->p.seq++;
+	r->st->processes++;
+	if (s->p.codec_version != STACKCAP_CODEC_VERSION)
+		su_reader_warn("process %u: stack codec version %u not supported (this reader knows %u); "
+			       "its samples are skipped", s->p.pid, s->p.codec_version, STACKCAP_CODEC_VERSION);
+	return 0;
+}
+
+static int on_maps(struct reader *r, const struct raw_event *ev)
+{
+	struct su_maps *m = ev->maps;
+	struct section *s = section_of_stream(r, ev->stream_id, ev->pid);
+	if (!s) {
+		su_reader_warn("maps event of pid %u without process_start: ignored", ev->pid);
+		su_maps_free(m);
+		return 0;
+	}
+	if (stackcap_code_ranges_init(&m->ranges, m->range_list, m->count)) {
+		su_reader_warn("pid %u: maps generation %u has unsorted or overlapping ranges: ignored",
+			       ev->pid, m->generation);
+		su_maps_free(m);
+		return 0;
+	}
+	if (section_maps(s, m->generation)) {
+		su_reader_warn("pid %u: maps generation %u recorded twice: the first is kept", ev->pid, m->generation);
+		su_maps_free(m);
+		return 0;
+	}
+	if (grow((void **)&s->maps, &s->cap_maps, s->n_maps + 1, sizeof(*s->maps))) {
+		su_maps_free(m);
+		return -ENOMEM;
+	}
+	size_t at = s->n_maps;
+	while (at > 0 && s->maps[at - 1]->generation > m->generation) {
+		s->maps[at] = s->maps[at - 1];
+		at--;
+	}
+	s->maps[at] = m;
+	s->n_maps++;
+	return 0;
+}
+
+static int on_drops(struct reader *r, const struct raw_event *ev)
+{
+	for (size_t i = 0; i < r->n_drops; i++)
+		if (r->drops[i].pid == ev->pid && r->drops[i].tid == ev->drop_tid) {
+			if (ev->drops_total > r->drops[i].total)
+				r->drops[i].total = ev->drops_total; /* cumulative: latest wins */
+			return 0;
+		}
+	if (grow((void **)&r->drops, &r->cap_drops, r->n_drops + 1, sizeof(*r->drops)))
+		return -ENOMEM;
+	r->drops[r->n_drops++] = (struct thread_drops){ ev->pid, ev->drop_tid, ev->drops_total };
+	return 0;
+}
+
+/* ---- pass 2: samples ----------------------------------------------------- */
+
+static struct thread_state *thread_get(struct reader *r, uint32_t pid, uint32_t tid)
+{
+	uint64_t const key = (uint64_t)pid << 32 | tid | (1ull << 63);
+	if ((r->n_threads + 1) * 2 > r->cap_threads) {
+		size_t ncap = r->cap_threads ? r->cap_threads * 2 : 64;
+		struct thread_state *nt = calloc(ncap, sizeof(*nt));
+		if (!nt)
+			return NULL;
+		for (size_t i = 0; i < r->cap_threads; i++) {
+			if (!r->threads[i].key)
+				continue;
+			size_t h = (size_t)(r->threads[i].key * 0x9E3779B97F4A7C15ull >> 40) & (ncap - 1);
+			while (nt[h].key)
+				h = (h + 1) & (ncap - 1);
+			nt[h] = r->threads[i];
+		}
+		free(r->threads);
+		r->threads = nt;
+		r->cap_threads = ncap;
+	}
+	size_t h = (size_t)(key * 0x9E3779B97F4A7C15ull >> 40) & (r->cap_threads - 1);
+	while (r->threads[h].key && r->threads[h].key != key)
+		h = (h + 1) & (r->cap_threads - 1);
+	if (!r->threads[h].key) {
+		r->threads[h].key = key;
+		r->n_threads++;
+	}
+	return &r->threads[h];
+}
+
+static int image_reserve(struct stackcap_image *img, uint64_t nwords)
+{
+	if (nwords <= img->capacity && img->words)
+		return 0;
+	uint64_t cap = img->capacity ? img->capacity : 512;
+	while (cap < nwords)
+		cap *= 2;
+	uint64_t *w = realloc(img->words, cap * sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	img->words = w;
+	uint8_t *k = realloc(img->kept, (cap + 7) / 8);
+	if (!k)
+		return -ENOMEM;
+	img->kept = k;
+	img->capacity = cap;
+	return 0;
+}
+
+static int on_sample(struct reader *r, const struct raw_event *ev)
+{
+	int const kind = ev->kind;
+	int const full = kind != RAW_SAMPLE;
+	uint32_t const pid = ev->pid, tid = ev->tid;
+	uint64_t const ts = ev->ts;
+	const uint8_t *const blob = ev->blob;
+	size_t const len = ev->blob_len;
+	if (r->opts && r->opts->pid && r->opts->pid != pid)
+		return 0;
+	if (r->opts && r->opts->tid && r->opts->tid != tid)
+		return 0;
+	uint32_t const generation = ev->generation;
+
+	struct section *sec = section_at(r, pid, ts);
+	if (!sec)
+		r->st->no_process++;
+	if (sec && sec->p.codec_version != STACKCAP_CODEC_VERSION) {
+		r->st->bad_blobs++;
+		return 0;
+	}
+	struct su_maps *maps = sec ? section_maps(sec, generation) : NULL;
+	struct thread_state *t = thread_get(r, pid, tid);
+	if (!t)
+		return -ENOMEM;
+	if (!maps) {
+		/* Without the ranges of its generation a blob's code words
+		 * cannot be decoded, and the next samples may refer to it. */
+		if (!full) {
+			r->st->no_maps++;
+			t->has_ref = 0;
+		}
+		return 0;
+	}
+	struct stackcap_codec_header hdr;
+	if (stackcap_codec_is_error(stackcap_codec_peek(blob, len, &hdr)) ||
+	    hdr.nwords > (64u << 20) / 8) {
+		r->st->bad_blobs++;
+		if (!full)
+			t->has_ref = 0;
+		return 0;
+	}
+	if (full) {
+		/* Held until the sample of the same time that follows it. */
+		struct stackcap_image *img = kind == RAW_SAMPLE_FULL ? &t->full : &t->seg;
+		int *pending = kind == RAW_SAMPLE_FULL ? &t->full_pending : &t->seg_pending;
+		*pending = 0;
+		if (image_reserve(img, hdr.nwords))
+			return -ENOMEM;
+		if (stackcap_codec_is_error(stackcap_codec_decode(blob, len, &maps->ranges, NULL, img))) {
+			r->st->bad_blobs++;
+			return 0;
+		}
+		*pending = 1;
+		if (kind == RAW_SAMPLE_FULL)
+			t->full_ts = ts;
+		else
+			t->seg_ts = ts;
+		return 0;
+	}
+	struct stackcap_image *dst = &t->img[!t->cur];
+	struct stackcap_image *ref = t->has_ref ? &t->img[t->cur] : NULL;
+	if (image_reserve(dst, hdr.nwords))
+		return -ENOMEM;
+	size_t rc = stackcap_codec_decode(blob, len, &maps->ranges, ref, dst);
+	if (stackcap_codec_is_error(rc)) {
+		r->st->bad_blobs++;
+		t->has_ref = 0;
+		return 0;
+	}
+	t->cur = !t->cur;
+	t->has_ref = 1;
+
+	if (r->opts && (ts < r->opts->time_begin || (r->opts->time_end && ts > r->opts->time_end)))
+		return 0;
+	r->st->samples++;
+	r->st->blob_bytes += len;
+	r->st->raw_stack_bytes += dst->nwords * 8;
+	int const has_full = t->full_pending && t->full_ts == ts;
+	int const has_seg = t->seg_pending && t->seg_ts == ts;
+	t->full_pending = 0;
+	t->seg_pending = 0;
+	if (has_full)
+		r->st->full_samples++;
+	if (!r->cb->sample)
+		return 0;
+	struct su_sample s = {
+		.time_ns = ts,
+		.pid = pid,
+		.tid = tid,
+		.process = sec ? &sec->p : NULL,
+		.maps = maps,
+		.image = dst,
+		.stack_capped = sec && sec->p.stack_cap &&
+				(dst->nwords + (has_seg ? t->seg.nwords : 0)) * 8 + 8 > sec->p.stack_cap,
+		.full_image = has_full ? &t->full : NULL,
+		.segment = has_seg ? &t->seg : NULL,
+	};
+	int const crc = r->cb->sample(r->cb->arg, &s);
+	if (crc)
+		r->cb_rc = crc;
+	return 0;
+}
+
+/* ---- events from the source ------------------------------------------------ */
+
+static int on_event(void *ctx, const struct raw_event *ev)
+{
+	struct reader *r = ctx;
+	int rc = 0;
+	switch (ev->kind) {
+	case RAW_SAMPLE:
+	case RAW_SAMPLE_FULL:
+	case RAW_SAMPLE_SEGMENT:
+		if (r->pass == PASS_SAMPLES)
+			rc = on_sample(r, ev);
+		break;
+	case RAW_DISCARDED:
+		if (r->pass == PASS_SAMPLES)
+			r->st->discarded += ev->discarded;
+		break;
+	case RAW_PROCESS_START:
+		rc = on_process_start(r, ev);
+		if (rc == 0 && r->cb->process_start)
+			r->cb_rc = r->cb->process_start(r->cb->arg, &r->sections[r->n_sections - 1].p);
+		break;
+	case RAW_MAPS:
+		rc = on_maps(r, ev);
+		break;
+	case RAW_DROPS:
+		rc = on_drops(r, ev);
+		break;
+	case RAW_PROCESS_END: {
+		struct section *s = section_of_stream(r, ev->stream_id, ev->pid);
+		if (s && !s->p.ended) {
+			s->p.ended = 1;
+			r->st->ended++;
+		}
+		break;
+	}
+	}
+	return rc ? rc : r->cb_rc;
+}
+
+/* ---- entry points -------------------------------------------------------- */
+
+/* Read DIR/metadata and check it names a stackcap trace of a version we
+ * know.  @return 0, or -1 with a message. */
+static int check_metadata(const char *dir, char *msg, size_t msglen)
+{
+	char path[8192];
+	snprintf(path, sizeof(path), "%s/metadata", dir);
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		snprintf(msg, msglen, "%s is not a stackcap trace: %s: %s", dir, path, strerror(errno));
+		return -1;
+	}
+	char line[1024];
+	int tracer = 0;
+	long version = -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (strncmp(p, "tracer_name = \"stackcap\";", 25) == 0)
+			tracer = 1;
+		else if (strncmp(p, "stackcap_trace_version = ", 25) == 0)
+			version = strtol(p + 25, NULL, 10);
+	}
+	fclose(f);
+	if (!tracer) {
+		snprintf(msg, msglen, "%s is not a stackcap trace (its metadata does not name tracer \"stackcap\")", dir);
+		return -1;
+	}
+	if (version != 1) {
+		snprintf(msg, msglen, "%s: stackcap trace format version %ld not supported (this reader knows 1)",
+			 dir, version);
+		return -1;
+	}
+	return 0;
+}
+
+int su_stackcap_trace_probe(const char *dir)
+{
+	char msg[16];
+	return check_metadata(dir, msg, sizeof(msg)) == 0;
+}
+
+static uint64_t dir_bytes(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	uint64_t total = 0;
+	struct dirent *e;
+	struct stat sb;
+	while ((e = readdir(d)))
+		if (fstatat(dirfd(d), e->d_name, &sb, 0) == 0 && S_ISREG(sb.st_mode))
+			total += (uint64_t)sb.st_size;
+	closedir(d);
+	return total;
+}
+
+int su_stackcap_trace_read(const char *dir, const struct su_reader_opts *opts,
+			   const struct su_reader_callbacks *cb,
+			   struct su_reader_stats *stats,
+			   char *err, size_t errlen)
+{
+	struct reader r = { .opts = opts, .cb = cb, .st = stats, .err = err, .errlen = errlen };
+	struct source_report rep = { 0 };
+	const struct event_source *src = &su_source_babeltrace2;
+	void *h = NULL;
+	char *abs_dir = NULL;
+	int rc;
+
+	if (err && errlen)
+		err[0] = 0;
+	memset(stats, 0, sizeof(*stats));
+	struct stat sb;
+	if (stat(dir, &sb)) {
+		set_err(&r, "%s: %s", dir, strerror(errno));
+		return -ENOENT;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		set_err(&r, "%s is not a trace directory", dir);
+		return -ENOTDIR;
+	}
+	if (check_metadata(dir, err, errlen))
+		return -EINVAL;
+	abs_dir = realpath(dir, NULL);
+	if (!abs_dir) {
+		set_err(&r, "%s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	stats->bytes_on_disk = dir_bytes(dir);
+	h = src->open(abs_dir, &rep, err, errlen);
+	if (!h) {
+		rc = -1;
+		goto out;
+	}
+	r.pass = PASS_PROCESS;
+	if ((rc = src->run(h, PASS_PROCESS, on_event, &r, err, errlen)) != 0)
+		goto out;
+	if (!r.n_sections)
+		su_reader_warn("%s: no process_start event: samples cannot be decoded", dir);
+	for (size_t i = 0; i < r.n_sections; i++)
+		if (cb->maps)
+			for (size_t j = 0; j < r.sections[i].n_maps && !r.cb_rc; j++)
+				r.cb_rc = cb->maps(cb->arg, &r.sections[i].p, r.sections[i].maps[j]);
+	if (r.cb_rc) {
+		rc = r.cb_rc;
+		goto out;
+	}
+	r.pass = PASS_SAMPLES;
+	if ((rc = src->run(h, PASS_SAMPLES, on_event, &r, err, errlen)) != 0)
+		goto out;
+	if (cb->end)
+		rc = cb->end(cb->arg);
+	for (size_t i = 0; i < r.n_drops; i++)
+		stats->drops += r.drops[i].total;
+	stats->truncated_files = rep.truncated_files;
+	if (!rc && (stats->truncated_files || stats->bad_blobs || stats->no_maps))
+		rc = 1;
+out:
+	if (h)
+		src->close(h);
+	reader_free(&r);
+	free(abs_dir);
+	return rc;
+}
