@@ -33,6 +33,7 @@ struct uw_dwfl_proc {
 	enum su_unwind_end end;
 	uint64_t prev_rsp;
 	int prev_rsp_known;
+	int prev_signal;               /* with a segment: the last frame was a signal frame */
 };
 
 /* ---- thread callbacks --------------------------------------------------------- */
@@ -305,14 +306,27 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	/* Reads from here on belong to unwinding this frame. */
 	dp->read_fail = UW_READ_OK;
 	dp->last_read = UW_READ_OK;
+	size_t const i = dp->n;
 	Dwarf_Addr pc;
 	bool act = false;
+	Dwarf_Word rsp;
+	int const rsp_known = dwfl_frame_reg(state, STACKCAP_REG_RSP, &rsp) == 0;
+	if (dp->st.nseg == 2) {
+		/* Before elfutils unwinds this frame (asking for the
+		 * activation does): is it a signal frame? */
+		int signal = 0, ra_undef = 0;
+		if (!dwfl_frame_pc(state, &pc, NULL))
+			return stop(dp, SU_END_ERROR);
+		uint64_t const lookup = i == 0 || dp->prev_signal ? pc : pc - 1;
+		if (cfi_row_info(dp->dwfl, lookup, &signal, &ra_undef) == 0 && signal && rsp_known)
+			uw_stack_signal_frame(&dp->st, rsp);
+		dp->prev_signal = signal;
+	}
 	if (!dwfl_frame_pc(state, &pc, &act))
 		return stop(dp, SU_END_ERROR);
 	if (pc == 0)
 		return stop(dp, SU_END_OUTERMOST);
 
-	size_t const i = dp->n;
 	uint8_t how = i == 0 ? SU_FRAME_INITIAL : SU_FRAME_CFI;
 	if (i > 0 && act && dp->frames[i - 1].activation) {
 		/* Activation because the previous frame is a signal frame, or
@@ -323,10 +337,8 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 		    signal)
 			how = SU_FRAME_SIGNAL;
 	}
-	Dwarf_Word rsp;
-	int const rsp_known = dwfl_frame_reg(state, STACKCAP_REG_RSP, &rsp) == 0;
 	if (how == SU_FRAME_SIGNAL) {
-		if (!rsp_known || rsp < dp->st.lo || rsp > dp->st.hi)
+		if (!rsp_known || !uw_stack_holds(&dp->st, rsp))
 			dp->switched = 1;
 	} else if (i > 0 && dp->prev_rsp_known && (!rsp_known || rsp <= dp->prev_rsp)) {
 		return stop(dp, SU_END_BAD_STACK);
@@ -369,6 +381,7 @@ size_t uw_dwfl_unwind(struct su_unwinder *u, struct uw_proc *p, const struct su_
 	dp->n = 0;
 	dp->have_end = 0;
 	dp->prev_rsp_known = 0;
+	dp->prev_signal = 0;
 	int const rc = dwfl_getthread_frames(dp->dwfl, sample->tid ? (pid_t)sample->tid : 1,
 					     frame_cb, dp);
 	*end = dp->have_end ? dp->end : guess_end(dp, rc);

@@ -524,6 +524,8 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 		int signal = 0;
 		if (lk == UW_LOOKUP_RULE) {
 			w.bias = e->bias;
+			if (rule->signal && (cur->known >> STACKCAP_REG_RSP & 1))
+				uw_stack_signal_frame(&w.st, cur->v[STACKCAP_REG_RSP]);
 			rc = cfi_step(rule, ops, cur, nx, &w);
 			signal = rule->signal;
 			how = signal ? SU_FRAME_SIGNAL : SU_FRAME_CFI;
@@ -544,7 +546,7 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 			 * the kernel made its first byte the return address. */
 			frames[n - 1].activation = 1;
 			frames[n - 1].map = su_maps_find(maps, frames[n - 1].pc);
-			if (!nsp_known || nsp < w.st.lo || nsp > w.st.hi)
+			if (!nsp_known || !uw_stack_holds(&w.st, nsp))
 				w.switched = 1;
 		} else if ((cur->known >> STACKCAP_REG_RSP & 1) &&
 			   (!nsp_known || nsp <= cur->v[STACKCAP_REG_RSP])) {

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -25,12 +26,14 @@
 
 /* ---- the chains ------------------------------------------------------------- */
 
-enum { MODE_PLAIN, MODE_SIGNAL, MODE_FP };
+enum { MODE_PLAIN, MODE_SIGNAL, MODE_FP, MODE_ALTSTACK };
 
 static volatile int g_mode;
 static volatile int g_sink;
 static uint64_t g_top;
 static struct uw_capture g_cap;
+static struct uw_capture g_seg;      /* MODE_ALTSTACK: the interrupted stack */
+static uint64_t g_alt_lo, g_alt_top; /* MODE_ALTSTACK: the alternate stack */
 
 /* Exported (dladdr sees them) and kept as real frames: no inlining, no
  * cloning, no tail calls (work after each call). */
@@ -41,6 +44,7 @@ int uwt_b(void);
 int uwt_c(void);
 int uwt_fp_b(void);
 void uwt_handler(int sig);
+void uwt_alt_handler(int sig, siginfo_t *si, void *ucv);
 int uw_fp_call(int (*fn)(void)); /* uw-fp.S: frame pointer, no CFI */
 
 CHAIN void uwt_handler(int sig)
@@ -51,9 +55,23 @@ CHAIN void uwt_handler(int sig)
 	g_sink = g_sink + sig;
 }
 
+/* On the alternate stack: the image is that stack, the segment the
+ * interrupted one from the rsp the signal frame saved, as the capture
+ * library records them. */
+CHAIN void uwt_alt_handler(int sig, siginfo_t *si, void *ucv)
+{
+	ucontext_t uc;
+	getcontext(&uc);
+	uw_capture(&g_cap, &uc, g_alt_top);
+	const ucontext_t *in = ucv;
+	uw_capture_stack(&g_seg, (uint64_t)in->uc_mcontext.gregs[REG_RSP], g_top,
+			 UW_CAP_BYTES - 8 * g_cap.nwords);
+	g_sink = g_sink + sig;
+}
+
 CHAIN int uwt_c(void)
 {
-	if (g_mode == MODE_SIGNAL) {
+	if (g_mode == MODE_SIGNAL || g_mode == MODE_ALTSTACK) {
 		raise(SIGUSR1);
 	} else {
 		ucontext_t uc;
@@ -105,8 +123,31 @@ static void capture_chain(int mode)
 		sigemptyset(&sa.sa_mask);
 		ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
 	}
+	void *alt = NULL;
+	size_t const alt_size = 65536;
+	if (mode == MODE_ALTSTACK) {
+		alt = mmap(NULL, alt_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		ck_assert(alt != MAP_FAILED);
+		stack_t ss = { .ss_sp = alt, .ss_size = alt_size, .ss_flags = 0 };
+		ck_assert_int_eq(sigaltstack(&ss, NULL), 0);
+		g_alt_lo = (uint64_t)(uintptr_t)alt;
+		g_alt_top = g_alt_lo + alt_size;
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = uwt_alt_handler;
+		sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+		sigemptyset(&sa.sa_mask);
+		ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	}
 	g_sink = uwt_top();
 	ck_assert_msg(g_cap.nwords > 0, "nothing captured");
+	if (alt) {
+		stack_t ss = { .ss_flags = SS_DISABLE };
+		ck_assert_int_eq(sigaltstack(&ss, NULL), 0);
+		munmap(alt, alt_size);
+		ck_assert_msg(g_cap.sp >= g_alt_lo && g_cap.sp < g_alt_top, "handler not on the alternate stack");
+		ck_assert_msg(g_seg.nwords > 0, "no interrupted stack");
+	}
 }
 
 /* ---- fixtures and helpers ------------------------------------------------- */
@@ -380,7 +421,7 @@ static void corrupt_run(int mode, enum stackcap_policy pol)
 {
 	capture_chain(mode);
 	struct uw_sample s;
-	make(&s, pol);
+	ck_assert_int_eq(uw_sample_make_seg(&s, &g_cap, mode == MODE_ALTSTACK ? &g_seg : NULL, maps, pol), 0);
 	uint64_t *orig = malloc(s.img.nwords * 8);
 	ck_assert_ptr_nonnull(orig);
 	memcpy(orig, s.img.words, s.img.nwords * 8);
@@ -435,6 +476,7 @@ START_TEST(test_corrupt)
 	corrupt_run(MODE_SIGNAL, STACKCAP_POLICY_F2);
 	corrupt_run(MODE_FP, STACKCAP_POLICY_F2);
 	corrupt_run(MODE_PLAIN, STACKCAP_POLICY_ALL);
+	corrupt_run(MODE_ALTSTACK, STACKCAP_POLICY_F2);
 }
 END_TEST
 
@@ -472,6 +514,52 @@ START_TEST(test_signal)
 	unwind_both(&sa.s, &ra, MAXF);
 	check_same(&r, &ra, "F2 and ALL");
 	uw_sample_free(&sa);
+	uw_sample_free(&s);
+}
+END_TEST
+
+/* The handler on an alternate stack: the image ends at that stack's top,
+ * the second segment carries the interrupted stack. */
+START_TEST(test_sigaltstack)
+{
+	capture_chain(MODE_ALTSTACK);
+	struct uw_sample s;
+	ck_assert_int_eq(uw_sample_make_seg(&s, &g_cap, &g_seg, maps, STACKCAP_POLICY_F2), 0);
+	static struct result full, r;
+	unwind_both(&s.s, &full, MAXF);
+	ck_assert_msg(strcmp(fn_name(&full.f[0]), "uwt_alt_handler") == 0, "%s", dump(&full));
+	static const uint8_t restore_rt[] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05 };
+	ck_assert_msg(full.n > 3 && memcmp((const void *)(uintptr_t)full.f[1].pc, restore_rt,
+					   sizeof(restore_rt)) == 0, "%s", dump(&full));
+	ck_assert_int_eq(full.f[2].how, SU_FRAME_SIGNAL);
+	size_t const c = find_name(&full, "uwt_c");
+	ck_assert_msg(c != (size_t)-1 && c > 2, "%s", dump(&full));
+	expect_names(&full, c, plain_chain, 4);
+	ck_assert_msg(full.end == SU_END_OUTERMOST, "%s", dump(&full));
+
+	/* Without the segment the signal frame's saved rsp, a pointer into
+	 * the other stack, was dropped: the walk stops at the trampoline. */
+	s.s.segment = NULL;
+	s.s.stack_capped = 0;
+	unwind_both(&s.s, &r, MAXF);
+	ck_assert_msg(r.n == 2 && r.end == SU_END_BAD_STACK, "%s", dump(&r));
+	for (size_t i = 0; i < r.n; i++)
+		ck_assert_uint_eq(r.f[i].pc, full.f[i].pc);
+	/* The segment cut: truncated when the cap cut it, else bad stack;
+	 * the image's own top is not where the cap cut. */
+	s.s.segment = &s.seg;
+	s.seg.nwords = 2;
+	for (int capped = 0; capped < 2; capped++) {
+		s.s.stack_capped = capped;
+		unwind_both(&s.s, &r, MAXF);
+		ck_assert_msg(r.n >= 3 && r.n < full.n, "%s", dump(&r));
+		ck_assert_int_eq(r.end, capped ? SU_END_TRUNCATED : SU_END_BAD_STACK);
+	}
+	/* The unfiltered copy gives the same. */
+	uw_sample_free(&s);
+	ck_assert_int_eq(uw_sample_make_seg(&s, &g_cap, &g_seg, maps, STACKCAP_POLICY_ALL), 0);
+	unwind_both(&s.s, &r, MAXF);
+	check_same(&full, &r, "F2 and ALL");
 	uw_sample_free(&s);
 }
 END_TEST
@@ -713,6 +801,7 @@ static Suite *unwind_suite(void)
 	tcase_add_test(tc, test_truncated);
 	tcase_add_test(tc, test_corrupt);
 	tcase_add_test(tc, test_signal);
+	tcase_add_test(tc, test_sigaltstack);
 	tcase_add_test(tc, test_frame_pointer);
 	tcase_add_test(tc, test_plt_expression);
 	tcase_add_test(tc, test_max_frames);

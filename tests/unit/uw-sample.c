@@ -49,6 +49,22 @@ void uw_capture(struct uw_capture *c, const ucontext_t *uc, uint64_t top)
 	copy_stack(c->words, c->sp, c->nwords);
 }
 
+void uw_capture_stack(struct uw_capture *c, uint64_t sp, uint64_t top, uint64_t max_bytes)
+{
+	for (int r = 0; r < STACKCAP_NREGS; r++)
+		c->regs[r] = 0;
+	c->regs[STACKCAP_REG_RSP] = sp;
+	c->sp = sp;
+	if (max_bytes > UW_CAP_BYTES)
+		max_bytes = UW_CAP_BYTES;
+	uint64_t bytes = top > sp ? top - sp : 0;
+	c->capped = bytes > max_bytes;
+	if (c->capped)
+		bytes = max_bytes;
+	c->nwords = bytes / 8;
+	copy_stack(c->words, sp, c->nwords);
+}
+
 /* ---- maps ------------------------------------------------------------------ */
 
 struct maps_build {
@@ -183,44 +199,65 @@ void uw_maps_free(struct su_maps *m)
 
 /* ---- samples ----------------------------------------------------------------- */
 
-int uw_sample_make(struct uw_sample *s, const struct uw_capture *c, const struct su_maps *maps,
-		   enum stackcap_policy policy)
+/* Encode C (registers only when REGS) and decode it into IMG. */
+static int code(struct stackcap_image *img, const struct uw_capture *c, int regs,
+		const struct su_maps *maps, enum stackcap_policy policy, size_t *blob_size)
 {
-	memset(s, 0, sizeof(*s));
 	size_t const cap = STACKCAP_CODEC_BOUND(c->nwords);
 	uint8_t *blob = malloc(cap);
-	s->img.words = malloc(c->nwords ? c->nwords * 8 : 8);
-	s->img.kept = malloc(c->nwords ? (c->nwords + 7) / 8 : 1);
-	s->img.capacity = c->nwords;
-	if (!blob || !s->img.words || !s->img.kept)
-		goto fail;
-	struct stackcap_codec_input in = {
-		.words = c->words, .nwords = c->nwords, .sp = c->sp, .regs = c->regs,
-		.ranges = &maps->ranges, .policy = policy, .encoding = STACKCAP_WORDS_RELATIVE,
-	};
-	size_t const size = stackcap_codec_encode(blob, cap, &in);
-	if (stackcap_codec_is_error(size))
-		goto fail;
-	if (stackcap_codec_decode(blob, size, &maps->ranges, NULL, &s->img) != size)
-		goto fail;
+	img->words = malloc(c->nwords ? c->nwords * 8 : 8);
+	img->kept = malloc(c->nwords ? (c->nwords + 7) / 8 : 1);
+	img->capacity = c->nwords;
+	int rc = -1;
+	if (blob && img->words && img->kept) {
+		struct stackcap_codec_input in = {
+			.words = c->words, .nwords = c->nwords, .sp = c->sp,
+			.regs = regs ? c->regs : NULL, .ranges = &maps->ranges,
+			.policy = policy, .encoding = STACKCAP_WORDS_RELATIVE,
+		};
+		size_t const size = stackcap_codec_encode(blob, cap, &in);
+		if (!stackcap_codec_is_error(size) &&
+		    stackcap_codec_decode(blob, size, &maps->ranges, NULL, img) == size) {
+			*blob_size += size;
+			rc = 0;
+		}
+	}
 	free(blob);
-	s->blob_size = size;
+	return rc;
+}
+
+int uw_sample_make_seg(struct uw_sample *s, const struct uw_capture *c, const struct uw_capture *seg,
+		       const struct su_maps *maps, enum stackcap_policy policy)
+{
+	memset(s, 0, sizeof(*s));
+	if (code(&s->img, c, 1, maps, policy, &s->blob_size) != 0 ||
+	    (seg && code(&s->seg, seg, 0, maps, policy, &s->blob_size) != 0)) {
+		uw_sample_free(s);
+		return -1;
+	}
 	s->s.pid = (uint32_t)getpid();
 	s->s.tid = s->s.pid;
 	s->s.maps = maps;
 	s->s.image = &s->img;
-	s->s.stack_capped = c->capped;
+	s->s.segment = seg ? &s->seg : NULL;
+	s->s.stack_capped = seg ? seg->capped : c->capped;
 	return 0;
-fail:
-	free(blob);
-	uw_sample_free(s);
-	return -1;
+}
+
+int uw_sample_make(struct uw_sample *s, const struct uw_capture *c, const struct su_maps *maps,
+		   enum stackcap_policy policy)
+{
+	return uw_sample_make_seg(s, c, NULL, maps, policy);
 }
 
 void uw_sample_free(struct uw_sample *s)
 {
 	free(s->img.words);
 	free(s->img.kept);
+	free(s->seg.words);
+	free(s->seg.kept);
 	s->img.words = NULL;
 	s->img.kept = NULL;
+	s->seg.words = NULL;
+	s->seg.kept = NULL;
 }

@@ -29,6 +29,10 @@ uint64_t uw_stack_top(void);
  * most UW_CAP_BYTES.  Async-signal-safe. */
 void uw_capture(struct uw_capture *c, const ucontext_t *uc, uint64_t top);
 
+/* Only the stack [SP, TOP), at most MAX_BYTES (the interrupted stack of a
+ * handler running on the alternate signal stack).  Async-signal-safe. */
+void uw_capture_stack(struct uw_capture *c, uint64_t sp, uint64_t top, uint64_t max_bytes);
+
 /* The executable segments of every loaded object, sorted, with build-ids
  * and paths.  NULL on failure. */
 struct su_maps *uw_self_maps(void);
@@ -38,6 +42,7 @@ void uw_maps_free(struct su_maps *maps);
 struct uw_sample {
 	struct su_sample s;
 	struct stackcap_image img;
+	struct stackcap_image seg;  /* when s.segment */
 	size_t blob_size;
 };
 
@@ -45,6 +50,11 @@ struct uw_sample {
  * @return 0, or -1 (codec error). */
 int uw_sample_make(struct uw_sample *s, const struct uw_capture *c, const struct su_maps *maps,
 		   enum stackcap_policy policy);
+
+/* The same with a second stack segment SEG (no registers; its own blob, as
+ * the sample_segment event): the sample is capped when SEG is. */
+int uw_sample_make_seg(struct uw_sample *s, const struct uw_capture *c, const struct uw_capture *seg,
+		       const struct su_maps *maps, enum stackcap_policy policy);
 void uw_sample_free(struct uw_sample *s);
 
 #endif
