@@ -201,6 +201,20 @@ static void translate_reg(struct uw_cache *c, Dwarf_Frame *fr, unsigned r, Dwarf
 	}
 }
 
+static void derive(struct uw_rule *r)
+{
+	r->same_mask = r->undef_mask = 0;
+	r->nmoved = 0;
+	for (unsigned reg = 0; reg < STACKCAP_NREGS; reg++) {
+		if (r->kind[reg] == UW_REG_SAME)
+			r->same_mask |= 1u << reg;
+		else if (r->kind[reg] == UW_REG_UNDEF)
+			r->undef_mask |= 1u << reg;
+		else
+			r->moved[r->nmoved++] = (uint8_t)reg;
+	}
+}
+
 static void translate(struct uw_cache *c, Dwarf_Frame *fr, Dwarf_Addr cfi_bias, struct uw_rule *out)
 {
 	bool signalp = false;
@@ -213,8 +227,10 @@ static void translate(struct uw_cache *c, Dwarf_Frame *fr, Dwarf_Addr cfi_bias, 
 		out->kind[r] = UW_REG_UNDEF;
 		out->arg[r] = 0;
 	}
-	if (ra != STACKCAP_REG_RIP)
+	if (ra != STACKCAP_REG_RIP) {
+		derive(out);
 		return; /* not x86-64 CFI: CFA_BAD ends the unwind */
+	}
 
 	Dwarf_Op *ops = NULL;
 	size_t nops = 0;
@@ -235,6 +251,7 @@ static void translate(struct uw_cache *c, Dwarf_Frame *fr, Dwarf_Addr cfi_bias, 
 	}
 	for (unsigned r = 0; r < STACKCAP_NREGS; r++)
 		translate_reg(c, fr, r, cfi_bias, out);
+	derive(out);
 }
 
 static uint64_t mix(uint64_t h, uint64_t v)

@@ -164,6 +164,11 @@ struct uw_rule {
 	uint8_t kind[STACKCAP_NREGS];
 	int64_t cfa_arg;
 	int64_t arg[STACKCAP_NREGS];
+	/* Derived from KIND, so the transfer touches only what moves. */
+	uint32_t same_mask;      /* registers UW_REG_SAME */
+	uint32_t undef_mask;     /* registers UW_REG_UNDEF */
+	uint8_t nmoved;          /* registers with any other rule: */
+	uint8_t moved[STACKCAP_NREGS];
 };
 
 /* An expression op, as libdw interned it (module addresses for DW_OP_addr). */
