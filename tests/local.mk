@@ -154,7 +154,7 @@ TESTS += tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan
 # unwind/: samples of the test process itself, through the codec, unwound
 # by both unwinders.  -rdynamic: dladdr names the chain functions.
 UNWIND_TEST_SOURCES = tests/unit/test-unwind.c tests/unit/check-main.h \
-	tests/unit/uw-sample.c tests/unit/uw-sample.h tests/unit/uw-fp.S
+	tests/unit/uw-sample.c tests/unit/uw-sample.h tests/unit/uw-asm.S
 check_PROGRAMS += tests/unit/test-unwind
 tests_unit_test_unwind_SOURCES = $(UNWIND_TEST_SOURCES)
 tests_unit_test_unwind_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS)

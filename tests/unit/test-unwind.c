@@ -26,7 +26,7 @@
 
 /* ---- the chains ------------------------------------------------------------- */
 
-enum { MODE_PLAIN, MODE_SIGNAL, MODE_FP, MODE_ALTSTACK };
+enum { MODE_PLAIN, MODE_SIGNAL, MODE_FP, MODE_ALTSTACK, MODE_EXPR };
 
 static volatile int g_mode;
 static volatile int g_sink;
@@ -45,7 +45,8 @@ int uwt_c(void);
 int uwt_fp_b(void);
 void uwt_handler(int sig);
 void uwt_alt_handler(int sig, siginfo_t *si, void *ucv);
-int uw_fp_call(int (*fn)(void)); /* uw-fp.S: frame pointer, no CFI */
+int uw_fp_call(int (*fn)(void));   /* uw-asm.S: frame pointer, no CFI */
+int uw_expr_call(int (*fn)(void)); /* uw-asm.S: CFA by a DWARF expression */
 
 CHAIN void uwt_handler(int sig)
 {
@@ -98,7 +99,8 @@ CHAIN int uwt_fp_b(void)
 
 CHAIN int uwt_a(void)
 {
-	int const r = g_mode == MODE_FP ? uw_fp_call(uwt_fp_b) : uwt_b();
+	int const r = g_mode == MODE_FP ? uw_fp_call(uwt_fp_b)
+		    : g_mode == MODE_EXPR ? uw_expr_call(uwt_fp_b) : uwt_b();
 	__asm__ volatile("" ::: "memory");
 	return r + g_sink + 1;
 }
@@ -477,6 +479,7 @@ START_TEST(test_corrupt)
 	corrupt_run(MODE_FP, STACKCAP_POLICY_F2);
 	corrupt_run(MODE_PLAIN, STACKCAP_POLICY_ALL);
 	corrupt_run(MODE_ALTSTACK, STACKCAP_POLICY_F2);
+	corrupt_run(MODE_EXPR, STACKCAP_POLICY_F2);
 }
 END_TEST
 
@@ -587,6 +590,24 @@ START_TEST(test_frame_pointer)
 	unwind_both(&s.s, &r, MAXF);
 	ck_assert_uint_le(r.n, 3);
 	ck_assert(r.end == SU_END_NO_CFI || r.end == SU_END_BAD_STACK);
+	uw_sample_free(&s);
+}
+END_TEST
+
+/* Hand-written CFI expressions (uw-asm.S): branches, stack and arithmetic
+ * ops, expression and val_expression register rules. */
+START_TEST(test_cfi_expressions)
+{
+	capture_chain(MODE_EXPR);
+	struct uw_sample s;
+	make(&s, STACKCAP_POLICY_F2);
+	static struct result r;
+	unwind_both(&s.s, &r, MAXF);
+	static const char *const chain[] = { "uwt_c", "uwt_fp_b", "uw_expr_call", "uwt_a", "uwt_top" };
+	expect_names(&r, 0, chain, 5);
+	for (size_t i = 1; i < r.n; i++)
+		ck_assert_int_eq(r.f[i].how, SU_FRAME_CFI);
+	ck_assert_msg(r.end == SU_END_OUTERMOST, "%s", dump(&r));
 	uw_sample_free(&s);
 }
 END_TEST
@@ -804,6 +825,7 @@ static Suite *unwind_suite(void)
 	tcase_add_test(tc, test_sigaltstack);
 	tcase_add_test(tc, test_frame_pointer);
 	tcase_add_test(tc, test_plt_expression);
+	tcase_add_test(tc, test_cfi_expressions);
 	tcase_add_test(tc, test_max_frames);
 	tcase_add_test(tc, test_no_map);
 	tcase_add_test(tc, test_module_mismatch);
