@@ -113,13 +113,6 @@ void uw_cache_free(void *cache)
 	free(c);
 }
 
-void uw_cache_counts(const struct su_module *mod, uint64_t *rules, uint64_t *addrs)
-{
-	const struct uw_cache *c = mod ? mod->unwind_cache : NULL;
-	*rules = c ? c->nrules : 0;
-	*addrs = c ? c->by_addr.used : 0;
-}
-
 /* Longest expression kept; longer ones (never seen in real CFI) are errors. */
 #define UW_EXPR_MAX 64
 

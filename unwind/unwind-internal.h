@@ -200,9 +200,6 @@ enum uw_lookup uw_rule_lookup(struct su_module *mod, uint64_t addr,
 /* Finalizer for su_module.unwind_cache. */
 void uw_cache_free(void *cache);
 
-/* Rules and misses of one module's cache (for stats and tests). */
-void uw_cache_counts(const struct su_module *mod, uint64_t *rules, uint64_t *addrs);
-
 /* ---- the unwinder ---------------------------------------------------------- */
 
 #define UW_NPROCS 16

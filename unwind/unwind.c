@@ -494,8 +494,7 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 	w.bias = 0;
 
 	struct regs bufs[2], *cur = &bufs[0], *nx = &bufs[1];
-	cur->known = 0;
-	cur->undef = 0;
+	memset(bufs, 0, sizeof(bufs));
 	for (unsigned r = 0; r < STACKCAP_NREGS; r++) {
 		if (uw_initial_reg_known(img, r))
 			set_reg(cur, r, img->regs[r]);
