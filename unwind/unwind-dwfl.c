@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <dwarf.h>
 #include <elfutils/libdw.h>
 
 #include "unwind/unwind-internal.h"
@@ -34,6 +35,8 @@ struct uw_dwfl_proc {
 	uint64_t prev_rsp;
 	int prev_rsp_known;
 	int prev_signal;               /* with a segment: the last frame was a signal frame */
+	uint32_t known_mask;           /* registers elfutils knows in the last frame */
+	uint64_t last_regs[STACKCAP_NREGS];
 };
 
 /* ---- thread callbacks --------------------------------------------------------- */
@@ -229,10 +232,18 @@ void uw_dwfl_proc_free(struct uw_dwfl_proc *dp)
 
 /* ---- frames ------------------------------------------------------------------ */
 
-/* What the CFI covering ADDR says: *SIGNAL, the CIE's 'S' augmentation;
- * *RA_UNDEF, the return address is undefined (the outermost frame).
- * @return 0, or -1 when no CFI covers ADDR. */
-static int cfi_row_info(Dwfl *dwfl, uint64_t addr, int *signal, int *ra_undef)
+/* What the CFI covering an address says. */
+struct row_info {
+	int signal;        /* the CIE's 'S' augmentation */
+	int ra_undef;      /* the return address is undefined: the outermost frame */
+	int cfa_reg;       /* the CFA is this register + CFA_OFF; -1 an expression; -2 none */
+	uint64_t cfa_off;
+	int ra_at_cfa;     /* the return address is saved at CFA + RA_OFF */
+	uint64_t ra_off;
+};
+
+/* @return 0, or -1 when no CFI covers ADDR. */
+static int cfi_row_info(Dwfl *dwfl, uint64_t addr, struct row_info *ri)
 {
 	Dwfl_Module *mod = dwfl_addrmodule(dwfl, addr);
 	if (!mod)
@@ -247,9 +258,25 @@ static int cfi_row_info(Dwfl *dwfl, uint64_t addr, int *signal, int *ra_undef)
 		int const ra = dwarf_frame_info(fr, NULL, NULL, &signalp);
 		Dwarf_Op mem[3], *ops = NULL;
 		size_t nops = 0;
-		*signal = signalp;
-		*ra_undef = ra >= 0 && dwarf_frame_register(fr, ra, mem, &ops, &nops) == 0 &&
-			    nops == 0 && ops == mem;
+		memset(ri, 0, sizeof(*ri));
+		ri->signal = signalp;
+		if (ra >= 0 && dwarf_frame_register(fr, ra, mem, &ops, &nops) == 0) {
+			ri->ra_undef = nops == 0 && ops == mem;
+			if (nops >= 1 && nops <= 2 && ops[0].atom == DW_OP_call_frame_cfa &&
+			    (nops == 1 || ops[1].atom == DW_OP_plus_uconst)) {
+				ri->ra_at_cfa = 1;
+				ri->ra_off = nops == 2 ? ops[1].number : 0;
+			}
+		}
+		ri->cfa_reg = -2;
+		if (dwarf_frame_cfa(fr, &ops, &nops) == 0 && nops > 0) {
+			if (nops > 1 || ops[0].atom != DW_OP_bregx) {
+				ri->cfa_reg = -1;
+			} else if (ops[0].number < STACKCAP_NREGS) {
+				ri->cfa_reg = (int)ops[0].number;
+				ri->cfa_off = ops[0].number2;
+			}
+		}
 		free(fr);
 		return 0;
 	}
@@ -269,28 +296,62 @@ static enum su_unwind_end read_end(const struct uw_dwfl_proc *dp, enum uw_read r
 	return rd == UW_READ_CUT && !dp->switched ? SU_END_TRUNCATED : SU_END_BAD_STACK;
 }
 
+/* Registers libdw's x86-64 defaults carry from frame to frame (rax, rbp,
+ * r12-r15) and rbx, which the ABI makes callee-saved. */
+#define CARRIED_REGS (1u << 0 | 1u << 3 | 1u << 6 | 0xfu << 12)
+
 /* elfutils says only "return address undefined" (RC 0) or "error" (-1);
- * guess what the fast unwinder says from the CFI and the failed reads. */
+ * guess what the fast unwinder says from the CFI, the registers elfutils
+ * knew in the last frame and the failed reads. */
 static enum su_unwind_end guess_end(const struct uw_dwfl_proc *dp, int rc)
 {
-	if (rc == 0) {
-		int signal = 0, ra_undef = 0;
-		if (dp->n && cfi_row_info(dp->dwfl, dwfl_lookup_pc(dp->frames, dp->n - 1),
-					  &signal, &ra_undef) == 0 && ra_undef)
-			return SU_END_OUTERMOST;
+	if (rc != 0) {
+		/* The rbp chain failed: on its last read (the return
+		 * address), or on its checks (rbp unknown, the stack going
+		 * down). */
+		if (dp->last_read != UW_READ_OK)
+			return read_end(dp, dp->last_read);
+		return SU_END_NO_CFI;
+	}
+	struct row_info ri;
+	if (!dp->n || cfi_row_info(dp->dwfl, dwfl_lookup_pc(dp->frames, dp->n - 1), &ri) != 0)
+		return dp->read_fail != UW_READ_OK ? read_end(dp, dp->read_fail) : SU_END_ERROR;
+	if (ri.ra_undef)
+		return SU_END_OUTERMOST;
+	if (ri.cfa_reg >= 0) {
+		uint32_t const bit = 1u << ri.cfa_reg;
+		if (!(dp->known_mask & bit)) {
+			/* Unknown since the sample (the filter dropped it),
+			 * lost on a failed read, or undefined by the CFI. */
+			if (!uw_initial_reg_known(dp->sample->image, (unsigned)ri.cfa_reg) &&
+			    (dp->n == 1 || (bit & CARRIED_REGS)))
+				return SU_END_BAD_STACK;
+			if ((bit & CARRIED_REGS) && dp->any_read_fail != UW_READ_OK)
+				return read_end(dp, dp->any_read_fail);
+			return SU_END_ERROR;
+		}
+		if (ri.ra_at_cfa) {
+			/* Read the return address again: failed, or 0. */
+			uint64_t v;
+			enum uw_read const rd = uw_stack_read(&dp->st, dp->last_regs[ri.cfa_reg] +
+							      ri.cfa_off + ri.ra_off, &v);
+			return rd == UW_READ_OK ? SU_END_OUTERMOST : read_end(dp, rd);
+		}
+		return dp->read_fail != UW_READ_OK ? read_end(dp, dp->read_fail) : SU_END_OUTERMOST;
+	}
+	if (ri.cfa_reg == -1) {
+		/* An expression (PLT, signal frame) on rsp and rip: without
+		 * them (rip after the rbp chain) it failed; with them the
+		 * return address most likely came out 0. */
+		uint32_t const needs = 1u << STACKCAP_REG_RSP | 1u << STACKCAP_REG_RIP;
+		if ((dp->known_mask & needs) != needs)
+			return SU_END_ERROR;
 		if (dp->read_fail != UW_READ_OK)
 			return read_end(dp, dp->read_fail);
-		if (dp->any_read_fail != UW_READ_OK)
-			return read_end(dp, dp->any_read_fail);
-		/* A register the CFA needs is unknown: dropped by the filter. */
-		return dp->sample->image->policy == STACKCAP_POLICY_ALL ? SU_END_OUTERMOST
-									: SU_END_BAD_STACK;
+		return dp->any_read_fail != UW_READ_OK ? read_end(dp, dp->any_read_fail)
+						       : SU_END_OUTERMOST;
 	}
-	/* The rbp chain failed: on its last read (the return address),
-	 * or on its checks (rbp unknown, the stack going down). */
-	if (dp->last_read != UW_READ_OK)
-		return read_end(dp, dp->last_read);
-	return SU_END_NO_CFI;
+	return SU_END_ERROR;
 }
 
 static int stop(struct uw_dwfl_proc *dp, enum su_unwind_end end)
@@ -309,16 +370,23 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	size_t const i = dp->n;
 	Dwarf_Addr pc;
 	bool act = false;
-	Dwarf_Word rsp;
+	Dwarf_Word rsp = 0, v;
 	int const rsp_known = dwfl_frame_reg(state, STACKCAP_REG_RSP, &rsp) == 0;
+	dp->known_mask = 0;
+	for (unsigned r = 0; r < STACKCAP_NREGS; r++)
+		if (dwfl_frame_reg(state, r, &v) == 0) {
+			dp->known_mask |= 1u << r;
+			dp->last_regs[r] = v;
+		}
 	if (dp->st.nseg == 2) {
 		/* Before elfutils unwinds this frame (asking for the
 		 * activation does): is it a signal frame? */
-		int signal = 0, ra_undef = 0;
+		struct row_info ri;
 		if (!dwfl_frame_pc(state, &pc, NULL))
 			return stop(dp, SU_END_ERROR);
 		uint64_t const lookup = i == 0 || dp->prev_signal ? pc : pc - 1;
-		if (cfi_row_info(dp->dwfl, lookup, &signal, &ra_undef) == 0 && signal && rsp_known)
+		int const signal = cfi_row_info(dp->dwfl, lookup, &ri) == 0 && ri.signal;
+		if (signal && rsp_known)
 			uw_stack_signal_frame(&dp->st, rsp);
 		dp->prev_signal = signal;
 	}
@@ -332,9 +400,8 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 		/* Activation because the previous frame is a signal frame, or
 		 * because this one is?  Look at the previous frame's CFI where
 		 * elfutils looked it up. */
-		int signal = 0, ra_undef = 0;
-		if (cfi_row_info(dp->dwfl, dwfl_lookup_pc(dp->frames, i - 1), &signal, &ra_undef) == 0 &&
-		    signal)
+		struct row_info ri;
+		if (cfi_row_info(dp->dwfl, dwfl_lookup_pc(dp->frames, i - 1), &ri) == 0 && ri.signal)
 			how = SU_FRAME_SIGNAL;
 	}
 	if (how == SU_FRAME_SIGNAL) {

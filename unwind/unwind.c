@@ -473,7 +473,9 @@ static int fp_step(const struct regs *cur, struct regs *nx, const struct walk *w
 	rd = uw_stack_read(&w->st, fp + 8, &v);
 	if (rd != UW_READ_OK)
 		return read_why(rd, w->switched);
-	set_reg(nx, STACKCAP_REG_RIP, v);
+	/* The caller's pc, but (as in elfutils) not its rip register: CFI
+	 * reading rip there fails. */
+	nx->v[STACKCAP_REG_RIP] = v;
 	set_reg(nx, STACKCAP_REG_RSP, fp + 16);
 	/* The stack grows down: a caller's frame is above its callee's. */
 	if ((cur->known >> STACKCAP_REG_RSP & 1) && cur->v[STACKCAP_REG_RSP] >= fp + 16)

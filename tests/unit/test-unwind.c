@@ -273,9 +273,16 @@ static void unwind_both(const struct su_sample *s, struct result *r, size_t max)
 	su_modcache_free(mc2);
 	char first[16384];
 	snprintf(first, sizeof(first), "%s", dump(r));
-	ck_abort_msg("fast and dwfl differ (fresh fast %s, fresh dwfl %s):\nfast: %s\ndwfl: %s",
+	char where[512] = "";
+	int64_t const mi = r->n ? r->f[r->n - 1].map : -1;
+	if (mi >= 0 && s->maps)
+		snprintf(where, sizeof(where), "last frame %s+%#llx", s->maps->entries[mi].path,
+			 (unsigned long long)(su_frame_lookup_pc(&r->f[r->n - 1]) - s->maps->entries[mi].bias));
+	ck_abort_msg("fast and dwfl differ (fresh fast %s, fresh dwfl %s; policy %d, regs kept %#x, "
+		     "%llu words, capped %d, %s):\nfast: %s\ndwfl: %s",
 		     same(r, &f2) ? "same" : "DIFFERENT", same(&d, &d2) ? "same" : "DIFFERENT",
-		     first, dump(&d));
+		     s->image->policy, s->image->regs_kept, (unsigned long long)s->image->nwords,
+		     s->stack_capped, where, first, dump(&d));
 }
 
 /* NAMES appear as consecutive frames from index AT. */
@@ -480,6 +487,42 @@ START_TEST(test_corrupt)
 	corrupt_run(MODE_PLAIN, STACKCAP_POLICY_ALL);
 	corrupt_run(MODE_ALTSTACK, STACKCAP_POLICY_F2);
 	corrupt_run(MODE_EXPR, STACKCAP_POLICY_F2);
+}
+END_TEST
+
+/* Stacks of nothing but plausible garbage (code addresses, pointers into
+ * the image, small numbers) from a rip anywhere in the code: the two
+ * unwinders still agree, and nothing reads outside the image (ASan). */
+START_TEST(test_garbage)
+{
+	capture_chain(MODE_PLAIN);
+	struct uw_sample s;
+	make(&s, STACKCAP_POLICY_ALL);
+	static struct result r;
+	int const iters = getenv("UWT_ITER") ? atoi(getenv("UWT_ITER")) : 300;
+	if (getenv("UWT_SEED"))
+		rng = strtoull(getenv("UWT_SEED"), NULL, 0) | 1;
+	uint64_t const nwords = s.img.nwords < 256 ? s.img.nwords : 256;
+	for (int iter = 0; iter < iters; iter++) {
+		const struct su_map_entry *e = &maps->entries[rnd() % maps->count];
+		s.img.nwords = 1 + rnd() % nwords;
+		for (uint64_t i = 0; i < s.img.nwords; i++) {
+			switch (rnd() % 4) {
+			case 0: s.img.words[i] = e->start + rnd() % (e->end - e->start); break;
+			case 1: s.img.words[i] = s.img.sp + 8 * (rnd() % (s.img.nwords + 4)); break;
+			case 2: s.img.words[i] = rnd() % 64; break;
+			default: s.img.words[i] = rnd(); break;
+			}
+		}
+		for (int reg = 0; reg < STACKCAP_NREGS; reg++)
+			if (reg != STACKCAP_REG_RSP)
+				s.img.regs[reg] = s.img.words[rnd() % s.img.nwords];
+		s.img.regs[STACKCAP_REG_RIP] = e->start + rnd() % (e->end - e->start);
+		s.img.policy = rnd() % 2 ? STACKCAP_POLICY_ALL : STACKCAP_POLICY_F2;
+		s.s.stack_capped = (int)(rnd() & 1);
+		unwind_both(&s.s, &r, 64);
+	}
+	uw_sample_free(&s);
 }
 END_TEST
 
@@ -821,6 +864,7 @@ static Suite *unwind_suite(void)
 	tcase_add_test(tc, test_chain_f1);
 	tcase_add_test(tc, test_truncated);
 	tcase_add_test(tc, test_corrupt);
+	tcase_add_test(tc, test_garbage);
 	tcase_add_test(tc, test_signal);
 	tcase_add_test(tc, test_sigaltstack);
 	tcase_add_test(tc, test_frame_pointer);
