@@ -238,6 +238,7 @@ struct row_info {
 	int ra_undef;      /* the return address is undefined: the outermost frame */
 	int cfa_reg;       /* the CFA is this register + CFA_OFF; -1 an expression; -2 none */
 	uint64_t cfa_off;
+	uint32_t cfa_needs; /* registers the CFA reads */
 	int ra_at_cfa;     /* the return address is saved at CFA + RA_OFF */
 	uint64_t ra_off;
 };
@@ -275,6 +276,14 @@ static int cfi_row_info(Dwfl *dwfl, uint64_t addr, struct row_info *ri)
 			} else if (ops[0].number < STACKCAP_NREGS) {
 				ri->cfa_reg = (int)ops[0].number;
 				ri->cfa_off = ops[0].number2;
+			}
+			for (size_t j = 0; j < nops; j++) {
+				unsigned const a = ops[j].atom;
+				uint64_t const r = a >= DW_OP_breg0 && a <= DW_OP_breg31 ? a - DW_OP_breg0
+						 : a >= DW_OP_reg0 && a <= DW_OP_reg31 ? a - DW_OP_reg0
+						 : a == DW_OP_bregx || a == DW_OP_regx ? ops[j].number : 64;
+				if (r < STACKCAP_NREGS)
+					ri->cfa_needs |= 1u << r;
 			}
 		}
 		free(fr);
@@ -318,18 +327,20 @@ static enum su_unwind_end guess_end(const struct uw_dwfl_proc *dp, int rc)
 		return dp->read_fail != UW_READ_OK ? read_end(dp, dp->read_fail) : SU_END_ERROR;
 	if (ri.ra_undef)
 		return SU_END_OUTERMOST;
+	uint32_t const unknown = ri.cfa_needs & ~dp->known_mask;
+	if (unknown) {
+		/* A register the CFA needs is unknown: since the sample (the
+		 * filter dropped it), lost on a failed read, or undefined by
+		 * the CFI. */
+		unsigned const r = (unsigned)__builtin_ctz(unknown);
+		uint32_t const bit = 1u << r;
+		if (!uw_initial_reg_known(dp->sample->image, r) && (dp->n == 1 || (bit & CARRIED_REGS)))
+			return SU_END_BAD_STACK;
+		if ((bit & CARRIED_REGS) && dp->any_read_fail != UW_READ_OK)
+			return read_end(dp, dp->any_read_fail);
+		return SU_END_ERROR;
+	}
 	if (ri.cfa_reg >= 0) {
-		uint32_t const bit = 1u << ri.cfa_reg;
-		if (!(dp->known_mask & bit)) {
-			/* Unknown since the sample (the filter dropped it),
-			 * lost on a failed read, or undefined by the CFI. */
-			if (!uw_initial_reg_known(dp->sample->image, (unsigned)ri.cfa_reg) &&
-			    (dp->n == 1 || (bit & CARRIED_REGS)))
-				return SU_END_BAD_STACK;
-			if ((bit & CARRIED_REGS) && dp->any_read_fail != UW_READ_OK)
-				return read_end(dp, dp->any_read_fail);
-			return SU_END_ERROR;
-		}
 		if (ri.ra_at_cfa) {
 			/* Read the return address again: failed, or 0. */
 			uint64_t v;
@@ -340,12 +351,8 @@ static enum su_unwind_end guess_end(const struct uw_dwfl_proc *dp, int rc)
 		return dp->read_fail != UW_READ_OK ? read_end(dp, dp->read_fail) : SU_END_OUTERMOST;
 	}
 	if (ri.cfa_reg == -1) {
-		/* An expression (PLT, signal frame) on rsp and rip: without
-		 * them (rip after the rbp chain) it failed; with them the
-		 * return address most likely came out 0. */
-		uint32_t const needs = 1u << STACKCAP_REG_RSP | 1u << STACKCAP_REG_RIP;
-		if ((dp->known_mask & needs) != needs)
-			return SU_END_ERROR;
+		/* An expression on known registers: a failed read, or the
+		 * return address came out 0. */
 		if (dp->read_fail != UW_READ_OK)
 			return read_end(dp, dp->read_fail);
 		return dp->any_read_fail != UW_READ_OK ? read_end(dp, dp->any_read_fail)

@@ -242,9 +242,14 @@ static void check_same(const struct result *a, const struct result *b, const cha
 	}
 }
 
+/* Garbage stacks: compare frames only.  The dwfl unwinder's end reason is
+ * a guess (elfutils only says "undefined" or "error"), and the fast one
+ * keeps rbx where elfutils loses it: either can end otherwise there. */
+static int frames_only;
+
 static int same(const struct result *a, const struct result *b)
 {
-	if (a->n != b->n || a->end != b->end)
+	if (a->n != b->n || (a->end != b->end && !frames_only))
 		return 0;
 	for (size_t i = 0; i < a->n; i++)
 		if (a->f[i].pc != b->f[i].pc || a->f[i].activation != b->f[i].activation ||
@@ -503,6 +508,7 @@ START_TEST(test_garbage)
 	if (getenv("UWT_SEED"))
 		rng = strtoull(getenv("UWT_SEED"), NULL, 0) | 1;
 	uint64_t const nwords = s.img.nwords < 256 ? s.img.nwords : 256;
+	frames_only = 1;
 	for (int iter = 0; iter < iters; iter++) {
 		const struct su_map_entry *e = &maps->entries[rnd() % maps->count];
 		s.img.nwords = 1 + rnd() % nwords;
