@@ -37,3 +37,14 @@ EXTRA_DIST += bench/unwind.sh
 bench-unwind: cli/stackunwind cli/stackcap
 	$(SHELL) $(srcdir)/bench/unwind.sh $(abs_top_builddir)
 .PHONY: bench-unwind
+
+# bench/unwind-fast: frames/s of the fast and the dwfl unwinder on samples
+# of the benchmark process itself.  `make bench-unwind-fast`.
+noinst_PROGRAMS += bench/unwind-fast
+bench_unwind_fast_SOURCES = bench/unwind-fast.c tests/unit/uw-sample.c tests/unit/uw-sample.h
+bench_unwind_fast_CFLAGS = $(AM_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS) -O2
+bench_unwind_fast_LDADD = unwind/libsuunwind.la debuginfo/libsudebuginfo.la \
+	compress/libstackcodec.la $(LIBDW_LIBS) $(LIBELF_LIBS)
+bench-unwind-fast: bench/unwind-fast
+	bench/unwind-fast
+.PHONY: bench-unwind-fast

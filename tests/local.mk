@@ -34,7 +34,7 @@ TESTS += tests/unit/test-ctf-writer-asan
 # `make check-sanitize`: only the sanitizer builds.
 check-sanitize:
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS="tests/unit/test-stack-codec-asan tests/unit/test-ctf-writer-asan \
-		tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan"
+		tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan tests/unit/test-unwind-asan"
 .PHONY: check-sanitize
 
 # Fuzz targets: replayed over the committed corpus by every `make check`
@@ -152,3 +152,26 @@ tests_unit_test_symbolize_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_symbolize_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS) -lstdc++ $(CHECK_LIBS)
 EXTRA_tests_unit_test_symbolize_asan_DEPENDENCIES = $(EXTRA_tests_unit_test_symbolize_DEPENDENCIES)
 TESTS += tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan
+
+# unwind/: samples of the test process itself, through the codec, unwound
+# by both unwinders.  -rdynamic: dladdr names the chain functions.
+UNWIND_TEST_SOURCES = tests/unit/test-unwind.c tests/unit/check-main.h \
+	tests/unit/uw-sample.c tests/unit/uw-sample.h tests/unit/uw-asm.S
+check_PROGRAMS += tests/unit/test-unwind
+tests_unit_test_unwind_SOURCES = $(UNWIND_TEST_SOURCES)
+tests_unit_test_unwind_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS)
+tests_unit_test_unwind_LDFLAGS = -rdynamic
+tests_unit_test_unwind_LDADD = unwind/libsuunwind.la debuginfo/libsudebuginfo.la \
+	compress/libstackcodec.la $(LIBDW_LIBS) $(LIBELF_LIBS) $(DL_LIBS) $(CHECK_LIBS)
+TESTS += tests/unit/test-unwind
+
+# The same under ASan+UBSan, the unwinder and module cache built in.
+check_PROGRAMS += tests/unit/test-unwind-asan
+tests_unit_test_unwind_asan_SOURCES = $(UNWIND_TEST_SOURCES) \
+	unwind/unwind.c unwind/cfi-cache.c unwind/unwind-dwfl.c debuginfo/module.c \
+	compress/stack-codec.c
+tests_unit_test_unwind_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS) \
+	$(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
+tests_unit_test_unwind_asan_LDFLAGS = -rdynamic $(SANITIZE_FLAGS)
+tests_unit_test_unwind_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS) $(DL_LIBS) $(CHECK_LIBS)
+TESTS += tests/unit/test-unwind-asan

@@ -91,7 +91,7 @@ static void map_free(struct uw_map *m)
 
 struct uw_cache {
 	struct uw_map by_addr;     /* looked-up address -> rule index or RULE_NO_CFI */
-	struct uw_map by_row;      /* CFI row start * 2 + which CFI -> rule index */
+	struct uw_map by_hash;     /* rule contents hash -> rule index (sharing) */
 	struct uw_rule *rules;
 	uint32_t nrules, rules_cap;
 	struct uw_op *ops;         /* expression ops of all rules */
@@ -107,17 +107,10 @@ void uw_cache_free(void *cache)
 	if (!c)
 		return;
 	map_free(&c->by_addr);
-	map_free(&c->by_row);
+	map_free(&c->by_hash);
 	free(c->rules);
 	free(c->ops);
 	free(c);
-}
-
-void uw_cache_counts(const struct su_module *mod, uint64_t *rules, uint64_t *addrs)
-{
-	const struct uw_cache *c = mod ? mod->unwind_cache : NULL;
-	*rules = c ? c->nrules : 0;
-	*addrs = c ? c->by_addr.used : 0;
 }
 
 /* Longest expression kept; longer ones (never seen in real CFI) are errors. */
@@ -201,6 +194,20 @@ static void translate_reg(struct uw_cache *c, Dwarf_Frame *fr, unsigned r, Dwarf
 	}
 }
 
+static void derive(struct uw_rule *r)
+{
+	r->same_mask = r->undef_mask = 0;
+	r->nmoved = 0;
+	for (unsigned reg = 0; reg < STACKCAP_NREGS; reg++) {
+		if (r->kind[reg] == UW_REG_SAME)
+			r->same_mask |= 1u << reg;
+		else if (r->kind[reg] == UW_REG_UNDEF)
+			r->undef_mask |= 1u << reg;
+		else
+			r->moved[r->nmoved++] = (uint8_t)reg;
+	}
+}
+
 static void translate(struct uw_cache *c, Dwarf_Frame *fr, Dwarf_Addr cfi_bias, struct uw_rule *out)
 {
 	bool signalp = false;
@@ -213,8 +220,10 @@ static void translate(struct uw_cache *c, Dwarf_Frame *fr, Dwarf_Addr cfi_bias, 
 		out->kind[r] = UW_REG_UNDEF;
 		out->arg[r] = 0;
 	}
-	if (ra != STACKCAP_REG_RIP)
+	if (ra != STACKCAP_REG_RIP) {
+		derive(out);
 		return; /* not x86-64 CFI: CFA_BAD ends the unwind */
+	}
 
 	Dwarf_Op *ops = NULL;
 	size_t nops = 0;
@@ -235,11 +244,72 @@ static void translate(struct uw_cache *c, Dwarf_Frame *fr, Dwarf_Addr cfi_bias, 
 	}
 	for (unsigned r = 0; r < STACKCAP_NREGS; r++)
 		translate_reg(c, fr, r, cfi_bias, out);
+	derive(out);
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdull;
+}
+
+static int is_expr(const struct uw_rule *r, int reg)
+{
+	return reg < 0 ? r->cfa_kind == UW_CFA_EXPR : r->kind[reg] == UW_REG_EXPR;
+}
+
+/* Hash of everything R means, expression ops included (not their place). */
+static uint64_t rule_hash(const struct uw_cache *c, const struct uw_rule *r)
+{
+	uint64_t h = mix(0, (uint64_t)r->cfa_kind << 16 | (uint64_t)r->cfa_reg << 8 | r->signal);
+	for (int reg = -1; reg < STACKCAP_NREGS; reg++) {
+		int64_t const arg = reg < 0 ? r->cfa_arg : r->arg[reg];
+		if (reg >= 0)
+			h = mix(h, r->kind[reg]);
+		if (!is_expr(r, reg)) {
+			h = mix(h, (uint64_t)arg);
+			continue;
+		}
+		const struct uw_op *o = &c->ops[UW_EXPR_FIRST(arg)];
+		for (uint32_t i = 0; i < UW_EXPR_COUNT(arg); i++)
+			h = mix(mix(mix(mix(h, o[i].atom), o[i].offset), o[i].number), o[i].number2);
+		h = mix(h, UW_EXPR_COUNT(arg));
+	}
+	return h;
+}
+
+static int expr_equal(const struct uw_cache *c, int64_t a, int64_t b)
+{
+	if (UW_EXPR_COUNT(a) != UW_EXPR_COUNT(b))
+		return 0;
+	const struct uw_op *x = &c->ops[UW_EXPR_FIRST(a)], *y = &c->ops[UW_EXPR_FIRST(b)];
+	for (uint32_t i = 0; i < UW_EXPR_COUNT(a); i++)
+		if (x[i].atom != y[i].atom || x[i].offset != y[i].offset ||
+		    x[i].number != y[i].number || x[i].number2 != y[i].number2)
+			return 0;
+	return 1;
+}
+
+static int rule_equal(const struct uw_cache *c, const struct uw_rule *a, const struct uw_rule *b)
+{
+	if (a->cfa_kind != b->cfa_kind || a->cfa_reg != b->cfa_reg || a->signal != b->signal)
+		return 0;
+	for (int reg = -1; reg < STACKCAP_NREGS; reg++) {
+		if (reg >= 0 && a->kind[reg] != b->kind[reg])
+			return 0;
+		int64_t const x = reg < 0 ? a->cfa_arg : a->arg[reg];
+		int64_t const y = reg < 0 ? b->cfa_arg : b->arg[reg];
+		if (is_expr(a, reg) ? !expr_equal(c, x, y) : x != y)
+			return 0;
+	}
+	return 1;
 }
 
 /* Find and translate the row for ADDR: eh_frame first, then debug_frame,
- * as elfutils does.  @return a rule index, RULE_NO_CFI, or MAP_EMPTY (no
- * memory). */
+ * as elfutils does.  Rows are shared by content: a row's start address
+ * cannot name it (after DW_CFA_restore_state libdw reports the start of
+ * the remembered row).  @return a rule index, RULE_NO_CFI, or MAP_EMPTY
+ * (no memory). */
 static uint32_t fill(struct uw_cache *c, struct su_module *mod, uint64_t addr)
 {
 	for (int k = 0; k < 2; k++) {
@@ -255,31 +325,29 @@ static uint32_t fill(struct uw_cache *c, struct su_module *mod, uint64_t addr)
 		Dwarf_Frame *fr = NULL;
 		if (dwarf_cfi_addrframe(c->cfi[k], addr - c->cfi_bias[k], &fr) != 0)
 			continue;
-		Dwarf_Addr start = 0;
-		dwarf_frame_info(fr, &start, NULL, NULL);
-		uint64_t const row = (start << 1) | (uint64_t)k;
-		uint32_t idx = map_get(&c->by_row, row);
-		if (idx == MAP_EMPTY) {
-			if (c->nrules == c->rules_cap) {
-				uint32_t const cap = c->rules_cap ? c->rules_cap * 2 : 64;
-				struct uw_rule *n = cap < RULE_NO_CFI ? realloc(c->rules, sizeof(*n) * cap) : NULL;
-				if (!n) {
-					free(fr);
-					return MAP_EMPTY;
-				}
-				c->rules = n;
-				c->rules_cap = cap;
-			}
-			idx = c->nrules;
-			translate(c, fr, c->cfi_bias[k], &c->rules[idx]);
-			if (map_put(&c->by_row, row, idx) != 0) {
+		if (c->nrules == c->rules_cap) {
+			uint32_t const cap = c->rules_cap ? c->rules_cap * 2 : 64;
+			struct uw_rule *n = cap < RULE_NO_CFI ? realloc(c->rules, sizeof(*n) * cap) : NULL;
+			if (!n) {
 				free(fr);
 				return MAP_EMPTY;
 			}
-			c->nrules++;
+			c->rules = n;
+			c->rules_cap = cap;
 		}
+		uint32_t const nops = c->nops;
+		struct uw_rule *r = &c->rules[c->nrules];
+		translate(c, fr, c->cfi_bias[k], r);
 		free(fr);
-		return idx;
+		uint64_t const h = rule_hash(c, r);
+		uint32_t const idx = map_get(&c->by_hash, h);
+		if (idx != MAP_EMPTY && rule_equal(c, &c->rules[idx], r)) {
+			c->nops = nops; /* drop the copy's expressions */
+			return idx;
+		}
+		if (idx == MAP_EMPTY && map_put(&c->by_hash, h, c->nrules) != 0)
+			return MAP_EMPTY;
+		return c->nrules++;
 	}
 	return RULE_NO_CFI;
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <dwarf.h>
 #include <elfutils/libdw.h>
 
 #include "unwind/unwind-internal.h"
@@ -25,12 +26,17 @@ struct uw_dwfl_proc {
 	struct uw_stack st;
 	int switched;
 	enum uw_read read_fail;        /* last failed read since the last frame */
+	enum uw_read any_read_fail;    /* last failed read of the sample */
+	enum uw_read last_read;        /* the last read since the last frame */
 	struct su_frame *frames;
 	size_t max, n;
 	int have_end;
 	enum su_unwind_end end;
 	uint64_t prev_rsp;
 	int prev_rsp_known;
+	int prev_signal;               /* with a segment: the last frame was a signal frame */
+	uint32_t known_mask;           /* registers elfutils knows in the last frame */
+	uint64_t last_regs[STACKCAP_NREGS];
 };
 
 /* ---- thread callbacks --------------------------------------------------------- */
@@ -55,8 +61,10 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 	struct uw_dwfl_proc *dp = arg;
 	uint64_t v;
 	enum uw_read const rd = uw_stack_read(&dp->st, addr, &v);
+	dp->last_read = rd;
 	if (rd != UW_READ_OK) {
 		dp->read_fail = rd;
+		dp->any_read_fail = rd;
 		return false;
 	}
 	*result = v;
@@ -224,12 +232,23 @@ void uw_dwfl_proc_free(struct uw_dwfl_proc *dp)
 
 /* ---- frames ------------------------------------------------------------------ */
 
-/* Whether the CFI covering ADDR is a signal frame's ('S' augmentation). */
-static int is_signal_frame(Dwfl *dwfl, uint64_t addr)
+/* What the CFI covering an address says. */
+struct row_info {
+	int signal;        /* the CIE's 'S' augmentation */
+	int ra_undef;      /* the return address is undefined: the outermost frame */
+	int cfa_reg;       /* the CFA is this register + CFA_OFF; -1 an expression; -2 none */
+	uint64_t cfa_off;
+	uint32_t cfa_needs; /* registers the CFA reads */
+	int ra_at_cfa;     /* the return address is saved at CFA + RA_OFF */
+	uint64_t ra_off;
+};
+
+/* @return 0, or -1 when no CFI covers ADDR. */
+static int cfi_row_info(Dwfl *dwfl, uint64_t addr, struct row_info *ri)
 {
 	Dwfl_Module *mod = dwfl_addrmodule(dwfl, addr);
 	if (!mod)
-		return 0;
+		return -1;
 	for (int k = 0; k < 2; k++) {
 		Dwarf_Addr bias;
 		Dwarf_CFI *cfi = k == 0 ? dwfl_module_eh_cfi(mod, &bias) : dwfl_module_dwarf_cfi(mod, &bias);
@@ -237,16 +256,109 @@ static int is_signal_frame(Dwfl *dwfl, uint64_t addr)
 		if (!cfi || dwarf_cfi_addrframe(cfi, addr - bias, &fr) != 0)
 			continue;
 		bool signalp = false;
-		dwarf_frame_info(fr, NULL, NULL, &signalp);
+		int const ra = dwarf_frame_info(fr, NULL, NULL, &signalp);
+		Dwarf_Op mem[3], *ops = NULL;
+		size_t nops = 0;
+		memset(ri, 0, sizeof(*ri));
+		ri->signal = signalp;
+		if (ra >= 0 && dwarf_frame_register(fr, ra, mem, &ops, &nops) == 0) {
+			ri->ra_undef = nops == 0 && ops == mem;
+			if (nops >= 1 && nops <= 2 && ops[0].atom == DW_OP_call_frame_cfa &&
+			    (nops == 1 || ops[1].atom == DW_OP_plus_uconst)) {
+				ri->ra_at_cfa = 1;
+				ri->ra_off = nops == 2 ? ops[1].number : 0;
+			}
+		}
+		ri->cfa_reg = -2;
+		if (dwarf_frame_cfa(fr, &ops, &nops) == 0 && nops > 0) {
+			if (nops > 1 || ops[0].atom != DW_OP_bregx) {
+				ri->cfa_reg = -1;
+			} else if (ops[0].number < STACKCAP_NREGS) {
+				ri->cfa_reg = (int)ops[0].number;
+				ri->cfa_off = ops[0].number2;
+			}
+			for (size_t j = 0; j < nops; j++) {
+				unsigned const a = ops[j].atom;
+				uint64_t const r = a >= DW_OP_breg0 && a <= DW_OP_breg31 ? a - DW_OP_breg0
+						 : a >= DW_OP_reg0 && a <= DW_OP_reg31 ? a - DW_OP_reg0
+						 : a == DW_OP_bregx || a == DW_OP_regx ? ops[j].number : 64;
+				if (r < STACKCAP_NREGS)
+					ri->cfa_needs |= 1u << r;
+			}
+		}
 		free(fr);
-		return signalp;
+		return 0;
 	}
-	return 0;
+	return -1;
 }
 
-static enum su_unwind_end read_end(const struct uw_dwfl_proc *dp)
+/* Where elfutils looked frame I up: the exact pc for the initial frame and
+ * a signal frame's caller, pc - 1 otherwise. */
+static uint64_t dwfl_lookup_pc(const struct su_frame *frames, size_t i)
 {
-	return dp->read_fail == UW_READ_CUT && !dp->switched ? SU_END_TRUNCATED : SU_END_BAD_STACK;
+	const struct su_frame *f = &frames[i];
+	return i == 0 || f->how == SU_FRAME_SIGNAL ? f->pc : f->pc - 1;
+}
+
+static enum su_unwind_end read_end(const struct uw_dwfl_proc *dp, enum uw_read rd)
+{
+	return rd == UW_READ_CUT && !dp->switched ? SU_END_TRUNCATED : SU_END_BAD_STACK;
+}
+
+/* Registers libdw's x86-64 defaults carry from frame to frame (rax, rbp,
+ * r12-r15) and rbx, which the ABI makes callee-saved. */
+#define CARRIED_REGS (1u << 0 | 1u << 3 | 1u << 6 | 0xfu << 12)
+
+/* elfutils says only "return address undefined" (RC 0) or "error" (-1);
+ * guess what the fast unwinder says from the CFI, the registers elfutils
+ * knew in the last frame and the failed reads. */
+static enum su_unwind_end guess_end(const struct uw_dwfl_proc *dp, int rc)
+{
+	if (rc != 0) {
+		/* The rbp chain failed: on its last read (the return
+		 * address), or on its checks (rbp unknown, the stack going
+		 * down). */
+		if (dp->last_read != UW_READ_OK)
+			return read_end(dp, dp->last_read);
+		return SU_END_NO_CFI;
+	}
+	struct row_info ri;
+	if (!dp->n || cfi_row_info(dp->dwfl, dwfl_lookup_pc(dp->frames, dp->n - 1), &ri) != 0)
+		return dp->read_fail != UW_READ_OK ? read_end(dp, dp->read_fail) : SU_END_ERROR;
+	if (ri.ra_undef)
+		return SU_END_OUTERMOST;
+	uint32_t const unknown = ri.cfa_needs & ~dp->known_mask;
+	if (unknown) {
+		/* A register the CFA needs is unknown: since the sample (the
+		 * filter dropped it), lost on a failed read, or undefined by
+		 * the CFI. */
+		unsigned const r = (unsigned)__builtin_ctz(unknown);
+		uint32_t const bit = 1u << r;
+		if (!uw_initial_reg_known(dp->sample->image, r) && (dp->n == 1 || (bit & CARRIED_REGS)))
+			return SU_END_BAD_STACK;
+		if ((bit & CARRIED_REGS) && dp->any_read_fail != UW_READ_OK)
+			return read_end(dp, dp->any_read_fail);
+		return SU_END_ERROR;
+	}
+	if (ri.cfa_reg >= 0) {
+		if (ri.ra_at_cfa) {
+			/* Read the return address again: failed, or 0. */
+			uint64_t v;
+			enum uw_read const rd = uw_stack_read(&dp->st, dp->last_regs[ri.cfa_reg] +
+							      ri.cfa_off + ri.ra_off, &v);
+			return rd == UW_READ_OK ? SU_END_OUTERMOST : read_end(dp, rd);
+		}
+		return dp->read_fail != UW_READ_OK ? read_end(dp, dp->read_fail) : SU_END_OUTERMOST;
+	}
+	if (ri.cfa_reg == -1) {
+		/* An expression on known registers: a failed read, or the
+		 * return address came out 0. */
+		if (dp->read_fail != UW_READ_OK)
+			return read_end(dp, dp->read_fail);
+		return dp->any_read_fail != UW_READ_OK ? read_end(dp, dp->any_read_fail)
+						       : SU_END_OUTERMOST;
+	}
+	return SU_END_ERROR;
 }
 
 static int stop(struct uw_dwfl_proc *dp, enum su_unwind_end end)
@@ -259,30 +371,48 @@ static int stop(struct uw_dwfl_proc *dp, enum su_unwind_end end)
 static int frame_cb(Dwfl_Frame *state, void *arg)
 {
 	struct uw_dwfl_proc *dp = arg;
-	/* Reads failing from here on belong to unwinding this frame. */
+	/* Reads from here on belong to unwinding this frame. */
 	dp->read_fail = UW_READ_OK;
+	dp->last_read = UW_READ_OK;
+	size_t const i = dp->n;
 	Dwarf_Addr pc;
 	bool act = false;
+	Dwarf_Word rsp = 0, v;
+	int const rsp_known = dwfl_frame_reg(state, STACKCAP_REG_RSP, &rsp) == 0;
+	dp->known_mask = 0;
+	for (unsigned r = 0; r < STACKCAP_NREGS; r++)
+		if (dwfl_frame_reg(state, r, &v) == 0) {
+			dp->known_mask |= 1u << r;
+			dp->last_regs[r] = v;
+		}
+	if (dp->st.nseg == 2) {
+		/* Before elfutils unwinds this frame (asking for the
+		 * activation does): is it a signal frame? */
+		struct row_info ri;
+		if (!dwfl_frame_pc(state, &pc, NULL))
+			return stop(dp, SU_END_ERROR);
+		uint64_t const lookup = i == 0 || dp->prev_signal ? pc : pc - 1;
+		int const signal = cfi_row_info(dp->dwfl, lookup, &ri) == 0 && ri.signal;
+		if (signal && rsp_known)
+			uw_stack_signal_frame(&dp->st, rsp);
+		dp->prev_signal = signal;
+	}
 	if (!dwfl_frame_pc(state, &pc, &act))
 		return stop(dp, SU_END_ERROR);
 	if (pc == 0)
 		return stop(dp, SU_END_OUTERMOST);
 
-	size_t const i = dp->n;
 	uint8_t how = i == 0 ? SU_FRAME_INITIAL : SU_FRAME_CFI;
 	if (i > 0 && act && dp->frames[i - 1].activation) {
 		/* Activation because the previous frame is a signal frame, or
 		 * because this one is?  Look at the previous frame's CFI where
 		 * elfutils looked it up. */
-		const struct su_frame *pf = &dp->frames[i - 1];
-		int const exact = i - 1 == 0 || pf->how == SU_FRAME_SIGNAL;
-		if (is_signal_frame(dp->dwfl, exact ? pf->pc : pf->pc - 1))
+		struct row_info ri;
+		if (cfi_row_info(dp->dwfl, dwfl_lookup_pc(dp->frames, i - 1), &ri) == 0 && ri.signal)
 			how = SU_FRAME_SIGNAL;
 	}
-	Dwarf_Word rsp;
-	int const rsp_known = dwfl_frame_reg(state, STACKCAP_REG_RSP, &rsp) == 0;
 	if (how == SU_FRAME_SIGNAL) {
-		if (!rsp_known || rsp < dp->st.lo || rsp > dp->st.hi)
+		if (!rsp_known || !uw_stack_holds(&dp->st, rsp))
 			dp->switched = 1;
 	} else if (i > 0 && dp->prev_rsp_known && (!rsp_known || rsp <= dp->prev_rsp)) {
 		return stop(dp, SU_END_BAD_STACK);
@@ -318,21 +448,17 @@ size_t uw_dwfl_unwind(struct su_unwinder *u, struct uw_proc *p, const struct su_
 	uw_stack_init(&dp->st, sample);
 	dp->switched = 0;
 	dp->read_fail = UW_READ_OK;
+	dp->any_read_fail = UW_READ_OK;
+	dp->last_read = UW_READ_OK;
 	dp->frames = frames;
 	dp->max = max;
 	dp->n = 0;
 	dp->have_end = 0;
 	dp->prev_rsp_known = 0;
+	dp->prev_signal = 0;
 	int const rc = dwfl_getthread_frames(dp->dwfl, sample->tid ? (pid_t)sample->tid : 1,
 					     frame_cb, dp);
-	if (dp->have_end)
-		*end = dp->end;
-	else if (dp->read_fail != UW_READ_OK)
-		*end = read_end(dp);
-	else
-		/* 0: the return address is undefined; -1: no CFI and no
-		 * frame-pointer chain.  elfutils says no more than that. */
-		*end = rc == 0 ? SU_END_OUTERMOST : SU_END_NO_CFI;
+	*end = dp->have_end ? dp->end : guess_end(dp, rc);
 	dp->sample = NULL;
 	dp->frames = NULL;
 	return dp->n;

@@ -3,8 +3,10 @@
 #ifndef STACKCAP_UNWIND_INTERNAL_H
 #define STACKCAP_UNWIND_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <ucontext.h>
 #include <elfutils/libdwfl.h>
 #include "unwind/unwind.h"
 
@@ -12,53 +14,101 @@
 
 enum uw_read {
 	UW_READ_OK = 0,
-	UW_READ_OUTSIDE,   /* below sp, or above the top of an image that was not cut */
-	UW_READ_CUT,       /* above the top of an image the stack cap cut */
+	UW_READ_OUTSIDE,   /* in no segment, and not where the stack cap cut */
+	UW_READ_CUT,       /* above the top of the last segment, which the stack cap cut */
 	UW_READ_DROPPED,   /* a zero word of a filtered image: maybe dropped */
 };
 
-struct uw_stack {
+/* The sample's memory: its image, then the second segment (the stack a
+ * handler on the alternate signal stack interrupted), if any. */
+struct uw_seg {
 	const uint64_t *words;
-	uint64_t lo, hi;   /* [lo, hi) is the image */
-	int capped;        /* the sample reached the stack cap */
+	uint64_t lo, hi;   /* [lo, hi) */
 	int filtered;      /* policy F1/F2: a zero word may be a dropped one */
 };
 
-static inline void uw_stack_init(struct uw_stack *s, const struct su_sample *sample)
+struct uw_stack {
+	struct uw_seg seg[2];
+	int nseg;
+	int capped;        /* the last segment may have been cut by the stack cap */
+	uint64_t sig_slot; /* the saved rsp of the signal frame, or 0 */
+};
+
+/* Where a signal frame saves the interrupted rsp: in the ucontext that the
+ * trampoline's stack pointer points at (x86-64 Linux rt_sigframe). */
+#define UW_SIGFRAME_RSP_OFF offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP])
+
+/* The unwind reached a signal frame whose trampoline runs with stack
+ * pointer RSP.  A handler on the alternate stack saved a pointer into the
+ * second segment there, which the filter dropped from the image (it is no
+ * pointer into the image); the segment starts at that very rsp (the
+ * capture found it there), so reads of the slot give it back. */
+static inline void uw_stack_signal_frame(struct uw_stack *s, uint64_t rsp)
 {
-	const struct stackcap_image *img = sample->image;
+	if (s->nseg == 2)
+		s->sig_slot = rsp + UW_SIGFRAME_RSP_OFF;
+}
+
+static inline void uw_seg_init(struct uw_seg *g, const struct stackcap_image *img)
+{
 	uint64_t n = img->words ? img->nwords : 0;
 	if (n > (UINT64_MAX - img->sp) / 8)
 		n = (UINT64_MAX - img->sp) / 8;
-	s->words = img->words;
-	s->lo = img->sp;
-	s->hi = img->sp + 8 * n;
-	s->capped = sample->stack_capped != 0;
-	s->filtered = img->policy != STACKCAP_POLICY_ALL;
+	g->words = img->words;
+	g->lo = img->sp;
+	g->hi = img->sp + 8 * n;
+	g->filtered = img->policy != STACKCAP_POLICY_ALL;
 }
 
-/* The 8 bytes at ADDR, from the image only. */
+static inline void uw_stack_init(struct uw_stack *s, const struct su_sample *sample)
+{
+	uw_seg_init(&s->seg[0], sample->image);
+	s->nseg = 1;
+	if (sample->segment)
+		uw_seg_init(&s->seg[s->nseg++], sample->segment);
+	s->capped = sample->stack_capped != 0;
+	s->sig_slot = 0;
+}
+
+/* Whether ADDR lies in one of the segments (or at the top of one). */
+static inline int uw_stack_holds(const struct uw_stack *s, uint64_t addr)
+{
+	for (int k = 0; k < s->nseg; k++)
+		if (addr >= s->seg[k].lo && addr <= s->seg[k].hi)
+			return 1;
+	return 0;
+}
+
+/* The 8 bytes at ADDR, from the sample's segments only. */
 static inline enum uw_read uw_stack_read(const struct uw_stack *s, uint64_t addr, uint64_t *val)
 {
-	if (addr < s->lo)
-		return UW_READ_OUTSIDE;
-	if (addr >= s->hi || s->hi - addr < 8)
-		return s->capped ? UW_READ_CUT : UW_READ_OUTSIDE;
-	uint64_t const off = addr - s->lo;
-	uint64_t const i = off >> 3;
-	unsigned const sh = (unsigned)(off & 7) * 8;
-	uint64_t const w0 = s->words[i];
-	if (sh == 0) {
-		if (w0 == 0 && s->filtered)
+	for (int k = 0; k < s->nseg; k++) {
+		const struct uw_seg *g = &s->seg[k];
+		if (addr < g->lo || addr >= g->hi || g->hi - addr < 8)
+			continue;
+		uint64_t const off = addr - g->lo;
+		uint64_t const i = off >> 3;
+		unsigned const sh = (unsigned)(off & 7) * 8;
+		uint64_t const w0 = g->words[i];
+		if (sh == 0) {
+			if (w0 == 0 && g->filtered) {
+				if (addr == s->sig_slot && k == 0) {
+					*val = s->seg[1].lo;
+					return UW_READ_OK;
+				}
+				return UW_READ_DROPPED;
+			}
+			*val = w0;
+			return UW_READ_OK;
+		}
+		uint64_t const w1 = g->words[i + 1]; /* exists: addr + 8 <= hi */
+		if (g->filtered && (w0 == 0 || w1 == 0))
 			return UW_READ_DROPPED;
-		*val = w0;
+		*val = (w0 >> sh) | (w1 << (64 - sh));
 		return UW_READ_OK;
 	}
-	uint64_t const w1 = s->words[i + 1]; /* exists: addr + 8 <= hi */
-	if (s->filtered && (w0 == 0 || w1 == 0))
-		return UW_READ_DROPPED;
-	*val = (w0 >> sh) | (w1 << (64 - sh));
-	return UW_READ_OK;
+	const struct uw_seg *last = &s->seg[s->nseg - 1];
+	return s->capped && addr >= last->lo ? UW_READ_CUT : UW_READ_OUTSIDE;
 }
 
 /* Whether register R of the image's initial state is known. */
@@ -114,6 +164,11 @@ struct uw_rule {
 	uint8_t kind[STACKCAP_NREGS];
 	int64_t cfa_arg;
 	int64_t arg[STACKCAP_NREGS];
+	/* Derived from KIND, so the transfer touches only what moves. */
+	uint32_t same_mask;      /* registers UW_REG_SAME */
+	uint32_t undef_mask;     /* registers UW_REG_UNDEF */
+	uint8_t nmoved;          /* registers with any other rule: */
+	uint8_t moved[STACKCAP_NREGS];
 };
 
 /* An expression op, as libdw interned it (module addresses for DW_OP_addr). */
@@ -144,9 +199,6 @@ enum uw_lookup uw_rule_lookup(struct su_module *mod, uint64_t addr,
 
 /* Finalizer for su_module.unwind_cache. */
 void uw_cache_free(void *cache);
-
-/* Rules and misses of one module's cache (for stats and tests). */
-void uw_cache_counts(const struct su_module *mod, uint64_t *rules, uint64_t *addrs);
 
 /* ---- the unwinder ---------------------------------------------------------- */
 

@@ -131,15 +131,19 @@ struct su_module *uw_proc_module(struct su_unwinder *u, struct uw_proc *p, uint3
 
 /* ---- fast unwinder: register state and expressions ------------------------ */
 
-/* Why an unknown register is unknown: an su_unwind_end, or this. */
-#define WHY_UNDEF 0xff
 #define STEP_OK (-1)
 
+/* Registers of one frame.  An unknown register is unknown because the CFI
+ * says so (UNDEF bit: needing it is an error), or for WHY[r], an
+ * su_unwind_end (a failed read, a register the filter dropped). */
 struct regs {
 	uint64_t v[STACKCAP_NREGS];
 	uint32_t known;                /* bit r: v[r] holds the value */
-	uint8_t why[STACKCAP_NREGS];   /* when not known */
+	uint32_t undef;                /* bit r: undefined by the CFI */
+	uint8_t why[STACKCAP_NREGS];
 };
+
+#define WHY_UNDEF 0xff
 
 struct walk {
 	struct uw_stack st;
@@ -155,7 +159,7 @@ static inline int read_why(enum uw_read r, int switched)
 /* What the unwind ends with when it needs register R and it is unknown. */
 static inline int need_why(const struct regs *s, unsigned r)
 {
-	return s->why[r] == WHY_UNDEF ? SU_END_ERROR : s->why[r];
+	return s->undef >> r & 1 ? SU_END_ERROR : s->why[r];
 }
 
 #define EVAL_STACK 64
@@ -376,9 +380,13 @@ static inline void set_reg(struct regs *s, unsigned r, uint64_t v)
 
 static inline void unset_reg(struct regs *s, unsigned r, int why)
 {
-	s->v[r] = 0;
 	s->known &= ~(1u << r);
-	s->why[r] = (uint8_t)why;
+	if (why == WHY_UNDEF) {
+		s->undef |= 1u << r;
+	} else {
+		s->undef &= ~(1u << r);
+		s->why[r] = (uint8_t)why;
+	}
 }
 
 /* Apply RULE to CUR, giving the caller's registers in NX. */
@@ -402,16 +410,17 @@ static int cfi_step(const struct uw_rule *rule, const struct uw_op *ops, const s
 		return SU_END_ERROR;
 	}
 
-	nx->known = 0;
-	for (unsigned r = 0; r < STACKCAP_NREGS; r++) {
+	/* Same-value and undefined registers in bulk; then the few that
+	 * the rule moves. */
+	memcpy(nx->v, cur->v, sizeof(nx->v));
+	memcpy(nx->why, cur->why, sizeof(nx->why));
+	nx->known = cur->known & rule->same_mask;
+	nx->undef = (cur->undef & rule->same_mask) | rule->undef_mask;
+	for (unsigned i = 0; i < rule->nmoved; i++) {
+		unsigned const r = rule->moved[i];
 		uint64_t v;
 		enum uw_read rd;
 		switch (rule->kind[r]) {
-		case UW_REG_SAME:
-			nx->v[r] = cur->v[r];
-			nx->why[r] = cur->why[r];
-			nx->known |= cur->known & (1u << r);
-			break;
 		case UW_REG_AT_CFA:
 			rd = uw_stack_read(&w->st, cfa + (uint64_t)rule->arg[r], &v);
 			if (rd == UW_READ_OK)
@@ -424,13 +433,13 @@ static int cfi_step(const struct uw_rule *rule, const struct uw_op *ops, const s
 			break;
 		case UW_REG_IN_REG: {
 			unsigned const from = (unsigned)rule->arg[r];
-			nx->v[r] = cur->v[from];
-			nx->why[r] = cur->why[from];
 			if (cur->known >> from & 1)
-				nx->known |= 1u << r;
+				set_reg(nx, r, cur->v[from]);
+			else
+				unset_reg(nx, r, cur->undef >> from & 1 ? WHY_UNDEF : cur->why[from]);
 			break;
 		}
-		case UW_REG_EXPR:
+		default: /* UW_REG_EXPR */
 			rc = eval(ops + UW_EXPR_FIRST(rule->arg[r]), UW_EXPR_COUNT(rule->arg[r]),
 				  cur, &cfa, w, &v);
 			if (rc == STEP_OK)
@@ -438,14 +447,10 @@ static int cfi_step(const struct uw_rule *rule, const struct uw_op *ops, const s
 			else
 				unset_reg(nx, r, rc);
 			break;
-		default:
-			unset_reg(nx, r, WHY_UNDEF);
-			break;
 		}
 	}
 	if (!(nx->known >> STACKCAP_REG_RIP & 1))
-		return nx->why[STACKCAP_REG_RIP] == WHY_UNDEF ? SU_END_OUTERMOST
-							      : nx->why[STACKCAP_REG_RIP];
+		return nx->undef >> STACKCAP_REG_RIP & 1 ? SU_END_OUTERMOST : nx->why[STACKCAP_REG_RIP];
 	if (nx->v[STACKCAP_REG_RIP] == 0)
 		return SU_END_OUTERMOST;
 	return STEP_OK;
@@ -458,7 +463,7 @@ static int fp_step(const struct regs *cur, struct regs *nx, const struct walk *w
 		return SU_END_NO_CFI;
 	uint64_t const fp = cur->v[STACKCAP_REG_RBP];
 	nx->known = 0;
-	memset(nx->why, WHY_UNDEF, sizeof(nx->why));
+	nx->undef = (1u << STACKCAP_NREGS) - 1;
 	uint64_t v;
 	enum uw_read rd = uw_stack_read(&w->st, fp, &v);
 	if (rd == UW_READ_OK)
@@ -468,7 +473,9 @@ static int fp_step(const struct regs *cur, struct regs *nx, const struct walk *w
 	rd = uw_stack_read(&w->st, fp + 8, &v);
 	if (rd != UW_READ_OK)
 		return read_why(rd, w->switched);
-	set_reg(nx, STACKCAP_REG_RIP, v);
+	/* The caller's pc, but (as in elfutils) not its rip register: CFI
+	 * reading rip there fails. */
+	nx->v[STACKCAP_REG_RIP] = v;
 	set_reg(nx, STACKCAP_REG_RSP, fp + 16);
 	/* The stack grows down: a caller's frame is above its callee's. */
 	if ((cur->known >> STACKCAP_REG_RSP & 1) && cur->v[STACKCAP_REG_RSP] >= fp + 16)
@@ -489,7 +496,7 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 	w.bias = 0;
 
 	struct regs bufs[2], *cur = &bufs[0], *nx = &bufs[1];
-	cur->known = 0;
+	memset(bufs, 0, sizeof(bufs));
 	for (unsigned r = 0; r < STACKCAP_NREGS; r++) {
 		if (uw_initial_reg_known(img, r))
 			set_reg(cur, r, img->regs[r]);
@@ -524,6 +531,8 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 		int signal = 0;
 		if (lk == UW_LOOKUP_RULE) {
 			w.bias = e->bias;
+			if (rule->signal && (cur->known >> STACKCAP_REG_RSP & 1))
+				uw_stack_signal_frame(&w.st, cur->v[STACKCAP_REG_RSP]);
 			rc = cfi_step(rule, ops, cur, nx, &w);
 			signal = rule->signal;
 			how = signal ? SU_FRAME_SIGNAL : SU_FRAME_CFI;
@@ -544,7 +553,7 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 			 * the kernel made its first byte the return address. */
 			frames[n - 1].activation = 1;
 			frames[n - 1].map = su_maps_find(maps, frames[n - 1].pc);
-			if (!nsp_known || nsp < w.st.lo || nsp > w.st.hi)
+			if (!nsp_known || !uw_stack_holds(&w.st, nsp))
 				w.switched = 1;
 		} else if ((cur->known >> STACKCAP_REG_RSP & 1) &&
 			   (!nsp_known || nsp <= cur->v[STACKCAP_REG_RSP])) {

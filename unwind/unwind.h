@@ -7,10 +7,19 @@
  *    resolved rule cached in the module, our own register transfer.
  * Both must give identical frames (pc, activation) on the whole test corpus.
  *
- * Only the stack image is memory: a value the unwind needs from outside it,
- * or from a word the capture filter may have dropped (a zero word of an F1/F2
- * image), ends the unwind.  A frame in a module without CFI for its pc (or
- * whose file was not found) is unwound through rbp, as elfutils does.
+ * Only the stack image (then sample->segment, the stack a handler on the
+ * alternate signal stack interrupted) is memory: a value the unwind needs
+ * from elsewhere, or from a word the capture filter may have dropped (a zero
+ * word of an F1/F2 image), ends the unwind.  One exception, exact by
+ * construction: the signal frame's saved rsp, a pointer into the segment
+ * that the filter dropped from the image, is the segment's start.  A frame
+ * in a module without CFI for its pc (or whose file was not found) is
+ * unwound through rbp, as elfutils does.
+ *
+ * Where the CFI says nothing of rbx the fast unwinder keeps it (the ABI
+ * makes it callee-saved); elfutils 0.188's x86-64 defaults lose it.  The
+ * dwfl unwinder's end reason is a best guess from the CFI and the failed
+ * reads: elfutils itself only says "return address undefined" or "error".
  *
  * An unwinder is not thread-safe (elfutils 0.188 is not): one per thread,
  * with its own module cache. */
@@ -65,9 +74,9 @@ enum su_unwinder_kind { SU_UNWINDER_FAST = 0, SU_UNWINDER_DWFL };
 
 struct su_unwinder;
 
-/* An unwinder using MODULES (owned by the caller, same thread).  NULL +
- * errno on failure.  The fast unwinder registers its cache finalizer with
- * su_modcache_set_finalizers(). */
+/* An unwinder using MODULES (owned by the caller, same thread; free the
+ * unwinder first).  NULL + errno on failure.  The fast unwinder registers
+ * its cache finalizer with su_modcache_set_finalizers(). */
 struct su_unwinder *su_unwinder_new(enum su_unwinder_kind kind, struct su_modcache *modules);
 void su_unwinder_free(struct su_unwinder *u);
 

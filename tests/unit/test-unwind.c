@@ -1,0 +1,888 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of unwind/: samples of this very process (uw-sample.c: getcontext
+ * registers, the live stack, maps from dl_iterate_phdr, through the codec)
+ * unwound by the fast and the dwfl unwinder.  Frames are named with dladdr()
+ * (the chain functions are exported: -rdynamic), independently of the
+ * symbolizer.  Both unwinders must agree frame for frame everywhere.
+ */
+#include <check.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "unwind/unwind.h"
+#include "tests/unit/check-main.h"
+#include "tests/unit/uw-sample.h"
+
+/* ---- the chains ------------------------------------------------------------- */
+
+enum { MODE_PLAIN, MODE_SIGNAL, MODE_FP, MODE_ALTSTACK, MODE_EXPR };
+
+static volatile int g_mode;
+static volatile int g_sink;
+static uint64_t g_top;
+static struct uw_capture g_cap;
+static struct uw_capture g_seg;      /* MODE_ALTSTACK: the interrupted stack */
+static uint64_t g_alt_lo, g_alt_top; /* MODE_ALTSTACK: the alternate stack */
+
+/* Exported (dladdr sees them) and kept as real frames: no inlining, no
+ * cloning, no tail calls (work after each call). */
+#define CHAIN __attribute__((noipa, noinline))
+int uwt_top(void);
+int uwt_a(void);
+int uwt_b(void);
+int uwt_c(void);
+int uwt_fp_b(void);
+void uwt_handler(int sig);
+void uwt_alt_handler(int sig, siginfo_t *si, void *ucv);
+int uw_fp_call(int (*fn)(void));   /* uw-asm.S: frame pointer, no CFI */
+int uw_expr_call(int (*fn)(void)); /* uw-asm.S: CFA by a DWARF expression */
+
+CHAIN void uwt_handler(int sig)
+{
+	ucontext_t uc;
+	getcontext(&uc);
+	uw_capture(&g_cap, &uc, g_top);
+	g_sink = g_sink + sig;
+}
+
+/* On the alternate stack: the image is that stack, the segment the
+ * interrupted one from the rsp the signal frame saved, as the capture
+ * library records them. */
+CHAIN void uwt_alt_handler(int sig, siginfo_t *si, void *ucv)
+{
+	ucontext_t uc;
+	getcontext(&uc);
+	uw_capture(&g_cap, &uc, g_alt_top);
+	const ucontext_t *in = ucv;
+	uw_capture_stack(&g_seg, (uint64_t)in->uc_mcontext.gregs[REG_RSP], g_top,
+			 UW_CAP_BYTES - 8 * g_cap.nwords);
+	g_sink = g_sink + sig;
+}
+
+CHAIN int uwt_c(void)
+{
+	if (g_mode == MODE_SIGNAL || g_mode == MODE_ALTSTACK) {
+		raise(SIGUSR1);
+	} else {
+		ucontext_t uc;
+		getcontext(&uc);
+		uw_capture(&g_cap, &uc, g_top);
+	}
+	__asm__ volatile("" ::: "memory");
+	return g_sink + 3;
+}
+
+CHAIN int uwt_b(void)
+{
+	int const r = uwt_c();
+	__asm__ volatile("" ::: "memory");
+	return r + g_sink + 2;
+}
+
+CHAIN int uwt_fp_b(void)
+{
+	int const r = uwt_c();
+	__asm__ volatile("" ::: "memory");
+	return r + g_sink + 5;
+}
+
+CHAIN int uwt_a(void)
+{
+	int const r = g_mode == MODE_FP ? uw_fp_call(uwt_fp_b)
+		    : g_mode == MODE_EXPR ? uw_expr_call(uwt_fp_b) : uwt_b();
+	__asm__ volatile("" ::: "memory");
+	return r + g_sink + 1;
+}
+
+CHAIN int uwt_top(void)
+{
+	int const r = uwt_a();
+	__asm__ volatile("" ::: "memory");
+	return r + g_sink;
+}
+
+static void capture_chain(int mode)
+{
+	g_mode = mode;
+	g_top = uw_stack_top();
+	ck_assert(g_top != 0);
+	memset(&g_cap, 0, sizeof(g_cap));
+	if (mode == MODE_SIGNAL) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = uwt_handler;
+		sigemptyset(&sa.sa_mask);
+		ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	}
+	void *alt = NULL;
+	size_t const alt_size = 65536;
+	if (mode == MODE_ALTSTACK) {
+		alt = mmap(NULL, alt_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		ck_assert(alt != MAP_FAILED);
+		stack_t ss = { .ss_sp = alt, .ss_size = alt_size, .ss_flags = 0 };
+		ck_assert_int_eq(sigaltstack(&ss, NULL), 0);
+		g_alt_lo = (uint64_t)(uintptr_t)alt;
+		g_alt_top = g_alt_lo + alt_size;
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = uwt_alt_handler;
+		sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+		sigemptyset(&sa.sa_mask);
+		ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	}
+	g_sink = uwt_top();
+	ck_assert_msg(g_cap.nwords > 0, "nothing captured");
+	if (alt) {
+		stack_t ss = { .ss_flags = SS_DISABLE };
+		ck_assert_int_eq(sigaltstack(&ss, NULL), 0);
+		munmap(alt, alt_size);
+		ck_assert_msg(g_cap.sp >= g_alt_lo && g_cap.sp < g_alt_top, "handler not on the alternate stack");
+		ck_assert_msg(g_seg.nwords > 0, "no interrupted stack");
+	}
+}
+
+/* ---- fixtures and helpers ------------------------------------------------- */
+
+#define MAXF 256
+
+static struct su_maps *maps;
+static struct su_modcache *mc;
+static struct su_unwinder *fast, *ref;
+
+static void setup(void)
+{
+	maps = uw_self_maps();
+	ck_assert_ptr_nonnull(maps);
+	struct su_debuginfo_opts o = { .no_debuginfod = 1, .no_system_dirs = 1 };
+	mc = su_modcache_new(&o);
+	ck_assert_ptr_nonnull(mc);
+	fast = su_unwinder_new(SU_UNWINDER_FAST, mc);
+	ref = su_unwinder_new(SU_UNWINDER_DWFL, mc);
+	ck_assert_ptr_nonnull(fast);
+	ck_assert_ptr_nonnull(ref);
+}
+
+static void teardown(void)
+{
+	su_unwinder_free(fast);
+	su_unwinder_free(ref);
+	su_modcache_free(mc);
+	uw_maps_free(maps);
+}
+
+struct result {
+	struct su_frame f[MAXF];
+	size_t n;
+	enum su_unwind_end end;
+};
+
+static const char *fn_name(const struct su_frame *f)
+{
+	Dl_info info;
+	uintptr_t const a = (uintptr_t)su_frame_lookup_pc(f);
+	if (dladdr((void *)a, &info) && info.dli_sname)
+		return info.dli_sname;
+	return "?";
+}
+
+/* UWT_VERBOSE=1: every unwind on stderr. */
+static int verbose(void)
+{
+	const char *v = getenv("UWT_VERBOSE");
+	return v && atoi(v) > 0;
+}
+
+static char dump_buf[16384];
+
+static const char *dump(const struct result *r)
+{
+	size_t o = 0;
+	o += (size_t)snprintf(dump_buf + o, sizeof(dump_buf) - o, "%zu frames, end %s:",
+			      r->n, su_unwind_end_name(r->end));
+	for (size_t i = 0; i < r->n && o < sizeof(dump_buf) - 100; i++)
+		o += (size_t)snprintf(dump_buf + o, sizeof(dump_buf) - o, "\n  #%zu %#llx %s how=%d act=%d map=%lld",
+				      i, (unsigned long long)r->f[i].pc, fn_name(&r->f[i]),
+				      r->f[i].how, r->f[i].activation, (long long)r->f[i].map);
+	return dump_buf;
+}
+
+static void run(struct su_unwinder *u, const struct su_sample *s, struct result *r, size_t max)
+{
+	memset(r, 0x5a, sizeof(*r));
+	r->n = su_unwind(u, s, r->f, max, &r->end);
+	if (verbose())
+		fprintf(stderr, "%s: %s\n", u == fast ? "fast" : "dwfl", dump(r));
+	ck_assert_uint_le(r->n, max);
+	ck_assert_int_ge(r->end, 0);
+	ck_assert_int_lt(r->end, SU_END_COUNT);
+}
+
+/* Same frames (pc, activation, map) and the same end. */
+static void check_same(const struct result *a, const struct result *b, const char *what)
+{
+	int same = a->n == b->n && a->end == b->end;
+	for (size_t i = 0; same && i < a->n; i++)
+		same = a->f[i].pc == b->f[i].pc && a->f[i].activation == b->f[i].activation &&
+		       a->f[i].map == b->f[i].map;
+	if (!same) {
+		char first[16384];
+		snprintf(first, sizeof(first), "%s", dump(a));
+		ck_abort_msg("%s differ:\nfast: %s\ndwfl: %s", what, first, dump(b));
+	}
+}
+
+/* Garbage stacks: compare frames only.  The dwfl unwinder's end reason is
+ * a guess (elfutils only says "undefined" or "error"), and the fast one
+ * keeps rbx where elfutils loses it: either can end otherwise there. */
+static int frames_only;
+
+static int same(const struct result *a, const struct result *b)
+{
+	if (a->n != b->n || (a->end != b->end && !frames_only))
+		return 0;
+	for (size_t i = 0; i < a->n; i++)
+		if (a->f[i].pc != b->f[i].pc || a->f[i].activation != b->f[i].activation ||
+		    a->f[i].map != b->f[i].map)
+			return 0;
+	return 1;
+}
+
+/* Both unwinders on S; they must agree.  The fast result goes to R.  On a
+ * difference, say whether fresh unwinders (no cached state) agree. */
+static void unwind_both(const struct su_sample *s, struct result *r, size_t max)
+{
+	static struct result d, f2, d2;
+	run(fast, s, r, max);
+	run(ref, s, &d, max);
+	if (same(r, &d))
+		return;
+	struct su_debuginfo_opts o = { .no_debuginfod = 1, .no_system_dirs = 1 };
+	struct su_modcache *mc2 = su_modcache_new(&o);
+	struct su_unwinder *fast2 = su_unwinder_new(SU_UNWINDER_FAST, mc2);
+	struct su_unwinder *ref2 = su_unwinder_new(SU_UNWINDER_DWFL, mc2);
+	f2.n = su_unwind(fast2, s, f2.f, max, &f2.end);
+	d2.n = su_unwind(ref2, s, d2.f, max, &d2.end);
+	su_unwinder_free(fast2);
+	su_unwinder_free(ref2);
+	su_modcache_free(mc2);
+	char first[16384];
+	snprintf(first, sizeof(first), "%s", dump(r));
+	char where[512] = "";
+	int64_t const mi = r->n ? r->f[r->n - 1].map : -1;
+	if (mi >= 0 && s->maps)
+		snprintf(where, sizeof(where), "last frame %s+%#llx", s->maps->entries[mi].path,
+			 (unsigned long long)(su_frame_lookup_pc(&r->f[r->n - 1]) - s->maps->entries[mi].bias));
+	ck_abort_msg("fast and dwfl differ (fresh fast %s, fresh dwfl %s; policy %d, regs kept %#x, "
+		     "%llu words, capped %d, %s):\nfast: %s\ndwfl: %s",
+		     same(r, &f2) ? "same" : "DIFFERENT", same(&d, &d2) ? "same" : "DIFFERENT",
+		     s->image->policy, s->image->regs_kept, (unsigned long long)s->image->nwords,
+		     s->stack_capped, where, first, dump(&d));
+}
+
+/* NAMES appear as consecutive frames from index AT. */
+static void expect_names(const struct result *r, size_t at, const char *const *names, size_t k)
+{
+	for (size_t i = 0; i < k; i++) {
+		ck_assert_msg(at + i < r->n && strcmp(fn_name(&r->f[at + i]), names[i]) == 0,
+			      "frame %zu should be %s: %s", at + i, names[i], dump(r));
+	}
+}
+
+static size_t find_name(const struct result *r, const char *name)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (strcmp(fn_name(&r->f[i]), name) == 0)
+			return i;
+	return (size_t)-1;
+}
+
+static const char *const plain_chain[] = { "uwt_c", "uwt_b", "uwt_a", "uwt_top" };
+
+static void make(struct uw_sample *s, enum stackcap_policy pol)
+{
+	ck_assert_int_eq(uw_sample_make(s, &g_cap, maps, pol), 0);
+}
+
+/* ---- tests ------------------------------------------------------------------ */
+
+START_TEST(test_chain_f2)
+{
+	capture_chain(MODE_PLAIN);
+	struct uw_sample s;
+	make(&s, STACKCAP_POLICY_F2);
+	static struct result r;
+	unwind_both(&s.s, &r, MAXF);
+	expect_names(&r, 0, plain_chain, 4);
+	ck_assert_msg(r.end == SU_END_OUTERMOST, "%s (capped %d)", dump(&r), g_cap.capped);
+	ck_assert_int_eq(r.f[0].how, SU_FRAME_INITIAL);
+	ck_assert_int_eq(r.f[0].activation, 1);
+	for (size_t i = 1; i < r.n; i++) {
+		ck_assert_msg(r.f[i].how == SU_FRAME_CFI && !r.f[i].activation, "%s", dump(&r));
+		ck_assert_int_ge(r.f[i].map, 0);
+	}
+	/* The main thread's stack ends in libc's start code. */
+	ck_assert_msg(r.n >= 7, "%s", dump(&r));
+	/* Again, from the rule cache: same frames, no new libdw lookups. */
+	struct su_unwind_stats st0, st1;
+	su_unwinder_get_stats(fast, &st0);
+	static struct result r2;
+	unwind_both(&s.s, &r2, MAXF);
+	check_same(&r, &r2, "first and second unwind");
+	su_unwinder_get_stats(fast, &st1);
+	ck_assert_uint_eq(st1.rule_misses, st0.rule_misses);
+	ck_assert_uint_eq(st1.samples, st0.samples + 1);
+	ck_assert_uint_eq(st1.maps_built, 1);
+	uw_sample_free(&s);
+}
+END_TEST
+
+/* The unfiltered copy unwinds the same: F2 drops nothing unwinding needs. */
+START_TEST(test_chain_all_same)
+{
+	capture_chain(MODE_PLAIN);
+	struct uw_sample s2, sa;
+	make(&s2, STACKCAP_POLICY_F2);
+	make(&sa, STACKCAP_POLICY_ALL);
+	ck_assert_uint_lt(s2.blob_size, sa.blob_size);
+	static struct result r2, ra;
+	unwind_both(&s2.s, &r2, MAXF);
+	unwind_both(&sa.s, &ra, MAXF);
+	check_same(&r2, &ra, "F2 and ALL");
+	uw_sample_free(&s2);
+	uw_sample_free(&sa);
+}
+END_TEST
+
+/* F1 (no stack pointers): whatever it gives, both unwinders agree. */
+START_TEST(test_chain_f1)
+{
+	capture_chain(MODE_PLAIN);
+	struct uw_sample s;
+	make(&s, STACKCAP_POLICY_F1);
+	static struct result r;
+	unwind_both(&s.s, &r, MAXF);
+	ck_assert_uint_ge(r.n, 1);
+	uw_sample_free(&s);
+}
+END_TEST
+
+/* Cut images: a prefix of the full unwind, ending TRUNCATED when the cap
+ * cut it and BAD_STACK when it did not. */
+START_TEST(test_truncated)
+{
+	capture_chain(MODE_PLAIN);
+	struct uw_sample s;
+	make(&s, STACKCAP_POLICY_F2);
+	static struct result full, r;
+	unwind_both(&s.s, &full, MAXF);
+	ck_assert_int_eq(full.end, SU_END_OUTERMOST);
+	uint64_t const nwords = s.img.nwords;
+	int truncated = 0;
+	for (uint64_t n = 0; n <= nwords; n += (n < 512 ? 1 : 37)) {
+		for (int capped = 0; capped < 2; capped++) {
+			s.img.nwords = n;
+			s.s.stack_capped = capped;
+			unwind_both(&s.s, &r, MAXF);
+			ck_assert_uint_le(r.n, full.n);
+			for (size_t i = 0; i < r.n; i++)
+				ck_assert_msg(r.f[i].pc == full.f[i].pc, "cut %llu: %s",
+					      (unsigned long long)n, dump(&r));
+			if (r.end == SU_END_OUTERMOST) {
+				ck_assert_uint_eq(r.n, full.n);
+			} else {
+				ck_assert_msg(r.end == (capped ? SU_END_TRUNCATED : SU_END_BAD_STACK),
+					      "cut %llu capped %d: %s", (unsigned long long)n, capped, dump(&r));
+				truncated += capped;
+			}
+		}
+	}
+	ck_assert_int_gt(truncated, 0);
+	/* Cut inside the chain: its first frames survive. */
+	s.img.nwords = 8;
+	s.s.stack_capped = 1;
+	unwind_both(&s.s, &r, MAXF);
+	ck_assert_int_eq(r.end, SU_END_TRUNCATED);
+	ck_assert_uint_ge(r.n, 1);
+	s.img.nwords = nwords;
+	uw_sample_free(&s);
+}
+END_TEST
+
+/* xorshift64*: reproducible corruption. */
+static uint64_t rng = 0x2545F4914F6CDD1Dull;
+static uint64_t rnd(void)
+{
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * 0x2545F4914F6CDD1Dull;
+}
+
+/* Corrupted words and registers: some end, never a crash, and the two
+ * unwinders still agree. */
+static void corrupt_run(int mode, enum stackcap_policy pol)
+{
+	capture_chain(mode);
+	struct uw_sample s;
+	ck_assert_int_eq(uw_sample_make_seg(&s, &g_cap, mode == MODE_ALTSTACK ? &g_seg : NULL, maps, pol), 0);
+	uint64_t *orig = malloc(s.img.nwords * 8);
+	ck_assert_ptr_nonnull(orig);
+	memcpy(orig, s.img.words, s.img.nwords * 8);
+	uint64_t oregs[STACKCAP_NREGS];
+	memcpy(oregs, s.img.regs, sizeof(oregs));
+	static struct result r;
+	uint64_t const code = maps->entries[0].start;
+	uint64_t const span = maps->entries[maps->count - 1].end - code;
+	/* UWT_ITER / UWT_SEED: longer runs by hand. */
+	int const iters = getenv("UWT_ITER") ? atoi(getenv("UWT_ITER")) : 400;
+	if (getenv("UWT_SEED"))
+		rng = strtoull(getenv("UWT_SEED"), NULL, 0) | 1;
+	for (int iter = 0; iter < iters; iter++) {
+		memcpy(s.img.words, orig, s.img.nwords * 8);
+		memcpy(s.img.regs, oregs, sizeof(oregs));
+		int const k = 1 + (int)(rnd() % 6);
+		for (int j = 0; j < k; j++) {
+			/* Mostly the first words, where the frames are. */
+			uint64_t const i = rnd() % (j & 1 ? s.img.nwords : (s.img.nwords < 64 ? s.img.nwords : 64));
+			uint64_t v;
+			switch (rnd() % 6) {
+			case 0: v = 0; break;
+			case 1: v = rnd(); break;
+			case 2: v = code + rnd() % span; break;
+			case 3: v = s.img.sp + 8 * (rnd() % (s.img.nwords + 16)) - 64; break;
+			case 4: v = orig[i] + (rnd() % 64) - 32; break;
+			default: v = s.img.sp + (rnd() % 4096) - 2048; break;
+			}
+			int const reg = rnd() % 8 == 0 ? (int)(rnd() % STACKCAP_NREGS) : -1;
+			if (reg >= 0)
+				s.img.regs[reg] = v;
+			else
+				s.img.words[i] = v;
+			if (verbose())
+				fprintf(stderr, "iter %d: %s %llu = %#llx\n", iter, reg >= 0 ? "reg" : "word",
+					(unsigned long long)(reg >= 0 ? (uint64_t)reg : i), (unsigned long long)v);
+		}
+		s.s.stack_capped = (int)(rnd() & 1);
+		if (getenv("UWT_ONLY") && atoi(getenv("UWT_ONLY")) >= 0 && atoi(getenv("UWT_ONLY")) != iter)
+			continue;
+		unwind_both(&s.s, &r, 64);
+	}
+	memcpy(s.img.words, orig, s.img.nwords * 8);
+	memcpy(s.img.regs, oregs, sizeof(oregs));
+	free(orig);
+	uw_sample_free(&s);
+}
+
+START_TEST(test_corrupt)
+{
+	corrupt_run(MODE_PLAIN, STACKCAP_POLICY_F2);
+	corrupt_run(MODE_SIGNAL, STACKCAP_POLICY_F2);
+	corrupt_run(MODE_FP, STACKCAP_POLICY_F2);
+	corrupt_run(MODE_PLAIN, STACKCAP_POLICY_ALL);
+	corrupt_run(MODE_ALTSTACK, STACKCAP_POLICY_F2);
+	corrupt_run(MODE_EXPR, STACKCAP_POLICY_F2);
+}
+END_TEST
+
+/* Stacks of nothing but plausible garbage (code addresses, pointers into
+ * the image, small numbers) from a rip anywhere in the code: the two
+ * unwinders still agree, and nothing reads outside the image (ASan). */
+START_TEST(test_garbage)
+{
+	capture_chain(MODE_PLAIN);
+	struct uw_sample s;
+	make(&s, STACKCAP_POLICY_ALL);
+	static struct result r;
+	int const iters = getenv("UWT_ITER") ? atoi(getenv("UWT_ITER")) : 300;
+	if (getenv("UWT_SEED"))
+		rng = strtoull(getenv("UWT_SEED"), NULL, 0) | 1;
+	uint64_t const nwords = s.img.nwords < 256 ? s.img.nwords : 256;
+	frames_only = 1;
+	for (int iter = 0; iter < iters; iter++) {
+		const struct su_map_entry *e = &maps->entries[rnd() % maps->count];
+		s.img.nwords = 1 + rnd() % nwords;
+		for (uint64_t i = 0; i < s.img.nwords; i++) {
+			switch (rnd() % 4) {
+			case 0: s.img.words[i] = e->start + rnd() % (e->end - e->start); break;
+			case 1: s.img.words[i] = s.img.sp + 8 * (rnd() % (s.img.nwords + 4)); break;
+			case 2: s.img.words[i] = rnd() % 64; break;
+			default: s.img.words[i] = rnd(); break;
+			}
+		}
+		for (int reg = 0; reg < STACKCAP_NREGS; reg++)
+			if (reg != STACKCAP_REG_RSP)
+				s.img.regs[reg] = s.img.words[rnd() % s.img.nwords];
+		s.img.regs[STACKCAP_REG_RIP] = e->start + rnd() % (e->end - e->start);
+		s.img.policy = rnd() % 2 ? STACKCAP_POLICY_ALL : STACKCAP_POLICY_F2;
+		s.s.stack_capped = (int)(rnd() & 1);
+		unwind_both(&s.s, &r, 64);
+	}
+	uw_sample_free(&s);
+}
+END_TEST
+
+/* Capture in a SIGUSR1 handler raised from uwt_c: the unwind goes through
+ * the kernel's signal frame (glibc's __restore_rt) back to the chain. */
+START_TEST(test_signal)
+{
+	capture_chain(MODE_SIGNAL);
+	struct uw_sample s;
+	make(&s, STACKCAP_POLICY_F2);
+	static struct result r;
+	unwind_both(&s.s, &r, MAXF);
+	ck_assert_msg(strcmp(fn_name(&r.f[0]), "uwt_handler") == 0, "%s", dump(&r));
+	/* Frame 1: the trampoline, looked up at its first byte:
+	 * mov $15 (rt_sigreturn), %rax; syscall. */
+	ck_assert_msg(r.n > 2 && r.f[1].activation, "%s", dump(&r));
+	static const uint8_t restore_rt[] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05 };
+	ck_assert_msg(memcmp((const void *)(uintptr_t)r.f[1].pc, restore_rt, sizeof(restore_rt)) == 0,
+		      "frame 1 is not __restore_rt: %s", dump(&r));
+	ck_assert_int_eq(r.f[2].how, SU_FRAME_SIGNAL);
+	ck_assert_int_eq(r.f[2].activation, 1);
+	size_t const c = find_name(&r, "uwt_c");
+	ck_assert_msg(c != (size_t)-1 && c > 2, "%s", dump(&r));
+	expect_names(&r, c, plain_chain, 4);
+	ck_assert_msg(r.end == SU_END_OUTERMOST, "%s", dump(&r));
+	/* dwfl names the signal caller too. */
+	static struct result d;
+	run(ref, &s.s, &d, MAXF);
+	ck_assert_int_eq(d.f[2].how, SU_FRAME_SIGNAL);
+	ck_assert_int_eq(d.f[1].how, SU_FRAME_CFI);
+	/* The unfiltered copy gives the same. */
+	struct uw_sample sa;
+	make(&sa, STACKCAP_POLICY_ALL);
+	static struct result ra;
+	unwind_both(&sa.s, &ra, MAXF);
+	check_same(&r, &ra, "F2 and ALL");
+	uw_sample_free(&sa);
+	uw_sample_free(&s);
+}
+END_TEST
+
+/* The handler on an alternate stack: the image ends at that stack's top,
+ * the second segment carries the interrupted stack. */
+START_TEST(test_sigaltstack)
+{
+	capture_chain(MODE_ALTSTACK);
+	struct uw_sample s;
+	ck_assert_int_eq(uw_sample_make_seg(&s, &g_cap, &g_seg, maps, STACKCAP_POLICY_F2), 0);
+	static struct result full, r;
+	unwind_both(&s.s, &full, MAXF);
+	ck_assert_msg(strcmp(fn_name(&full.f[0]), "uwt_alt_handler") == 0, "%s", dump(&full));
+	static const uint8_t restore_rt[] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05 };
+	ck_assert_msg(full.n > 3 && memcmp((const void *)(uintptr_t)full.f[1].pc, restore_rt,
+					   sizeof(restore_rt)) == 0, "%s", dump(&full));
+	ck_assert_int_eq(full.f[2].how, SU_FRAME_SIGNAL);
+	size_t const c = find_name(&full, "uwt_c");
+	ck_assert_msg(c != (size_t)-1 && c > 2, "%s", dump(&full));
+	expect_names(&full, c, plain_chain, 4);
+	ck_assert_msg(full.end == SU_END_OUTERMOST, "%s", dump(&full));
+
+	/* Without the segment the signal frame's saved rsp, a pointer into
+	 * the other stack, was dropped: the walk stops at the trampoline. */
+	s.s.segment = NULL;
+	s.s.stack_capped = 0;
+	unwind_both(&s.s, &r, MAXF);
+	ck_assert_msg(r.n == 2 && r.end == SU_END_BAD_STACK, "%s", dump(&r));
+	for (size_t i = 0; i < r.n; i++)
+		ck_assert_uint_eq(r.f[i].pc, full.f[i].pc);
+	/* The segment cut: truncated when the cap cut it, else bad stack;
+	 * the image's own top is not where the cap cut. */
+	s.s.segment = &s.seg;
+	s.seg.nwords = 2;
+	for (int capped = 0; capped < 2; capped++) {
+		s.s.stack_capped = capped;
+		unwind_both(&s.s, &r, MAXF);
+		ck_assert_msg(r.n >= 3 && r.n < full.n, "%s", dump(&r));
+		ck_assert_int_eq(r.end, capped ? SU_END_TRUNCATED : SU_END_BAD_STACK);
+	}
+	/* The unfiltered copy gives the same. */
+	uw_sample_free(&s);
+	ck_assert_int_eq(uw_sample_make_seg(&s, &g_cap, &g_seg, maps, STACKCAP_POLICY_ALL), 0);
+	unwind_both(&s.s, &r, MAXF);
+	check_same(&full, &r, "F2 and ALL");
+	uw_sample_free(&s);
+}
+END_TEST
+
+/* uw_fp_call has no CFI: its caller is found through rbp. */
+START_TEST(test_frame_pointer)
+{
+	capture_chain(MODE_FP);
+	struct uw_sample s;
+	make(&s, STACKCAP_POLICY_F2);
+	static struct result r;
+	unwind_both(&s.s, &r, MAXF);
+	static const char *const chain[] = { "uwt_c", "uwt_fp_b", "uw_fp_call", "uwt_a", "uwt_top" };
+	expect_names(&r, 0, chain, 5);
+	ck_assert_int_eq(r.f[3].how, SU_FRAME_FP);
+	ck_assert_int_eq(r.f[2].how, SU_FRAME_CFI);
+	ck_assert_msg(r.end == SU_END_OUTERMOST, "%s", dump(&r));
+	struct su_unwind_stats st;
+	su_unwinder_get_stats(fast, &st);
+	ck_assert_uint_eq(st.fp_frames, 1);
+	/* Without rbp the fallback has nothing to follow (with frame
+	 * pointers, as under ASan, the CFI itself needs rbp). */
+	s.img.regs_kept &= ~(1u << STACKCAP_REG_RBP);
+	s.img.regs[STACKCAP_REG_RBP] = 0;
+	unwind_both(&s.s, &r, MAXF);
+	ck_assert_uint_le(r.n, 3);
+	ck_assert(r.end == SU_END_NO_CFI || r.end == SU_END_BAD_STACK);
+	uw_sample_free(&s);
+}
+END_TEST
+
+/* Hand-written CFI expressions (uw-asm.S): branches, stack and arithmetic
+ * ops, expression and val_expression register rules. */
+START_TEST(test_cfi_expressions)
+{
+	capture_chain(MODE_EXPR);
+	struct uw_sample s;
+	make(&s, STACKCAP_POLICY_F2);
+	static struct result r;
+	unwind_both(&s.s, &r, MAXF);
+	static const char *const chain[] = { "uwt_c", "uwt_fp_b", "uw_expr_call", "uwt_a", "uwt_top" };
+	expect_names(&r, 0, chain, 5);
+	for (size_t i = 1; i < r.n; i++)
+		ck_assert_int_eq(r.f[i].how, SU_FRAME_CFI);
+	ck_assert_msg(r.end == SU_END_OUTERMOST, "%s", dump(&r));
+	uw_sample_free(&s);
+}
+END_TEST
+
+/* The .plt section of this program, from its section headers. */
+static int find_plt(uint64_t *start, uint64_t *size)
+{
+	char path[4096];
+	ssize_t const n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+	if (n <= 0)
+		return -1;
+	path[n] = '\0';
+	elf_version(EV_CURRENT);
+	int const fd = open(path, O_RDONLY);
+	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+	size_t shstrndx;
+	int rc = -1;
+	if (elf && elf_getshdrstrndx(elf, &shstrndx) == 0) {
+		for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
+			GElf_Shdr sh;
+			const char *name;
+			if (gelf_getshdr(scn, &sh) && (name = elf_strptr(elf, shstrndx, sh.sh_name)) &&
+			    strcmp(name, ".plt") == 0) {
+				*start = sh.sh_addr;
+				*size = sh.sh_size;
+				rc = 0;
+			}
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* Frame 0 in a PLT entry: its CFA is a DWARF expression (DW_OP_breg7,
+ * DW_OP_breg16, DW_OP_lit15, DW_OP_and, DW_OP_ge, DW_OP_shl...): 8 above
+ * rsp before the entry's push, 16 after. */
+START_TEST(test_plt_expression)
+{
+	uint64_t plt, plt_size;
+	ck_assert_int_eq(find_plt(&plt, &plt_size), 0);
+	ck_assert_uint_ge(plt_size, 32);
+	capture_chain(MODE_PLAIN);
+	Dl_info info;
+	ck_assert(dladdr((void *)uwt_top, &info));
+	uint64_t const bias = (uint64_t)(uintptr_t)info.dli_fbase; /* PIE: load address = bias */
+	static struct uw_capture c;
+	static struct result full, r;
+	struct uw_sample s;
+	make(&s, STACKCAP_POLICY_F2);
+	unwind_both(&s.s, &full, MAXF);
+	uw_sample_free(&s);
+	for (int pushed = 0; pushed < 2; pushed++) {
+		/* As if uwt_c had just called the second PLT entry. */
+		c = g_cap;
+		uint64_t const slots = 1 + (uint64_t)pushed;
+		c.sp = g_cap.sp - 8 * slots;
+		c.nwords = g_cap.nwords + slots;
+		memcpy(c.words + slots, g_cap.words, g_cap.nwords * 8);
+		c.words[slots - 1] = g_cap.regs[STACKCAP_REG_RIP]; /* return address */
+		if (pushed)
+			c.words[0] = 1; /* the relocation index */
+		c.regs[STACKCAP_REG_RSP] = c.sp;
+		c.regs[STACKCAP_REG_RIP] = bias + plt + 16 + (pushed ? 11 : 0);
+		ck_assert_int_eq(uw_sample_make(&s, &c, maps, STACKCAP_POLICY_F2), 0);
+		unwind_both(&s.s, &r, MAXF);
+		ck_assert_msg(r.n == full.n + 1, "pushed %d: %s", pushed, dump(&r));
+		ck_assert_int_eq(r.end, full.end);
+		ck_assert_uint_eq(r.f[1].pc, full.f[0].pc);
+		ck_assert_int_eq(r.f[1].activation, 0);
+		for (size_t i = 2; i < r.n; i++)
+			ck_assert_uint_eq(r.f[i].pc, full.f[i - 1].pc);
+		uw_sample_free(&s);
+	}
+}
+END_TEST
+
+START_TEST(test_max_frames)
+{
+	capture_chain(MODE_PLAIN);
+	struct uw_sample s;
+	make(&s, STACKCAP_POLICY_F2);
+	static struct result full, r;
+	unwind_both(&s.s, &full, MAXF);
+	ck_assert_int_eq(full.end, SU_END_OUTERMOST);
+	unwind_both(&s.s, &r, 2);
+	ck_assert_uint_eq(r.n, 2);
+	ck_assert_int_eq(r.end, SU_END_MAX_FRAMES);
+	unwind_both(&s.s, &r, full.n - 1);
+	ck_assert_uint_eq(r.n, full.n - 1);
+	ck_assert_int_eq(r.end, SU_END_MAX_FRAMES);
+	unwind_both(&s.s, &r, full.n); /* exactly enough room */
+	check_same(&full, &r, "all and exactly enough room");
+	unwind_both(&s.s, &r, 0);
+	ck_assert_uint_eq(r.n, 0);
+	ck_assert_int_eq(r.end, SU_END_MAX_FRAMES);
+	uw_sample_free(&s);
+}
+END_TEST
+
+START_TEST(test_no_map)
+{
+	capture_chain(MODE_PLAIN);
+	struct uw_sample s;
+	make(&s, STACKCAP_POLICY_F2);
+	static struct result r;
+	/* A rip outside all code: frame 0 only. */
+	uint64_t const rip = s.img.regs[STACKCAP_REG_RIP];
+	s.img.regs[STACKCAP_REG_RIP] = 0x1000;
+	unwind_both(&s.s, &r, MAXF);
+	ck_assert_uint_eq(r.n, 1);
+	ck_assert_int_eq(r.end, SU_END_NO_MAP);
+	ck_assert_int_eq(r.f[0].map, -1);
+	/* rip 0: nothing. */
+	s.img.regs[STACKCAP_REG_RIP] = 0;
+	unwind_both(&s.s, &r, MAXF);
+	ck_assert_uint_eq(r.n, 0);
+	ck_assert_int_eq(r.end, SU_END_OUTERMOST);
+	/* No maps for the sample. */
+	s.img.regs[STACKCAP_REG_RIP] = rip;
+	s.s.maps = NULL;
+	unwind_both(&s.s, &r, MAXF);
+	ck_assert_uint_eq(r.n, 1);
+	ck_assert_int_eq(r.end, SU_END_NO_MAP);
+	/* A return address outside all code ends the walk there. */
+	s.s.maps = maps;
+	static struct result full;
+	unwind_both(&s.s, &full, MAXF);
+	ck_assert_uint_ge(full.n, 3);
+	uint64_t const ra = full.f[2].pc;
+	int replaced = 0;
+	for (uint64_t i = 0; i < s.img.nwords; i++)
+		if (s.img.words[i] == ra) {
+			s.img.words[i] = s.img.sp + 8 * s.img.nwords + 4096; /* kept: it points near the stack */
+			replaced++;
+			break;
+		}
+	ck_assert_int_eq(replaced, 1);
+	unwind_both(&s.s, &r, MAXF);
+	ck_assert_uint_eq(r.n, 3);
+	ck_assert_int_eq(r.f[2].map, -1);
+	ck_assert_int_eq(r.end, SU_END_NO_MAP);
+	uw_sample_free(&s);
+}
+END_TEST
+
+/* A module whose file cannot be used (recorded build-id differs): its
+ * frames have no CFI, so only the rbp chain is left; both agree. */
+START_TEST(test_module_mismatch)
+{
+	capture_chain(MODE_PLAIN);
+	for (uint32_t i = 0; i < maps->count; i++)
+		if (maps->entries[i].flags & SU_MAP_MAIN)
+			maps->entries[i].build_id[0] ^= 0xff;
+	struct uw_sample s;
+	make(&s, STACKCAP_POLICY_F2);
+	static struct result r;
+	unwind_both(&s.s, &r, MAXF);
+	ck_assert_uint_ge(r.n, 1);
+	ck_assert_int_ne(r.end, SU_END_OUTERMOST);
+	uw_sample_free(&s);
+}
+END_TEST
+
+START_TEST(test_forget_maps)
+{
+	capture_chain(MODE_PLAIN);
+	struct uw_sample s;
+	make(&s, STACKCAP_POLICY_F2);
+	static struct result a, b;
+	unwind_both(&s.s, &a, MAXF);
+	su_unwinder_forget_maps(fast, maps);
+	su_unwinder_forget_maps(ref, maps);
+	unwind_both(&s.s, &b, MAXF);
+	check_same(&a, &b, "before and after forget");
+	struct su_unwind_stats st;
+	su_unwinder_get_stats(ref, &st);
+	ck_assert_uint_eq(st.maps_built, 2);
+	ck_assert_uint_eq(st.samples, 2);
+	ck_assert_uint_eq(st.ends[SU_END_OUTERMOST], 2);
+	uw_sample_free(&s);
+}
+END_TEST
+
+START_TEST(test_bad_args)
+{
+	static struct result r;
+	ck_assert_ptr_null(su_unwinder_new(SU_UNWINDER_FAST, NULL));
+	ck_assert_ptr_null(su_unwinder_new((enum su_unwinder_kind)7, mc));
+	ck_assert_uint_eq(su_unwind(NULL, NULL, r.f, MAXF, &r.end), 0);
+	struct su_sample s;
+	memset(&s, 0, sizeof(s));
+	ck_assert_uint_eq(su_unwind(fast, &s, r.f, MAXF, &r.end), 0);
+	ck_assert_int_eq(r.end, SU_END_ERROR);
+	for (int e = 0; e < SU_END_COUNT; e++)
+		ck_assert_str_ne(su_unwind_end_name((enum su_unwind_end)e), "?");
+	su_unwinder_free(NULL);
+}
+END_TEST
+
+static Suite *unwind_suite(void)
+{
+	Suite *s = suite_create("unwind");
+	TCase *tc = tcase_create("unwind");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_chain_f2);
+	tcase_add_test(tc, test_chain_all_same);
+	tcase_add_test(tc, test_chain_f1);
+	tcase_add_test(tc, test_truncated);
+	tcase_add_test(tc, test_corrupt);
+	tcase_add_test(tc, test_garbage);
+	tcase_add_test(tc, test_signal);
+	tcase_add_test(tc, test_sigaltstack);
+	tcase_add_test(tc, test_frame_pointer);
+	tcase_add_test(tc, test_plt_expression);
+	tcase_add_test(tc, test_cfi_expressions);
+	tcase_add_test(tc, test_max_frames);
+	tcase_add_test(tc, test_no_map);
+	tcase_add_test(tc, test_module_mismatch);
+	tcase_add_test(tc, test_forget_maps);
+	tcase_add_test(tc, test_bad_args);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+CHECK_MAIN(unwind_suite)
