@@ -11,6 +11,12 @@ bench_capture_SOURCES = bench/capture.c
 bench_capture_CFLAGS = $(AM_CFLAGS) -O2
 bench_capture_LDADD = capture/libstackcap.la
 
+# Reading a recorded trace with each event source (samples/s, peak RSS).
+noinst_PROGRAMS += bench/read
+bench_read_SOURCES = bench/read.c
+bench_read_CFLAGS = $(AM_CFLAGS) -O2
+bench_read_LDADD = trace/libsutrace.la
+
 bench: bench/codec bench/capture
 	bench/codec
 	rm -rf bench-capture.trace && bench/capture bench-capture.trace

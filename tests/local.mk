@@ -13,6 +13,14 @@ tests_unit_test_ctf_writer_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(ZSTD_CFLAGS)
 tests_unit_test_ctf_writer_LDADD = capture/libctfwriter.la $(ZSTD_LIBS) $(CHECK_LIBS)
 TESTS += tests/unit/test-ctf-writer
 
+# The reader's event sources: native and babeltrace2 deliver the same
+# events; damaged stream files.
+check_PROGRAMS += tests/unit/test-trace-sources
+tests_unit_test_trace_sources_SOURCES = tests/unit/test-trace-sources.c tests/unit/check-main.h
+tests_unit_test_trace_sources_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(ZSTD_CFLAGS)
+tests_unit_test_trace_sources_LDADD = trace/libsutrace.la capture/libctfwriter.la $(ZSTD_LIBS) $(CHECK_LIBS)
+TESTS += tests/unit/test-trace-sources
+
 # The same codec tests under ASan+UBSan, as part of every `make check`.
 SANITIZE_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 check_PROGRAMS += tests/unit/test-stack-codec-asan
@@ -31,9 +39,18 @@ tests_unit_test_ctf_writer_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_ctf_writer_asan_LDADD = $(ZSTD_LIBS) $(CHECK_LIBS)
 TESTS += tests/unit/test-ctf-writer-asan
 
+check_PROGRAMS += tests/unit/test-trace-sources-asan
+tests_unit_test_trace_sources_asan_SOURCES = $(tests_unit_test_trace_sources_SOURCES) \
+	trace/stackcap-reader.c trace/source-native.c trace/source-babeltrace2.c \
+	capture/ctf-writer.c capture/ctf-metadata.c capture/ctf-inflate.c compress/stack-codec.c
+tests_unit_test_trace_sources_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(ZSTD_CFLAGS) $(BABELTRACE2_CFLAGS) $(SANITIZE_FLAGS) -O1
+tests_unit_test_trace_sources_asan_LDFLAGS = $(SANITIZE_FLAGS)
+tests_unit_test_trace_sources_asan_LDADD = $(BABELTRACE2_LIBS) $(ZSTD_LIBS) $(CHECK_LIBS)
+TESTS += tests/unit/test-trace-sources-asan
+
 # `make check-sanitize`: only the sanitizer builds.
 check-sanitize:
-	$(MAKE) $(AM_MAKEFLAGS) check TESTS="tests/unit/test-stack-codec-asan tests/unit/test-ctf-writer-asan"
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS="tests/unit/test-stack-codec-asan tests/unit/test-ctf-writer-asan tests/unit/test-trace-sources-asan"
 .PHONY: check-sanitize
 
 # Fuzz targets: replayed over the committed corpus by every `make check`
