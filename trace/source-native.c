@@ -313,6 +313,7 @@ static int load_packet(struct native_source *s, struct nfile *f)
 	uint64_t const begin = le64(ctx), end = le64(ctx + 8);
 	uint64_t const content_bits = le64(ctx + 16), packet_bits = le64(ctx + 24);
 	uint64_t const discarded = le64(ctx + 32);
+	uint32_t const pid = le32(ctx + 40), tid = le32(ctx + 44);
 	if (magic != SU_PACKET_MAGIC) {
 		defect(s, f, off, "bad packet magic 0x%08x", magic);
 		return 0;
@@ -353,6 +354,7 @@ static int load_packet(struct native_source *s, struct nfile *f)
 		defect(s, f, off, "packet timestamps go back in time");
 		return 0;
 	}
+	/* H and CTX die here: the buffer may move. */
 	if (buf_reserve(f, (size_t)psize))
 		return -ENOMEM;
 	if (f->zst) {
@@ -396,8 +398,8 @@ static int load_packet(struct native_source *s, struct nfile *f)
 	f->cur_ts = begin;
 	f->last_ts = begin;
 	f->ts_end = end;
-	f->pid = le32(ctx + 40);
-	f->tid = le32(ctx + 44);
+	f->pid = pid;
+	f->tid = tid;
 	/* CTF's running total: report the increase, as babeltrace2 does. */
 	if (discarded > f->discarded) {
 		f->pending_discard = discarded - f->discarded;

@@ -29,6 +29,7 @@
 #include "tests/unit/check-main.h"
 
 #ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/common_interface_defs.h>
 /* babeltrace2 and glib keep process-lifetime allocations (plugins, type
  * registries) that LeakSanitizer would report at every test's exit. */
 const char *__lsan_default_suppressions(void);
@@ -325,6 +326,9 @@ static void read_source(const struct event_source *src, const char *dir, struct 
 	ck_assert_int_ge(wfd, 0);
 	dup2(wfd, 2);
 	close(wfd);
+#ifdef __SANITIZE_ADDRESS__
+	__sanitizer_set_report_fd((void *)(intptr_t)saved); /* reports stay visible */
+#endif
 	struct source_report rep = { 0 };
 	char err[512] = "";
 	void *h = src->open(dir, &rep, err, sizeof(err));
@@ -339,6 +343,9 @@ static void read_source(const struct event_source *src, const char *dir, struct 
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
+#ifdef __SANITIZE_ADDRESS__
+	__sanitizer_set_report_fd((void *)(intptr_t)2);
+#endif
 	size_t wl;
 	r->warnings = (char *)read_all(wpath, &wl);
 	unlink(wpath);
@@ -1240,7 +1247,9 @@ START_TEST(t_random_damage)
 	size_t lens[2];
 	uint8_t *orig[2] = { read_all(files[0], &lens[0]), read_all(files[1], &lens[1]) };
 	rng_state = 0x1234567 + (uint64_t)_i;
-	for (int round = 0; round < 150; round++) {
+	const char *env = getenv("STACKCAP_DAMAGE_ROUNDS"); /* longer runs by hand */
+	int const rounds = env ? atoi(env) : 150;
+	for (int round = 0; round < rounds; round++) {
 		int const fi = round % 2;
 		size_t len = lens[fi];
 		uint8_t *b = xmalloc(len + 64);
