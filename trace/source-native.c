@@ -905,6 +905,9 @@ static void *nat_open(const char *dir, struct source_report *rep, char *err, siz
 		s->zin.buf = malloc(ZIN_SIZE);
 		if (!s->dctx || !s->zin.buf)
 			goto nomem;
+		/* No frame needs a window beyond the biggest packet: a crafted one
+		 * must not make zstd allocate more. */
+		ZSTD_DCtx_setParameter(s->dctx, ZSTD_d_windowLogMax, 26);
 	}
 	metadata_uuid(s);
 	return s;
