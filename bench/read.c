@@ -8,7 +8,8 @@
  * Two rows per source: the whole read (su_stackcap_trace_read: events,
  * process model, stack-codec decode of every sample) and the source alone
  * (its events counted and dropped), which is what the parser costs.  The
- * median run is shown.
+ * run of median wall time is shown, with its CPU time (user + system),
+ * steadier than wall time on a shared machine.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@ struct result {
 	uint64_t samples;         /* samples delivered, or sample events */
 	uint64_t events;
 	long maxrss_kib;
+	double cpu_seconds;      /* user + system of the child (steadier on a busy machine) */
 	int rc;
 };
 
@@ -130,6 +132,8 @@ static int run_child(const char *dir, enum su_reader_source which, int source_on
 	if (n != (ssize_t)sizeof(*out) || !WIFEXITED(status) || WEXITSTATUS(status))
 		return -EIO;
 	out->maxrss_kib = ru.ru_maxrss;
+	out->cpu_seconds = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+			   (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 	return 0;
 }
 
@@ -155,10 +159,10 @@ static void bench(const char *dir, enum su_reader_source which, int source_only,
 	for (int i = 0; i < runs; i++)
 		if (rs[i].maxrss_kib > maxrss)
 			maxrss = rs[i].maxrss_kib;
-	printf("| %s | %s | %llu | %.3f s | %.0f k/s | %.1f MiB |\n", name,
+	printf("| %s | %s | %llu | %.3f s | %.0f k/s | %.3f s | %.0f k/s | %.1f MiB |\n", name,
 	       source_only ? "source only" : "full read (decode)",
-	       (unsigned long long)m->samples, m->seconds,
-	       (double)m->samples / m->seconds / 1000.0, (double)maxrss / 1024.0);
+	       (unsigned long long)m->samples, m->seconds, (double)m->samples / m->seconds / 1000.0,
+	       m->cpu_seconds, (double)m->samples / m->cpu_seconds / 1000.0, (double)maxrss / 1024.0);
 	fflush(stdout);
 }
 
@@ -181,8 +185,8 @@ int main(int argc, char **argv)
 	if (optind != argc - 1 || runs < 1 || runs > 32)
 		goto usage;
 	const char *dir = argv[optind];
-	printf("| source | what | samples | median time | samples/s | peak RSS |\n");
-	printf("|---|---|---:|---:|---:|---:|\n");
+	printf("| source | what | samples | wall (median) | samples/s | CPU | samples/CPU-s | peak RSS |\n");
+	printf("|---|---|---:|---:|---:|---:|---:|---:|\n");
 	for (int s = 0; s < 2; s++) {
 		enum su_reader_source const src = s ? SU_READER_BABELTRACE2 : SU_READER_NATIVE;
 		if (strcmp(which, "both") && strcmp(which, s ? "babeltrace2" : "native"))
