@@ -101,6 +101,7 @@ static void set_err(struct native_source *s, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The format is little-endian, as is every host we build for (x86-64). */
 static inline uint32_t le16(const uint8_t *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8;
