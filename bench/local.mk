@@ -23,6 +23,12 @@ noinst_PROGRAMS += bench/sigfloor
 bench_sigfloor_SOURCES = bench/sigfloor.c
 bench_sigfloor_CFLAGS = $(AM_CFLAGS) -O2
 
+# Reading a recorded trace with each event source (samples/s, peak RSS).
+noinst_PROGRAMS += bench/read
+bench_read_SOURCES = bench/read.c
+bench_read_CFLAGS = $(AM_CFLAGS) -O2
+bench_read_LDADD = trace/libsutrace.la
+
 bench: all
 	bench/codec
 	rm -rf bench-capture.trace && bench/capture bench-capture.trace

@@ -13,6 +13,14 @@ tests_unit_test_ctf_writer_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(ZSTD_CFLAGS)
 tests_unit_test_ctf_writer_LDADD = capture/libctfwriter.la $(ZSTD_LIBS) $(CHECK_LIBS)
 TESTS += tests/unit/test-ctf-writer
 
+# The reader's event sources: native and babeltrace2 deliver the same
+# events; damaged stream files.
+check_PROGRAMS += tests/unit/test-trace-sources
+tests_unit_test_trace_sources_SOURCES = tests/unit/test-trace-sources.c tests/unit/check-main.h
+tests_unit_test_trace_sources_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(ZSTD_CFLAGS)
+tests_unit_test_trace_sources_LDADD = trace/libsutrace.la capture/libctfwriter.la $(ZSTD_LIBS) $(CHECK_LIBS)
+TESTS += tests/unit/test-trace-sources
+
 # The same codec tests under ASan+UBSan, as part of every `make check`.
 SANITIZE_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 check_PROGRAMS += tests/unit/test-stack-codec-asan
@@ -31,15 +39,25 @@ tests_unit_test_ctf_writer_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_ctf_writer_asan_LDADD = $(ZSTD_LIBS) $(CHECK_LIBS)
 TESTS += tests/unit/test-ctf-writer-asan
 
+check_PROGRAMS += tests/unit/test-trace-sources-asan
+tests_unit_test_trace_sources_asan_SOURCES = $(tests_unit_test_trace_sources_SOURCES) \
+	trace/stackcap-reader.c trace/source-native.c trace/source-babeltrace2.c \
+	capture/ctf-writer.c capture/ctf-metadata.c capture/ctf-inflate.c compress/stack-codec.c
+tests_unit_test_trace_sources_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(ZSTD_CFLAGS) $(BABELTRACE2_CFLAGS) $(SANITIZE_FLAGS) -O1
+tests_unit_test_trace_sources_asan_LDFLAGS = $(SANITIZE_FLAGS)
+tests_unit_test_trace_sources_asan_LDADD = $(BABELTRACE2_LIBS) $(ZSTD_LIBS) $(CHECK_LIBS)
+TESTS += tests/unit/test-trace-sources-asan
+
 # `make check-sanitize`: only the sanitizer builds.
 check-sanitize:
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS="tests/unit/test-stack-codec-asan tests/unit/test-ctf-writer-asan \
-		tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan tests/unit/test-unwind-asan"
+		tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan tests/unit/test-unwind-asan \
+		tests/unit/test-trace-sources-asan"
 .PHONY: check-sanitize
 
 # Fuzz targets: replayed over the committed corpus by every `make check`
 # (any compiler), and run under libFuzzer with --enable-fuzzing.
-FUZZ_TARGETS = decode roundtrip
+FUZZ_TARGETS = decode roundtrip native-source
 check_PROGRAMS += tests/fuzz/replay-decode tests/fuzz/replay-roundtrip
 tests_fuzz_replay_decode_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-decode.c tests/fuzz/fuzz-common.h
 tests_fuzz_replay_decode_CPPFLAGS = $(AM_CPPFLAGS) -DDEFAULT_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/decode"'
@@ -48,6 +66,11 @@ tests_fuzz_replay_roundtrip_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-roundt
 tests_fuzz_replay_roundtrip_CPPFLAGS = $(AM_CPPFLAGS) -DDEFAULT_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/roundtrip"'
 tests_fuzz_replay_roundtrip_LDADD = compress/libstackcodec.la
 TESTS += tests/fuzz/replay-decode tests/fuzz/replay-roundtrip
+check_PROGRAMS += tests/fuzz/replay-native-source
+tests_fuzz_replay_native_source_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-native-source.c
+tests_fuzz_replay_native_source_CPPFLAGS = $(AM_CPPFLAGS) -DDEFAULT_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/native-source"'
+tests_fuzz_replay_native_source_LDADD = trace/libsutrace.la
+TESTS += tests/fuzz/replay-native-source
 EXTRA_DIST += tests/fuzz/corpus tests/fuzz/run-fuzzers.sh
 
 noinst_PROGRAMS += tests/fuzz/make-seeds
@@ -60,14 +83,22 @@ fuzz-seeds: tests/fuzz/make-seeds
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	-I$(top_srcdir)/compress -I$(top_srcdir)
 FUZZ_CODEC_SRC = $(top_srcdir)/compress/stack-codec.c
+# The whole reader with the native source (babeltrace2's source is linked, never run).
+FUZZ_READER_SRC = $(top_srcdir)/trace/stackcap-reader.c $(top_srcdir)/trace/source-native.c \
+	$(top_srcdir)/trace/source-babeltrace2.c $(top_srcdir)/capture/ctf-inflate.c \
+	$(top_srcdir)/capture/ctf-metadata.c $(FUZZ_CODEC_SRC)
 if ENABLE_FUZZING
-check_PROGRAMS += tests/fuzz/fuzz-decode tests/fuzz/fuzz-roundtrip
+check_PROGRAMS += tests/fuzz/fuzz-decode tests/fuzz/fuzz-roundtrip tests/fuzz/fuzz-native-source
 tests_fuzz_fuzz_decode_SOURCES =
 tests_fuzz_fuzz_roundtrip_SOURCES =
+tests_fuzz_fuzz_native_source_SOURCES =
 tests/fuzz/fuzz-decode$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-decode.c $(FUZZ_CODEC_SRC)
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -o $@ $^
 tests/fuzz/fuzz-roundtrip$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-roundtrip.c $(FUZZ_CODEC_SRC)
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -o $@ $^
+tests/fuzz/fuzz-native-source$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-native-source.c $(FUZZ_READER_SRC)
+	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -D_GNU_SOURCE -I$(top_srcdir)/capture \
+		$(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS) -o $@ $^ $(BABELTRACE2_LIBS) $(ZSTD_LIBS)
 TESTS += tests/fuzz/run-fuzzers.sh
 endif
 

@@ -64,6 +64,7 @@ struct event_source {
 };
 
 extern const struct event_source su_source_babeltrace2;
+extern const struct event_source su_source_native;
 
 /* Shared helpers. */
 void su_reader_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -33,6 +33,9 @@ struct bt2_source {
 	int fatal;                /* -errno from converting an event */
 	uint8_t *blob;
 	size_t blob_cap;
+	/* events_discarded of each stream's first packet, by stream id */
+	struct first_discards { uint64_t stream_id, count; } *first;
+	size_t n_first, cap_first;
 	char *err;
 	size_t errlen;
 };
@@ -213,6 +216,15 @@ sink_init(bt_message_iterator *it, void *data)
 	return BT_GRAPH_SIMPLE_SINK_COMPONENT_INITIALIZE_FUNC_STATUS_OK;
 }
 
+/* The count of a stream's first packet (remember_first_discards). */
+static uint64_t first_discards(struct bt2_source *r, uint64_t stream_id)
+{
+	for (size_t i = 0; i < r->n_first; i++)
+		if (r->first[i].stream_id == stream_id)
+			return r->first[i].count;
+	return 0;
+}
+
 static bt_graph_simple_sink_component_consume_func_status
 sink_consume(bt_message_iterator *it, void *data)
 {
@@ -241,8 +253,11 @@ sink_consume(bt_message_iterator *it, void *data)
 				break;
 			case BT_MESSAGE_TYPE_DISCARDED_EVENTS: {
 				struct raw_event ev = { .kind = RAW_DISCARDED };
-				if (bt_message_discarded_events_get_count(m, &ev.discarded) ==
-				    BT_PROPERTY_AVAILABILITY_AVAILABLE && ev.discarded) {
+				if (bt_message_discarded_events_get_count(m, &ev.discarded) !=
+				    BT_PROPERTY_AVAILABILITY_AVAILABLE)
+					ev.discarded = first_discards(r, bt_stream_get_id(
+						bt_message_discarded_events_borrow_stream_const(m)));
+				if (ev.discarded) {
 					int const erc = r->emit(r->ctx, &ev);
 					if (erc)
 						r->emit_rc = erc;
@@ -378,6 +393,33 @@ uint64_t su_ctf_complete_packets(int fd, uint64_t size)
 	return off;
 }
 
+/* babeltrace2 (2.0) gives no count for the events a stream's first packet
+ * says were discarded (a CTF counter need not start at 0), but ours counts
+ * from the stream's start (docs/trace-format.md): keep that number from
+ * the first packet header of FD, for the count-less discarded-events
+ * message that comes before it. */
+static int remember_first_discards(struct bt2_source *r, int fd)
+{
+	uint8_t h[SU_PACKET_HEADER_SIZE + SU_PACKET_CONTEXT_SIZE];
+	if (pread(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h))
+		return 0;
+	struct first_discards d;
+	memcpy(&d.stream_id, h + 24, 8);
+	memcpy(&d.count, h + SU_PACKET_HEADER_SIZE + 32, 8);
+	if (!d.count)
+		return 0;
+	if (r->n_first == r->cap_first) {
+		size_t const n = r->cap_first ? 2 * r->cap_first : 16;
+		struct first_discards *nf = realloc(r->first, n * sizeof(*nf));
+		if (!nf)
+			return -ENOMEM;
+		r->first = nf;
+		r->cap_first = n;
+	}
+	r->first[r->n_first++] = d;
+	return 0;
+}
+
 /* Copy the first LEN bytes of SRC into the new file DST. */
 static int copy_prefix(const char *src, const char *dst, uint64_t len)
 {
@@ -469,6 +511,10 @@ static int stage_file(struct bt2_source *r, const char *dir, const char *name, c
 		size = (uint64_t)sb.st_size;
 		good = su_ctf_complete_packets(fd, size);
 	}
+	if (good >= SU_PACKET_HEADER_SIZE + SU_PACKET_CONTEXT_SIZE && remember_first_discards(r, fd)) {
+		close(fd);
+		return -ENOMEM;
+	}
 	close(fd);
 	if (good < size) {
 		su_reader_warn("%s/%s: cut or malformed packet at byte %llu of %llu: only the packets before it are read",
@@ -542,6 +588,7 @@ static void bt2_close(void *h)
 	if (s->root[0])
 		rm_rf_dir(s->root);
 	free(s->blob);
+	free(s->first);
 	free(s);
 }
 

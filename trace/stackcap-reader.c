@@ -516,7 +516,8 @@ int su_stackcap_trace_read(const char *dir, const struct su_reader_opts *opts,
 {
 	struct reader r = { .opts = opts, .cb = cb, .st = stats, .err = err, .errlen = errlen };
 	struct source_report rep = { 0 };
-	const struct event_source *src = &su_source_babeltrace2;
+	const struct event_source *src =
+		opts && opts->source == SU_READER_BABELTRACE2 ? &su_source_babeltrace2 : &su_source_native;
 	void *h = NULL;
 	char *abs_dir = NULL;
 	int rc;

@@ -1,6 +1,7 @@
-/* Reading a stackcap trace (docs/trace-format.md), plain or --zstd, through
- * babeltrace2's src.ctf.fs and a sink of ours, into the trace model.
- * Messages are streamed in time order (babeltrace2's muxer): memory stays
+/* Reading a stackcap trace (docs/trace-format.md), plain or --zstd, into the
+ * trace model, through our own parser of the stream files (default) or
+ * babeltrace2's src.ctf.fs (the reference, su_reader_opts.source).
+ * Events are streamed in time order (a k-way merge): memory stays
  * bounded by the number of threads and maps generations, never by the
  * trace length. */
 #ifndef STACKCAP_STACKCAP_READER_H

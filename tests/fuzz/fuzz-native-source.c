@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fuzz target: arbitrary stream files read by the whole reader through the
+ * native source (su_stackcap_trace_read).  Input: one flags byte (bit 0:
+ * zstd file names), a little-endian u16 N, N bytes of proc-1-0, then the
+ * rest as samples-1-0.  The metadata names the format and no uuid, so the
+ * first packet read sets it.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "trace/stackcap-reader.h"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FUZZ_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(FUZZ_SANITIZED)
+#define FUZZ_SANITIZED 1
+#endif
+#ifdef FUZZ_SANITIZED
+#include <fcntl.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static char dir[4096];
+
+static void put(const char *name, const uint8_t *data, size_t len)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *f = fopen(path, "wb");
+	if (!f || (len && fwrite(data, 1, len, f) != len) || fclose(f))
+		abort();
+}
+
+static void drop(const char *name)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	unlink(path);
+}
+
+static void cleanup(void)
+{
+	drop("proc-1-0");
+	drop("proc-1-0.zst");
+	drop("samples-1-0");
+	drop("samples-1-0.zst");
+	drop("metadata");
+	rmdir(dir);
+}
+
+static int on_sample(void *arg, const struct su_sample *s)
+{
+	uint64_t *sum = arg;
+	/* Touch what a consumer would. */
+	for (uint64_t i = 0; i < s->image->nwords; i++)
+		*sum += s->image->words[i];
+	if (s->full_image)
+		*sum += s->full_image->nwords;
+	if (s->segment)
+		*sum += s->segment->nwords;
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (!dir[0]) {
+		const char *tmp = getenv("TMPDIR");
+		snprintf(dir, sizeof(dir), "%s/stackcap-fuzz-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+		if (!mkdtemp(dir))
+			abort();
+		static const char meta[] = "/* CTF 1.8 */\nenv {\n\tstackcap_trace_version = 1;\n"
+					   "\ttracer_name = \"stackcap\";\n};\n";
+		put("metadata", (const uint8_t *)meta, sizeof(meta) - 1);
+		atexit(cleanup);
+	}
+	if (size < 3)
+		return 0;
+	int const zst = data[0] & 1;
+	size_t n = (size_t)data[1] | (size_t)data[2] << 8;
+	data += 3;
+	size -= 3;
+	if (n > size)
+		n = size;
+	drop(zst ? "proc-1-0" : "proc-1-0.zst");
+	drop(zst ? "samples-1-0" : "samples-1-0.zst");
+	put(zst ? "proc-1-0.zst" : "proc-1-0", data, n);
+	put(zst ? "samples-1-0.zst" : "samples-1-0", data + n, size - n);
+	struct su_reader_stats st;
+	uint64_t sum = 0;
+	struct su_reader_callbacks cb = { .arg = &sum, .sample = on_sample };
+	char err[512];
+#ifdef FUZZ_SANITIZED
+	/* Under libFuzzer the reader's warnings would flood the log: silence
+	 * them, but keep sanitizer reports on the real stderr. */
+	static int real_stderr = -1, devnull = -1;
+	if (real_stderr < 0) {
+		real_stderr = dup(2);
+		devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		__sanitizer_set_report_fd((void *)(intptr_t)real_stderr);
+	}
+	fflush(stderr);
+	dup2(devnull, 2);
+#endif
+	int const rc = su_stackcap_trace_read(dir, NULL, &cb, &st, err, sizeof(err));
+#ifdef FUZZ_SANITIZED
+	fflush(stderr);
+	dup2(real_stderr, 2);
+#endif
+	if (rc < 0 && rc != -ENOMEM)
+		abort(); /* damaged streams are never fatal */
+	return 0;
+}

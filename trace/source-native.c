@@ -1,0 +1,928 @@
+/* Event source: our own parser of the stream files (docs/trace-format.md).
+ *
+ * Each stream file of a pass is read one packet at a time into its own
+ * buffer (plain files with pread, .zst files through libzstd's streaming
+ * decoder, one frame per packet); a binary heap merges the files on the
+ * next event's timestamp.  Ties go the way babeltrace2's muxer sends them
+ * (lower stream_instance_id first), then by file name; a file keeps its
+ * own order.  The files are untrusted: every length is checked against the
+ * packet, and the first defect of a file ends that file (with a warning)
+ * after every event before it was delivered. */
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include "trace/reader-internal.h"
+
+#define PKT_HDR (SU_PACKET_HEADER_SIZE + SU_PACKET_CONTEXT_SIZE)
+#define PKT_READ 65536u                 /* first read of a plain packet */
+#define PKT_MAX (64u << 20)             /* a bigger packet is corrupt */
+#define ZIN_SIZE 65536u                 /* compressed bytes read at a time */
+#define TS27_MASK ((UINT64_C(1) << 27) - 1)
+
+enum { EV_PROCESS_START = 0, EV_MAPS, EV_DROPS, EV_PROCESS_END };
+enum { EV_SAMPLE = 0, EV_SAMPLE_FULL, EV_SAMPLE_SEGMENT };
+static const unsigned n_event_ids[2] = { 4, 3 };
+
+enum next_item { NEXT_NONE, NEXT_EVENT, NEXT_DISCARDED };
+
+struct nfile {
+	char *name;
+	int kind;                 /* stream class it must hold: 0 proc, 1 samples */
+	int zst;
+	uint64_t id;              /* raw_event.stream_id */
+	int fd;
+	int done;
+	uint64_t size;            /* bytes on disk */
+	uint64_t foff;            /* next byte of the file to read */
+	uint64_t frame_off;       /* zst: file offset of the current packet's frame */
+	uint64_t poff;            /* offset of the current packet in the plain stream */
+	uint64_t next_poff;
+	uint8_t *buf;
+	size_t cap;
+	size_t pos, end;          /* cursor, content end */
+	int have_pkt;             /* a packet was seen (instance id, discarded) */
+	uint64_t instance_id;
+	uint64_t cur_ts;          /* the stream clock (compact rule) */
+	uint64_t last_ts;         /* events never go below this */
+	uint64_t ts_end;
+	uint64_t prev_end;
+	uint64_t discarded;       /* running total seen */
+	uint64_t pending_discard;
+	uint32_t pid, tid;
+	/* the next item to deliver */
+	enum next_item next;
+	uint64_t key;             /* its time */
+	unsigned ev_id;
+	size_t ev_off;            /* payload offset in buf */
+	size_t hdr_off;           /* header offset, for messages */
+	size_t order;             /* index in the pass, sorted by name */
+};
+
+/* The shared zstd input: which file and file offset it holds. */
+struct zin {
+	uint8_t *buf;
+	size_t len, pos;
+	struct nfile *owner;
+	uint64_t base;
+};
+
+struct native_source {
+	struct source_report *rep;
+	char *dir;
+	uint8_t uuid[16];
+	int have_uuid;            /* from the metadata or the first packet */
+	struct nfile *files[2];   /* PASS_PROCESS, PASS_SAMPLES */
+	size_t n_files[2];
+	ZSTD_DCtx *dctx;
+	struct zin zin;
+	struct nfile **heap;
+	size_t n_heap;
+	char *err;
+	size_t errlen;
+};
+
+static void set_err(struct native_source *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_err(struct native_source *s, const char *fmt, ...)
+{
+	va_list ap;
+	if (!s->err || !s->errlen || s->err[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(s->err, s->errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* The format is little-endian, as is every host we build for (x86-64). */
+static inline uint32_t le16(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8;
+}
+
+static inline uint32_t le24(const uint8_t *p)
+{
+	return le16(p) | (uint32_t)p[2] << 16;
+}
+
+static inline uint32_t le32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static inline uint64_t le64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+/* ---- files ------------------------------------------------------------------ */
+
+static void file_release(struct nfile *f)
+{
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+	free(f->buf);
+	f->buf = NULL;
+	f->cap = 0;
+}
+
+/* The first defect of F: warn, count, deliver nothing more of it.  OFF is
+ * the plain-stream offset of the defect. */
+static void defect(struct native_source *s, struct nfile *f, uint64_t off, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void defect(struct native_source *s, struct nfile *f, uint64_t off, const char *fmt, ...)
+{
+	char what[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (f->zst)
+		su_reader_warn("%s/%s: %s at byte %llu of the inflated stream (zstd frame at byte %llu): "
+			       "the rest of the file is skipped", s->dir, f->name, what,
+			       (unsigned long long)off, (unsigned long long)f->frame_off);
+	else
+		su_reader_warn("%s/%s: %s at byte %llu: the rest of the file is skipped",
+			       s->dir, f->name, what, (unsigned long long)off);
+	s->rep->truncated_files++;
+	f->done = 1;
+	f->next = NEXT_NONE;
+	file_release(f);
+}
+
+static int buf_reserve(struct nfile *f, size_t need)
+{
+	if (need <= f->cap)
+		return 0;
+	size_t n = f->cap ? f->cap : PKT_READ;
+	while (n < need)
+		n *= 2;
+	uint8_t *nb = realloc(f->buf, n);
+	if (!nb)
+		return -ENOMEM;
+	f->buf = nb;
+	f->cap = n;
+	return 0;
+}
+
+/* pread all of LEN bytes.  @return bytes read (short only at EOF), or -errno. */
+static ssize_t pread_full(int fd, uint8_t *dst, size_t len, uint64_t off)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t n = pread(fd, dst + got, len - got, (off_t)(off + got));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+/* zstd: inflate the current frame of F into DST until WANT bytes are out
+ * (stop_at_end 0) or the frame ends.  @return bytes written, -EBADMSG on
+ * a corrupt or truncated frame (message in WHY), -ENOMEM, -EIO. */
+static ssize_t zread(struct native_source *s, struct nfile *f, uint8_t *dst, size_t want,
+		     int *frame_end, const char **why)
+{
+	struct zin *zi = &s->zin;
+	ZSTD_outBuffer ob = { dst, want, 0 };
+	*frame_end = 0;
+	while (ob.pos < ob.size) {
+		if (zi->owner != f || zi->pos == zi->len) {
+			ssize_t n = pread_full(f->fd, zi->buf, ZIN_SIZE, f->foff);
+			if (n < 0) {
+				*why = "read error";
+				return -EIO;
+			}
+			zi->owner = f;
+			zi->base = f->foff;
+			zi->len = (size_t)n;
+			zi->pos = 0;
+			if (n == 0) {
+				*why = "truncated zstd frame";
+				return -EBADMSG;
+			}
+		}
+		ZSTD_inBuffer ib = { zi->buf, zi->len, zi->pos };
+		size_t const ret = ZSTD_decompressStream(s->dctx, &ob, &ib);
+		zi->pos = ib.pos;
+		f->foff = zi->base + ib.pos;
+		if (ZSTD_isError(ret)) {
+			zi->owner = NULL;
+			if (ZSTD_getErrorCode(ret) == ZSTD_error_memory_allocation)
+				return -ENOMEM;
+			*why = ZSTD_getErrorName(ret);
+			return -EBADMSG;
+		}
+		if (ret == 0) {
+			*frame_end = 1;
+			break;
+		}
+	}
+	return (ssize_t)ob.pos;
+}
+
+/* zstd: after a packet, its frame must end with no more content (one frame
+ * per packet), which also checks the frame's checksum before we trust it. */
+static int zframe_end(struct native_source *s, struct nfile *f, const char **why)
+{
+	uint8_t extra[16];
+	int end = 0;
+	ssize_t n = zread(s, f, extra, sizeof(extra), &end, why);
+	if (n < 0)
+		return (int)n;
+	if (n > 0) {
+		*why = "zstd frame holds more than one packet";
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+/* Read the next packet of F into its buffer and check its header and
+ * context.  @return 1 loaded, 0 end of file or defect (F done), -ENOMEM. */
+static int load_packet(struct native_source *s, struct nfile *f)
+{
+	uint64_t const off = f->next_poff;
+	const char *why = NULL;
+	size_t got;
+	f->poff = off;
+	f->frame_off = f->foff;
+	if (f->foff >= f->size) {
+		f->done = 1;
+		f->next = NEXT_NONE;
+		file_release(f);
+		return 0;
+	}
+	/* A big packet grew the buffer: give the memory back. */
+	if (f->cap > 16 * PKT_READ) {
+		free(f->buf);
+		f->buf = NULL;
+		f->cap = 0;
+	}
+	if (buf_reserve(f, PKT_READ))
+		return -ENOMEM;
+	int fend = 0;
+	if (f->zst) {
+		ZSTD_DCtx_reset(s->dctx, ZSTD_reset_session_only);
+		ssize_t n = zread(s, f, f->buf, PKT_HDR, &fend, &why);
+		if (n == -ENOMEM)
+			return -ENOMEM;
+		if (n < 0) {
+			defect(s, f, off, "%s", why);
+			return 0;
+		}
+		got = (size_t)n;
+		if (got < PKT_HDR) {
+			defect(s, f, off, "zstd frame ends inside the packet header");
+			return 0;
+		}
+	} else {
+		uint64_t const rem = f->size - f->foff;
+		ssize_t n = pread_full(f->fd, f->buf, rem < PKT_READ ? (size_t)rem : PKT_READ, f->foff);
+		if (n < 0) {
+			defect(s, f, off, "read error (%s)", strerror((int)-n));
+			return 0;
+		}
+		got = (size_t)n;
+		if (got < PKT_HDR) {
+			defect(s, f, off, "cut packet header (%zu of %u bytes)", got, PKT_HDR);
+			return 0;
+		}
+	}
+	const uint8_t *h = f->buf;
+	uint32_t const magic = le32(h);
+	uint32_t const cls = le32(h + 20);
+	uint64_t const inst = le64(h + 24);
+	const uint8_t *ctx = h + SU_PACKET_HEADER_SIZE;
+	uint64_t const begin = le64(ctx), end = le64(ctx + 8);
+	uint64_t const content_bits = le64(ctx + 16), packet_bits = le64(ctx + 24);
+	uint64_t const discarded = le64(ctx + 32);
+	uint32_t const pid = le32(ctx + 40), tid = le32(ctx + 44);
+	if (magic != SU_PACKET_MAGIC) {
+		defect(s, f, off, "bad packet magic 0x%08x", magic);
+		return 0;
+	}
+	if (!s->have_uuid) {
+		memcpy(s->uuid, h + 4, 16);
+		s->have_uuid = 1;
+	} else if (memcmp(s->uuid, h + 4, 16)) {
+		defect(s, f, off, "packet of another trace (uuid differs)");
+		return 0;
+	}
+	if (cls != (uint32_t)f->kind) {
+		defect(s, f, off, "packet of stream class %u in a %s stream file", cls,
+		       f->kind ? "samples" : "process");
+		return 0;
+	}
+	if (f->have_pkt && inst != f->instance_id) {
+		defect(s, f, off, "stream_instance_id changes within the file");
+		return 0;
+	}
+	if (packet_bits % 8 || content_bits % 8 || content_bits > packet_bits ||
+	    content_bits / 8 < PKT_HDR) {
+		defect(s, f, off, "bad packet sizes (content %llu, packet %llu bits)",
+		       (unsigned long long)content_bits, (unsigned long long)packet_bits);
+		return 0;
+	}
+	uint64_t const psize = packet_bits / 8;
+	if (psize > PKT_MAX) {
+		defect(s, f, off, "packet of %llu bytes (more than %u)", (unsigned long long)psize, PKT_MAX);
+		return 0;
+	}
+	if (!f->zst && psize > f->size - f->foff) {
+		defect(s, f, off, "packet of %llu bytes cut by the end of the file (%llu bytes left)",
+		       (unsigned long long)psize, (unsigned long long)(f->size - f->foff));
+		return 0;
+	}
+	if (end < begin || (f->have_pkt && begin < f->last_ts)) {
+		defect(s, f, off, "packet timestamps go back in time");
+		return 0;
+	}
+	/* H and CTX die here: the buffer may move. */
+	if (buf_reserve(f, (size_t)psize))
+		return -ENOMEM;
+	if (f->zst) {
+		if (got < psize) {
+			if (fend) {
+				defect(s, f, off, "zstd frame ends inside the packet");
+				return 0;
+			}
+			ssize_t n = zread(s, f, f->buf + got, (size_t)psize - got, &fend, &why);
+			if (n == -ENOMEM)
+				return -ENOMEM;
+			if (n < 0) {
+				defect(s, f, off, "%s", why);
+				return 0;
+			}
+			if (got + (size_t)n < psize) {
+				defect(s, f, off, "zstd frame ends inside the packet");
+				return 0;
+			}
+		}
+		int rc = fend ? 0 : zframe_end(s, f, &why);
+		if (rc == -ENOMEM)
+			return -ENOMEM;
+		if (rc) {
+			defect(s, f, off, "%s", why);
+			return 0;
+		}
+	} else {
+		if (got < psize) {
+			ssize_t n = pread_full(f->fd, f->buf + got, (size_t)psize - got, f->foff + got);
+			if (n < 0 || (size_t)n < psize - got) {
+				defect(s, f, off, "cut packet");
+				return 0;
+			}
+		}
+		f->foff += psize;
+	}
+	f->next_poff = off + psize;
+	f->pos = PKT_HDR;
+	f->end = (size_t)(content_bits / 8);
+	f->cur_ts = begin;
+	f->last_ts = begin;
+	f->ts_end = end;
+	f->pid = pid;
+	f->tid = tid;
+	/* CTF's running total: report the increase, as babeltrace2 does. */
+	if (discarded > f->discarded) {
+		f->pending_discard = discarded - f->discarded;
+		f->discarded = discarded;
+	} else if (discarded < f->discarded) {
+		defect(s, f, off, "events_discarded goes down");
+		return 0;
+	}
+	if (!f->have_pkt) {
+		f->instance_id = inst;
+		f->prev_end = begin;
+	}
+	f->have_pkt = 1;
+	return 1;
+}
+
+/* Find F's next item: an increase of discarded events, or an event header
+ * (decoded and checked; its payload is read when it is delivered).
+ * @return 0 (F may be done), -ENOMEM. */
+static int advance(struct native_source *s, struct nfile *f)
+{
+	for (;;) {
+		if (f->done)
+			return 0;
+		if (f->pending_discard) {
+			f->next = NEXT_DISCARDED;
+			f->key = f->prev_end; /* babeltrace2 dates them at the previous packet's end */
+			return 0;
+		}
+		if (f->pos >= f->end) {
+			if (f->buf && f->end) /* a packet was read: remember where it ended */
+				f->prev_end = f->ts_end;
+			int rc = load_packet(s, f);
+			if (rc < 0)
+				return rc;
+			continue;
+		}
+		size_t const avail = f->end - f->pos;
+		const uint8_t *p = f->buf + f->pos;
+		uint64_t const at = f->poff + f->pos;
+		uint32_t id;
+		uint64_t ts;
+		if (avail < 4) {
+			defect(s, f, at, "cut event header");
+			return 0;
+		}
+		uint32_t const v = le32(p);
+		if ((v & 31) != 31) {
+			id = v & 31;
+			uint64_t const low = v >> 5;
+			ts = f->cur_ts;
+			if (low < (ts & TS27_MASK))
+				ts += TS27_MASK + 1; /* wrapped once */
+			ts = (ts & ~TS27_MASK) | low;
+			f->hdr_off = f->pos;
+			f->pos += 4;
+		} else {
+			if (avail < 13) {
+				defect(s, f, at, "cut event header");
+				return 0;
+			}
+			id = le32(p + 1);
+			ts = le64(p + 5);
+			f->hdr_off = f->pos;
+			f->pos += 13;
+		}
+		if (id >= n_event_ids[f->kind]) {
+			defect(s, f, at, "unknown event id %u", id);
+			return 0;
+		}
+		if (ts < f->last_ts || ts > f->ts_end) {
+			defect(s, f, at, "event timestamp %llu outside [%llu, %llu]", (unsigned long long)ts,
+			       (unsigned long long)f->last_ts, (unsigned long long)f->ts_end);
+			return 0;
+		}
+		f->cur_ts = ts;
+		f->last_ts = ts;
+		f->next = NEXT_EVENT;
+		f->key = ts;
+		f->ev_id = id;
+		f->ev_off = f->pos;
+		return 0;
+	}
+}
+
+/* ---- payloads --------------------------------------------------------------- */
+
+/* A NUL-terminated string at *P before END, malloc'ed into *OUT.
+ * @return 0, 1 when cut, -ENOMEM. */
+static int take_str(const uint8_t **p, const uint8_t *end, char **out)
+{
+	const uint8_t *nul = memchr(*p, 0, (size_t)(end - *p));
+	if (!nul)
+		return 1;
+	size_t const n = (size_t)(nul - *p);
+	char *s = malloc(n + 1);
+	if (!s)
+		return -ENOMEM;
+	memcpy(s, *p, n + 1);
+	*out = s;
+	*p = nul + 1;
+	return 0;
+}
+
+/* Decode the maps payload at [P, END).  @return 0, 1 when malformed, -ENOMEM. */
+static int decode_maps(const uint8_t **pp, const uint8_t *end, struct su_maps **out)
+{
+	const uint8_t *p = *pp;
+	enum { ENTRY_MIN = 8 * 4 + 1 + 1 + 1 };
+	if (end - p < 8)
+		return 1;
+	uint32_t const gen = le32(p), n = le32(p + 4);
+	p += 8;
+	if (n > (size_t)(end - p) / ENTRY_MIN)
+		return 1;
+	struct su_maps *m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->generation = gen;
+	m->entries = calloc(n ? n : 1, sizeof(*m->entries));
+	m->range_list = calloc(n ? n : 1, sizeof(*m->range_list));
+	if (!m->entries || !m->range_list) {
+		su_maps_free(m);
+		return -ENOMEM;
+	}
+	int rc = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct su_map_entry *me = &m->entries[i];
+		if (end - p < 34) {
+			rc = 1;
+			break;
+		}
+		me->start = le64(p);
+		me->end = le64(p + 8);
+		me->offset = le64(p + 16);
+		me->bias = le64(p + 24);
+		me->flags = p[32];
+		unsigned const bl = p[33];
+		p += 34;
+		if ((size_t)(end - p) < bl) {
+			rc = 1;
+			break;
+		}
+		/* As the babeltrace2 source: a build-id too long to keep is none. */
+		memcpy(me->build_id, p, bl < SU_BUILD_ID_MAX ? bl : SU_BUILD_ID_MAX);
+		me->build_id_len = (uint8_t)(bl <= SU_BUILD_ID_MAX ? bl : 0);
+		p += bl;
+		m->count = i + 1; /* su_maps_free frees the paths so far */
+		rc = take_str(&p, end, &me->path);
+		if (rc) {
+			m->count = i;
+			break;
+		}
+		m->range_list[i] = (struct stackcap_code_range){ me->start, me->end, i };
+	}
+	if (rc) {
+		su_maps_free(m);
+		return rc;
+	}
+	*out = m;
+	*pp = p;
+	return 0;
+}
+
+/* Deliver F's next item.  @return 0, EMIT's nonzero return, -ENOMEM. */
+static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, void *ctx)
+{
+	struct raw_event ev = {
+		.ts = f->key,
+		.pid = f->pid,
+		.tid = f->tid,
+		.stream_id = f->id,
+	};
+	if (f->next == NEXT_DISCARDED) {
+		ev.kind = RAW_DISCARDED;
+		ev.discarded = f->pending_discard;
+		f->pending_discard = 0;
+		return emit(ctx, &ev);
+	}
+	const uint8_t *p = f->buf + f->ev_off;
+	const uint8_t *const end = f->buf + f->end;
+	uint64_t const at = f->poff + f->hdr_off;
+	int rc = 0;
+	if (f->kind == 1) {
+		if (end - p < 6) {
+			defect(s, f, at, "cut sample event");
+			return 0;
+		}
+		uint32_t const len = le24(p + 3);
+		if ((size_t)(end - p) - 6 < len) {
+			defect(s, f, at, "sample blob of %u bytes beyond the packet content", len);
+			return 0;
+		}
+		ev.kind = f->ev_id == EV_SAMPLE ? RAW_SAMPLE :
+			  f->ev_id == EV_SAMPLE_FULL ? RAW_SAMPLE_FULL : RAW_SAMPLE_SEGMENT;
+		ev.generation = le24(p);
+		ev.blob = p + 6;
+		ev.blob_len = len;
+		f->pos = (size_t)(p + 6 + len - f->buf);
+		return emit(ctx, &ev);
+	}
+	switch (f->ev_id) {
+	case EV_PROCESS_START:
+		ev.kind = RAW_PROCESS_START;
+		if (end - p < 8)
+			goto cut;
+		ev.proc.pid = le32(p);
+		ev.proc.ppid = le32(p + 4);
+		p += 8;
+		rc = take_str(&p, end, &ev.proc.comm);
+		if (rc == 0) {
+			rc = take_str(&p, end, &ev.proc.exe);
+			if (rc == 0 && end - p < 18)
+				rc = 1;
+		}
+		if (rc) {
+			free(ev.proc.comm);
+			free(ev.proc.exe);
+			if (rc < 0)
+				return rc;
+			goto cut;
+		}
+		ev.proc.clock_offset_ns = (int64_t)le64(p);
+		ev.proc.frequency_hz = le32(p + 8);
+		ev.proc.stack_cap = le32(p + 12);
+		ev.proc.policy = p[16];
+		ev.proc.codec_version = p[17];
+		p += 18;
+		break;
+	case EV_MAPS:
+		ev.kind = RAW_MAPS;
+		rc = decode_maps(&p, end, &ev.maps);
+		if (rc < 0)
+			return rc;
+		if (rc)
+			goto cut;
+		break;
+	case EV_DROPS:
+		ev.kind = RAW_DROPS;
+		if (end - p < 36)
+			goto cut;
+		ev.drop_tid = le32(p);
+		ev.drops_total = le64(p + 4) + le64(p + 12) + le64(p + 20) + le64(p + 28);
+		p += 36;
+		break;
+	default: /* EV_PROCESS_END */
+		ev.kind = RAW_PROCESS_END;
+		if (end - p < 16)
+			goto cut;
+		p += 16;
+		break;
+	}
+	f->pos = (size_t)(p - f->buf);
+	return emit(ctx, &ev);
+cut:
+	defect(s, f, at, "malformed or cut event (id %u)", f->ev_id);
+	return 0;
+}
+
+/* ---- the merge ----------------------------------------------------------------- */
+
+/* A before B: time, then babeltrace2's muxer order, then file name. */
+static inline int before(const struct nfile *a, const struct nfile *b)
+{
+	if (a->key != b->key)
+		return a->key < b->key;
+	if (a->instance_id != b->instance_id)
+		return a->instance_id < b->instance_id;
+	return a->order < b->order;
+}
+
+static void sift_down(struct nfile **h, size_t n, size_t i)
+{
+	struct nfile *const x = h[i];
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && before(h[c + 1], h[c]))
+			c++;
+		if (!before(h[c], x))
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	h[i] = x;
+}
+
+static int file_open(struct native_source *s, struct nfile *f)
+{
+	char path[8192];
+	snprintf(path, sizeof(path), "%s/%s", s->dir, f->name);
+	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat sb;
+	if (f->fd < 0 || fstat(f->fd, &sb)) {
+		su_reader_warn("%s: %s: file skipped", path, strerror(errno));
+		s->rep->truncated_files++;
+		f->done = 1;
+		file_release(f);
+		return 0;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		su_reader_warn("%s: not a regular file: skipped", path);
+		s->rep->truncated_files++;
+		f->done = 1;
+		file_release(f);
+		return 0;
+	}
+	f->size = (uint64_t)sb.st_size;
+	return 0;
+}
+
+static void pass_close(struct native_source *s, int pi)
+{
+	for (size_t i = 0; i < s->n_files[pi]; i++)
+		file_release(&s->files[pi][i]);
+	s->zin.owner = NULL;
+}
+
+static int nat_run(void *h, enum source_pass pass, raw_emit_fn emit, void *ctx, char *err, size_t errlen)
+{
+	struct native_source *s = h;
+	int const pi = pass == PASS_PROCESS ? 0 : 1;
+	struct nfile *const files = s->files[pi];
+	size_t const n = s->n_files[pi];
+	int rc = 0;
+	s->err = err;
+	s->errlen = errlen;
+	s->n_heap = 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct nfile *f = &files[i];
+		if (f->done)
+			continue; /* read by an earlier run */
+		file_open(s, f);
+		rc = advance(s, f);
+		if (!rc && !f->done)
+			s->heap[s->n_heap++] = f;
+	}
+	for (size_t i = s->n_heap / 2; i-- > 0;)
+		sift_down(s->heap, s->n_heap, i);
+	while (!rc && s->n_heap) {
+		struct nfile *f = s->heap[0];
+		rc = deliver(s, f, emit, ctx);
+		if (!rc && !f->done) {
+			f->next = NEXT_NONE;
+			rc = advance(s, f);
+		}
+		if (f->done)
+			s->heap[0] = s->heap[--s->n_heap];
+		if (s->n_heap)
+			sift_down(s->heap, s->n_heap, 0);
+	}
+	/* A stopped run is not resumed: the next run of this pass reads nothing. */
+	for (size_t i = 0; i < n; i++)
+		files[i].done = 1;
+	pass_close(s, pi);
+	if (rc == -ENOMEM)
+		set_err(s, "out of memory");
+	return rc;
+}
+
+/* ---- opening ------------------------------------------------------------------- */
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* The trace uuid of DIR/metadata (its first `uuid = "..."`), so a stream
+ * file of another trace is caught even when it is read first. */
+static void metadata_uuid(struct native_source *s)
+{
+	char path[8192], text[8192];
+	snprintf(path, sizeof(path), "%s/metadata", s->dir);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = pread_full(fd, (uint8_t *)text, sizeof(text) - 1, 0);
+	close(fd);
+	if (n <= 0)
+		return;
+	text[n] = 0;
+	const char *p = strstr(text, "uuid = \"");
+	if (!p)
+		return;
+	p += 8;
+	uint8_t u[16];
+	for (int i = 0; i < 16; i++) {
+		if (*p == '-')
+			p++;
+		int const hi = hexval(p[0]), lo = hi < 0 ? -1 : hexval(p[1]);
+		if (hi < 0 || lo < 0)
+			return;
+		u[i] = (uint8_t)(hi << 4 | lo);
+		p += 2;
+	}
+	if (*p != '"')
+		return;
+	memcpy(s->uuid, u, 16);
+	s->have_uuid = 1;
+}
+
+static int has_suffix(const char *str, const char *suf)
+{
+	size_t n = strlen(str), m = strlen(suf);
+	return n >= m && strcmp(str + n - m, suf) == 0;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct nfile *)a)->name, ((const struct nfile *)b)->name);
+}
+
+static void nat_close(void *h)
+{
+	struct native_source *s = h;
+	if (!s)
+		return;
+	for (int pi = 0; pi < 2; pi++) {
+		for (size_t i = 0; i < s->n_files[pi]; i++) {
+			file_release(&s->files[pi][i]);
+			free(s->files[pi][i].name);
+		}
+		free(s->files[pi]);
+	}
+	ZSTD_freeDCtx(s->dctx);
+	free(s->zin.buf);
+	free(s->heap);
+	free(s->dir);
+	free(s);
+}
+
+static void *nat_open(const char *dir, struct source_report *rep, char *err, size_t errlen)
+{
+	struct native_source *s = calloc(1, sizeof(*s));
+	size_t cap[2] = { 0, 0 };
+	DIR *d = NULL;
+	if (!s || !(s->dir = strdup(dir)))
+		goto nomem;
+	s->rep = rep;
+	d = opendir(dir);
+	if (!d) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		nat_close(s);
+		return NULL;
+	}
+	int any_zst = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		const char *nm = e->d_name;
+		int kind;
+		if (nm[0] == '.' || strcmp(nm, "metadata") == 0)
+			continue;
+		if (strncmp(nm, "proc-", 5) == 0)
+			kind = 0;
+		else if (strncmp(nm, "samples-", 8) == 0)
+			kind = 1;
+		else {
+			su_reader_warn("%s/%s: not a stackcap stream file: ignored", dir, nm);
+			continue;
+		}
+		if (s->n_files[kind] == cap[kind]) {
+			size_t nc = cap[kind] ? 2 * cap[kind] : 16;
+			struct nfile *nf = realloc(s->files[kind], nc * sizeof(*nf));
+			if (!nf)
+				goto nomem;
+			s->files[kind] = nf;
+			cap[kind] = nc;
+		}
+		struct nfile *f = &s->files[kind][s->n_files[kind]];
+		memset(f, 0, sizeof(*f));
+		f->fd = -1;
+		f->kind = kind;
+		f->zst = has_suffix(nm, ".zst");
+		any_zst |= f->zst;
+		if (!(f->name = strdup(nm)))
+			goto nomem;
+		s->n_files[kind]++;
+	}
+	closedir(d);
+	d = NULL;
+	uint64_t id = 1;
+	for (int pi = 0; pi < 2; pi++) {
+		if (s->n_files[pi])
+			qsort(s->files[pi], s->n_files[pi], sizeof(struct nfile), name_cmp);
+		for (size_t i = 0; i < s->n_files[pi]; i++) {
+			s->files[pi][i].order = i;
+			s->files[pi][i].id = id++;
+		}
+	}
+	size_t const nmax = s->n_files[0] > s->n_files[1] ? s->n_files[0] : s->n_files[1];
+	s->heap = malloc((nmax ? nmax : 1) * sizeof(*s->heap));
+	if (!s->heap)
+		goto nomem;
+	if (any_zst) {
+		s->dctx = ZSTD_createDCtx();
+		s->zin.buf = malloc(ZIN_SIZE);
+		if (!s->dctx || !s->zin.buf)
+			goto nomem;
+		/* No frame needs a window beyond the biggest packet: a crafted one
+		 * must not make zstd allocate more. */
+		ZSTD_DCtx_setParameter(s->dctx, ZSTD_d_windowLogMax, 26);
+	}
+	metadata_uuid(s);
+	return s;
+nomem:
+	if (d)
+		closedir(d);
+	snprintf(err, errlen, "out of memory");
+	nat_close(s);
+	return NULL;
+}
+
+const struct event_source su_source_native = {
+	.name = "native",
+	.open = nat_open,
+	.run = nat_run,
+	.close = nat_close,
+};
