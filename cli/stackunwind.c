@@ -51,6 +51,9 @@ static void usage(FILE *f)
 		"                           either side may be empty)\n"
 		"  -j, --jobs N             unwind and symbolize on N threads (default: cores)\n"
 		"      --unwinder fast|dwfl the CFI unwinder (default fast; dwfl is elfutils' own)\n"
+		"      --reader native|babeltrace2\n"
+		"                           what parses the stream files (default native;\n"
+		"                           babeltrace2's src.ctf.fs is the reference)\n"
 		"      --debug-dir DIR      look for binaries and debug info here first (repeatable)\n"
 		"      --symfs DIR          recorded paths are under DIR\n"
 		"      --no-debuginfod      never ask debuginfod servers\n"
@@ -133,13 +136,14 @@ static unsigned cores(void)
 
 static void parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_TIME = 256, OPT_UNWINDER, OPT_DEBUG_DIR, OPT_SYMFS, OPT_NO_DEBUGINFOD, OPT_MAX_FRAMES };
+	enum { OPT_TIME = 256, OPT_UNWINDER, OPT_READER, OPT_DEBUG_DIR, OPT_SYMFS, OPT_NO_DEBUGINFOD, OPT_MAX_FRAMES };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "tid", required_argument, NULL, 't' },
 		{ "time", required_argument, NULL, OPT_TIME },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "unwinder", required_argument, NULL, OPT_UNWINDER },
+		{ "reader", required_argument, NULL, OPT_READER },
 		{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
 		{ "symfs", required_argument, NULL, OPT_SYMFS },
 		{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
@@ -198,6 +202,14 @@ static void parse_options(int argc, char **argv, struct options *o)
 				o->unwinder = SU_UNWINDER_DWFL;
 			else
 				die_usage("--unwinder: fast or dwfl, not '%s'", optarg);
+			break;
+		case OPT_READER:
+			if (!strcmp(optarg, "native"))
+				o->filter.source = SU_READER_NATIVE;
+			else if (!strcmp(optarg, "babeltrace2"))
+				o->filter.source = SU_READER_BABELTRACE2;
+			else
+				die_usage("--reader: native or babeltrace2, not '%s'", optarg);
 			break;
 		case OPT_DEBUG_DIR:
 			o->debug_dirs[o->n_debug_dirs++] = optarg;

@@ -101,6 +101,12 @@ for t in single threads dlopen recurse recurse-capped nofp sigalt; do
 	check "$t: dwfl and fast unwinders give identical output" cmp -s "$work/$t.out" "$work/$t-dwfl.out"
 done
 
+# The babeltrace2 reader (the reference) gives the same output as ours.
+for t in threads sigalt; do
+	stacks_of "$t-bt2" "$t" -j 1 --reader babeltrace2
+	check "$t: --reader babeltrace2 output identical to the native reader's" cmp -s "$work/$t.out" "$work/$t-bt2.out"
+done
+
 # -j 2 is byte-identical to -j 1, on a multi-threaded trace.
 stacks_of threads-j2 threads -j 2
 check "-j 2 output identical to -j 1" cmp -s "$work/threads.out" "$work/threads-j2.out"
