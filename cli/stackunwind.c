@@ -437,7 +437,7 @@ struct batch {
 	size_t n;
 	struct su_sample samples[BATCH];
 	struct stackcap_image images[2 * BATCH]; /* image and segment of each sample */
-	uint64_t *words;         /* arena for every image's words and kept bits */
+	uint64_t *words;         /* arena for every image's words */
 	size_t used, cap;        /* in uint64_t */
 	struct text out;
 	uint64_t seq;
@@ -463,7 +463,6 @@ static int arena_reserve(struct batch *b, uint64_t need)
 		if (!img->words)
 			continue;
 		img->words = na + (img->words - b->words);
-		img->kept = (uint8_t *)(na + ((uint64_t *)(void *)img->kept - b->words));
 	}
 	free(b->words);
 	b->words = na;
@@ -473,21 +472,18 @@ static int arena_reserve(struct batch *b, uint64_t need)
 
 static uint64_t image_arena_words(const struct stackcap_image *img)
 {
-	return img ? img->nwords + (img->nwords + 63) / 64 : 0;
+	return img ? img->nwords : 0;
 }
 
-/* Copy SRC into DST, its words and kept bits into the arena (reserved). */
+/* Copy SRC into DST, its words into the arena (reserved).  No kept
+ * bitmap: a zero word is a dropped one. */
 static void image_copy(struct batch *b, struct stackcap_image *dst, const struct stackcap_image *src)
 {
 	uint64_t const nw = src->nwords;
 	*dst = *src;
 	dst->words = b->words + b->used;
 	memcpy(dst->words, src->words, nw * sizeof(uint64_t));
-	dst->kept = (uint8_t *)(void *)(b->words + b->used + nw);
-	if (src->kept)
-		memcpy(dst->kept, src->kept, (nw + 7) / 8);
-	else
-		memset(dst->kept, 0xff, (nw + 7) / 8);
+	dst->kept = NULL;
 	dst->capacity = nw;
 	b->used += image_arena_words(src);
 }

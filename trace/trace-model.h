@@ -67,7 +67,8 @@ struct su_sample {
 	uint32_t pid, tid;
 	const struct su_process *process;
 	const struct su_maps *maps;    /* generation the blob names; NULL if unknown */
-	const struct stackcap_image *image; /* registers and stack words */
+	const struct stackcap_image *image; /* registers and stack words; kept
+					     * is NULL: a zero word was dropped */
 	int stack_capped;          /* image reached the stack cap: may be cut */
 	/* The unfiltered copy of the same stack (fidelity recordings), or NULL. */
 	const struct stackcap_image *full_image;
