@@ -285,6 +285,18 @@ struct counts {
 	uint64_t frames;
 };
 
+/* The text after the address of every line a frame prints (several when
+ * functions were inlined there), cached: a long trace repeats its pcs. */
+struct frame_text {
+	const struct su_module *m;   /* NULL: empty slot */
+	const char *path;            /* the maps entry's path (module name shown) */
+	uint64_t addr;               /* ELF address looked up */
+	uint8_t activation;
+	uint8_t unknown;             /* no symbol: counts as an unknown frame */
+	uint16_t lines;
+	char *text;                  /* LINES lines, each ending in '\n' */
+};
+
 /* A module a frame needed but that could not be used. */
 struct bad_module {
 	const struct su_module *m;
@@ -294,6 +306,11 @@ struct worker {
 	const struct options *o;
 	struct bad_module *bad;
 	size_t n_bad, cap_bad;
+	struct frame_text *ftext;    /* open addressing, power of two */
+	size_t n_ftext, cap_ftext;
+	/* The module of a maps entry, by entry address: maps live until the
+	 * reader's end callback, so an address never names another entry. */
+	struct { const struct su_map_entry *e; struct su_module *m; } emod[512];
 	struct su_modcache *modules;
 	struct su_unwinder *unwinder;
 	struct su_frame *frames;
@@ -319,6 +336,9 @@ static void worker_fini(struct worker *w)
 	su_modcache_free(w->modules);
 	free(w->frames);
 	free(w->bad);
+	for (size_t i = 0; i < w->cap_ftext; i++)
+		free(w->ftext[i].text);
+	free(w->ftext);
 }
 
 static const char *base_name(const char *path)
@@ -368,45 +388,196 @@ static void warn_bad_modules(struct worker *workers, unsigned n)
 		}
 }
 
+/* ---- fast text ------------------------------------------------------------- */
+
+/* printf was 70% of `stacks`: the per-sample text is built by hand. */
+static int text_reserve(struct text *t, size_t n)
+{
+	if (t->len + n < t->cap)
+		return 0;
+	size_t ncap = t->cap ? t->cap * 2 : 65536;
+	while (ncap < t->len + n + 1)
+		ncap *= 2;
+	char *nb = realloc(t->buf, ncap);
+	if (!nb) {
+		t->oom = 1;
+		return -1;
+	}
+	t->buf = nb;
+	t->cap = ncap;
+	return 0;
+}
+
+static void text_put(struct text *t, const char *s, size_t n)
+{
+	if (text_reserve(t, n))
+		return;
+	memcpy(t->buf + t->len, s, n);
+	t->len += n;
+}
+
+static void text_puts(struct text *t, const char *s)
+{
+	text_put(t, s, strlen(s));
+}
+
+static void text_u64(struct text *t, uint64_t v, int min_digits)
+{
+	char b[24];
+	int i = (int)sizeof(b);
+	do {
+		b[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v || (int)sizeof(b) - i < min_digits);
+	text_put(t, b + i, sizeof(b) - (size_t)i);
+}
+
+/* "\t" and V in hex, right-aligned in 16 columns, then a space: perf's. */
+static void text_pc(struct text *t, uint64_t v)
+{
+	char b[18];
+	int i = 17;
+	b[17] = ' ';
+	do {
+		b[--i] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	while (i > 1)
+		b[--i] = ' ';
+	b[0] = '\t';
+	text_put(t, b, sizeof(b));
+}
+
+/* ---- frame text, cached per (module, address) --------------------------------- */
+
+static uint64_t frame_hash(const void *m, const char *path, uint64_t addr, int act)
+{
+	uint64_t h = (uint64_t)(uintptr_t)m * 0x9E3779B97F4A7C15ull;
+	h ^= (uint64_t)(uintptr_t)path * 0xC2B2AE3D27D4EB4Full;
+	h ^= (addr * 2 + (uint64_t)act) * 0x165667B19E3779F9ull;
+	return h ^ (h >> 29);
+}
+
+static struct frame_text *frame_cache_slot(struct worker *w, const struct su_module *m, const char *path,
+					   uint64_t addr, int act)
+{
+	if ((w->n_ftext + 1) * 2 > w->cap_ftext) {
+		size_t ncap = w->cap_ftext ? w->cap_ftext * 2 : 1024;
+		struct frame_text *nt = calloc(ncap, sizeof(*nt));
+		if (!nt)
+			return NULL;
+		for (size_t i = 0; i < w->cap_ftext; i++) {
+			struct frame_text *o = &w->ftext[i];
+			if (!o->m)
+				continue;
+			size_t h = frame_hash(o->m, o->path, o->addr, o->activation) & (ncap - 1);
+			while (nt[h].m)
+				h = (h + 1) & (ncap - 1);
+			nt[h] = *o;
+		}
+		free(w->ftext);
+		w->ftext = nt;
+		w->cap_ftext = ncap;
+	}
+	size_t h = frame_hash(m, path, addr, act) & (w->cap_ftext - 1);
+	for (;;) {
+		struct frame_text *f = &w->ftext[h];
+		if (!f->m || (f->m == m && f->path == path && f->addr == addr && f->activation == act))
+			return f;
+		h = (h + 1) & (w->cap_ftext - 1);
+	}
+}
+
+/* Build the text of a frame in module M at ELF address ADDR. */
+static int frame_text_build(struct frame_text *ft, struct su_module *m, uint64_t elf_addr, int act,
+			    const char *module_name)
+{
+	struct su_symframe sf[MAX_SYMFRAMES];
+	uint64_t const lookup = elf_addr - (act ? 0 : 1);
+	size_t n = m->status == SU_MODULE_OK ? su_symbolize(m, lookup, sf, MAX_SYMFRAMES) : 0;
+	struct text t = { 0 };
+	if (n == 0 || !sf[n - 1].function) {
+		/* module+offset: what can still be looked up later by hand. */
+		n = 1;
+		text_printf(&t, "%s+0x%" PRIx64 " (%s)\n", base_name(module_name), elf_addr, module_name);
+		ft->unknown = 1;
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			const struct su_symframe *y = &sf[i];
+			const char *fn = y->function ? y->function : "[unknown]";
+			if (y->inlined)
+				text_printf(&t, "%s (inlined) (%s)", fn, module_name);
+			else
+				text_printf(&t, "%s+0x%" PRIx64 " (%s)", fn, y->func_offset + (act ? 0 : 1),
+					    module_name);
+			if (y->file && y->line)
+				text_printf(&t, " %s:%u\n", y->file, y->line);
+			else
+				text_printf(&t, "\n");
+		}
+	}
+	if (t.oom || !t.buf) {
+		free(t.buf);
+		return -ENOMEM;
+	}
+	ft->text = t.buf;
+	ft->lines = (uint16_t)n;
+	return 0;
+}
+
 /* One frame's lines: inlined frames first, like perf's "(inlined)". */
 static void format_frame(struct worker *w, const struct su_sample *s, const struct su_frame *f,
 			 struct text *out)
 {
 	const struct su_map_entry *e = f->map >= 0 && s->maps && (uint64_t)f->map < s->maps->count
 		? &s->maps->entries[f->map] : NULL;
-	if (!e) {
+	struct su_module *m = NULL;
+	if (e) {
+		size_t const slot = ((uintptr_t)e >> 4) % 512;
+		if (w->emod[slot].e == e) {
+			m = w->emod[slot].m;
+		} else if ((m = su_modcache_get(w->modules, e)) != NULL) {
+			w->emod[slot].e = e;
+			w->emod[slot].m = m;
+		}
+	}
+	if (!m) {
 		w->counts.unknown_frames++;
-		text_printf(out, "\t%16" PRIx64 " [unknown] ([unknown])\n", f->pc);
+		text_pc(out, f->pc);
+		text_puts(out, "[unknown] ([unknown])\n");
 		return;
 	}
-	const char *module_name = e->path[0] ? e->path : (e->flags & SU_MAP_ANON ? "[anon]" : "[unknown]");
-	struct su_module *m = su_modcache_get(w->modules, e);
-	if (m && (m->status == SU_MODULE_NOT_FOUND || m->status == SU_MODULE_BUILD_ID_MISMATCH))
+	if (m->status == SU_MODULE_NOT_FOUND || m->status == SU_MODULE_BUILD_ID_MISMATCH)
 		note_bad_module(w, m);
 	uint64_t const elf_addr = f->pc - e->bias;
-	uint64_t const lookup = elf_addr - (f->activation ? 0 : 1);
-	struct su_symframe sf[MAX_SYMFRAMES];
-	size_t n = m && m->status == SU_MODULE_OK ? su_symbolize(m, lookup, sf, MAX_SYMFRAMES) : 0;
-	if (n == 0 || !sf[n - 1].function) {
-		/* module+offset: what can still be looked up later by hand. */
+	struct frame_text *ft = frame_cache_slot(w, m, e->path, elf_addr, f->activation);
+	struct frame_text tmp = { 0 };
+	if (!ft || !ft->m) {
+		struct frame_text *dst = ft ? ft : &tmp;
+		const char *module_name = e->path[0] ? e->path : (e->flags & SU_MAP_ANON ? "[anon]" : "[unknown]");
+		if (frame_text_build(dst, m, elf_addr, f->activation, module_name)) {
+			out->oom = 1;
+			return;
+		}
+		dst->m = m;
+		dst->path = e->path;
+		dst->addr = elf_addr;
+		dst->activation = f->activation;
+		if (ft)
+			w->n_ftext++;
+		ft = dst;
+	}
+	if (ft->unknown)
 		w->counts.unknown_frames++;
-		text_printf(out, "\t%16" PRIx64 " %s+0x%" PRIx64 " (%s)\n", f->pc,
-			    base_name(module_name), elf_addr, module_name);
-		return;
+	const char *p = ft->text;
+	for (uint16_t i = 0; i < ft->lines; i++) {
+		const char *nl = strchr(p, '\n');
+		text_pc(out, f->pc);
+		text_put(out, p, (size_t)(nl - p) + 1);
+		p = nl + 1;
 	}
-	for (size_t i = 0; i < n; i++) {
-		const struct su_symframe *y = &sf[i];
-		const char *fn = y->function ? y->function : "[unknown]";
-		if (y->inlined)
-			text_printf(out, "\t%16" PRIx64 " %s (inlined) (%s)", f->pc, fn, module_name);
-		else
-			text_printf(out, "\t%16" PRIx64 " %s+0x%" PRIx64 " (%s)", f->pc, fn,
-				    y->func_offset + (f->activation ? 0 : 1), module_name);
-		if (y->file && y->line)
-			text_printf(out, " %s:%u\n", y->file, y->line);
-		else
-			text_printf(out, "\n");
-	}
+	if (ft == &tmp)
+		free(tmp.text);
 }
 
 static void unwind_and_format(struct worker *w, const struct su_sample *s, struct text *out)
@@ -421,14 +592,26 @@ static void unwind_and_format(struct worker *w, const struct su_sample *s, struc
 		w->counts.truncated++;
 	else
 		w->counts.incomplete++;
-	const char *comm = s->process && s->process->comm[0] ? s->process->comm : "[unknown]";
-	text_printf(out, "%s %u/%u %" PRIu64 ".%09" PRIu64 ":\n", comm, s->pid, s->tid,
-		    s->time_ns / 1000000000u, s->time_ns % 1000000000u);
+	/* "comm pid/tid sec.nsec:" */
+	text_puts(out, s->process && s->process->comm[0] ? s->process->comm : "[unknown]");
+	text_put(out, " ", 1);
+	text_u64(out, s->pid, 1);
+	text_put(out, "/", 1);
+	text_u64(out, s->tid, 1);
+	text_put(out, " ", 1);
+	text_u64(out, s->time_ns / 1000000000u, 1);
+	text_put(out, ".", 1);
+	text_u64(out, s->time_ns % 1000000000u, 9);
+	text_put(out, ":\n", 2);
 	for (size_t i = 0; i < n; i++)
 		format_frame(w, s, &w->frames[i], out);
-	if (end != SU_END_OUTERMOST)
-		text_printf(out, "\t%16x [%s] ([stackunwind])\n", 0, su_unwind_end_name(end));
-	text_printf(out, "\n");
+	if (end != SU_END_OUTERMOST) {
+		text_pc(out, 0);
+		text_put(out, "[", 1);
+		text_puts(out, su_unwind_end_name(end));
+		text_puts(out, "] ([stackunwind])\n");
+	}
+	text_put(out, "\n", 1);
 }
 
 /* ---- batches: decoded samples on their way to a worker ----------------------- */
@@ -520,6 +703,7 @@ struct run {
 	int stop;
 	int oom;
 	FILE *out;
+	struct text direct;      /* -j 1: samples go straight here, no copy */
 };
 
 static void batch_work(struct worker *w, struct batch *b)
@@ -619,6 +803,17 @@ static void submit(struct run *r, struct batch *b)
 static int on_sample(void *arg, const struct su_sample *s)
 {
 	struct run *r = arg;
+	if (r->o->jobs == 1) {
+		/* The same formatting as a worker's, on the reader's sample. */
+		unwind_and_format(&r->workers[0], s, &r->direct);
+		if (r->direct.oom)
+			return -ENOMEM;
+		if (r->direct.len >= 1u << 16) {
+			fwrite(r->direct.buf, 1, r->direct.len, r->out);
+			r->direct.len = 0;
+		}
+		return 0;
+	}
 	struct batch *b = fill_slot(r);
 	if (batch_add(b, s))
 		return -ENOMEM;
@@ -630,6 +825,11 @@ static int on_sample(void *arg, const struct su_sample *s)
 static int on_end(void *arg)
 {
 	struct run *r = arg;
+	if (r->o->jobs == 1) {
+		fwrite(r->direct.buf, 1, r->direct.len, r->out);
+		r->direct.len = 0;
+		return r->direct.oom ? -ENOMEM : 0;
+	}
 	struct batch *b = fill_slot(r);
 	if (b->n)
 		submit(r, b);
@@ -754,6 +954,7 @@ out:
 		free(r.slots[i].words);
 		free(r.slots[i].out.buf);
 	}
+	free(r.direct.buf);
 	free(r.workers);
 	free(r.slots);
 	free(r.threads);

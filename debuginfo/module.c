@@ -707,8 +707,11 @@ static char *entry_key(const struct su_map_entry *e)
 	const char *path = e->path ? e->path : "";
 	if (e->build_id_len && e->build_id_len <= SU_BUILD_ID_MAX) {
 		char hex[2 * SU_BUILD_ID_MAX + 1];
-		for (size_t i = 0; i < e->build_id_len; i++)
-			snprintf(hex + 2 * i, 3, "%02x", e->build_id[i]);
+		for (size_t i = 0; i < e->build_id_len; i++) {
+			hex[2 * i] = "0123456789abcdef"[e->build_id[i] >> 4];
+			hex[2 * i + 1] = "0123456789abcdef"[e->build_id[i] & 15];
+		}
+		hex[2 * e->build_id_len] = 0;
 		return path_join("b:%s", hex);
 	}
 	if (e->flags & SU_MAP_ANON)
