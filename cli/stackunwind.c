@@ -28,7 +28,7 @@
 #include "symbolize/symbolize.h"
 
 #define PROG "stackunwind"
-#define BATCH 256
+#define BATCH 1024
 #define MAX_FRAMES 1024
 #define MAX_SYMFRAMES 64
 
@@ -526,11 +526,11 @@ static int frame_text_build(struct frame_text *ft, struct su_module *m, uint64_t
 }
 
 /* One frame's lines: inlined frames first, like perf's "(inlined)". */
-static void format_frame(struct worker *w, const struct su_sample *s, const struct su_frame *f,
+static void format_frame(struct worker *w, const struct su_maps *maps, const struct su_frame *f,
 			 struct text *out)
 {
-	const struct su_map_entry *e = f->map >= 0 && s->maps && (uint64_t)f->map < s->maps->count
-		? &s->maps->entries[f->map] : NULL;
+	const struct su_map_entry *e = f->map >= 0 && maps && (uint64_t)f->map < maps->count
+		? &maps->entries[f->map] : NULL;
 	struct su_module *m = NULL;
 	if (e) {
 		size_t const slot = ((uintptr_t)e >> 4) % 512;
@@ -580,113 +580,97 @@ static void format_frame(struct worker *w, const struct su_sample *s, const stru
 		free(tmp.text);
 }
 
-static void unwind_and_format(struct worker *w, const struct su_sample *s, struct text *out)
+/* What a worker needs to print one unwound sample. */
+struct unwound {
+	const struct su_process *process;
+	const struct su_maps *maps;
+	uint32_t pid, tid;
+	uint64_t time_ns;
+	uint32_t nframes;
+	uint8_t end;             /* enum su_unwind_end */
+	size_t frame_off;        /* in the batch's frame arena */
+};
+
+/* Unwind S into W's frames, counting how it ended. */
+static size_t unwind_sample(struct worker *w, const struct su_sample *s, enum su_unwind_end *end)
 {
-	enum su_unwind_end end = SU_END_ERROR;
-	size_t n = su_unwind(w->unwinder, s, w->frames, w->o->max_frames, &end);
+	*end = SU_END_ERROR;
+	size_t const n = su_unwind(w->unwinder, s, w->frames, w->o->max_frames, end);
 	w->counts.samples++;
 	w->counts.frames += n;
-	if (end == SU_END_OUTERMOST)
+	if (*end == SU_END_OUTERMOST)
 		w->counts.complete++;
-	else if (end == SU_END_TRUNCATED)
+	else if (*end == SU_END_TRUNCATED)
 		w->counts.truncated++;
 	else
 		w->counts.incomplete++;
+	return n;
+}
+
+static void format_sample(struct worker *w, const struct unwound *u, const struct su_frame *frames,
+			  struct text *out)
+{
 	/* "comm pid/tid sec.nsec:" */
-	text_puts(out, s->process && s->process->comm[0] ? s->process->comm : "[unknown]");
+	text_puts(out, u->process && u->process->comm[0] ? u->process->comm : "[unknown]");
 	text_put(out, " ", 1);
-	text_u64(out, s->pid, 1);
+	text_u64(out, u->pid, 1);
 	text_put(out, "/", 1);
-	text_u64(out, s->tid, 1);
+	text_u64(out, u->tid, 1);
 	text_put(out, " ", 1);
-	text_u64(out, s->time_ns / 1000000000u, 1);
+	text_u64(out, u->time_ns / 1000000000u, 1);
 	text_put(out, ".", 1);
-	text_u64(out, s->time_ns % 1000000000u, 9);
+	text_u64(out, u->time_ns % 1000000000u, 9);
 	text_put(out, ":\n", 2);
-	for (size_t i = 0; i < n; i++)
-		format_frame(w, s, &w->frames[i], out);
-	if (end != SU_END_OUTERMOST) {
+	for (size_t i = 0; i < u->nframes; i++)
+		format_frame(w, u->maps, &frames[i], out);
+	if (u->end != SU_END_OUTERMOST) {
 		text_pc(out, 0);
 		text_put(out, "[", 1);
-		text_puts(out, su_unwind_end_name(end));
+		text_puts(out, su_unwind_end_name((enum su_unwind_end)u->end));
 		text_puts(out, "] ([stackunwind])\n");
 	}
 	text_put(out, "\n", 1);
 }
 
-/* ---- batches: decoded samples on their way to a worker ----------------------- */
+static void unwound_of(struct unwound *u, const struct su_sample *s, size_t n, enum su_unwind_end end)
+{
+	*u = (struct unwound){ .process = s->process, .maps = s->maps, .pid = s->pid, .tid = s->tid,
+			       .time_ns = s->time_ns, .nframes = (uint32_t)n, .end = (uint8_t)end };
+}
 
+/* ---- batches: unwound samples on their way to a worker ------------------------ */
+
+/* The reader thread decodes and unwinds (cheap: the cached CFI rules);
+ * workers symbolize and format, the costly part.  A batch carries frames,
+ * not stack images, so nothing big is copied. */
 struct batch {
 	size_t n;
-	struct su_sample samples[BATCH];
-	struct stackcap_image images[2 * BATCH]; /* image and segment of each sample */
-	uint64_t *words;         /* arena for every image's words */
-	size_t used, cap;        /* in uint64_t */
+	struct unwound samples[BATCH];
+	struct su_frame *frames; /* arena */
+	size_t used, cap;        /* in frames */
 	struct text out;
 	uint64_t seq;
 	int state;               /* 0 free, 1 filled, 2 in work, 3 done */
 };
 
-/* Make room for NEED more words in B's arena. */
-static int arena_reserve(struct batch *b, uint64_t need)
+static int batch_add(struct batch *b, const struct su_sample *s, const struct su_frame *frames, size_t n,
+		     enum su_unwind_end end)
 {
-	if (b->used + need <= b->cap)
-		return 0;
-	size_t ncap = b->cap ? b->cap * 2 : 65536;
-	while (ncap < b->used + need)
-		ncap *= 2;
-	uint64_t *na = malloc(ncap * sizeof(uint64_t));
-	if (!na)
-		return -ENOMEM;
-	if (b->used)
-		memcpy(na, b->words, b->used * sizeof(uint64_t));
-	/* Images already in the batch point into the arena: rebase them. */
-	for (size_t i = 0; i < 2 * b->n; i++) {
-		struct stackcap_image *img = &b->images[i];
-		if (!img->words)
-			continue;
-		img->words = na + (img->words - b->words);
+	if (b->used + n > b->cap) {
+		size_t ncap = b->cap ? b->cap * 2 : 4096;
+		while (ncap < b->used + n)
+			ncap *= 2;
+		struct su_frame *nf = realloc(b->frames, ncap * sizeof(*nf));
+		if (!nf)
+			return -ENOMEM;
+		b->frames = nf;
+		b->cap = ncap;
 	}
-	free(b->words);
-	b->words = na;
-	b->cap = ncap;
-	return 0;
-}
-
-static uint64_t image_arena_words(const struct stackcap_image *img)
-{
-	return img ? img->nwords : 0;
-}
-
-/* Copy SRC into DST, its words into the arena (reserved).  No kept
- * bitmap: a zero word is a dropped one. */
-static void image_copy(struct batch *b, struct stackcap_image *dst, const struct stackcap_image *src)
-{
-	uint64_t const nw = src->nwords;
-	*dst = *src;
-	dst->words = b->words + b->used;
-	memcpy(dst->words, src->words, nw * sizeof(uint64_t));
-	dst->kept = NULL;
-	dst->capacity = nw;
-	b->used += image_arena_words(src);
-}
-
-static int batch_add(struct batch *b, const struct su_sample *s)
-{
-	if (arena_reserve(b, image_arena_words(s->image) + image_arena_words(s->segment)))
-		return -ENOMEM;
-	struct stackcap_image *img = &b->images[2 * b->n];
-	struct stackcap_image *seg = &b->images[2 * b->n + 1];
-	image_copy(b, img, s->image);
-	if (s->segment)
-		image_copy(b, seg, s->segment);
-	else
-		memset(seg, 0, sizeof(*seg));
-	b->samples[b->n] = *s;
-	b->samples[b->n].image = img;
-	b->samples[b->n].segment = s->segment ? seg : NULL;
-	b->samples[b->n].full_image = NULL;
-	b->n++;
+	struct unwound *u = &b->samples[b->n++];
+	unwound_of(u, s, n, end);
+	u->frame_off = b->used;
+	memcpy(b->frames + b->used, frames, n * sizeof(*frames));
+	b->used += n;
 	return 0;
 }
 
@@ -704,13 +688,14 @@ struct run {
 	int oom;
 	FILE *out;
 	struct text direct;      /* -j 1: samples go straight here, no copy */
+	struct worker *reader;   /* the reader thread's context: it unwinds (-j 1: everything) */
 };
 
 static void batch_work(struct worker *w, struct batch *b)
 {
 	b->out.len = 0;
 	for (size_t i = 0; i < b->n; i++)
-		unwind_and_format(w, &b->samples[i], &b->out);
+		format_sample(w, &b->samples[i], b->frames + b->samples[i].frame_off, &b->out);
 }
 
 struct worker_arg {
@@ -784,7 +769,7 @@ static void submit(struct run *r, struct batch *b)
 	b->seq = r->next_fill++;
 	if (r->n_workers == 0) {
 		/* -j 1: unwind here, in the same order, through the same code. */
-		batch_work(&r->workers[0], b);
+		batch_work(r->reader, b);
 		if (b->out.oom)
 			r->oom = 1;
 		fwrite(b->out.buf, 1, b->out.len, r->out);
@@ -803,9 +788,13 @@ static void submit(struct run *r, struct batch *b)
 static int on_sample(void *arg, const struct su_sample *s)
 {
 	struct run *r = arg;
+	enum su_unwind_end end;
+	size_t const n = unwind_sample(r->reader, s, &end);
 	if (r->o->jobs == 1) {
-		/* The same formatting as a worker's, on the reader's sample. */
-		unwind_and_format(&r->workers[0], s, &r->direct);
+		/* The same formatting as a worker's, right here. */
+		struct unwound u;
+		unwound_of(&u, s, n, end);
+		format_sample(r->reader, &u, r->reader->frames, &r->direct);
 		if (r->direct.oom)
 			return -ENOMEM;
 		if (r->direct.len >= 1u << 16) {
@@ -815,7 +804,7 @@ static int on_sample(void *arg, const struct su_sample *s)
 		return 0;
 	}
 	struct batch *b = fill_slot(r);
-	if (batch_add(b, s))
+	if (batch_add(b, s, r->reader->frames, n, end))
 		return -ENOMEM;
 	if (b->n == BATCH)
 		submit(r, b);
@@ -866,39 +855,43 @@ static void sum_module_stats(struct worker *w, struct su_modcache_stats *total)
 static int cmd_stacks(const struct options *o)
 {
 	struct run r = { .o = o, .out = stdout };
-	unsigned const nw = o->jobs;
+	/* -j N: the reader thread parses, decodes and unwinds; N - 1 workers
+	 * symbolize and format.  -j 1 does it all in the reader thread.
+	 * ctx[0] is the reader's context, ctx[1..] the workers'. */
+	unsigned const nw = o->jobs > 1 ? o->jobs - 1 : 0;
+	unsigned const nctx = nw + 1;
+	struct worker *ctx = calloc(nctx, sizeof(*ctx));
 	int rc = EXIT_ERROR;
 	struct worker_arg *args = NULL;
 
 	pthread_mutex_init(&r.lock, NULL);
 	pthread_cond_init(&r.cond, NULL);
-	r.workers = calloc(nw, sizeof(*r.workers));
-	r.n_slots = nw > 1 ? 2 * nw : 1;
+	r.n_slots = nw ? 2 * nw + 2 : 1;
 	r.slots = calloc(r.n_slots, sizeof(*r.slots));
-	r.threads = calloc(nw, sizeof(*r.threads));
-	args = calloc(nw, sizeof(*args));
-	if (!r.workers || !r.slots || !r.threads || !args) {
+	r.threads = calloc(nctx, sizeof(*r.threads));
+	args = calloc(nctx, sizeof(*args));
+	if (!ctx || !r.slots || !r.threads || !args) {
 		fprintf(stderr, PROG ": out of memory\n");
 		goto out;
 	}
-	for (unsigned i = 0; i < nw; i++)
-		if (worker_init(&r.workers[i], o)) {
+	for (unsigned i = 0; i < nctx; i++)
+		if (worker_init(&ctx[i], o)) {
 			fprintf(stderr, PROG ": out of memory\n");
 			goto out;
 		}
-	if (nw > 1) {
-		for (unsigned i = 0; i < nw; i++) {
-			args[i] = (struct worker_arg){ &r, &r.workers[i] };
-			if (pthread_create(&r.threads[i], NULL, worker_thread, &args[i])) {
-				fprintf(stderr, PROG ": cannot start worker threads\n");
-				r.stop = 1;
-				pthread_cond_broadcast(&r.cond);
-				for (unsigned j = 0; j < i; j++)
-					pthread_join(r.threads[j], NULL);
-				goto out;
-			}
-			r.n_workers = i + 1;
+	r.reader = &ctx[0];
+	r.workers = ctx + 1;
+	for (unsigned i = 0; i < nw; i++) {
+		args[i] = (struct worker_arg){ &r, &r.workers[i] };
+		if (pthread_create(&r.threads[i], NULL, worker_thread, &args[i])) {
+			fprintf(stderr, PROG ": cannot start worker threads\n");
+			r.stop = 1;
+			pthread_cond_broadcast(&r.cond);
+			for (unsigned j = 0; j < i; j++)
+				pthread_join(r.threads[j], NULL);
+			goto out;
 		}
+		r.n_workers = i + 1;
 	}
 	struct su_reader_callbacks cb = { .arg = &r, .sample = on_sample, .end = on_end };
 	struct su_reader_stats st;
@@ -920,17 +913,17 @@ static int cmd_stacks(const struct options *o)
 	}
 	struct counts c = { 0 };
 	struct su_modcache_stats ms = { 0 };
-	for (unsigned i = 0; i < nw; i++) {
-		struct counts *k = &r.workers[i].counts;
+	for (unsigned i = 0; i < nctx; i++) {
+		struct counts *k = &ctx[i].counts;
 		c.samples += k->samples;
 		c.complete += k->complete;
 		c.truncated += k->truncated;
 		c.incomplete += k->incomplete;
 		c.unknown_frames += k->unknown_frames;
 		c.frames += k->frames;
-		sum_module_stats(&r.workers[i], &ms);
+		sum_module_stats(&ctx[i], &ms);
 	}
-	warn_bad_modules(r.workers, nw);
+	warn_bad_modules(ctx, nctx);
 	fprintf(stderr,
 		PROG ": %" PRIu64 " samples, %" PRIu64 " fully unwound, %" PRIu64 " truncated, %" PRIu64
 		" stopped early, %" PRIu64 " unknown frames of %" PRIu64 ", %" PRIu64 " build-id mismatches, %"
@@ -948,14 +941,14 @@ static int cmd_stacks(const struct options *o)
 	}
 	rc = rrc > 0 || ms.build_id_mismatch || ms.not_found ? EXIT_PARTIAL : EXIT_OK;
 out:
-	for (unsigned i = 0; r.workers && i < nw; i++)
-		worker_fini(&r.workers[i]);
+	for (unsigned i = 0; ctx && i < nctx; i++)
+		worker_fini(&ctx[i]);
 	for (unsigned i = 0; r.slots && i < r.n_slots; i++) {
-		free(r.slots[i].words);
+		free(r.slots[i].frames);
 		free(r.slots[i].out.buf);
 	}
 	free(r.direct.buf);
-	free(r.workers);
+	free(ctx);
 	free(r.slots);
 	free(r.threads);
 	free(args);
