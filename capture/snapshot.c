@@ -138,12 +138,15 @@ static int phdr_cb(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
-/* Executable mappings without a file (JIT code), from /proc/self/maps. */
-static void add_anon_exec(struct build_ctx *c)
+/* Call FN for every executable mapping without a file (JIT code) in
+ * /proc/self/maps; stops when FN returns nonzero.  Also gives a
+ * fingerprint of the set, to notice JIT code mapped later. */
+static uint64_t scan_anon_exec(int (*fn)(unsigned long lo, unsigned long hi, void *arg), void *arg)
 {
+	uint64_t h = 1469598103934665603ull;
 	FILE *f = fopen("/proc/self/maps", "re");
 	if (!f)
-		return;
+		return 0;
 	char line[PATH_MAX + 128];
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long lo, hi;
@@ -158,23 +161,40 @@ static void add_anon_exec(struct build_ctx *c)
 		 * by dl_iterate_phdr or hold no user code to sample. */
 		if (path_at && *path && *path != '\n')
 			continue;
-		if (grow(c) != 0) {
-			c->oom = 1;
+		h = (h ^ lo) * 1099511628211ull;
+		h = (h ^ hi) * 1099511628211ull;
+		if (fn && fn(lo, hi, arg))
 			break;
-		}
-		struct snapshot_module *m = &c->s->modules[c->s->count];
-		memset(m, 0, sizeof(*m));
-		m->start = lo;
-		m->end = hi;
-		m->flags = CTF_MAP_ANON;
-		m->path = strdup("[anon:exec]");
-		if (!m->path) {
-			c->oom = 1;
-			break;
-		}
-		c->s->count++;
 	}
 	fclose(f);
+	return h;
+}
+
+static int add_one_anon(unsigned long lo, unsigned long hi, void *arg)
+{
+	struct build_ctx *c = arg;
+	if (grow(c) != 0) {
+		c->oom = 1;
+		return 1;
+	}
+	struct snapshot_module *m = &c->s->modules[c->s->count];
+	memset(m, 0, sizeof(*m));
+	m->start = lo;
+	m->end = hi;
+	m->flags = CTF_MAP_ANON;
+	m->path = strdup("[anon:exec]");
+	if (!m->path) {
+		c->oom = 1;
+		return 1;
+	}
+	c->s->count++;
+	return 0;
+}
+
+/* Executable mappings without a file (JIT code), from /proc/self/maps. */
+static void add_anon_exec(struct build_ctx *c)
+{
+	c->s->anon_hash = scan_anon_exec(add_one_anon, c);
 }
 
 static int cmp_module(const void *a, const void *b)
@@ -248,7 +268,16 @@ int snapshot_stale(const struct snapshot *s)
 {
 	unsigned long long v[2] = { 0, 0 };
 	dl_iterate_phdr(count_cb, v);
-	return !s || v[0] != s->adds || v[1] != s->subs;
+	if (!s || v[0] != s->adds || v[1] != s->subs)
+		return 1;
+	/* JIT code mapped or unmapped since: no counter tells, so the maps
+	 * file is read again, at most once a second (writer thread only). */
+	static uint64_t last_scan_ns;
+	uint64_t const now = capture_now_ns();
+	if (now - last_scan_ns < 1000000000u)
+		return 0;
+	last_scan_ns = now;
+	return scan_anon_exec(NULL, NULL) != s->anon_hash;
 }
 
 /* ---- publication -------------------------------------------------------- */

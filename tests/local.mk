@@ -112,6 +112,8 @@ TESTS += tests/testdata.sh
 dist_check_SCRIPTS += tests/testdata.sh
 
 # Integration: stackcap record on the testdata programs.
+check_PROGRAMS += tests/jit-burn
+tests_jit_burn_SOURCES = tests/jit-burn.c
 check_PROGRAMS += tests/thread-churn
 tests_thread_churn_SOURCES = tests/thread-churn.c
 tests_thread_churn_LDADD = -lpthread

@@ -192,6 +192,25 @@ check "fork: the child's samples all come from its own stream files ($conly of $
 	[ "$conly" = "$call" -a "$(wc -l <"$work/fork-child.txt")" = "$call" -a "$call" -gt 0 ]
 check "fork: no drops" grep -q ' 0 drops' "$work/fork.err"
 
+# 5b. JIT code: an anonymous executable page mapped after start-up gets
+# into a later maps generation, and samples in it are classified there.
+"$STACKCAP" record -o "$work/jit.trace" -- "$B/tests/jit-burn" 1.5 >"$work/jit.addr" 2>"$work/jit.err"
+jit=$(cat "$work/jit.addr")
+babeltrace2 "$work/jit.trace" >"$work/jit.txt" 2>/dev/null
+check "JIT page mapped after start ($jit): a maps generation lists it as anonymous code (flags 1)" \
+	sh -c "grep ' maps: ' '$work/jit.txt' | grep -q 'start = $((0x$jit)), end = $((0x$jit + 4096)), offset = 0, bias = 0, flags = 1'"
+ngen=$(grep -c ' maps: ' "$work/jit.txt")
+check "JIT: the page came with a new generation ($ngen >= 2)" [ "$ngen" -ge 2 ]
+if [ -x "$B/cli/stackunwind" ]; then
+	"$B/cli/stackunwind" stacks -j 1 "$work/jit.trace" >"$work/jit.stacks" 2>/dev/null
+	tot=$(grep -c '^jit-burn' "$work/jit.stacks")
+	injit=$(awk '/^jit-burn/ { getline; if ($3 == "([anon:exec])") n++ } END { print n + 0 }' "$work/jit.stacks")
+	check "JIT: >= 40% of samples have their leaf in the JIT page ($injit of $tot)" \
+		awk -v a="$injit" -v t="$tot" 'BEGIN { exit !(t >= 500 && a * 100 >= t * 40) }'
+else
+	not_ok "JIT: cli/stackunwind not built"
+fi
+
 # 6. --zstd: compressed stream files
 record zstd --zstd -- "$TD/tdata-single" 0.5
 check "--zstd: exit 0, .zst stream files written" sh -c "[ \"\$(cat '$work/zstd.rc')\" = 0 ] && ls '$work/zstd.trace' | grep -q 'samples-.*\.zst$'"
