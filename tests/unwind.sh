@@ -86,6 +86,7 @@ check "recursion past the stack cap: every sample ends with a [truncated] frame 
 check "recursion past the stack cap: exit 0 (the cap is a setting, not an error)" [ "$(rc recurse-capped)" = 0 ]
 chain_test nofp tdata-nofp
 chain_test sigalt tdata-sigalt
+chain_test inline tdata-inline
 
 # Header and frame format, summary line.
 check "stacks: sample header 'comm pid/tid sec.nsec:'" \
@@ -96,7 +97,7 @@ check "stacks: summary on stderr (samples, fully unwound, truncated, unknown fra
 	grep -q -E '^stackunwind: [0-9]+ samples, [0-9]+ fully unwound, [0-9]+ truncated, .* unknown frames .* build-id mismatches' "$work/single.err"
 
 # The two unwinders agree frame for frame on every trace.
-for t in single threads dlopen recurse recurse-capped nofp sigalt; do
+for t in single threads dlopen recurse recurse-capped nofp sigalt inline; do
 	stacks_of "$t-dwfl" "$t" -j 1 --unwinder dwfl
 	check "$t: dwfl and fast unwinders give identical output" cmp -s "$work/$t.out" "$work/$t-dwfl.out"
 done
