@@ -38,10 +38,13 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: " PROG " stacks [OPTIONS] TRACE\n"
+		"       " PROG " folded [OPTIONS] TRACE\n"
 		"       " PROG " stats  [OPTIONS] TRACE\n"
 		"\n"
 		"  stacks: every sample as a header (comm pid/tid time) and one frame per line\n"
 		"          (address, symbol+offset, module, file:line), like perf script\n"
+		"  folded: one line per distinct stack, 'comm;outermost;...;leaf COUNT', sorted:\n"
+		"          the input of flamegraph.pl and speedscope\n"
 		"  stats:  samples, bytes on disk and per sample, bytes the codec saved, drops,\n"
 		"          and fidelity when the trace carries full stack copies\n"
 		"\n"
@@ -89,6 +92,7 @@ struct options {
 	size_t n_debug_dirs;
 	struct su_debuginfo_opts di;
 	size_t max_frames;
+	int folded;              /* `folded`: aggregate stacks instead of listing samples */
 };
 
 static uint64_t parse_u64(const char *s, const char *what)
@@ -165,10 +169,11 @@ static void parse_options(int argc, char **argv, struct options *o)
 		exit(EXIT_OK);
 	}
 	if (argc < 2)
-		die_usage("missing command (stacks or stats)");
+		die_usage("missing command (stacks, folded or stats)");
 	o->command = argv[1];
-	if (strcmp(o->command, "stacks") && strcmp(o->command, "stats"))
-		die_usage("unknown command '%s' (stacks or stats)", o->command);
+	if (strcmp(o->command, "stacks") && strcmp(o->command, "folded") && strcmp(o->command, "stats"))
+		die_usage("unknown command '%s' (stacks, folded or stats)", o->command);
+	o->folded = !strcmp(o->command, "folded");
 	argc--;
 	argv++;
 	int c;
@@ -525,22 +530,32 @@ static int frame_text_build(struct frame_text *ft, struct su_module *m, uint64_t
 	return 0;
 }
 
-/* One frame's lines: inlined frames first, like perf's "(inlined)". */
-static void format_frame(struct worker *w, const struct su_maps *maps, const struct su_frame *f,
-			 struct text *out)
+/* The maps entry (*E) and module of frame F, or NULL. */
+static struct su_module *frame_module(struct worker *w, const struct su_maps *maps, const struct su_frame *f,
+				      const struct su_map_entry **e_out)
 {
 	const struct su_map_entry *e = f->map >= 0 && maps && (uint64_t)f->map < maps->count
 		? &maps->entries[f->map] : NULL;
 	struct su_module *m = NULL;
-	if (e) {
-		size_t const slot = ((uintptr_t)e >> 4) % 512;
-		if (w->emod[slot].e == e) {
-			m = w->emod[slot].m;
-		} else if ((m = su_modcache_get(w->modules, e)) != NULL) {
-			w->emod[slot].e = e;
-			w->emod[slot].m = m;
-		}
+	*e_out = e;
+	if (!e)
+		return NULL;
+	size_t const slot = ((uintptr_t)e >> 4) % 512;
+	if (w->emod[slot].e == e)
+		return w->emod[slot].m;
+	if ((m = su_modcache_get(w->modules, e)) != NULL) {
+		w->emod[slot].e = e;
+		w->emod[slot].m = m;
 	}
+	return m;
+}
+
+/* One frame's lines: inlined frames first, like perf's "(inlined)". */
+static void format_frame(struct worker *w, const struct su_maps *maps, const struct su_frame *f,
+			 struct text *out)
+{
+	const struct su_map_entry *e;
+	struct su_module *m = frame_module(w, maps, f, &e);
 	if (!m) {
 		w->counts.unknown_frames++;
 		text_pc(out, f->pc);
@@ -632,6 +647,56 @@ static void format_sample(struct worker *w, const struct unwound *u, const struc
 	text_put(out, "\n", 1);
 }
 
+/* A function name for folded stacks: ';' separates frames there. */
+static void text_folded_name(struct text *out, const char *name)
+{
+	for (const char *p = name; *p; p++)
+		text_put(out, *p == ';' ? ":" : p, 1);
+}
+
+/* One line "comm;[end;]outermost;...;leaf\n": every frame by function
+ * name, inlined functions as frames of their own, module+offset where
+ * nothing is known; a stack that did not reach its outermost frame is
+ * rooted under "[truncated]" (or why it stopped), so it groups apart. */
+static void format_folded(struct worker *w, const struct unwound *u, const struct su_frame *frames,
+			  struct text *out)
+{
+	text_folded_name(out, u->process && u->process->comm[0] ? u->process->comm : "[unknown]");
+	if (u->end != SU_END_OUTERMOST) {
+		text_puts(out, ";[");
+		text_puts(out, su_unwind_end_name((enum su_unwind_end)u->end));
+		text_put(out, "]", 1);
+	}
+	for (size_t i = u->nframes; i-- > 0;) {
+		const struct su_frame *f = &frames[i];
+		const struct su_map_entry *e;
+		struct su_module *m = frame_module(w, u->maps, f, &e);
+		text_put(out, ";", 1);
+		if (!m) {
+			w->counts.unknown_frames++;
+			text_puts(out, "[unknown]");
+			continue;
+		}
+		uint64_t const elf_addr = f->pc - e->bias;
+		struct su_symframe sf[MAX_SYMFRAMES];
+		size_t n = m->status == SU_MODULE_OK
+			? su_symbolize(m, elf_addr - (f->activation ? 0 : 1), sf, MAX_SYMFRAMES) : 0;
+		if (n == 0 || !sf[n - 1].function) {
+			w->counts.unknown_frames++;
+			const char *name = e->path[0] ? e->path : "[anon]";
+			text_folded_name(out, base_name(name));
+			text_printf(out, "+0x%" PRIx64, elf_addr);
+			continue;
+		}
+		for (size_t k = n; k-- > 0;) {
+			text_folded_name(out, sf[k].function ? sf[k].function : "[unknown]");
+			if (k)
+				text_put(out, ";", 1);
+		}
+	}
+	text_put(out, "\n", 1);
+}
+
 static void unwound_of(struct unwound *u, const struct su_sample *s, size_t n, enum su_unwind_end end)
 {
 	*u = (struct unwound){ .process = s->process, .maps = s->maps, .pid = s->pid, .tid = s->tid,
@@ -674,6 +739,84 @@ static int batch_add(struct batch *b, const struct su_sample *s, const struct su
 	return 0;
 }
 
+/* ---- folded stacks: distinct stack -> count ------------------------------------ */
+
+struct fold_entry {
+	char *key;               /* the line without its '\n'; NULL: empty slot */
+	uint64_t hash, count;
+};
+
+struct folded {
+	struct fold_entry *tab;  /* open addressing, power of two */
+	size_t n, cap;
+	int oom;
+};
+
+static uint64_t fold_hash(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+	return h;
+}
+
+static void fold_add(struct folded *f, const char *s, size_t n)
+{
+	if ((f->n + 1) * 2 > f->cap) {
+		size_t ncap = f->cap ? 2 * f->cap : 1024;
+		struct fold_entry *nt = calloc(ncap, sizeof(*nt));
+		if (!nt) {
+			f->oom = 1;
+			return;
+		}
+		for (size_t i = 0; i < f->cap; i++)
+			if (f->tab[i].key) {
+				size_t h = f->tab[i].hash & (ncap - 1);
+				while (nt[h].key)
+					h = (h + 1) & (ncap - 1);
+				nt[h] = f->tab[i];
+			}
+		free(f->tab);
+		f->tab = nt;
+		f->cap = ncap;
+	}
+	uint64_t const hash = fold_hash(s, n);
+	size_t h = hash & (f->cap - 1);
+	for (; f->tab[h].key; h = (h + 1) & (f->cap - 1))
+		if (f->tab[h].hash == hash && !strncmp(f->tab[h].key, s, n) && !f->tab[h].key[n]) {
+			f->tab[h].count++;
+			return;
+		}
+	char *k = strndup(s, n);
+	if (!k) {
+		f->oom = 1;
+		return;
+	}
+	f->tab[h] = (struct fold_entry){ k, hash, 1 };
+	f->n++;
+}
+
+static int fold_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct fold_entry *)a)->key, ((const struct fold_entry *)b)->key);
+}
+
+/* Sorted by stack, so the output is the same whatever the order of samples. */
+static void fold_print(struct folded *f, FILE *out)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < f->cap; i++)
+		if (f->tab[i].key)
+			f->tab[n++] = f->tab[i];
+	qsort(f->tab, n, sizeof(*f->tab), fold_cmp);
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "%s %" PRIu64 "\n", f->tab[i].key, f->tab[i].count);
+	for (size_t i = 0; i < n; i++)
+		free(f->tab[i].key);
+	free(f->tab);
+	memset(f, 0, sizeof(*f));
+}
+
 struct run {
 	const struct options *o;
 	struct worker *workers;
@@ -688,6 +831,7 @@ struct run {
 	int oom;
 	FILE *out;
 	struct text direct;      /* -j 1: samples go straight here, no copy */
+	struct folded *fold;     /* `folded`: the counts, in the main thread */
 	struct worker *reader;   /* the reader thread's context: it unwinds (-j 1: everything) */
 };
 
@@ -695,7 +839,8 @@ static void batch_work(struct worker *w, struct batch *b)
 {
 	b->out.len = 0;
 	for (size_t i = 0; i < b->n; i++)
-		format_sample(w, &b->samples[i], b->frames + b->samples[i].frame_off, &b->out);
+		(w->o->folded ? format_folded : format_sample)(w, &b->samples[i],
+							       b->frames + b->samples[i].frame_off, &b->out);
 }
 
 struct worker_arg {
@@ -731,6 +876,22 @@ static void *worker_thread(void *arg)
 }
 
 /* Write finished batches in sequence order.  Lock held. */
+/* Text of finished samples: to the output, or into the folded counts. */
+static void emit(struct run *r, const char *buf, size_t len)
+{
+	if (!r->fold) {
+		fwrite(buf, 1, len, r->out);
+		return;
+	}
+	while (len) {
+		const char *nl = memchr(buf, '\n', len);
+		size_t const n = nl ? (size_t)(nl - buf) : len;
+		fold_add(r->fold, buf, n);
+		len -= n + (nl != NULL);
+		buf += n + (nl != NULL);
+	}
+}
+
 static void write_done(struct run *r)
 {
 	for (;;) {
@@ -739,7 +900,7 @@ static void write_done(struct run *r)
 			return;
 		if (b->out.oom)
 			r->oom = 1;
-		fwrite(b->out.buf, 1, b->out.len, r->out);
+		emit(r, b->out.buf, b->out.len);
 		b->state = 0;
 		b->n = 0;
 		b->used = 0;
@@ -772,7 +933,7 @@ static void submit(struct run *r, struct batch *b)
 		batch_work(r->reader, b);
 		if (b->out.oom)
 			r->oom = 1;
-		fwrite(b->out.buf, 1, b->out.len, r->out);
+		emit(r, b->out.buf, b->out.len);
 		b->n = 0;
 		b->used = 0;
 		r->next_write++;
@@ -794,11 +955,11 @@ static int on_sample(void *arg, const struct su_sample *s)
 		/* The same formatting as a worker's, right here. */
 		struct unwound u;
 		unwound_of(&u, s, n, end);
-		format_sample(r->reader, &u, r->reader->frames, &r->direct);
+		(r->o->folded ? format_folded : format_sample)(r->reader, &u, r->reader->frames, &r->direct);
 		if (r->direct.oom)
 			return -ENOMEM;
 		if (r->direct.len >= 1u << 16) {
-			fwrite(r->direct.buf, 1, r->direct.len, r->out);
+			emit(r, r->direct.buf, r->direct.len);
 			r->direct.len = 0;
 		}
 		return 0;
@@ -815,7 +976,7 @@ static int on_end(void *arg)
 {
 	struct run *r = arg;
 	if (r->o->jobs == 1) {
-		fwrite(r->direct.buf, 1, r->direct.len, r->out);
+		emit(r, r->direct.buf, r->direct.len);
 		r->direct.len = 0;
 		return r->direct.oom ? -ENOMEM : 0;
 	}
@@ -854,7 +1015,8 @@ static void sum_module_stats(struct worker *w, struct su_modcache_stats *total)
 
 static int cmd_stacks(const struct options *o)
 {
-	struct run r = { .o = o, .out = stdout };
+	struct folded fold = { 0 };
+	struct run r = { .o = o, .out = stdout, .fold = o->folded ? &fold : NULL };
 	/* -j N: the reader thread parses, decodes and unwinds; N - 1 workers
 	 * symbolize and format.  -j 1 does it all in the reader thread.
 	 * ctx[0] is the reader's context, ctx[1..] the workers'. */
@@ -906,11 +1068,18 @@ static int cmd_stacks(const struct options *o)
 			pthread_join(r.threads[i], NULL);
 		r.n_workers = 0;
 	}
-	fflush(stdout);
 	if (rrc < 0) {
+		fflush(stdout);
 		fprintf(stderr, PROG ": %s\n", err[0] ? err : strerror(-rrc));
 		goto out;
 	}
+	if (fold.oom) {
+		fprintf(stderr, PROG ": out of memory\n");
+		goto out;
+	}
+	if (r.fold)
+		fold_print(&fold, stdout);
+	fflush(stdout);
 	struct counts c = { 0 };
 	struct su_modcache_stats ms = { 0 };
 	for (unsigned i = 0; i < nctx; i++) {
@@ -948,6 +1117,9 @@ out:
 		free(r.slots[i].out.buf);
 	}
 	free(r.direct.buf);
+	for (size_t i = 0; i < fold.cap; i++)
+		free(fold.tab[i].key);
+	free(fold.tab);
 	free(ctx);
 	free(r.slots);
 	free(r.threads);
@@ -1033,7 +1205,7 @@ int main(int argc, char **argv)
 {
 	struct options o;
 	parse_options(argc, argv, &o);
-	int rc = !strcmp(o.command, "stacks") ? cmd_stacks(&o) : cmd_stats(&o);
+	int rc = !strcmp(o.command, "stats") ? cmd_stats(&o) : cmd_stacks(&o);
 	free(o.debug_dirs);
 	return rc;
 }

@@ -112,6 +112,20 @@ done
 stacks_of threads-j2 threads -j 2
 check "-j 2 output identical to -j 1" cmp -s "$work/threads.out" "$work/threads-j2.out"
 
+# folded: one line per distinct stack (flamegraph.pl's input), counts add up.
+"$SU" folded -j 1 "$work/single.trace" >"$work/single.folded" 2>/dev/null
+nsamp=$(grep -c '^tdata-single' "$work/single.out")
+sum=$(awk '{ s += $NF } END { print s + 0 }' "$work/single.folded")
+check "folded: the counts add up to the samples ($sum of $nsamp)" [ "$sum" = "$nsamp" ]
+want="tdata-single;.*;$("$TD/tdata-single" --chain | awk '{ a[NR] = $0 } END { for (i = NR; i >= 1; i--) printf "%s%s", a[i], (i > 1 ? ";" : "") }') "
+top=$(sort -t ' ' -k 2 -n -r "$work/single.folded" | head -n 1)
+check "folded: the heaviest stack is the known chain, outermost first" sh -c "echo '$top' | grep -q -E '^$want[0-9]+\$'"
+check "folded: every line is 'frames COUNT', sorted by stack" \
+	sh -c "! grep -v -E '^[^ ].* [0-9]+\$' '$work/single.folded' && LC_ALL=C sort -c '$work/single.folded'"
+"$SU" folded -j 1 "$work/threads.trace" >"$work/threads.folded1" 2>/dev/null
+"$SU" folded -j 2 "$work/threads.trace" >"$work/threads.folded2" 2>/dev/null
+check "folded: -j 2 identical to -j 1" cmp -s "$work/threads.folded1" "$work/threads.folded2"
+
 # Filters.
 tid=$(sed -n 's/^tdata-threads [0-9]*\/\([0-9]*\) .*/\1/p' "$work/threads.out" | sort | uniq -c | sort -n | tail -n 1 | awk '{print $2}')
 stacks_of threads-tid threads -j 1 --tid "$tid"
