@@ -61,6 +61,10 @@ static void usage(FILE *f)
 		"      --symfs DIR          recorded paths are under DIR\n"
 		"      --no-debuginfod      never ask debuginfod servers\n"
 		"      --max-frames N       frames per sample (default %d)\n"
+		"  folded only:\n"
+		"      --per-process        root each stack at 'comm-PID' (default: comm)\n"
+		"      --per-thread         root each stack at 'comm-PID/TID'\n"
+		"      --no-inline          leave out inlined functions\n"
 		"\n"
 		"exit status: 0 all read; 1 error; 2 usage; 3 read in part (warnings say what\n"
 		"was skipped, the rest is printed)\n",
@@ -93,6 +97,8 @@ struct options {
 	struct su_debuginfo_opts di;
 	size_t max_frames;
 	int folded;              /* `folded`: aggregate stacks instead of listing samples */
+	int roots;               /* folded root: 0 comm, 1 comm-pid, 2 comm-pid/tid */
+	int no_inline;           /* folded: real functions only */
 };
 
 static uint64_t parse_u64(const char *s, const char *what)
@@ -140,7 +146,7 @@ static unsigned cores(void)
 
 static void parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_TIME = 256, OPT_UNWINDER, OPT_READER, OPT_DEBUG_DIR, OPT_SYMFS, OPT_NO_DEBUGINFOD, OPT_MAX_FRAMES };
+	enum { OPT_PER_PROCESS = 200, OPT_PER_THREAD, OPT_NO_INLINE, OPT_TIME = 256, OPT_UNWINDER, OPT_READER, OPT_DEBUG_DIR, OPT_SYMFS, OPT_NO_DEBUGINFOD, OPT_MAX_FRAMES };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "tid", required_argument, NULL, 't' },
@@ -148,6 +154,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "unwinder", required_argument, NULL, OPT_UNWINDER },
 		{ "reader", required_argument, NULL, OPT_READER },
+		{ "per-process", no_argument, NULL, OPT_PER_PROCESS },
+		{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
+		{ "no-inline", no_argument, NULL, OPT_NO_INLINE },
 		{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
 		{ "symfs", required_argument, NULL, OPT_SYMFS },
 		{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
@@ -208,6 +217,15 @@ static void parse_options(int argc, char **argv, struct options *o)
 			else
 				die_usage("--unwinder: fast or dwfl, not '%s'", optarg);
 			break;
+		case OPT_PER_PROCESS:
+			o->roots = o->roots > 1 ? o->roots : 1;
+			break;
+		case OPT_PER_THREAD:
+			o->roots = 2;
+			break;
+		case OPT_NO_INLINE:
+			o->no_inline = 1;
+			break;
 		case OPT_READER:
 			if (!strcmp(optarg, "native"))
 				o->filter.source = SU_READER_NATIVE;
@@ -240,6 +258,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 	}
 	if (optind != argc - 1)
 		die_usage(optind >= argc ? "missing TRACE directory" : "one TRACE directory only");
+	if (!o->folded && (o->roots || o->no_inline))
+		die_usage("--per-process, --per-thread and --no-inline go with folded only");
 	o->trace = argv[optind];
 	o->di.debug_dirs = o->n_debug_dirs ? o->debug_dirs : NULL;
 }
@@ -662,6 +682,14 @@ static void format_folded(struct worker *w, const struct unwound *u, const struc
 			  struct text *out)
 {
 	text_folded_name(out, u->process && u->process->comm[0] ? u->process->comm : "[unknown]");
+	if (w->o->roots >= 1) {
+		text_put(out, "-", 1);
+		text_u64(out, u->pid, 1);
+	}
+	if (w->o->roots >= 2) {
+		text_put(out, "/", 1);
+		text_u64(out, u->tid, 1);
+	}
 	if (u->end != SU_END_OUTERMOST) {
 		text_puts(out, ";[");
 		text_puts(out, su_unwind_end_name((enum su_unwind_end)u->end));
@@ -688,9 +716,11 @@ static void format_folded(struct worker *w, const struct unwound *u, const struc
 			text_printf(out, "+0x%" PRIx64, elf_addr);
 			continue;
 		}
-		for (size_t k = n; k-- > 0;) {
+		/* Outermost (the real function) first; --no-inline keeps only it. */
+		size_t const last = w->o->no_inline ? n - 1 : 0;
+		for (size_t k = n; k-- > last;) {
 			text_folded_name(out, sf[k].function ? sf[k].function : "[unknown]");
-			if (k)
+			if (k > last)
 				text_put(out, ";", 1);
 		}
 	}

@@ -126,6 +126,15 @@ check "folded: every line is 'frames COUNT', sorted by stack" \
 "$SU" folded -j 2 "$work/threads.trace" >"$work/threads.folded2" 2>/dev/null
 check "folded: -j 2 identical to -j 1" cmp -s "$work/threads.folded1" "$work/threads.folded2"
 
+"$SU" folded -j 1 --per-thread --no-inline "$work/inline.trace" >"$work/inline.folded" 2>/dev/null
+top=$(sort -t ' ' -k 2 -n -r "$work/inline.folded" | head -n 1)
+check "folded --per-thread --no-inline: root 'comm-pid/tid', inlined functions left out ($top)" \
+	sh -c "echo '$top' | grep -q -E '^tdata-inline-[0-9]+/[0-9]+;.*;main;inline_outer;inline_hot [0-9]+\$'"
+"$SU" folded -j 1 "$work/inline.trace" >"$work/inline.folded2" 2>/dev/null
+check "folded: inlined functions are frames of their own by default" grep -q ';inline_hot;inl_middle;inl_leaf [0-9]*$' "$work/inline.folded2"
+"$SU" stacks --no-inline "$work/inline.trace" >/dev/null 2>&1
+check "--no-inline outside folded: usage error" [ $? = 2 ]
+
 # Filters.
 tid=$(sed -n 's/^tdata-threads [0-9]*\/\([0-9]*\) .*/\1/p' "$work/threads.out" | sort | uniq -c | sort -n | tail -n 1 | awk '{print $2}')
 stacks_of threads-tid threads -j 1 --tid "$tid"
