@@ -271,10 +271,10 @@ int snapshot_stale(const struct snapshot *s)
 	if (!s || v[0] != s->adds || v[1] != s->subs)
 		return 1;
 	/* JIT code mapped or unmapped since: no counter tells, so the maps
-	 * file is read again, at most once a second (writer thread only). */
+	 * file is read again, at most 4 times a second (writer thread only). */
 	static uint64_t last_scan_ns;
 	uint64_t const now = capture_now_ns();
-	if (now - last_scan_ns < 1000000000u)
+	if (now - last_scan_ns < 250000000u)
 		return 0;
 	last_scan_ns = now;
 	return scan_anon_exec(NULL, NULL) != s->anon_hash;
