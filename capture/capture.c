@@ -97,6 +97,9 @@ static int capture_regs(struct thread_state *t, const uint64_t *regs)
 		/* Fidelity recordings keep everything here; the writer filters. */
 		.policy = stackcap_g.cfg.full_copy ? STACKCAP_POLICY_ALL : stackcap_g.cfg.policy,
 		.encoding = STACKCAP_WORDS_RELATIVE,
+		/* Pointers into the interrupted stack (saved rbp...) matter too. */
+		.also_lo = seg_nwords ? seg_sp : 0,
+		.also_hi = seg_nwords ? seg_sp + 8 * seg_nwords : 0,
 	};
 	size_t const len = stackcap_codec_encode((uint8_t *)(rec + 1), need - sizeof(*rec), &in);
 	size_t seg_len = 0;

@@ -149,11 +149,12 @@ fail:
 /* Zero the words of IMG that POLICY does not keep (the encoder's own test
  * over the copied range), as the signal handler would have. */
 static void filter_image(struct stackcap_image *img, const struct stackcap_code_ranges *ranges,
-			 enum stackcap_policy policy)
+			 enum stackcap_policy policy, uint64_t also_lo, uint64_t also_hi)
 {
 	uint64_t const hi = img->sp + 8 * img->nwords;
 	for (uint64_t i = 0; i < img->nwords; i++)
-		if (!stackcap_codec_classify(img->words[i], ranges, img->sp, hi, policy)) {
+		if (!stackcap_codec_classify(img->words[i], ranges, img->sp, hi, policy) &&
+		    !(policy != STACKCAP_POLICY_F1 && img->words[i] - also_lo < also_hi - also_lo)) {
 			img->words[i] = 0;
 			if (img->kept)
 				img->kept[i >> 3] &= (uint8_t)~(1u << (i & 7));
@@ -173,7 +174,16 @@ static void write_record(struct wthread *w, pid_t tid, const struct ring_rec *re
 		W.decode_errors++;
 		return;
 	}
+	uint64_t also_lo = 0, also_hi = 0;
 	if (rec->seg_len) {
+		/* Its range: the sample keeps the pointers into it (encoder's
+		 * also_lo/also_hi), so the re-encoding below must too. */
+		struct stackcap_codec_header sh;
+		if (!stackcap_codec_is_error(stackcap_codec_peek((const uint8_t *)(rec + 1) + len, rec->seg_len, &sh)) &&
+		    !sh.sp_is_delta && sh.nwords <= (UINT64_MAX - sh.sp_or_delta) / 8) {
+			also_lo = sh.sp_or_delta;
+			also_hi = sh.sp_or_delta + 8 * sh.nwords;
+		}
 		/* The interrupted stack of an alternate-stack handler: its own
 		 * self-contained blob, just before the sample. */
 		int const src = ctf_stream_sample_segment(w->stream, rec->ts, (uint32_t)tid, rec->generation,
@@ -193,13 +203,14 @@ static void write_record(struct wthread *w, pid_t tid, const struct ring_rec *re
 			note_error(frc);
 			return;
 		}
-		filter_image(&w->cur, ranges, stackcap_g.cfg.policy);
+		filter_image(&w->cur, ranges, stackcap_g.cfg.policy, also_lo, also_hi);
 	}
 	uint64_t const k = w->have_prev ? stackcap_image_common_top(&w->cur, &w->prev) : 0;
 	struct stackcap_codec_input in = {
 		.words = w->cur.words, .nwords = w->cur.nwords, .sp = w->cur.sp, .regs = w->cur.regs,
 		.ranges = ranges, .policy = w->cur.policy, .encoding = STACKCAP_WORDS_RELATIVE,
 		.elide_top = k, .ref_sp = w->prev.sp, .has_ref = w->have_prev,
+		.also_lo = also_lo, .also_hi = also_hi,
 	};
 	size_t const need = STACKCAP_CODEC_BOUND(w->cur.nwords);
 	if (need > W.blob_cap) {

@@ -149,6 +149,42 @@ static const uint16_t filter_all[STACKCAP_FILTER_SIZE] = {
 	[0 ... STACKCAP_FILTER_SIZE - 1] = STACKCAP_FILTER_MANY
 };
 
+/* Kept by F2 (and ALL) for lying in the second stack range. */
+static inline int in_also(uint64_t w, uint64_t also_lo, uint64_t also_len, enum stackcap_policy policy)
+{
+	return policy != STACKCAP_POLICY_F1 && (w - also_lo) < also_len;
+}
+
+/* The stack words below the elided top.  Inlined twice: with no second
+ * range (ALSO_LEN 0) the extra test folds away from the hot loop. */
+static inline __attribute__((always_inline)) void
+encode_words(struct enc *e, const struct stackcap_codec_input *in, const struct stackcap_code_ranges *ranges,
+	     const uint16_t *filter, uint64_t stack_hi, int relative, uint64_t also_lo, uint64_t also_len)
+{
+	uint64_t const sp = in->sp;
+	uint64_t const stack_len = stack_hi - sp;
+	uint64_t const n = in->nwords - in->elide_top;
+	const uint64_t *const words = in->words;
+	uint64_t run = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t const w = words[i];
+		int64_t idx;
+		if (likely(!(candidate(w, filter, sp, stack_len) | ((w - also_lo) < also_len))) ||
+		    !(stackcap_codec_classify_idx(w, ranges, sp, stack_hi, in->policy, &idx) ||
+		      in_also(w, also_lo, also_len, in->policy))) {
+			run++;
+			continue;
+		}
+		if (run) {
+			put_zero_run(e, run);
+			run = 0;
+		}
+		put_token_word(e, w, sp + 8 * i, idx, ranges, relative);
+	}
+	if (run)
+		put_zero_run(e, run);
+}
+
 size_t stackcap_codec_encode(uint8_t *dst, size_t dst_capacity,
 			     const struct stackcap_codec_input *in)
 {
@@ -164,6 +200,9 @@ size_t stackcap_codec_encode(uint8_t *dst, size_t dst_capacity,
 		return STACKCAP_CODEC_ERROR(BAD_INPUT);
 	if (in->nwords > (UINT64_MAX - in->sp) / 8)
 		return STACKCAP_CODEC_ERROR(SIZE_OVERFLOW);
+	if (in->also_hi < in->also_lo)
+		return STACKCAP_CODEC_ERROR(BAD_INPUT);
+	uint64_t const also_len = in->also_hi - in->also_lo;
 
 	uint64_t const sp = in->sp;
 	uint64_t const stack_hi = sp + 8 * in->nwords;
@@ -198,7 +237,8 @@ size_t stackcap_codec_encode(uint8_t *dst, size_t dst_capacity,
 			if (r == STACKCAP_REG_RSP)
 				continue;
 			uint64_t const v = in->regs[r];
-			int keep = stackcap_codec_classify_idx(v, ranges, sp, stack_hi, in->policy, &reg_idx[r]);
+			int keep = stackcap_codec_classify_idx(v, ranges, sp, stack_hi, in->policy, &reg_idx[r]) ||
+				   in_also(v, in->also_lo, also_len, in->policy);
 			if (r == STACKCAP_REG_RIP && v != 0)
 				keep = 1; /* always kept, even outside known code */
 			if (keep)
@@ -214,26 +254,10 @@ size_t stackcap_codec_encode(uint8_t *dst, size_t dst_capacity,
 	 * candidate; only candidates are classified exactly. */
 	const uint16_t *const filter = in->policy == STACKCAP_POLICY_ALL ? filter_all
 				      : ranges ? ranges->filter : filter_none;
-	uint64_t const stack_len = stack_hi - sp;
-	uint64_t const n = in->nwords - in->elide_top;
-	const uint64_t *const words = in->words;
-	uint64_t run = 0;
-	for (uint64_t i = 0; i < n; i++) {
-		uint64_t const w = words[i];
-		int64_t idx;
-		if (likely(!candidate(w, filter, sp, stack_len)) ||
-		    !stackcap_codec_classify_idx(w, ranges, sp, stack_hi, in->policy, &idx)) {
-			run++;
-			continue;
-		}
-		if (run) {
-			put_zero_run(&e, run);
-			run = 0;
-		}
-		put_token_word(&e, w, sp + 8 * i, idx, ranges, relative);
-	}
-	if (run)
-		put_zero_run(&e, run);
+	if (also_len)
+		encode_words(&e, in, ranges, filter, stack_hi, relative, in->also_lo, also_len);
+	else
+		encode_words(&e, in, ranges, filter, stack_hi, relative, 0, 0);
 
 	if (e.overflow)
 		return STACKCAP_CODEC_ERROR(DST_TOO_SMALL);

@@ -159,6 +159,12 @@ struct stackcap_codec_input {
 	uint64_t elide_top;
 	uint64_t ref_sp;
 	int has_ref;
+
+	/* A second stack range [also_lo, also_hi) whose pointers F2 keeps as
+	 * well: the thread stack that a handler running on the alternate
+	 * signal stack interrupted (saved rbp values point there).  Changes
+	 * only which words are kept, not the format.  0, 0: none. */
+	uint64_t also_lo, also_hi;
 };
 
 /* Worst-case encoded size for NWORDS stack words (header and all 17

@@ -244,6 +244,50 @@ START_TEST(classify_policies)
 }
 END_TEST
 
+/* The second stack range (alternate-stack handlers): pointers into it are
+ * kept by F2 and ALL, dropped by F1 and when no range is given; registers
+ * too.  The blob format does not change: the image decodes the same way. */
+START_TEST(also_range_keeps_pointers_into_it)
+{
+	setup_ranges();
+	uint64_t const sp = STACK_BASE, also_lo = 0x7ffe00000000ull, also_hi = also_lo + 8192;
+	uint64_t words[6] = { also_lo + 16, 0x1234, also_hi - 8, also_hi, also_lo - 8, test_ranges[1].start + 4 };
+	uint64_t regs[STACKCAP_NREGS] = { 0 };
+	regs[STACKCAP_REG_RSP] = sp;
+	regs[STACKCAP_REG_RIP] = test_ranges[1].start;
+	regs[STACKCAP_REG_RBP] = also_lo + 64;
+	for (int with = 0; with <= 1; with++) {
+		for (int pol = STACKCAP_POLICY_F1; pol <= STACKCAP_POLICY_F2; pol++) {
+			struct stackcap_codec_input in = {
+				.words = words, .nwords = 6, .sp = sp, .regs = regs, .ranges = &ranges,
+				.policy = (enum stackcap_policy)pol, .encoding = STACKCAP_WORDS_RELATIVE,
+				.also_lo = with ? also_lo : 0, .also_hi = with ? also_hi : 0,
+			};
+			uint8_t blob[STACKCAP_CODEC_BOUND(6)];
+			size_t const n = stackcap_codec_encode(blob, sizeof(blob), &in);
+			ck_assert(!stackcap_codec_is_error(n));
+			struct image_buf b;
+			image_alloc(&b, 6);
+			ck_assert_uint_eq(stackcap_codec_decode(blob, n, &ranges, NULL, &b.img), n);
+			int const keep = with && pol == STACKCAP_POLICY_F2;
+			ck_assert_uint_eq(b.img.words[0], (keep ? words[0] : 0));
+			ck_assert_uint_eq(b.img.words[1], 0);
+			ck_assert_uint_eq(b.img.words[2], (keep ? words[2] : 0));
+			ck_assert_uint_eq(b.img.words[3], 0); /* one past the range */
+			ck_assert_uint_eq(b.img.words[4], 0); /* just below it */
+			ck_assert_uint_eq(b.img.words[5], words[5]);
+			ck_assert_uint_eq(b.img.regs[STACKCAP_REG_RBP], (keep ? regs[STACKCAP_REG_RBP] : 0));
+			image_check_canary(&b);
+			image_free(&b);
+		}
+	}
+	struct stackcap_codec_input bad = { .words = words, .nwords = 6, .sp = sp,
+		.policy = STACKCAP_POLICY_F2, .also_lo = 16, .also_hi = 8 };
+	uint8_t blob[STACKCAP_CODEC_BOUND(6)];
+	ck_assert(stackcap_codec_is_error(stackcap_codec_encode(blob, sizeof(blob), &bad)));
+}
+END_TEST
+
 /* ---- round trips -------------------------------------------------------- */
 
 START_TEST(round_trip_random)
@@ -794,6 +838,7 @@ static Suite *codec_suite(void)
 	tcase_add_test(tc, ranges_find);
 	tcase_add_test(tc, ranges_reject_unsorted);
 	tcase_add_test(tc, classify_policies);
+	tcase_add_test(tc, also_range_keeps_pointers_into_it);
 	tcase_add_loop_test(tc, round_trip_random, 0, 4);
 	tcase_add_test(tc, round_trip_adversarial);
 	tcase_add_test(tc, round_trip_stack_at_top_of_address_space);
