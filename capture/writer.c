@@ -154,7 +154,7 @@ static void filter_image(struct stackcap_image *img, const struct stackcap_code_
 	uint64_t const hi = img->sp + 8 * img->nwords;
 	for (uint64_t i = 0; i < img->nwords; i++)
 		if (!stackcap_codec_classify(img->words[i], ranges, img->sp, hi, policy) &&
-		    !(policy != STACKCAP_POLICY_F1 && img->words[i] - also_lo < also_hi - also_lo)) {
+		    !stackcap_codec_in_also(img->words[i], also_lo, also_hi, policy)) {
 			img->words[i] = 0;
 			if (img->kept)
 				img->kept[i >> 3] &= (uint8_t)~(1u << (i & 7));

@@ -727,6 +727,13 @@ static void format_folded(struct worker *w, const struct unwound *u, const struc
 	text_put(out, "\n", 1);
 }
 
+/* The text of one unwound sample, as the command wants it. */
+static void format_one(struct worker *w, const struct unwound *u, const struct su_frame *frames,
+		       struct text *out)
+{
+	(w->o->folded ? format_folded : format_sample)(w, u, frames, out);
+}
+
 static void unwound_of(struct unwound *u, const struct su_sample *s, size_t n, enum su_unwind_end end)
 {
 	*u = (struct unwound){ .process = s->process, .maps = s->maps, .pid = s->pid, .tid = s->tid,
@@ -869,8 +876,7 @@ static void batch_work(struct worker *w, struct batch *b)
 {
 	b->out.len = 0;
 	for (size_t i = 0; i < b->n; i++)
-		(w->o->folded ? format_folded : format_sample)(w, &b->samples[i],
-							       b->frames + b->samples[i].frame_off, &b->out);
+		format_one(w, &b->samples[i], b->frames + b->samples[i].frame_off, &b->out);
 }
 
 struct worker_arg {
@@ -942,8 +948,6 @@ static void write_done(struct run *r)
 static struct batch *fill_slot(struct run *r)
 {
 	struct batch *b = &r->slots[r->next_fill % r->n_slots];
-	if (r->n_workers == 0)
-		return b;
 	pthread_mutex_lock(&r->lock);
 	for (;;) {
 		write_done(r);
@@ -958,17 +962,6 @@ static struct batch *fill_slot(struct run *r)
 static void submit(struct run *r, struct batch *b)
 {
 	b->seq = r->next_fill++;
-	if (r->n_workers == 0) {
-		/* -j 1: unwind here, in the same order, through the same code. */
-		batch_work(r->reader, b);
-		if (b->out.oom)
-			r->oom = 1;
-		emit(r, b->out.buf, b->out.len);
-		b->n = 0;
-		b->used = 0;
-		r->next_write++;
-		return;
-	}
 	pthread_mutex_lock(&r->lock);
 	b->state = 1;
 	pthread_cond_broadcast(&r->cond);
@@ -985,7 +978,7 @@ static int on_sample(void *arg, const struct su_sample *s)
 		/* The same formatting as a worker's, right here. */
 		struct unwound u;
 		unwound_of(&u, s, n, end);
-		(r->o->folded ? format_folded : format_sample)(r->reader, &u, r->reader->frames, &r->direct);
+		format_one(r->reader, &u, r->reader->frames, &r->direct);
 		if (r->direct.oom)
 			return -ENOMEM;
 		if (r->direct.len >= 1u << 16) {

@@ -149,12 +149,6 @@ static const uint16_t filter_all[STACKCAP_FILTER_SIZE] = {
 	[0 ... STACKCAP_FILTER_SIZE - 1] = STACKCAP_FILTER_MANY
 };
 
-/* Kept by F2 (and ALL) for lying in the second stack range. */
-static inline int in_also(uint64_t w, uint64_t also_lo, uint64_t also_len, enum stackcap_policy policy)
-{
-	return policy != STACKCAP_POLICY_F1 && (w - also_lo) < also_len;
-}
-
 /* The stack words below the elided top.  Inlined twice: with no second
  * range (ALSO_LEN 0) the extra test folds away from the hot loop. */
 static inline __attribute__((always_inline)) void
@@ -171,7 +165,7 @@ encode_words(struct enc *e, const struct stackcap_codec_input *in, const struct 
 		int64_t idx;
 		if (likely(!(candidate(w, filter, sp, stack_len) | ((w - also_lo) < also_len))) ||
 		    !(stackcap_codec_classify_idx(w, ranges, sp, stack_hi, in->policy, &idx) ||
-		      in_also(w, also_lo, also_len, in->policy))) {
+		      stackcap_codec_in_also(w, also_lo, also_lo + also_len, in->policy))) {
 			run++;
 			continue;
 		}
@@ -238,7 +232,7 @@ size_t stackcap_codec_encode(uint8_t *dst, size_t dst_capacity,
 				continue;
 			uint64_t const v = in->regs[r];
 			int keep = stackcap_codec_classify_idx(v, ranges, sp, stack_hi, in->policy, &reg_idx[r]) ||
-				   in_also(v, in->also_lo, also_len, in->policy);
+				   stackcap_codec_in_also(v, in->also_lo, in->also_hi, in->policy);
 			if (r == STACKCAP_REG_RIP && v != 0)
 				keep = 1; /* always kept, even outside known code */
 			if (keep)

@@ -194,6 +194,15 @@ static inline int stackcap_codec_classify_idx(uint64_t w, const struct stackcap_
 	return policy == STACKCAP_POLICY_ALL;
 }
 
+/* Kept by POLICY for pointing into the second stack range [ALSO_LO,
+ * ALSO_HI) of stackcap_codec_input (an alternate-stack handler's
+ * interrupted stack).  The encoder's own test, for callers that filter. */
+static inline int stackcap_codec_in_also(uint64_t w, uint64_t also_lo, uint64_t also_hi,
+					 enum stackcap_policy policy)
+{
+	return policy != STACKCAP_POLICY_F1 && w - also_lo < also_hi - also_lo;
+}
+
 /* The same without the range index. */
 static inline int stackcap_codec_classify(uint64_t w, const struct stackcap_code_ranges *ranges,
 					  uint64_t stack_lo, uint64_t stack_hi,

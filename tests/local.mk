@@ -120,7 +120,7 @@ tests_thread_churn_LDADD = -lpthread
 check_PROGRAMS += tests/fork-burn
 tests_fork_burn_SOURCES = tests/fork-burn.c
 TESTS += tests/record.sh
-EXTRA_DIST += tests/record.sh
+EXTRA_DIST += tests/record.sh tests/tap-lib.sh
 
 # Integration: stackunwind on recorded traces (chains, unwinders, bad input).
 TESTS += tests/unwind.sh

@@ -3,24 +3,8 @@
 # call chain in >= 99% of the samples whose leaf is the hot function, both
 # unwinders frame for frame, -j N identical to -j 1, fidelity of F2, and bad
 # input (cut, corrupt, missing or wrong binaries, no trace) handled.
-set -u
-: "${top_builddir:?}" "${top_srcdir:?}"
-B=$top_builddir
-STACKCAP="$B/cli/stackcap"
+. "${top_srcdir:?}/tests/tap-lib.sh"
 SU="$B/cli/stackunwind"
-TD="$B/testdata"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); echo "not ok $n - $*"; }
-check() { desc=$1; shift; if "$@"; then ok "$desc"; else not_ok "$desc"; fi; }
-
-if ! command -v babeltrace2 >/dev/null; then
-	echo "1..1"
-	echo "not ok 1 - babeltrace2 missing: apt-get install babeltrace2 (scripts/install-deps.sh)"
-	exit 0
-fi
 
 record() {
 	name=$1; shift

@@ -130,13 +130,9 @@ static void reader_free(struct reader *r)
 	free(r->drops);
 	for (size_t i = 0; i < r->cap_threads; i++) {
 		free(r->threads[i].img[0].words);
-		free(r->threads[i].img[0].kept);
 		free(r->threads[i].img[1].words);
-		free(r->threads[i].img[1].kept);
 		free(r->threads[i].full.words);
-		free(r->threads[i].full.kept);
 		free(r->threads[i].seg.words);
-		free(r->threads[i].seg.kept);
 	}
 	free(r->threads);
 }
