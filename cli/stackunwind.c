@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "trace/stackcap-reader.h"
+#include "trace/trace-read.h"
 #include "debuginfo/module.h"
 #include "unwind/unwind.h"
 #include "symbolize/symbolize.h"
@@ -1081,7 +1081,7 @@ static int cmd_stacks(const struct options *o)
 	struct su_reader_callbacks cb = { .arg = &r, .sample = on_sample, .end = on_end };
 	struct su_reader_stats st;
 	char err[1024];
-	int const rrc = su_stackcap_trace_read(o->trace, &o->filter, &cb, &st, err, sizeof(err));
+	int const rrc = su_trace_read(o->trace, &o->filter, &cb, &st, err, sizeof(err));
 	if (r.n_workers) { /* the reader stopped early: stop the workers */
 		pthread_mutex_lock(&r.lock);
 		r.stop = 1;
@@ -1190,7 +1190,7 @@ static int cmd_stats(const struct options *o)
 	struct su_reader_callbacks cb = { .arg = &f, .sample = fidelity_sample };
 	struct su_reader_stats st;
 	char err[1024];
-	int rrc = su_stackcap_trace_read(o->trace, &o->filter, &cb, &st, err, sizeof(err));
+	int rrc = su_trace_read(o->trace, &o->filter, &cb, &st, err, sizeof(err));
 	worker_fini(&f.w);
 	free(f.full_frames);
 	if (rrc < 0) {

@@ -6,6 +6,8 @@ trace_libsutrace_la_SOURCES = \
 	trace/trace-model.h \
 	trace/stackcap-reader.h \
 	trace/stackcap-reader.c \
+	trace/trace-read.h \
+	trace/trace-read.c \
 	trace/reader-internal.h \
 	trace/source-babeltrace2.c \
 	trace/source-native.c

@@ -1,0 +1,42 @@
+/* Format dispatch: each reader says whether PATH is its format (probe)
+ * and reads it into the one sample model. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "trace/trace-read.h"
+
+enum su_trace_format su_trace_probe(const char *path)
+{
+	struct stat sb;
+	if (stat(path, &sb))
+		return SU_TRACE_UNKNOWN;
+	if (S_ISDIR(sb.st_mode) && su_stackcap_trace_probe(path))
+		return SU_TRACE_STACKCAP;
+	return SU_TRACE_UNKNOWN;
+}
+
+const char *su_trace_format_name(enum su_trace_format f)
+{
+	switch (f) {
+	case SU_TRACE_STACKCAP: return "stackcap trace";
+	case SU_TRACE_UNKNOWN: break;
+	}
+	return "unknown";
+}
+
+int su_trace_read(const char *path, const struct su_reader_opts *opts,
+		  const struct su_reader_callbacks *cb,
+		  struct su_reader_stats *stats, char *err, size_t errlen)
+{
+	switch (su_trace_probe(path)) {
+	case SU_TRACE_STACKCAP:
+		break;
+	case SU_TRACE_UNKNOWN:
+		/* The stackcap reader gives the precise message (missing path,
+		 * missing or foreign metadata, wrong version). */
+		break;
+	}
+	return su_stackcap_trace_read(path, opts, cb, stats, err, errlen);
+}

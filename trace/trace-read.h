@@ -1,0 +1,28 @@
+/* Opening any trace stackunwind reads: a stackcap trace directory today;
+ * perf.data files and LTTng traces plug in here with readers of the same
+ * signature, so every command works on every format. */
+#ifndef STACKCAP_TRACE_READ_H
+#define STACKCAP_TRACE_READ_H
+
+#include "trace/stackcap-reader.h"
+
+enum su_trace_format {
+	SU_TRACE_UNKNOWN = 0,
+	SU_TRACE_STACKCAP,     /* our CTF trace directory (docs/trace-format.md) */
+};
+
+/* The format of PATH, from its first bytes / metadata; SU_TRACE_UNKNOWN
+ * when it is none we read (or cannot be opened). */
+enum su_trace_format su_trace_probe(const char *path);
+
+/* Name of a format, for messages ("stackcap trace", ...). */
+const char *su_trace_format_name(enum su_trace_format f);
+
+/* Read PATH, whatever its format, with su_stackcap_trace_read()'s
+ * contract (callbacks in time order, return values, ERR).  A path that is
+ * no trace we know is an error naming the formats we read. */
+int su_trace_read(const char *path, const struct su_reader_opts *opts,
+		  const struct su_reader_callbacks *cb,
+		  struct su_reader_stats *stats, char *err, size_t errlen);
+
+#endif
