@@ -3,9 +3,25 @@ bin_PROGRAMS += cli/stackcap
 cli_stackcap_SOURCES = cli/stackcap.c
 cli_stackcap_CPPFLAGS = $(AM_CPPFLAGS) -DSTACKCAP_LIBDIR='"$(libdir)"'
 
+# pprof's profile.proto (Debian's golang-github-google-pprof-dev, never
+# copied here), compiled to C by protoc-c in the build tree.
+cli/profile.pb-c.c: $(PPROF_PROTO)
+	$(AM_V_GEN)$(MKDIR_P) cli && \
+	$(PROTOC_C) --c_out=cli --proto_path=$(dir $(PPROF_PROTO)) $(PPROF_PROTO)
+cli/profile.pb-c.h: cli/profile.pb-c.c
+	@test -f $@ || { rm -f $<; $(MAKE) $(AM_MAKEFLAGS) $<; }
+BUILT_SOURCES += cli/profile.pb-c.h
+CLEANFILES += cli/profile.pb-c.c cli/profile.pb-c.h
+# Generated code: built without our warning flags.
+noinst_LTLIBRARIES += cli/libpprofproto.la
+nodist_cli_libpprofproto_la_SOURCES = cli/profile.pb-c.c cli/profile.pb-c.h
+cli_libpprofproto_la_CFLAGS = $(PROTOBUF_C_CFLAGS)
+cli_libpprofproto_la_LIBADD = $(PROTOBUF_C_LIBS)
+
 bin_PROGRAMS += cli/stackunwind
-cli_stackunwind_SOURCES = cli/stackunwind.c
-cli_stackunwind_CFLAGS = $(AM_CFLAGS) $(LIBDW_CFLAGS) -pthread
+cli_stackunwind_SOURCES = cli/stackunwind.c \
+	cli/export.h cli/export-model.c cli/export-file.c cli/export-speedscope.c cli/export-pprof.c
+cli_stackunwind_CFLAGS = $(AM_CFLAGS) $(LIBDW_CFLAGS) $(PROTOBUF_C_CFLAGS) $(ZLIB_CFLAGS) -pthread
 cli_stackunwind_LDFLAGS = -pthread
 cli_stackunwind_LDADD = trace/libsutrace.la symbolize/libsusymbolize.la unwind/libsuunwind.la \
-	debuginfo/libsudebuginfo.la compress/libstackcodec.la
+	debuginfo/libsudebuginfo.la compress/libstackcodec.la cli/libpprofproto.la $(ZLIB_LIBS)

@@ -4,6 +4,7 @@
  *
  *   stackunwind stacks [OPTIONS] TRACE   one block per sample, like perf script
  *   stackunwind stats  [OPTIONS] TRACE   sizes, savings, drops, fidelity
+ *   stackunwind export --format speedscope|pprof -o FILE [OPTIONS] TRACE
  *
  * The reader decodes samples in time order on the main thread (each blob
  * may refer to the previous sample of its thread); batches of decoded
@@ -26,6 +27,7 @@
 #include "debuginfo/module.h"
 #include "unwind/unwind.h"
 #include "symbolize/symbolize.h"
+#include "cli/export.h"
 
 #define PROG "stackunwind"
 #define BATCH 1024
@@ -33,6 +35,7 @@
 #define MAX_SYMFRAMES 64
 
 enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_PARTIAL = 3 };
+enum { EXPORT_SPEEDSCOPE = 1, EXPORT_PPROF };
 
 static void usage(FILE *f)
 {
@@ -40,6 +43,7 @@ static void usage(FILE *f)
 		"usage: " PROG " stacks [OPTIONS] TRACE\n"
 		"       " PROG " folded [OPTIONS] TRACE\n"
 		"       " PROG " stats  [OPTIONS] TRACE\n"
+		"       " PROG " export --format speedscope|pprof -o FILE [OPTIONS] TRACE\n"
 		"\n"
 		"  stacks: every sample as a header (comm pid/tid time) and one frame per line\n"
 		"          (address, symbol+offset, module, file:line), like perf script\n"
@@ -47,6 +51,8 @@ static void usage(FILE *f)
 		"          the input of flamegraph.pl and speedscope\n"
 		"  stats:  samples, bytes on disk and per sample, bytes the codec saved, drops,\n"
 		"          and fidelity when the trace carries full stack copies\n"
+		"  export: a profile file: speedscope JSON (one sampled profile per thread) or\n"
+		"          pprof (gzipped profile.proto); docs/export.md says what goes where\n"
 		"\n"
 		"  -p, --pid PID            only this process\n"
 		"  -t, --tid TID            only this thread\n"
@@ -64,7 +70,10 @@ static void usage(FILE *f)
 		"  folded only:\n"
 		"      --per-process        root each stack at 'comm-PID' (default: comm)\n"
 		"      --per-thread         root each stack at 'comm-PID/TID'\n"
-		"      --no-inline          leave out inlined functions\n"
+		"      --no-inline          leave out inlined functions (export too)\n"
+		"  export only:\n"
+		"      --format speedscope|pprof\n"
+		"  -o, --output FILE        where to write the profile ('-': standard output)\n"
 		"\n"
 		"exit status: 0 all read; 1 error; 2 usage; 3 read in part (warnings say what\n"
 		"was skipped, the rest is printed)\n",
@@ -98,7 +107,9 @@ struct options {
 	size_t max_frames;
 	int folded;              /* `folded`: aggregate stacks instead of listing samples */
 	int roots;               /* folded root: 0 comm, 1 comm-pid, 2 comm-pid/tid */
-	int no_inline;           /* folded: real functions only */
+	int no_inline;           /* folded, export: real functions only */
+	int export_format;       /* export: EXPORT_SPEEDSCOPE or EXPORT_PPROF */
+	const char *output;      /* export: -o FILE */
 };
 
 static uint64_t parse_u64(const char *s, const char *what)
@@ -146,7 +157,7 @@ static unsigned cores(void)
 
 static void parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_PER_PROCESS = 200, OPT_PER_THREAD, OPT_NO_INLINE, OPT_TIME = 256, OPT_UNWINDER, OPT_READER, OPT_DEBUG_DIR, OPT_SYMFS, OPT_NO_DEBUGINFOD, OPT_MAX_FRAMES };
+	enum { OPT_PER_PROCESS = 200, OPT_PER_THREAD, OPT_NO_INLINE, OPT_TIME = 256, OPT_UNWINDER, OPT_READER, OPT_DEBUG_DIR, OPT_SYMFS, OPT_NO_DEBUGINFOD, OPT_MAX_FRAMES, OPT_FORMAT };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "tid", required_argument, NULL, 't' },
@@ -161,6 +172,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ "symfs", required_argument, NULL, OPT_SYMFS },
 		{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
 		{ "max-frames", required_argument, NULL, OPT_MAX_FRAMES },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -178,15 +191,16 @@ static void parse_options(int argc, char **argv, struct options *o)
 		exit(EXIT_OK);
 	}
 	if (argc < 2)
-		die_usage("missing command (stacks, folded or stats)");
+		die_usage("missing command (stacks, folded, stats or export)");
 	o->command = argv[1];
-	if (strcmp(o->command, "stacks") && strcmp(o->command, "folded") && strcmp(o->command, "stats"))
-		die_usage("unknown command '%s' (stacks, folded or stats)", o->command);
+	if (strcmp(o->command, "stacks") && strcmp(o->command, "folded") && strcmp(o->command, "stats") &&
+	    strcmp(o->command, "export"))
+		die_usage("unknown command '%s' (stacks, folded, stats or export)", o->command);
 	o->folded = !strcmp(o->command, "folded");
 	argc--;
 	argv++;
 	int c;
-	while ((c = getopt_long(argc, argv, "p:t:j:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:t:j:o:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			o->filter.pid = (uint32_t)parse_u64(optarg, "--pid");
@@ -248,6 +262,17 @@ static void parse_options(int argc, char **argv, struct options *o)
 			if (o->max_frames < 1 || o->max_frames > 65536)
 				die_usage("--max-frames: between 1 and 65536");
 			break;
+		case OPT_FORMAT:
+			if (!strcmp(optarg, "speedscope"))
+				o->export_format = EXPORT_SPEEDSCOPE;
+			else if (!strcmp(optarg, "pprof"))
+				o->export_format = EXPORT_PPROF;
+			else
+				die_usage("--format: speedscope or pprof, not '%s'", optarg);
+			break;
+		case 'o':
+			o->output = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(EXIT_OK);
@@ -258,8 +283,17 @@ static void parse_options(int argc, char **argv, struct options *o)
 	}
 	if (optind != argc - 1)
 		die_usage(optind >= argc ? "missing TRACE directory" : "one TRACE directory only");
-	if (!o->folded && (o->roots || o->no_inline))
-		die_usage("--per-process, --per-thread and --no-inline go with folded only");
+	int const is_export = !strcmp(o->command, "export");
+	if (!o->folded && o->roots)
+		die_usage("--per-process and --per-thread go with folded only");
+	if (!o->folded && !is_export && o->no_inline)
+		die_usage("--no-inline goes with folded and export only");
+	if (!is_export && (o->export_format || o->output))
+		die_usage("--format and -o go with export only");
+	if (is_export && !o->export_format)
+		die_usage("export: missing --format speedscope|pprof");
+	if (is_export && !o->output)
+		die_usage("export: missing -o FILE");
 	o->trace = argv[optind];
 	o->di.debug_dirs = o->n_debug_dirs ? o->debug_dirs : NULL;
 }
@@ -727,11 +761,43 @@ static void format_folded(struct worker *w, const struct unwound *u, const struc
 	text_put(out, "\n", 1);
 }
 
+/* `export`: the sample as records for the export model (cli/export.h):
+ * symbolized here, in the worker; deduplicated in the main thread. */
+static void format_export(struct worker *w, const struct unwound *u, const struct su_frame *frames,
+			  struct text *out)
+{
+	struct export_rec_sample const h = { .time_ns = u->time_ns, .process = u->process, .pid = u->pid,
+					     .tid = u->tid, .nframes = u->nframes, .end = u->end };
+	text_put(out, (const char *)&h, sizeof(h));
+	for (size_t i = 0; i < u->nframes; i++) {
+		const struct su_frame *f = &frames[i];
+		const struct su_map_entry *e;
+		struct su_module *m = frame_module(w, u->maps, f, &e);
+		struct su_symframe sf[MAX_SYMFRAMES];
+		size_t n = 0;
+		if (m && (m->status == SU_MODULE_NOT_FOUND || m->status == SU_MODULE_BUILD_ID_MISMATCH))
+			note_bad_module(w, m);
+		if (m && m->status == SU_MODULE_OK)
+			n = su_symbolize(m, f->pc - e->bias - (f->activation ? 0 : 1), sf, MAX_SYMFRAMES);
+		if (n && !sf[n - 1].function)
+			n = 0;
+		if (!n)
+			w->counts.unknown_frames++;
+		struct export_rec_frame const r = { .pc = f->pc, .map = e, .activation = f->activation,
+						    .module_ok = m && m->status == SU_MODULE_OK, .nsym = (uint16_t)n };
+		text_put(out, (const char *)&r, sizeof(r));
+		text_put(out, (const char *)sf, n * sizeof(*sf));
+	}
+}
+
 /* The text of one unwound sample, as the command wants it. */
 static void format_one(struct worker *w, const struct unwound *u, const struct su_frame *frames,
 		       struct text *out)
 {
-	(w->o->folded ? format_folded : format_sample)(w, u, frames, out);
+	if (w->o->export_format)
+		format_export(w, u, frames, out);
+	else
+		(w->o->folded ? format_folded : format_sample)(w, u, frames, out);
 }
 
 static void unwound_of(struct unwound *u, const struct su_sample *s, size_t n, enum su_unwind_end end)
@@ -869,6 +935,7 @@ struct run {
 	FILE *out;
 	struct text direct;      /* -j 1: samples go straight here, no copy */
 	struct folded *fold;     /* `folded`: the counts, in the main thread */
+	struct export_model *exp; /* `export`: the profile, in the main thread */
 	struct worker *reader;   /* the reader thread's context: it unwinds (-j 1: everything) */
 };
 
@@ -915,6 +982,11 @@ static void *worker_thread(void *arg)
 /* Text of finished samples: to the output, or into the folded counts. */
 static void emit(struct run *r, const char *buf, size_t len)
 {
+	if (r->exp) {
+		if (export_model_add(r->exp, buf, len))
+			r->oom = 1;
+		return;
+	}
 	if (!r->fold) {
 		fwrite(buf, 1, len, r->out);
 		return;
@@ -1048,6 +1120,8 @@ static int cmd_stacks(const struct options *o)
 	struct worker *ctx = calloc(nctx, sizeof(*ctx));
 	int rc = EXIT_ERROR;
 	struct worker_arg *args = NULL;
+	struct export_out xo = { 0 };
+	char xerr[1024];
 
 	pthread_mutex_init(&r.lock, NULL);
 	pthread_cond_init(&r.cond, NULL);
@@ -1056,6 +1130,15 @@ static int cmd_stacks(const struct options *o)
 	r.threads = calloc(nctx, sizeof(*r.threads));
 	args = calloc(nctx, sizeof(*args));
 	if (!ctx || !r.slots || !r.threads || !args) {
+		fprintf(stderr, PROG ": out of memory\n");
+		goto out;
+	}
+	/* export: an output that cannot be written fails before the long read. */
+	if (o->export_format && export_out_open(&xo, o->output, xerr, sizeof(xerr))) {
+		fprintf(stderr, PROG ": %s\n", xerr);
+		goto out;
+	}
+	if (o->export_format && !(r.exp = export_model_new(o->no_inline))) {
 		fprintf(stderr, PROG ": out of memory\n");
 		goto out;
 	}
@@ -1102,6 +1185,11 @@ static int cmd_stacks(const struct options *o)
 	}
 	if (r.fold)
 		fold_print(&fold, stdout);
+	struct export_info const xinfo = { .name = o->trace, .exporter = PROG " " PACKAGE_VERSION };
+	if (r.exp && export_out_finish(&xo, r.exp, o->export_format == EXPORT_PPROF, &xinfo, xerr, sizeof(xerr))) {
+		fprintf(stderr, PROG ": %s\n", xerr);
+		goto out;
+	}
 	fflush(stdout);
 	struct counts c = { 0 };
 	struct su_modcache_stats ms = { 0 };
@@ -1140,6 +1228,8 @@ out:
 		free(r.slots[i].out.buf);
 	}
 	free(r.direct.buf);
+	export_out_abort(&xo);
+	export_model_free(r.exp);
 	for (size_t i = 0; i < fold.cap; i++)
 		free(fold.tab[i].key);
 	free(fold.tab);

@@ -278,6 +278,14 @@ static void call_site(struct symcache *c, Dwarf_Die *die, Dwarf_Files *files,
 		f->column = (uint32_t)v;
 }
 
+/* Where the function of DIE is declared (follows abstract_origin). */
+static void decl_site(struct symcache *c, Dwarf_Die *die, struct su_symframe *f)
+{
+	int line = 0;
+	f->decl_file = intern(&c->strings, dwarf_decl_file(die));
+	f->decl_line = dwarf_decl_line(die, &line) == 0 && line > 0 ? (uint32_t)line : 0;
+}
+
 /* ---- symbolizing one address --------------------------------------------- */
 
 /* Compute the frames of ADDR into OUT (at most MAX_CHAIN): their number. */
@@ -329,6 +337,7 @@ static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
 		struct su_symframe *f = &out[n++];
 		*f = loc;
 		f->function = die_name(c, &scopes[i]);
+		decl_site(c, &scopes[i], f);
 		f->inlined = tag == DW_TAG_inlined_subroutine;
 		f->func_offset = 0;
 		if (f->inlined) {

@@ -24,6 +24,10 @@ struct su_symframe {
 	uint32_t line;         /* 0 when unknown */
 	uint32_t column;
 	int inlined;           /* this frame was inlined into the next one */
+	/* Where the function is declared (DW_AT_decl_file/line), for exports
+	 * that name functions by their source: NULL / 0 when unknown. */
+	const char *decl_file;
+	uint32_t decl_line;
 };
 
 /* Symbolize ELF address ADDR (already pc - bias, and already - 1 for return

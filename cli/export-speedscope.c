@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: MIT */
+/* speedscope's file format (https://www.speedscope.app/file-format-schema.json):
+ * one "sampled" profile per thread, frames shared.  Mapping: docs/export.md. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/export.h"
+
+void export_json_string(FILE *f, const char *s)
+{
+	/* S is valid UTF-8 (the model's strings are): only '"', '\\' and
+	 * control characters need escapes. */
+	putc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		switch (*p) {
+		case '"': fputs("\\\"", f); break;
+		case '\\': fputs("\\\\", f); break;
+		case '\n': fputs("\\n", f); break;
+		case '\r': fputs("\\r", f); break;
+		case '\t': fputs("\\t", f); break;
+		case '\b': fputs("\\b", f); break;
+		case '\f': fputs("\\f", f); break;
+		default:
+			if (*p < 0x20 || *p == 0x7f)
+				fprintf(f, "\\u%04x", *p);
+			else
+				putc(*p, f);
+		}
+	}
+	putc('"', f);
+}
+
+/* Frames: functions first used by a sample, and the names of addresses no
+ * symbol covers ("lib.so+0x1234"), each once, in order of first use. */
+struct frames {
+	uint32_t *of_function;     /* function -> frame + 1 (0: not yet) */
+	uint32_t *of_location;     /* unknown location -> frame + 1 */
+	struct frame { uint32_t function; char *name; const char *file; } *tab;  /* NAME: unknown ones */
+	size_t n, cap;
+	/* unknown names -> frame, open addressing */
+	uint32_t *byname;
+	size_t nbyname;
+};
+
+static int frames_add(struct frames *fr, struct frame f)
+{
+	if (fr->n == fr->cap) {
+		size_t const ncap = fr->cap ? 2 * fr->cap : 256;
+		struct frame *nt = realloc(fr->tab, ncap * sizeof(*nt));
+		if (!nt)
+			return -ENOMEM;
+		fr->tab = nt;
+		fr->cap = ncap;
+	}
+	fr->tab[fr->n++] = f;
+	return 0;
+}
+
+static uint64_t hash_name(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+/* Frame of an address without symbols, by its name. */
+static int frame_unknown(const struct export_model *m, struct frames *fr, uint32_t li, uint32_t *out)
+{
+	if (fr->of_location[li]) {
+		*out = fr->of_location[li] - 1;
+		return 0;
+	}
+	const struct export_location *loc = &m->locations[li];
+	char name[4200];
+	export_unknown_name(m, loc, name, sizeof(name));
+	size_t const cap = 2 * m->n_locations + 2;  /* never more than one frame per location */
+	size_t h = hash_name(name) % cap;
+	while (fr->byname[h] && strcmp(fr->tab[fr->byname[h] - 1].name, name))
+		h = (h + 1) % cap;
+	if (!fr->byname[h]) {
+		char *copy = strdup(name);
+		const char *file = loc->mapping == EXPORT_NO_MAPPING ? NULL
+			: export_str(m, m->mappings[loc->mapping].filename);
+		if (!copy || frames_add(fr, (struct frame){ UINT32_MAX, copy, file })) {
+			free(copy);
+			return -ENOMEM;
+		}
+		fr->byname[h] = (uint32_t)fr->n;
+	}
+	fr->of_location[li] = fr->byname[h];
+	*out = fr->byname[h] - 1;
+	return 0;
+}
+
+static int frame_function(struct frames *fr, uint32_t fn, uint32_t *out)
+{
+	if (!fr->of_function[fn]) {
+		if (frames_add(fr, (struct frame){ fn, NULL, NULL }))
+			return -ENOMEM;
+		fr->of_function[fn] = (uint32_t)fr->n;
+	}
+	*out = fr->of_function[fn] - 1;
+	return 0;
+}
+
+/* The frames of sample S, outermost first, into *BUF. */
+static int sample_frames(const struct export_model *m, struct frames *fr, const struct export_sample *s,
+			 uint32_t **buf, size_t *cap, size_t *n)
+{
+	*n = 0;
+	for (uint32_t i = s->nlocs; i-- > 0;) {
+		uint32_t const li = m->locs[s->loc_off + i];
+		const struct export_location *loc = &m->locations[li];
+		size_t const need = *n + (loc->nlines ? loc->nlines : 1);
+		if (need > *cap) {
+			size_t ncap = *cap ? 2 * *cap : 256;
+			while (ncap < need)
+				ncap *= 2;
+			uint32_t *nb = realloc(*buf, ncap * sizeof(**buf));
+			if (!nb)
+				return -ENOMEM;
+			*buf = nb;
+			*cap = ncap;
+		}
+		if (!loc->nlines) {
+			if (frame_unknown(m, fr, li, &(*buf)[(*n)++]))
+				return -ENOMEM;
+			continue;
+		}
+		/* The real function (last line) is the outermost. */
+		for (uint32_t k = loc->nlines; k-- > 0;)
+			if (frame_function(fr, m->lines[loc->first_line + k].function, &(*buf)[(*n)++]))
+				return -ENOMEM;
+	}
+	return 0;
+}
+
+int export_speedscope_write(const struct export_model *m, const struct export_info *info, FILE *f,
+			    char *err, size_t errlen)
+{
+	int rc = -ENOMEM;
+	struct frames fr = { 0 };
+	uint32_t *stack = NULL;
+	size_t stack_cap = 0, depth;
+	/* Samples grouped by thread (a counting sort keeps their time order). */
+	size_t *start = calloc(m->n_threads + 1, sizeof(*start));
+	uint32_t *order = malloc((m->n_samples + 1) * sizeof(*order));
+	/* Per sample: its frames, outermost first, in STACKS at SOFF[i]. */
+	uint32_t *stacks = NULL;
+	size_t n_stacks = 0, cap_stacks = 0;
+	size_t *soff = malloc((m->n_samples + 1) * sizeof(*soff));
+	uint32_t *sdepth = malloc((m->n_samples + 1) * sizeof(*sdepth));
+	fr.of_function = calloc(m->n_functions + 1, sizeof(*fr.of_function));
+	fr.of_location = calloc(m->n_locations + 1, sizeof(*fr.of_location));
+	fr.byname = calloc(2 * m->n_locations + 2, sizeof(*fr.byname));
+	if (!start || !order || !soff || !sdepth || !fr.of_function || !fr.of_location || !fr.byname)
+		goto out;
+	for (size_t i = 0; i < m->n_samples; i++)
+		start[m->samples[i].thread + 1]++;
+	for (size_t t = 0; t < m->n_threads; t++)
+		start[t + 1] += start[t];
+	{
+		size_t *fill = calloc(m->n_threads + 1, sizeof(*fill));
+		if (!fill)
+			goto out;
+		memcpy(fill, start, (m->n_threads + 1) * sizeof(*fill));
+		for (size_t i = 0; i < m->n_samples; i++)
+			order[fill[m->samples[i].thread]++] = (uint32_t)i;
+		free(fill);
+	}
+	/* Frames are numbered in the order the profiles use them. */
+	for (size_t k = 0; k < m->n_samples; k++) {
+		uint32_t const i = order[k];
+		if (sample_frames(m, &fr, &m->samples[i], &stack, &stack_cap, &depth))
+			goto out;
+		if (n_stacks + depth > cap_stacks) {
+			size_t ncap = cap_stacks ? 2 * cap_stacks : 4096;
+			while (ncap < n_stacks + depth)
+				ncap *= 2;
+			uint32_t *ns = realloc(stacks, ncap * sizeof(*ns));
+			if (!ns)
+				goto out;
+			stacks = ns;
+			cap_stacks = ncap;
+		}
+		soff[i] = n_stacks;
+		sdepth[i] = (uint32_t)depth;
+		memcpy(stacks + n_stacks, stack, depth * sizeof(*stack));
+		n_stacks += depth;
+	}
+
+	size_t active = 0;
+	for (size_t t = 1; t < m->n_threads; t++)
+		if (m->threads[t].samples > m->threads[active].samples)
+			active = t;
+
+	fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n\"exporter\":", f);
+	export_json_string(f, info->exporter);
+	fputs(",\n\"name\":", f);
+	export_json_string(f, info->name);
+	fprintf(f, ",\n\"activeProfileIndex\":%zu,\n\"shared\":{\"frames\":[", active);
+	for (size_t i = 0; i < fr.n; i++) {
+		const struct frame *x = &fr.tab[i];
+		fputs(i ? ",\n{\"name\":" : "\n{\"name\":", f);
+		if (x->name) {
+			export_json_string(f, x->name);
+			if (x->file) {
+				fputs(",\"file\":", f);
+				export_json_string(f, x->file);
+			}
+		} else {
+			const struct export_function *fn = &m->functions[x->function];
+			export_json_string(f, export_str(m, fn->name));
+			if (export_str(m, fn->filename)[0]) {
+				fputs(",\"file\":", f);
+				export_json_string(f, export_str(m, fn->filename));
+			}
+			if (fn->start_line)
+				fprintf(f, ",\"line\":%" PRIu32, fn->start_line);
+		}
+		putc('}', f);
+	}
+	fputs("]},\n\"profiles\":[", f);
+	for (size_t t = 0; t < m->n_threads; t++) {
+		const struct export_thread *th = &m->threads[t];
+		/* Weight: the CPU time a sample stands for, the sampling period
+		 * (samples come from per-thread CPU-time timers).  No frequency
+		 * recorded (captures by API call only): unit none, weight 1. */
+		int const timed = th->period_ns != 0;
+		fputs(t ? ",\n{\"type\":\"sampled\",\"name\":" : "\n{\"type\":\"sampled\",\"name\":", f);
+		/* "comm pid/tid" */
+		char tail[32];
+		snprintf(tail, sizeof(tail), " %" PRIu32 "/%" PRIu32, th->pid, th->tid);
+		size_t const len = strlen(export_str(m, th->comm)) + strlen(tail) + 1;
+		char *name = malloc(len);
+		if (!name)
+			goto out;
+		snprintf(name, len, "%s%s", export_str(m, th->comm), tail);
+		export_json_string(f, name);
+		free(name);
+		if (timed)
+			fprintf(f, ",\"unit\":\"nanoseconds\",\"startValue\":%" PRIu64 ",\"endValue\":%" PRIu64,
+				th->first_ns, th->last_ns + th->period_ns);
+		else
+			fprintf(f, ",\"unit\":\"none\",\"startValue\":0,\"endValue\":%" PRIu64, th->samples);
+		fputs(",\n\"samples\":[", f);
+		for (size_t k = start[t]; k < start[t + 1]; k++) {
+			uint32_t const i = order[k];
+			fputs(k > start[t] ? ",[" : "[", f);
+			size_t const a = soff[i], b = a + sdepth[i];
+			for (size_t j = a; j < b; j++)
+				fprintf(f, j > a ? ",%" PRIu32 : "%" PRIu32, stacks[j]);
+			putc(']', f);
+		}
+		fputs("],\n\"weights\":[", f);
+		for (size_t k = start[t]; k < start[t + 1]; k++)
+			fprintf(f, k > start[t] ? ",%" PRIu64 : "%" PRIu64, timed ? th->period_ns : 1);
+		fputs("]}", f);
+	}
+	fputs("\n]}\n", f);
+	rc = 0;
+out:
+	if (rc)
+		snprintf(err, errlen, "out of memory");
+	for (size_t i = 0; i < fr.n; i++)
+		free(fr.tab[i].name);
+	free(fr.tab);
+	free(fr.of_function);
+	free(fr.of_location);
+	free(fr.byname);
+	free(stack);
+	free(stacks);
+	free(soff);
+	free(sdepth);
+	free(start);
+	free(order);
+	return rc;
+}

@@ -1,0 +1,173 @@
+/* Profile exports of `stackunwind export`: speedscope JSON and pprof.
+ *
+ * Workers unwind and symbolize; for each sample they append a record
+ * (export_rec_sample, then per frame an export_rec_frame followed by its
+ * su_symframe inline chain) to their batch's byte buffer.  The main thread
+ * hands the batches, in sample order, to export_model_add, which builds
+ * one model with everything deduplicated: strings, mappings, functions,
+ * locations (mapping, address) with their inline chain, threads, samples
+ * as location lists.  Ids are given in order of first appearance, so the
+ * files are byte-identical for any -j.  The writers read the model only.
+ *
+ * What goes where in each format: docs/export.md. */
+#ifndef STACKCAP_CLI_EXPORT_H
+#define STACKCAP_CLI_EXPORT_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <stdio.h>
+#include "trace/trace-model.h"
+#include "symbolize/symbolize.h"
+
+/* ---- records: worker -> main thread (raw bytes, same process) -------------- */
+
+struct export_rec_sample {
+	uint64_t time_ns;
+	const struct su_process *process;  /* NULL when unknown */
+	uint32_t pid, tid;
+	uint32_t nframes;                  /* export_rec_frame records that follow */
+	uint8_t end;                       /* enum su_unwind_end */
+};
+
+struct export_rec_frame {
+	uint64_t pc;
+	const struct su_map_entry *map;    /* NULL: the pc is in no recorded mapping */
+	uint8_t activation;                /* the leaf: symbolized at pc, not pc - 1 */
+	uint8_t module_ok;                 /* the binary was found and opened */
+	uint16_t nsym;                     /* struct su_symframe that follow, innermost first */
+};
+
+/* ---- the model ------------------------------------------------------------- */
+
+/* Indexes below are 0-based positions in the model's arrays; pprof ids are
+ * index + 1.  String 0 is "". */
+struct export_mapping {
+	uint64_t start, limit, offset, bias;
+	uint32_t filename, build_id;       /* strings */
+	uint8_t has_functions, has_filenames, has_line_numbers, has_inline_frames;
+};
+
+struct export_function {
+	uint32_t name, filename;           /* strings; FILENAME: where it is declared */
+	uint32_t start_line;               /* 0: unknown */
+};
+
+struct export_line {
+	uint32_t function;
+	uint32_t line, column;             /* 0: unknown */
+};
+
+#define EXPORT_NO_MAPPING UINT32_MAX
+
+struct export_location {
+	uint64_t address;                  /* the pc (a return address for callers) */
+	uint32_t mapping;                  /* EXPORT_NO_MAPPING: none */
+	uint32_t first_line, nlines;       /* inline chain in LINES, innermost first; 0: unknown */
+	uint8_t activation;
+	uint8_t pseudo;                    /* 1: the "[truncated]"-like root of a stack that
+	                                    * stopped early; its one line names why;
+	                                    * ADDRESS is then the enum su_unwind_end */
+};
+
+struct export_thread {
+	uint32_t pid, tid;
+	uint32_t comm;                     /* string */
+	const struct su_process *process;  /* key only (valid while reading) */
+	uint64_t period_ns;                /* 1e9 / sampling frequency; 0: not sampled */
+	int64_t clock_offset_ns;           /* CLOCK_REALTIME - CLOCK_MONOTONIC */
+	uint64_t first_ns, last_ns;
+	uint64_t samples;
+};
+
+struct export_sample {
+	uint64_t time_ns;
+	uint64_t loc_off;                  /* in LOCS: location indexes, leaf first */
+	uint32_t nlocs;
+	uint32_t thread;
+};
+
+struct export_model {
+	int no_inline;                     /* keep only the real function of each address */
+	char **strings;
+	size_t n_strings, cap_strings;
+	struct export_mapping *mappings;
+	size_t n_mappings, cap_mappings;
+	struct export_function *functions;
+	size_t n_functions, cap_functions;
+	struct export_line *lines;
+	size_t n_lines, cap_lines;
+	struct export_location *locations;
+	size_t n_locations, cap_locations;
+	struct export_thread *threads;
+	size_t n_threads, cap_threads;
+	struct export_sample *samples;
+	size_t n_samples, cap_samples;
+	uint32_t *locs;
+	size_t n_locs, cap_locs;
+	void *index;                       /* export-model.c's hash tables */
+};
+
+/* A model; NULL + errno when out of memory. */
+struct export_model *export_model_new(int no_inline);
+void export_model_free(struct export_model *m);
+
+/* Add the records in BUF (whole samples).  @return 0, -ENOMEM, or -EINVAL
+ * when BUF does not hold whole records. */
+int export_model_add(struct export_model *m, const void *buf, size_t len);
+
+/* The string of index I. */
+static inline const char *export_str(const struct export_model *m, uint32_t i)
+{
+	return m->strings[i];
+}
+
+/* Index of S in M's strings (added when new): made valid UTF-8 first
+ * (each invalid byte becomes U+FFFD).  (uint32_t)-1 when out of memory. */
+uint32_t export_model_string(struct export_model *m, const char *s);
+
+/* S (LEN bytes) as valid UTF-8: a malloc'ed copy with every byte that is
+ * not part of a well-formed sequence replaced by U+FFFD (EF BF BD). */
+char *export_utf8_sanitize(const char *s, size_t len);
+
+/* "basename+0xELFADDR" of an address no symbol covers, into BUF. */
+void export_unknown_name(const struct export_model *m, const struct export_location *loc,
+			 char *buf, size_t size);
+
+/* ---- writers ------------------------------------------------------------- */
+
+struct export_info {
+	const char *name;                  /* the profile's name (the trace path) */
+	const char *exporter;              /* "stackunwind VERSION" */
+};
+
+/* Write M to F.  @return 0, or -errno (ERR says what failed). */
+int export_speedscope_write(const struct export_model *m, const struct export_info *info, FILE *f,
+			    char *err, size_t errlen);
+int export_pprof_write(struct export_model *m, const struct export_info *info, FILE *f,
+		       char *err, size_t errlen);
+
+/* ---- the output file ------------------------------------------------------ */
+
+/* `stackunwind export`'s output: opened before reading, so a path that
+ * cannot be written fails at once; written and closed at the end, removed
+ * when the run fails ("-": standard output). */
+struct export_out {
+	FILE *f;
+	const char *path;
+};
+
+/* @return 0, or -errno with ERR saying why. */
+int export_out_open(struct export_out *x, const char *path, char *err, size_t errlen);
+
+/* Write M (pprof when PPROF, else speedscope) and close.  @return 0, or
+ * -errno with ERR saying why (the file is removed). */
+int export_out_finish(struct export_out *x, struct export_model *m, int pprof,
+		      const struct export_info *info, char *err, size_t errlen);
+
+/* Close and remove an output not finished (nothing when finished). */
+void export_out_abort(struct export_out *x);
+
+/* JSON string literal of S (already valid UTF-8), quotes included. */
+void export_json_string(FILE *f, const char *s);
+
+#endif
