@@ -337,8 +337,7 @@ static int location_eq(const void *arg, uint32_t i)
 	const struct eqarg *a = arg;
 	const struct loc_key *k = a->key;
 	const struct export_location *e = &a->m->locations[i];
-	return e->mapping == k->mapping && e->address == k->address && e->activation == k->activation &&
-	       e->pseudo == k->pseudo;
+	return e->mapping == k->mapping && e->address == k->address && e->pseudo == k->pseudo;
 }
 
 /* The location of K; *FRESH says it is new (its lines still to fill). */
@@ -347,7 +346,7 @@ static int location_of(struct export_model *m, const struct loc_key *k, uint32_t
 	struct index *x = m->index;
 	if ((x->locations.n + 1) * 2 > x->locations.cap && itab_grow(&x->locations))
 		return -ENOMEM;
-	uint64_t const h = mix(mix(mix(k->mapping, k->address), k->activation), k->pseudo);
+	uint64_t const h = mix(mix(k->mapping, k->address), k->pseudo);
 	struct eqarg a = { m, k };
 	size_t const t = itab_find(&x->locations, h, location_eq, &a);
 	*fresh = !x->locations.idx[t];
@@ -470,7 +469,11 @@ static long add_sample(struct export_model *m, const unsigned char *p, size_t le
 		off += sizeof(f);
 		if (len - off < f.nsym * sizeof(struct su_symframe))
 			return -EINVAL;
-		struct loc_key k = { .mapping = EXPORT_NO_MAPPING, .address = f.pc, .activation = f.activation };
+		/* The address looked up: a caller's return address - 1 is inside its
+		 * call instruction, so it symbolizes right with any tool, and never
+		 * equals a leaf's pc (an instruction start). */
+		struct loc_key k = { .mapping = EXPORT_NO_MAPPING, .address = f.activation ? f.pc : f.pc - 1,
+				     .activation = f.activation };
 		if (f.map && (rc = mapping_of(m, f.map, &k.mapping)))
 			return rc;
 		uint32_t li;
@@ -539,5 +542,6 @@ void export_unknown_name(const struct export_model *m, const struct export_locat
 	const char *path = export_str(m, mp->filename);
 	const char *base = strrchr(path, '/');
 	base = base && base[1] ? base + 1 : path;
-	snprintf(buf, size, "%s+0x%" PRIx64, base, loc->address - mp->bias);
+	/* The pc, as `stacks` and `folded` show it. */
+	snprintf(buf, size, "%s+0x%" PRIx64, base, loc->address + !loc->activation - mp->bias);
 }

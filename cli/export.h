@@ -60,10 +60,10 @@ struct export_line {
 #define EXPORT_NO_MAPPING UINT32_MAX
 
 struct export_location {
-	uint64_t address;                  /* the pc (a return address for callers) */
+	uint64_t address;                  /* the pc; a caller's: its return address - 1 */
 	uint32_t mapping;                  /* EXPORT_NO_MAPPING: none */
 	uint32_t first_line, nlines;       /* inline chain in LINES, innermost first; 0: unknown */
-	uint8_t activation;
+	uint8_t activation;                /* the leaf (ADDRESS is its pc) */
 	uint8_t pseudo;                    /* 1: the "[truncated]"-like root of a stack that
 	                                    * stopped early; its one line names why;
 	                                    * ADDRESS is then the enum su_unwind_end */

@@ -126,6 +126,20 @@ EXTRA_DIST += tests/record.sh tests/tap-lib.sh
 TESTS += tests/unwind.sh
 EXTRA_DIST += tests/unwind.sh
 
+# Integration: stackunwind export.  pprof-check decodes the pprof file with
+# protobuf-c; speedscope-check.js validates the JSON against the schema the
+# npm package speedscope ships (ajv; npm installs both under tests/node-cache).
+check_PROGRAMS += tests/pprof-check
+tests_pprof_check_SOURCES = tests/pprof-check.c
+tests_pprof_check_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(ZLIB_CFLAGS)
+tests_pprof_check_LDADD = cli/libpprofproto.la $(ZLIB_LIBS)
+TESTS += tests/export.sh
+EXTRA_DIST += tests/export.sh tests/speedscope-check.js
+clean-local: clean-node-cache
+clean-node-cache:
+	-rm -rf tests/node-cache
+.PHONY: clean-node-cache
+
 # libstackcap linked by a program: the public API and stackcap_capture().
 check_PROGRAMS += tests/capture-api
 tests_capture_api_SOURCES = tests/capture-api.c
