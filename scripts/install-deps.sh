@@ -6,7 +6,7 @@ set -eu
 PKGS="build-essential g++ binutils autoconf automake libtool pkg-config gawk
 libdw-dev libelf-dev libdwarf-dev libzstd-dev zlib1g-dev
 libbabeltrace2-dev babeltrace2 liblttng-ust-dev lttng-tools
-libdebuginfod-dev libprotobuf-c-dev protobuf-c-compiler golang-github-google-pprof-dev check
+libdebuginfod-dev libprotobuf-c-dev protobuf-c-compiler golang-github-google-pprof-dev golang-go check
 clang libclang-rt-14-dev llvm zstd linux-perf file procps gdb time dwz xz-utils"
 
 # Extra package sets, by name, for later stages (browser tests etc.).

@@ -75,6 +75,31 @@ xp tid.pb.gz pprof threads --tid "$tid"
 checks "$PPROF_CHECK" "$work/tid.pb.gz" "$ns_tid" tdata-threads $chain_threads
 check "pprof --tid $tid: $ns_tid of $ns_threads samples" [ "$ns_tid" -lt "$ns_threads" ]
 
+# The real pprof, an independent decoder: built offline from Debian's
+# sources of it (golang-github-google-pprof-dev) with golang-go, once per
+# build tree.
+GOPPROF="$B/tests/go-pprof/pprof"
+if [ ! -x "$GOPPROF" ] && command -v go >/dev/null && [ -d /usr/share/gocode/src/github.com/google/pprof ]; then
+	mkdir -p "$B/tests/go-pprof"
+	GOPATH=/usr/share/gocode GO111MODULE=off GOFLAGS= GOPROXY=off GOCACHE="$B/tests/go-pprof/cache" \
+		go build -o "$GOPPROF" github.com/google/pprof >"$work/go.log" 2>&1
+fi
+if [ ! -x "$GOPPROF" ]; then
+	not_ok "pprof (Go): cannot build it: apt-get install golang-go golang-github-google-pprof-dev ($(head -c 300 "$work/go.log" 2>/dev/null))"
+else
+	"$GOPPROF" -top -sample_index=samples "$work/threads.pb.gz" >"$work/top.txt" 2>&1
+	check "pprof (Go) -top: $ns_threads samples in all, the chain's leaf on top" \
+		sh -c "grep -q 'Total samples = $ns_threads *\$' '$work/top.txt' &&
+			awk '/flat%/ { getline; print \$NF; exit }' '$work/top.txt' | grep -qx '$(echo $chain_threads | cut -d' ' -f1)'"
+	# -traces: the heaviest stack first, one function per line, leaf first.
+	"$GOPPROF" -traces -sample_index=samples "$work/inline.pb.gz" >"$work/traces.txt" 2>&1
+	got=$(awk '/^-+\+-+$/ { if (inb) exit; inb = 1; next }
+		inb && /^ +[0-9]+ / { on = 1; sub(/^ +[0-9]+ +/, ""); print $1; next }
+		inb && on && /^ +[^ ]/ { print $1 }' "$work/traces.txt" | head -n "$(echo $chain_inline | wc -w)" | tr '\n' ' ')
+	check "pprof (Go) -traces: the heaviest stack is tdata-inline's chain, inlined functions included ($got)" \
+		[ "$got" = "$chain_inline" ]
+fi
+
 # ---- speedscope ------------------------------------------------------------------
 xp threads.json speedscope threads -j 1
 xp threads-j3.json speedscope threads -j 3

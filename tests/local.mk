@@ -137,7 +137,7 @@ TESTS += tests/export.sh
 EXTRA_DIST += tests/export.sh tests/speedscope-check.js
 clean-local: clean-node-cache
 clean-node-cache:
-	-rm -rf tests/node-cache
+	-rm -rf tests/node-cache tests/go-pprof
 .PHONY: clean-node-cache
 
 # libstackcap linked by a program: the public API and stackcap_capture().
