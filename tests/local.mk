@@ -135,6 +135,15 @@ tests_pprof_check_CFLAGS = $(AM_CFLAGS) $(PROTOBUF_C_CFLAGS) $(ZLIB_CFLAGS)
 tests_pprof_check_LDADD = cli/libpprofproto.la $(ZLIB_LIBS)
 TESTS += tests/export.sh
 EXTRA_DIST += tests/export.sh tests/speedscope-check.js
+# The export model and writers on records made by hand.
+check_PROGRAMS += tests/unit/test-export
+tests_unit_test_export_SOURCES = tests/unit/test-export.c tests/unit/check-main.h \
+	cli/export-model.c cli/export-speedscope.c cli/export-pprof.c
+tests_unit_test_export_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+tests_unit_test_export_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(PROTOBUF_C_CFLAGS) $(ZLIB_CFLAGS)
+tests_unit_test_export_LDADD = cli/libpprofproto.la unwind/libsuunwind.la debuginfo/libsudebuginfo.la \
+	$(ZLIB_LIBS) $(CHECK_LIBS)
+TESTS += tests/unit/test-export
 clean-local: clean-node-cache
 clean-node-cache:
 	-rm -rf tests/node-cache tests/go-pprof
