@@ -113,6 +113,14 @@ check "speedscope: inlined functions are frames (inl_leaf), --no-inline leaves t
 	sh -c "grep -q '\"name\":\"inl_leaf\"' '$work/inline.json' && ! grep -q '\"name\":\"inl_leaf\"' '$work/inline-noinl.json' &&
 		grep -q '\"name\":\"inline_hot\"' '$work/inline-noinl.json'"
 
+# Frames name functions where they are declared (DW_AT_decl_file/line),
+# inlined ones too: the lines of the definitions in testdata/*.c.
+l_hot=$(grep -n 'worker_hot(double' "$top_srcdir/testdata/threads.c" | cut -d: -f1)
+l_leaf=$(grep -n 'inl_leaf(volatile' "$top_srcdir/testdata/inline.c" | cut -d: -f1)
+check "speedscope: frames carry the function's file and line (worker_hot: threads.c:$l_hot, inlined inl_leaf: inline.c:$l_leaf)" \
+	sh -c "grep -q '{\"name\":\"worker_hot\",\"file\":\"[^\"]*threads.c\",\"line\":$l_hot}' '$work/threads.json' &&
+		grep -q '{\"name\":\"inl_leaf\",\"file\":\"[^\"]*inline.c\",\"line\":$l_leaf}' '$work/inline.json'"
+
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 	not_ok "speedscope: node and npm missing, the schema check needs them: apt-get install nodejs npm"
 else
