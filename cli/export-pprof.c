@@ -115,7 +115,7 @@ int export_pprof_write(struct export_model *m, const struct export_info *info, F
 	    s_exporter == UINT32_MAX || s_name == UINT32_MAX || !mappings || !pmappings || !functions ||
 	    !pfunctions || !lines || !plines || !locations || !plocations || !labels || !plabels || !samples ||
 	    !psamples || !loc_ids || !values || !agg.slot)
-		goto out;
+		goto oom;
 
 	for (size_t i = 0; i < m->n_mappings; i++) {
 		const struct export_mapping *e = &m->mappings[i];
@@ -169,7 +169,7 @@ int export_pprof_write(struct export_model *m, const struct export_info *info, F
 		snprintf(name, sizeof(name), "%s %" PRIu32 "/%" PRIu32, export_str(m, th->comm), th->pid, th->tid);
 		uint32_t const s_tname = export_model_string(m, name);
 		if (s_tname == UINT32_MAX)
-			goto out;
+			goto oom;
 		Label *l = &labels[4 * t];
 		for (int k = 0; k < 4; k++) {
 			perftools__profiles__label__init(&l[k]);
@@ -188,7 +188,7 @@ int export_pprof_write(struct export_model *m, const struct export_info *info, F
 	 * appearance. */
 	uint32_t *first = calloc(m->n_samples + 1, sizeof(*first)); /* aggregated -> model sample */
 	if (!first)
-		goto out;
+		goto oom;
 	for (size_t i = 0; i < m->n_samples; i++) {
 		const struct export_sample *s = &m->samples[i];
 		const struct export_thread *th = &m->threads[s->thread];
@@ -268,17 +268,17 @@ int export_pprof_write(struct export_model *m, const struct export_info *info, F
 	size_t const size = perftools__profiles__profile__get_packed_size(&p);
 	packed = malloc(size + 1);
 	if (!packed)
-		goto out;
+		goto oom;
 	if (perftools__profiles__profile__pack(&p, packed) != size) {
 		snprintf(err, errlen, "protobuf-c: packed size differs");
 		rc = -EIO;
-		goto out_err;
+		goto end;
 	}
 	rc = gzip_write(packed, size, f, err, errlen);
-	goto out_err;
-out:
+	goto end;
+oom:
 	snprintf(err, errlen, "out of memory");
-out_err:
+end:
 	free(packed);
 	free(mappings);
 	free(pmappings);

@@ -200,7 +200,14 @@ int export_speedscope_write(const struct export_model *m, const struct export_in
 	fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n\"exporter\":", f);
 	export_json_string(f, info->exporter);
 	fputs(",\n\"name\":", f);
-	export_json_string(f, info->name);
+	{
+		/* A path is any bytes: made valid UTF-8 like every string. */
+		char *name = export_utf8_sanitize(info->name, strlen(info->name));
+		if (!name)
+			goto out;
+		export_json_string(f, name);
+		free(name);
+	}
 	fprintf(f, ",\n\"activeProfileIndex\":%zu,\n\"shared\":{\"frames\":[", active);
 	for (size_t i = 0; i < fr.n; i++) {
 		const struct frame *x = &fr.tab[i];

@@ -178,12 +178,12 @@ START_TEST(speedscope_file)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	struct export_info const info = { .name = "t\"race", .exporter = "stackunwind test" };
+	struct export_info const info = { .name = "t\"race\xff", .exporter = "stackunwind test" };
 	char err[256];
 	ck_assert_int_eq(export_speedscope_write(m, &info, f, err, sizeof(err)), 0);
 	fclose(f);
 	/* Frames outermost first per sample: libx.so+0xa0010, main, f, g. */
-	ck_assert_ptr_nonnull(strstr(buf, "\"name\":\"t\\\"race\""));
+	ck_assert_ptr_nonnull(strstr(buf, "\"name\":\"t\\\"race\xEF\xBF\xBD\""));
 	ck_assert_ptr_nonnull(strstr(buf, "{\"name\":\"libx.so+0xa0010\",\"file\":\"/usr/lib/libx.so\"}"));
 	ck_assert_ptr_nonnull(strstr(buf, "{\"name\":\"g\",\"file\":\"bad\xEF\xBF\xBD.c\",\"line\":5}"));
 	ck_assert_ptr_nonnull(strstr(buf, "\"name\":\"weird\xEF\xBF\xBDname 42/42\",\"unit\":\"nanoseconds\","
