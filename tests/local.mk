@@ -52,7 +52,7 @@ TESTS += tests/unit/test-trace-sources-asan
 check-sanitize:
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS="tests/unit/test-stack-codec-asan tests/unit/test-ctf-writer-asan \
 		tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan tests/unit/test-unwind-asan \
-		tests/unit/test-trace-sources-asan"
+		tests/unit/test-trace-sources-asan tests/unit/test-export-asan"
 .PHONY: check-sanitize
 
 # Fuzz targets: replayed over the committed corpus by every `make check`
@@ -144,6 +144,13 @@ tests_unit_test_export_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(P
 tests_unit_test_export_LDADD = cli/libpprofproto.la unwind/libsuunwind.la debuginfo/libsudebuginfo.la \
 	$(ZLIB_LIBS) $(CHECK_LIBS)
 TESTS += tests/unit/test-export
+check_PROGRAMS += tests/unit/test-export-asan
+tests_unit_test_export_asan_SOURCES = $(tests_unit_test_export_SOURCES)
+tests_unit_test_export_asan_CPPFLAGS = $(tests_unit_test_export_CPPFLAGS)
+tests_unit_test_export_asan_CFLAGS = $(tests_unit_test_export_CFLAGS) $(SANITIZE_FLAGS) -O1
+tests_unit_test_export_asan_LDFLAGS = $(SANITIZE_FLAGS)
+tests_unit_test_export_asan_LDADD = $(tests_unit_test_export_LDADD)
+TESTS += tests/unit/test-export-asan
 clean-local: clean-node-cache
 clean-node-cache:
 	-rm -rf tests/node-cache tests/go-pprof
