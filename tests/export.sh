@@ -169,4 +169,13 @@ check "cut trace: pprof export exits 3 with a warning ($(rc cut.pb.gz))" \
 	sh -c "[ $(rc cut.pb.gz) = 3 ] && grep -q 'warning: .*samples-.*cut' '$work/cut.pb.gz.err'"
 checks "$PPROF_CHECK" "$work/cut.pb.gz" "$ns_cut" tdata-single $("$TD/tdata-single" --chain | tr '\n' ' ')
 
+# A binary gone since the recording: exit 3, its frames named module+0xoffset.
+cp "$TD/tdata-single" "$work/tdata-gone"
+record gone -- "$work/tdata-gone" 0.3
+rm -f "$work/tdata-gone"
+xp gone.json speedscope gone --no-debuginfod
+check "binary not found: exit 3, frames 'tdata-gone+0xOFFSET' with the module's path ($(rc gone.json))" \
+	sh -c "[ $(rc gone.json) = 3 ] && grep -q 'not found' '$work/gone.json.err' &&
+		grep -q -E '\"name\":\"tdata-gone\\+0x[0-9a-f]+\",\"file\":\"[^\"]*/tdata-gone\"' '$work/gone.json'"
+
 echo "1..$n"
