@@ -10,7 +10,8 @@ plugin_babeltrace_plugin_stackcap_la_SOURCES = \
 	plugin/ir-copy.h \
 	plugin/ir-copy.c \
 	plugin/filter-unwind.c \
-	plugin/sink-folded.c
+	plugin/sink-folded.c \
+	plugin/source-trace.c
 plugin_babeltrace_plugin_stackcap_la_CFLAGS = $(AM_CFLAGS) $(BABELTRACE2_CFLAGS) $(LIBDW_CFLAGS) $(ZSTD_CFLAGS)
 plugin_babeltrace_plugin_stackcap_la_LDFLAGS = -module -avoid-version -no-undefined
 plugin_babeltrace_plugin_stackcap_la_LIBADD = trace/libsutrace.la symbolize/libsusymbolize.la unwind/libsuunwind.la \

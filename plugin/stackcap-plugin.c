@@ -2,6 +2,7 @@
  * babeltrace2 finds them in this shared object's descriptor sections, so
  * every BT_PLUGIN_* declaration lives in this one file. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <babeltrace2/babeltrace.h>
 
@@ -40,6 +41,18 @@ BT_PLUGIN_SINK_COMPONENT_CLASS_INITIALIZE_METHOD(folded, folded_init);
 BT_PLUGIN_SINK_COMPONENT_CLASS_FINALIZE_METHOD(folded, folded_finalize);
 BT_PLUGIN_SINK_COMPONENT_CLASS_GRAPH_IS_CONFIGURED_METHOD(folded, folded_graph_is_configured);
 
+BT_PLUGIN_SOURCE_COMPONENT_CLASS(trace, trace_src_iter_next);
+BT_PLUGIN_SOURCE_COMPONENT_CLASS_DESCRIPTION(trace,
+	"Read a stackcap trace directory, plain or recorded with --zstd");
+BT_PLUGIN_SOURCE_COMPONENT_CLASS_HELP(trace,
+	"The events src.ctf.fs gives for a plain stackcap trace, read by stackcap's own parser, "
+	"which also reads zstd-compressed stream files.\n"
+	"Parameters: inputs (array with one trace directory).");
+BT_PLUGIN_SOURCE_COMPONENT_CLASS_INITIALIZE_METHOD(trace, trace_src_init);
+BT_PLUGIN_SOURCE_COMPONENT_CLASS_FINALIZE_METHOD(trace, trace_src_finalize);
+BT_PLUGIN_SOURCE_COMPONENT_CLASS_MESSAGE_ITERATOR_CLASS_INITIALIZE_METHOD(trace, trace_src_iter_init);
+BT_PLUGIN_SOURCE_COMPONENT_CLASS_MESSAGE_ITERATOR_CLASS_FINALIZE_METHOD(trace, trace_src_iter_finalize);
+
 
 int sc_param_bool(const bt_value *params, const char *name)
 {
@@ -57,6 +70,7 @@ struct unknown_ctx {
 	const char *const *known;
 	size_t n_known;
 	int bad;
+	char key[128];
 };
 
 static bt_value_map_foreach_entry_const_func_status check_key(const char *key, const bt_value *v, void *data)
@@ -66,15 +80,18 @@ static bt_value_map_foreach_entry_const_func_status check_key(const char *key, c
 	for (size_t i = 0; i < u->n_known; i++)
 		if (!strcmp(key, u->known[i]))
 			return BT_VALUE_MAP_FOREACH_ENTRY_CONST_FUNC_STATUS_OK;
-	BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(u->self, "unknown parameter '%s'", key);
+	snprintf(u->key, sizeof(u->key), "%s", key);
 	u->bad = 1;
 	return BT_VALUE_MAP_FOREACH_ENTRY_CONST_FUNC_STATUS_INTERRUPT;
 }
 
 int sc_check_params(bt_self_component *self, const bt_value *params, const char *const *known, size_t n)
 {
-	struct unknown_ctx u = { self, known, n, 0 };
+	struct unknown_ctx u = { self, known, n, 0, "" };
 	if (params && bt_value_is_map(params))
 		bt_value_map_foreach_entry_const(params, check_key, &u);
+	/* Not from inside the loop: babeltrace2 wants no error there. */
+	if (u.bad)
+		BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(self, "unknown parameter '%s'", u.key);
 	return u.bad ? -EINVAL : 0;
 }
