@@ -135,6 +135,13 @@ run zfold $BT -c source.stackcap.trace -p "inputs=[\"$work/z.trace\"]" -c filter
 check "source + filter + folded sink on the --zstd trace == stackunwind folded" \
 	sh -c "[ \"$(rc zfold)\" = 0 ] && [ -s '$work/zfold-su.out' ] && cmp -s '$work/zfold.out' '$work/zfold-su.out'"
 
+# ---- another trace: the filter copies it unchanged --------------------------------
+printf '[    0.000000] Linux version 6.1\n[    1.500000] sample: not ours\n' >"$work/dmesg.txt"
+run dmesg-f $BT -c source.text.dmesg -p "path=\"$work/dmesg.txt\"" -c filter.stackcap.unwind -c sink.text.details
+run dmesg-r $BT -c source.text.dmesg -p "path=\"$work/dmesg.txt\"" -c sink.text.details
+check "filter on a trace that is not stackcap's (source.text.dmesg): the same messages (details)" \
+	sh -c "[ \"$(rc dmesg-f)\" = 0 ] && grep -q 'sample: not ours' '$work/dmesg-f.out' && cmp -s '$work/dmesg-f.out' '$work/dmesg-r.out'"
+
 # ---- bad input ----------------------------------------------------------------------
 mkdir "$work/empty"
 run bad-dir $BT -c source.stackcap.trace -p "inputs=[\"$work/empty\"]"
