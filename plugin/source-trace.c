@@ -44,6 +44,9 @@ struct trace_src_iter {
 	bt_packet *packet;
 	uint64_t packet_no, packet_end;
 	int state;                   /* 0 before the stream, 1 in it, 2 ended */
+	/* messages made but not yet sent (an item makes up to 4) */
+	const bt_message *pend[4];
+	unsigned n_pend, pend_pos;
 };
 
 /* ---- the trace class (format version 1) ----------------------------------------- */
@@ -447,6 +450,8 @@ static void iter_free(struct trace_src_iter *it)
 {
 	if (!it)
 		return;
+	for (unsigned i = it->pend_pos; i < it->n_pend; i++)
+		bt_message_put_ref(it->pend[i]);
 	su_native_file_close(it->file);
 	bt_packet_put_ref(it->packet);
 	bt_stream_put_ref(it->stream);
@@ -483,7 +488,7 @@ void trace_src_iter_finalize(bt_self_message_iterator *self)
 	iter_free(bt_self_message_iterator_get_data(self));
 }
 
-/* Messages for item IT of the file, appended to MSGS at *K (room for 4).
+/* Messages for item NI of the file, appended to MSGS at *K (room for 4).
  * @return 0, -ENOMEM. */
 static int item_messages(struct trace_src_iter *it, const struct su_native_item *ni,
 			 bt_message_array_const msgs, uint64_t *k)
@@ -551,47 +556,59 @@ static int item_messages(struct trace_src_iter *it, const struct su_native_item 
 	return 0;
 }
 
+/* The messages of the file's next item (or of its end) into IT->pend.
+ * @return 0, -ENOMEM. */
+static int fill_pending(struct trace_src_iter *it)
+{
+	struct su_native_item ni;
+	uint64_t k = 0;
+	it->n_pend = it->pend_pos = 0;
+	int rc = su_native_file_next(it->file, &ni);
+	if (rc < 0)
+		return rc;
+	if (rc > 0) {
+		rc = item_messages(it, &ni, it->pend, &k);
+		it->n_pend = (unsigned)k;
+		return rc;
+	}
+	bt_message *m;
+	if (it->packet) {
+		if (!(m = bt_message_packet_end_create_with_default_clock_snapshot(it->self, it->packet, it->packet_end)))
+			return -ENOMEM;
+		it->pend[it->n_pend++] = m;
+		bt_packet_put_ref(it->packet);
+		it->packet = NULL;
+	}
+	if (it->stream) {
+		if (!(m = bt_message_stream_end_create(it->self, it->stream)))
+			return -ENOMEM;
+		it->pend[it->n_pend++] = m;
+	}
+	it->state = 2;
+	return 0;
+}
+
 bt_message_iterator_class_next_method_status trace_src_iter_next(bt_self_message_iterator *self,
 	bt_message_array_const msgs, uint64_t capacity, uint64_t *count)
 {
 	struct trace_src_iter *it = bt_self_message_iterator_get_data(self);
 	uint64_t k = 0;
-	/* An item makes at most 4 messages (stream beginning, packet end,
-	 * packet beginning, event); the end makes 2. */
-	while (it->state != 2 && k + 4 <= capacity) {
-		struct su_native_item ni;
-		int rc = su_native_file_next(it->file, &ni);
-		if (rc < 0)
-			goto nomem;
-		if (rc == 0) {
-			bt_message *m;
-			if (it->packet) {
-				if (!(m = bt_message_packet_end_create_with_default_clock_snapshot(self, it->packet,
-												   it->packet_end)))
-					goto nomem;
-				msgs[k++] = m;
-				bt_packet_put_ref(it->packet);
-				it->packet = NULL;
-			}
-			if (it->stream) {
-				if (!(m = bt_message_stream_end_create(self, it->stream)))
-					goto nomem;
-				msgs[k++] = m;
-			}
-			it->state = 2;
-			break;
+	while (k < capacity) {
+		if (it->pend_pos < it->n_pend) {
+			msgs[k++] = it->pend[it->pend_pos++];
+			continue;
 		}
-		if (item_messages(it, &ni, msgs, &k))
-			goto nomem;
+		if (it->state == 2)
+			break;
+		if (fill_pending(it)) {
+			/* What this call made goes out; the error comes with the next. */
+			if (k)
+				break;
+			return BT_MESSAGE_ITERATOR_CLASS_NEXT_METHOD_STATUS_MEMORY_ERROR;
+		}
 	}
 	*count = k;
 	if (k)
 		return BT_MESSAGE_ITERATOR_CLASS_NEXT_METHOD_STATUS_OK;
-	return it->state == 2 ? BT_MESSAGE_ITERATOR_CLASS_NEXT_METHOD_STATUS_END
-			      : BT_MESSAGE_ITERATOR_CLASS_NEXT_METHOD_STATUS_AGAIN;
-nomem:
-	/* Messages already made go out; the error comes at the next call. */
-	for (uint64_t i = 0; i < k; i++)
-		bt_message_put_ref(msgs[i]);
-	return BT_MESSAGE_ITERATOR_CLASS_NEXT_METHOD_STATUS_MEMORY_ERROR;
+	return BT_MESSAGE_ITERATOR_CLASS_NEXT_METHOD_STATUS_END;
 }
