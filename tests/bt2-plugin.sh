@@ -36,6 +36,8 @@ run() {
 rc() { cat "$work/$1.rc"; }
 # A crash is an exit status of 128 or more (or a babeltrace2 abort).
 no_crash() { [ "$(rc "$1")" -lt 128 ] && ! grep -q 'Aborting' "$work/$1.err"; }
+# all_of "SHELL CONDITION": for check, evaluated here (it may call the functions above).
+all_of() { eval "$1"; }
 
 # ---- the plugin is found ---------------------------------------------------------
 run list $BT list-plugins
@@ -135,6 +137,18 @@ run zfold $BT -c source.stackcap.trace -p "inputs=[\"$work/z.trace\"]" -c filter
 check "source + filter + folded sink on the --zstd trace == stackunwind folded" \
 	sh -c "[ \"$(rc zfold)\" = 0 ] && [ -s '$work/zfold-su.out' ] && cmp -s '$work/zfold.out' '$work/zfold-su.out'"
 
+# Without its process stream no sample can be decoded: each waits for maps
+# that never come, then leaves with an empty callstack.
+cp -r "$work/single.trace" "$work/noproc.trace"
+rm "$work/noproc.trace/"proc-*
+run noproc $BT "$work/noproc.trace" -c filter.stackcap.unwind
+nnd=$(grep -c 'callstack = \[ \], unwind_end = "not-decoded"' "$work/noproc.out")
+check "no maps: every sample leaves, not-decoded with an empty callstack ($nnd of $nsamples)" \
+	sh -c "[ \"$(rc noproc)\" = 0 ] && [ $nnd = $nsamples ]"
+run noproc-fold $BT "$work/noproc.trace" -c filter.stackcap.unwind -c sink.stackcap.folded
+check "no maps: the folded sink writes nothing, as stackunwind folded" \
+	sh -c "[ \"$(rc noproc-fold)\" = 0 ] && [ ! -s '$work/noproc-fold.out' ] && [ -z \"\$('$SU' folded '$work/noproc.trace' 2>/dev/null)\" ]"
+
 # ---- another trace: the filter copies it unchanged --------------------------------
 printf '[    0.000000] Linux version 6.1\n[    1.500000] sample: not ours\n' >"$work/dmesg.txt"
 run dmesg-f $BT -c source.text.dmesg -p "path=\"$work/dmesg.txt\"" -c filter.stackcap.unwind -c sink.text.details
@@ -146,13 +160,13 @@ check "filter on a trace that is not stackcap's (source.text.dmesg): the same me
 mkdir "$work/empty"
 run bad-dir $BT -c source.stackcap.trace -p "inputs=[\"$work/empty\"]"
 check "source on a directory without a trace: error, no crash ($(rc bad-dir))" \
-	sh -c "[ \"$(rc bad-dir)\" != 0 ] && grep -q 'not a stackcap trace' '$work/bad-dir.err'" && no_crash bad-dir
+	all_of "[ \"$(rc bad-dir)\" != 0 ] && grep -q 'not a stackcap trace' '$work/bad-dir.err' && no_crash bad-dir"
 run bad-path $BT -c source.stackcap.trace -p "inputs=[\"$work/missing\"]"
 check "source on a missing path: error naming it, no crash" \
-	sh -c "[ \"$(rc bad-path)\" != 0 ] && grep -q 'missing is not a trace directory' '$work/bad-path.err'" && no_crash bad-path
+	all_of "[ \"$(rc bad-path)\" != 0 ] && grep -q 'missing is not a trace directory' '$work/bad-path.err' && no_crash bad-path"
 run bad-param $BT "$work/single.trace" -c filter.stackcap.unwind -p 'no-inlin=yes'
 check "filter with an unknown parameter: error naming it, no crash" \
-	sh -c "[ \"$(rc bad-param)\" != 0 ] && grep -q \"unknown parameter 'no-inlin'\" '$work/bad-param.err'" && no_crash bad-param
+	all_of "[ \"$(rc bad-param)\" != 0 ] && grep -q \"unknown parameter 'no-inlin'\" '$work/bad-param.err' && no_crash bad-param"
 # A cut .zst file: what is before the cut is read, with a warning.
 cp -r "$work/z.trace" "$work/zcut.trace"
 f=$(ls "$work/zcut.trace/"samples-*.zst | head -n 1)
@@ -162,6 +176,15 @@ run zcut $BT -c source.stackcap.trace -p "inputs=[\"$work/zcut.trace\"]" -c filt
 ncut=$(grep -c 'unwind_end = ' "$work/zcut.out")
 nz=$(grep -c '\] (+[0-9.?]*) sample: ' "$work/zsrc.out")
 check "cut --zstd trace: the samples before the cut ($ncut of $nz), a warning, no crash" \
-	sh -c "[ \"$(rc zcut)\" = 0 ] && [ $ncut -ge 1 ] && [ $ncut -lt $nz ]" && \
-	grep -q 'truncated zstd frame\|skipped' "$work/zcut.err" && no_crash zcut
+	all_of "[ \"$(rc zcut)\" = 0 ] && [ $ncut -ge 1 ] && [ $ncut -lt $nz ] && grep -q 'truncated zstd frame\\|skipped' '$work/zcut.err' && no_crash zcut"
+# Bytes overwritten in the middle of a plain samples file: read up to the
+# damage, a warning, no crash.
+cp -r "$work/single.trace" "$work/dmg.trace"
+f=$(ls "$work/dmg.trace/"samples-* | head -n 1)
+size=$(wc -c <"$f")
+head -c 64 /dev/zero | tr '\0' '\377' | dd of="$f" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+run dmg $BT -c source.stackcap.trace -p "inputs=[\"$work/dmg.trace\"]" -c filter.stackcap.unwind
+ndmg=$(grep -c 'unwind_end = ' "$work/dmg.out")
+check "damaged plain samples file: the samples before the damage ($ndmg of $nsamples), a warning, no crash" \
+	all_of "[ \"$(rc dmg)\" = 0 ] && [ $ndmg -ge 1 ] && [ $ndmg -lt $nsamples ] && grep -q warning '$work/dmg.err' && no_crash dmg"
 echo "1..$n"
