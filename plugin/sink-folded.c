@@ -27,6 +27,9 @@ struct folded_sink {
 	int roots;                   /* 0 comm, 1 comm-pid, 2 comm-pid/tid */
 	struct fold_entry *tab;      /* open addressing, power of two */
 	size_t n, cap;
+	/* member indexes of the callstack entry class ELEM (found by name once) */
+	const bt_field_class *elem;
+	uint64_t i_fn, i_mod, i_off, i_inl;
 	char *line;                  /* the line being built */
 	size_t len, lcap;
 	uint64_t samples;
@@ -157,6 +160,37 @@ static const char *base_name(const char *path)
 	return p && p[1] ? p + 1 : path;
 }
 
+/* Find the members of callstack entry class EC (its member types checked).
+ * @return 0, or -1 when it is not the filter's. */
+static int entry_class(struct folded_sink *s, const bt_field_class *ec)
+{
+	if (ec == s->elem)
+		return 0;
+	s->elem = NULL;
+	if (bt_field_class_get_type(ec) != BT_FIELD_CLASS_TYPE_STRUCTURE)
+		return -1;
+	static const struct { const char *name; bt_field_class_type type; } want[4] = {
+		{ "function", BT_FIELD_CLASS_TYPE_STRING }, { "module", BT_FIELD_CLASS_TYPE_STRING },
+		{ "offset", BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER }, { "inlined", BT_FIELD_CLASS_TYPE_BOOL },
+	};
+	uint64_t *const idx[4] = { &s->i_fn, &s->i_mod, &s->i_off, &s->i_inl };
+	uint64_t const n = bt_field_class_structure_get_member_count(ec);
+	for (int w = 0; w < 4; w++) {
+		uint64_t i = 0;
+		for (; i < n; i++) {
+			const bt_field_class_structure_member *m = bt_field_class_structure_borrow_member_by_index_const(ec, i);
+			if (!strcmp(bt_field_class_structure_member_get_name(m), want[w].name))
+				break;
+		}
+		if (i == n || bt_field_class_get_type(bt_field_class_structure_member_borrow_field_class_const(
+			    bt_field_class_structure_borrow_member_by_index_const(ec, i))) != want[w].type)
+			return -1;
+		*idx[w] = i;
+	}
+	s->elem = ec;
+	return 0;
+}
+
 /* Count the stack of event message MSG, if it carries one. */
 static int on_event(struct folded_sink *s, const bt_message *msg)
 {
@@ -167,6 +201,8 @@ static int on_event(struct folded_sink *s, const bt_message *msg)
 	const char *end = member_str(pl, SC_FIELD_UNWIND_END);
 	if (!cs || !comm || !end || !strcmp(end, SC_END_NOT_DECODED) ||
 	    !bt_field_class_type_is(bt_field_get_class_type(cs), BT_FIELD_CLASS_TYPE_ARRAY))
+		return 0;
+	if (entry_class(s, bt_field_class_array_borrow_element_field_class_const(bt_field_borrow_class_const(cs))))
 		return 0;
 	s->len = 0;
 	int rc = put_name(s, comm);
@@ -189,11 +225,10 @@ static int on_event(struct folded_sink *s, const bt_message *msg)
 	}
 	for (uint64_t i = bt_field_array_get_length(cs); i-- > 0;) {
 		const bt_field *f = bt_field_array_borrow_element_field_by_index_const(cs, i);
-		const bt_field *inl = member(f, "inlined");
-		if (s->no_inline && inl && bt_field_bool_get_value(inl))
+		if (s->no_inline && bt_field_bool_get_value(bt_field_structure_borrow_member_field_by_index_const(f, s->i_inl)))
 			continue;
-		const char *fn = member_str(f, "function");
-		const char *mod = member_str(f, "module");
+		const char *fn = bt_field_string_get_value(bt_field_structure_borrow_member_field_by_index_const(f, s->i_fn));
+		const char *mod = bt_field_string_get_value(bt_field_structure_borrow_member_field_by_index_const(f, s->i_mod));
 		rc |= puts_(s, ";");
 		if (fn && fn[0]) {
 			rc |= put_name(s, fn);
@@ -201,7 +236,8 @@ static int on_event(struct folded_sink *s, const bt_message *msg)
 			rc |= puts_(s, "[unknown]");
 		} else {
 			rc |= put_name(s, base_name(mod));
-			rc |= putf(s, "+", member_u64(f, "offset"), 1);
+			rc |= putf(s, "+", bt_field_integer_unsigned_get_value(
+				bt_field_structure_borrow_member_field_by_index_const(f, s->i_off)), 1);
 		}
 	}
 	if (rc)
