@@ -33,6 +33,7 @@ struct folded_sink {
 	char *line;                  /* the line being built */
 	size_t len, lcap;
 	uint64_t samples;
+	uint64_t bare;               /* `sample` events without a callstack */
 };
 
 /* ---- the line ------------------------------------------------------------------ */
@@ -199,6 +200,11 @@ static int on_event(struct folded_sink *s, const bt_message *msg)
 	const bt_field *cs = member(pl, SC_FIELD_CALLSTACK);
 	const char *comm = member_str(pl, SC_FIELD_COMM);
 	const char *end = member_str(pl, SC_FIELD_UNWIND_END);
+	if (!cs) {
+		const char *name = bt_event_class_get_name(bt_event_borrow_class_const(e));
+		s->bare += name && !strcmp(name, "sample");
+		return 0;
+	}
 	if (!cs || !comm || !end || !strcmp(end, SC_END_NOT_DECODED) ||
 	    !bt_field_class_type_is(bt_field_get_class_type(cs), BT_FIELD_CLASS_TYPE_ARRAY))
 		return 0;
@@ -357,6 +363,13 @@ bt_component_class_sink_consume_method_status folded_consume(bt_self_component_s
 	case BT_MESSAGE_ITERATOR_NEXT_STATUS_OK:
 		break;
 	case BT_MESSAGE_ITERATOR_NEXT_STATUS_END:
+		if (s->bare && !s->samples) {
+			/* Samples came, none unwound: the filter is missing. */
+			BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(bt_self_component_sink_as_self_component(self),
+				"%" PRIu64 " sample events, none with a callstack: put filter.stackcap.unwind "
+				"before sink.stackcap.folded (-c filter.stackcap.unwind -c sink.stackcap.folded)", s->bare);
+			return BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_ERROR;
+		}
 		return write_out(s) ? BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_ERROR
 				    : BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_END;
 	case BT_MESSAGE_ITERATOR_NEXT_STATUS_AGAIN:

@@ -164,6 +164,9 @@ check "source on a directory without a trace: error, no crash ($(rc bad-dir))" \
 run bad-path $BT -c source.stackcap.trace -p "inputs=[\"$work/missing\"]"
 check "source on a missing path: error naming it, no crash" \
 	all_of "[ \"$(rc bad-path)\" != 0 ] && grep -q 'missing is not a trace directory' '$work/bad-path.err' && no_crash bad-path"
+run nofilter $BT "$work/single.trace" -c sink.stackcap.folded
+check "folded sink without the filter: an error saying to add it, no crash" \
+	all_of "[ \"$(rc nofilter)\" != 0 ] && grep -q 'put filter.stackcap.unwind' '$work/nofilter.err' && no_crash nofilter"
 run bad-param $BT "$work/single.trace" -c filter.stackcap.unwind -p 'no-inlin=yes'
 check "filter with an unknown parameter: error naming it, no crash" \
 	all_of "[ \"$(rc bad-param)\" != 0 ] && grep -q \"unknown parameter 'no-inlin'\" '$work/bad-param.err' && no_crash bad-param"
