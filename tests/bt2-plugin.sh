@@ -103,6 +103,10 @@ check "inline: folded stacks hold inlined frames" grep -q 'inline_hot;inl_middle
 folded_same inline-noinl "$work/inline.trace" 'no-inline=yes' --no-inline
 record threads -- "$TD/tdata-threads" -t 3 0.5
 folded_same threads "$work/threads.trace" 'per-process=yes' --per-process
+# 1000 frames (~80 KB of stack) pass the 64 KiB cap: rooted under [truncated].
+record recurse -- "$TD/tdata-recurse" -d 1000 0.3
+folded_same recurse "$work/recurse.trace"
+check "recurse: capped stacks are rooted under [truncated]" grep -q '^tdata-recurse;\[truncated\];' "$work/recurse-bt.out"
 # dlopen/dlclose: maps generations change while sampling (samples wait for
 # the maps event the writer stamps after them).
 record dlopen -- "$TD/tdata-dlopen" --reload 0.5
