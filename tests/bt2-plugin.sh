@@ -107,6 +107,13 @@ folded_same threads "$work/threads.trace" 'per-process=yes' --per-process
 record recurse -- "$TD/tdata-recurse" -d 1000 0.3
 folded_same recurse "$work/recurse.trace"
 check "recurse: capped stacks are rooted under [truncated]" grep -q '^tdata-recurse;\[truncated\];' "$work/recurse-bt.out"
+# sample_segment events (a handler on the alternate signal stack) and
+# sample_full events (--full-copy) reach the reader core too.
+record sigalt -- "$TD/tdata-sigalt" 0.5
+folded_same sigalt "$work/sigalt.trace"
+check "sigalt: stacks go on through __restore_rt into the interrupted code" grep -q ';main;trigger_loop;__restore_rt;handler_entry' "$work/sigalt-bt.out"
+record full --full-copy -- "$TD/tdata-single" 0.3
+folded_same full "$work/full.trace"
 # dlopen/dlclose: maps generations change while sampling (samples wait for
 # the maps event the writer stamps after them).
 record dlopen -- "$TD/tdata-dlopen" --reload 0.5
