@@ -103,6 +103,10 @@ check "inline: folded stacks hold inlined frames" grep -q 'inline_hot;inl_middle
 folded_same inline-noinl "$work/inline.trace" 'no-inline=yes' --no-inline
 record threads -- "$TD/tdata-threads" -t 3 0.5
 folded_same threads "$work/threads.trace" 'per-process=yes' --per-process
+# Parent and child after fork(): two processes, two process streams.
+record fork -- "$B/tests/fork-burn" 500 250
+folded_same fork "$work/fork.trace" 'per-process=yes' --per-process
+check "fork: stacks of two processes" [ "$(cut -d';' -f1 "$work/fork-bt.out" | sort -u | wc -l)" -ge 2 ]
 # 1000 frames (~80 KB of stack) pass the 64 KiB cap: rooted under [truncated].
 record recurse -- "$TD/tdata-recurse" -d 1000 0.3
 folded_same recurse "$work/recurse.trace"
