@@ -122,6 +122,19 @@ folded_same full "$work/full.trace"
 # the maps event the writer stamps after them).
 record dlopen -- "$TD/tdata-dlopen" --reload 0.5
 folded_same dlopen "$work/dlopen.trace"
+# The binary moved after recording: found again with debug-dir=.
+mkdir "$work/bin" "$work/dbg"
+cp "$TD/tdata-single" "$work/bin/moved-single"
+record moved -- "$work/bin/moved-single" 0.3
+mv "$work/bin/moved-single" "$work/dbg/"
+run moved-lost $BT "$work/moved.trace" -c filter.stackcap.unwind -p no-debuginfod=yes -c sink.stackcap.folded
+run moved-found $BT "$work/moved.trace" -c filter.stackcap.unwind -p "debug-dir=\"$work/dbg\",no-debuginfod=yes" -c sink.stackcap.folded
+"$SU" folded --debug-dir "$work/dbg" --no-debuginfod "$work/moved.trace" >"$work/moved-su.out" 2>/dev/null
+"$SU" folded --no-debuginfod "$work/moved.trace" >"$work/moved-lost-su.out" 2>/dev/null
+check "moved binary: module+offset frames without debug-dir (== stackunwind)" \
+	all_of "grep -q ';moved-single+0x[0-9a-f]* [0-9]*$' '$work/moved-lost.out' && cmp -s '$work/moved-lost.out' '$work/moved-lost-su.out'"
+check "moved binary: debug-dir= finds it (== stackunwind --debug-dir)" \
+	all_of "grep -q ';level_a;level_b;level_c;hot_leaf ' '$work/moved-found.out' && cmp -s '$work/moved-found.out' '$work/moved-su.out'"
 run sink-path $BT "$work/single.trace" -c filter.stackcap.unwind -c sink.stackcap.folded -p "path=\"$work/folded.txt\""
 check "folded sink writes to path= (and nothing to stdout)" \
 	sh -c "[ \"$(rc sink-path)\" = 0 ] && [ ! -s '$work/sink-path.out' ] && cmp -s '$work/folded.txt' '$work/single-su.out'"
