@@ -3,10 +3,14 @@
 # tree: its three component classes are listed; filter.stackcap.unwind
 # gives every sample event a callstack holding the testdata program's
 # known chain; sink.stackcap.folded writes what `stackunwind folded` writes
-# (inlined frames, threads, maps generations that change, options);
+# (inlined frames, threads, fork, deep stacks past the cap, alternate-stack
+# segments, full copies, maps generations that change, a moved binary and
+# debug-dir=, the sink's options); samples without maps leave not-decoded;
 # source.stackcap.trace reads a --zstd trace and gives the same text and
-# trace IR as src.ctf.fs on its inflated copy; bad input is an error, never
-# a crash.
+# trace IR as src.ctf.fs on its inflated copy; another kind of trace passes
+# the filter unchanged; bad input (no trace, a cut or damaged file, unknown
+# parameters, the sink without the filter) is an error or a warning, never a
+# crash.
 . "${top_srcdir:?}/tests/tap-lib.sh"
 SU="$B/cli/stackunwind"
 PP="$B/plugin/.libs"
