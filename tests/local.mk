@@ -238,3 +238,7 @@ tests_unit_test_unwind_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS
 tests_unit_test_unwind_asan_LDFLAGS = -rdynamic $(SANITIZE_FLAGS)
 tests_unit_test_unwind_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS) $(DL_LIBS) $(CHECK_LIBS)
 TESTS += tests/unit/test-unwind-asan
+
+# Integration: the babeltrace2 plugin (plugin/) from the build tree.
+TESTS += tests/bt2-plugin.sh
+EXTRA_DIST += tests/bt2-plugin.sh

@@ -9,6 +9,8 @@ trace_libsutrace_la_SOURCES = \
 	trace/trace-read.h \
 	trace/trace-read.c \
 	trace/reader-internal.h \
+	trace/reader-push.h \
+	trace/native-file.h \
 	trace/source-babeltrace2.c \
 	trace/source-native.c
 trace_libsutrace_la_CFLAGS = $(AM_CFLAGS) $(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS)

@@ -65,6 +65,8 @@ struct nfile {
 	size_t ev_off;            /* payload offset in buf */
 	size_t hdr_off;           /* header offset, for messages */
 	size_t order;             /* index in the pass, sorted by name */
+	uint64_t packets;         /* packets loaded so far */
+	uint64_t pkt_begin;       /* timestamp_begin of the current packet */
 };
 
 /* The shared zstd input: which file and file offset it holds. */
@@ -414,6 +416,8 @@ static int load_packet(struct native_source *s, struct nfile *f)
 		f->prev_end = begin;
 	}
 	f->have_pkt = 1;
+	f->packets++;
+	f->pkt_begin = begin;
 	return 1;
 }
 
@@ -926,3 +930,102 @@ const struct event_source su_source_native = {
 	.run = nat_run,
 	.close = nat_close,
 };
+
+/* ---- one file alone (trace/native-file.h) ------------------------------------------ */
+
+#include "trace/native-file.h"
+
+struct su_native_file {
+	struct native_source s;
+	struct nfile f;
+	struct source_report rep;
+};
+
+struct su_native_file *su_native_file_open(const char *dir, const char *name)
+{
+	struct su_native_file *nf = calloc(1, sizeof(*nf));
+	if (!nf)
+		return NULL;
+	nf->s.rep = &nf->rep;
+	nf->f.fd = -1;
+	nf->f.kind = strncmp(name, "samples-", 8) == 0;
+	nf->f.zst = has_suffix(name, ".zst");
+	nf->s.dir = strdup(dir);
+	nf->f.name = strdup(name);
+	if (!nf->s.dir || !nf->f.name)
+		goto nomem;
+	if (nf->f.zst) {
+		nf->s.dctx = ZSTD_createDCtx();
+		nf->s.zin.buf = malloc(ZIN_SIZE);
+		if (!nf->s.dctx || !nf->s.zin.buf)
+			goto nomem;
+		ZSTD_DCtx_setParameter(nf->s.dctx, ZSTD_d_windowLogMax, 26);
+	}
+	metadata_uuid(&nf->s);
+	file_open(&nf->s, &nf->f);
+	return nf;
+nomem:
+	su_native_file_close(nf);
+	errno = ENOMEM;
+	return NULL;
+}
+
+void su_native_file_close(struct su_native_file *nf)
+{
+	if (!nf)
+		return;
+	file_release(&nf->f);
+	free(nf->f.name);
+	ZSTD_freeDCtx(nf->s.dctx);
+	free(nf->s.zin.buf);
+	free(nf->s.dir);
+	free(nf);
+}
+
+int su_native_file_next(struct su_native_file *nf, struct su_native_item *it)
+{
+	struct nfile *f = &nf->f;
+	memset(it, 0, sizeof(*it));
+	if (f->next == NEXT_NONE) {
+		int rc = advance(&nf->s, f);
+		if (rc < 0)
+			return rc;
+	}
+	if (f->done || f->next == NEXT_NONE)
+		return 0;
+	it->stream_class = f->kind;
+	it->instance_id = f->instance_id;
+	it->packet = f->packets;
+	it->packet_begin = f->pkt_begin;
+	it->packet_end = f->ts_end;
+	it->pid = f->pid;
+	it->tid = f->tid;
+	it->ts = f->key;
+	if (f->next == NEXT_DISCARDED) {
+		it->type = SU_NATIVE_DISCARDED;
+		it->discarded = f->pending_discard;
+		f->pending_discard = 0;
+	} else {
+		it->type = SU_NATIVE_EVENT;
+		it->id = f->ev_id;
+		it->payload = f->buf + f->ev_off;
+		it->end = f->buf + f->end;
+	}
+	f->next = NEXT_NONE;
+	return 1;
+}
+
+void su_native_file_consumed(struct su_native_file *nf, size_t n)
+{
+	nf->f.pos = nf->f.ev_off + n;
+}
+
+void su_native_file_defect(struct su_native_file *nf, const char *what)
+{
+	defect(&nf->s, &nf->f, nf->f.poff + nf->f.hdr_off, "%s", what);
+}
+
+int su_native_file_damaged(const struct su_native_file *nf)
+{
+	return nf->rep.truncated_files;
+}

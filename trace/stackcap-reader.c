@@ -20,6 +20,10 @@
 #include <unistd.h>
 
 #include "trace/reader-internal.h"
+#include "trace/reader-push.h"
+
+/* reader.pass in push mode: every event kind at once. */
+#define PUSH_PASSES (PASS_PROCESS | PASS_SAMPLES)
 
 /* ---- the model being built ----------------------------------------------- */
 
@@ -65,6 +69,7 @@ struct reader {
 	size_t cap_threads, n_threads; /* open addressing, power of two */
 
 	int cb_rc;               /* a callback's nonzero return */
+	struct su_maps *last_maps;   /* what on_maps stored (push mode tells cb->maps) */
 };
 
 static void set_err(struct reader *r, const char *fmt, ...)
@@ -234,6 +239,7 @@ static int on_maps(struct reader *r, const struct raw_event *ev)
 	}
 	s->maps[at] = m;
 	s->n_maps++;
+	r->last_maps = m;
 	return 0;
 }
 
@@ -416,11 +422,11 @@ static int on_event(void *ctx, const struct raw_event *ev)
 	case RAW_SAMPLE:
 	case RAW_SAMPLE_FULL:
 	case RAW_SAMPLE_SEGMENT:
-		if (r->pass == PASS_SAMPLES)
+		if (r->pass & PASS_SAMPLES)
 			rc = on_sample(r, ev);
 		break;
 	case RAW_DISCARDED:
-		if (r->pass == PASS_SAMPLES)
+		if (r->pass & PASS_SAMPLES)
 			r->st->discarded += ev->discarded;
 		break;
 	case RAW_PROCESS_START:
@@ -428,9 +434,15 @@ static int on_event(void *ctx, const struct raw_event *ev)
 		if (rc == 0 && r->cb->process_start)
 			r->cb_rc = r->cb->process_start(r->cb->arg, &r->sections[r->n_sections - 1].p);
 		break;
-	case RAW_MAPS:
+	case RAW_MAPS: {
+		struct section *s = section_of_stream(r, ev->stream_id, ev->pid);
+		r->last_maps = NULL;
 		rc = on_maps(r, ev);
+		/* Two passes tell cb->maps after pass 1; pushed events at once. */
+		if (rc == 0 && r->last_maps && r->pass == PUSH_PASSES && r->cb->maps)
+			r->cb_rc = r->cb->maps(r->cb->arg, &s->p, r->last_maps);
 		break;
+	}
 	case RAW_DROPS:
 		rc = on_drops(r, ev);
 		break;
@@ -572,4 +584,61 @@ out:
 	reader_free(&r);
 	free(abs_dir);
 	return rc;
+}
+
+/* ---- push mode (trace/reader-push.h) --------------------------------------- */
+
+struct su_reader {
+	struct reader r;
+	struct su_reader_opts opts;
+	struct su_reader_callbacks cb;
+	struct su_reader_stats st;
+};
+
+struct su_reader *su_reader_new(const struct su_reader_opts *opts, const struct su_reader_callbacks *cb)
+{
+	struct su_reader *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	if (opts)
+		p->opts = *opts;
+	p->cb = *cb;
+	p->r.opts = &p->opts;
+	p->r.cb = &p->cb;
+	p->r.st = &p->st;
+	p->r.pass = PUSH_PASSES;
+	return p;
+}
+
+void su_reader_free(struct su_reader *p)
+{
+	if (!p)
+		return;
+	reader_free(&p->r);
+	free(p);
+}
+
+int su_reader_push(struct su_reader *p, const struct raw_event *ev)
+{
+	p->r.cb_rc = 0;
+	return on_event(&p->r, ev);
+}
+
+int su_reader_can_decode(const struct su_reader *p, const struct raw_event *ev)
+{
+	struct reader *r = (struct reader *)&p->r; /* section_at only reads */
+	struct section *sec = section_at(r, ev->pid, ev->ts);
+	if (!sec)
+		return 0;
+	if (sec->p.codec_version != STACKCAP_CODEC_VERSION)
+		return 1; /* skipped whatever comes later */
+	return section_maps(sec, ev->generation) != NULL;
+}
+
+void su_reader_get_stats(const struct su_reader *p, struct su_reader_stats *stats)
+{
+	*stats = p->st;
+	stats->drops = 0;
+	for (size_t i = 0; i < p->r.n_drops; i++)
+		stats->drops += p->r.drops[i].total;
 }

@@ -1,0 +1,390 @@
+/* sink.stackcap.folded: folded stacks of the sample events that
+ * filter.stackcap.unwind gave a callstack: one line per distinct stack,
+ * "comm;[end;]outermost;...;leaf COUNT", sorted by stack, the same text as
+ * `stackunwind folded` (cli/stackunwind.c format_folded): inlined
+ * functions are frames of their own (no-inline leaves them out), an
+ * unknown function is module+0xELFADDR, a pc outside every module
+ * [unknown], and a stack that did not reach its outermost frame is rooted
+ * under [why it stopped].  Samples that could not be decoded are left out. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin/plugin.h"
+
+struct fold_entry {
+	char *key;                   /* NULL: empty slot */
+	uint64_t hash, count;
+};
+
+struct folded_sink {
+	bt_self_component_sink *self;
+	bt_message_iterator *it;
+	char *path;
+	int no_inline;
+	int roots;                   /* 0 comm, 1 comm-pid, 2 comm-pid/tid */
+	struct fold_entry *tab;      /* open addressing, power of two */
+	size_t n, cap;
+	/* member indexes of the callstack entry class ELEM (found by name once) */
+	const bt_field_class *elem;
+	uint64_t i_fn, i_mod, i_off, i_inl;
+	char *line;                  /* the line being built */
+	size_t len, lcap;
+	uint64_t samples;
+	uint64_t bare;               /* `sample` events without a callstack */
+};
+
+/* ---- the line ------------------------------------------------------------------ */
+
+static int put(struct folded_sink *s, const char *p, size_t n)
+{
+	if (s->len + n + 1 > s->lcap) {
+		size_t c = s->lcap ? 2 * s->lcap : 4096;
+		while (c < s->len + n + 1)
+			c *= 2;
+		char *nl = realloc(s->line, c);
+		if (!nl)
+			return -ENOMEM;
+		s->line = nl;
+		s->lcap = c;
+	}
+	memcpy(s->line + s->len, p, n);
+	s->len += n;
+	return 0;
+}
+
+static int puts_(struct folded_sink *s, const char *p)
+{
+	return put(s, p, strlen(p));
+}
+
+/* A name in a folded line: ';' separates frames there. */
+static int put_name(struct folded_sink *s, const char *name)
+{
+	for (const char *p = name; *p; p++)
+		if (put(s, *p == ';' ? ":" : p, 1))
+			return -ENOMEM;
+	return 0;
+}
+
+/* PREFIX and V, in hex when HEX. */
+static int putf(struct folded_sink *s, const char *prefix, uint64_t v, int hex)
+{
+	char b[48];
+	if (hex)
+		snprintf(b, sizeof(b), "%s0x%" PRIx64, prefix, v);
+	else
+		snprintf(b, sizeof(b), "%s%" PRIu64, prefix, v);
+	return puts_(s, b);
+}
+
+/* ---- counting ------------------------------------------------------------------ */
+
+static uint64_t fold_hash(const char *p, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+	return h;
+}
+
+static int fold_add(struct folded_sink *s, const char *k, size_t n)
+{
+	if ((s->n + 1) * 2 > s->cap) {
+		size_t nc = s->cap ? 2 * s->cap : 1024;
+		struct fold_entry *nt = calloc(nc, sizeof(*nt));
+		if (!nt)
+			return -ENOMEM;
+		for (size_t i = 0; i < s->cap; i++)
+			if (s->tab[i].key) {
+				size_t h = s->tab[i].hash & (nc - 1);
+				while (nt[h].key)
+					h = (h + 1) & (nc - 1);
+				nt[h] = s->tab[i];
+			}
+		free(s->tab);
+		s->tab = nt;
+		s->cap = nc;
+	}
+	uint64_t const hash = fold_hash(k, n);
+	size_t h = hash & (s->cap - 1);
+	for (; s->tab[h].key; h = (h + 1) & (s->cap - 1))
+		if (s->tab[h].hash == hash && !strncmp(s->tab[h].key, k, n) && !s->tab[h].key[n]) {
+			s->tab[h].count++;
+			return 0;
+		}
+	char *key = strndup(k, n);
+	if (!key)
+		return -ENOMEM;
+	s->tab[h] = (struct fold_entry){ key, hash, 1 };
+	s->n++;
+	return 0;
+}
+
+static int fold_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct fold_entry *)a)->key, ((const struct fold_entry *)b)->key);
+}
+
+/* ---- events -------------------------------------------------------------------- */
+
+static const bt_field *member(const bt_field *st, const char *name)
+{
+	return st && bt_field_get_class_type(st) == BT_FIELD_CLASS_TYPE_STRUCTURE
+		? bt_field_structure_borrow_member_field_by_name_const(st, name) : NULL;
+}
+
+static const char *member_str(const bt_field *st, const char *name)
+{
+	const bt_field *f = member(st, name);
+	return f && bt_field_get_class_type(f) == BT_FIELD_CLASS_TYPE_STRING ? bt_field_string_get_value(f) : NULL;
+}
+
+static uint64_t member_u64(const bt_field *st, const char *name)
+{
+	const bt_field *f = member(st, name);
+	if (!f)
+		return 0;
+	bt_field_class_type const t = bt_field_get_class_type(f);
+	if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER))
+		return bt_field_integer_unsigned_get_value(f);
+	if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_SIGNED_INTEGER))
+		return (uint64_t)bt_field_integer_signed_get_value(f);
+	return 0;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *p = strrchr(path, '/');
+	return p && p[1] ? p + 1 : path;
+}
+
+/* Find the members of callstack entry class EC (its member types checked).
+ * @return 0, or -1 when it is not the filter's. */
+static int entry_class(struct folded_sink *s, const bt_field_class *ec)
+{
+	if (ec == s->elem)
+		return 0;
+	s->elem = NULL;
+	if (bt_field_class_get_type(ec) != BT_FIELD_CLASS_TYPE_STRUCTURE)
+		return -1;
+	static const struct { const char *name; bt_field_class_type type; } want[4] = {
+		{ "function", BT_FIELD_CLASS_TYPE_STRING }, { "module", BT_FIELD_CLASS_TYPE_STRING },
+		{ "offset", BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER }, { "inlined", BT_FIELD_CLASS_TYPE_BOOL },
+	};
+	uint64_t *const idx[4] = { &s->i_fn, &s->i_mod, &s->i_off, &s->i_inl };
+	uint64_t const n = bt_field_class_structure_get_member_count(ec);
+	for (int w = 0; w < 4; w++) {
+		uint64_t i = 0;
+		for (; i < n; i++) {
+			const bt_field_class_structure_member *m = bt_field_class_structure_borrow_member_by_index_const(ec, i);
+			if (!strcmp(bt_field_class_structure_member_get_name(m), want[w].name))
+				break;
+		}
+		if (i == n || bt_field_class_get_type(bt_field_class_structure_member_borrow_field_class_const(
+			    bt_field_class_structure_borrow_member_by_index_const(ec, i))) != want[w].type)
+			return -1;
+		*idx[w] = i;
+	}
+	s->elem = ec;
+	return 0;
+}
+
+/* Count the stack of event message MSG, if it carries one. */
+static int on_event(struct folded_sink *s, const bt_message *msg)
+{
+	const bt_event *e = bt_message_event_borrow_event_const(msg);
+	const bt_field *pl = bt_event_borrow_payload_field_const(e);
+	const bt_field *cs = member(pl, SC_FIELD_CALLSTACK);
+	const char *comm = member_str(pl, SC_FIELD_COMM);
+	const char *end = member_str(pl, SC_FIELD_UNWIND_END);
+	if (!cs) {
+		const char *name = bt_event_class_get_name(bt_event_borrow_class_const(e));
+		s->bare += name && !strcmp(name, "sample");
+		return 0;
+	}
+	if (!cs || !comm || !end || !strcmp(end, SC_END_NOT_DECODED) ||
+	    !bt_field_class_type_is(bt_field_get_class_type(cs), BT_FIELD_CLASS_TYPE_ARRAY))
+		return 0;
+	if (entry_class(s, bt_field_class_array_borrow_element_field_class_const(bt_field_borrow_class_const(cs))))
+		return 0;
+	s->len = 0;
+	int rc = put_name(s, comm);
+	if (s->roots) {
+		/* pid/tid: the stackcap packet context, or LTTng's vpid/vtid context. */
+		const bt_packet *pkt = bt_stream_class_supports_packets(bt_stream_borrow_class_const(
+			bt_event_borrow_stream_const(e))) ? bt_event_borrow_packet_const(e) : NULL;
+		const bt_field *ctx = pkt ? bt_packet_borrow_context_field_const(pkt) : NULL;
+		const bt_field *cc = bt_event_borrow_common_context_field_const(e);
+		uint64_t pid = member(ctx, "pid") ? member_u64(ctx, "pid") : member_u64(cc, "vpid");
+		uint64_t tid = member(ctx, "tid") ? member_u64(ctx, "tid") : member_u64(cc, "vtid");
+		rc |= putf(s, "-", pid, 0);
+		if (s->roots > 1)
+			rc |= putf(s, "/", tid, 0);
+	}
+	if (strcmp(end, "outermost")) {
+		rc |= puts_(s, ";[");
+		rc |= puts_(s, end);
+		rc |= puts_(s, "]");
+	}
+	for (uint64_t i = bt_field_array_get_length(cs); i-- > 0;) {
+		const bt_field *f = bt_field_array_borrow_element_field_by_index_const(cs, i);
+		if (s->no_inline && bt_field_bool_get_value(bt_field_structure_borrow_member_field_by_index_const(f, s->i_inl)))
+			continue;
+		const char *fn = bt_field_string_get_value(bt_field_structure_borrow_member_field_by_index_const(f, s->i_fn));
+		const char *mod = bt_field_string_get_value(bt_field_structure_borrow_member_field_by_index_const(f, s->i_mod));
+		rc |= puts_(s, ";");
+		if (fn && fn[0]) {
+			rc |= put_name(s, fn);
+		} else if (!mod || !mod[0]) {
+			rc |= puts_(s, "[unknown]");
+		} else {
+			rc |= put_name(s, base_name(mod));
+			rc |= putf(s, "+", bt_field_integer_unsigned_get_value(
+				bt_field_structure_borrow_member_field_by_index_const(f, s->i_off)), 1);
+		}
+	}
+	if (rc)
+		return -ENOMEM;
+	s->samples++;
+	return fold_add(s, s->line, s->len);
+}
+
+static int write_out(struct folded_sink *s)
+{
+	FILE *out = stdout;
+	if (s->path && !(out = fopen(s->path, "w"))) {
+		BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(bt_self_component_sink_as_self_component(s->self),
+			"cannot write %s: %s", s->path, strerror(errno));
+		return -1;
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < s->cap; i++)
+		if (s->tab[i].key)
+			s->tab[n++] = s->tab[i];
+	for (size_t i = n; i < s->cap; i++)
+		s->tab[i].key = NULL; /* moved below n */
+	qsort(s->tab, n, sizeof(*s->tab), fold_cmp);
+	for (size_t i = 0; i < n; i++) {
+		fprintf(out, "%s %" PRIu64 "\n", s->tab[i].key, s->tab[i].count);
+		free(s->tab[i].key);
+		s->tab[i].key = NULL;
+	}
+	s->n = 0;
+	int bad = fflush(out) != 0 || ferror(out);
+	if (out != stdout)
+		bad |= fclose(out) != 0;
+	if (bad) {
+		BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(bt_self_component_sink_as_self_component(s->self),
+			"write error on %s", s->path ? s->path : "standard output");
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the component --------------------------------------------------------------- */
+
+bt_component_class_initialize_method_status folded_init(bt_self_component_sink *self,
+	bt_self_component_sink_configuration *config, const bt_value *params, void *init_data)
+{
+	static const char *const known[] = { "path", "no-inline", "per-process", "per-thread" };
+	(void)config;
+	(void)init_data;
+	bt_self_component *sc = bt_self_component_sink_as_self_component(self);
+	if (sc_check_params(sc, params, known, sizeof(known) / sizeof(known[0])))
+		return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_ERROR;
+	struct folded_sink *s = calloc(1, sizeof(*s));
+	if (!s)
+		return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_MEMORY_ERROR;
+	s->self = self;
+	const bt_value *v = bt_value_map_borrow_entry_value_const(params, "path");
+	if (v && !bt_value_is_string(v)) {
+		BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(sc, "parameter path: a string");
+		free(s);
+		return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_ERROR;
+	}
+	if (v && !(s->path = strdup(bt_value_string_get(v)))) {
+		free(s);
+		return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_MEMORY_ERROR;
+	}
+	int const ni = sc_param_bool(params, "no-inline");
+	int const pp = sc_param_bool(params, "per-process");
+	int const pt = sc_param_bool(params, "per-thread");
+	if (ni < 0 || pp < 0 || pt < 0) {
+		BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(sc,
+			"parameters no-inline, per-process and per-thread are booleans (e.g. no-inline=yes)");
+		free(s->path);
+		free(s);
+		return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_ERROR;
+	}
+	s->no_inline = ni;
+	s->roots = pt ? 2 : pp ? 1 : 0;
+	if (bt_self_component_sink_add_input_port(self, "in", NULL, NULL)) {
+		free(s->path);
+		free(s);
+		return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_MEMORY_ERROR;
+	}
+	bt_self_component_set_data(sc, s);
+	return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_OK;
+}
+
+void folded_finalize(bt_self_component_sink *self)
+{
+	struct folded_sink *s = bt_self_component_get_data(bt_self_component_sink_as_self_component(self));
+	if (!s)
+		return;
+	bt_message_iterator_put_ref(s->it);
+	for (size_t i = 0; i < s->cap; i++)
+		free(s->tab[i].key);
+	free(s->tab);
+	free(s->line);
+	free(s->path);
+	free(s);
+}
+
+bt_component_class_sink_graph_is_configured_method_status folded_graph_is_configured(bt_self_component_sink *self)
+{
+	struct folded_sink *s = bt_self_component_get_data(bt_self_component_sink_as_self_component(self));
+	if (bt_message_iterator_create_from_sink_component(self,
+		    bt_self_component_sink_borrow_input_port_by_name(self, "in"), &s->it) !=
+	    BT_MESSAGE_ITERATOR_CREATE_FROM_SINK_COMPONENT_STATUS_OK)
+		return BT_COMPONENT_CLASS_SINK_GRAPH_IS_CONFIGURED_METHOD_STATUS_ERROR;
+	return BT_COMPONENT_CLASS_SINK_GRAPH_IS_CONFIGURED_METHOD_STATUS_OK;
+}
+
+bt_component_class_sink_consume_method_status folded_consume(bt_self_component_sink *self)
+{
+	struct folded_sink *s = bt_self_component_get_data(bt_self_component_sink_as_self_component(self));
+	bt_message_array_const msgs;
+	uint64_t n = 0;
+	switch (bt_message_iterator_next(s->it, &msgs, &n)) {
+	case BT_MESSAGE_ITERATOR_NEXT_STATUS_OK:
+		break;
+	case BT_MESSAGE_ITERATOR_NEXT_STATUS_END:
+		if (s->bare && !s->samples) {
+			/* Samples came, none unwound: the filter is missing. */
+			BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(bt_self_component_sink_as_self_component(self),
+				"%" PRIu64 " sample events, none with a callstack: put filter.stackcap.unwind "
+				"before sink.stackcap.folded (-c filter.stackcap.unwind -c sink.stackcap.folded)", s->bare);
+			return BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_ERROR;
+		}
+		return write_out(s) ? BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_ERROR
+				    : BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_END;
+	case BT_MESSAGE_ITERATOR_NEXT_STATUS_AGAIN:
+		return BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_AGAIN;
+	case BT_MESSAGE_ITERATOR_NEXT_STATUS_MEMORY_ERROR:
+		return BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_MEMORY_ERROR;
+	default:
+		return BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_ERROR;
+	}
+	int rc = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		if (!rc && bt_message_get_type(msgs[i]) == BT_MESSAGE_TYPE_EVENT)
+			rc = on_event(s, msgs[i]);
+		bt_message_put_ref(msgs[i]);
+	}
+	return rc ? BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_MEMORY_ERROR
+		  : BT_COMPONENT_CLASS_SINK_CONSUME_METHOD_STATUS_OK;
+}

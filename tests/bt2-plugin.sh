@@ -1,0 +1,225 @@
+#!/bin/sh
+# Integration: the babeltrace2 plugin `stackcap` (plugin/) from the build
+# tree: its three component classes are listed; filter.stackcap.unwind
+# gives every sample event a callstack holding the testdata program's
+# known chain; sink.stackcap.folded writes what `stackunwind folded` writes
+# (inlined frames, threads, fork, deep stacks past the cap, alternate-stack
+# segments, full copies, maps generations that change, a moved binary and
+# debug-dir=, the sink's options); samples without maps leave not-decoded;
+# source.stackcap.trace reads a --zstd trace and gives the same text and
+# trace IR as src.ctf.fs on its inflated copy; another kind of trace passes
+# the filter unchanged; bad input (no trace, a cut or damaged file, unknown
+# parameters, the sink without the filter) is an error or a warning, never a
+# crash.
+. "${top_srcdir:?}/tests/tap-lib.sh"
+SU="$B/cli/stackunwind"
+PP="$B/plugin/.libs"
+BT="babeltrace2 --plugin-path=$PP"
+
+if [ ! -f "$PP/babeltrace-plugin-stackcap.so" ]; then
+	echo "1..1"
+	echo "not ok 1 - $PP/babeltrace-plugin-stackcap.so not built (make)"
+	exit 0
+fi
+if ! command -v zstd >/dev/null; then
+	echo "1..1"
+	echo "not ok 1 - zstd missing: apt-get install zstd (scripts/install-deps.sh)"
+	exit 0
+fi
+
+record() {
+	name=$1; shift
+	"$STACKCAP" record -o "$work/$name.trace" "$@" 2>"$work/$name.rerr"
+}
+# run NAME CMD...: stdout, stderr and exit status of CMD into $work/NAME.*
+run() {
+	rn=$1; shift
+	"$@" >"$work/$rn.out" 2>"$work/$rn.err"
+	echo $? >"$work/$rn.rc"
+}
+rc() { cat "$work/$1.rc"; }
+# A crash is an exit status of 128 or more (or a babeltrace2 abort).
+no_crash() { [ "$(rc "$1")" -lt 128 ] && ! grep -q 'Aborting' "$work/$1.err"; }
+# all_of "SHELL CONDITION": for check, evaluated here (it may call the functions above).
+all_of() { eval "$1"; }
+
+# ---- the plugin is found ---------------------------------------------------------
+run list $BT list-plugins
+for cc in source.stackcap.trace filter.stackcap.unwind sink.stackcap.folded; do
+	check "list-plugins shows '$cc'" grep -q "'$cc'" "$work/list.out"
+done
+
+# ---- the filter: every sample event gets a callstack with the known chain ----------
+record single -- "$TD/tdata-single" 0.5
+run single-f $BT "$work/single.trace" -c filter.stackcap.unwind
+check "filter on a stackcap trace exits 0 ($(rc single-f))" [ "$(rc single-f)" = 0 ]
+nsamples=$(grep -c '\] (+[0-9.?]*) sample: ' "$work/single-f.out")
+ncs=$(grep '\] (+[0-9.?]*) sample: ' "$work/single-f.out" | grep -c 'callstack = \[ \[0\] = { ip = 0x')
+check "every sample event carries a non-empty callstack ($ncs of $nsamples, >= 100)" \
+	[ "$nsamples" -ge 100 -a "$ncs" = "$nsamples" ]
+nend=$(grep '\] (+[0-9.?]*) sample: ' "$work/single-f.out" | grep -c 'unwind_end = "outermost"')
+check "every sample unwound to its outermost frame ($nend of $nsamples)" [ "$nend" = "$nsamples" ]
+# The functions of each sample's callstack, innermost first, against --chain.
+chain=$("$TD/tdata-single" --chain | tr '\n' ' ')
+set -- $(grep '\] (+[0-9.?]*) sample: ' "$work/single-f.out" | awk -v chain="$chain" '
+	BEGIN { nc = split(chain, C, " ") }
+	{
+		n = 0; s = $0
+		while (match(s, /function = "[^"]*"/)) {
+			F[++n] = substr(s, RSTART + 12, RLENGTH - 13); s = substr(s, RSTART + RLENGTH)
+		}
+		if (F[1] != C[1]) next
+		tot++; good1 = 1
+		for (i = 1; i <= nc; i++) if (F[i] != C[i]) good1 = 0
+		good += good1
+	}
+	END { printf "%d %d\n", good, tot }')
+check "hot samples' callstacks hold the chain '$chain' (>= 99%: $1 of $2)" \
+	awk -v g="$1" -v t="$2" 'BEGIN { exit !(t >= 100 && g * 100 >= t * 99) }'
+check "callstack frames carry module, file and line" \
+	grep -q 'function = "level_a", module = "[^"]*tdata-single", offset = 0x[0-9A-Fa-f]*, file = "[^"]*single.c", line = [1-9]' "$work/single-f.out"
+# Every other event passes through unchanged.
+babeltrace2 "$work/single.trace" | grep -v '\] (+[0-9.?]*) sample: ' >"$work/single-other.ref"
+grep -v '\] (+[0-9.?]*) sample: ' "$work/single-f.out" >"$work/single-other.out"
+check "events other than samples pass through unchanged" cmp -s "$work/single-other.ref" "$work/single-other.out"
+babeltrace2 "$work/single.trace" | grep '\] (+[0-9.?]*) sample: ' >"$work/single-samples.ref"
+grep '\] (+[0-9.?]*) sample: ' "$work/single-f.out" | sed 's/, comm = .*/ }/' >"$work/single-samples.out"
+check "sample events keep their own fields and times" cmp -s "$work/single-samples.ref" "$work/single-samples.out"
+
+# ---- the folded sink: stackunwind folded's text ------------------------------------
+# folded_same NAME TRACE [SINK-PARAMS [STACKUNWIND-OPTIONS]]
+folded_same() {
+	name=$1 tr=$2 params=${3:-} opts=${4:-}
+	if [ -n "$params" ]; then
+		run "$name-bt" $BT "$tr" -c filter.stackcap.unwind -c sink.stackcap.folded -p "$params"
+	else
+		run "$name-bt" $BT "$tr" -c filter.stackcap.unwind -c sink.stackcap.folded
+	fi
+	"$SU" folded $opts "$tr" >"$work/$name-su.out" 2>/dev/null
+	check "$name: sink.stackcap.folded ${params:+($params) }== stackunwind folded $opts ($(wc -l <"$work/$name-su.out") lines)" \
+		sh -c "[ \"$(rc "$name-bt")\" = 0 ] && [ -s '$work/$name-su.out' ] && cmp -s '$work/$name-bt.out' '$work/$name-su.out'"
+}
+folded_same single "$work/single.trace"
+folded_same single-thread "$work/single.trace" 'per-thread=yes' --per-thread
+record inline -- "$TD/tdata-inline" 0.5
+folded_same inline "$work/inline.trace"
+check "inline: folded stacks hold inlined frames" grep -q 'inline_hot;inl_middle;inl_leaf' "$work/inline-bt.out"
+folded_same inline-noinl "$work/inline.trace" 'no-inline=yes' --no-inline
+record threads -- "$TD/tdata-threads" -t 3 0.5
+folded_same threads "$work/threads.trace" 'per-process=yes' --per-process
+# Parent and child after fork(): two processes, two process streams.
+record fork -- "$B/tests/fork-burn" 500 250
+folded_same fork "$work/fork.trace" 'per-process=yes' --per-process
+check "fork: stacks of two processes" [ "$(cut -d';' -f1 "$work/fork-bt.out" | sort -u | wc -l)" -ge 2 ]
+# 1000 frames (~80 KB of stack) pass the 64 KiB cap: rooted under [truncated].
+record recurse -- "$TD/tdata-recurse" -d 1000 0.3
+folded_same recurse "$work/recurse.trace"
+check "recurse: capped stacks are rooted under [truncated]" grep -q '^tdata-recurse;\[truncated\];' "$work/recurse-bt.out"
+# sample_segment events (a handler on the alternate signal stack) and
+# sample_full events (--full-copy) reach the reader core too.
+record sigalt -- "$TD/tdata-sigalt" 0.5
+folded_same sigalt "$work/sigalt.trace"
+check "sigalt: stacks go on through __restore_rt into the interrupted code" grep -q ';main;trigger_loop;__restore_rt;handler_entry' "$work/sigalt-bt.out"
+record full --full-copy -- "$TD/tdata-single" 0.3
+folded_same full "$work/full.trace"
+# dlopen/dlclose: maps generations change while sampling (samples wait for
+# the maps event the writer stamps after them).
+record dlopen -- "$TD/tdata-dlopen" --reload 0.5
+folded_same dlopen "$work/dlopen.trace"
+# The binary moved after recording: found again with debug-dir=.
+mkdir "$work/bin" "$work/dbg"
+cp "$TD/tdata-single" "$work/bin/moved-single"
+record moved -- "$work/bin/moved-single" 0.3
+mv "$work/bin/moved-single" "$work/dbg/"
+run moved-lost $BT "$work/moved.trace" -c filter.stackcap.unwind -p no-debuginfod=yes -c sink.stackcap.folded
+run moved-found $BT "$work/moved.trace" -c filter.stackcap.unwind -p "debug-dir=\"$work/dbg\",no-debuginfod=yes" -c sink.stackcap.folded
+"$SU" folded --debug-dir "$work/dbg" --no-debuginfod "$work/moved.trace" >"$work/moved-su.out" 2>/dev/null
+"$SU" folded --no-debuginfod "$work/moved.trace" >"$work/moved-lost-su.out" 2>/dev/null
+check "moved binary: module+offset frames without debug-dir (== stackunwind)" \
+	all_of "grep -q ';moved-single+0x[0-9a-f]* [0-9]*$' '$work/moved-lost.out' && cmp -s '$work/moved-lost.out' '$work/moved-lost-su.out'"
+check "moved binary: debug-dir= finds it (== stackunwind --debug-dir)" \
+	all_of "grep -q ';level_a;level_b;level_c;hot_leaf ' '$work/moved-found.out' && cmp -s '$work/moved-found.out' '$work/moved-su.out'"
+run sink-path $BT "$work/single.trace" -c filter.stackcap.unwind -c sink.stackcap.folded -p "path=\"$work/folded.txt\""
+check "folded sink writes to path= (and nothing to stdout)" \
+	sh -c "[ \"$(rc sink-path)\" = 0 ] && [ ! -s '$work/sink-path.out' ] && cmp -s '$work/folded.txt' '$work/single-su.out'"
+
+# ---- the source: --zstd traces -----------------------------------------------------
+record z --zstd -- "$TD/tdata-single" 0.5
+# The plain equivalent: every .zst stream file inflated (zstd -d gives the
+# plain stream file byte for byte, docs/trace-format.md).
+mkdir "$work/zplain.trace"
+cp "$work/z.trace/metadata" "$work/zplain.trace/"
+for f in "$work/z.trace/"*.zst; do
+	zstd -q -d "$f" -o "$work/zplain.trace/$(basename "$f" .zst)"
+done
+run zsrc $BT -c source.stackcap.trace -p "inputs=[\"$work/z.trace\"]"
+babeltrace2 "$work/zplain.trace" >"$work/zplain.out" 2>/dev/null
+check "source on a --zstd trace exits 0 ($(rc zsrc)) with events ($(wc -l <"$work/zsrc.out"))" \
+	[ "$(rc zsrc)" = 0 -a "$(wc -l <"$work/zsrc.out")" -ge 100 ]
+check "source on the --zstd trace prints src.ctf.fs's text of its inflated copy" cmp -s "$work/zsrc.out" "$work/zplain.out"
+run zsrc-d $BT -c source.stackcap.trace -p "inputs=[\"$work/z.trace\"]" -c sink.text.details
+babeltrace2 "$work/zplain.trace" -c sink.text.details 2>/dev/null | sed "s|$work/zplain.trace/\([^ ]*\)|$work/z.trace/\1.zst|" >"$work/zplain-d.out"
+check "source: the same trace IR, streams and packets as src.ctf.fs (sink.text.details)" \
+	cmp -s "$work/zsrc-d.out" "$work/zplain-d.out"
+run psrc $BT -c source.stackcap.trace -p "inputs=[\"$work/single.trace\"]"
+check "source on a plain trace prints src.ctf.fs's text" \
+	sh -c "babeltrace2 '$work/single.trace' | cmp -s - '$work/psrc.out'"
+run zfold $BT -c source.stackcap.trace -p "inputs=[\"$work/z.trace\"]" -c filter.stackcap.unwind -c sink.stackcap.folded
+"$SU" folded "$work/z.trace" >"$work/zfold-su.out" 2>/dev/null
+check "source + filter + folded sink on the --zstd trace == stackunwind folded" \
+	sh -c "[ \"$(rc zfold)\" = 0 ] && [ -s '$work/zfold-su.out' ] && cmp -s '$work/zfold.out' '$work/zfold-su.out'"
+
+# Without its process stream no sample can be decoded: each waits for maps
+# that never come, then leaves with an empty callstack.
+cp -r "$work/single.trace" "$work/noproc.trace"
+rm "$work/noproc.trace/"proc-*
+run noproc $BT "$work/noproc.trace" -c filter.stackcap.unwind
+nnd=$(grep -c 'callstack = \[ \], unwind_end = "not-decoded"' "$work/noproc.out")
+check "no maps: every sample leaves, not-decoded with an empty callstack ($nnd of $nsamples)" \
+	sh -c "[ \"$(rc noproc)\" = 0 ] && [ $nnd = $nsamples ]"
+run noproc-fold $BT "$work/noproc.trace" -c filter.stackcap.unwind -c sink.stackcap.folded
+check "no maps: the folded sink writes nothing, as stackunwind folded" \
+	sh -c "[ \"$(rc noproc-fold)\" = 0 ] && [ ! -s '$work/noproc-fold.out' ] && [ -z \"\$('$SU' folded '$work/noproc.trace' 2>/dev/null)\" ]"
+
+# ---- another trace: the filter copies it unchanged --------------------------------
+printf '[    0.000000] Linux version 6.1\n[    1.500000] sample: not ours\n' >"$work/dmesg.txt"
+run dmesg-f $BT -c source.text.dmesg -p "path=\"$work/dmesg.txt\"" -c filter.stackcap.unwind -c sink.text.details
+run dmesg-r $BT -c source.text.dmesg -p "path=\"$work/dmesg.txt\"" -c sink.text.details
+check "filter on a trace that is not stackcap's (source.text.dmesg): the same messages (details)" \
+	sh -c "[ \"$(rc dmesg-f)\" = 0 ] && grep -q 'sample: not ours' '$work/dmesg-f.out' && cmp -s '$work/dmesg-f.out' '$work/dmesg-r.out'"
+
+# ---- bad input ----------------------------------------------------------------------
+mkdir "$work/empty"
+run bad-dir $BT -c source.stackcap.trace -p "inputs=[\"$work/empty\"]"
+check "source on a directory without a trace: error, no crash ($(rc bad-dir))" \
+	all_of "[ \"$(rc bad-dir)\" != 0 ] && grep -q 'not a stackcap trace' '$work/bad-dir.err' && no_crash bad-dir"
+run bad-path $BT -c source.stackcap.trace -p "inputs=[\"$work/missing\"]"
+check "source on a missing path: error naming it, no crash" \
+	all_of "[ \"$(rc bad-path)\" != 0 ] && grep -q 'missing is not a trace directory' '$work/bad-path.err' && no_crash bad-path"
+run nofilter $BT "$work/single.trace" -c sink.stackcap.folded
+check "folded sink without the filter: an error saying to add it, no crash" \
+	all_of "[ \"$(rc nofilter)\" != 0 ] && grep -q 'put filter.stackcap.unwind' '$work/nofilter.err' && no_crash nofilter"
+run bad-param $BT "$work/single.trace" -c filter.stackcap.unwind -p 'no-inlin=yes'
+check "filter with an unknown parameter: error naming it, no crash" \
+	all_of "[ \"$(rc bad-param)\" != 0 ] && grep -q \"unknown parameter 'no-inlin'\" '$work/bad-param.err' && no_crash bad-param"
+# A cut .zst file: what is before the cut is read, with a warning.
+cp -r "$work/z.trace" "$work/zcut.trace"
+f=$(ls "$work/zcut.trace/"samples-*.zst | head -n 1)
+size=$(wc -c <"$f")
+head -c $((size - 7)) "$f" >"$f.tmp" && mv "$f.tmp" "$f"
+run zcut $BT -c source.stackcap.trace -p "inputs=[\"$work/zcut.trace\"]" -c filter.stackcap.unwind
+ncut=$(grep -c 'unwind_end = ' "$work/zcut.out")
+nz=$(grep -c '\] (+[0-9.?]*) sample: ' "$work/zsrc.out")
+check "cut --zstd trace: the samples before the cut ($ncut of $nz), a warning, no crash" \
+	all_of "[ \"$(rc zcut)\" = 0 ] && [ $ncut -ge 1 ] && [ $ncut -lt $nz ] && grep -q 'truncated zstd frame\\|skipped' '$work/zcut.err' && no_crash zcut"
+# Bytes overwritten in the middle of a plain samples file: read up to the
+# damage, a warning, no crash.
+cp -r "$work/single.trace" "$work/dmg.trace"
+f=$(ls "$work/dmg.trace/"samples-* | head -n 1)
+size=$(wc -c <"$f")
+head -c 64 /dev/zero | tr '\0' '\377' | dd of="$f" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+run dmg $BT -c source.stackcap.trace -p "inputs=[\"$work/dmg.trace\"]" -c filter.stackcap.unwind
+ndmg=$(grep -c 'unwind_end = ' "$work/dmg.out")
+check "damaged plain samples file: the samples before the damage ($ndmg of $nsamples), a warning, no crash" \
+	all_of "[ \"$(rc dmg)\" = 0 ] && [ $ndmg -ge 1 ] && [ $ndmg -lt $nsamples ] && grep -q warning '$work/dmg.err' && no_crash dmg"
+echo "1..$n"
