@@ -86,6 +86,26 @@ struct thread_state {
 	void *writer_priv;
 };
 
+/* ---- an event sink other than the CTF writer (capture/lttng/) ---------- */
+
+/* liblttng-stackcap.so defines `capture_lttng_sink`; in libstackcap.so the
+ * weak reference stays NULL and only the standalone trace exists.  In
+ * LTTng mode samples leave the process as tracepoints, recorded in the
+ * sampled thread; nothing goes through the rings to the writer. */
+struct stackcap_config;
+struct capture_sink {
+	/* Per thread, before its sampling timer is armed (not from a handler). */
+	void (*thread_init)(void);
+	/* In the sampled thread, from the signal handler or stackcap_capture:
+	 * async-signal-safe, no malloc.  SEG: a second segment or NULL. */
+	void (*sample)(uint32_t generation, const uint8_t *blob, size_t len,
+		       const uint8_t *seg, size_t seg_len);
+	/* The range list of a generation (writer thread). */
+	void (*code_ranges)(uint32_t generation, const struct stackcap_code_range *ranges,
+			    uint32_t count, const struct stackcap_config *cfg);
+};
+extern const struct capture_sink capture_lttng_sink __attribute__((weak, visibility("hidden")));
+
 struct stackcap_config {
 	char output_dir[4096];
 	unsigned frequency_hz;
@@ -98,6 +118,7 @@ struct stackcap_config {
 	int no_sampling;
 	int no_follow_fork;
 	size_t ring_size;
+	int lttng;                /* samples go to capture_lttng_sink, no trace directory */
 	uint8_t uuid[16];
 	int64_t clock_offset_ns;
 };

@@ -83,6 +83,10 @@ static uint64_t writer_ts(void)
 static void write_maps(const struct snapshot *s, void *arg)
 {
 	(void)arg;
+	if (stackcap_g.cfg.lttng) {
+		capture_lttng_sink.code_ranges(s->generation, s->ranges, s->count, &stackcap_g.cfg);
+		return;
+	}
 	struct ctf_map_entry *e = calloc(s->count ? s->count : 1, sizeof(*e));
 	if (!e) {
 		note_error(-ENOMEM);
@@ -301,11 +305,30 @@ static void wthread_close(struct thread_state *t, int keep)
 	t->writer_priv = NULL;
 }
 
+/* LTTng mode: the current generation again about once a second, for a
+ * session started after it was first recorded (docs/lttng.md). */
+#define LTTNG_RANGES_REPEAT_NS 1000000000ull
+
+static void lttng_repeat_ranges(int now)
+{
+	static uint64_t last;
+	uint64_t const t = capture_now_ns();
+	if (!now && t - last < LTTNG_RANGES_REPEAT_NS)
+		return;
+	last = t;
+	const struct snapshot *cur = snapshot_enter();
+	if (cur)
+		write_maps(cur, NULL);
+	snapshot_leave();
+}
+
 /* One pass: maps, reclaim, drain, retire exited threads. */
 static void writer_cycle(int final)
 {
 	snapshot_refresh(0);
 	snapshot_for_each_unwritten(write_maps, NULL);
+	if (stackcap_g.cfg.lttng)
+		lttng_repeat_ranges(final);
 	snapshot_reclaim();
 	struct thread_state *prev = NULL;
 	struct thread_state *t = atomic_load(&stackcap_g.threads);
@@ -396,6 +419,15 @@ static void read_comm(char *comm, size_t n)
 int writer_start(void)
 {
 	const struct stackcap_config *c = &stackcap_g.cfg;
+	if (c->lttng) {
+		/* No trace directory: the thread only publishes and records
+		 * code-range generations and retires exited threads. */
+		atomic_store(&W.stop, 0);
+		int const prc = -pthread_create(&W.thread, NULL, writer_main, NULL);
+		if (prc == 0)
+			W.started = 1;
+		return prc;
+	}
 	struct ctf_writer_opts o = { .sz = sizeof(o), .zstd = c->zstd,
 				     .clock_offset_ns = c->clock_offset_ns };
 	memcpy(o.uuid, c->uuid, sizeof(o.uuid));
@@ -438,6 +470,10 @@ int writer_stop(void)
 		writer_wake();
 		pthread_join(W.thread, NULL);
 		W.started = 0;
+	}
+	if (stackcap_g.cfg.lttng) {
+		writer_cycle(1);
+		return W.error;
 	}
 	if (!W.ctf)
 		return W.error;
