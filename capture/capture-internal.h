@@ -100,9 +100,11 @@ struct capture_sink {
 	 * async-signal-safe, no malloc.  SEG: a second segment or NULL. */
 	void (*sample)(uint32_t generation, const uint8_t *blob, size_t len,
 		       const uint8_t *seg, size_t seg_len);
-	/* The range list of a generation (writer thread). */
+	/* The range list of a generation, and the vDSO's build-id (LTTng's
+	 * state dump has none for it) (writer thread). */
 	void (*code_ranges)(uint32_t generation, const struct stackcap_code_range *ranges,
-			    uint32_t count, const struct stackcap_config *cfg);
+			    uint32_t count, const uint8_t *vdso_build_id, uint8_t vdso_build_id_len,
+			    const struct stackcap_config *cfg);
 };
 extern const struct capture_sink capture_lttng_sink __attribute__((weak, visibility("hidden")));
 

@@ -84,7 +84,12 @@ static void write_maps(const struct snapshot *s, void *arg)
 {
 	(void)arg;
 	if (stackcap_g.cfg.lttng) {
-		capture_lttng_sink.code_ranges(s->generation, s->ranges, s->count, &stackcap_g.cfg);
+		const struct snapshot_module *vdso = NULL;
+		for (uint32_t i = 0; i < s->count && !vdso; i++)
+			if (s->modules[i].flags & CTF_MAP_VDSO)
+				vdso = &s->modules[i];
+		capture_lttng_sink.code_ranges(s->generation, s->ranges, s->count, vdso ? vdso->build_id : NULL,
+					       vdso ? vdso->build_id_len : 0, &stackcap_g.cfg);
 		return;
 	}
 	struct ctf_map_entry *e = calloc(s->count ? s->count : 1, sizeof(*e));

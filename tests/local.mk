@@ -126,6 +126,10 @@ EXTRA_DIST += tests/record.sh tests/tap-lib.sh
 TESTS += tests/unwind.sh
 EXTRA_DIST += tests/unwind.sh
 
+# LTTng: our own session daemon on a private LTTNG_HOME (docs/lttng.md).
+TESTS += tests/lttng.sh
+EXTRA_DIST += tests/lttng.sh
+
 # libstackcap linked by a program: the public API and stackcap_capture().
 check_PROGRAMS += tests/capture-api
 tests_capture_api_SOURCES = tests/capture-api.c

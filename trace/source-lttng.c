@@ -41,6 +41,8 @@ struct lt_gen {
 	uint32_t n;                    /* ranges */
 	uint8_t codec_version, policy;
 	uint32_t stack_cap, frequency_hz;
+	uint8_t vdso_build_id_len;
+	uint8_t vdso_build_id[SU_BUILD_ID_MAX];
 };
 
 struct lt_proc {
@@ -273,6 +275,13 @@ static int on_code_ranges(struct lt_proc *p, const bt_field *pl, uint64_t ts)
 	g->policy = (uint8_t)u64_or(pl, "policy", 0);
 	g->stack_cap = (uint32_t)u64_or(pl, "stack_cap", 0);
 	g->frequency_hz = (uint32_t)u64_or(pl, "frequency_hz", 0);
+	uint64_t nb = 0;
+	const bt_field *vb = member_array(pl, "vdso_build_id", &nb);
+	if (vb && nb <= SU_BUILD_ID_MAX) {
+		for (uint64_t i = 0; i < nb; i++)
+			g->vdso_build_id[i] = (uint8_t)elem_u64(vb, i);
+		g->vdso_build_id_len = (uint8_t)nb;
+	}
 	return 0;
 }
 
@@ -328,6 +337,8 @@ static struct su_maps *build_maps(const struct lt_proc *p, const struct lt_gen *
 			e->flags = SU_MAP_VDSO;
 			path = "[vdso]";
 			e->bias = mod->baddr;
+			e->build_id_len = g->vdso_build_id_len;
+			memcpy(e->build_id, g->vdso_build_id, g->vdso_build_id_len);
 		} else {
 			path = mod->path;
 			/* baddr is the first PT_LOAD's address, whose p_vaddr is 0

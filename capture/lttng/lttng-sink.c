@@ -35,7 +35,7 @@ static void sink_sample(uint32_t generation, const uint8_t *blob, size_t len, co
 
 /* Writer thread: malloc is fine here. */
 static void sink_code_ranges(uint32_t generation, const struct stackcap_code_range *ranges, uint32_t count,
-			     const struct stackcap_config *cfg)
+			     const uint8_t *vdso_build_id, uint8_t vdso_build_id_len, const struct stackcap_config *cfg)
 {
 	if (!lttng_ust_tracepoint_enabled(stackcap, code_ranges))
 		return;
@@ -47,7 +47,8 @@ static void sink_code_ranges(uint32_t generation, const struct stackcap_code_ran
 		v[2 * i + 1] = ranges[i].end;
 	}
 	lttng_ust_do_tracepoint(stackcap, code_ranges, generation, STACKCAP_CODEC_VERSION, (uint8_t)cfg->policy,
-				(uint32_t)cfg->stack_cap, cfg->no_sampling ? 0 : cfg->frequency_hz, v, 2 * count);
+				(uint32_t)cfg->stack_cap, cfg->no_sampling ? 0 : cfg->frequency_hz, v, 2 * count,
+				vdso_build_id ? vdso_build_id : (const uint8_t *)"", vdso_build_id_len);
 	free(v);
 }
 

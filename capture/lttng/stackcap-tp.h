@@ -35,7 +35,8 @@ LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(stackcap, blob_class, stackcap, sample_segme
 LTTNG_UST_TRACEPOINT_EVENT(stackcap, code_ranges,
 	LTTNG_UST_TP_ARGS(uint32_t, generation, uint8_t, codec_version, uint8_t, policy,
 			  uint32_t, stack_cap, uint32_t, frequency_hz,
-			  const uint64_t *, ranges, uint32_t, nvalues),
+			  const uint64_t *, ranges, uint32_t, nvalues,
+			  const uint8_t *, vdso_build_id, uint8_t, vdso_build_id_len),
 	LTTNG_UST_TP_FIELDS(
 		lttng_ust_field_integer(uint32_t, generation, generation)
 		lttng_ust_field_integer(uint8_t, codec_version, codec_version)
@@ -43,6 +44,7 @@ LTTNG_UST_TRACEPOINT_EVENT(stackcap, code_ranges,
 		lttng_ust_field_integer(uint32_t, stack_cap, stack_cap)
 		lttng_ust_field_integer(uint32_t, frequency_hz, frequency_hz)
 		lttng_ust_field_sequence_hex(uint64_t, ranges, ranges, uint32_t, nvalues)
+		lttng_ust_field_sequence_hex(uint8_t, vdso_build_id, vdso_build_id, uint8_t, vdso_build_id_len)
 	)
 )
 

@@ -1,0 +1,161 @@
+#!/bin/sh
+# Integration with the real LTTng: our own session daemon (lttng-sessiond
+# --daemonize --no-kernel) on a private LTTNG_HOME, so it never meets
+# another user's; as root everything LTTng runs as nobody, because a root
+# session daemon always uses /var/run/lttng.  Records testdata programs
+# with `stackcap record --lttng` into sessions, unwinds the LTTng traces
+# with stackunwind (known chains in >= 99% of hot samples), checks the
+# error paths, and stops the daemon (also on failure: trap).
+. "${top_srcdir:?}/tests/tap-lib.sh"
+SU="$B/cli/stackunwind"
+
+missing=
+for t in lttng lttng-sessiond; do
+	command -v $t >/dev/null || missing="$missing $t"
+done
+[ "$(id -u)" = 0 ] && ! command -v setpriv >/dev/null && missing="$missing setpriv(util-linux)"
+if [ -n "$missing" ]; then
+	echo "1..1"
+	echo "not ok 1 - missing:$missing: apt-get install lttng-tools liblttng-ust-dev (scripts/install-deps.sh)"
+	exit 0
+fi
+if [ ! -e "$B/capture/.libs/liblttng-stackcap.so" ]; then
+	echo "1..1"
+	echo "not ok 1 - liblttng-stackcap.so was not built: apt-get install liblttng-ust-dev, then configure"
+	exit 0
+fi
+
+lt="$work/lt"
+mkdir -p "$lt/home"
+if [ "$(id -u)" = 0 ]; then
+	# nobody must reach the work directory, the build tree and the
+	# testdata programs.
+	chmod 755 "$work"
+	chown -R 65534:65534 "$lt"
+	as_user() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$lt/home" LTTNG_HOME="$lt/home" "$@"; }
+else
+	as_user() { env HOME="$lt/home" LTTNG_HOME="$lt/home" "$@"; }
+fi
+
+# alive PID: running (a zombie waiting for init counts as gone).
+alive() { st=$(ps -o stat= -p "$1" 2>/dev/null); [ -n "$st" ] && [ "${st#Z}" = "$st" ]; }
+daemon_pid=
+stop_daemon() {
+	[ -n "$daemon_pid" ] || return 0
+	kill "$daemon_pid" 2>/dev/null
+	i=0
+	while alive "$daemon_pid" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	kill -9 "$daemon_pid" 2>/dev/null
+	daemon_pid=
+}
+trap 'stop_daemon; rm -rf "$work"' EXIT
+
+# Before any daemon: --lttng must say so.
+as_user "$STACKCAP" record --lttng -- "$TD/tdata-single" 0.1 >"$work/nod.out" 2>"$work/nod.err"
+r=$?
+check "record --lttng without a session daemon: exit 2 ($r) with a message" \
+	sh -c "[ $r = 2 ] && grep -q 'no LTTng session daemon' '$work/nod.err'"
+
+as_user lttng-sessiond --daemonize --no-kernel >"$work/sessiond.log" 2>&1
+daemon_pid=$(cat "$lt/home/.lttng/lttng-sessiond.pid" 2>/dev/null)
+check "lttng-sessiond started on the private LTTNG_HOME (pid ${daemon_pid:-none})" \
+	alive "${daemon_pid:-0}"
+if [ -z "$daemon_pid" ]; then
+	sed 's/^/# /' "$work/sessiond.log"
+	echo "1..$n"
+	exit 0
+fi
+
+as_user "$STACKCAP" record --lttng -- "$TD/tdata-single" 0.1 >"$work/noses.out" 2>"$work/noses.err"
+r=$?
+check "record --lttng without an active session: exit 2 ($r) with the commands to run" \
+	sh -c "[ $r = 2 ] && grep -q 'no active LTTng recording session' '$work/noses.err' && grep -q 'lttng create' '$work/noses.err'"
+
+# session NAME CONTEXTS: create, enable our and LTTng's module events, start.
+session() {
+	as_user lttng create "$1" --output="$lt/$1" >/dev/null &&
+	as_user lttng enable-event -u 'stackcap:*,lttng_ust_statedump:*,lttng_ust_dl:*,lttng_ust_lib:*' >/dev/null &&
+	{ [ -z "$2" ] || as_user lttng add-context -u $2 >/dev/null; } &&
+	as_user lttng start >/dev/null
+}
+end_session() {
+	as_user lttng stop >/dev/null && as_user lttng destroy >/dev/null
+}
+
+# chain_match FILE CHAIN...: "good total" over samples whose leaf is CHAIN[1]
+# (as in unwind.sh).
+chain_match() {
+	f=$1; shift
+	awk -v chain="$*" '
+	BEGIN { nc = split(chain, C, " ") }
+	function done() {
+		if (k > 0 && F[1] == C[1]) {
+			tot++; good1 = 1
+			for (i = 1; i <= nc; i++) if (F[i] != C[i]) good1 = 0
+			good += good1
+		}
+		k = 0
+	}
+	/^\t/ { fn = $2; sub(/\+0x[0-9a-f]+$/, "", fn); F[++k] = fn; next }
+	/^$/ { done(); next }
+	{ k = 0 }
+	END { done(); printf "%d %d\n", good, tot }' "$f"
+}
+
+# lttng_chain NAME PROGRAM ARGS: one session, record, unwind, expect the chain.
+lttng_chain() {
+	name=$1; prog=$2; shift 2
+	session "$name" "-t vpid -t vtid" || { not_ok "$prog: LTTng session set up"; return; }
+	as_user "$STACKCAP" record --lttng -- "$TD/$prog" "$@" 1 >"$work/$name.rout" 2>"$work/$name.rerr"
+	rrc=$?
+	end_session
+	check "$prog: stackcap record --lttng exits 0 ($rrc) and says where the samples went" \
+		sh -c "[ $rrc = 0 ] && grep -q 'recorded into the active LTTng session' '$work/$name.rerr'"
+	"$SU" stacks "$lt/$name" >"$work/$name.out" 2>"$work/$name.err"
+	src=$?
+	check "$prog: stackunwind stacks reads the LTTng session directory (exit $src)" [ "$src" = 0 ]
+	chain=$("$TD/$prog" "$@" --chain | tr '\n' ' ')
+	set -- $(chain_match "$work/$name.out" $chain)
+	check "$prog: chain '$chain' in >= 99% of hot samples ($1 of $2)" \
+		awk -v g="$1" -v t="$2" 'BEGIN { exit !(t >= 100 && g * 100 >= t * 99) }'
+}
+
+lttng_chain single tdata-single
+lttng_chain threads tdata-threads -t 2
+lttng_chain dlopen tdata-dlopen --reload
+
+# What the trace holds: our events, LTTng's module events, no duplicates.
+babeltrace2 "$lt/single" >"$work/single.bt" 2>/dev/null
+check "the LTTng trace holds stackcap:sample and stackcap:code_ranges records" \
+	sh -c "grep -q 'stackcap:sample:' '$work/single.bt' && grep -q 'stackcap:code_ranges:' '$work/single.bt'"
+check "module paths and build-ids come from LTTng's state dump (bin_info, build_id), not from stackcap" \
+	sh -c "grep -q 'lttng_ust_statedump:bin_info:.*tdata-single' '$work/single.bt' && grep -q 'lttng_ust_statedump:build_id:' '$work/single.bt' && ! grep 'stackcap:' '$work/single.bt' | grep -q 'path'"
+check "samples are recorded in the sampled thread (vtid of every stackcap:sample is the main thread's)" \
+	sh -c "grep 'stackcap:sample:' '$work/single.bt' | grep -o 'vpid = [0-9]*, vtid = [0-9]*' | awk '{ if (\$3 != \$6 \",\") bad++ } END { exit bad > 0 || NR == 0 }'"
+babeltrace2 "$lt/dlopen" >"$work/dlopen.bt" 2>/dev/null
+check "dlopen: the plugin is known from lttng_ust_dl:dlopen and its samples symbolize in it" \
+	sh -c "grep -q 'lttng_ust_dl:dlopen:.*libtdata-plugin' '$work/dlopen.bt' && grep -q 'plugin_hot+0x[0-9a-f]* (.*libtdata-plugin.so)' '$work/dlopen.out'"
+
+"$SU" folded "$lt/single" >"$work/single.folded" 2>/dev/null
+check "stackunwind folded on the LTTng trace: the hot stack, outermost first" \
+	grep -q 'main;run_workload;level_a;level_b;level_c;hot_leaf [0-9]' "$work/single.folded"
+"$SU" stats "$lt/single" >"$work/single.stats" 2>&1
+check "stackunwind stats on the LTTng trace: samples and bytes counted" \
+	sh -c "grep -q -E '^samples: +[1-9]' '$work/single.stats' && grep -q -E '^bytes per sample: +[0-9]' '$work/single.stats'"
+
+# Without the vpid/vtid contexts samples cannot be placed: a clear error.
+session noctx "" || not_ok "session without contexts set up"
+as_user "$STACKCAP" record --lttng -- "$TD/tdata-single" 0.2 >/dev/null 2>&1
+end_session
+"$SU" stacks "$lt/noctx" >"$work/noctx.out" 2>"$work/noctx.err"
+r=$?
+check "a session without vpid/vtid contexts: exit $r, a message naming lttng add-context" \
+	sh -c "[ $r != 0 ] && grep -q 'add-context' '$work/noctx.err'"
+
+pid_was=$daemon_pid
+stop_daemon
+sleep 0.2
+alive "$pid_was" && left="lttng-sessiond $pid_was" || left=
+left=$left$(ps -eo stat,pid,args | grep -E 'lttng-(sessiond|consumerd)' | grep -F "$lt/home" | grep -v -e grep -e '^Z')
+check "the session daemon and its consumers are gone" [ -z "$left" ]
+echo "1..$n"
