@@ -71,10 +71,11 @@ r=$?
 check "record --lttng without an active session: exit 2 ($r) with the commands to run" \
 	sh -c "[ $r = 2 ] && grep -q 'no active LTTng recording session' '$work/noses.err' && grep -q 'lttng create' '$work/noses.err'"
 
-# session NAME CONTEXTS: create, enable our and LTTng's module events, start.
+# session NAME CONTEXTS [EVENTS]: create, enable our and LTTng's module
+# events (and EVENTS), start.
 session() {
 	as_user lttng create "$1" --output="$lt/$1" >/dev/null &&
-	as_user lttng enable-event -u 'stackcap:*,lttng_ust_statedump:*,lttng_ust_dl:*,lttng_ust_lib:*' >/dev/null &&
+	as_user lttng enable-event -u "stackcap:*,lttng_ust_statedump:*,lttng_ust_dl:*,lttng_ust_lib:*${3:+,$3}" >/dev/null &&
 	{ [ -z "$2" ] || as_user lttng add-context -u $2 >/dev/null; } &&
 	as_user lttng start >/dev/null
 }
@@ -142,6 +143,37 @@ check "stackunwind folded on the LTTng trace: the hot stack, outermost first" \
 "$SU" stats "$lt/single" >"$work/single.stats" 2>&1
 check "stackunwind stats on the LTTng trace: samples and bytes counted" \
 	sh -c "grep -q -E '^samples: +[1-9]' '$work/single.stats' && grep -q -E '^bytes per sample: +[0-9]' '$work/single.stats'"
+
+# A user's own event with a stack: tests/lttng-probe (linked with
+# liblttng-stackcap, captures only) records 200 stackcap_test:tick events
+# through stackcap_lttng_tracepoint().
+if session probe "-t vpid -t vtid" 'stackcap_test:*'; then
+	as_user "$B/tests/lttng-probe" 200 >"$work/probe.rout" 2>&1
+	prc=$?
+	end_session
+else
+	prc=setup
+fi
+check "lttng-probe: linked liblttng-stackcap, stackcap_init(.lttng = 1): 200 captures (exit $prc: $(head -c 80 "$work/probe.rout"))" \
+	sh -c "[ '$prc' = 0 ] && grep -q '^captures 200 drops 0' '$work/probe.rout'"
+babeltrace2 "$lt/probe" >"$work/probe.bt" 2>/dev/null
+# Every tick is followed, in its thread, by a stackcap:sample, and each
+# sample follows a tick.
+awk '
+	/stackcap_test:tick:|stackcap:sample:/ {
+		match($0, /vtid = [0-9]+/); t = substr($0, RSTART, RLENGTH)
+		if ($0 ~ /stackcap_test:tick:/) { ticks++; if (last[t] == "tick") bad++; last[t] = "tick" }
+		else { samples++; if (last[t] != "tick") bad++; last[t] = "sample" }
+	}
+	END { printf "%d %d %d\n", ticks, samples, bad }' "$work/probe.bt" >"$work/probe.pairs"
+set -- $(cat "$work/probe.pairs")
+check "each of the user's 200 events is followed by its stackcap:sample in the same thread ($1 ticks, $2 samples, $3 out of order)" \
+	[ "$1 $2 $3" = "200 200 0" ]
+"$SU" stacks "$lt/probe" >"$work/probe.out" 2>"$work/probe.err"
+chain=$("$B/tests/lttng-probe" --chain | tr '\n' ' ')
+set -- $(chain_match "$work/probe.out" $chain)
+check "lttng-probe: every sample unwinds to '$chain' (the caller of stackcap_capture innermost) ($1 of $2)" \
+	[ "$1 $2" = "200 200" ]
 
 # Without the vpid/vtid contexts samples cannot be placed: a clear error.
 session noctx "" || not_ok "session without contexts set up"
