@@ -144,6 +144,20 @@ check "stackunwind folded on the LTTng trace: the hot stack, outermost first" \
 check "stackunwind stats on the LTTng trace: samples and bytes counted" \
 	sh -c "grep -q -E '^samples: +[1-9]' '$work/single.stats' && grep -q -E '^bytes per sample: +[0-9]' '$work/single.stats'"
 
+# A damaged LTTng trace: a stream file cut in the middle of a packet.
+cp -r "$lt/single" "$work/cut"
+f=$(find "$work/cut" -name 'channel0_*' -size +1k | head -1)
+if [ -n "$f" ]; then
+	truncate -s $(( $(stat -c %s "$f") / 2 + 13 )) "$f"
+	"$SU" stacks "$work/cut" >"$work/cut.out" 2>"$work/cut.err"
+	r=$?
+	ns=$(grep -c '^tdata-single' "$work/cut.out")
+	check "a cut LTTng stream file: the complete packets are read (exit $r, 3 = read in part; $ns samples), a warning names the file" \
+		sh -c "[ $r = 3 ] && grep -q 'cut or malformed packet' '$work/cut.err' && [ $ns -lt $(grep -c '^tdata-single' "$work/single.out") ]"
+else
+	not_ok "a cut LTTng stream file: no channel file found in $lt/single"
+fi
+
 # A user's own event with a stack: tests/lttng-probe (linked with
 # liblttng-stackcap, captures only) records 200 stackcap_test:tick events
 # through stackcap_lttng_tracepoint().

@@ -69,6 +69,8 @@ struct lt_source {
 	char dir[4096];
 	char **traces;                 /* trace directories below dir */
 	size_t n_traces, cap_traces;
+	char **staged;                 /* private copies of damaged traces (removed at close) */
+	size_t n_staged, cap_staged;
 	enum source_pass pass;
 	raw_emit_fn emit;
 	void *ctx;
@@ -714,6 +716,132 @@ out:
 	return rc;
 }
 
+/* ---- damaged stream files ------------------------------------------------- */
+
+/* LTTng's packet header and context put magic and packet_size where ours
+ * do (docs/trace-format.md): su_ctf_complete_packets() finds where the
+ * complete packets of a stream file end. */
+
+static void rm_staged(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (d) {
+		struct dirent *e;
+		char p[8192];
+		while ((e = readdir(d))) {
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+			unlink(p);
+		}
+		closedir(d);
+	}
+	rmdir(dir);
+}
+
+static int copy_prefix(const char *src, const char *dst, uint64_t len)
+{
+	int in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (out < 0) {
+		int const e = -errno;
+		close(in);
+		return e;
+	}
+	char buf[65536];
+	int rc = 0;
+	while (len > 0 && !rc) {
+		ssize_t const n = read(in, buf, len < sizeof(buf) ? len : sizeof(buf));
+		if (n <= 0)
+			rc = n < 0 ? -errno : -EIO;
+		else if (write(out, buf, (size_t)n) != n)
+			rc = -EIO;
+		else
+			len -= (uint64_t)n;
+	}
+	close(in);
+	if (close(out) && !rc)
+		rc = -errno;
+	return rc;
+}
+
+/* If a stream file of trace directory *DIR ends inside a packet, replace
+ * *DIR by a private copy (metadata and intact files linked, damaged ones
+ * cut after their last complete packet, no index: it would name the lost
+ * packets), so babeltrace2 reads every complete packet.  @return 0 or
+ * -errno. */
+static int stage_if_damaged(struct lt_source *s, char **dir)
+{
+	DIR *d = opendir(*dir);
+	if (!d)
+		return 0;
+	char *stage = NULL;
+	struct dirent *e;
+	int rc = 0;
+	char src[8192], dst[8192];
+	/* Two rounds: find damage; then, if any, build the copy. */
+	for (int round = 0; round < 2 && !rc; round++) {
+		int damaged = 0;
+		rewinddir(d);
+		while (!rc && (e = readdir(d))) {
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(src, sizeof(src), "%s/%s", *dir, e->d_name);
+			struct stat sb;
+			if (stat(src, &sb) || !S_ISREG(sb.st_mode))
+				continue;
+			uint64_t good = (uint64_t)sb.st_size;
+			if (strcmp(e->d_name, "metadata") != 0) {
+				int const fd = open(src, O_RDONLY | O_CLOEXEC);
+				if (fd >= 0) {
+					good = su_ctf_complete_packets(fd, (uint64_t)sb.st_size);
+					close(fd);
+				}
+			}
+			if (good < (uint64_t)sb.st_size) {
+				damaged = 1;
+				if (round == 1) {
+					su_reader_warn("%s: cut or malformed packet at byte %llu of %llu: only the "
+						       "packets before it are read", src, (unsigned long long)good,
+						       (unsigned long long)sb.st_size);
+					s->rep->truncated_files++;
+				}
+			}
+			if (round == 1) {
+				snprintf(dst, sizeof(dst), "%s/%s", stage, e->d_name);
+				rc = good < (uint64_t)sb.st_size ? copy_prefix(src, dst, good)
+								  : (symlink(src, dst) ? -errno : 0);
+			}
+		}
+		if (round == 0) {
+			if (!damaged)
+				break;
+			const char *tmp = getenv("TMPDIR");
+			char tpl[4200];
+			snprintf(tpl, sizeof(tpl), "%s/stackunwind-lttng.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+			if (!mkdtemp(tpl) || !(stage = strdup(tpl)) ||
+			    grow((void **)&s->staged, &s->cap_staged, s->n_staged + 1, sizeof(*s->staged))) {
+				rc = -errno ? -errno : -ENOMEM;
+				free(stage);
+				stage = NULL;
+				break;
+			}
+			s->staged[s->n_staged++] = stage;
+		}
+	}
+	closedir(d);
+	if (!rc && stage) {
+		char *const copy = strdup(stage);
+		if (!copy)
+			return -ENOMEM;
+		free(*dir);
+		*dir = copy;
+	}
+	return rc;
+}
+
 /* ---- the source ----------------------------------------------------------- */
 
 static int find_lttng_ust(struct lt_source *s, const char *dir, int depth);
@@ -741,6 +869,11 @@ static void lt_close(void *h)
 	for (size_t i = 0; i < s->n_traces; i++)
 		free(s->traces[i]);
 	free(s->traces);
+	for (size_t i = 0; i < s->n_staged; i++) {
+		rm_staged(s->staged[i]);
+		free(s->staged[i]);
+	}
+	free(s->staged);
 	free(s);
 }
 
@@ -758,6 +891,14 @@ static void *lt_open(const char *dir, struct source_report *rep, char *err, size
 		snprintf(err, errlen, n < 0 ? "out of memory" : "%s holds no LTTng-UST trace", dir);
 		lt_close(s);
 		return NULL;
+	}
+	for (size_t i = 0; i < s->n_traces; i++) {
+		int const rc = stage_if_damaged(s, &s->traces[i]);
+		if (rc) {
+			snprintf(err, errlen, "cannot stage the damaged trace %s: %s", s->traces[i], strerror(-rc));
+			lt_close(s);
+			return NULL;
+		}
 	}
 	return s;
 }
