@@ -125,6 +125,19 @@ lttng_chain single tdata-single
 lttng_chain threads tdata-threads -t 2
 lttng_chain dlopen tdata-dlopen --reload
 
+# exec() keeps the vpid: the shell's own image records first (its
+# generations, its modules), then tdata-single's samples must decode against
+# tdata-single's ranges and modules.
+session exec "-t vpid -t vtid" || not_ok "exec: LTTng session set up"
+as_user "$STACKCAP" record --lttng -- sh -c "sleep 0.3; exec '$TD/tdata-single' 1" >/dev/null 2>"$work/exec.rerr"
+end_session
+"$SU" stacks "$lt/exec" >"$work/exec.out" 2>"$work/exec.err"
+r=$?
+chain=$("$TD/tdata-single" --chain | tr '\n' ' ')
+set -- $(chain_match "$work/exec.out" $chain)
+check "exec in the same vpid: exit $r, chain '$chain' in >= 99% of hot samples ($1 of $2)" \
+	sh -c "[ $r = 0 ] && awk -v g='$1' -v t='$2' 'BEGIN { exit !(t >= 100 && g * 100 >= t * 99) }'"
+
 # What the trace holds: our events, LTTng's module events, no duplicates.
 babeltrace2 "$lt/single" >"$work/single.bt" 2>/dev/null
 check "the LTTng trace holds stackcap:sample and stackcap:code_ranges records" \
@@ -146,7 +159,7 @@ check "stackunwind stats on the LTTng trace: samples and bytes counted" \
 
 # A damaged LTTng trace: a stream file cut in the middle of a packet.
 cp -r "$lt/single" "$work/cut"
-f=$(find "$work/cut" -name 'channel0_*' -size +1k | head -1)
+f=$(ls -S $(find "$work/cut" -name 'channel0_*' -size +1k) 2>/dev/null | head -1) # the largest: it holds samples
 if [ -n "$f" ]; then
 	truncate -s $(( $(stat -c %s "$f") / 2 + 13 )) "$f"
 	"$SU" stacks "$work/cut" >"$work/cut.out" 2>"$work/cut.err"

@@ -538,6 +538,15 @@ static int handle_event(struct lt_source *s, const bt_message *msg)
 		return -ENOMEM;
 	if (!strcmp(name, "stackcap:code_ranges"))
 		return on_code_ranges(p, pl, ts);
+	if (!strcmp(name, "lttng_ust_statedump:start")) {
+		/* A state dump lists every module loaded now (again): what was
+		 * known before counts as unloaded here, so after an exec() the
+		 * old image's modules stop matching. */
+		for (size_t i = 0; i < p->n_mods; i++)
+			if (p->mods[i].unload_ts == UINT64_MAX && p->mods[i].load_ts < ts)
+				p->mods[i].unload_ts = ts;
+		return 0;
+	}
 	if (!strcmp(name, "lttng_ust_statedump:bin_info"))
 		return on_load(s, p, pl, ts, 1);
 	if (!strcmp(name, "lttng_ust_dl:dlopen") || !strcmp(name, "lttng_ust_dl:dlmopen") ||
