@@ -119,6 +119,8 @@ static int capture_regs(struct thread_state *t, const uint64_t *regs)
 			seg_len = 0;
 	}
 	rec->generation = snap ? snap->generation : 0;
+	if (snap && stackcap_g.cfg.lttng) /* its code_ranges must reach the trace */
+		atomic_fetch_add_explicit(&((struct snapshot *)snap)->sampled, 1, memory_order_relaxed);
 	snapshot_leave();
 	if (stackcap_codec_is_error(len)) {
 		atomic_fetch_add_explicit(&t->dropped_ring_full, 1, memory_order_relaxed);

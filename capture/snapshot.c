@@ -336,7 +336,7 @@ const struct snapshot *snapshot_lookup(uint32_t generation)
 	return s;
 }
 
-void snapshot_for_each_unwritten(void (*fn)(const struct snapshot *, void *), void *arg)
+void snapshot_for_each_unwritten(int (*fn)(struct snapshot *, void *), void *arg)
 {
 	pthread_mutex_lock(&refresh_lock);
 	/* Oldest first: collect the unwritten ones, then call in reverse. */
@@ -346,10 +346,9 @@ void snapshot_for_each_unwritten(void (*fn)(const struct snapshot *, void *), vo
 		if (!s->written)
 			stack[n++] = s;
 	pthread_mutex_unlock(&refresh_lock);
-	while (n--) {
-		fn(stack[n], arg);
-		stack[n]->written = 1;
-	}
+	while (n--)
+		if (fn(stack[n], arg) == 0)
+			stack[n]->written = 1;
 }
 
 void snapshot_reclaim(void)

@@ -80,22 +80,41 @@ static uint64_t writer_ts(void)
 	return W.last_ts;
 }
 
-static void write_maps(const struct snapshot *s, void *arg)
+/* LTTng mode: record S's code_ranges.  The session may enable
+ * stackcap:code_ranges a little after stackcap:sample (each event class is
+ * enabled on its own): while it is off, a generation that samples named
+ * (or the current one) is tried again each cycle, up to 5 s.
+ * @return 0 when done, 1 to try again. */
+#define LTTNG_RANGES_ATTEMPTS (5000 / WRITER_PERIOD_MS)
+static int lttng_emit(const struct snapshot *s)
+{
+	const struct snapshot_module *vdso = NULL;
+	for (uint32_t i = 0; i < s->count && !vdso; i++)
+		if (s->modules[i].flags & CTF_MAP_VDSO)
+			vdso = &s->modules[i];
+	return capture_lttng_sink.code_ranges(s->generation, s->ranges, s->count, vdso ? vdso->build_id : NULL,
+					      vdso ? vdso->build_id_len : 0, &stackcap_g.cfg);
+}
+
+static int lttng_ranges(struct snapshot *s)
+{
+	if (lttng_emit(s))
+		return 0;
+	const struct snapshot *cur = snapshot_enter();
+	int const needed = s == cur || atomic_load(&s->sampled) > 0;
+	snapshot_leave();
+	return needed && ++s->attempts < LTTNG_RANGES_ATTEMPTS;
+}
+
+static int write_maps(struct snapshot *s, void *arg)
 {
 	(void)arg;
-	if (stackcap_g.cfg.lttng) {
-		const struct snapshot_module *vdso = NULL;
-		for (uint32_t i = 0; i < s->count && !vdso; i++)
-			if (s->modules[i].flags & CTF_MAP_VDSO)
-				vdso = &s->modules[i];
-		capture_lttng_sink.code_ranges(s->generation, s->ranges, s->count, vdso ? vdso->build_id : NULL,
-					       vdso ? vdso->build_id_len : 0, &stackcap_g.cfg);
-		return;
-	}
+	if (stackcap_g.cfg.lttng)
+		return lttng_ranges(s);
 	struct ctf_map_entry *e = calloc(s->count ? s->count : 1, sizeof(*e));
 	if (!e) {
 		note_error(-ENOMEM);
-		return;
+		return 0;
 	}
 	for (uint32_t i = 0; i < s->count; i++) {
 		const struct snapshot_module *m = &s->modules[i];
@@ -105,6 +124,7 @@ static void write_maps(const struct snapshot *s, void *arg)
 	}
 	note_error(ctf_stream_maps(W.proc, writer_ts(), s->generation, e, s->count));
 	free(e);
+	return 0;
 }
 
 static int image_alloc(struct stackcap_image *img, uint64_t words)
@@ -323,7 +343,7 @@ static void lttng_repeat_ranges(int now)
 	last = t;
 	const struct snapshot *cur = snapshot_enter();
 	if (cur)
-		write_maps(cur, NULL);
+		lttng_emit(cur);
 	snapshot_leave();
 }
 

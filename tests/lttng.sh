@@ -19,7 +19,7 @@ if [ -n "$missing" ]; then
 	echo "not ok 1 - missing:$missing: apt-get install lttng-tools liblttng-ust-dev (scripts/install-deps.sh)"
 	exit 0
 fi
-if [ ! -e "$B/capture/.libs/liblttng-stackcap.so" ]; then
+if [ ! -e "$B/capture/.libs/liblttng-stackcap.so" ] || [ ! -x "$B/tests/.libs/lttng-probe" ]; then
 	echo "1..1"
 	echo "not ok 1 - liblttng-stackcap.so was not built: apt-get install liblttng-ust-dev, then configure"
 	exit 0
@@ -27,10 +27,25 @@ fi
 
 lt="$work/lt"
 mkdir -p "$lt/home"
+# What the recording user runs: RUN_STACKCAP, RUN_TD/<program>, RUN_PROBE.
+RUN_STACKCAP=$STACKCAP RUN_TD=$TD
+RUN_PROBE="env LD_LIBRARY_PATH=$B/capture/.libs $B/tests/.libs/lttng-probe"
 if [ "$(id -u)" = 0 ]; then
-	# nobody must reach the work directory, the build tree and the
-	# testdata programs.
+	# nobody must reach what it runs, and the build tree may sit in a
+	# directory it cannot enter (/root): a copy of the programs, laid out
+	# as in the build tree (stackcap finds ../capture/.libs).
 	chmod 755 "$work"
+	X="$work/b"
+	mkdir -p "$X/cli" "$X/capture/.libs" "$X/testdata/.libs" "$X/tests"
+	cp "$STACKCAP" "$X/cli/" &&
+	cp -P "$B"/capture/.libs/liblttng-stackcap.so* "$X/capture/.libs/" &&
+	cp "$TD/tdata-single" "$TD/tdata-threads" "$TD/tdata-dlopen" "$X/testdata/" &&
+	cp "$TD/.libs/libtdata-plugin.so" "$X/testdata/.libs/" &&
+	cp "$B/tests/.libs/lttng-probe" "$X/tests/" || {
+		echo "1..1"; echo "not ok 1 - cannot copy the programs to run as nobody into $X"; exit 0; }
+	chmod -R a+rX "$X"
+	RUN_STACKCAP=$X/cli/stackcap RUN_TD=$X/testdata
+	RUN_PROBE="env LD_LIBRARY_PATH=$X/capture/.libs $X/tests/lttng-probe"
 	chown -R 65534:65534 "$lt"
 	as_user() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$lt/home" LTTNG_HOME="$lt/home" "$@"; }
 else
@@ -51,7 +66,7 @@ stop_daemon() {
 trap 'stop_daemon; rm -rf "$work"' EXIT
 
 # Before any daemon: --lttng must say so.
-as_user "$STACKCAP" record --lttng -- "$TD/tdata-single" 0.1 >"$work/nod.out" 2>"$work/nod.err"
+as_user "$RUN_STACKCAP" record --lttng -- "$RUN_TD/tdata-single" 0.1 >"$work/nod.out" 2>"$work/nod.err"
 r=$?
 check "record --lttng without a session daemon: exit 2 ($r) with a message" \
 	sh -c "[ $r = 2 ] && grep -q 'no LTTng session daemon' '$work/nod.err'"
@@ -66,17 +81,19 @@ if [ -z "$daemon_pid" ]; then
 	exit 0
 fi
 
-as_user "$STACKCAP" record --lttng -- "$TD/tdata-single" 0.1 >"$work/noses.out" 2>"$work/noses.err"
+as_user "$RUN_STACKCAP" record --lttng -- "$RUN_TD/tdata-single" 0.1 >"$work/noses.out" 2>"$work/noses.err"
 r=$?
 check "record --lttng without an active session: exit 2 ($r) with the commands to run" \
 	sh -c "[ $r = 2 ] && grep -q 'no active LTTng recording session' '$work/noses.err' && grep -q 'lttng create' '$work/noses.err'"
 
 # session NAME CONTEXTS [EVENTS]: create, enable our and LTTng's module
-# events (and EVENTS), start.
+# events (and EVENTS) in a channel of 16 KiB sub-buffers (many packets per
+# stream file, for the damaged-file case), start.
 session() {
 	as_user lttng create "$1" --output="$lt/$1" >/dev/null &&
-	as_user lttng enable-event -u "stackcap:*,lttng_ust_statedump:*,lttng_ust_dl:*,lttng_ust_lib:*${3:+,$3}" >/dev/null &&
-	{ [ -z "$2" ] || as_user lttng add-context -u $2 >/dev/null; } &&
+	as_user lttng enable-channel -u --subbuf-size 16K --num-subbuf 8 c0 >/dev/null &&
+	as_user lttng enable-event -u -c c0 "stackcap:*,lttng_ust_statedump:*,lttng_ust_dl:*,lttng_ust_lib:*${3:+,$3}" >/dev/null &&
+	{ [ -z "$2" ] || as_user lttng add-context -u -c c0 $2 >/dev/null; } &&
 	as_user lttng start >/dev/null
 }
 end_session() {
@@ -107,7 +124,7 @@ chain_match() {
 lttng_chain() {
 	name=$1; prog=$2; shift 2
 	session "$name" "-t vpid -t vtid" || { not_ok "$prog: LTTng session set up"; return; }
-	as_user "$STACKCAP" record --lttng -- "$TD/$prog" "$@" 1 >"$work/$name.rout" 2>"$work/$name.rerr"
+	as_user "$RUN_STACKCAP" record --lttng -- "$RUN_TD/$prog" "$@" 1 >"$work/$name.rout" 2>"$work/$name.rerr"
 	rrc=$?
 	end_session
 	check "$prog: stackcap record --lttng exits 0 ($rrc) and says where the samples went" \
@@ -115,6 +132,7 @@ lttng_chain() {
 	"$SU" stacks "$lt/$name" >"$work/$name.out" 2>"$work/$name.err"
 	src=$?
 	check "$prog: stackunwind stacks reads the LTTng session directory (exit $src)" [ "$src" = 0 ]
+	[ "$src" = 0 ] || grep -v '^stackunwind: [0-9]* samples' "$work/$name.err" | sed 's/^/# /' | head -5
 	chain=$("$TD/$prog" "$@" --chain | tr '\n' ' ')
 	set -- $(chain_match "$work/$name.out" $chain)
 	check "$prog: chain '$chain' in >= 99% of hot samples ($1 of $2)" \
@@ -129,7 +147,7 @@ lttng_chain dlopen tdata-dlopen --reload
 # generations, its modules), then tdata-single's samples must decode against
 # tdata-single's ranges and modules.
 session exec "-t vpid -t vtid" || not_ok "exec: LTTng session set up"
-as_user "$STACKCAP" record --lttng -- sh -c "sleep 0.3; exec '$TD/tdata-single' 1" >/dev/null 2>"$work/exec.rerr"
+as_user "$RUN_STACKCAP" record --lttng -- sh -c "sleep 0.3; exec '$RUN_TD/tdata-single' 1" >/dev/null 2>"$work/exec.rerr"
 end_session
 "$SU" stacks "$lt/exec" >"$work/exec.out" 2>"$work/exec.err"
 r=$?
@@ -157,25 +175,28 @@ check "stackunwind folded on the LTTng trace: the hot stack, outermost first" \
 check "stackunwind stats on the LTTng trace: samples and bytes counted" \
 	sh -c "grep -q -E '^samples: +[1-9]' '$work/single.stats' && grep -q -E '^bytes per sample: +[0-9]' '$work/single.stats'"
 
-# A damaged LTTng trace: a stream file cut in the middle of a packet.
+# A damaged LTTng trace: a stream file cut inside its last packet.
 cp -r "$lt/single" "$work/cut"
-f=$(ls -S $(find "$work/cut" -name 'channel0_*' -size +1k) 2>/dev/null | head -1) # the largest: it holds samples
+# The largest stream file: over 16 KiB, so more than one packet (the first,
+# kept, holds the first code_ranges record).
+f=$(ls -S $(find "$work/cut" -name 'c0_*' -size +16k) 2>/dev/null | head -1)
 if [ -n "$f" ]; then
-	truncate -s $(( $(stat -c %s "$f") / 2 + 13 )) "$f"
+	truncate -s -1000 "$f" # inside its last packet
 	"$SU" stacks "$work/cut" >"$work/cut.out" 2>"$work/cut.err"
 	r=$?
 	ns=$(grep -c '^tdata-single' "$work/cut.out")
 	check "a cut LTTng stream file: the complete packets are read (exit $r, 3 = read in part; $ns samples), a warning names the file" \
-		sh -c "[ $r = 3 ] && grep -q 'cut or malformed packet' '$work/cut.err' && [ $ns -lt $(grep -c '^tdata-single' "$work/single.out") ]"
+		sh -c "[ $r = 3 ] && grep -q 'cut or malformed packet' '$work/cut.err' && [ $ns -gt 0 ] && [ $ns -lt $(grep -c '^tdata-single' "$work/single.out") ]"
+	[ $r = 3 ] || sed 's/^/# /' "$work/cut.err" | head -5
 else
-	not_ok "a cut LTTng stream file: no channel file found in $lt/single"
+	not_ok "a cut LTTng stream file: no stream file over 16 KiB in $lt/single"
 fi
 
 # A user's own event with a stack: tests/lttng-probe (linked with
 # liblttng-stackcap, captures only) records 200 stackcap_test:tick events
 # through stackcap_lttng_tracepoint().
 if session probe "-t vpid -t vtid" 'stackcap_test:*'; then
-	as_user "$B/tests/lttng-probe" 200 >"$work/probe.rout" 2>&1
+	as_user $RUN_PROBE 200 >"$work/probe.rout" 2>&1
 	prc=$?
 	end_session
 else
@@ -204,7 +225,7 @@ check "lttng-probe: every sample unwinds to '$chain' (the caller of stackcap_cap
 
 # Without the vpid/vtid contexts samples cannot be placed: a clear error.
 session noctx "" || not_ok "session without contexts set up"
-as_user "$STACKCAP" record --lttng -- "$TD/tdata-single" 0.2 >/dev/null 2>&1
+as_user "$RUN_STACKCAP" record --lttng -- "$RUN_TD/tdata-single" 0.2 >/dev/null 2>&1
 end_session
 "$SU" stacks "$lt/noctx" >"$work/noctx.out" 2>"$work/noctx.err"
 r=$?

@@ -290,12 +290,16 @@ static int on_code_ranges(struct lt_proc *p, const bt_field *pl, uint64_t ts)
 /* The module holding range [START, END) at time TS (docs/lttng.md):
  * loaded last at or before TS and not unloaded by then, else the earliest
  * loaded after TS (a state dump after the first code_ranges record). */
-static const struct lt_module *module_for_range(const struct lt_proc *p, uint64_t start, uint64_t ts)
+static const struct lt_module *module_for_range(const struct lt_proc *p, uint64_t start, uint64_t ts,
+						int sized)
 {
 	const struct lt_module *before = NULL, *after = NULL;
 	for (size_t i = 0; i < p->n_mods; i++) {
 		const struct lt_module *m = &p->mods[i];
-		/* The vDSO is reported with memsz 0: a few pages. */
+		/* The vDSO is reported with memsz 0: a few pages, and only
+		 * where no module with a size is (ld.so often follows it). */
+		if (sized != (m->memsz != 0))
+			continue;
 		uint64_t const size = m->memsz ? m->memsz : 4 * 4096;
 		if (start < m->baddr || start - m->baddr >= size)
 			continue;
@@ -331,7 +335,9 @@ static struct su_maps *build_maps(const struct lt_proc *p, const struct lt_gen *
 		struct su_map_entry *e = &m->entries[i];
 		e->start = g->vals[2 * i];
 		e->end = g->vals[2 * i + 1];
-		const struct lt_module *mod = module_for_range(p, e->start, g->ts);
+		const struct lt_module *mod = module_for_range(p, e->start, g->ts, 1);
+		if (!mod)
+			mod = module_for_range(p, e->start, g->ts, 0);
 		const char *path = "";
 		if (!mod) {
 			e->flags = SU_MAP_ANON;

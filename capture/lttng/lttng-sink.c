@@ -34,14 +34,14 @@ static void sink_sample(uint32_t generation, const uint8_t *blob, size_t len, co
 }
 
 /* Writer thread: malloc is fine here. */
-static void sink_code_ranges(uint32_t generation, const struct stackcap_code_range *ranges, uint32_t count,
+static int sink_code_ranges(uint32_t generation, const struct stackcap_code_range *ranges, uint32_t count,
 			     const uint8_t *vdso_build_id, uint8_t vdso_build_id_len, const struct stackcap_config *cfg)
 {
 	if (!lttng_ust_tracepoint_enabled(stackcap, code_ranges))
-		return;
+		return 0;
 	uint64_t *v = malloc(2 * (size_t)(count ? count : 1) * sizeof(*v));
 	if (!v)
-		return;
+		return 0;
 	for (uint32_t i = 0; i < count; i++) {
 		v[2 * i] = ranges[i].start;
 		v[2 * i + 1] = ranges[i].end;
@@ -50,6 +50,7 @@ static void sink_code_ranges(uint32_t generation, const struct stackcap_code_ran
 				(uint32_t)cfg->stack_cap, cfg->no_sampling ? 0 : cfg->frequency_hz, v, 2 * count,
 				vdso_build_id ? vdso_build_id : (const uint8_t *)"", vdso_build_id_len);
 	free(v);
+	return 1;
 }
 
 HIDDEN const struct capture_sink capture_lttng_sink = {
