@@ -297,8 +297,26 @@ __attribute__((constructor)) static void preload_start(void)
 
 __attribute__((destructor)) static void preload_stop(void)
 {
-	if (atomic_load(&stackcap_g.running))
-		stackcap_shutdown();
+	if (!atomic_load(&stackcap_g.running))
+		return;
+	int const lttng = stackcap_g.cfg.lttng;
+	int const rc = stackcap_shutdown();
+	/* LTTng mode has no trace directory for `stackcap record --lttng` to
+	 * read a summary from: one line per process into its file. */
+	const char *sf = getenv("STACKCAP_SUMMARY_FILE");
+	if (lttng && sf && *sf) {
+		struct stackcap_stats st;
+		stackcap_get_stats(&st);
+		int const fd = open(sf, O_WRONLY | O_APPEND | O_CLOEXEC);
+		if (fd >= 0) {
+			char line[128];
+			int const n = snprintf(line, sizeof(line), "samples %llu drops %llu error %d\n",
+					       (unsigned long long)st.samples, (unsigned long long)st.drops, rc);
+			ssize_t const w = write(fd, line, (size_t)n); /* O_APPEND: one line, whole */
+			(void)w;
+			close(fd);
+		}
+	}
 }
 
 struct start_arg {

@@ -398,6 +398,18 @@ static int record_lttng(char **argv, unsigned long freq, unsigned long cap, cons
 	if (asprintf(&preload, "%s liblttng-ust-dl.so.1%s%s%s", lib, nofork ? "" : " liblttng-ust-fork.so.1",
 		     old_preload && *old_preload ? " " : "", old_preload ? old_preload : "") < 0)
 		return 2;
+	/* Each traced process appends its counts here (capture/lifecycle.c). */
+	const char *tmp = getenv("TMPDIR");
+	char summary[PATH_MAX];
+	snprintf(summary, sizeof(summary), "%s/stackcap-lttng.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	int const sfd = mkstemp(summary);
+	if (sfd < 0) {
+		fprintf(stderr, PROG ": cannot create a summary file in %s: %s\n", tmp && *tmp ? tmp : "/tmp",
+			strerror(errno));
+		return 2;
+	}
+	close(sfd);
+	setenv("STACKCAP_SUMMARY_FILE", summary, 1);
 	unsetenv("STACKCAP_OUTPUT");
 	setenv_u("STACKCAP_FREQ", freq);
 	setenv_u("STACKCAP_STACK_CAP", cap);
@@ -407,11 +419,30 @@ static int record_lttng(char **argv, unsigned long freq, unsigned long cap, cons
 	setenv("LD_PRELOAD", preload, 1);
 	free(preload);
 	int status;
-	if (run_command(argv, &status))
+	if (run_command(argv, &status)) {
+		unlink(summary);
 		return 2;
+	}
 	int const rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-	fprintf(stderr, PROG ": %s: recorded into the active LTTng session (stackunwind reads its output "
-			"directory once the session is stopped)\n", argv[0]);
+	unsigned long long samples = 0, drops = 0, s, d;
+	int procs = 0, err;
+	FILE *f = fopen(summary, "r");
+	while (f && fscanf(f, "samples %llu drops %llu error %d\n", &s, &d, &err) == 3) {
+		samples += s;
+		drops += d;
+		procs++;
+	}
+	if (f)
+		fclose(f);
+	unlink(summary);
+	if (procs)
+		fprintf(stderr, PROG ": %llu samples, %llu drops recorded into the active LTTng session "
+				"(stackunwind reads its output directory once the session is stopped)\n",
+			samples, drops);
+	else
+		fprintf(stderr, PROG ": %s: no process finished its recording (%s); what it sampled is in the "
+				"active LTTng session\n", argv[0],
+			WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "killed, _exit or not started");
 	return rc;
 }
 
