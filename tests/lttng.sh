@@ -39,7 +39,7 @@ if [ "$(id -u)" = 0 ]; then
 	mkdir -p "$X/cli" "$X/capture/.libs" "$X/testdata/.libs" "$X/tests"
 	cp "$STACKCAP" "$X/cli/" &&
 	cp -P "$B"/capture/.libs/liblttng-stackcap.so* "$X/capture/.libs/" &&
-	cp "$TD/tdata-single" "$TD/tdata-threads" "$TD/tdata-dlopen" "$X/testdata/" &&
+	cp "$TD/tdata-single" "$TD/tdata-threads" "$TD/tdata-dlopen" "$TD/tdata-sigalt" "$X/testdata/" &&
 	cp "$TD/.libs/libtdata-plugin.so" "$X/testdata/.libs/" &&
 	cp "$B/tests/.libs/lttng-probe" "$X/tests/" || {
 		echo "1..1"; echo "not ok 1 - cannot copy the programs to run as nobody into $X"; exit 0; }
@@ -142,6 +142,11 @@ lttng_chain() {
 lttng_chain single tdata-single
 lttng_chain threads tdata-threads -t 2
 lttng_chain dlopen tdata-dlopen --reload
+# Samples in a handler on the alternate signal stack: the interrupted stack
+# is a stackcap:sample_segment record.
+lttng_chain sigalt tdata-sigalt
+nseg=$(babeltrace2 "$lt/sigalt" 2>/dev/null | grep -c 'stackcap:sample_segment:')
+check "sigalt: the interrupted stacks are stackcap:sample_segment records ($nseg)" [ "$nseg" -ge 100 ]
 
 # exec() keeps the vpid: the shell's own image records first (its
 # generations, its modules), then tdata-single's samples must decode against
