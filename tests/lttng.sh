@@ -28,7 +28,7 @@ fi
 lt="$work/lt"
 mkdir -p "$lt/home"
 # What the recording user runs: RUN_STACKCAP, RUN_TD/<program>, RUN_PROBE.
-RUN_STACKCAP=$STACKCAP RUN_TD=$TD
+RUN_STACKCAP=$STACKCAP RUN_TD=$TD RUN_TESTS=$B/tests
 RUN_PROBE="env LD_LIBRARY_PATH=$B/capture/.libs $B/tests/.libs/lttng-probe"
 if [ "$(id -u)" = 0 ]; then
 	# nobody must reach what it runs, and the build tree may sit in a
@@ -41,10 +41,10 @@ if [ "$(id -u)" = 0 ]; then
 	cp -P "$B"/capture/.libs/liblttng-stackcap.so* "$X/capture/.libs/" &&
 	cp "$TD/tdata-single" "$TD/tdata-threads" "$TD/tdata-dlopen" "$TD/tdata-sigalt" "$X/testdata/" &&
 	cp "$TD/.libs/libtdata-plugin.so" "$X/testdata/.libs/" &&
-	cp "$B/tests/.libs/lttng-probe" "$X/tests/" || {
+	cp "$B/tests/.libs/lttng-probe" "$B/tests/fork-burn" "$X/tests/" || {
 		echo "1..1"; echo "not ok 1 - cannot copy the programs to run as nobody into $X"; exit 0; }
 	chmod -R a+rX "$X"
-	RUN_STACKCAP=$X/cli/stackcap RUN_TD=$X/testdata
+	RUN_STACKCAP=$X/cli/stackcap RUN_TD=$X/testdata RUN_TESTS=$X/tests
 	RUN_PROBE="env LD_LIBRARY_PATH=$X/capture/.libs $X/tests/lttng-probe"
 	chown -R 65534:65534 "$lt"
 	as_user() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$lt/home" LTTNG_HOME="$lt/home" "$@"; }
@@ -179,6 +179,19 @@ check "stackunwind folded on the LTTng trace: the hot stack, outermost first" \
 "$SU" stats "$lt/single" >"$work/single.stats" 2>&1
 check "stackunwind stats on the LTTng trace: samples and bytes counted" \
 	sh -c "grep -q -E '^samples: +[1-9]' '$work/single.stats' && grep -q -E '^bytes per sample: +[0-9]' '$work/single.stats'"
+
+# fork() without exec: the child is another vpid (liblttng-ust-fork keeps
+# it tracing; its state dump gives its modules).
+session fork "-t vpid -t vtid" || not_ok "fork: LTTng session set up"
+as_user "$RUN_STACKCAP" record --lttng -- "$RUN_TESTS/fork-burn" 500 250 >"$work/fork.rout" 2>"$work/fork.rerr"
+end_session
+"$SU" stacks "$lt/fork" >"$work/fork.out" 2>"$work/fork.err"
+r=$?
+set -- $(cat "$work/fork.rout")   # parent PID child PID
+np=$(awk -v p="$2" '$1 == "fork-burn" && $2 == p "/" p { n++ } END { print n + 0 }' "$work/fork.out")
+nc=$(awk -v p="$4" '$1 == "fork-burn" && $2 == p "/" p { inp = 1; next } /^fork-burn/ { inp = 0 } inp && /child_burn/ { n++ } END { print n + 0 }' "$work/fork.out")
+check "fork: exit $r; parent $2 has $np samples, the child $4 has $nc in child_burn" \
+	sh -c "[ $r = 0 ] && [ $np -ge 100 ] && [ $nc -ge 50 ]"
 
 # A damaged LTTng trace: a stream file cut inside its last packet.
 cp -r "$lt/single" "$work/cut"
