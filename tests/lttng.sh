@@ -41,7 +41,7 @@ if [ "$(id -u)" = 0 ]; then
 	cp -P "$B"/capture/.libs/liblttng-stackcap.so* "$X/capture/.libs/" &&
 	cp "$TD/tdata-single" "$TD/tdata-threads" "$TD/tdata-dlopen" "$TD/tdata-sigalt" "$X/testdata/" &&
 	cp "$TD/.libs/libtdata-plugin.so" "$X/testdata/.libs/" &&
-	cp "$B/tests/.libs/lttng-probe" "$B/tests/fork-burn" "$X/tests/" || {
+	cp "$B/tests/.libs/lttng-probe" "$B/tests/fork-burn" "$B/tests/jit-burn" "$X/tests/" || {
 		echo "1..1"; echo "not ok 1 - cannot copy the programs to run as nobody into $X"; exit 0; }
 	chmod -R a+rX "$X"
 	RUN_STACKCAP=$X/cli/stackcap RUN_TD=$X/testdata RUN_TESTS=$X/tests
@@ -192,6 +192,18 @@ np=$(awk -v p="$2" '$1 == "fork-burn" && $2 == p "/" p { n++ } END { print n + 0
 nc=$(awk -v p="$4" '$1 == "fork-burn" && $2 == p "/" p { inp = 1; next } /^fork-burn/ { inp = 0 } inp && /child_burn/ { n++ } END { print n + 0 }' "$work/fork.out")
 check "fork: exit $r; parent $2 has $np samples, the child $4 has $nc in child_burn" \
 	sh -c "[ $r = 0 ] && [ $np -ge 100 ] && [ $nc -ge 50 ]"
+
+# JIT code mapped after start: a new generation whose code_ranges list the
+# page; no LTTng module holds it, so it is anonymous code.
+session jit "-t vpid -t vtid" || not_ok "jit: LTTng session set up"
+as_user "$RUN_STACKCAP" record --lttng -- "$RUN_TESTS/jit-burn" 1.5 >"$work/jit.addr" 2>"$work/jit.rerr"
+end_session
+jit=$(cat "$work/jit.addr")
+ngen=$(babeltrace2 "$lt/jit" 2>/dev/null | grep 'stackcap:code_ranges:' | grep -o 'generation = [0-9]*' | sort -u | wc -l)
+"$SU" stacks "$lt/jit" >"$work/jit.out" 2>/dev/null
+set -- $(awk '/^jit-burn/ { tot++; getline; if ($3 == "([anon:exec])") n++ } END { print n + 0, tot + 0 }' "$work/jit.out")
+check "JIT page $jit: $ngen generations, $1 of $2 samples have their leaf in [anon:exec] (>= 50%)" \
+	sh -c "[ $ngen -ge 2 ] && [ $2 -ge 500 ] && [ $(( $1 * 2 )) -ge $2 ]"
 
 # A damaged LTTng trace: a stream file cut inside its last packet.
 cp -r "$lt/single" "$work/cut"

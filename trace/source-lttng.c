@@ -340,7 +340,10 @@ static struct su_maps *build_maps(const struct lt_proc *p, const struct lt_gen *
 			mod = module_for_range(p, e->start, g->ts, 0);
 		const char *path = "";
 		if (!mod) {
+			/* No module: anonymous executable memory (JIT), named
+			 * as libstackcap names it in its own maps events. */
 			e->flags = SU_MAP_ANON;
+			path = "[anon:exec]";
 		} else if (is_vdso_path(mod->path)) {
 			e->flags = SU_MAP_VDSO;
 			path = "[vdso]";
