@@ -7,6 +7,12 @@
  * the bytes from the capturing sp to the top of the thread's stack, which is
  * what is scanned (up to the 64 KiB cap), so a change of frame size by the
  * compiler shows.
+ *
+ * bench/capture --lttng (the same source linked with liblttng-stackcap, as
+ * bench/capture-lttng): each capture is a `stackcap:sample` LTTng-UST event
+ * recorded in the calling thread (docs/lttng.md) into whatever session is
+ * active; with none (or stackcap:sample not enabled) only the encoding
+ * runs.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -75,15 +81,16 @@ static __attribute__((noinline)) void descend(int d)
 
 int main(int argc, char **argv)
 {
-	const char *dir = argc > 1 ? argv[1] : "/tmp/bench-capture.trace";
+	int const lttng = argc > 1 && !strcmp(argv[1], "--lttng");
+	const char *dir = argc > 1 && !lttng ? argv[1] : "/tmp/bench-capture.trace";
 	struct stackcap_opts o = { .sz = sizeof(o), .output_dir = dir, .no_sampling = 1,
-				   .ring_size = 8u << 20 };
+				   .ring_size = 8u << 20, .lttng = lttng };
 	int const rc = stackcap_init(&o);
 	if (rc) {
-		fprintf(stderr, "bench/capture: stackcap_init(%s): %s\n", dir, strerror(-rc));
+		fprintf(stderr, "bench/capture: stackcap_init(%s): %s\n", lttng ? "--lttng" : dir, strerror(-rc));
 		return 1;
 	}
-	printf("# bench/capture: %d captures per depth, ns in the calling thread\n", ITERS);
+	printf("# bench/capture%s: %d captures per depth, ns in the calling thread\n", lttng ? " --lttng" : "", ITERS);
 	printf("%-7s %10s %10s %8s %10s\n", "depth", "median", "p99", "drops", "stack_B");
 	uintptr_t const top = stack_top();
 	const int depths[] = { 10, 100, 1000 };

@@ -11,6 +11,18 @@ bench_capture_SOURCES = bench/capture.c
 bench_capture_CFLAGS = $(AM_CFLAGS) -O2
 bench_capture_LDADD = capture/libstackcap.la
 
+if HAVE_LTTNG_UST
+# The same, through LTTng (bench/capture-lttng --lttng); bench/lttng.sh
+# runs it in a session of its own daemon.  `make bench-lttng`.
+noinst_PROGRAMS += bench/capture-lttng
+bench_capture_lttng_SOURCES = bench/capture.c
+bench_capture_lttng_CFLAGS = $(AM_CFLAGS) -O2
+bench_capture_lttng_LDADD = capture/liblttng-stackcap.la
+bench-lttng: all
+	$(SHELL) $(srcdir)/bench/lttng.sh $(abs_top_builddir)
+endif
+EXTRA_DIST += bench/lttng.sh
+
 # A fixed amount of CPU work through 12..24-frame call chains, timed by
 # bench/slowdown.sh with no profiler, stackcap record and perf record.
 noinst_PROGRAMS += bench/workload
@@ -35,7 +47,7 @@ bench: all
 	bench/sigfloor -F 999
 	bench/sigfloor -F 9999 -u 1500
 	$(SHELL) $(srcdir)/bench/slowdown.sh .
-.PHONY: bench
+.PHONY: bench bench-lttng
 
 # bench/unwind.sh: stackunwind throughput (1 thread, all cores, dwfl) and
 # peak memory beside perf script.  `make bench-unwind`.

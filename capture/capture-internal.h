@@ -40,6 +40,10 @@ struct snapshot {
 	struct snapshot *older;            /* retired list (writer side) */
 	int written;                       /* maps event written to the trace */
 	int reclaimable;                   /* freed at the next snapshot_reclaim() */
+	/* LTTng mode: samples recorded against it (handlers add), and the
+	 * writer's attempts to record its code_ranges while disabled. */
+	_Atomic uint64_t sampled;
+	unsigned attempts;
 };
 
 /* Build a snapshot of the current code ranges (malloc, dl_iterate_phdr,
@@ -64,8 +68,9 @@ HIDDEN const struct snapshot *snapshot_lookup(uint32_t generation);
  * use.  Writer thread only, before each full drain of the rings. */
 HIDDEN void snapshot_reclaim(void);
 /* Call FN for each held snapshot not yet written to the trace, oldest
- * first, and mark it written (writer thread only). */
-HIDDEN void snapshot_for_each_unwritten(void (*fn)(const struct snapshot *, void *), void *arg);
+ * first, and mark it written unless FN returns nonzero (try again next
+ * time) (writer thread only). */
+HIDDEN void snapshot_for_each_unwritten(int (*fn)(struct snapshot *, void *), void *arg);
 HIDDEN void snapshot_reset_after_fork(void);
 
 /* ---- threads (capture.c) ------------------------------------------------ */
@@ -86,6 +91,28 @@ struct thread_state {
 	void *writer_priv;
 };
 
+/* ---- an event sink other than the CTF writer (capture/lttng/) ---------- */
+
+/* liblttng-stackcap.so defines `capture_lttng_sink`; in libstackcap.so the
+ * weak reference stays NULL and only the standalone trace exists.  In
+ * LTTng mode samples leave the process as tracepoints, recorded in the
+ * sampled thread; nothing goes through the rings to the writer. */
+struct stackcap_config;
+struct capture_sink {
+	/* Per thread, before its sampling timer is armed (not from a handler). */
+	void (*thread_init)(void);
+	/* In the sampled thread, from the signal handler or stackcap_capture:
+	 * async-signal-safe, no malloc.  SEG: a second segment or NULL. */
+	void (*sample)(uint32_t generation, const uint8_t *blob, size_t len,
+		       const uint8_t *seg, size_t seg_len);
+	/* The range list of a generation, and the vDSO's build-id (LTTng's
+	 * state dump has none for it) (writer thread). */
+	int (*code_ranges)(uint32_t generation, const struct stackcap_code_range *ranges,
+			   uint32_t count, const uint8_t *vdso_build_id, uint8_t vdso_build_id_len,
+			   const struct stackcap_config *cfg); /* 1: recorded (enabled), 0: not */
+};
+extern const struct capture_sink capture_lttng_sink __attribute__((weak, visibility("hidden")));
+
 struct stackcap_config {
 	char output_dir[4096];
 	unsigned frequency_hz;
@@ -98,6 +125,7 @@ struct stackcap_config {
 	int no_sampling;
 	int no_follow_fork;
 	size_t ring_size;
+	int lttng;                /* samples go to capture_lttng_sink, no trace directory */
 	uint8_t uuid[16];
 	int64_t clock_offset_ns;
 };

@@ -119,10 +119,21 @@ static int capture_regs(struct thread_state *t, const uint64_t *regs)
 			seg_len = 0;
 	}
 	rec->generation = snap ? snap->generation : 0;
+	if (snap && stackcap_g.cfg.lttng) /* its code_ranges must reach the trace */
+		atomic_fetch_add_explicit(&((struct snapshot *)snap)->sampled, 1, memory_order_relaxed);
 	snapshot_leave();
 	if (stackcap_codec_is_error(len)) {
 		atomic_fetch_add_explicit(&t->dropped_ring_full, 1, memory_order_relaxed);
 		return -EAGAIN;
+	}
+	if (stackcap_g.cfg.lttng) {
+		/* LTTng mode: the record becomes tracepoints right here, in
+		 * this thread; the ring was only scratch space (never
+		 * committed).  The blob is self-contained: no writer stage. */
+		const uint8_t *const blob = (const uint8_t *)(rec + 1);
+		capture_lttng_sink.sample(rec->generation, blob, len, seg_len ? blob + len : NULL, seg_len);
+		atomic_fetch_add_explicit(&t->samples, 1, memory_order_relaxed);
+		return 0;
 	}
 	rec->ts = capture_now_ns();
 	rec->seg_len = (uint32_t)seg_len;
@@ -398,6 +409,8 @@ int capture_thread_register(void)
 		t->next = head;
 	} while (!atomic_compare_exchange_weak(&stackcap_g.threads, &head, t));
 	tls_thread = t;
+	if (stackcap_g.cfg.lttng)
+		capture_lttng_sink.thread_init(); /* before the first signal */
 	rc = arm_timer(t);
 	return rc;
 }

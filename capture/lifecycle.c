@@ -91,6 +91,11 @@ static int config_from_opts(struct stackcap_config *c, const struct stackcap_opt
 	c->full_copy = OPT(o, full_copy, 0);
 	c->no_sampling = OPT(o, no_sampling, 0);
 	c->no_follow_fork = OPT(o, no_follow_fork, 0);
+	c->lttng = OPT(o, lttng, 0);
+	if (c->lttng && !&capture_lttng_sink)
+		return -ENOTSUP; /* this is libstackcap.so, not liblttng-stackcap.so */
+	if (c->lttng && c->full_copy)
+		return -EINVAL;
 	c->ring_size = OPT(o, ring_size, (size_t)1 << 20);
 	/* A ring must hold at least one worst-case record. */
 	size_t const min_ring = 2 * (sizeof(struct ring_rec) + STACKCAP_CODEC_BOUND(c->stack_cap / 8));
@@ -264,7 +269,12 @@ static int env_int(const char *name, int dflt)
 __attribute__((constructor)) static void preload_start(void)
 {
 	const char *dir = getenv("STACKCAP_OUTPUT");
-	if (!dir || !*dir)
+	/* liblttng-stackcap.so preloaded (not linked: a linked program calls
+	 * stackcap_init itself) without an output directory records into the
+	 * LTTng session. */
+	const char *pre = getenv("LD_PRELOAD");
+	int const lttng = (!dir || !*dir) && &capture_lttng_sink && pre && strstr(pre, "liblttng-stackcap");
+	if ((!dir || !*dir) && !lttng)
 		return; /* linked, not preloaded: the program calls stackcap_init */
 	const char *pol = getenv("STACKCAP_POLICY");
 	struct stackcap_opts o = {
@@ -277,16 +287,36 @@ __attribute__((constructor)) static void preload_start(void)
 		.zstd = env_int("STACKCAP_ZSTD", 0),
 		.full_copy = env_int("STACKCAP_FULL_COPY", 0),
 		.no_follow_fork = env_int("STACKCAP_NO_FORK", 0),
+		.lttng = lttng,
 	};
 	int const rc = stackcap_init(&o);
 	if (rc < 0 && getenv("STACKCAP_VERBOSE"))
-		fprintf(stderr, "stackcap: cannot start recording into %s: %s\n", dir, strerror(-rc));
+		fprintf(stderr, "stackcap: cannot start recording into %s: %s\n", lttng ? "the LTTng session" : dir,
+			strerror(-rc));
 }
 
 __attribute__((destructor)) static void preload_stop(void)
 {
-	if (atomic_load(&stackcap_g.running))
-		stackcap_shutdown();
+	if (!atomic_load(&stackcap_g.running))
+		return;
+	int const lttng = stackcap_g.cfg.lttng;
+	int const rc = stackcap_shutdown();
+	/* LTTng mode has no trace directory for `stackcap record --lttng` to
+	 * read a summary from: one line per process into its file. */
+	const char *sf = getenv("STACKCAP_SUMMARY_FILE");
+	if (lttng && sf && *sf) {
+		struct stackcap_stats st;
+		stackcap_get_stats(&st);
+		int const fd = open(sf, O_WRONLY | O_APPEND | O_CLOEXEC);
+		if (fd >= 0) {
+			char line[128];
+			int const n = snprintf(line, sizeof(line), "samples %llu drops %llu error %d\n",
+					       (unsigned long long)st.samples, (unsigned long long)st.drops, rc);
+			ssize_t const w = write(fd, line, (size_t)n); /* O_APPEND: one line, whole */
+			(void)w;
+			close(fd);
+		}
+	}
 }
 
 struct start_arg {

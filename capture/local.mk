@@ -31,3 +31,19 @@ capture_libstackcap_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -pthread
 capture_libstackcap_la_LDFLAGS = -version-info 0:0:0 -no-undefined -pthread
 capture_libstackcap_la_LIBADD = compress/libstackcodec.la capture/libctfwriter.la $(ZSTD_LIBS) -ldl -lrt
 EXTRA_DIST += capture/stackcap.pc.in
+
+# liblttng-stackcap: libstackcap plus the LTTng-UST provider `stackcap`
+# (docs/lttng.md).  The same capture sources, compiled again for this
+# library, and lttng-sink.c, which defines the sink they call in LTTng mode.
+if HAVE_LTTNG_UST
+lib_LTLIBRARIES += capture/liblttng-stackcap.la
+include_HEADERS += capture/lttng/stackcap-lttng.h
+capture_liblttng_stackcap_la_SOURCES = $(capture_libstackcap_la_SOURCES) \
+	capture/lttng/stackcap-tp.h \
+	capture/lttng/lttng-sink.c
+capture_liblttng_stackcap_la_CFLAGS = $(capture_libstackcap_la_CFLAGS) $(LTTNG_UST_CFLAGS)
+capture_liblttng_stackcap_la_LDFLAGS = $(capture_libstackcap_la_LDFLAGS)
+capture_liblttng_stackcap_la_LIBADD = $(capture_libstackcap_la_LIBADD) $(LTTNG_UST_LIBS)
+else
+EXTRA_DIST += capture/lttng/stackcap-tp.h capture/lttng/lttng-sink.c capture/lttng/stackcap-lttng.h
+endif

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "capture-internal.h"
@@ -293,13 +294,25 @@ void snapshot_leave(void)
 	atomic_fetch_sub(&readers, 1);
 }
 
+/* The first generation number.  A standalone trace has a stream per
+ * process section, so 1.  In LTTng mode an exec() keeps the vpid, and a
+ * sample names only its generation: a random start (1..2^30) keeps the
+ * new image's generations apart from the old one's (docs/lttng.md). */
+static uint32_t first_generation(void)
+{
+	uint32_t r;
+	if (!stackcap_g.cfg.lttng || getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+		return 1;
+	return 1 + (r & ((1u << 30) - 1));
+}
+
 int snapshot_refresh(int force)
 {
 	pthread_mutex_lock(&refresh_lock);
 	struct snapshot *cur = atomic_load(&current);
 	int rc = 0;
 	if (force || !cur || snapshot_stale(cur)) {
-		struct snapshot *s = snapshot_build(cur ? cur->generation + 1 : 1);
+		struct snapshot *s = snapshot_build(cur ? cur->generation + 1 : first_generation());
 		if (!s) {
 			rc = -ENOMEM;
 		} else {
@@ -323,7 +336,7 @@ const struct snapshot *snapshot_lookup(uint32_t generation)
 	return s;
 }
 
-void snapshot_for_each_unwritten(void (*fn)(const struct snapshot *, void *), void *arg)
+void snapshot_for_each_unwritten(int (*fn)(struct snapshot *, void *), void *arg)
 {
 	pthread_mutex_lock(&refresh_lock);
 	/* Oldest first: collect the unwritten ones, then call in reverse. */
@@ -333,10 +346,9 @@ void snapshot_for_each_unwritten(void (*fn)(const struct snapshot *, void *), vo
 		if (!s->written)
 			stack[n++] = s;
 	pthread_mutex_unlock(&refresh_lock);
-	while (n--) {
-		fn(stack[n], arg);
-		stack[n]->written = 1;
-	}
+	while (n--)
+		if (fn(stack[n], arg) == 0)
+			stack[n]->written = 1;
 }
 
 void snapshot_reclaim(void)

@@ -67,8 +67,13 @@ struct stackcap_opts {
 	 * `sample_full` event), so `stackunwind stats` can measure fidelity.
 	 * For measurement only: the trace then holds every stack word. */
 	int full_copy;
+	/* Nonzero: record into the active LTTng-UST session as `stackcap:*`
+	 * events instead of a trace directory (docs/lttng.md); output_dir,
+	 * zstd are ignored, full_copy is refused.  Only liblttng-stackcap.so
+	 * has it: libstackcap.so returns -ENOTSUP.  (0.1) */
+	int lttng;
 };
-#define stackcap_opts__last_field full_copy
+#define stackcap_opts__last_field lttng
 
 /* Start recording.  Not async-signal-safe (allocates, creates a thread).
  * @return 0; -EALREADY when already started; -EINVAL for bad options;

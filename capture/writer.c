@@ -80,13 +80,41 @@ static uint64_t writer_ts(void)
 	return W.last_ts;
 }
 
-static void write_maps(const struct snapshot *s, void *arg)
+/* LTTng mode: record S's code_ranges.  The session may enable
+ * stackcap:code_ranges a little after stackcap:sample (each event class is
+ * enabled on its own): while it is off, a generation that samples named
+ * (or the current one) is tried again each cycle, up to 5 s.
+ * @return 0 when done, 1 to try again. */
+#define LTTNG_RANGES_ATTEMPTS (5000 / WRITER_PERIOD_MS)
+static int lttng_emit(const struct snapshot *s)
+{
+	const struct snapshot_module *vdso = NULL;
+	for (uint32_t i = 0; i < s->count && !vdso; i++)
+		if (s->modules[i].flags & CTF_MAP_VDSO)
+			vdso = &s->modules[i];
+	return capture_lttng_sink.code_ranges(s->generation, s->ranges, s->count, vdso ? vdso->build_id : NULL,
+					      vdso ? vdso->build_id_len : 0, &stackcap_g.cfg);
+}
+
+static int lttng_ranges(struct snapshot *s)
+{
+	if (lttng_emit(s))
+		return 0;
+	const struct snapshot *cur = snapshot_enter();
+	int const needed = s == cur || atomic_load(&s->sampled) > 0;
+	snapshot_leave();
+	return needed && ++s->attempts < LTTNG_RANGES_ATTEMPTS;
+}
+
+static int write_maps(struct snapshot *s, void *arg)
 {
 	(void)arg;
+	if (stackcap_g.cfg.lttng)
+		return lttng_ranges(s);
 	struct ctf_map_entry *e = calloc(s->count ? s->count : 1, sizeof(*e));
 	if (!e) {
 		note_error(-ENOMEM);
-		return;
+		return 0;
 	}
 	for (uint32_t i = 0; i < s->count; i++) {
 		const struct snapshot_module *m = &s->modules[i];
@@ -96,6 +124,7 @@ static void write_maps(const struct snapshot *s, void *arg)
 	}
 	note_error(ctf_stream_maps(W.proc, writer_ts(), s->generation, e, s->count));
 	free(e);
+	return 0;
 }
 
 static int image_alloc(struct stackcap_image *img, uint64_t words)
@@ -301,11 +330,30 @@ static void wthread_close(struct thread_state *t, int keep)
 	t->writer_priv = NULL;
 }
 
+/* LTTng mode: the current generation again about once a second, for a
+ * session started after it was first recorded (docs/lttng.md). */
+#define LTTNG_RANGES_REPEAT_NS 1000000000ull
+
+static void lttng_repeat_ranges(int now)
+{
+	static uint64_t last;
+	uint64_t const t = capture_now_ns();
+	if (!now && t - last < LTTNG_RANGES_REPEAT_NS)
+		return;
+	last = t;
+	const struct snapshot *cur = snapshot_enter();
+	if (cur)
+		lttng_emit(cur);
+	snapshot_leave();
+}
+
 /* One pass: maps, reclaim, drain, retire exited threads. */
 static void writer_cycle(int final)
 {
 	snapshot_refresh(0);
 	snapshot_for_each_unwritten(write_maps, NULL);
+	if (stackcap_g.cfg.lttng)
+		lttng_repeat_ranges(final);
 	snapshot_reclaim();
 	struct thread_state *prev = NULL;
 	struct thread_state *t = atomic_load(&stackcap_g.threads);
@@ -396,6 +444,15 @@ static void read_comm(char *comm, size_t n)
 int writer_start(void)
 {
 	const struct stackcap_config *c = &stackcap_g.cfg;
+	if (c->lttng) {
+		/* No trace directory: the thread only publishes and records
+		 * code-range generations and retires exited threads. */
+		atomic_store(&W.stop, 0);
+		int const prc = -pthread_create(&W.thread, NULL, writer_main, NULL);
+		if (prc == 0)
+			W.started = 1;
+		return prc;
+	}
 	struct ctf_writer_opts o = { .sz = sizeof(o), .zstd = c->zstd,
 				     .clock_offset_ns = c->clock_offset_ns };
 	memcpy(o.uuid, c->uuid, sizeof(o.uuid));
@@ -438,6 +495,10 @@ int writer_stop(void)
 		writer_wake();
 		pthread_join(W.thread, NULL);
 		W.started = 0;
+	}
+	if (stackcap_g.cfg.lttng) {
+		writer_cycle(1);
+		return W.error;
 	}
 	if (!W.ctf)
 		return W.error;

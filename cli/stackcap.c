@@ -32,6 +32,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: " PROG " record [-F HZ] [--stack-cap BYTES] [--policy f1|f2] [--zstd]\n"
 		"                       [--full-copy] [-o DIR] [--force] -- CMD [ARGS...]\n"
+		"       " PROG " record --lttng [-F HZ] [--stack-cap BYTES] [--policy f1|f2] -- CMD [ARGS...]\n"
 		"\n"
 		"  -F, --freq HZ          samples per second of thread CPU time (default 999)\n"
 		"      --stack-cap BYTES  bound of one stack copy (default 65536)\n"
@@ -42,7 +43,9 @@ static void usage(FILE *f)
 		"      --full-copy        also store every unfiltered stack copy, to measure\n"
 		"                         fidelity (stackunwind stats); stores every stack word\n"
 		"  -o, --output DIR       trace directory (default ./stackcap.trace)\n"
-		"      --force            replace an existing output directory\n");
+		"      --force            replace an existing output directory\n"
+		"      --lttng            record into the active LTTng session instead, as\n"
+		"                         stackcap:* events (docs/lttng.md)\n");
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -53,11 +56,11 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 	return remove(path);
 }
 
-/* The preload library: $STACKCAP_LIBRARY, the build tree next to this
- * program, or the installed one. */
-static int find_library(char *out, size_t n)
+/* The preload library NAME (libstackcap.so or liblttng-stackcap.so):
+ * $ENV_NAME, the build tree next to this program, or the installed one. */
+static int find_library(const char *name, const char *env_name, char *out, size_t n)
 {
-	const char *env = getenv("STACKCAP_LIBRARY");
+	const char *env = getenv(env_name);
 	if (env && *env) {
 		if (access(env, R_OK) != 0)
 			return -errno;
@@ -68,16 +71,15 @@ static int find_library(char *out, size_t n)
 	if (len > 0) {
 		self[len] = '\0';
 		const char *dir = dirname(self);
-		const char *cands[] = { "../capture/.libs/libstackcap.so", "../../capture/.libs/libstackcap.so",
-					"../lib/libstackcap.so" };
+		const char *cands[] = { "../capture/.libs", "../../capture/.libs", "../lib" };
 		for (size_t i = 0; i < sizeof(cands) / sizeof(cands[0]); i++) {
 			char p[PATH_MAX * 2];
-			snprintf(p, sizeof(p), "%s/%s", dir, cands[i]);
+			snprintf(p, sizeof(p), "%s/%s/%s", dir, cands[i], name);
 			if (access(p, R_OK) == 0 && realpath(p, out))
 				return 0;
 		}
 	}
-	snprintf(out, n, "%s/libstackcap.so", STACKCAP_LIBDIR);
+	snprintf(out, n, "%s/%s", STACKCAP_LIBDIR, name);
 	return access(out, R_OK) == 0 ? 0 : -ENOENT;
 }
 
@@ -128,6 +130,43 @@ static void read_totals(const char *dir, struct totals *t)
 	closedir(d);
 }
 
+/* Run ARGV like time(1) does (the terminal's signals go to the command;
+ * we wait).  @return 0 with its wait status in STATUS, or -1 (printed). */
+static int run_command(char **argv, int *status_out)
+{
+	/* Like time(1): the terminal's signals go to the command; we wait. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	pid_t const pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, PROG ": fork: %s\n", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		signal(SIGINT, SIG_DFL);
+		signal(SIGQUIT, SIG_DFL);
+		execvp(argv[0], argv);
+		int const e = errno;
+		/* The shell's messages and statuses. */
+		if (e == ENOENT)
+			fprintf(stderr, PROG ": %s: command not found\n", argv[0]);
+		else
+			fprintf(stderr, PROG ": %s: %s\n", argv[0], strerror(e));
+		_exit(e == ENOENT ? 127 : 126);
+	}
+	int status;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR) {
+			fprintf(stderr, PROG ": waitpid: %s\n", strerror(errno));
+			return -1;
+		}
+	*status_out = status;
+	return 0;
+}
+
+static int record_lttng(char **argv, unsigned long freq, unsigned long cap, const char *policy,
+			int wall, int nofork);
+
 static int cmd_record(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -140,12 +179,13 @@ static int cmd_record(int argc, char **argv)
 		{ "full-copy", no_argument, NULL, 'C' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "force", no_argument, NULL, 'f' },
+		{ "lttng", no_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned long freq = 999, cap = 65536;
 	const char *policy = "f2", *out = "stackcap.trace";
-	int zstd = 0, force = 0, wall = 0, nofork = 0, full = 0, c;
+	int zstd = 0, force = 0, wall = 0, nofork = 0, full = 0, lttng = 0, c;
 	char *end;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+F:o:h", longopts, NULL)) != -1) {
@@ -177,6 +217,7 @@ static int cmd_record(int argc, char **argv)
 		case 'C': full = 1; break;
 		case 'o': out = optarg; break;
 		case 'f': force = 1; break;
+		case 'L': lttng = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -186,8 +227,16 @@ static int cmd_record(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (lttng) {
+		if (zstd || full || force || strcmp(out, "stackcap.trace")) {
+			fprintf(stderr, PROG ": --lttng records into the LTTng session: "
+					"-o, --force, --zstd and --full-copy do not apply\n");
+			return 2;
+		}
+		return record_lttng(argv + optind, freq, cap, policy, wall, nofork);
+	}
 	char lib[PATH_MAX];
-	if (find_library(lib, sizeof(lib)) != 0) {
+	if (find_library("libstackcap.so", "STACKCAP_LIBRARY", lib, sizeof(lib)) != 0) {
 		fprintf(stderr, PROG ": cannot find libstackcap.so (set STACKCAP_LIBRARY)\n");
 		return 2;
 	}
@@ -246,32 +295,9 @@ static int cmd_record(int argc, char **argv)
 	setenv("LD_PRELOAD", preload, 1);
 	free(preload);
 
-	/* Like time(1): the terminal's signals go to the command; we wait. */
-	signal(SIGINT, SIG_IGN);
-	signal(SIGQUIT, SIG_IGN);
-	pid_t const pid = fork();
-	if (pid < 0) {
-		fprintf(stderr, PROG ": fork: %s\n", strerror(errno));
-		return 2;
-	}
-	if (pid == 0) {
-		signal(SIGINT, SIG_DFL);
-		signal(SIGQUIT, SIG_DFL);
-		execvp(argv[optind], argv + optind);
-		int const e = errno;
-		/* The shell's messages and statuses. */
-		if (e == ENOENT)
-			fprintf(stderr, PROG ": %s: command not found\n", argv[optind]);
-		else
-			fprintf(stderr, PROG ": %s: %s\n", argv[optind], strerror(e));
-		_exit(e == ENOENT ? 127 : 126);
-	}
 	int status;
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR) {
-			fprintf(stderr, PROG ": waitpid: %s\n", strerror(errno));
-			return 2;
-		}
+	if (run_command(argv + optind, &status))
+		return 2;
 	int const rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 	if (WIFEXITED(status) && (rc == 126 || rc == 127)) {
 		/* Maybe the command could not run at all: keep no empty trace. */
@@ -294,6 +320,129 @@ static int cmd_record(int argc, char **argv)
 			t.samples, t.drops, t.bytes, t.samples ? (double)t.bytes / (double)t.samples : 0.0, out,
 			t.errors ? " (write errors: the trace is incomplete)" : "");
 	}
+	return rc;
+}
+
+/* `lttng list`'s output, or NULL when the command cannot run (*EXIT_OUT:
+ * its status, 127 when lttng is not installed). */
+static char *lttng_list(int *exit_out)
+{
+	*exit_out = 127;
+	FILE *p = popen("lttng list 2>&1", "r");
+	if (!p)
+		return NULL;
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap);
+	size_t n;
+	while (buf && (n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+		len += n;
+		if (cap - len < 2) {
+			char *nb = realloc(buf, cap * 2);
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	int const st = pclose(p);
+	*exit_out = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+	if (buf)
+		buf[len] = 0;
+	return buf;
+}
+
+/* stackcap record --lttng: the command runs with liblttng-stackcap.so
+ * (samples as stackcap:* events in the sampled threads) and LTTng's own
+ * liblttng-ust-dl (module loads) and liblttng-ust-fork (children keep
+ * tracing) preloaded.  The user's session receives everything; we only
+ * check that there is one to receive it. */
+static int record_lttng(char **argv, unsigned long freq, unsigned long cap, const char *policy,
+			int wall, int nofork)
+{
+	char lib[PATH_MAX];
+	if (find_library("liblttng-stackcap.so", "STACKCAP_LTTNG_LIBRARY", lib, sizeof(lib)) != 0) {
+		fprintf(stderr, PROG ": cannot find liblttng-stackcap.so (built when lttng-ust is found: "
+				"apt-get install liblttng-ust-dev, then configure; or set STACKCAP_LTTNG_LIBRARY)\n");
+		return 2;
+	}
+	int lst;
+	char *list = lttng_list(&lst);
+	if (lst == 127) {
+		fprintf(stderr, PROG ": --lttng: the lttng command is not installed (apt-get install lttng-tools)\n");
+		free(list);
+		return 2;
+	}
+	if (lst != 0 || !list) {
+		fprintf(stderr, PROG ": --lttng: no LTTng session daemon answers `lttng list`; start one "
+				"(lttng-sessiond --daemonize) and create a session (docs/lttng.md)\n");
+		free(list);
+		return 2;
+	}
+	if (!strstr(list, "[active]")) {
+		fprintf(stderr, PROG ": --lttng: no active LTTng recording session; first run e.g.\n"
+			"  lttng create; lttng enable-event -u 'stackcap:*,lttng_ust_statedump:*,lttng_ust_dl:*,lttng_ust_lib:*'\n"
+			"  lttng add-context -u -t vpid -t vtid; lttng start\n");
+		free(list);
+		return 2;
+	}
+	free(list);
+	if (getenv("LTTNG_UST_WITHOUT_BADDR_STATEDUMP"))
+		fprintf(stderr, PROG ": warning: LTTNG_UST_WITHOUT_BADDR_STATEDUMP is set: LTTng records no "
+				"module paths nor build-ids, and stackunwind cannot symbolize\n");
+
+	const char *old_preload = getenv("LD_PRELOAD");
+	char *preload;
+	if (asprintf(&preload, "%s liblttng-ust-dl.so.1%s%s%s", lib, nofork ? "" : " liblttng-ust-fork.so.1",
+		     old_preload && *old_preload ? " " : "", old_preload ? old_preload : "") < 0)
+		return 2;
+	/* Each traced process appends its counts here (capture/lifecycle.c). */
+	const char *tmp = getenv("TMPDIR");
+	char summary[PATH_MAX];
+	snprintf(summary, sizeof(summary), "%s/stackcap-lttng.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	int const sfd = mkstemp(summary);
+	if (sfd < 0) {
+		fprintf(stderr, PROG ": cannot create a summary file in %s: %s\n", tmp && *tmp ? tmp : "/tmp",
+			strerror(errno));
+		return 2;
+	}
+	close(sfd);
+	setenv("STACKCAP_SUMMARY_FILE", summary, 1);
+	unsetenv("STACKCAP_OUTPUT");
+	setenv_u("STACKCAP_FREQ", freq);
+	setenv_u("STACKCAP_STACK_CAP", cap);
+	setenv("STACKCAP_POLICY", policy, 1);
+	setenv_u("STACKCAP_WALL_CLOCK", (unsigned)wall);
+	setenv_u("STACKCAP_NO_FORK", (unsigned)nofork);
+	setenv("LD_PRELOAD", preload, 1);
+	free(preload);
+	int status;
+	if (run_command(argv, &status)) {
+		unlink(summary);
+		return 2;
+	}
+	int const rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	unsigned long long samples = 0, drops = 0, s, d;
+	int procs = 0, err;
+	FILE *f = fopen(summary, "r");
+	while (f && fscanf(f, "samples %llu drops %llu error %d\n", &s, &d, &err) == 3) {
+		samples += s;
+		drops += d;
+		procs++;
+	}
+	if (f)
+		fclose(f);
+	unlink(summary);
+	if (procs)
+		fprintf(stderr, PROG ": %llu samples, %llu drops recorded into the active LTTng session "
+				"(stackunwind reads its output directory once the session is stopped)\n",
+			samples, drops);
+	else
+		fprintf(stderr, PROG ": %s: no process finished its recording (%s); what it sampled is in the "
+				"active LTTng session\n", argv[0],
+			WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "killed, _exit or not started");
 	return rc;
 }
 

@@ -80,6 +80,12 @@ int main(int argc, char **argv)
 	ok(rc == -EINVAL, "bad policy: -EINVAL");
 	if (rc != -EINVAL)
 		printf("# got %d\n", rc);
+	/* LTTng mode is liblttng-stackcap's (docs/lttng.md). */
+	struct stackcap_opts lt = { .sz = sizeof(lt), .lttng = 1, .no_sampling = 1 };
+	rc = stackcap_init(&lt);
+	ok(rc == -ENOTSUP, "libstackcap.so: .lttng = 1 is -ENOTSUP");
+	if (rc != -ENOTSUP)
+		printf("# got %d\n", rc);
 	printf("# trace in %s\n", argv[1]);
 	return 0;
 }

@@ -155,6 +155,17 @@ clean-local: clean-node-cache
 clean-node-cache:
 	-rm -rf tests/node-cache tests/go-pprof
 .PHONY: clean-node-cache
+# LTTng: our own session daemon on a private LTTNG_HOME (docs/lttng.md);
+# lttng-probe: a user's own event with a stack (linked liblttng-stackcap).
+TESTS += tests/lttng.sh
+EXTRA_DIST += tests/lttng.sh tests/lttng-probe.c tests/lttng-probe-tp.h
+if HAVE_LTTNG_UST
+check_PROGRAMS += tests/lttng-probe
+tests_lttng_probe_SOURCES = tests/lttng-probe.c tests/lttng-probe-tp.h
+tests_lttng_probe_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/capture/lttng
+tests_lttng_probe_CFLAGS = $(AM_CFLAGS) $(LTTNG_UST_CFLAGS)
+tests_lttng_probe_LDADD = capture/liblttng-stackcap.la $(LTTNG_UST_LIBS)
+endif
 
 # libstackcap linked by a program: the public API and stackcap_capture().
 check_PROGRAMS += tests/capture-api

@@ -65,6 +65,13 @@ struct event_source {
 
 extern const struct event_source su_source_babeltrace2;
 extern const struct event_source su_source_native;
+extern const struct event_source su_source_lttng;
+
+/* The reader core over any event source: DIR is the trace directory
+ * (checked by the caller), the contract is su_stackcap_trace_read()'s. */
+int su_reader_run_source(const char *dir, const struct event_source *src, const struct su_reader_opts *opts,
+			 const struct su_reader_callbacks *cb, struct su_reader_stats *stats, char *err,
+			 size_t errlen);
 
 /* Shared helpers. */
 void su_reader_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

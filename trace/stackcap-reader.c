@@ -12,6 +12,7 @@
  * of the format we write (fast, the default) or babeltrace2 (the reference). */
 #include <errno.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -502,6 +503,8 @@ int su_stackcap_trace_probe(const char *dir)
 	return check_metadata(dir, msg, sizeof(msg)) == 0;
 }
 
+/* Bytes of the regular files under DIR (an LTTng session directory holds
+ * its traces in subdirectories). */
 static uint64_t dir_bytes(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -510,9 +513,19 @@ static uint64_t dir_bytes(const char *dir)
 	uint64_t total = 0;
 	struct dirent *e;
 	struct stat sb;
-	while ((e = readdir(d)))
-		if (fstatat(dirfd(d), e->d_name, &sb, 0) == 0 && S_ISREG(sb.st_mode))
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		if (S_ISREG(sb.st_mode)) {
 			total += (uint64_t)sb.st_size;
+		} else if (S_ISDIR(sb.st_mode)) {
+			char sub[8192];
+			snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name);
+			total += dir_bytes(sub);
+		}
+	}
 	closedir(d);
 	return total;
 }
@@ -523,12 +536,8 @@ int su_stackcap_trace_read(const char *dir, const struct su_reader_opts *opts,
 			   char *err, size_t errlen)
 {
 	struct reader r = { .opts = opts, .cb = cb, .st = stats, .err = err, .errlen = errlen };
-	struct source_report rep = { 0 };
 	const struct event_source *src =
 		opts && opts->source == SU_READER_BABELTRACE2 ? &su_source_babeltrace2 : &su_source_native;
-	void *h = NULL;
-	char *abs_dir = NULL;
-	int rc;
 
 	if (err && errlen)
 		err[0] = 0;
@@ -544,6 +553,22 @@ int su_stackcap_trace_read(const char *dir, const struct su_reader_opts *opts,
 	}
 	if (check_metadata(dir, err, errlen))
 		return -EINVAL;
+	return su_reader_run_source(dir, src, opts, cb, stats, err, errlen);
+}
+
+int su_reader_run_source(const char *dir, const struct event_source *src, const struct su_reader_opts *opts,
+			 const struct su_reader_callbacks *cb, struct su_reader_stats *stats, char *err,
+			 size_t errlen)
+{
+	struct reader r = { .opts = opts, .cb = cb, .st = stats, .err = err, .errlen = errlen };
+	struct source_report rep = { 0 };
+	void *h = NULL;
+	char *abs_dir = NULL;
+	int rc;
+
+	if (err && errlen)
+		err[0] = 0;
+	memset(stats, 0, sizeof(*stats));
 	abs_dir = realpath(dir, NULL);
 	if (!abs_dir) {
 		set_err(&r, "%s: %s", dir, strerror(errno));

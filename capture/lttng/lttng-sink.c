@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lttng-sink.c: libstackcap's LTTng-UST sink, linked only into
+ * liblttng-stackcap.so.  Samples become `stackcap:sample` events recorded in
+ * the sampled thread; code-range generations become `stackcap:code_ranges`
+ * (docs/lttng.md).  Paths and build-ids are LTTng's own state dump and dl
+ * events: not repeated here.
+ */
+#define LTTNG_UST_TRACEPOINT_CREATE_PROBES
+#define LTTNG_UST_TRACEPOINT_DEFINE
+#include "capture/lttng/stackcap-tp.h"
+
+#include <lttng/ust-thread.h>
+#include <stdlib.h>
+
+#include "capture-internal.h"
+
+/* LTTng-UST 2.13 lets signal handlers use tracepoints once the thread's
+ * LTTng-UST state exists (lttng/ust-thread.h): done here for every thread
+ * libstackcap registers, before its timer is armed. */
+static void sink_thread_init(void)
+{
+	lttng_ust_init_thread();
+}
+
+/* In the signal handler or stackcap_capture(): the tracepoint is lock-free
+ * and reentrant (nested events use their own nesting level). */
+static void sink_sample(uint32_t generation, const uint8_t *blob, size_t len, const uint8_t *seg,
+			size_t seg_len)
+{
+	if (seg && seg_len)
+		lttng_ust_tracepoint(stackcap, sample_segment, generation, seg, (uint32_t)seg_len);
+	lttng_ust_tracepoint(stackcap, sample, generation, blob, (uint32_t)len);
+}
+
+/* Writer thread: malloc is fine here. */
+static int sink_code_ranges(uint32_t generation, const struct stackcap_code_range *ranges, uint32_t count,
+			     const uint8_t *vdso_build_id, uint8_t vdso_build_id_len, const struct stackcap_config *cfg)
+{
+	if (!lttng_ust_tracepoint_enabled(stackcap, code_ranges))
+		return 0;
+	uint64_t *v = malloc(2 * (size_t)(count ? count : 1) * sizeof(*v));
+	if (!v)
+		return 0;
+	for (uint32_t i = 0; i < count; i++) {
+		v[2 * i] = ranges[i].start;
+		v[2 * i + 1] = ranges[i].end;
+	}
+	lttng_ust_do_tracepoint(stackcap, code_ranges, generation, STACKCAP_CODEC_VERSION, (uint8_t)cfg->policy,
+				(uint32_t)cfg->stack_cap, cfg->no_sampling ? 0 : cfg->frequency_hz, v, 2 * count,
+				vdso_build_id ? vdso_build_id : (const uint8_t *)"", vdso_build_id_len);
+	free(v);
+	return 1;
+}
+
+HIDDEN const struct capture_sink capture_lttng_sink = {
+	.thread_init = sink_thread_init,
+	.sample = sink_sample,
+	.code_ranges = sink_code_ranges,
+};

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stackcap-tp.h: the LTTng-UST tracepoint provider `stackcap`.  The event
+ * layout is a contract with every reader: docs/lttng.md.  Change it only
+ * together with that document and trace/source-lttng.c.
+ */
+#undef LTTNG_UST_TRACEPOINT_PROVIDER
+#define LTTNG_UST_TRACEPOINT_PROVIDER stackcap
+
+#undef LTTNG_UST_TRACEPOINT_INCLUDE
+#define LTTNG_UST_TRACEPOINT_INCLUDE "capture/lttng/stackcap-tp.h"
+
+#if !defined(STACKCAP_TP_H) || defined(LTTNG_UST_TRACEPOINT_HEADER_MULTI_READ)
+#define STACKCAP_TP_H
+
+#include <stdint.h>
+#include <lttng/tracepoint.h>
+
+/* A stack-codec blob (self-contained) and the generation of its ranges. */
+LTTNG_UST_TRACEPOINT_EVENT_CLASS(stackcap, blob_class,
+	LTTNG_UST_TP_ARGS(uint32_t, generation, const uint8_t *, blob, uint32_t, len),
+	LTTNG_UST_TP_FIELDS(
+		lttng_ust_field_integer(uint32_t, generation, generation)
+		lttng_ust_field_sequence(uint8_t, blob, blob, uint32_t, len)
+	)
+)
+
+LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(stackcap, blob_class, stackcap, sample,
+	LTTNG_UST_TP_ARGS(uint32_t, generation, const uint8_t *, blob, uint32_t, len))
+
+LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(stackcap, blob_class, stackcap, sample_segment,
+	LTTNG_UST_TP_ARGS(uint32_t, generation, const uint8_t *, blob, uint32_t, len))
+
+/* The exact range list of one generation: start0, end0, start1, end1... */
+LTTNG_UST_TRACEPOINT_EVENT(stackcap, code_ranges,
+	LTTNG_UST_TP_ARGS(uint32_t, generation, uint8_t, codec_version, uint8_t, policy,
+			  uint32_t, stack_cap, uint32_t, frequency_hz,
+			  const uint64_t *, ranges, uint32_t, nvalues,
+			  const uint8_t *, vdso_build_id, uint8_t, vdso_build_id_len),
+	LTTNG_UST_TP_FIELDS(
+		lttng_ust_field_integer(uint32_t, generation, generation)
+		lttng_ust_field_integer(uint8_t, codec_version, codec_version)
+		lttng_ust_field_integer(uint8_t, policy, policy)
+		lttng_ust_field_integer(uint32_t, stack_cap, stack_cap)
+		lttng_ust_field_integer(uint32_t, frequency_hz, frequency_hz)
+		lttng_ust_field_sequence_hex(uint64_t, ranges, ranges, uint32_t, nvalues)
+		lttng_ust_field_sequence_hex(uint8_t, vdso_build_id, vdso_build_id, uint8_t, vdso_build_id_len)
+	)
+)
+
+#endif /* STACKCAP_TP_H */
+
+#include <lttng/tracepoint-event.h>

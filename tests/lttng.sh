@@ -1,0 +1,271 @@
+#!/bin/sh
+# Integration with the real LTTng: our own session daemon (lttng-sessiond
+# --daemonize --no-kernel) on a private LTTNG_HOME, so it never meets
+# another user's; as root everything LTTng runs as nobody, because a root
+# session daemon always uses /var/run/lttng.  Records testdata programs
+# with `stackcap record --lttng` into sessions, unwinds the LTTng traces
+# with stackunwind (known chains in >= 99% of hot samples), checks the
+# error paths, and stops the daemon (also on failure: trap).
+. "${top_srcdir:?}/tests/tap-lib.sh"
+SU="$B/cli/stackunwind"
+
+missing=
+for t in lttng lttng-sessiond; do
+	command -v $t >/dev/null || missing="$missing $t"
+done
+[ "$(id -u)" = 0 ] && ! command -v setpriv >/dev/null && missing="$missing setpriv(util-linux)"
+if [ -n "$missing" ]; then
+	echo "1..1"
+	echo "not ok 1 - missing:$missing: apt-get install lttng-tools liblttng-ust-dev (scripts/install-deps.sh)"
+	exit 0
+fi
+if [ ! -e "$B/capture/.libs/liblttng-stackcap.so" ] || [ ! -x "$B/tests/.libs/lttng-probe" ]; then
+	echo "1..1"
+	echo "not ok 1 - liblttng-stackcap.so was not built: apt-get install liblttng-ust-dev, then configure"
+	exit 0
+fi
+
+lt="$work/lt"
+mkdir -p "$lt/home"
+# What the recording user runs: RUN_STACKCAP, RUN_TD/<program>, RUN_PROBE.
+RUN_STACKCAP=$STACKCAP RUN_TD=$TD RUN_TESTS=$B/tests
+RUN_PROBE="env LD_LIBRARY_PATH=$B/capture/.libs $B/tests/.libs/lttng-probe"
+if [ "$(id -u)" = 0 ]; then
+	# nobody must reach what it runs, and the build tree may sit in a
+	# directory it cannot enter (/root): a copy of the programs, laid out
+	# as in the build tree (stackcap finds ../capture/.libs).
+	chmod 755 "$work"
+	X="$work/b"
+	mkdir -p "$X/cli" "$X/capture/.libs" "$X/testdata/.libs" "$X/tests"
+	cp "$STACKCAP" "$X/cli/" &&
+	cp -P "$B"/capture/.libs/liblttng-stackcap.so* "$X/capture/.libs/" &&
+	cp "$TD/tdata-single" "$TD/tdata-threads" "$TD/tdata-dlopen" "$TD/tdata-sigalt" "$X/testdata/" &&
+	cp "$TD/.libs/libtdata-plugin.so" "$X/testdata/.libs/" &&
+	cp "$B/tests/.libs/lttng-probe" "$B/tests/fork-burn" "$B/tests/jit-burn" "$X/tests/" || {
+		echo "1..1"; echo "not ok 1 - cannot copy the programs to run as nobody into $X"; exit 0; }
+	chmod -R a+rX "$X"
+	RUN_STACKCAP=$X/cli/stackcap RUN_TD=$X/testdata RUN_TESTS=$X/tests
+	RUN_PROBE="env LD_LIBRARY_PATH=$X/capture/.libs $X/tests/lttng-probe"
+	chown -R 65534:65534 "$lt"
+	as_user() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$lt/home" LTTNG_HOME="$lt/home" "$@"; }
+else
+	as_user() { env HOME="$lt/home" LTTNG_HOME="$lt/home" "$@"; }
+fi
+
+# alive PID: running (a zombie waiting for init counts as gone).
+alive() { st=$(ps -o stat= -p "$1" 2>/dev/null); [ -n "$st" ] && [ "${st#Z}" = "$st" ]; }
+daemon_pid=
+stop_daemon() {
+	[ -n "$daemon_pid" ] || return 0
+	kill "$daemon_pid" 2>/dev/null
+	i=0
+	while alive "$daemon_pid" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	kill -9 "$daemon_pid" 2>/dev/null
+	daemon_pid=
+}
+trap 'stop_daemon; rm -rf "$work"' EXIT
+
+# Before any daemon: --lttng must say so.
+as_user "$RUN_STACKCAP" record --lttng -- "$RUN_TD/tdata-single" 0.1 >"$work/nod.out" 2>"$work/nod.err"
+r=$?
+check "record --lttng without a session daemon: exit 2 ($r) with a message" \
+	sh -c "[ $r = 2 ] && grep -q 'no LTTng session daemon' '$work/nod.err'"
+
+as_user lttng-sessiond --daemonize --no-kernel >"$work/sessiond.log" 2>&1
+daemon_pid=$(cat "$lt/home/.lttng/lttng-sessiond.pid" 2>/dev/null)
+check "lttng-sessiond started on the private LTTNG_HOME (pid ${daemon_pid:-none})" \
+	alive "${daemon_pid:-0}"
+if [ -z "$daemon_pid" ]; then
+	sed 's/^/# /' "$work/sessiond.log"
+	echo "1..$n"
+	exit 0
+fi
+
+as_user "$RUN_STACKCAP" record --lttng -- "$RUN_TD/tdata-single" 0.1 >"$work/noses.out" 2>"$work/noses.err"
+r=$?
+check "record --lttng without an active session: exit 2 ($r) with the commands to run" \
+	sh -c "[ $r = 2 ] && grep -q 'no active LTTng recording session' '$work/noses.err' && grep -q 'lttng create' '$work/noses.err'"
+
+# session NAME CONTEXTS [EVENTS]: create, enable our and LTTng's module
+# events (and EVENTS) in a channel of 16 KiB sub-buffers (many packets per
+# stream file, for the damaged-file case), start.
+session() {
+	as_user lttng create "$1" --output="$lt/$1" >/dev/null &&
+	as_user lttng enable-channel -u --subbuf-size 16K --num-subbuf 8 c0 >/dev/null &&
+	as_user lttng enable-event -u -c c0 "stackcap:*,lttng_ust_statedump:*,lttng_ust_dl:*,lttng_ust_lib:*${3:+,$3}" >/dev/null &&
+	{ [ -z "$2" ] || as_user lttng add-context -u -c c0 $2 >/dev/null; } &&
+	as_user lttng start >/dev/null
+}
+end_session() {
+	as_user lttng stop >/dev/null && as_user lttng destroy >/dev/null
+}
+
+# chain_match FILE CHAIN...: "good total" over samples whose leaf is CHAIN[1]
+# (as in unwind.sh).
+chain_match() {
+	f=$1; shift
+	awk -v chain="$*" '
+	BEGIN { nc = split(chain, C, " ") }
+	function done() {
+		if (k > 0 && F[1] == C[1]) {
+			tot++; good1 = 1
+			for (i = 1; i <= nc; i++) if (F[i] != C[i]) good1 = 0
+			good += good1
+		}
+		k = 0
+	}
+	/^\t/ { fn = $2; sub(/\+0x[0-9a-f]+$/, "", fn); F[++k] = fn; next }
+	/^$/ { done(); next }
+	{ k = 0 }
+	END { done(); printf "%d %d\n", good, tot }' "$f"
+}
+
+# lttng_chain NAME PROGRAM ARGS: one session, record, unwind, expect the chain.
+lttng_chain() {
+	name=$1; prog=$2; shift 2
+	session "$name" "-t vpid -t vtid" || { not_ok "$prog: LTTng session set up"; return; }
+	as_user "$RUN_STACKCAP" record --lttng -- "$RUN_TD/$prog" "$@" 1 >"$work/$name.rout" 2>"$work/$name.rerr"
+	rrc=$?
+	end_session
+	check "$prog: stackcap record --lttng exits 0 ($rrc) and says how many samples went where ($(head -c 60 "$work/$name.rerr"))" \
+		sh -c "[ $rrc = 0 ] && grep -q -E '^stackcap: [1-9][0-9]* samples, 0 drops recorded into the active LTTng session' '$work/$name.rerr'"
+	"$SU" stacks "$lt/$name" >"$work/$name.out" 2>"$work/$name.err"
+	src=$?
+	check "$prog: stackunwind stacks reads the LTTng session directory (exit $src)" [ "$src" = 0 ]
+	[ "$src" = 0 ] || grep -v '^stackunwind: [0-9]* samples' "$work/$name.err" | sed 's/^/# /' | head -5
+	chain=$("$TD/$prog" "$@" --chain | tr '\n' ' ')
+	set -- $(chain_match "$work/$name.out" $chain)
+	check "$prog: chain '$chain' in >= 99% of hot samples ($1 of $2)" \
+		awk -v g="$1" -v t="$2" 'BEGIN { exit !(t >= 100 && g * 100 >= t * 99) }'
+}
+
+lttng_chain single tdata-single
+lttng_chain threads tdata-threads -t 2
+lttng_chain dlopen tdata-dlopen --reload
+# Samples in a handler on the alternate signal stack: the interrupted stack
+# is a stackcap:sample_segment record.
+lttng_chain sigalt tdata-sigalt
+nseg=$(babeltrace2 "$lt/sigalt" 2>/dev/null | grep -c 'stackcap:sample_segment:')
+check "sigalt: the interrupted stacks are stackcap:sample_segment records ($nseg)" [ "$nseg" -ge 100 ]
+
+# exec() keeps the vpid: the shell's own image records first (its
+# generations, its modules), then tdata-single's samples must decode against
+# tdata-single's ranges and modules.
+session exec "-t vpid -t vtid" || not_ok "exec: LTTng session set up"
+as_user "$RUN_STACKCAP" record --lttng -- sh -c "sleep 0.3; exec '$RUN_TD/tdata-single' 1" >/dev/null 2>"$work/exec.rerr"
+end_session
+"$SU" stacks "$lt/exec" >"$work/exec.out" 2>"$work/exec.err"
+r=$?
+chain=$("$TD/tdata-single" --chain | tr '\n' ' ')
+set -- $(chain_match "$work/exec.out" $chain)
+check "exec in the same vpid: exit $r, chain '$chain' in >= 99% of hot samples ($1 of $2)" \
+	sh -c "[ $r = 0 ] && awk -v g='$1' -v t='$2' 'BEGIN { exit !(t >= 100 && g * 100 >= t * 99) }'"
+
+# What the trace holds: our events, LTTng's module events, no duplicates.
+babeltrace2 "$lt/single" >"$work/single.bt" 2>/dev/null
+check "the LTTng trace holds stackcap:sample and stackcap:code_ranges records" \
+	sh -c "grep -q 'stackcap:sample:' '$work/single.bt' && grep -q 'stackcap:code_ranges:' '$work/single.bt'"
+check "module paths and build-ids come from LTTng's state dump (bin_info, build_id), not from stackcap" \
+	sh -c "grep -q 'lttng_ust_statedump:bin_info:.*tdata-single' '$work/single.bt' && grep -q 'lttng_ust_statedump:build_id:' '$work/single.bt' && ! grep 'stackcap:' '$work/single.bt' | grep -q 'path'"
+check "samples are recorded in the sampled thread (vtid of every stackcap:sample is the main thread's)" \
+	sh -c "grep 'stackcap:sample:' '$work/single.bt' | grep -o 'vpid = [0-9]*, vtid = [0-9]*' | awk '{ if (\$3 != \$6 \",\") bad++ } END { exit bad > 0 || NR == 0 }'"
+babeltrace2 "$lt/dlopen" >"$work/dlopen.bt" 2>/dev/null
+check "dlopen: the plugin is known from lttng_ust_dl:dlopen and its samples symbolize in it" \
+	sh -c "grep -q 'lttng_ust_dl:dlopen:.*libtdata-plugin' '$work/dlopen.bt' && grep -q 'plugin_hot+0x[0-9a-f]* (.*libtdata-plugin.so)' '$work/dlopen.out'"
+
+"$SU" folded "$lt/single" >"$work/single.folded" 2>/dev/null
+check "stackunwind folded on the LTTng trace: the hot stack, outermost first" \
+	grep -q 'main;run_workload;level_a;level_b;level_c;hot_leaf [0-9]' "$work/single.folded"
+"$SU" stats "$lt/single" >"$work/single.stats" 2>&1
+check "stackunwind stats on the LTTng trace: samples and bytes counted" \
+	sh -c "grep -q -E '^samples: +[1-9]' '$work/single.stats' && grep -q -E '^bytes per sample: +[0-9]' '$work/single.stats'"
+
+# fork() without exec: the child is another vpid (liblttng-ust-fork keeps
+# it tracing; its state dump gives its modules).
+session fork "-t vpid -t vtid" || not_ok "fork: LTTng session set up"
+as_user "$RUN_STACKCAP" record --lttng -- "$RUN_TESTS/fork-burn" 500 250 >"$work/fork.rout" 2>"$work/fork.rerr"
+end_session
+"$SU" stacks "$lt/fork" >"$work/fork.out" 2>"$work/fork.err"
+r=$?
+set -- $(cat "$work/fork.rout")   # parent PID child PID
+np=$(awk -v p="$2" '$1 == "fork-burn" && $2 == p "/" p { n++ } END { print n + 0 }' "$work/fork.out")
+nc=$(awk -v p="$4" '$1 == "fork-burn" && $2 == p "/" p { inp = 1; next } /^fork-burn/ { inp = 0 } inp && /child_burn/ { n++ } END { print n + 0 }' "$work/fork.out")
+check "fork: exit $r; parent $2 has $np samples, the child $4 has $nc in child_burn" \
+	sh -c "[ $r = 0 ] && [ $np -ge 100 ] && [ $nc -ge 50 ]"
+
+# JIT code mapped after start: a new generation whose code_ranges list the
+# page; no LTTng module holds it, so it is anonymous code.
+session jit "-t vpid -t vtid" || not_ok "jit: LTTng session set up"
+as_user "$RUN_STACKCAP" record --lttng -- "$RUN_TESTS/jit-burn" 1.5 >"$work/jit.addr" 2>"$work/jit.rerr"
+end_session
+jit=$(cat "$work/jit.addr")
+ngen=$(babeltrace2 "$lt/jit" 2>/dev/null | grep 'stackcap:code_ranges:' | grep -o 'generation = [0-9]*' | sort -u | wc -l)
+"$SU" stacks "$lt/jit" >"$work/jit.out" 2>/dev/null
+set -- $(awk '/^jit-burn/ { tot++; getline; if ($3 == "([anon:exec])") n++ } END { print n + 0, tot + 0 }' "$work/jit.out")
+check "JIT page $jit: $ngen generations, $1 of $2 samples have their leaf in [anon:exec] (>= 50%)" \
+	sh -c "[ $ngen -ge 2 ] && [ $2 -ge 500 ] && [ $(( $1 * 2 )) -ge $2 ]"
+
+# A damaged LTTng trace: a stream file cut inside its last packet.
+cp -r "$lt/single" "$work/cut"
+# The largest stream file: over 16 KiB, so more than one packet (the first,
+# kept, holds the first code_ranges record).
+f=$(ls -S $(find "$work/cut" -name 'c0_*' -size +16k) 2>/dev/null | head -1)
+if [ -n "$f" ]; then
+	truncate -s -1000 "$f" # inside its last packet
+	"$SU" stacks "$work/cut" >"$work/cut.out" 2>"$work/cut.err"
+	r=$?
+	ns=$(grep -c '^tdata-single' "$work/cut.out")
+	check "a cut LTTng stream file: the complete packets are read (exit $r, 3 = read in part; $ns samples), a warning names the file" \
+		sh -c "[ $r = 3 ] && grep -q 'cut or malformed packet' '$work/cut.err' && [ $ns -gt 0 ] && [ $ns -lt $(grep -c '^tdata-single' "$work/single.out") ]"
+	[ $r = 3 ] || sed 's/^/# /' "$work/cut.err" | head -5
+else
+	not_ok "a cut LTTng stream file: no stream file over 16 KiB in $lt/single"
+fi
+
+# A user's own event with a stack: tests/lttng-probe (linked with
+# liblttng-stackcap, captures only) records 200 stackcap_test:tick events
+# through stackcap_lttng_tracepoint().
+if session probe "-t vpid -t vtid" 'stackcap_test:*'; then
+	as_user $RUN_PROBE 200 >"$work/probe.rout" 2>&1
+	prc=$?
+	end_session
+else
+	prc=setup
+fi
+check "lttng-probe: linked liblttng-stackcap, stackcap_init(.lttng = 1): 200 captures (exit $prc: $(head -c 80 "$work/probe.rout"))" \
+	sh -c "[ '$prc' = 0 ] && grep -q '^captures 200 drops 0' '$work/probe.rout'"
+babeltrace2 "$lt/probe" >"$work/probe.bt" 2>/dev/null
+# Every tick is followed, in its thread, by a stackcap:sample, and each
+# sample follows a tick.
+awk '
+	/stackcap_test:tick:|stackcap:sample:/ {
+		match($0, /vtid = [0-9]+/); t = substr($0, RSTART, RLENGTH)
+		if ($0 ~ /stackcap_test:tick:/) { ticks++; if (last[t] == "tick") bad++; last[t] = "tick" }
+		else { samples++; if (last[t] != "tick") bad++; last[t] = "sample" }
+	}
+	END { printf "%d %d %d\n", ticks, samples, bad }' "$work/probe.bt" >"$work/probe.pairs"
+set -- $(cat "$work/probe.pairs")
+check "each of the user's 200 events is followed by its stackcap:sample in the same thread ($1 ticks, $2 samples, $3 out of order)" \
+	[ "$1 $2 $3" = "200 200 0" ]
+"$SU" stacks "$lt/probe" >"$work/probe.out" 2>"$work/probe.err"
+chain=$("$B/tests/lttng-probe" --chain | tr '\n' ' ')
+set -- $(chain_match "$work/probe.out" $chain)
+check "lttng-probe: every sample unwinds to '$chain' (the caller of stackcap_capture innermost) ($1 of $2)" \
+	[ "$1 $2" = "200 200" ]
+
+# Without the vpid/vtid contexts samples cannot be placed: a clear error.
+session noctx "" || not_ok "session without contexts set up"
+as_user "$RUN_STACKCAP" record --lttng -- "$RUN_TD/tdata-single" 0.2 >/dev/null 2>&1
+end_session
+"$SU" stacks "$lt/noctx" >"$work/noctx.out" 2>"$work/noctx.err"
+r=$?
+check "a session without vpid/vtid contexts: exit $r, a message naming lttng add-context" \
+	sh -c "[ $r != 0 ] && grep -q 'add-context' '$work/noctx.err'"
+
+pid_was=$daemon_pid
+stop_daemon
+sleep 0.2
+alive "$pid_was" && left="lttng-sessiond $pid_was" || left=
+left=$left$(ps -eo stat,pid,args | grep -E 'lttng-(sessiond|consumerd)' | grep -F "$lt/home" | grep -v -e grep -e '^Z')
+check "the session daemon and its consumers are gone" [ -z "$left" ]
+echo "1..$n"
