@@ -439,8 +439,7 @@ static const char style[] =
  * samples matched, reset; Ctrl-F searches, Esc resets all. */
 static const char script[] =
 	"var svg = document.documentElement, frames = [], zoomed = null, term = null;\n"
-	"var details = document.getElementById('details'), matched = document.getElementById('matched');\n"
-	"var unzoom = document.getElementById('unzoom'), searchbtn = document.getElementById('search');\n"
+	"var details, matched, unzoom, searchbtn;\n"
 	"var W = WIDTH - 2 * PAD;\n"
 	"function label(f, w) {\n"
 	"  var fit = Math.floor((w - 6) / CHARW);\n"
@@ -452,6 +451,8 @@ static const char script[] =
 	"  f.t.setAttribute('x', (x + 3).toFixed(2)); f.t.textContent = label(f, w);\n"
 	"}\n"
 	"function init() {\n"
+	"  details = document.getElementById('details'); matched = document.getElementById('matched');\n"
+	"  unzoom = document.getElementById('unzoom'); searchbtn = document.getElementById('search');\n"
 	"  var gs = document.querySelectorAll('g.f');\n"
 	"  for (var i = 0; i < gs.length; i++) {\n"
 	"    var g = gs[i], r = g.querySelector('rect'), m = +r.getAttribute('data-m');\n"
@@ -518,7 +519,9 @@ static const char script[] =
 	"  matched.textContent = 'Matched: ' + (TOTAL ? 100 * covered / TOTAL : 0).toFixed(2) + '%';\n"
 	"  searchbtn.textContent = 'Reset Search';\n"
 	"}\n"
-	"init();\n";
+	"/* The script comes before the frames: start once they are parsed. */\n"
+	"if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', init);\n"
+	"else init();\n";
 
 struct layout {
 	double scale;          /* px per sample */
