@@ -126,6 +126,11 @@ EXTRA_DIST += tests/record.sh tests/tap-lib.sh
 TESTS += tests/unwind.sh
 EXTRA_DIST += tests/unwind.sh
 
+# stackunwind flamegraph: the SVG (tests/flamegraph.sh), and in a headless
+# chromium (tests/browser.sh, which installs chromium and playwright-core).
+TESTS += tests/flamegraph.sh tests/browser.sh
+EXTRA_DIST += tests/flamegraph.sh tests/browser.sh tests/browser-flame.js
+
 # libstackcap linked by a program: the public API and stackcap_capture().
 check_PROGRAMS += tests/capture-api
 tests_capture_api_SOURCES = tests/capture-api.c
