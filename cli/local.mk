@@ -4,7 +4,7 @@ cli_stackcap_SOURCES = cli/stackcap.c
 cli_stackcap_CPPFLAGS = $(AM_CPPFLAGS) -DSTACKCAP_LIBDIR='"$(libdir)"'
 
 bin_PROGRAMS += cli/stackunwind
-cli_stackunwind_SOURCES = cli/stackunwind.c cli/flamegraph.c cli/flamegraph.h
+cli_stackunwind_SOURCES = cli/stackunwind.c cli/flamegraph.c cli/flamegraph.h cli/progress.c cli/progress.h
 cli_stackunwind_CFLAGS = $(AM_CFLAGS) $(LIBDW_CFLAGS) -pthread
 cli_stackunwind_LDFLAGS = -pthread
 cli_stackunwind_LDADD = trace/libsutrace.la symbolize/libsusymbolize.la unwind/libsuunwind.la \

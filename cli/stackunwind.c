@@ -28,6 +28,7 @@
 #include "unwind/unwind.h"
 #include "symbolize/symbolize.h"
 #include "cli/flamegraph.h"
+#include "cli/progress.h"
 
 #define PROG "stackunwind"
 #define BATCH 1024
@@ -995,6 +996,7 @@ struct run {
 	struct text direct;      /* -j 1: samples go straight here, no copy */
 	struct folded *fold;     /* `folded`: the counts, in the main thread */
 	struct worker *reader;   /* the reader thread's context: it unwinds (-j 1: everything) */
+	struct progress progress;
 };
 
 static void batch_work(struct worker *w, struct batch *b)
@@ -1098,6 +1100,7 @@ static int on_sample(void *arg, const struct su_sample *s)
 {
 	struct run *r = arg;
 	enum su_unwind_end end;
+	progress_sample(&r->progress);
 	size_t const n = unwind_sample(r->reader, s, &end);
 	if (r->o->jobs == 1) {
 		/* The same formatting as a worker's, right here. */
@@ -1206,7 +1209,11 @@ static int cmd_stacks(const struct options *o)
 	struct su_reader_callbacks cb = { .arg = &r, .sample = on_sample, .end = on_end };
 	struct su_reader_stats st;
 	char err[1024];
+	/* No progress line among samples printed to the same terminal. */
+	int const to_stdout = !o->flamegraph || !o->output || !strcmp(o->output, "-");
+	progress_init(&r.progress, to_stdout && isatty(STDOUT_FILENO), &st.bytes_read, &st.bytes_on_disk);
 	int const rrc = su_trace_read(o->trace, &o->filter, &cb, &st, err, sizeof(err));
+	progress_end(&r.progress);
 	if (r.n_workers) { /* the reader stopped early: stop the workers */
 		pthread_mutex_lock(&r.lock);
 		r.stop = 1;
@@ -1285,6 +1292,7 @@ out:
  * unwound from the unfiltered copy of the same stack. */
 struct fidelity {
 	struct worker w;
+	struct progress progress;
 	struct su_frame *full_frames;
 	uint64_t compared, equal;
 };
@@ -1292,6 +1300,7 @@ struct fidelity {
 static int fidelity_sample(void *arg, const struct su_sample *s)
 {
 	struct fidelity *f = arg;
+	progress_sample(&f->progress);
 	if (!s->full_image)
 		return 0;
 	struct su_sample full = *s;
@@ -1319,7 +1328,9 @@ static int cmd_stats(const struct options *o)
 	struct su_reader_callbacks cb = { .arg = &f, .sample = fidelity_sample };
 	struct su_reader_stats st;
 	char err[1024];
+	progress_init(&f.progress, isatty(STDOUT_FILENO), &st.bytes_read, &st.bytes_on_disk);
 	int rrc = su_trace_read(o->trace, &o->filter, &cb, &st, err, sizeof(err));
+	progress_end(&f.progress);
 	worker_fini(&f.w);
 	free(f.full_frames);
 	if (rrc < 0) {

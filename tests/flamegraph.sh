@@ -97,6 +97,7 @@ check "frames of tdata-single have their own colours ($hues shades)" [ "$hues" -
 # C++ names: '<', '>' and '&' escaped; the document says them back.
 "$STACKCAP" record -o "$work/demo.trace" -- "$TD/tdata-demo" 0.5 2>/dev/null
 "$SU" flamegraph --title 'demo <&> "x"' -o "$work/demo.svg" "$work/demo.trace" 2>/dev/null
+"$SU" flamegraph -j 1 -o "$work/demo.svg.plain" "$work/demo.trace" 2>/dev/null
 check "C++ names: valid XML" xmllint --noout "$work/demo.svg"
 check "C++ names: escaped in the file (Matrix&lt;double&gt;, const&amp;)" \
 	sh -c "grep -q 'Matrix&lt;double&gt;' '$work/demo.svg' && grep -q 'const&amp;' '$work/demo.svg' && ! grep -q '<title>[^<]*Matrix<double>' '$work/demo.svg'"
@@ -120,6 +121,27 @@ check "-j 2 output identical to -j 1" cmp -s "$work/t1.svg" "$work/t2.svg"
 "$SU" flamegraph -j 1 --per-thread -o - "$work/threads.trace" >"$work/pt.svg" 2>/dev/null
 check "--per-thread roots, SVG on stdout with -o -" \
 	sh -c "grep -q '<title>tdata-threads-[0-9]*/[0-9]* — ' '$work/pt.svg' && xmllint --noout '$work/pt.svg'"
+
+# Progress on a terminal only (script(1) gives a pty): one line redrawn in
+# place and erased before the summary; nothing when stderr is a file, nor
+# when samples go to the same terminal.
+if command -v script >/dev/null 2>&1; then
+	script -qec "env STACKUNWIND_PROGRESS_MS=0 '$SU' flamegraph -j 1 -o '$work/p.svg' '$work/demo.trace'" \
+		/dev/null >"$work/pty.out" 2>&1
+	check "progress on a terminal: 'stackunwind: N samples (P% of the trace), R samples/s'" \
+		grep -a -q -E 'stackunwind: [0-9]+ samples \([0-9]+% of the trace\), [0-9]+ samples/s' "$work/pty.out"
+	check "progress: erased before the summary line" \
+		grep -a -q "$(printf 'samples/s\033\\[K\r\033\\[Kstackunwind: [0-9]* samples, ')" "$work/pty.out"
+	check "progress changes nothing in the output" cmp -s "$work/p.svg" "$work/demo.svg.plain"
+	STACKUNWIND_PROGRESS_MS=0 "$SU" flamegraph -j 1 -o "$work/p2.svg" "$work/demo.trace" 2>"$work/notty.err"
+	check "no progress when stderr is no terminal" \
+		sh -c "! grep -q 'samples/s' '$work/notty.err' && ! grep -q \"\$(printf '\r')\" '$work/notty.err'"
+	script -qec "env STACKUNWIND_PROGRESS_MS=0 '$SU' folded -j 1 '$work/demo.trace'" /dev/null >"$work/pty2.out" 2>&1
+	check "no progress among samples printed to the same terminal" \
+		sh -c "grep -a -q 'demo::run_report' '$work/pty2.out' && ! grep -a -q 'samples/s' '$work/pty2.out'"
+else
+	not_ok "script(1) missing: apt-get install bsdutils (scripts/install-deps.sh)"
+fi
 
 # ---- bad input ----
 "$SU" flamegraph -o "$work/none.svg" "$work/nonexistent.trace" >/dev/null 2>"$work/bad1.err"

@@ -414,6 +414,8 @@ static int load_packet(struct native_source *s, struct nfile *f)
 		f->prev_end = begin;
 	}
 	f->have_pkt = 1;
+	if (s->rep->bytes_read)
+		*s->rep->bytes_read += f->foff - f->frame_off;
 	return 1;
 }
 

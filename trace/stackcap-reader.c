@@ -538,6 +538,7 @@ int su_stackcap_trace_read(const char *dir, const struct su_reader_opts *opts,
 		return -errno;
 	}
 	stats->bytes_on_disk = dir_bytes(dir);
+	rep.bytes_read = &stats->bytes_read;
 	h = src->open(abs_dir, &rep, err, errlen);
 	if (!h) {
 		rc = -1;
