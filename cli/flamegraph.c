@@ -611,6 +611,14 @@ static int write_svg(FILE *out, struct flame *f, const struct flame_opts *o, str
 		}
 	}
 	res->samples = L.total;
+	uint32_t *stack = malloc(f->n_node * sizeof(*stack));
+	f->mod_index = malloc(f->n_str * sizeof(*f->mod_index));
+	if (!stack || !f->mod_index) {
+		free(stack);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < f->n_str; i++)
+		f->mod_index[i] = NONE;
 	double const height = TOP + (double)(L.max_depth + 1) * ROW + BOTTOM;
 
 	fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
@@ -624,11 +632,6 @@ static int write_svg(FILE *out, struct flame *f, const struct flame_opts *o, str
 		"var WIDTH = %u, PAD = %d, CHARW = %.1f, TOTAL = %llu;\nvar MODS = [",
 		o->width, PAD, CHARW, (unsigned long long)L.total);
 	/* The modules, in the order of their first frame: data-m indexes them. */
-	f->mod_index = malloc(f->n_str * sizeof(*f->mod_index));
-	if (!f->mod_index)
-		return -ENOMEM;
-	for (size_t i = 0; i < f->n_str; i++)
-		f->mod_index[i] = NONE;
 	uint32_t n_mods = 0;
 	for (size_t i = 0; i < f->n_node; i++) {
 		uint32_t const m = i == 0 ? 0 : f->node[i].mod;
@@ -657,9 +660,6 @@ static int write_svg(FILE *out, struct flame *f, const struct flame_opts *o, str
 	write_legend(out, f, o, L.total);
 
 	/* Frames in depth-first order, parents before children. */
-	uint32_t *stack = malloc(f->n_node * sizeof(*stack));
-	if (!stack)
-		return -ENOMEM;
 	size_t sp = 0;
 	stack[sp++] = 0;
 	f->node[0].start = 0;

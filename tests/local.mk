@@ -130,6 +130,11 @@ EXTRA_DIST += tests/unwind.sh
 # chromium (tests/browser.sh, which installs chromium and playwright-core).
 TESTS += tests/flamegraph.sh tests/browser.sh
 EXTRA_DIST += tests/flamegraph.sh tests/browser.sh tests/browser-flame.js
+# Its playwright-core (npm) stays in the build tree until distclean.
+distclean-local: distclean-browser-cache
+distclean-browser-cache:
+	rm -rf tests/browser-cache
+.PHONY: distclean-browser-cache
 # The SVG writer alone, on hand-made stacks (and under ASan+UBSan).
 check_PROGRAMS += tests/unit/test-flamegraph tests/unit/test-flamegraph-asan
 tests_unit_test_flamegraph_SOURCES = tests/unit/test-flamegraph.c tests/unit/check-main.h \
