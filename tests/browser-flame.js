@@ -85,7 +85,8 @@ async function main() {
 		executablePath: '/usr/bin/chromium',
 		headless: true,
 		args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-			'--disable-background-networking', '--disable-component-update', '--disable-sync'],
+			'--disable-background-networking', '--disable-component-update', '--disable-sync',
+			'--disable-dev-shm-usage'], // containers have a small /dev/shm
 		viewport: { width: 1200, height: 800 },
 		offline: true,
 	});
