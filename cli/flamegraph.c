@@ -543,15 +543,14 @@ static int cmp_sibling(const struct flame *f, uint32_t a, uint32_t b)
 	return c ? c : strcmp(f->str[x->mod], f->str[y->mod]);
 }
 
-static const struct flame *sort_ctx;
-static int cmp_sibling_q(const void *a, const void *b)
+static int cmp_sibling_q(const void *a, const void *b, void *f)
 {
-	return cmp_sibling(sort_ctx, *(const uint32_t *)a, *(const uint32_t *)b);
+	return cmp_sibling(f, *(const uint32_t *)a, *(const uint32_t *)b);
 }
 
-static int cmp_mod(const void *a, const void *b)
+static int cmp_mod(const void *a, const void *b, void *ctx)
 {
-	const struct flame *f = sort_ctx;
+	const struct flame *f = ctx;
 	uint32_t const x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 	if (f->mod_self[x] != f->mod_self[y])
 		return f->mod_self[x] > f->mod_self[y] ? -1 : 1;
@@ -567,8 +566,7 @@ static void write_legend(FILE *out, struct flame *f, const struct flame_opts *o,
 	for (uint32_t i = 0; i < f->n_str; i++)
 		if (i < f->n_mod_self && f->mod_self[i] && f->str[i][0])
 			mods[n++] = i;
-	sort_ctx = f;
-	qsort(mods, n, sizeof(*mods), cmp_mod);
+	qsort_r(mods, n, sizeof(*mods), cmp_mod, f);
 	double x = PAD;
 	double const y = TOP - 14;
 	fputs("<g id=\"legend\">\n", out);
@@ -732,8 +730,7 @@ int flame_write(FILE *out, const struct flame_stack *stacks, size_t n, const str
 			goto out;
 		for (uint32_t i = 1; i < f.n_node; i++)
 			order[i - 1] = i;
-		sort_ctx = &f;
-		qsort(order, f.n_node - 1, sizeof(*order), cmp_sibling_q);
+		qsort_r(order, f.n_node - 1, sizeof(*order), cmp_sibling_q, &f);
 		for (size_t i = f.n_node - 1; i-- > 0;) {
 			struct node *x = &f.node[order[i]];
 			x->next = f.node[x->parent].first;
