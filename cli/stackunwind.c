@@ -67,11 +67,11 @@ static void usage(FILE *f)
 		"      --symfs DIR          recorded paths are under DIR\n"
 		"      --no-debuginfod      never ask debuginfod servers\n"
 		"      --max-frames N       frames per sample (default %d)\n"
-		"  folded only:\n"
+		"  folded and flamegraph:\n"
 		"      --per-process        root each stack at 'comm-PID' (default: comm)\n"
 		"      --per-thread         root each stack at 'comm-PID/TID'\n"
 		"      --no-inline          leave out inlined functions\n"
-		"  flamegraph only (and the folded options above):\n"
+		"  flamegraph only:\n"
 		"  -o, --output FILE        write the SVG there (default: standard output)\n"
 		"      --title TEXT         the title (default: Flame Graph: TRACE)\n"
 		"      --width PX           image width (default 1200)\n"
@@ -79,6 +79,7 @@ static void usage(FILE *f)
 		"      --icicle             the root at the top, stacks growing down\n"
 		"      --reverse            merge stacks from the leaf (callee-rooted)\n"
 		"\n"
+		"On a terminal, stderr shows the progress of long runs.\n"
 		"exit status: 0 all read; 1 error; 2 usage; 3 read in part (warnings say what\n"
 		"was skipped, the rest is printed)\n",
 		MAX_FRAMES);
