@@ -478,6 +478,7 @@ static const char script[] =
 	"  });\n"
 	"}\n"
 	"function zoom(z) {\n"
+	"  if (z && z.d === 0) z = null; /* the root: the whole picture */\n"
 	"  zoomed = z;\n"
 	"  var s = z ? z.s : 0, n = z ? z.n : TOTAL, d = z ? z.d : 0;\n"
 	"  for (var i = 0; i < frames.length; i++) {\n"
