@@ -12,7 +12,8 @@ summary() {
 	echo "$1 passed, $2 failed"
 }
 
-if ! ./scripts/install-deps.sh; then
+# --with-browser: tests/browser.sh drives Debian's chromium.
+if ! ./scripts/install-deps.sh --with-browser; then
 	summary 0 1
 	exit 1
 fi

@@ -5,6 +5,7 @@
  *   stackunwind stacks [OPTIONS] TRACE   one block per sample, like perf script
  *   stackunwind stats  [OPTIONS] TRACE   sizes, savings, drops, fidelity
  *   stackunwind export --format speedscope|pprof -o FILE [OPTIONS] TRACE
+ *   stackunwind folded / flamegraph      stacks aggregated (cli/flamegraph.c draws)
  *
  * The reader decodes samples in time order on the main thread (each blob
  * may refer to the previous sample of its thread); batches of decoded
@@ -28,6 +29,8 @@
 #include "unwind/unwind.h"
 #include "symbolize/symbolize.h"
 #include "cli/export.h"
+#include "cli/flamegraph.h"
+#include "cli/progress.h"
 
 #define PROG "stackunwind"
 #define BATCH 1024
@@ -42,6 +45,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: " PROG " stacks [OPTIONS] TRACE\n"
 		"       " PROG " folded [OPTIONS] TRACE\n"
+		"       " PROG " flamegraph [OPTIONS] TRACE [-o FILE.svg]\n"
 		"       " PROG " stats  [OPTIONS] TRACE\n"
 		"       " PROG " export --format speedscope|pprof -o FILE [OPTIONS] TRACE\n"
 		"\n"
@@ -49,6 +53,8 @@ static void usage(FILE *f)
 		"          (address, symbol+offset, module, file:line), like perf script\n"
 		"  folded: one line per distinct stack, 'comm;outermost;...;leaf COUNT', sorted:\n"
 		"          the input of flamegraph.pl and speedscope\n"
+		"  flamegraph: the folded stacks as one interactive SVG (no network needed):\n"
+		"          hover for details, click to zoom, Search/Ctrl-F, colour by module\n"
 		"  stats:  samples, bytes on disk and per sample, bytes the codec saved, drops,\n"
 		"          and fidelity when the trace carries full stack copies\n"
 		"  export: a profile file: speedscope JSON (one sampled profile per thread) or\n"
@@ -67,14 +73,23 @@ static void usage(FILE *f)
 		"      --symfs DIR          recorded paths are under DIR\n"
 		"      --no-debuginfod      never ask debuginfod servers\n"
 		"      --max-frames N       frames per sample (default %d)\n"
-		"  folded only:\n"
+		"  folded and flamegraph:\n"
 		"      --per-process        root each stack at 'comm-PID' (default: comm)\n"
 		"      --per-thread         root each stack at 'comm-PID/TID'\n"
-		"      --no-inline          leave out inlined functions (export too)\n"
+		"      --no-inline          leave out inlined functions (flamegraph, export too)\n"
+		"  flamegraph and export:\n"
+		"  -o, --output FILE        where to write (flamegraph default: standard output;\n"
+		"                           export: required, '-' for standard output)\n"
+		"  flamegraph only:\n"
+		"      --title TEXT         the title (default: Flame Graph: TRACE)\n"
+		"      --width PX           image width (default 1200)\n"
+		"      --min-width PX       leave out frames narrower than this (default 0.1)\n"
+		"      --icicle             the root at the top, stacks growing down\n"
+		"      --reverse            merge stacks from the leaf (callee-rooted)\n"
 		"  export only:\n"
 		"      --format speedscope|pprof\n"
-		"  -o, --output FILE        where to write the profile ('-': standard output)\n"
 		"\n"
+		"On a terminal, stderr shows the progress of long runs.\n"
 		"exit status: 0 all read; 1 error; 2 usage; 3 read in part (warnings say what\n"
 		"was skipped, the rest is printed)\n",
 		MAX_FRAMES);
@@ -107,9 +122,11 @@ struct options {
 	size_t max_frames;
 	int folded;              /* `folded`: aggregate stacks instead of listing samples */
 	int roots;               /* folded root: 0 comm, 1 comm-pid, 2 comm-pid/tid */
-	int no_inline;           /* folded, export: real functions only */
+	int no_inline;           /* folded, flamegraph, export: real functions only */
+	int flamegraph;          /* `flamegraph`: folded, each frame with its module, drawn */
+	struct flame_opts flame;
 	int export_format;       /* export: EXPORT_SPEEDSCOPE or EXPORT_PPROF */
-	const char *output;      /* export: -o FILE */
+	const char *output;      /* flamegraph, export: -o FILE */
 };
 
 static uint64_t parse_u64(const char *s, const char *what)
@@ -157,7 +174,8 @@ static unsigned cores(void)
 
 static void parse_options(int argc, char **argv, struct options *o)
 {
-	enum { OPT_PER_PROCESS = 200, OPT_PER_THREAD, OPT_NO_INLINE, OPT_TIME = 256, OPT_UNWINDER, OPT_READER, OPT_DEBUG_DIR, OPT_SYMFS, OPT_NO_DEBUGINFOD, OPT_MAX_FRAMES, OPT_FORMAT };
+	enum { OPT_TITLE = 180, OPT_WIDTH, OPT_MIN_WIDTH, OPT_ICICLE, OPT_REVERSE,
+	       OPT_PER_PROCESS = 200, OPT_PER_THREAD, OPT_NO_INLINE, OPT_TIME = 256, OPT_UNWINDER, OPT_READER, OPT_DEBUG_DIR, OPT_SYMFS, OPT_NO_DEBUGINFOD, OPT_MAX_FRAMES, OPT_FORMAT };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "tid", required_argument, NULL, 't' },
@@ -174,6 +192,11 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ "max-frames", required_argument, NULL, OPT_MAX_FRAMES },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "output", required_argument, NULL, 'o' },
+		{ "title", required_argument, NULL, OPT_TITLE },
+		{ "width", required_argument, NULL, OPT_WIDTH },
+		{ "min-width", required_argument, NULL, OPT_MIN_WIDTH },
+		{ "icicle", no_argument, NULL, OPT_ICICLE },
+		{ "reverse", no_argument, NULL, OPT_REVERSE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -191,17 +214,49 @@ static void parse_options(int argc, char **argv, struct options *o)
 		exit(EXIT_OK);
 	}
 	if (argc < 2)
-		die_usage("missing command (stacks, folded, stats or export)");
+		die_usage("missing command (stacks, folded, flamegraph, stats or export)");
 	o->command = argv[1];
 	if (strcmp(o->command, "stacks") && strcmp(o->command, "folded") && strcmp(o->command, "stats") &&
-	    strcmp(o->command, "export"))
-		die_usage("unknown command '%s' (stacks, folded, stats or export)", o->command);
-	o->folded = !strcmp(o->command, "folded");
+	    strcmp(o->command, "flamegraph") && strcmp(o->command, "export"))
+		die_usage("unknown command '%s' (stacks, folded, flamegraph, stats or export)", o->command);
+	o->flamegraph = !strcmp(o->command, "flamegraph");
+	o->folded = !strcmp(o->command, "folded") || o->flamegraph;
+	o->flame.min_width = -1;
+	int flame_opt = 0;
 	argc--;
 	argv++;
 	int c;
 	while ((c = getopt_long(argc, argv, "p:t:j:o:h", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'o':
+			o->output = optarg;
+			break;
+		case OPT_TITLE:
+			o->flame.title = optarg;
+			flame_opt = 1;
+			break;
+		case OPT_WIDTH:
+			o->flame.width = (unsigned)parse_u64(optarg, "--width");
+			if (o->flame.width < 100 || o->flame.width > 100000)
+				die_usage("--width: between 100 and 100000");
+			flame_opt = 1;
+			break;
+		case OPT_MIN_WIDTH: {
+			char *end;
+			o->flame.min_width = strtod(optarg, &end);
+			if (end == optarg || *end || !(o->flame.min_width >= 0 && o->flame.min_width <= 1000))
+				die_usage("--min-width: a number of px between 0 and 1000, not '%s'", optarg);
+			flame_opt = 1;
+			break;
+		}
+		case OPT_ICICLE:
+			o->flame.icicle = 1;
+			flame_opt = 1;
+			break;
+		case OPT_REVERSE:
+			o->flame.reverse = 1;
+			flame_opt = 1;
+			break;
 		case 'p':
 			o->filter.pid = (uint32_t)parse_u64(optarg, "--pid");
 			break;
@@ -270,9 +325,6 @@ static void parse_options(int argc, char **argv, struct options *o)
 			else
 				die_usage("--format: speedscope or pprof, not '%s'", optarg);
 			break;
-		case 'o':
-			o->output = optarg;
-			break;
 		case 'h':
 			usage(stdout);
 			exit(EXIT_OK);
@@ -285,11 +337,15 @@ static void parse_options(int argc, char **argv, struct options *o)
 		die_usage(optind >= argc ? "missing TRACE directory" : "one TRACE directory only");
 	int const is_export = !strcmp(o->command, "export");
 	if (!o->folded && o->roots)
-		die_usage("--per-process and --per-thread go with folded only");
+		die_usage("--per-process and --per-thread go with folded and flamegraph only");
 	if (!o->folded && !is_export && o->no_inline)
-		die_usage("--no-inline goes with folded and export only");
-	if (!is_export && (o->export_format || o->output))
-		die_usage("--format and -o go with export only");
+		die_usage("--no-inline goes with folded, flamegraph and export only");
+	if (!is_export && o->export_format)
+		die_usage("--format goes with export only");
+	if (!is_export && !o->flamegraph && o->output)
+		die_usage("-o goes with flamegraph and export only");
+	if (!o->flamegraph && flame_opt)
+		die_usage("--title, --width, --min-width, --icicle and --reverse go with flamegraph only");
 	if (is_export && !o->export_format)
 		die_usage("export: missing --format speedscope|pprof");
 	if (is_export && !o->output)
@@ -708,6 +764,15 @@ static void text_folded_name(struct text *out, const char *name)
 		text_put(out, *p == ';' ? ":" : p, 1);
 }
 
+/* flamegraph: a frame's module follows its name (FLAME_MODSEP). */
+static void fold_module(struct worker *w, struct text *out, const char *mod)
+{
+	if (!w->o->flamegraph)
+		return;
+	text_put(out, (const char[]){ FLAME_MODSEP }, 1);
+	text_folded_name(out, mod);
+}
+
 /* One line "comm;[end;]outermost;...;leaf\n": every frame by function
  * name, inlined functions as frames of their own, module+offset where
  * nothing is known; a stack that did not reach its outermost frame is
@@ -743,17 +808,19 @@ static void format_folded(struct worker *w, const struct unwound *u, const struc
 		struct su_symframe sf[MAX_SYMFRAMES];
 		size_t n = m->status == SU_MODULE_OK
 			? su_symbolize(m, elf_addr - (f->activation ? 0 : 1), sf, MAX_SYMFRAMES) : 0;
+		const char *const mod = base_name(e->path[0] ? e->path : "[anon]");
 		if (n == 0 || !sf[n - 1].function) {
 			w->counts.unknown_frames++;
-			const char *name = e->path[0] ? e->path : "[anon]";
-			text_folded_name(out, base_name(name));
+			text_folded_name(out, mod);
 			text_printf(out, "+0x%" PRIx64, elf_addr);
+			fold_module(w, out, mod);
 			continue;
 		}
 		/* Outermost (the real function) first; --no-inline keeps only it. */
 		size_t const last = w->o->no_inline ? n - 1 : 0;
 		for (size_t k = n; k-- > last;) {
 			text_folded_name(out, sf[k].function ? sf[k].function : "[unknown]");
+			fold_module(w, out, mod);
 			if (k > last)
 				text_put(out, ";", 1);
 		}
@@ -904,14 +971,70 @@ static int fold_cmp(const void *a, const void *b)
 	return strcmp(((const struct fold_entry *)a)->key, ((const struct fold_entry *)b)->key);
 }
 
-/* Sorted by stack, so the output is the same whatever the order of samples. */
-static void fold_print(struct folded *f, FILE *out)
+/* The entries at the start of the table, sorted by stack, so the output
+ * is the same whatever the order of samples.  @return their number. */
+static size_t fold_sort(struct folded *f)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < f->cap; i++)
-		if (f->tab[i].key)
-			f->tab[n++] = f->tab[i];
-	qsort(f->tab, n, sizeof(*f->tab), fold_cmp);
+		if (f->tab[i].key) {
+			f->tab[n] = f->tab[i];
+			if (i != n++)
+				f->tab[i].key = NULL;
+		}
+	if (n)
+		qsort(f->tab, n, sizeof(*f->tab), fold_cmp);
+	return n;
+}
+
+/* The SVG of the counts, to -o FILE or stdout.  @return 0 or -1 (said). */
+static int fold_flamegraph(struct folded *f, const struct options *o)
+{
+	size_t const n = fold_sort(f);
+	struct flame_stack *st = malloc((n ? n : 1) * sizeof(*st));
+	if (!st) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		st[i] = (struct flame_stack){ f->tab[i].key, f->tab[i].count };
+	int const to_file = o->output && strcmp(o->output, "-");
+	FILE *out = to_file ? fopen(o->output, "w") : stdout;
+	if (!out) {
+		fprintf(stderr, PROG ": %s: %s\n", o->output, strerror(errno));
+		free(st);
+		return -1;
+	}
+	struct flame_opts fo = o->flame;
+	char title[512];
+	if (!fo.title) {
+		snprintf(title, sizeof(title), "Flame Graph: %s", base_name(o->trace));
+		fo.title = title;
+	}
+	struct flame_result res;
+	int rc = flame_write(out, st, n, &fo, &res);
+	free(st);
+	if (rc) {
+		fprintf(stderr, PROG ": out of memory\n");
+	} else if (fflush(out) || ferror(out)) {
+		fprintf(stderr, PROG ": write error on %s\n", to_file ? o->output : "standard output");
+		rc = -1;
+	}
+	if (to_file && fclose(out) && !rc) {
+		fprintf(stderr, PROG ": write error on %s: %s\n", o->output, strerror(errno));
+		rc = -1;
+	}
+	if (rc && to_file)
+		remove(o->output);
+	if (!rc && res.omitted)
+		fprintf(stderr, PROG ": %" PRIu64 " frames drawn, %" PRIu64 " narrower than %g px left out\n",
+			res.frames, res.omitted, fo.min_width < 0 ? 0.1 : fo.min_width);
+	return rc ? -1 : 0;
+}
+
+static void fold_print(struct folded *f, FILE *out)
+{
+	size_t const n = fold_sort(f);
 	for (size_t i = 0; i < n; i++)
 		fprintf(out, "%s %" PRIu64 "\n", f->tab[i].key, f->tab[i].count);
 	for (size_t i = 0; i < n; i++)
@@ -937,6 +1060,7 @@ struct run {
 	struct folded *fold;     /* `folded`: the counts, in the main thread */
 	struct export_model *exp; /* `export`: the profile, in the main thread */
 	struct worker *reader;   /* the reader thread's context: it unwinds (-j 1: everything) */
+	struct progress progress;
 };
 
 static void batch_work(struct worker *w, struct batch *b)
@@ -1045,6 +1169,7 @@ static int on_sample(void *arg, const struct su_sample *s)
 {
 	struct run *r = arg;
 	enum su_unwind_end end;
+	progress_sample(&r->progress);
 	size_t const n = unwind_sample(r->reader, s, &end);
 	if (r->o->jobs == 1) {
 		/* The same formatting as a worker's, right here. */
@@ -1164,7 +1289,11 @@ static int cmd_stacks(const struct options *o)
 	struct su_reader_callbacks cb = { .arg = &r, .sample = on_sample, .end = on_end };
 	struct su_reader_stats st;
 	char err[1024];
+	/* No progress line among samples printed to the same terminal. */
+	int const to_stdout = !(o->flamegraph || o->export_format) || !o->output || !strcmp(o->output, "-");
+	progress_init(&r.progress, to_stdout && isatty(STDOUT_FILENO), &st.bytes_read, &st.bytes_on_disk);
 	int const rrc = su_trace_read(o->trace, &o->filter, &cb, &st, err, sizeof(err));
+	progress_end(&r.progress);
 	if (r.n_workers) { /* the reader stopped early: stop the workers */
 		pthread_mutex_lock(&r.lock);
 		r.stop = 1;
@@ -1183,8 +1312,12 @@ static int cmd_stacks(const struct options *o)
 		fprintf(stderr, PROG ": out of memory\n");
 		goto out;
 	}
-	if (r.fold)
+	if (o->flamegraph) {
+		if (fold_flamegraph(&fold, o))
+			goto out;
+	} else if (r.fold) {
 		fold_print(&fold, stdout);
+	}
 	struct export_info const xinfo = { .name = o->trace, .exporter = PROG " " PACKAGE_VERSION };
 	if (r.exp && export_out_finish(&xo, r.exp, o->export_format == EXPORT_PPROF, &xinfo, xerr, sizeof(xerr))) {
 		fprintf(stderr, PROG ": %s\n", xerr);
@@ -1246,6 +1379,7 @@ out:
  * unwound from the unfiltered copy of the same stack. */
 struct fidelity {
 	struct worker w;
+	struct progress progress;
 	struct su_frame *full_frames;
 	uint64_t compared, equal;
 };
@@ -1253,6 +1387,7 @@ struct fidelity {
 static int fidelity_sample(void *arg, const struct su_sample *s)
 {
 	struct fidelity *f = arg;
+	progress_sample(&f->progress);
 	if (!s->full_image)
 		return 0;
 	struct su_sample full = *s;
@@ -1280,7 +1415,9 @@ static int cmd_stats(const struct options *o)
 	struct su_reader_callbacks cb = { .arg = &f, .sample = fidelity_sample };
 	struct su_reader_stats st;
 	char err[1024];
+	progress_init(&f.progress, isatty(STDOUT_FILENO), &st.bytes_read, &st.bytes_on_disk);
 	int rrc = su_trace_read(o->trace, &o->filter, &cb, &st, err, sizeof(err));
+	progress_end(&f.progress);
 	worker_fini(&f.w);
 	free(f.full_frames);
 	if (rrc < 0) {

@@ -7,11 +7,19 @@ PKGS="build-essential g++ binutils autoconf automake libtool pkg-config gawk
 libdw-dev libelf-dev libdwarf-dev libzstd-dev zlib1g-dev
 libbabeltrace2-dev babeltrace2 liblttng-ust-dev lttng-tools
 libdebuginfod-dev libprotobuf-c-dev protobuf-c-compiler golang-github-google-pprof-dev golang-go check
-clang libclang-rt-14-dev llvm zstd linux-perf file procps gdb time dwz xz-utils"
+clang libclang-rt-14-dev llvm zstd linux-perf file procps gdb time dwz xz-utils
+libxml2-utils bsdutils"
 
-# Extra package sets, by name, for later stages (browser tests etc.).
+# Extra package sets, by name.
 case "${1:-}" in
-  --with-browser) PKGS="$PKGS chromium nodejs npm" ;;
+  --with-browser)
+    # tests/browser.sh: Debian's chromium, driven by playwright-core (npm)
+    # on node.  A node and npm already on PATH (e.g. nodesource's, whose
+    # nodejs conflicts with Debian's npm) are used as they are.
+    PKGS="$PKGS chromium"
+    command -v node >/dev/null 2>&1 || PKGS="$PKGS nodejs"
+    command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm"
+    ;;
 esac
 
 missing=""

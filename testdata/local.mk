@@ -15,7 +15,8 @@ noinst_PROGRAMS += \
 	testdata/tdata-recurse \
 	testdata/tdata-nofp \
 	testdata/tdata-sigalt \
-	testdata/tdata-inline
+	testdata/tdata-inline \
+	testdata/tdata-demo
 
 testdata_tdata_single_SOURCES = testdata/single.c testdata/tdata.h
 testdata_tdata_single_CFLAGS = $(AM_CFLAGS) $(TDATA_CFLAGS)
@@ -48,6 +49,10 @@ testdata_tdata_sigalt_CFLAGS = $(AM_CFLAGS) $(TDATA_CFLAGS)
 testdata_tdata_inline_SOURCES = testdata/inline.c testdata/tdata.h
 testdata_tdata_inline_CFLAGS = $(AM_CFLAGS) $(TDATA_INLINE_CFLAGS)
 
+# The demo quickstart.sh records: a C++ profile several levels deep.
+testdata_tdata_demo_SOURCES = testdata/demo.cc
+testdata_tdata_demo_CXXFLAGS = $(TDATA_CFLAGS)
+
 # Automake puts the user's CFLAGS (by default "-g -O2") after the per-target
 # flags, where they would win.  Repeat the fixture flags after them with GNU
 # make target-specific variables, so the programs are always built as
@@ -57,5 +62,6 @@ $(testdata_tdata_dlopen_OBJECTS) $(testdata_libtdata_plugin_la_OBJECTS) \
 $(testdata_tdata_recurse_OBJECTS) $(testdata_tdata_sigalt_OBJECTS): CFLAGS += $(TDATA_CFLAGS)
 $(testdata_tdata_nofp_OBJECTS): CFLAGS += $(TDATA_NOFP_CFLAGS)
 $(testdata_tdata_inline_OBJECTS): CFLAGS += $(TDATA_INLINE_CFLAGS)
+$(testdata_tdata_demo_OBJECTS): CXXFLAGS += $(TDATA_CFLAGS)
 
 EXTRA_DIST += testdata/README.md

@@ -52,7 +52,7 @@ TESTS += tests/unit/test-trace-sources-asan
 check-sanitize:
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS="tests/unit/test-stack-codec-asan tests/unit/test-ctf-writer-asan \
 		tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan tests/unit/test-unwind-asan \
-		tests/unit/test-trace-sources-asan tests/unit/test-export-asan"
+		tests/unit/test-trace-sources-asan tests/unit/test-export-asan tests/unit/test-flamegraph-asan"
 .PHONY: check-sanitize
 
 # Fuzz targets: replayed over the committed corpus by every `make check`
@@ -166,6 +166,26 @@ tests_lttng_probe_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/capture/lttng
 tests_lttng_probe_CFLAGS = $(AM_CFLAGS) $(LTTNG_UST_CFLAGS)
 tests_lttng_probe_LDADD = capture/liblttng-stackcap.la $(LTTNG_UST_LIBS)
 endif
+# stackunwind flamegraph: the SVG (tests/flamegraph.sh), and in a headless
+# chromium (tests/browser.sh, which installs chromium and playwright-core).
+TESTS += tests/flamegraph.sh tests/browser.sh
+EXTRA_DIST += tests/flamegraph.sh tests/browser.sh tests/browser-flame.js
+# Its playwright-core (npm) stays in the build tree until distclean.
+distclean-local: distclean-browser-cache
+distclean-browser-cache:
+	rm -rf tests/browser-cache
+.PHONY: distclean-browser-cache
+# The SVG writer alone, on hand-made stacks (and under ASan+UBSan).
+check_PROGRAMS += tests/unit/test-flamegraph tests/unit/test-flamegraph-asan
+tests_unit_test_flamegraph_SOURCES = tests/unit/test-flamegraph.c tests/unit/check-main.h \
+	cli/flamegraph.c cli/flamegraph.h
+tests_unit_test_flamegraph_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_test_flamegraph_LDADD = $(CHECK_LIBS) -lm
+tests_unit_test_flamegraph_asan_SOURCES = $(tests_unit_test_flamegraph_SOURCES)
+tests_unit_test_flamegraph_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(SANITIZE_FLAGS) -O1
+tests_unit_test_flamegraph_asan_LDFLAGS = $(SANITIZE_FLAGS)
+tests_unit_test_flamegraph_asan_LDADD = $(CHECK_LIBS) -lm
+TESTS += tests/unit/test-flamegraph tests/unit/test-flamegraph-asan
 
 # libstackcap linked by a program: the public API and stackcap_capture().
 check_PROGRAMS += tests/capture-api

@@ -48,6 +48,8 @@ typedef int (*raw_emit_fn)(void *ctx, const struct raw_event *ev);
 /* What a source says of the files it read. */
 struct source_report {
 	int truncated_files;      /* files cut short or corrupt (warned) */
+	uint64_t *bytes_read;     /* stream bytes consumed so far, kept up to date
+				   * (progress), or NULL */
 };
 
 enum source_pass { PASS_PROCESS = 1, PASS_SAMPLES = 2 };

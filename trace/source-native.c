@@ -418,6 +418,8 @@ static int load_packet(struct native_source *s, struct nfile *f)
 	f->have_pkt = 1;
 	f->packets++;
 	f->pkt_begin = begin;
+	if (s->rep->bytes_read)
+		*s->rep->bytes_read += f->foff - f->frame_off;
 	return 1;
 }
 

@@ -575,6 +575,7 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 		return -errno;
 	}
 	stats->bytes_on_disk = dir_bytes(dir);
+	rep.bytes_read = &stats->bytes_read;
 	h = src->open(abs_dir, &rep, err, errlen);
 	if (!h) {
 		rc = -1;

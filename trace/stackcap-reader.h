@@ -31,6 +31,9 @@ struct su_reader_stats {
 	uint64_t processes;
 	uint64_t ended;             /* processes with a process_end event */
 	uint64_t bytes_on_disk;     /* all files of the trace directory */
+	uint64_t bytes_read;        /* stream-file bytes read so far, growing during the
+				     * read (a progress meter against bytes_on_disk;
+				     * the native source only, 0 with babeltrace2) */
 	uint64_t blob_bytes;        /* sum of sample blob sizes */
 	uint64_t raw_stack_bytes;   /* sum of 8 * nwords over samples (what raw copies would take) */
 	uint64_t full_samples;      /* samples carrying an unfiltered copy */

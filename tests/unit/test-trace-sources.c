@@ -859,6 +859,15 @@ START_TEST(t_reader_core)
 	ck_assert_uint_eq(ln.hash, lb.hash);
 	ck_assert_uint_eq(sn.bad_blobs, 0);
 	ck_assert_uint_eq(sn.ended, 1);
+	/* The progress counter: the native source read every stream byte (all
+	 * but the metadata); babeltrace2's source does not count. */
+	char meta[512];
+	struct stat msb;
+	snprintf(meta, sizeof(meta), "%s/metadata", t.dir);
+	ck_assert_int_eq(stat(meta, &msb), 0);
+	ck_assert_uint_eq(sn.bytes_read, sn.bytes_on_disk - (uint64_t)msb.st_size);
+	ck_assert_uint_eq(sb.bytes_read, 0);
+	sn.bytes_read = 0;
 	sn.bytes_on_disk = sb.bytes_on_disk = 0;
 	ck_assert_msg(memcmp(&sn, &sb, sizeof(sn)) == 0, "stats differ between the sources");
 	/* The default is native: same result without opts. */
