@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "trace/trace-read.h"
+#include "trace/perf-data.h"
 
 enum su_trace_format su_trace_probe(const char *path)
 {
@@ -14,6 +15,8 @@ enum su_trace_format su_trace_probe(const char *path)
 		return SU_TRACE_UNKNOWN;
 	if (S_ISDIR(sb.st_mode) && su_stackcap_trace_probe(path))
 		return SU_TRACE_STACKCAP;
+	if (S_ISREG(sb.st_mode) && su_perf_data_probe(path))
+		return SU_TRACE_PERF;
 	return SU_TRACE_UNKNOWN;
 }
 
@@ -21,6 +24,7 @@ const char *su_trace_format_name(enum su_trace_format f)
 {
 	switch (f) {
 	case SU_TRACE_STACKCAP: return "stackcap trace";
+	case SU_TRACE_PERF: return "perf.data";
 	case SU_TRACE_UNKNOWN: break;
 	}
 	return "unknown";
@@ -31,6 +35,8 @@ int su_trace_read(const char *path, const struct su_reader_opts *opts,
 		  struct su_reader_stats *stats, char *err, size_t errlen)
 {
 	switch (su_trace_probe(path)) {
+	case SU_TRACE_PERF:
+		return su_perf_data_read(path, opts, cb, stats, err, errlen);
 	case SU_TRACE_STACKCAP:
 		break;
 	case SU_TRACE_UNKNOWN:
