@@ -7,7 +7,8 @@ PKGS="build-essential g++ binutils autoconf automake libtool pkg-config gawk
 libdw-dev libelf-dev libdwarf-dev libzstd-dev zlib1g-dev
 libbabeltrace2-dev babeltrace2 liblttng-ust-dev lttng-tools
 libdebuginfod-dev libprotobuf-c-dev protobuf-c-compiler check
-clang libclang-rt-14-dev llvm zstd linux-perf file procps gdb time dwz xz-utils"
+clang libclang-rt-14-dev llvm zstd linux-perf file procps gdb time dwz xz-utils
+python3"
 
 # Extra package sets, by name, for later stages (browser tests etc.).
 case "${1:-}" in

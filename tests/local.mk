@@ -126,6 +126,10 @@ EXTRA_DIST += tests/record.sh tests/tap-lib.sh
 TESTS += tests/unwind.sh
 EXTRA_DIST += tests/unwind.sh
 
+# Integration: perf.data from perf record --call-graph dwarf, beside perf script.
+TESTS += tests/perf.sh
+EXTRA_DIST += tests/perf.sh tests/perf-compare.sh
+
 # libstackcap linked by a program: the public API and stackcap_capture().
 check_PROGRAMS += tests/capture-api
 tests_capture_api_SOURCES = tests/capture-api.c

@@ -17,6 +17,8 @@
 #             same binary (perf takes one ELF symbol, we the DWARF name or
 #             another symbol: clone3/__clone3, index/strchr) are unified;
 #             the aliases are checked with nm, never assumed;
+#   plt       identical but for PLT stubs: perf names them "f@plt" (it
+#             makes symbols for .plt entries), we show [unknown];
 #   sigframe  perf shows [unknown] where we show __restore_rt, the rest
 #             equal: perf looks up the return address of a signal frame
 #             at pc - 1, which is outside __restore_rt (perf is wrong);
@@ -25,7 +27,7 @@
 #             clone) or the pc is in no recorded mapping (inside execve);
 #             the registers alone give the innermost frame;
 #   other     anything else (listed in OUTDIR/other.txt).
-# Prints "samples=N order_mismatch=N same=N alias=N sigframe=N pconly=N other=N";
+# Prints "samples=N order_mismatch=N same=N alias=N plt=N sigframe=N pconly=N other=N";
 # exit 0 when both produced the same number of samples in the same order.
 set -u
 data=$1
@@ -51,6 +53,7 @@ norm='
 		sub(/ \(.*$/, "", fn)
 	}
 	sub(/\+0x[0-9a-f]+$/, "", fn)
+	sub(/@plt$/, "(plt)", fn)
 	if (fn == dso || fn == "") fn = "[unknown]"
 	chain = chain (chain == "" ? "" : ";") fn "@" dso; next
 }
@@ -111,12 +114,14 @@ NR % 2 == 1 { p = $0; next }
 	if (pn == sn) { same++; next }
 	n = split(pn, a, ";"); m = split(sn, b, ";")
 	if (n == m) {
-		kind = "alias"
+		kind = "alias"; plt = 0
 		for (i = 1; i <= n && kind != ""; i++) {
 			if (a[i] == b[i] || ((a[i] " " b[i]) in al)) continue
 			if (a[i] == "[unknown]" && b[i] == "__restore_rt") { kind = "sigframe"; continue }
+			if (a[i] ~ /\(plt\)$/ && b[i] == "[unknown]") { plt = 1; continue }
 			kind = ""
 		}
+		if (kind == "alias" && plt) { plts++; next }
 		if (kind == "alias") { alias++; next }
 		if (kind == "sigframe") { sig++; next }
 	}
@@ -126,7 +131,7 @@ NR % 2 == 1 { p = $0; next }
 	print "stackunwind: " $0 > other
 }
 END {
-	printf "samples=%d order_mismatch=%d same=%d alias=%d sigframe=%d pconly=%d other=%d\n", total, order, same, alias, sig, pconly, oth
+	printf "samples=%d order_mismatch=%d same=%d alias=%d plt=%d sigframe=%d pconly=%d other=%d\n", total, order, same, alias, plts, sig, pconly, oth
 }'
 np=$(wc -l < "$out/perf.txt")
 ns=$(wc -l < "$out/su.txt")

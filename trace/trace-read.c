@@ -34,14 +34,21 @@ int su_trace_read(const char *path, const struct su_reader_opts *opts,
 		  const struct su_reader_callbacks *cb,
 		  struct su_reader_stats *stats, char *err, size_t errlen)
 {
+	struct stat sb;
 	switch (su_trace_probe(path)) {
 	case SU_TRACE_PERF:
 		return su_perf_data_read(path, opts, cb, stats, err, errlen);
 	case SU_TRACE_STACKCAP:
 		break;
 	case SU_TRACE_UNKNOWN:
-		/* The stackcap reader gives the precise message (missing path,
-		 * missing or foreign metadata, wrong version). */
+		/* A file: ours are directories, so say which files we read.
+		 * Otherwise the stackcap reader gives the precise message
+		 * (missing path, missing or foreign metadata, wrong version). */
+		if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+			memset(stats, 0, sizeof(*stats));
+			snprintf(err, errlen, "%s is neither a stackcap trace directory nor a perf.data file", path);
+			return -EINVAL;
+		}
 		break;
 	}
 	return su_stackcap_trace_read(path, opts, cb, stats, err, errlen);
