@@ -290,10 +290,15 @@ static void path_read_elf(struct path_info *pi)
 	if (pi->elf_tried)
 		return;
 	pi->elf_tried = 1;
-	int fd = open(pi->path, O_RDONLY | O_CLOEXEC);
+	/* Non-blocking and regular files only: a recorded path may name a FIFO
+	 * or a device on this machine. */
+	int fd = open(pi->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return;
+	struct stat sb;
 	Elf64_Ehdr eh;
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode))
+		goto out;
 	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
 	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
 	    eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > 128)
@@ -1212,7 +1217,7 @@ static void pr_free(struct pr *r)
 
 int su_perf_data_probe(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return 0;
 	struct stat sb;
