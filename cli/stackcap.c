@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/convert.h"
+
 #define PROG "stackcap"
 
 static void usage(FILE *f)
@@ -42,7 +44,10 @@ static void usage(FILE *f)
 		"      --full-copy        also store every unfiltered stack copy, to measure\n"
 		"                         fidelity (stackunwind stats); stores every stack word\n"
 		"  -o, --output DIR       trace directory (default ./stackcap.trace)\n"
-		"      --force            replace an existing output directory\n");
+		"      --force            replace an existing output directory\n"
+		"\n"
+		"       " PROG " convert PERF.DATA -o DIR [--zstd] [--force]\n"
+		"  re-encodes a perf.data (perf record --call-graph dwarf) with our codec\n");
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -305,6 +310,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "record"))
 		return cmd_record(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "convert"))
+		return stackcap_convert(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		usage(stdout);
 		return 0;
