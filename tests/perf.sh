@@ -70,6 +70,10 @@ for p in single inline nofp dlopen; do
 	compare $p
 	chain_ok $p tdata-$p $args
 done
+# perf record -z: compressed records, one zstd stream across all of them.
+perf record -q -z -k monotonic -e cpu-clock --call-graph dwarf -o "$work/zsingle.data" -- \
+	"$TD/tdata-single" 0.5 >/dev/null 2>&1
+compare zsingle
 precord threads "$TD/tdata-threads" -t 2 0.5
 compare threads
 chain_ok threads tdata-threads -t 2

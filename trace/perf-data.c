@@ -28,6 +28,8 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <zstd.h>
+
 #include "trace/perf-data.h"
 #include "trace/reader-internal.h"
 
@@ -119,6 +121,15 @@ struct qev {
 	const uint8_t *rec;
 };
 
+/* Decompressed records (perf record -z), freed once no queued event
+ * points into them. */
+struct chunk {
+	struct chunk *next;
+	uint64_t last_seq;          /* of the last event queued from it */
+	size_t len;
+	uint8_t data[];
+};
+
 struct pr {
 	const struct su_reader_opts *opts;
 	const struct su_reader_callbacks *cb;
@@ -152,6 +163,11 @@ struct pr {
 	struct qev *q;
 	size_t nq, capq;
 	uint64_t seq, max_ts, next_flush;
+
+	ZSTD_DCtx *dctx;
+	struct chunk *chunks, *chunks_tail;
+	uint8_t *rem;                /* 64 KiB: an event cut at a chunk end */
+	size_t rem_len;
 
 	uint64_t *scratch;           /* a stack not 8-aligned in the file */
 	size_t scratch_cap;
@@ -1003,6 +1019,115 @@ static void flush_until(struct pr *r, uint64_t limit)
 	r->nq -= i;
 }
 
+/* Queue or deliver one record (from the file or a decompressed chunk). */
+static int handle_record(struct pr *r, const uint8_t *rec, uint16_t size)
+{
+	uint64_t const ts = record_time(r, rec, size);
+	if (!ts || ts == UINT64_MAX) {
+		deliver(r, rec, size);
+		return 0;
+	}
+	if (r->nq == r->capq && grow((void **)&r->q, &r->capq, r->nq + 1, sizeof(*r->q))) {
+		r->cb_rc = -ENOMEM;
+		return -ENOMEM;
+	}
+	r->q[r->nq++] = (struct qev){ ts, r->seq++, rec };
+	if (ts > r->max_ts)
+		r->max_ts = ts;
+	return 0;
+}
+
+/* Free the decompressed chunks no queued event points into any more. */
+static void chunks_release(struct pr *r)
+{
+	uint64_t min_seq = UINT64_MAX;
+	for (size_t i = 0; i < r->nq; i++)
+		if (r->q[i].seq < min_seq)
+			min_seq = r->q[i].seq;
+	while (r->chunks && r->chunks->last_seq < min_seq) {
+		struct chunk *c = r->chunks;
+		r->chunks = c->next;
+		if (!r->chunks)
+			r->chunks_tail = NULL;
+		free(c);
+	}
+}
+
+/* PERF_RECORD_COMPRESSED (perf record -z): one zstd stream across all of
+ * them; an event may continue in the next one (perf's decomp_last_rem). */
+static int on_compressed(struct pr *r, const uint8_t *rec, uint16_t size)
+{
+	if (!r->dctx && (!(r->dctx = ZSTD_createDCtx()) || !(r->rem = malloc(65536))))
+		return r->cb_rc = -ENOMEM;
+	size_t cap = r->rem_len + 8 * (size_t)size + 65536;
+	struct chunk *c = malloc(sizeof(*c) + cap);
+	if (!c)
+		return r->cb_rc = -ENOMEM;
+	memcpy(c->data, r->rem, r->rem_len);
+	size_t len = r->rem_len;
+	ZSTD_inBuffer in = { rec + 8, (size_t)size - 8, 0 };
+	while (in.pos < in.size) {
+		if (len == cap) {
+			if (cap > (256u << 20)) {
+				free(c);
+				su_reader_warn("%s: a compressed record inflates past 256 MiB: the rest is ignored", r->name);
+				r->malformed = 1;
+				return -EINVAL;
+			}
+			struct chunk *n = realloc(c, sizeof(*c) + cap * 2);
+			if (!n) {
+				free(c);
+				return r->cb_rc = -ENOMEM;
+			}
+			c = n;
+			cap *= 2;
+		}
+		ZSTD_outBuffer out = { c->data, cap, len };
+		size_t const zr = ZSTD_decompressStream(r->dctx, &out, &in);
+		if (ZSTD_isError(zr)) {
+			free(c);
+			su_reader_warn("%s: compressed record does not decompress (%s): the rest is ignored",
+				       r->name, ZSTD_getErrorName(zr));
+			r->malformed = 1;
+			return -EINVAL;
+		}
+		len = out.pos;
+	}
+	c->len = len;
+	c->next = NULL;
+	c->last_seq = 0;
+	size_t pos = 0;
+	uint64_t const seq0 = r->seq;
+	while (len - pos >= 8 && !r->cb_rc) {
+		uint16_t const rsize = ld16(c->data + pos + 6);
+		if (rsize < 8) {
+			free(c);
+			su_reader_warn("%s: damaged record inside a compressed one: the rest is ignored", r->name);
+			r->malformed = 1;
+			return -EINVAL;
+		}
+		if (rsize > len - pos)
+			break;
+		if (handle_record(r, c->data + pos, rsize))
+			break;
+		pos += rsize;
+	}
+	/* The partial event at the end starts the next chunk. */
+	r->rem_len = len - pos;
+	memcpy(r->rem, c->data + pos, r->rem_len);
+	if (r->seq == seq0) {
+		free(c); /* nothing queued points into it */
+	} else {
+		c->last_seq = r->seq - 1;
+		if (r->chunks_tail)
+			r->chunks_tail->next = c;
+		else
+			r->chunks = c;
+		r->chunks_tail = c;
+	}
+	return 0;
+}
+
 static void run_data(struct pr *r)
 {
 	const uint8_t *const base = r->map + r->data_off;
@@ -1026,7 +1151,7 @@ static void run_data(struct pr *r)
 		const uint8_t *rec = base + pos;
 		uint32_t const type = ld32(rec);
 		uint16_t const size = ld16(rec + 6);
-		if (size < 8 || size > r->data_size - pos || (size & 7)) {
+		if (size < 8 || size > r->data_size - pos) {
 			r->malformed = 1;
 			su_reader_warn("%s: damaged record (type %u, size %u) at offset %" PRIu64
 				       ": the rest of the data section is ignored",
@@ -1044,28 +1169,18 @@ static void run_data(struct pr *r)
 			continue;
 		}
 		if (type == R_COMPRESSED) {
-			set_err(r, "compressed records (perf record -z): not supported; "
-				"decompress with `perf inject -i IN -o OUT` first");
-			r->cb_rc = -ENOTSUP;
-			break;
+			if (on_compressed(r, rec, size))
+				break;
+			continue;
 		}
 		if (type == R_FINISHED_ROUND) {
 			flush_until(r, r->next_flush);
 			r->next_flush = r->max_ts;
+			chunks_release(r);
 			continue;
 		}
-		uint64_t const ts = record_time(r, rec, size);
-		if (!ts || ts == UINT64_MAX) {
-			deliver(r, rec, size);
-			continue;
-		}
-		if (r->nq == r->capq && grow((void **)&r->q, &r->capq, r->nq + 1, sizeof(*r->q))) {
-			r->cb_rc = -ENOMEM;
+		if (handle_record(r, rec, size))
 			break;
-		}
-		r->q[r->nq++] = (struct qev){ ts, r->seq++, rec };
-		if (ts > r->max_ts)
-			r->max_ts = ts;
 	}
 	if (!r->cb_rc)
 		flush_until(r, UINT64_MAX);
@@ -1222,6 +1337,13 @@ static void pr_free(struct pr *r)
 	free(r->ids);
 	free(r->q);
 	free(r->scratch);
+	while (r->chunks) {
+		struct chunk *c = r->chunks;
+		r->chunks = c->next;
+		free(c);
+	}
+	ZSTD_freeDCtx(r->dctx);
+	free(r->rem);
 }
 
 int su_perf_data_probe(const char *path)
