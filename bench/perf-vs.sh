@@ -3,7 +3,7 @@
 # beside perf script.  Records with `perf record -k monotonic -e cpu-clock
 # --call-graph dwarf` a testdata program (tdata-threads -t 2), gzip and xz
 # compressing a file, and python3 running pure-Python code; then, on each
-# file, times `stackunwind stacks F >/dev/null` and `perf script -i F
+# file, times `stackunwind stacks [-j 1] F >/dev/null` and `perf script -i F
 # >/dev/null` (warm: a first run fills the page cache; median of 5; the
 # ratio), and converts it with `stackcap convert` (plain and --zstd) to
 # compare sizes.  Numbers go to docs/BENCHMARKS.md.
@@ -50,18 +50,19 @@ timed() {
 }
 
 echo "machine: $(nproc) cores, $(sed -n 's/^model name[ 	]*: //p' /proc/cpuinfo | head -n 1), $(date -u +%Y-%m-%d), $(perf version)"
-printf '%-8s %8s %9s %9s %8s %11s %11s %11s %7s %7s\n' workload samples "su s" "perf s" ratio "perf.data" "trace" "trace.zst" "x" "x zst"
+printf '%-8s %8s %9s %9s %9s %8s %11s %11s %11s %7s %7s\n' workload samples "su -j1 s" "su -jN s" "perf s" ratio "perf.data" "trace" "trace.zst" "x" "x zst"
 for p in threads gzip xz python; do
 	f="$w/$p.data"
 	n=$("$SU" stats "$f" 2>/dev/null | sed -n 's/^samples: *//p')
-	ts=$(timed "$SU" stacks "$f")
+	ts=$(timed "$SU" stacks -j 1 "$f")
+	tn=$(timed "$SU" stacks "$f")
 	tp=$(timed perf script -i "$f")
 	"$STACKCAP" convert "$f" -o "$w/$p.trace" 2>/dev/null
 	"$STACKCAP" convert "$f" -o "$w/$p.ztrace" --zstd 2>/dev/null
 	sz=$(stat -c %s "$f")
 	st=$(find "$w/$p.trace" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
 	sza=$(find "$w/$p.ztrace" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
-	awk -v p="$p" -v n="$n" -v ts="$ts" -v tp="$tp" -v sz="$sz" -v st="$st" -v sza="$sza" 'BEGIN {
-		printf "%-8s %8d %9.2f %9.2f %7.1fx %11d %11d %11d %6.0fx %6.0fx\n",
-			p, n, ts, tp, (ts > 0 ? tp / ts : 0), sz, st, sza, sz / st, sz / sza }'
+	awk -v p="$p" -v n="$n" -v ts="$ts" -v tn="$tn" -v tp="$tp" -v sz="$sz" -v st="$st" -v sza="$sza" 'BEGIN {
+		printf "%-8s %8d %9.2f %9.2f %9.2f %7.1fx %11d %11d %11d %6.0fx %6.0fx\n",
+			p, n, ts, tn, tp, (ts > 0 ? tp / ts : 0), sz, st, sza, sz / st, sz / sza }'
 done
