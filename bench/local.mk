@@ -66,3 +66,11 @@ bench_unwind_fast_LDADD = unwind/libsuunwind.la debuginfo/libsudebuginfo.la \
 bench-unwind-fast: bench/unwind-fast
 	bench/unwind-fast
 .PHONY: bench-unwind-fast
+
+# bench/perf-vs.sh: stackunwind stacks beside perf script on perf.data files
+# (median of 5, the ratio), perf.data size beside `stackcap convert`'s
+# trace.  `make bench-perf-vs`.
+EXTRA_DIST += bench/perf-vs.sh
+bench-perf-vs: cli/stackunwind cli/stackcap
+	$(SHELL) $(srcdir)/bench/perf-vs.sh $(abs_top_builddir)
+.PHONY: bench-perf-vs

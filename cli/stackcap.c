@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/convert.h"
+
 #define PROG "stackcap"
 
 static void usage(FILE *f)
@@ -45,7 +47,10 @@ static void usage(FILE *f)
 		"  -o, --output DIR       trace directory (default ./stackcap.trace)\n"
 		"      --force            replace an existing output directory\n"
 		"      --lttng            record into the active LTTng session instead, as\n"
-		"                         stackcap:* events (docs/lttng.md)\n");
+		"                         stackcap:* events (docs/lttng.md)\n"
+		"\n"
+		"       " PROG " convert PERF.DATA -o DIR [--zstd] [--force]\n"
+		"  re-encodes a perf.data (perf record --call-graph dwarf) with our codec\n");
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -454,6 +459,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "record"))
 		return cmd_record(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "convert"))
+		return stackcap_convert(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		usage(stdout);
 		return 0;

@@ -1430,11 +1430,22 @@ static int cmd_stats(const struct options *o)
 	printf("samples:              %" PRIu64 "\n", st.samples);
 	printf("bytes on disk:        %" PRIu64 "\n", st.bytes_on_disk);
 	printf("bytes per sample:     %.1f\n", per);
+	int const perf = su_trace_probe(o->trace) == SU_TRACE_PERF;
+	printf("format:               %s\n", su_trace_format_name(su_trace_probe(o->trace)));
 	printf("stack bytes (raw):    %" PRIu64 "\n", st.raw_stack_bytes);
-	printf("stack bytes (codec):  %" PRIu64 "\n", st.blob_bytes);
-	printf("codec saved:          %" PRIu64 " bytes (%.1fx smaller)\n",
-	       st.raw_stack_bytes > st.blob_bytes ? st.raw_stack_bytes - st.blob_bytes : 0,
-	       st.blob_bytes ? (double)st.raw_stack_bytes / (double)st.blob_bytes : 0);
+	if (perf) {
+		/* perf stores its whole window whatever the stack used. */
+		printf("stack bytes (perf):   %" PRIu64 " stored, %.1f%% of them stack\n", st.blob_bytes,
+		       st.blob_bytes ? 100.0 * (double)st.raw_stack_bytes / (double)st.blob_bytes : 0);
+		if (st.no_user_regs)
+			printf("no user state:        %" PRIu64 " samples (kernel threads, 32-bit tasks): skipped\n",
+			       st.no_user_regs);
+	} else {
+		printf("stack bytes (codec):  %" PRIu64 "\n", st.blob_bytes);
+		printf("codec saved:          %" PRIu64 " bytes (%.1fx smaller)\n",
+		       st.raw_stack_bytes > st.blob_bytes ? st.raw_stack_bytes - st.blob_bytes : 0,
+		       st.blob_bytes ? (double)st.raw_stack_bytes / (double)st.blob_bytes : 0);
+	}
 	printf("drops:                %" PRIu64 " at capture, %" PRIu64 " lost by the writer\n",
 	       st.drops, st.discarded);
 	if (st.bad_blobs || st.no_maps || st.truncated_files)

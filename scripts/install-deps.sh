@@ -8,7 +8,7 @@ libdw-dev libelf-dev libdwarf-dev libzstd-dev zlib1g-dev
 libbabeltrace2-dev babeltrace2 liblttng-ust-dev lttng-tools
 libdebuginfod-dev libprotobuf-c-dev protobuf-c-compiler golang-github-google-pprof-dev golang-go check
 clang libclang-rt-14-dev llvm zstd linux-perf file procps gdb time dwz xz-utils
-libxml2-utils bsdutils"
+libxml2-utils bsdutils python3"
 
 # Extra package sets, by name.
 case "${1:-}" in

@@ -57,7 +57,7 @@ check-sanitize:
 
 # Fuzz targets: replayed over the committed corpus by every `make check`
 # (any compiler), and run under libFuzzer with --enable-fuzzing.
-FUZZ_TARGETS = decode roundtrip native-source
+FUZZ_TARGETS = decode roundtrip native-source perf-data
 check_PROGRAMS += tests/fuzz/replay-decode tests/fuzz/replay-roundtrip
 tests_fuzz_replay_decode_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-decode.c tests/fuzz/fuzz-common.h
 tests_fuzz_replay_decode_CPPFLAGS = $(AM_CPPFLAGS) -DDEFAULT_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/decode"'
@@ -71,6 +71,12 @@ tests_fuzz_replay_native_source_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-na
 tests_fuzz_replay_native_source_CPPFLAGS = $(AM_CPPFLAGS) -DDEFAULT_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/native-source"'
 tests_fuzz_replay_native_source_LDADD = trace/libsutrace.la
 TESTS += tests/fuzz/replay-native-source
+# The perf.data reader (trace/perf-data.c) on arbitrary files.
+check_PROGRAMS += tests/fuzz/replay-perf-data
+tests_fuzz_replay_perf_data_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-perf-data.c
+tests_fuzz_replay_perf_data_CPPFLAGS = $(AM_CPPFLAGS) -DDEFAULT_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/perf-data"'
+tests_fuzz_replay_perf_data_LDADD = trace/libsutrace.la
+TESTS += tests/fuzz/replay-perf-data
 EXTRA_DIST += tests/fuzz/corpus tests/fuzz/run-fuzzers.sh
 
 noinst_PROGRAMS += tests/fuzz/make-seeds
@@ -88,15 +94,19 @@ FUZZ_READER_SRC = $(top_srcdir)/trace/stackcap-reader.c $(top_srcdir)/trace/sour
 	$(top_srcdir)/trace/source-babeltrace2.c $(top_srcdir)/capture/ctf-inflate.c \
 	$(top_srcdir)/capture/ctf-metadata.c $(FUZZ_CODEC_SRC)
 if ENABLE_FUZZING
-check_PROGRAMS += tests/fuzz/fuzz-decode tests/fuzz/fuzz-roundtrip tests/fuzz/fuzz-native-source
+check_PROGRAMS += tests/fuzz/fuzz-decode tests/fuzz/fuzz-roundtrip tests/fuzz/fuzz-native-source tests/fuzz/fuzz-perf-data
 tests_fuzz_fuzz_decode_SOURCES =
 tests_fuzz_fuzz_roundtrip_SOURCES =
 tests_fuzz_fuzz_native_source_SOURCES =
+tests_fuzz_fuzz_perf_data_SOURCES =
 tests/fuzz/fuzz-decode$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-decode.c $(FUZZ_CODEC_SRC)
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -o $@ $^
 tests/fuzz/fuzz-roundtrip$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-roundtrip.c $(FUZZ_CODEC_SRC)
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -o $@ $^
 tests/fuzz/fuzz-native-source$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-native-source.c $(FUZZ_READER_SRC)
+	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -D_GNU_SOURCE -I$(top_srcdir)/capture \
+		$(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS) -o $@ $^ $(BABELTRACE2_LIBS) $(ZSTD_LIBS)
+tests/fuzz/fuzz-perf-data$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-perf-data.c $(top_srcdir)/trace/perf-data.c $(FUZZ_READER_SRC)
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -D_GNU_SOURCE -I$(top_srcdir)/capture \
 		$(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS) -o $@ $^ $(BABELTRACE2_LIBS) $(ZSTD_LIBS)
 TESTS += tests/fuzz/run-fuzzers.sh
@@ -186,6 +196,9 @@ tests_unit_test_flamegraph_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(SANITIZE
 tests_unit_test_flamegraph_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_flamegraph_asan_LDADD = $(CHECK_LIBS) -lm
 TESTS += tests/unit/test-flamegraph tests/unit/test-flamegraph-asan
+# Integration: perf.data from perf record --call-graph dwarf, beside perf script.
+TESTS += tests/perf.sh
+EXTRA_DIST += tests/perf.sh tests/perf-compare.sh
 
 # libstackcap linked by a program: the public API and stackcap_capture().
 check_PROGRAMS += tests/capture-api

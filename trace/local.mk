@@ -14,6 +14,8 @@ trace_libsutrace_la_SOURCES = \
 	trace/source-babeltrace2.c \
 	trace/source-native.c \
 	trace/source-lttng.c \
-	trace/lttng-reader.h
+	trace/lttng-reader.h \
+	trace/perf-data.h \
+	trace/perf-data.c
 trace_libsutrace_la_CFLAGS = $(AM_CFLAGS) $(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS)
 trace_libsutrace_la_LIBADD = compress/libstackcodec.la capture/libctfwriter.la $(BABELTRACE2_LIBS) $(ZSTD_LIBS)

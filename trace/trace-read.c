@@ -7,6 +7,7 @@
 
 #include "trace/trace-read.h"
 #include "trace/lttng-reader.h"
+#include "trace/perf-data.h"
 
 enum su_trace_format su_trace_probe(const char *path)
 {
@@ -17,6 +18,8 @@ enum su_trace_format su_trace_probe(const char *path)
 		return SU_TRACE_STACKCAP;
 	if (S_ISDIR(sb.st_mode) && su_lttng_trace_probe(path))
 		return SU_TRACE_LTTNG;
+	if (S_ISREG(sb.st_mode) && su_perf_data_probe(path))
+		return SU_TRACE_PERF;
 	return SU_TRACE_UNKNOWN;
 }
 
@@ -25,6 +28,7 @@ const char *su_trace_format_name(enum su_trace_format f)
 	switch (f) {
 	case SU_TRACE_STACKCAP: return "stackcap trace";
 	case SU_TRACE_LTTNG: return "LTTng-UST trace";
+	case SU_TRACE_PERF: return "perf.data";
 	case SU_TRACE_UNKNOWN: break;
 	}
 	return "unknown";
@@ -34,14 +38,23 @@ int su_trace_read(const char *path, const struct su_reader_opts *opts,
 		  const struct su_reader_callbacks *cb,
 		  struct su_reader_stats *stats, char *err, size_t errlen)
 {
+	struct stat sb;
 	switch (su_trace_probe(path)) {
+	case SU_TRACE_PERF:
+		return su_perf_data_read(path, opts, cb, stats, err, errlen);
 	case SU_TRACE_STACKCAP:
 		break;
 	case SU_TRACE_LTTNG:
 		return su_lttng_trace_read(path, opts, cb, stats, err, errlen);
 	case SU_TRACE_UNKNOWN:
-		/* The stackcap reader gives the precise message (missing path,
-		 * missing or foreign metadata, wrong version). */
+		/* A file: ours are directories, so say which files we read.
+		 * Otherwise the stackcap reader gives the precise message
+		 * (missing path, missing or foreign metadata, wrong version). */
+		if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+			memset(stats, 0, sizeof(*stats));
+			snprintf(err, errlen, "%s is neither a stackcap trace directory nor a perf.data file", path);
+			return -EINVAL;
+		}
 		break;
 	}
 	return su_stackcap_trace_read(path, opts, cb, stats, err, errlen);

@@ -10,6 +10,7 @@ enum su_trace_format {
 	SU_TRACE_UNKNOWN = 0,
 	SU_TRACE_STACKCAP,     /* our CTF trace directory (docs/trace-format.md) */
 	SU_TRACE_LTTNG,        /* an LTTng-UST trace (directory) with stackcap:* events (docs/lttng.md) */
+	SU_TRACE_PERF,         /* a perf.data file (perf record, file mode) */
 };
 
 /* The format of PATH, from its first bytes / metadata; SU_TRACE_UNKNOWN

@@ -4,9 +4,9 @@
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
 secs=${FUZZ_SECONDS:-20}
-targets="decode roundtrip native-source"
+targets="decode roundtrip native-source perf-data"
 n=0
-echo "1..3"
+echo "1..4"
 for t in $targets; do
 	n=$((n + 1))
 	bin="$top_builddir/tests/fuzz/fuzz-$t"

@@ -1,0 +1,139 @@
+#!/bin/sh
+# perf-compare.sh PERF.DATA STACKUNWIND [OUTDIR]
+#
+# `stackunwind stacks` beside `perf script` on one perf.data file, sample by
+# sample (docs/perf-comparison.md).  Both outputs become one line per
+# sample: "tid time|frame;frame;..." (innermost first), each frame
+# "function@dso-basename", where
+#   - perf's end marker "ffffffffffffffff [unknown]" (its unwind stopped
+#     with an error) is dropped, as our "[truncated]"-style markers are;
+#   - kernel frames (perf prints them, we unwind user space only) and
+#     stackunwind's end markers ("[no-cfi] ([stackunwind])") are dropped;
+#   - "+0x.." offsets are dropped; a frame without a symbol is "[unknown]"
+#     (perf's spelling; stackunwind prints it as "module+0xoffset").
+# Each sample is then one of:
+#   same      identical lines;
+#   alias     identical once names that are aliases of one address in the
+#             same binary (perf takes one ELF symbol, we the DWARF name or
+#             another symbol: clone3/__clone3, index/strchr) are unified;
+#             the aliases are checked with nm, never assumed;
+#   plt       identical but for PLT stubs: perf names them "f@plt" (it
+#             makes symbols for .plt entries), we show [unknown];
+#   sigframe  perf shows [unknown] where we show __restore_rt, the rest
+#             equal: perf looks up the return address of a signal frame
+#             at pc - 1, which is outside __restore_rt (perf is wrong);
+#   pconly    perf shows no user frame, we show one: the pc.  perf unwinds
+#             nothing when the stack copy is empty (a thread just out of
+#             clone) or the pc is in no recorded mapping (inside execve);
+#             the registers alone give the innermost frame;
+#   other     anything else (listed in OUTDIR/other.txt).
+# Prints "samples=N order_mismatch=N same=N alias=N plt=N sigframe=N pconly=N other=N";
+# exit 0 when both produced the same number of samples in the same order.
+set -u
+data=$1
+su=$2
+out=${3:-$(mktemp -d)}
+mkdir -p "$out"
+
+norm='
+/^[^\t ]/ {
+	if (hdr != "") print hdr "|" chain
+	n = split($0, a, " "); tid = a[n - 1]; sub(/.*\//, "", tid)
+	t = a[n]; sub(/:$/, "", t); hdr = tid " " t; chain = ""; next
+}
+/^[\t ]+[0-9a-f]+ / {
+	line = $0; sub(/^[\t ]+[0-9a-f]+ /, "", line)
+	if (line ~ /\(\[kernel\.kallsyms\]\)/ || line ~ /\(\[stackunwind\]\)/) next
+	if ($1 == "ffffffffffffffff") next
+	dso = line; fn = line
+	if (fn ~ / \(inlined\)/) { sub(/ \(inlined\).*$/, "", fn); dso = "inlined" }
+	else {
+		sub(/^[^(]*\(/, "", dso); sub(/\).*$/, "", dso); full = dso; sub(/.*\//, "", dso)
+		if (full ~ /^\//) paths[dso] = full
+		sub(/ \(.*$/, "", fn)
+	}
+	sub(/\+0x[0-9a-f]+$/, "", fn)
+	sub(/@plt$/, "(plt)", fn)
+	if (fn == dso || fn == "") fn = "[unknown]"
+	chain = chain (chain == "" ? "" : ";") fn "@" dso; next
+}
+END {
+	if (hdr != "") print hdr "|" chain
+	if (pathfile != "") for (d in paths) print d, paths[d] > pathfile
+}'
+
+perf script --ns -i "$data" -F comm,pid,tid,time,ip,sym,dso 2>"$out/perf.err" | awk "$norm" > "$out/perf.txt"
+"$su" stacks "$data" 2>"$out/su.err" | awk -v pathfile="$out/paths.txt" "$norm" > "$out/su.txt"
+
+# Frame pairs whose names differ, with the dso: candidates for aliases.
+# (perf and we may disagree on which frames of one pc are inlined, so the
+# names are compared, the dso only names the binary to ask.)
+paste -d '\n' "$out/perf.txt" "$out/su.txt" | awk '
+NR % 2 == 1 { p = $0; next }
+{
+	if (p == $0) next
+	split(p, x, "|"); split($0, y, "|")
+	n = split(x[2], a, ";"); m = split(y[2], b, ";")
+	if (n != m) next
+	for (i = 1; i <= n; i++) {
+		split(a[i], pa, "@"); split(b[i], sb, "@")
+		if (pa[1] == sb[1] || pa[1] == "[unknown]" || sb[1] == "[unknown]") continue
+		dso = sb[2] != "inlined" ? sb[2] : pa[2]
+		if (dso != "inlined") print dso, pa[1], sb[1]
+	}
+}' | sort -u > "$out/pairs.txt"
+
+# Two names are aliases when the binary gives them one address.
+: > "$out/aliases.txt"
+while read -r dso a b; do
+	path=$(awk -v d="$dso" '$1 == d { print $2; exit }' "$out/paths.txt")
+	[ -n "$path" ] || continue
+	# The symbols of the binary and of its separate debug file.
+	bid=$(readelf -n "$path" 2>/dev/null | awk '/Build ID:/ { print $3; exit }')
+	dbg=/usr/lib/debug/.build-id/$(echo "$bid" | cut -c1-2)/$(echo "$bid" | cut -c3-).debug
+	syms=$( (nm "$path"; nm -D "$path"; nm "$dbg") 2>/dev/null)
+	addr_a=$(printf '%s\n' "$syms" | awk -v s="$a" '$3 == s { print $1; exit }')
+	addr_b=$(printf '%s\n' "$syms" | awk -v s="$b" '$3 == s { print $1; exit }')
+	if [ -n "$addr_a" ] && [ "$addr_a" = "$addr_b" ]; then
+		echo "$a $b" >> "$out/aliases.txt"
+	fi
+done < "$out/pairs.txt"
+
+paste -d '\n' "$out/perf.txt" "$out/su.txt" | awk -v aliases="$out/aliases.txt" -v other="$out/other.txt" '
+BEGIN {
+	while ((getline l < aliases) > 0) { split(l, w, " "); al[w[1] " " w[2]] = 1 }
+	printf "" > other
+}
+function names(s) { gsub(/@[^;]*/, "", s); return s }
+NR % 2 == 1 { p = $0; next }
+{
+	total++
+	split(p, x, "|"); split($0, y, "|")
+	if (x[1] != y[1]) order++
+	pn = names(x[2]); sn = names(y[2])
+	if (pn == sn) { same++; next }
+	n = split(pn, a, ";"); m = split(sn, b, ";")
+	if (n == m) {
+		kind = "alias"; plt = 0
+		for (i = 1; i <= n && kind != ""; i++) {
+			if (a[i] == b[i] || ((a[i] " " b[i]) in al)) continue
+			if (a[i] == "[unknown]" && b[i] == "__restore_rt") { kind = "sigframe"; continue }
+			if (a[i] ~ /\(plt\)$/ && b[i] == "[unknown]") { plt = 1; continue }
+			kind = ""
+		}
+		if (kind == "alias" && plt) { plts++; next }
+		if (kind == "alias") { alias++; next }
+		if (kind == "sigframe") { sig++; next }
+	}
+	if (pn == "" && m == 1) { pconly++; next }
+	oth++
+	print "perf:        " p > other
+	print "stackunwind: " $0 > other
+}
+END {
+	printf "samples=%d order_mismatch=%d same=%d alias=%d plt=%d sigframe=%d pconly=%d other=%d\n", total, order, same, alias, plts, sig, pconly, oth
+}'
+np=$(wc -l < "$out/perf.txt")
+ns=$(wc -l < "$out/su.txt")
+[ "$np" -eq "$ns" ] || { echo "perf script: $np samples, stackunwind: $ns" >&2; exit 1; }
+exit 0

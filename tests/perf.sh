@@ -1,0 +1,188 @@
+#!/bin/sh
+# Integration: perf.data files from `perf record --call-graph dwarf`, read
+# by stackunwind.  On the testdata programs and on programs not written
+# here (gzip, xz, python3 running pure-Python code): the same samples in
+# the same order as `perf script`, and the same chains on >= 99% of them
+# (tests/perf-compare.sh; every class of disagreement is in
+# docs/perf-comparison.md); our chain is the program's own; stats and the
+# folded output work; damaged and foreign files are refused clearly.
+. "${top_srcdir:?}/tests/tap-lib.sh"
+SU="$B/cli/stackunwind"
+COMPARE="$top_srcdir/tests/perf-compare.sh"
+
+for tool in perf gzip xz /usr/bin/python3 nm readelf; do
+	if ! command -v $tool >/dev/null; then
+		echo "1..1"
+		echo "not ok 1 - $tool missing: apt-get install linux-perf gzip xz-utils python3 binutils (scripts/install-deps.sh)"
+		exit 0
+	fi
+done
+if ! perf record -q -e cpu-clock -o "$work/probe.data" true >"$work/probe.err" 2>&1; then
+	echo "1..1"
+	echo "not ok 1 - perf record cannot sample here (kernel.perf_event_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null)): $(head -n 1 "$work/probe.err")"
+	exit 0
+fi
+
+# precord NAME CMD...: perf record with DWARF call graphs and CLOCK_MONOTONIC.
+precord() {
+	name=$1; shift
+	perf record -q -k monotonic -e cpu-clock --call-graph dwarf -o "$work/$name.data" -- "$@" \
+		>/dev/null 2>"$work/$name.perr"
+}
+ratio_ok() { awk -v g="$1" -v t="$2" 'BEGIN { exit !(t >= 100 && g * 100 >= t * 99) }'; }
+field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+
+# compare NAME [sigframe]: perf script beside stackunwind on NAME.data.
+compare() {
+	name=$1
+	res=$("$COMPARE" "$work/$name.data" "$SU" "$work/cmp-$name" 2>"$work/cmp-$name.err")
+	crc=$?
+	echo "# $name: $res"
+	total=$(field "$res" samples)
+	check "$name: stackunwind prints perf script's $total samples in its order ($(field "$res" order_mismatch) out of place)" \
+		sh -c "[ $crc = 0 ] && [ '$total' -ge 100 ] && [ '$(field "$res" order_mismatch)' = 0 ]"
+	agree=$(( $(field "$res" same) + $(field "$res" alias) + $(field "$res" plt) ))
+	[ "${2:-}" = sigframe ] && agree=$((agree + $(field "$res" sigframe)))
+	check "$name: same chain as perf script on >= 99% of samples ($agree of $total; other: $(field "$res" other))" \
+		ratio_ok "$agree" "$total"
+	[ "$(field "$res" other)" = 0 ] || head -n 6 "$work/cmp-$name/other.txt" | cut -c1-300 | sed 's/^/# /'
+}
+
+# chain_ok NAME PROGRAM [ARGS]: our chain is the program's own on >= 99% of
+# the samples whose leaf is its hot function.  perf copies 8 KiB of stack:
+# CUT drops that many outermost names the copy cannot reach.
+CUT=0
+chain_ok() {
+	name=$1; prog=$2; shift 2
+	want=$("$TD/$prog" "$@" --chain | head -n $(( $("$TD/$prog" "$@" --chain | wc -l) - CUT )) | paste -sd ';')
+	set -- $(awk -F'|' -v want="$want" '
+		{ s = $2; gsub(/@[^;]*/, "", s); split(want, w, ";"); split(s, f, ";")
+		  if (f[1] != w[1]) next
+		  tot++; if (substr(s, 1, length(want)) == want) good++ }
+		END { printf "%d %d\n", good, tot }' "$work/cmp-$name/su.txt")
+	check "$name: chain '$want' in >= 99% of hot samples ($1 of $2)" ratio_ok "$1" "$2"
+}
+
+for p in single inline nofp dlopen; do
+	args=
+	[ $p = dlopen ] && args=--reload
+	precord $p "$TD/tdata-$p" $args 0.5
+	compare $p
+	chain_ok $p tdata-$p $args
+done
+# perf record -z: compressed records, one zstd stream across all of them.
+perf record -q -z -k monotonic -e cpu-clock --call-graph dwarf -o "$work/zsingle.data" -- \
+	"$TD/tdata-single" 0.5 >/dev/null 2>&1
+compare zsingle
+precord threads "$TD/tdata-threads" -t 2 0.5
+compare threads
+chain_ok threads tdata-threads -t 2
+# 1000 frames: perf's 8 KiB copy holds ~100; both stop at its end.
+precord recurse "$TD/tdata-recurse" 0.5
+compare recurse
+# The handler runs on the alternate stack: perf copies that one only, so
+# trigger_loop is the last frame either can see (our own capture copies
+# the interrupted stack too).
+precord sigalt "$TD/tdata-sigalt" 0.5
+compare sigalt sigframe
+CUT=1 chain_ok sigalt tdata-sigalt
+
+# Programs not written here.
+head -c 4000000 /dev/urandom | od -An -tx1 | head -c 8000000 >"$work/big.txt"
+precord gzip gzip -6 -c "$work/big.txt"
+compare gzip
+head -c 1500000 "$work/big.txt" >"$work/small.txt"
+precord xz xz -T1 -2 -c "$work/small.txt"
+compare xz
+cat >"$work/fib.py" <<'EOF'
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+d = {}
+for i in range(200000):
+    d[str(i)] = i * i
+print(fib(22), len(d))
+EOF
+precord python /usr/bin/python3 "$work/fib.py"
+compare python
+
+# The other commands on a perf.data.
+"$SU" stats "$work/single.data" >"$work/stats.out" 2>"$work/stats.err"
+src=$?
+ns=$(awk '/^samples:/ { print $2 }' "$work/stats.out")
+np=$(perf script -i "$work/single.data" -F tid 2>/dev/null | wc -l)
+check "stats on a perf.data: exit 0, $ns samples (perf script: $np), format named" \
+	sh -c "[ $src = 0 ] && [ '$ns' = '$np' ] && grep -q 'perf.data' '$work/stats.out'"
+"$SU" folded "$work/single.data" >"$work/folded.out" 2>/dev/null
+frc=$?
+hot=$(awk '/hot_leaf / { s += $NF } END { print s + 0 }' "$work/folded.out")
+check "folded on a perf.data: exit 0, hot_leaf stacks counted ($hot)" sh -c "[ $frc = 0 ] && [ $hot -ge 100 ]"
+"$SU" stacks --tid "$(awk 'NR == 1 { split($1, a, " "); print a[1] }' "$work/cmp-threads/su.txt")" \
+	"$work/threads.data" >"$work/tid.out" 2>/dev/null
+check "--tid filters a perf.data" sh -c "[ -s '$work/tid.out' ] && [ \$(grep -c '^tdata' '$work/tid.out') -lt $(wc -l <"$work/cmp-threads/su.txt") ]"
+
+# ---- stackcap convert: perf's samples re-encoded with our codec ----
+# Same stacks from the converted trace as from the perf.data; end markers
+# aside (a dropped word past the outermost frame can change why the walk
+# stopped), frame for frame.
+frames() { grep -v '(\[stackunwind\])$' "$1"; }
+for p in single threads gzip; do
+	"$STACKCAP" convert "$work/$p.data" -o "$work/$p.trace" --zstd 2>"$work/conv-$p.err"
+	cvrc=$?
+	"$SU" stacks "$work/$p.data" >"$work/$p.a" 2>/dev/null
+	"$SU" stacks "$work/$p.trace" >"$work/$p.b" 2>/dev/null
+	frames "$work/$p.a" >"$work/$p.fa"
+	frames "$work/$p.b" >"$work/$p.fb"
+	pd=$(stat -c %s "$work/$p.data")
+	tr=$(du -sb "$work/$p.trace" | cut -f1)
+	echo "# $(cat "$work/conv-$p.err")"
+	check "convert $p: exit 0, the same $(grep -c '^[^	]' "$work/$p.a") stacks from the trace, $((pd / (tr + 1)))x smaller" \
+		sh -c "[ $cvrc = 0 ] && [ -s '$work/$p.fa' ] && cmp -s '$work/$p.fa' '$work/$p.fb' && [ $tr -lt $pd ]"
+done
+"$SU" stats "$work/single.trace" >"$work/cstats.out" 2>/dev/null
+check "stats on the converted trace: same sample count, codec named" \
+	sh -c "grep -q '^samples: *$ns\$' '$work/cstats.out' && grep -q 'codec saved' '$work/cstats.out'"
+"$STACKCAP" convert "$work/single.data" -o "$work/single.trace" 2>"$work/exists.err"
+check "convert refuses to overwrite without --force" \
+	sh -c "[ $? = 1 ] && grep -q 'force' '$work/exists.err'"
+
+# ---- bad input ----
+bad() { # bad NAME: stackunwind stacks on NAME.data -> NAME.out/.err/.rc
+	"$SU" stacks "$work/$1.data" >"$work/$1.out" 2>"$work/$1.err"
+	echo $? >"$work/$1.rc"
+}
+rc() { cat "$work/$1.rc"; }
+size=$(stat -c %s "$work/single.data")
+head -c $((size / 2 + 5)) "$work/single.data" >"$work/cut.data"
+bad cut
+ns=$(grep -c '^tdata-single' "$work/cut.out")
+check "perf.data cut in the middle: exit 3, a warning, $ns samples still read" \
+	sh -c "[ $(rc cut) = 3 ] && grep -q 'warning: .*cut short' '$work/cut.err' && [ $ns -ge 100 ]"
+printf 'PERFILE3 and then nothing of interest' >"$work/magic.data"
+bad magic
+check "wrong magic: exit 1, says what the file is not" \
+	sh -c "[ $(rc magic) = 1 ] && grep -q 'perf.data' '$work/magic.err'"
+cp "$work/single.data" "$work/attr.data"
+printf '\007' | dd of="$work/attr.data" bs=1 seek=16 conv=notrunc 2>/dev/null
+bad attr
+check "corrupted attribute size: exit 1, 'bad attribute section'" \
+	sh -c "[ $(rc attr) = 1 ] && grep -q 'bad attribute section' '$work/attr.err'"
+perf record -q -k monotonic -e cpu-clock --call-graph dwarf -o - -- "$TD/tdata-single" 0.1 \
+	>"$work/pipe.data" 2>/dev/null
+bad pipe
+check "pipe-mode perf.data: exit 1, 'pipe mode' and what to do" \
+	sh -c "[ $(rc pipe) = 1 ] && grep -q 'pipe mode' '$work/pipe.err' && grep -q 'perf inject' '$work/pipe.err'"
+cp "$work/single.data" "$work/nosize.data"
+dd if=/dev/zero of="$work/nosize.data" bs=1 seek=48 count=8 conv=notrunc 2>/dev/null
+bad nosize
+ns=$(grep -c '^tdata-single' "$work/nosize.out")
+check "data size 0 (perf record killed): read to the end with a warning, exit 3, $ns samples" \
+	sh -c "[ $(rc nosize) = 3 ] && grep -q 'data size is 0' '$work/nosize.err' && [ $ns -ge 1000 ]"
+# A record whose size field is 0 in the middle of the data: what precedes it is read.
+off=$(od -An -tu8 -j 40 -N 8 "$work/single.data" | tr -d ' ')
+cp "$work/single.data" "$work/zero.data"
+dd if=/dev/zero of="$work/zero.data" bs=1 seek=$((off + 6)) count=2 conv=notrunc 2>/dev/null
+bad zero
+check "a damaged first record: exit 3, 'damaged record' with its offset" \
+	sh -c "[ $(rc zero) = 3 ] && grep -q 'damaged record .* at offset $off' '$work/zero.err'"
+
+echo "1..$n"
