@@ -208,3 +208,11 @@ tests_unit_test_unwind_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS
 tests_unit_test_unwind_asan_LDFLAGS = -rdynamic $(SANITIZE_FLAGS)
 tests_unit_test_unwind_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS) $(DL_LIBS) $(CHECK_LIBS)
 TESTS += tests/unit/test-unwind-asan
+
+# Reliability (docs/RELIABILITY.md): each scenario run plain and under
+# `stackcap record`, same output and status, bounded in time; faults.
+check_PROGRAMS += tests/stress/stress
+tests_stress_stress_SOURCES = tests/stress/stress.c
+tests_stress_stress_LDADD = -lpthread $(DL_LIBS)
+TESTS += tests/stress.sh
+EXTRA_DIST += tests/stress.sh
