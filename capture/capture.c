@@ -206,12 +206,17 @@ __asm__(
 
 /* ---- the sampling signal ----------------------------------------------- */
 
-static struct sigaction old_action;
 static int handler_installed;
 
 static void on_signal(int sig, siginfo_t *si, void *ucv)
 {
-	(void)si;
+	/* The program's own use of the signal goes to its action (sigchain.c). */
+	if (!sigchain_is_ours(si)) {
+		int const saved_errno = errno;
+		sigchain_forward(sig, si, ucv);
+		errno = saved_errno;
+		return;
+	}
 	const ucontext_t *uc = ucv;
 	/* We were "called" by the kernel with the return trampoline as our
 	 * return address: remember it, it marks signal frames on stacks. */
@@ -248,8 +253,10 @@ int capture_install_handler(void)
 	 * there. */
 	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
 	sigfillset(&sa.sa_mask);
-	if (sigaction(stackcap_g.cfg.signo, &sa, &old_action) != 0)
+	struct sigaction old;
+	if (sigchain_real_sigaction(stackcap_g.cfg.signo, &sa, &old) != 0)
 		return -errno;
+	sigchain_start(&old);
 	handler_installed = 1;
 	return 0;
 }
@@ -257,12 +264,16 @@ int capture_install_handler(void)
 void capture_remove_handler(void)
 {
 	if (handler_installed) {
-		/* Ignore rather than restore: a timer signal still in flight
-		 * must not kill the process with the default action. */
+		/* The program's own handler back; ignore rather than restore
+		 * the default: a timer signal of ours still in flight must not
+		 * kill the process. */
 		struct sigaction sa;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = SIG_IGN;
-		sigaction(stackcap_g.cfg.signo, &sa, NULL);
+		sigchain_stop(&sa);
+		if (sa.sa_handler == SIG_DFL) {
+			memset(&sa, 0, sizeof(sa));
+			sa.sa_handler = SIG_IGN;
+		}
+		sigchain_real_sigaction(stackcap_g.cfg.signo, &sa, NULL);
 		handler_installed = 0;
 	}
 }
@@ -359,6 +370,7 @@ static int arm_timer(struct thread_state *t)
 	memset(&sev, 0, sizeof(sev));
 	sev.sigev_notify = SIGEV_THREAD_ID;
 	sev.sigev_signo = stackcap_g.cfg.signo;
+	sev.sigev_value.sival_ptr = &stackcap_g; /* marks the signal as ours */
 	sev._sigev_un._tid = t->tid;
 	clockid_t const clk = stackcap_g.cfg.wall_clock ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID;
 	if (timer_create(clk, &sev, &t->timer) != 0)

@@ -137,6 +137,7 @@ static void atfork_child(void);
 
 static int start_locked(void)
 {
+	stackcap_g.pid = getpid();
 	int rc = snapshot_refresh(1);
 	if (rc)
 		return rc;
@@ -245,6 +246,7 @@ static void atfork_child(void)
 		return;
 	}
 	/* The child records into its own streams of the same trace. */
+	stackcap_g.pid = getpid();
 	stackcap_g.event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	capture_forget_threads_after_fork();
 	if (writer_start() != 0) {
