@@ -32,6 +32,10 @@ static __thread struct thread_state *tls_thread __attribute__((tls_model("initia
  * first word is the return trampoline, the ucontext follows) so the
  * interrupted stack can be copied too.  Only words inside the copied
  * range are read.  @return the interrupted rsp, or 0. */
+/* Reads the live stack, redzones included: not checked by ASan. */
+#if defined(__SANITIZE_ADDRESS__)
+__attribute__((no_sanitize("address")))
+#endif
 static uint64_t interrupted_sp(const struct thread_state *t, uint64_t sp, uint64_t nwords)
 {
 	uint64_t const restorer = atomic_load_explicit(&stackcap_g.restorer, memory_order_relaxed);

@@ -249,10 +249,14 @@ static void atfork_child(void)
 	stackcap_g.pid = getpid();
 	stackcap_g.event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	capture_forget_threads_after_fork();
+	/* Not running while the writer thread starts: it must not register
+	 * itself for sampling (its ring and timer would be wasted). */
+	atomic_store(&stackcap_g.running, 0);
 	if (writer_start() != 0) {
-		atomic_store(&stackcap_g.running, 0);
 		capture_remove_handler();
+		return;
 	}
+	atomic_store(&stackcap_g.running, 1);
 }
 
 /* ---- preloading --------------------------------------------------------- */

@@ -263,8 +263,10 @@ static int cmd_record(int argc, char **argv)
 
 	const char *old_preload = getenv("LD_PRELOAD");
 	char *preload;
-	if (asprintf(&preload, "%s%s%s", lib, old_preload && *old_preload ? " " : "",
-		     old_preload ? old_preload : "") < 0)
+	/* The command's own preloads first: a sanitizer runtime must be the
+	 * first library loaded (tests/stress.sh preloads libasan so). */
+	if (asprintf(&preload, "%s%s%s", old_preload ? old_preload : "", old_preload && *old_preload ? " " : "",
+		     lib) < 0)
 		return 2;
 	setenv("STACKCAP_OUTPUT", abs_out, 1);
 	setenv_u("STACKCAP_FREQ", freq);

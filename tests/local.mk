@@ -214,5 +214,5 @@ TESTS += tests/unit/test-unwind-asan
 check_PROGRAMS += tests/stress/stress
 tests_stress_stress_SOURCES = tests/stress/stress.c
 tests_stress_stress_LDADD = -lpthread $(DL_LIBS)
-TESTS += tests/stress.sh
-EXTRA_DIST += tests/stress.sh
+TESTS += tests/stress.sh tests/stress-asan.sh tests/stress-tsan.sh
+EXTRA_DIST += tests/stress.sh tests/stress-asan.sh tests/stress-tsan.sh
