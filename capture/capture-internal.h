@@ -140,6 +140,7 @@ struct stackcap_global {
 	 * our own handler's return address: it marks signal frames. */
 	_Atomic uint64_t restorer;
 	int event_fd;                            /* wakes the writer; -1 if none */
+	pid_t pid;                               /* the process recording (not a vfork child) */
 };
 
 extern HIDDEN struct stackcap_global stackcap_g;
@@ -162,6 +163,26 @@ HIDDEN int writer_stop(void);
 HIDDEN void writer_wake(void);
 HIDDEN void writer_get_stats(uint64_t *bytes, int *error);
 HIDDEN void writer_reset_after_fork(void);
+/* End the trace now (process_end, files closed, summary) from any thread,
+ * even a signal handler: the writer thread does it; wait at most
+ * TIMEOUT_MS for it.  Sampling stops.  @return 0, or -ETIMEDOUT. */
+HIDDEN int writer_finish_bounded(int timeout_ms);
+
+/* ---- the sampling signal shared with the program (sigchain.c) ---------- */
+
+HIDDEN int sigchain_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+/* Our handler is installed; PREVIOUS becomes the program's action. */
+HIDDEN void sigchain_start(const struct sigaction *previous);
+/* Our handler goes; the program's action, to put back. */
+HIDDEN void sigchain_stop(struct sigaction *program_action);
+HIDDEN int sigchain_is_ours(const siginfo_t *si);
+HIDDEN void sigchain_forward(int sig, siginfo_t *si, void *uc);
+
+/* ---- a process ending without exit() (exit.c) --------------------------- */
+
+/* Finish this process's trace before it ends without running destructors
+ * (_exit, a fatal signal); nothing in a vfork child.  Bounded in time. */
+HIDDEN void stackcap_exit_flush(void);
 
 static inline uint64_t capture_now_ns(void)
 {

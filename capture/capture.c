@@ -32,6 +32,10 @@ static __thread struct thread_state *tls_thread __attribute__((tls_model("initia
  * first word is the return trampoline, the ucontext follows) so the
  * interrupted stack can be copied too.  Only words inside the copied
  * range are read.  @return the interrupted rsp, or 0. */
+/* Reads the live stack, redzones included: not checked by ASan. */
+#if defined(__SANITIZE_ADDRESS__)
+__attribute__((no_sanitize("address")))
+#endif
 static uint64_t interrupted_sp(const struct thread_state *t, uint64_t sp, uint64_t nwords)
 {
 	uint64_t const restorer = atomic_load_explicit(&stackcap_g.restorer, memory_order_relaxed);
@@ -217,12 +221,17 @@ __asm__(
 
 /* ---- the sampling signal ----------------------------------------------- */
 
-static struct sigaction old_action;
 static int handler_installed;
 
 static void on_signal(int sig, siginfo_t *si, void *ucv)
 {
-	(void)si;
+	/* The program's own use of the signal goes to its action (sigchain.c). */
+	if (!sigchain_is_ours(si)) {
+		int const saved_errno = errno;
+		sigchain_forward(sig, si, ucv);
+		errno = saved_errno;
+		return;
+	}
 	const ucontext_t *uc = ucv;
 	/* We were "called" by the kernel with the return trampoline as our
 	 * return address: remember it, it marks signal frames on stacks. */
@@ -259,8 +268,10 @@ int capture_install_handler(void)
 	 * there. */
 	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
 	sigfillset(&sa.sa_mask);
-	if (sigaction(stackcap_g.cfg.signo, &sa, &old_action) != 0)
+	struct sigaction old;
+	if (sigchain_real_sigaction(stackcap_g.cfg.signo, &sa, &old) != 0)
 		return -errno;
+	sigchain_start(&old);
 	handler_installed = 1;
 	return 0;
 }
@@ -268,12 +279,16 @@ int capture_install_handler(void)
 void capture_remove_handler(void)
 {
 	if (handler_installed) {
-		/* Ignore rather than restore: a timer signal still in flight
-		 * must not kill the process with the default action. */
+		/* The program's own handler back; ignore rather than restore
+		 * the default: a timer signal of ours still in flight must not
+		 * kill the process. */
 		struct sigaction sa;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = SIG_IGN;
-		sigaction(stackcap_g.cfg.signo, &sa, NULL);
+		sigchain_stop(&sa);
+		if (sa.sa_handler == SIG_DFL) {
+			memset(&sa, 0, sizeof(sa));
+			sa.sa_handler = SIG_IGN;
+		}
+		sigchain_real_sigaction(stackcap_g.cfg.signo, &sa, NULL);
 		handler_installed = 0;
 	}
 }
@@ -370,6 +385,7 @@ static int arm_timer(struct thread_state *t)
 	memset(&sev, 0, sizeof(sev));
 	sev.sigev_notify = SIGEV_THREAD_ID;
 	sev.sigev_signo = stackcap_g.cfg.signo;
+	sev.sigev_value.sival_ptr = &stackcap_g; /* marks the signal as ours */
 	sev._sigev_un._tid = t->tid;
 	clockid_t const clk = stackcap_g.cfg.wall_clock ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID;
 	if (timer_create(clk, &sev, &t->timer) != 0)

@@ -142,6 +142,7 @@ static void atfork_child(void);
 
 static int start_locked(void)
 {
+	stackcap_g.pid = getpid();
 	int rc = snapshot_refresh(1);
 	if (rc)
 		return rc;
@@ -250,12 +251,17 @@ static void atfork_child(void)
 		return;
 	}
 	/* The child records into its own streams of the same trace. */
+	stackcap_g.pid = getpid();
 	stackcap_g.event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	capture_forget_threads_after_fork();
+	/* Not running while the writer thread starts: it must not register
+	 * itself for sampling (its ring and timer would be wasted). */
+	atomic_store(&stackcap_g.running, 0);
 	if (writer_start() != 0) {
-		atomic_store(&stackcap_g.running, 0);
 		capture_remove_handler();
+		return;
 	}
+	atomic_store(&stackcap_g.running, 1);
 }
 
 /* ---- preloading --------------------------------------------------------- */

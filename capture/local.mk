@@ -22,7 +22,9 @@ capture_libstackcap_la_SOURCES = \
 	capture/capture.c \
 	capture/snapshot.c \
 	capture/writer.c \
-	capture/lifecycle.c
+	capture/lifecycle.c \
+	capture/sigchain.c \
+	capture/exit.c
 capture_libstackcap_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -pthread
 # No linker version script: a versioned library could not interpose the
 # program's versioned references (pthread_create@GLIBC_2.34, dlopen...).
@@ -47,3 +49,20 @@ capture_liblttng_stackcap_la_LIBADD = $(capture_libstackcap_la_LIBADD) $(LTTNG_U
 else
 EXTRA_DIST += capture/lttng/stackcap-tp.h capture/lttng/lttng-sink.c capture/lttng/stackcap-lttng.h
 endif
+# libstackcap built with ASan+UBSan and with TSan, for tests/stress-asan.sh
+# and tests/stress-tsan.sh (preloaded after the sanitizer runtime).  Built
+# by `make check` only; -rpath makes libtool build shared objects.
+STACKCAP_SAN_SOURCES = $(capture_libstackcap_la_SOURCES) $(capture_libctfwriter_la_SOURCES) \
+	compress/stack-codec.c
+check_LTLIBRARIES = capture/libstackcap-asan.la capture/libstackcap-tsan.la
+capture_libstackcap_asan_la_SOURCES = $(STACKCAP_SAN_SOURCES)
+capture_libstackcap_asan_la_CFLAGS = $(AM_CFLAGS) $(ZSTD_CFLAGS) -fvisibility=hidden -pthread \
+	-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -O1
+capture_libstackcap_asan_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere -pthread \
+	-fsanitize=address,undefined
+capture_libstackcap_asan_la_LIBADD = $(ZSTD_LIBS) -ldl -lrt
+capture_libstackcap_tsan_la_SOURCES = $(STACKCAP_SAN_SOURCES)
+capture_libstackcap_tsan_la_CFLAGS = $(AM_CFLAGS) $(ZSTD_CFLAGS) -fvisibility=hidden -pthread \
+	-fsanitize=thread -O1
+capture_libstackcap_tsan_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere -pthread -fsanitize=thread
+capture_libstackcap_tsan_la_LIBADD = $(ZSTD_LIBS) -ldl -lrt

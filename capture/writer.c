@@ -7,6 +7,7 @@
  * allocation and I/O of the library happens here, off the traced threads.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
@@ -23,6 +24,11 @@
 /* Samples per packet before the writer cuts one: each packet starts with a
  * self-contained sample, so a lost packet loses only its own samples. */
 #define SAMPLES_PER_PACKET 128
+/* Packets in flight are written at least this often, and the process
+ * stream as soon as it holds new maps: a process killed without warning
+ * (SIGKILL) loses only its last moments, and its samples stay readable. */
+#define FLUSH_PERIOD_NS (250 * 1000000ull)
+#define SUMMARY_LEN 128
 
 struct wthread {
 	struct ctf_stream *stream;
@@ -45,6 +51,12 @@ static struct {
 	size_t blob_cap;
 	uint64_t samples_written;
 	uint64_t decode_errors;
+	uint64_t last_flush_ns;
+	int maps_written;            /* this cycle: flush the process stream */
+	_Atomic int finish;          /* writer_finish_bounded() asked */
+	int finished;                /* the trace was ended by the writer thread */
+	int ack_fd;                  /* the writer thread says: finished */
+	char summary_path[4200];
 	uint64_t last_ts;
 	/* Streams of exited threads, reused by new threads so that thread
 	 * churn does not make a file per thread. */
@@ -123,6 +135,7 @@ static int write_maps(struct snapshot *s, void *arg)
 			.build_id = m->build_id, .path = m->path };
 	}
 	note_error(ctf_stream_maps(W.proc, writer_ts(), s->generation, e, s->count));
+	W.maps_written = 1;
 	free(e);
 	return 0;
 }
@@ -347,6 +360,29 @@ static void lttng_repeat_ranges(int now)
 	snapshot_leave();
 }
 
+/* Write the packets in flight when the period is over, and the process
+ * stream when it got maps (see FLUSH_PERIOD_NS).  Each packet starts with
+ * a self-contained sample: the next one is not elided. */
+static void flush_if_due(void)
+{
+	uint64_t const now = capture_now_ns();
+	int const due = now - W.last_flush_ns >= FLUSH_PERIOD_NS;
+	if (W.maps_written || due)
+		note_error(ctf_stream_flush(W.proc));
+	W.maps_written = 0;
+	if (!due)
+		return;
+	W.last_flush_ns = now;
+	for (struct thread_state *t = atomic_load(&stackcap_g.threads); t; t = t->next) {
+		struct wthread *w = t->writer_priv;
+		if (w && w->in_packet) {
+			note_error(ctf_stream_flush(w->stream));
+			w->in_packet = 0;
+			w->have_prev = 0;
+		}
+	}
+}
+
 /* One pass: maps, reclaim, drain, retire exited threads. */
 static void writer_cycle(int final)
 {
@@ -388,6 +424,8 @@ static void writer_cycle(int final)
 		prev = t;
 		t = next;
 	}
+	if (!final && !stackcap_g.cfg.lttng)
+		flush_if_due();
 }
 
 static void close_free_streams(void)
@@ -399,6 +437,57 @@ static void close_free_streams(void)
 	W.n_free = W.cap_free = 0;
 }
 
+/* The summary line `stackcap record` reads, at offset 0 of a file made at
+ * start: rewriting its first bytes needs no new space, so even a full
+ * disk gets it. */
+static void summary_write(const char *line)
+{
+	char buf[SUMMARY_LEN];
+	memset(buf, ' ', sizeof(buf));
+	size_t n = strlen(line);
+	if (n > sizeof(buf) - 1)
+		n = sizeof(buf) - 1;
+	memcpy(buf, line, n);
+	buf[sizeof(buf) - 1] = '\n';
+	int const fd = open(W.summary_path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t const r = pwrite(fd, buf, sizeof(buf), 0);
+	(void)r;
+	close(fd);
+}
+
+/* The end of the trace: last drain, process_end, files closed, summary. */
+static int finish_trace(void)
+{
+	/* LTTng mode: no trace files; the last events go to the session. */
+	if (stackcap_g.cfg.lttng) {
+		writer_cycle(1);
+		return W.error;
+	}
+	if (!W.ctf)
+		return W.error;
+	writer_cycle(1);
+	close_free_streams();
+	uint64_t samples = W.samples_written, drops = atomic_load(&stackcap_g.drops_total) +
+						       atomic_load(&stackcap_g.dropped_no_stack);
+	for (struct thread_state *t = atomic_load(&stackcap_g.threads); t; t = t->next)
+		drops += atomic_load(&t->dropped_ring_full) + atomic_load(&t->dropped_nested);
+	note_error(ctf_stream_process_end(W.proc, writer_ts(), samples, drops + W.decode_errors));
+	uint64_t const bytes = ctf_writer_bytes_written(W.ctf);
+	note_error(ctf_writer_close(W.ctf));
+	W.ctf = NULL;
+	W.proc = NULL;
+	char line[SUMMARY_LEN];
+	snprintf(line, sizeof(line), "samples %llu drops %llu bytes %llu error %d", (unsigned long long)samples,
+		 (unsigned long long)drops, (unsigned long long)bytes, W.error);
+	summary_write(line);
+	free(W.blob);
+	W.blob = NULL;
+	W.blob_cap = 0;
+	return W.error;
+}
+
 static void *writer_main(void *arg)
 {
 	(void)arg;
@@ -406,7 +495,7 @@ static void *writer_main(void *arg)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	while (!atomic_load(&W.stop)) {
+	while (!atomic_load(&W.stop) && !atomic_load(&W.finish)) {
 		struct pollfd p = { .fd = stackcap_g.event_fd, .events = POLLIN };
 		if (poll(&p, 1, WRITER_PERIOD_MS) > 0) {
 			uint64_t v;
@@ -414,6 +503,13 @@ static void *writer_main(void *arg)
 			(void)r;
 		}
 		writer_cycle(0);
+	}
+	if (atomic_load(&W.finish) && !atomic_load(&W.stop)) {
+		finish_trace();
+		W.finished = 1;
+		uint64_t const one = 1;
+		ssize_t const r = write(W.ack_fd, &one, sizeof(one));
+		(void)r;
 	}
 	return NULL;
 }
@@ -456,9 +552,22 @@ int writer_start(void)
 	struct ctf_writer_opts o = { .sz = sizeof(o), .zstd = c->zstd,
 				     .clock_offset_ns = c->clock_offset_ns };
 	memcpy(o.uuid, c->uuid, sizeof(o.uuid));
+	W.ack_fd = -1;
 	int rc = ctf_writer_open(c->output_dir, &o, &W.ctf);
 	if (rc < 0)
 		return rc;
+	/* A summary saying "started" until the trace ends: `stackcap record`
+	 * tells the processes that never finished theirs.  (Hidden: babeltrace2
+	 * skips dot files.) */
+	snprintf(W.summary_path, sizeof(W.summary_path), "%s/.summary-%d-%lld", c->output_dir, (int)getpid(),
+		 (long long)capture_now_ns());
+	int const sfd = open(W.summary_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (sfd >= 0) {
+		close(sfd);
+		char line[64];
+		snprintf(line, sizeof(line), "started %d", (int)getpid());
+		summary_write(line);
+	}
 	rc = open_proc_stream();
 	if (rc < 0)
 		goto fail;
@@ -475,7 +584,12 @@ int writer_start(void)
 	rc = ctf_stream_process_start(W.proc, writer_ts(), &info);
 	if (rc < 0)
 		goto fail;
+	W.ack_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	atomic_store(&W.stop, 0);
+	atomic_store(&W.finish, 0);
+	W.finished = 0;
+	W.last_flush_ns = capture_now_ns();
+	W.maps_written = 1; /* process_start goes to disk at the first cycle */
 	rc = -pthread_create(&W.thread, NULL, writer_main, NULL);
 	if (rc < 0)
 		goto fail;
@@ -485,6 +599,9 @@ fail:
 	ctf_writer_close(W.ctf);
 	W.ctf = NULL;
 	W.proc = NULL;
+	if (W.ack_fd >= 0)
+		close(W.ack_fd);
+	W.ack_fd = -1;
 	return rc;
 }
 
@@ -496,38 +613,26 @@ int writer_stop(void)
 		pthread_join(W.thread, NULL);
 		W.started = 0;
 	}
-	if (stackcap_g.cfg.lttng) {
-		writer_cycle(1);
+	if (W.ack_fd >= 0)
+		close(W.ack_fd);
+	W.ack_fd = -1;
+	if (W.finished)
 		return W.error;
-	}
-	if (!W.ctf)
-		return W.error;
-	writer_cycle(1);
-	close_free_streams();
-	uint64_t samples = W.samples_written, drops = atomic_load(&stackcap_g.drops_total) +
-						       atomic_load(&stackcap_g.dropped_no_stack);
-	for (struct thread_state *t = atomic_load(&stackcap_g.threads); t; t = t->next)
-		drops += atomic_load(&t->dropped_ring_full) + atomic_load(&t->dropped_nested);
-	note_error(ctf_stream_process_end(W.proc, writer_ts(), samples, drops + W.decode_errors));
-	uint64_t const bytes = ctf_writer_bytes_written(W.ctf);
-	note_error(ctf_writer_close(W.ctf));
-	W.ctf = NULL;
-	W.proc = NULL;
-	/* A one-line summary for `stackcap record` (hidden: babeltrace2 skips
-	 * dot files). */
-	char path[4200];
-	snprintf(path, sizeof(path), "%s/.summary-%d-%lld", stackcap_g.cfg.output_dir, (int)getpid(),
-		 (long long)capture_now_ns());
-	FILE *f = fopen(path, "we");
-	if (f) {
-		fprintf(f, "samples %llu drops %llu bytes %llu error %d\n", (unsigned long long)samples,
-			(unsigned long long)drops, (unsigned long long)bytes, W.error);
-		fclose(f);
-	}
-	free(W.blob);
-	W.blob = NULL;
-	W.blob_cap = 0;
-	return W.error;
+	return finish_trace();
+}
+
+int writer_finish_bounded(int timeout_ms)
+{
+	int expected = 0;
+	if (!W.started || W.ack_fd < 0 || !atomic_compare_exchange_strong(&W.finish, &expected, 1))
+		return 0;
+	writer_wake();
+	struct pollfd p = { .fd = W.ack_fd, .events = POLLIN };
+	int r;
+	do
+		r = poll(&p, 1, timeout_ms);
+	while (r < 0 && errno == EINTR);
+	return r > 0 ? 0 : -ETIMEDOUT;
 }
 
 void writer_get_stats(uint64_t *bytes, int *error)
@@ -541,4 +646,5 @@ void writer_reset_after_fork(void)
 	/* The parent's writer (buffers, open files) is abandoned, not
 	 * closed: flushing it here would write the parent's data twice. */
 	memset(&W, 0, sizeof(W));
+	W.ack_fd = -1;
 }

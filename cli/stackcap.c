@@ -97,10 +97,14 @@ static int setenv_u(const char *name, unsigned long long v)
 
 struct totals {
 	unsigned long long samples, drops, bytes, files;
-	int summaries, errors;
+	int summaries, errors, first_error;
+	int started, unfinished;  /* processes that began a trace; never ended it */
 };
 
-/* Sum the traced processes' summaries and the bytes of the trace files. */
+/* Sum the traced processes' summaries and the bytes of the trace files.
+ * A summary reads "started PID" until its process ends the trace; one
+ * left so is a process killed or ended without exit(), unless a later
+ * image of the same pid (exec) wrote one too. */
 static void read_totals(const char *dir, struct totals *t)
 {
 	memset(t, 0, sizeof(*t));
@@ -108,19 +112,37 @@ static void read_totals(const char *dir, struct totals *t)
 	if (!d)
 		return;
 	struct dirent *e;
+	int *started = NULL, *seen = NULL;
+	size_t nstarted = 0, nseen = 0;
 	while ((e = readdir(d))) {
 		char p[PATH_MAX + 256];
 		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-		if (!strncmp(e->d_name, ".summary-", 9)) {
+		int pid;
+		if (sscanf(e->d_name, ".summary-%d-", &pid) == 1) {
 			FILE *f = fopen(p, "r");
 			unsigned long long s, dr, b;
-			int err;
+			int err, spid;
+			int *ns = realloc(seen, (nseen + 1) * sizeof(*seen));
+			if (ns) {
+				seen = ns;
+				seen[nseen++] = pid;
+			}
+			t->started++;
 			if (f && fscanf(f, "samples %llu drops %llu bytes %llu error %d", &s, &dr, &b, &err) == 4) {
 				t->samples += s;
 				t->drops += dr;
 				t->summaries++;
-				if (err)
+				if (err) {
+					if (!t->errors)
+						t->first_error = err;
 					t->errors++;
+				}
+			} else if (f && !fseek(f, 0, SEEK_SET) && fscanf(f, "started %d", &spid) == 1) {
+				int *nst = realloc(started, (nstarted + 1) * sizeof(*started));
+				if (nst) {
+					started = nst;
+					started[nstarted++] = pid;
+				}
 			}
 			if (f)
 				fclose(f);
@@ -133,6 +155,17 @@ static void read_totals(const char *dir, struct totals *t)
 		}
 	}
 	closedir(d);
+	for (size_t i = 0; i < nstarted; i++) {
+		int same = 0;
+		for (size_t j = 0; j < nseen; j++)
+			same += seen[j] == started[i];
+		if (same == 1)
+			t->unfinished++;
+		else
+			t->started--; /* an image replaced by exec: not a process */
+	}
+	free(started);
+	free(seen);
 }
 
 /* Run ARGV like time(1) does (the terminal's signals go to the command;
@@ -284,8 +317,10 @@ static int cmd_record(int argc, char **argv)
 
 	const char *old_preload = getenv("LD_PRELOAD");
 	char *preload;
-	if (asprintf(&preload, "%s%s%s", lib, old_preload && *old_preload ? " " : "",
-		     old_preload ? old_preload : "") < 0)
+	/* The command's own preloads first: a sanitizer runtime must be the
+	 * first library loaded (tests/stress.sh preloads libasan so). */
+	if (asprintf(&preload, "%s%s%s", old_preload ? old_preload : "", old_preload && *old_preload ? " " : "",
+		     lib) < 0)
 		return 2;
 	setenv("STACKCAP_OUTPUT", abs_out, 1);
 	setenv_u("STACKCAP_FREQ", freq);
@@ -316,15 +351,19 @@ static int cmd_record(int argc, char **argv)
 
 	struct totals t;
 	read_totals(abs_out, &t);
-	if (t.summaries == 0) {
-		fprintf(stderr, PROG ": %s: no process finished its trace (%s); %llu bytes in %s\n",
-			argv[optind], WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "killed or _exit",
-			t.bytes, out);
-	} else {
-		fprintf(stderr, PROG ": %llu samples, %llu drops, %llu bytes (%.1f B/sample) in %s%s\n",
-			t.samples, t.drops, t.bytes, t.samples ? (double)t.bytes / (double)t.samples : 0.0, out,
-			t.errors ? " (write errors: the trace is incomplete)" : "");
-	}
+	fprintf(stderr, PROG ": %llu samples, %llu drops, %llu bytes (%.1f B/sample) in %s\n", t.samples, t.drops,
+		t.bytes, t.samples ? (double)t.bytes / (double)t.samples : 0.0, out);
+	/* Faults are reported, never silent; the status stays the command's. */
+	if (WIFSIGNALED(status))
+		fprintf(stderr, PROG ": %s was killed by signal %d (%s)\n", argv[optind], WTERMSIG(status),
+			strsignal(WTERMSIG(status)));
+	if (t.unfinished)
+		fprintf(stderr, PROG ": %d of %d processes did not finish their trace (killed): the samples of "
+				"their last moments are lost, samples and drops above leave them out; stackunwind "
+				"reads the rest\n", t.unfinished, t.started);
+	if (t.errors)
+		fprintf(stderr, PROG ": write error in %d of %d processes (%s): the trace holds what was written "
+				"before it\n", t.errors, t.started, strerror(-t.first_error));
 	return rc;
 }
 

@@ -286,3 +286,10 @@ TESTS += tests/unit/test-unwind-asan
 # Integration: the babeltrace2 plugin (plugin/) from the build tree.
 TESTS += tests/bt2-plugin.sh
 EXTRA_DIST += tests/bt2-plugin.sh
+# Reliability (docs/RELIABILITY.md): each scenario run plain and under
+# `stackcap record`, same output and status, bounded in time; faults.
+check_PROGRAMS += tests/stress/stress
+tests_stress_stress_SOURCES = tests/stress/stress.c
+tests_stress_stress_LDADD = -lpthread $(DL_LIBS)
+TESTS += tests/stress.sh tests/stress-asan.sh tests/stress-tsan.sh
+EXTRA_DIST += tests/stress.sh tests/stress-asan.sh tests/stress-tsan.sh

@@ -63,6 +63,9 @@ struct event_source {
 	 * return, or -errno / -1 with a message in ERR. */
 	int (*run)(void *h, enum source_pass pass, raw_emit_fn emit, void *ctx, char *err, size_t errlen);
 	void (*close)(void *h);
+	/* The format has no process_end event (LTTng: a process's end is
+	 * the session's), so a missing one means nothing. */
+	int no_process_end;
 };
 
 extern const struct event_source su_source_babeltrace2;

@@ -957,6 +957,7 @@ const struct event_source su_source_lttng = {
 	.open = lt_open,
 	.run = lt_run,
 	.close = lt_close,
+	.no_process_end = 1,
 };
 
 /* ---- probing and the entry point ------------------------------------------ */

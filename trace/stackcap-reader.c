@@ -586,6 +586,20 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 		goto out;
 	if (!r.n_sections)
 		su_reader_warn("%s: no process_start event: samples cannot be decoded", dir);
+	/* A process image without process_end was killed (or its trace cut):
+	 * its last packets are missing.  One replaced by exec ends without one
+	 * too, and a later image of the same pid follows it. */
+	for (size_t i = 0; i < r.n_sections; i++) {
+		int later = 0;
+		for (size_t j = i + 1; j < r.n_sections && !later; j++)
+			later = r.sections[j].p.pid == r.sections[i].p.pid;
+		if (!r.sections[i].p.ended && !later && !src->no_process_end) {
+			stats->unended++;
+			su_reader_warn("process %u (%s) has no process_end: it was killed or its trace was cut, "
+				       "its last samples are missing", r.sections[i].p.pid,
+				       r.sections[i].p.comm ? r.sections[i].p.comm : "?");
+		}
+	}
 	for (size_t i = 0; i < r.n_sections; i++)
 		if (cb->maps)
 			for (size_t j = 0; j < r.sections[i].n_maps && !r.cb_rc; j++)
@@ -602,7 +616,7 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 	for (size_t i = 0; i < r.n_drops; i++)
 		stats->drops += r.drops[i].total;
 	stats->truncated_files = rep.truncated_files;
-	if (!rc && (stats->truncated_files || stats->bad_blobs || stats->no_maps))
+	if (!rc && (stats->truncated_files || stats->bad_blobs || stats->no_maps || stats->unended))
 		rc = 1;
 out:
 	if (h)

@@ -30,6 +30,7 @@ struct su_reader_stats {
 	uint64_t discarded;         /* events the writer lost (CTF events_discarded) */
 	uint64_t processes;
 	uint64_t ended;             /* processes with a process_end event */
+	uint64_t unended;           /* killed: no process_end and no later image (exec) */
 	uint64_t bytes_on_disk;     /* all files of the trace directory */
 	uint64_t bytes_read;        /* stream-file bytes read so far, growing during the
 				     * read (a progress meter against bytes_on_disk;

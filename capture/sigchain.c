@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sigchain.c: sharing the sampling signal (SIGPROF) with a program that
+ * uses it too (its own profiler, setitimer(ITIMER_PROF)).
+ *
+ * Our handler stays installed; the program's sigaction()/signal() on that
+ * signal are interposed and recorded as the program's action, which they
+ * also report back.  Our handler keeps the signals that are ours (perf
+ * overflow: POLL_* codes; our timers: SI_TIMER with our cookie) and hands
+ * every other one to the program's action exactly as the kernel would
+ * have: its handler with its mask, SIG_IGN, or the default action (which
+ * for SIGPROF ends the process).  So the program sees its own signals,
+ * never ours, and still dies of an unhandled SIGPROF.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "capture-internal.h"
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+
+static sigaction_fn real_sigaction_fn;
+
+/* The program's action: two slots, the handler reads the published one. */
+static struct sigaction user_slots[2];
+static _Atomic int user_slot;
+static _Atomic int chaining;   /* our handler is installed on cfg.signo */
+
+int sigchain_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (!real_sigaction_fn)
+		real_sigaction_fn = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
+	if (!real_sigaction_fn) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return real_sigaction_fn(sig, act, old);
+}
+
+static void user_set(const struct sigaction *act)
+{
+	int const next = !atomic_load(&user_slot);
+	user_slots[next] = *act;
+	atomic_store(&user_slot, next);
+}
+
+void sigchain_start(const struct sigaction *previous)
+{
+	user_set(previous);
+	atomic_store(&chaining, 1);
+}
+
+void sigchain_stop(struct sigaction *program_action)
+{
+	atomic_store(&chaining, 0);
+	*program_action = user_slots[atomic_load(&user_slot)];
+}
+
+int sigchain_is_ours(const siginfo_t *si)
+{
+	/* perf overflow signals carry a POLL_* band code (F_SETSIG);
+	 * nothing else sends the sampling signal with one. */
+	if (si->si_code >= POLL_IN && si->si_code <= POLL_HUP)
+		return 1;
+	return si->si_code == SI_TIMER && si->si_value.sival_ptr == (void *)&stackcap_g;
+}
+
+/* A signal that is not ours, in our handler: what the kernel would have
+ * done with the program's action. */
+void sigchain_forward(int sig, siginfo_t *si, void *uc)
+{
+	struct sigaction const act = user_slots[atomic_load(&user_slot)];
+	if (act.sa_handler == SIG_IGN)
+		return;
+	if (act.sa_handler == SIG_DFL) {
+		/* SIGPROF and the real-time signals terminate: the program
+		 * would have died here, so it does.  Our handler blocks every
+		 * signal: the re-raised one is delivered at its return. */
+		stackcap_exit_flush();
+		struct sigaction dfl;
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		sigchain_real_sigaction(sig, &dfl, NULL);
+		syscall(SYS_tgkill, getpid(), (pid_t)syscall(SYS_gettid), sig);
+		return;
+	}
+	if (act.sa_flags & SA_RESETHAND) {
+		struct sigaction dfl;
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		user_set(&dfl);
+	}
+	/* The program's handler runs with the mask it asked for (what it
+	 * interrupted, its sa_mask, the signal unless SA_NODEFER), so a
+	 * longjmp out of it leaves the mask it would have left. */
+	sigset_t mask = ((ucontext_t *)uc)->uc_sigmask;
+	for (int s = 1; s < NSIG; s++)
+		if (sigismember(&act.sa_mask, s) == 1)
+			sigaddset(&mask, s);
+	if (!(act.sa_flags & SA_NODEFER))
+		sigaddset(&mask, sig);
+	pthread_sigmask(SIG_SETMASK, &mask, NULL);
+	if (act.sa_flags & SA_SIGINFO)
+		act.sa_sigaction(sig, si, uc);
+	else
+		act.sa_handler(sig);
+}
+
+/* ---- interposed ---------------------------------------------------------- */
+
+STACKCAP_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (!atomic_load(&chaining) || sig != stackcap_g.cfg.signo)
+		return sigchain_real_sigaction(sig, act, old);
+	if (old)
+		*old = user_slots[atomic_load(&user_slot)];
+	if (act)
+		user_set(act);
+	return 0;
+}
+
+STACKCAP_API sighandler_t signal(int sig, sighandler_t handler)
+{
+	if (sig == stackcap_g.cfg.signo && atomic_load(&chaining)) {
+		/* glibc's signal(): BSD semantics. */
+		struct sigaction act, old;
+		memset(&act, 0, sizeof(act));
+		act.sa_handler = handler;
+		act.sa_flags = SA_RESTART;
+		sigemptyset(&act.sa_mask);
+		sigaddset(&act.sa_mask, sig);
+		sigaction(sig, &act, &old);
+		return old.sa_handler;
+	}
+	static sighandler_t (*real)(int, sighandler_t);
+	if (!real)
+		real = (sighandler_t (*)(int, sighandler_t))dlsym(RTLD_NEXT, "signal");
+	if (!real) {
+		errno = ENOSYS;
+		return SIG_ERR;
+	}
+	return real(sig, handler);
+}

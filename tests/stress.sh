@@ -1,0 +1,172 @@
+#!/bin/sh
+# Reliability of the capture side (docs/RELIABILITY.md): each scenario of
+# tests/stress/stress runs plain and under `stackcap record`, bounded in
+# time (a timeout fails: deadlock); exit status, stdout and the program's
+# own stderr must be identical; the trace must be readable by stackunwind
+# and the drops reported.  Then the faults: SIGKILL mid-run, a full disk.
+# STRESS_SAN=asan|tsan: the recorded runs preload that sanitizer's runtime
+# and libstackcap built with it (capture/local.mk); STRESS_ONLY="a b":
+# only those scenario groups.
+. "${top_srcdir:?}/tests/tap-lib.sh"
+
+P="$B/tests/stress/stress"
+UNWIND="$B/cli/stackunwind"
+TMO=${STRESS_TIMEOUT:-60}
+SAN_PRELOAD=
+case "${STRESS_SAN:-}" in
+asan)
+	# The ASan runtime first (stackcap record keeps the command's preloads
+	# first); leaks off: the library keeps some state to the end on purpose.
+	SAN_PRELOAD=$(${CC:-gcc} -print-file-name=libasan.so)
+	export STACKCAP_LIBRARY="$B/capture/.libs/libstackcap-asan.so"
+	export ASAN_OPTIONS=detect_leaks=0:exitcode=99 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ;;
+tsan)
+	# TSan the other way round: libstackcap first, so that its
+	# pthread_create and sigaction interposers call TSan's (the thread
+	# starts in TSan's trampoline, then in ours); TSan's own calls go to
+	# libc.  stackcap record adds the library again: loaded once.
+	export STACKCAP_LIBRARY="$B/capture/.libs/libstackcap-tsan.so"
+	SAN_PRELOAD="$STACKCAP_LIBRARY $(${CC:-gcc} -print-file-name=libtsan.so)"
+	export TSAN_OPTIONS=exitcode=99:halt_on_error=1 ;;
+esac
+if [ -n "${STRESS_SAN:-}" ] && ! [ -f "${SAN_PRELOAD##* }" -a -f "$STACKCAP_LIBRARY" ]; then
+	echo "1..1"
+	echo "not ok 1 - $STRESS_SAN: runtime '$SAN_PRELOAD' or $STACKCAP_LIBRARY missing (apt-get install gcc; make check builds the library)"
+	exit 0
+fi
+want() { [ -z "${STRESS_ONLY:-}" ] || case " $STRESS_ONLY " in *" $1 "*) true ;; *) false ;; esac; }
+
+# scenario NAME FREQ ARGS...: plain and recorded runs, compared.
+scenario() {
+	name=$1 freq=$2
+	shift 2
+	d="$work/$name"
+	mkdir -p "$d"
+	# In the background: a shell reports a fatal signal of a foreground
+	# command on the stderr it redirected (dash).
+	timeout -k 5 "$TMO" "$P" "$@" >"$d/plain.out" 2>"$d/plain.err" &
+	wait $!
+	echo $? >"$d/plain.rc"
+	LD_PRELOAD=$SAN_PRELOAD timeout -k 5 "$TMO" "$STACKCAP" record -F "$freq" -o "$d/trace" -- "$P" "$@" >"$d/rec.out" 2>"$d/rec.allerr" &
+	wait $!
+	echo $? >"$d/rec.rc"
+	# stackcap's own lines start with "stackcap: "; the rest is the program's.
+	grep -v '^stackcap: ' "$d/rec.allerr" >"$d/rec.err"
+	grep '^stackcap: ' "$d/rec.allerr" >"$d/rec.summary"
+	prc=$(cat "$d/plain.rc") rrc=$(cat "$d/rec.rc")
+	if [ "$rrc" = 124 ] || [ "$rrc" = 137 -a "$prc" != 137 ]; then
+		not_ok "$name: recorded run timed out after $TMO s (deadlock?)"
+	elif [ "$prc" = 124 ]; then
+		not_ok "$name: the plain run timed out after $TMO s"
+	else
+		check "$name: same exit status plain and recorded ($prc, $rrc)" [ "$prc" = "$rrc" ]
+	fi
+	check "$name: same stdout ($(head -c 70 "$d/plain.out" | head -n 1))" cmp -s "$d/plain.out" "$d/rec.out"
+	check "$name: same stderr of the program" cmp -s "$d/plain.err" "$d/rec.err"
+	"$UNWIND" stats "$d/trace" >"$d/stats" 2>"$d/stats.err"
+	urc=$?
+	drops=$(sed -n 's/^stackcap: [0-9]* samples, \([0-9]*\) drops.*/\1/p' "$d/rec.summary")
+	samples=$(sed -n 's/^samples: *//p' "$d/stats")
+	if [ "$urc" = "${UNWIND_RC:-0}" ] && [ -n "$drops" ] && grep -q '^drops: ' "$d/stats"; then
+		ok "$name: trace readable, $samples samples, $drops drops reported"
+	else
+		not_ok "$name: stackunwind stats exit $urc (want ${UNWIND_RC:-0}), drops in summary '${drops}'; $(head -n 2 "$d/stats.err")"
+	fi
+	if [ -n "${STRESS_SAN:-}" ]; then
+		check "$name: no $STRESS_SAN report" sh -c "! grep -q -E 'Sanitizer|runtime error' '$d/rec.allerr'"
+	fi
+	echo "# $name: $(cat "$d/rec.summary" | head -n 1)"
+}
+
+# -- threads, forks, dlopen, stack, signals ----------------------------------
+if want threads; then
+	scenario threads 10000 threads 8
+	check "threads: 8 x 64 threads sampled (>= 500 samples)" [ "${samples:-0}" -ge 500 ]
+fi
+if want forks; then
+	scenario forks-exit 999 forks 64 exit
+	scenario forks-_exit 999 forks 64 _exit
+	# _exit in a child: its trace is finished all the same (exit.c).
+	np=$(sed -n 's/^processes: *\([0-9]*\) (\([0-9]*\) ended normally)/\1 \2/p' "$work/forks-_exit/stats")
+	check "forks-_exit: 65 processes, all 65 ended their trace ($np)" [ "$np" = "65 65" ]
+	scenario forks-exec 999 forks 32 exec
+fi
+if want dlopen; then
+	scenario dlopen 10000 dlopen 150
+	check "dlopen: samples at 10 kHz across the churn (>= 500)" [ "${samples:-0}" -ge 500 ]
+fi
+if want recurse; then scenario recurse 10000 recurse 20; fi
+if want overflow; then scenario overflow 10000 overflow; fi
+if want sigalt; then scenario sigalt 10000 sigalt 800; fi
+if want blockprof; then scenario blockprof 10000 blockprof 800; fi
+if want longjmp; then scenario longjmp 10000 longjmp 4000; fi
+if want vfork; then
+	scenario vfork 10000 vfork 40
+	# The vfork child runs on the parent's stack and memory: it must never
+	# be sampled into the parent's rings.
+	"$UNWIND" stacks "$work/vfork/trace" >"$work/vfork/stacks" 2>/dev/null
+	check "vfork: no sample in the vfork child's code (vfork_child_work)" sh -c "! grep -q vfork_child_work '$work/vfork/stacks'"
+	check "vfork: the parent is sampled (mode_vfork in stacks)" grep -q mode_vfork "$work/vfork/stacks"
+fi
+
+# -- programs that use SIGPROF themselves --------------------------------------
+if want ownprof; then
+	scenario ownprof-sigaction 10000 ownprof 2000 sigaction
+	check "ownprof-sigaction: the program's handler saw none of our signals" grep -q "foreign signals 0," "$work/ownprof-sigaction/rec.out"
+	check "ownprof-sigaction: we still sample (>= 500)" [ "${samples:-0}" -ge 500 ]
+	scenario ownprof-signal 10000 ownprof 2000 signal
+	check "ownprof-signal: the program's ticks at its own timer's rate" grep -q "ticks at the timer's rate" "$work/ownprof-signal/rec.out"
+fi
+if want itimer; then
+	scenario itimer-default 10000 itimer-default
+	check "itimer-default: SIGPROF's default action still ends the program (155)" [ "$(cat "$work/itimer-default/rec.rc")" = 155 ]
+	np=$(sed -n 's/^processes: *\([0-9]*\) (\([0-9]*\) ended normally)/\1 \2/p' "$work/itimer-default/stats")
+	check "itimer-default: the trace was finished before the signal ended it ($np)" [ "$np" = "1 1" ]
+fi
+
+# -- faults -------------------------------------------------------------------------
+# SIGKILL mid-run: what was flushed stays readable, the fault is reported.
+if want killself; then
+	UNWIND_RC=3
+	scenario killself 10000 killself 3000
+	UNWIND_RC=0
+	ks=$(sed -n 's/^samples: *//p' "$work/killself/stats")
+	check "SIGKILL: samples flushed before the kill are readable ($ks >= 500)" [ "${ks:-0}" -ge 500 ]
+	"$UNWIND" stacks "$work/killself/trace" >/dev/null 2>"$work/killself/stacks.err"
+	krc=$?
+	check "SIGKILL: stackunwind stacks exit 3 (read in part, $krc)" [ "$krc" = 3 ]
+	check "SIGKILL: stackunwind warns of the missing process_end" grep -q "has no process_end: it was killed" "$work/killself/stacks.err"
+	check "SIGKILL: stackcap record reports the kill" grep -q "killed by signal 9" "$work/killself/rec.summary"
+	check "SIGKILL: stackcap record reports the unfinished trace" grep -q "1 of 1 processes did not finish their trace" "$work/killself/rec.summary"
+fi
+
+if ! want full; then
+	:
+# A full disk: a 1 MiB tmpfs.  The command's status and output stay its
+# own, the error is printed, and stackunwind reads what was written.
+elif [ "$(id -u)" != 0 ]; then
+	not_ok "full disk: needs root to mount a small tmpfs (CI runs as root)"
+else
+	mnt="$work/tiny"
+	mkdir -p "$mnt"
+	if ! mount -t tmpfs -o size=1m tmpfs "$mnt"; then
+		not_ok "full disk: mount -t tmpfs failed"
+	else
+		trap 'umount "$mnt" 2>/dev/null; rm -rf "$work"' EXIT
+		timeout -k 5 "$TMO" "$P" recurse 30 >"$work/full.plain" 2>/dev/null
+		timeout -k 5 "$TMO" "$STACKCAP" record -F 10000 -o "$mnt/t" -- "$P" recurse 30 >"$work/full.out" 2>"$work/full.err"
+		frc=$?
+		check "full disk: the command's exit status (0) and output are kept ($frc)" \
+			sh -c "[ $frc = 0 ] && cmp -s '$work/full.plain' '$work/full.out'"
+		check "full disk: stackcap record prints the write error" grep -q "write error in 1 of 1 processes (No space left on device)" "$work/full.err"
+		"$UNWIND" stats "$mnt/t" >"$work/full.stats" 2>"$work/full.stats.err"
+		furc=$?
+		fs=$(sed -n 's/^samples: *//p' "$work/full.stats")
+		check "full disk: stackunwind reads the trace written before the fault (exit $furc, $fs samples)" \
+			sh -c "[ $furc = 0 -o $furc = 3 ] && [ '${fs:-0}' -gt 0 ]"
+		echo "# full disk: $(grep '^stackcap: ' "$work/full.err" | tr '\n' ' ')"
+		umount "$mnt"
+	fi
+fi
+
+echo "1..$n"

@@ -1,0 +1,445 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stress: the programs of tests/stress.sh, one scenario per mode.  Each
+ * does a fixed amount of work (iteration counts, never time) and prints a
+ * deterministic result, so a run under `stackcap record` must print
+ * exactly what a plain run prints and exit with the same status.
+ *
+ *   stress MODE [N]    modes: see main()
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define NOINLINE __attribute__((noinline, noclone))
+
+/* One unit of CPU work: 2^16 steps of an LCG (~0.1 ms). */
+static NOINLINE uint64_t work(uint64_t seed, unsigned units)
+{
+	uint64_t x = seed | 1;
+	for (unsigned u = 0; u < units; u++)
+		for (unsigned i = 0; i < 65536; i++)
+			x = x * 6364136223846793005u + 1442695040888963407u;
+	__asm__ volatile("" : "+r"(x));
+	return x;
+}
+
+static double cpu_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* ---- threads: rounds of 64 threads created and joined together --------- */
+
+static void *thread_fn(void *arg)
+{
+	uintptr_t const i = (uintptr_t)arg;
+	return (void *)(uintptr_t)(work(i, 2) & 0xffff);
+}
+
+static int mode_threads(int rounds)
+{
+	uint64_t sum = 0;
+	for (int r = 0; r < rounds; r++) {
+		pthread_t th[64];
+		for (uintptr_t i = 0; i < 64; i++)
+			if (pthread_create(&th[i], NULL, thread_fn, (void *)(i + 64 * (uintptr_t)r)) != 0) {
+				fprintf(stderr, "stress: pthread_create failed\n");
+				return 1;
+			}
+		for (int i = 0; i < 64; i++) {
+			void *ret;
+			pthread_join(th[i], &ret);
+			sum += (uintptr_t)ret;
+		}
+	}
+	printf("threads: %d x 64, sum %llu\n", rounds, (unsigned long long)sum);
+	return 0;
+}
+
+/* ---- fork storms --------------------------------------------------------- */
+
+/* N children at once; each works, then leaves with exit() or _exit() (or
+ * execs this program again); the parent adds up their statuses. */
+static int mode_forks(int n, const char *how, const char *self)
+{
+	uint64_t sum = 0;
+	fflush(stdout);
+	for (int batch = 0; batch < n; batch += 16) {
+		pid_t pids[16];
+		int k = 0;
+		for (; k < 16 && batch + k < n; k++) {
+			int const i = batch + k;
+			pid_t const pid = fork();
+			if (pid < 0) {
+				perror("stress: fork");
+				return 1;
+			}
+			if (pid == 0) {
+				int const code = (int)(work((uint64_t)i, 3) % 100);
+				if (!strcmp(how, "exec")) {
+					char arg[16];
+					snprintf(arg, sizeof(arg), "%d", code);
+					execl(self, self, "leaf", arg, (char *)NULL);
+					_exit(127);
+				}
+				if (!strcmp(how, "_exit"))
+					_exit(code);
+				exit(code);
+			}
+			pids[k] = pid;
+		}
+		for (int j = 0; j < k; j++) {
+			int st;
+			if (waitpid(pids[j], &st, 0) != pids[j] || !WIFEXITED(st)) {
+				fprintf(stderr, "stress: child did not exit normally\n");
+				return 1;
+			}
+			sum += (uint64_t)WEXITSTATUS(st);
+		}
+	}
+	printf("forks(%s): %d children, status sum %llu\n", how, n, (unsigned long long)sum);
+	return 0;
+}
+
+/* ---- dlopen/dlclose churn of several libraries --------------------------- */
+
+static int mode_dlopen(int rounds)
+{
+	static const char *const libs[] = { "libz.so.1", "libzstd.so.1", "liblzma.so.5", "libelf.so.1" };
+	static const char *const fns[] = { "zlibVersion", "ZSTD_versionNumber", "lzma_version_number",
+					   "elf_version" };
+	uint64_t sum = 0;
+	for (int r = 0; r < rounds; r++) {
+		for (unsigned i = 0; i < 4; i++) {
+			void *h = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
+			if (!h) {
+				fprintf(stderr, "stress: dlopen %s: %s\n", libs[i], dlerror());
+				return 1;
+			}
+			sum += dlsym(h, fns[i]) != NULL;
+			sum += work((uint64_t)r, 1) & 1;
+			dlclose(h);
+		}
+	}
+	printf("dlopen: %d rounds x 4 libraries, sum %llu\n", rounds, (unsigned long long)sum);
+	return 0;
+}
+
+/* ---- recursion down to the stack limit ----------------------------------- */
+
+static uintptr_t stack_top;
+static uintptr_t stack_floor;   /* recursion stops below this much stack */
+
+static NOINLINE uint64_t recurse(uint64_t depth)
+{
+	volatile char pad[200];
+	pad[0] = (char)depth;
+	uintptr_t const sp = (uintptr_t)&pad[0];
+	uint64_t r;
+	if (stack_top - sp >= stack_floor)
+		r = work(depth, 2) & 1;
+	else
+		r = recurse(depth + 1) + (pad[0] & 1);
+	__asm__ volatile("" : "+r"(r));
+	return r;
+}
+
+static int mode_recurse(int reps)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_STACK, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (64u << 20)) {
+		printf("recurse: stack limit not finite, skipped\n");
+		return 0;
+	}
+	volatile char here;
+	stack_top = (uintptr_t)&here;
+	/* Within 128 KiB of the limit (argv and environment sit above main). */
+	stack_floor = rl.rlim_cur - (128u << 10);
+	uint64_t sum = 0;
+	for (int r = 0; r < reps; r++)
+		sum += recurse(0) > 0;
+	printf("recurse: %d times to within 128 KiB of the stack limit, %llu\n", reps, (unsigned long long)sum);
+	return 0;
+}
+
+/* Past the limit: the overflow is caught on an alternate stack. */
+static void on_overflow(int sig)
+{
+	(void)sig;
+	static const char msg[] = "overflow: caught on the alternate stack\n";
+	ssize_t const w = write(1, msg, sizeof(msg) - 1);
+	_exit(w < 0 ? 2 : 0);
+}
+
+static volatile uint64_t depth_limit = UINT64_MAX;
+
+static NOINLINE uint64_t recurse_forever(uint64_t depth)
+{
+	volatile char pad[512];
+	pad[depth % 512] = (char)depth;
+	if (depth >= depth_limit)
+		return 0;
+	return recurse_forever(depth + 1) + pad[depth % 512];
+}
+
+static int mode_overflow(void)
+{
+	static char alt[1 << 16];
+	stack_t ss = { .ss_sp = alt, .ss_size = sizeof(alt) };
+	struct sigaction sa = { .sa_handler = on_overflow, .sa_flags = SA_ONSTACK };
+	if (sigaltstack(&ss, NULL) != 0 || sigaction(SIGSEGV, &sa, NULL) != 0)
+		return 1;
+	fflush(stdout);
+	return (int)recurse_forever(0);
+}
+
+/* ---- code on the alternate signal stack ---------------------------------- */
+
+static volatile uint64_t alt_sum;
+
+static void on_usr1_work(int sig)
+{
+	(void)sig;
+	alt_sum += work(alt_sum, 5) & 0xff;
+}
+
+static int mode_sigalt(int n)
+{
+	static char alt[1 << 16];
+	stack_t ss = { .ss_sp = alt, .ss_size = sizeof(alt) };
+	struct sigaction sa = { .sa_handler = on_usr1_work, .sa_flags = SA_ONSTACK };
+	if (sigaltstack(&ss, NULL) != 0 || sigaction(SIGUSR1, &sa, NULL) != 0)
+		return 1;
+	for (int i = 0; i < n; i++)
+		raise(SIGUSR1);
+	printf("sigalt: %d handlers on the alternate stack, sum %llu\n", n, (unsigned long long)alt_sum);
+	return 0;
+}
+
+/* ---- programs that use SIGPROF themselves -------------------------------- */
+
+static int mode_blockprof(int units)
+{
+	sigset_t prof;
+	sigemptyset(&prof);
+	sigaddset(&prof, SIGPROF);
+	sigprocmask(SIG_BLOCK, &prof, NULL);
+	uint64_t sum = work(1, (unsigned)units);
+	sigprocmask(SIG_UNBLOCK, &prof, NULL);
+	sum += work(2, (unsigned)units);
+	/* Blocked in a thread too. */
+	pthread_sigmask(SIG_BLOCK, &prof, NULL);
+	sum += work(3, (unsigned)units);
+	pthread_sigmask(SIG_UNBLOCK, &prof, NULL);
+	printf("blockprof: sum %llu\n", (unsigned long long)(sum & 0xffffffff));
+	return 0;
+}
+
+static volatile sig_atomic_t ticks, foreign;
+
+static void on_prof_info(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	/* setitimer's signal comes from the kernel; anything else is not ours. */
+	if (si->si_code == SI_KERNEL)
+		ticks++;
+	else
+		foreign++;
+}
+
+static void on_prof_plain(int sig)
+{
+	(void)sig;
+	ticks++;
+}
+
+/* Its own SIGPROF handler and ITIMER_PROF at 2 ms: it must see its own
+ * ticks only, and only as many as 2 ms of CPU time allow. */
+static int mode_ownprof(const char *how, int units)
+{
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof(sa));
+	if (!strcmp(how, "signal")) {
+		if (signal(SIGPROF, on_prof_plain) == SIG_ERR)
+			return 1;
+	} else {
+		sa.sa_sigaction = on_prof_info;
+		sa.sa_flags = SA_SIGINFO | SA_RESTART;
+		if (sigaction(SIGPROF, &sa, NULL) != 0)
+			return 1;
+	}
+	sigaction(SIGPROF, NULL, &old);
+	int const kept = !strcmp(how, "signal") ? old.sa_handler == on_prof_plain
+						: old.sa_sigaction == on_prof_info && (old.sa_flags & SA_SIGINFO);
+	struct itimerval it = { { 0, 2000 }, { 0, 2000 } };
+	double const t0 = cpu_ms();
+	setitimer(ITIMER_PROF, &it, NULL);
+	uint64_t sum = 0;
+	for (int i = 0; i < units; i++)
+		sum += work((uint64_t)i, 1) & 1;
+	struct itimerval off = { { 0, 0 }, { 0, 0 } };
+	setitimer(ITIMER_PROF, &off, NULL);
+	double const ms = cpu_ms() - t0;
+	int const rate_ok = ticks >= 1 && ticks <= ms / 2 + 10;
+	printf("ownprof(%s): handler %s, ticks %s, foreign signals %d, sum %llu\n", how,
+	       kept ? "kept" : "REPLACED", rate_ok ? "at the timer's rate" : "WRONG", (int)foreign,
+	       (unsigned long long)sum);
+	if (!rate_ok)
+		fprintf(stderr, "ownprof: %d ticks in %.0f ms of CPU\n", (int)ticks, ms);
+	return 0;
+}
+
+/* ITIMER_PROF and no handler: SIGPROF's default action ends the program. */
+static int mode_itimer_default(void)
+{
+	printf("itimer-default: armed\n");
+	fflush(stdout);
+	struct itimerval it = { { 0, 1000 }, { 0, 1000 } };
+	setitimer(ITIMER_PROF, &it, NULL);
+	/* Bounded, in case the signal never comes (about 100 s). */
+	for (int i = 0; i < 1000000; i++)
+		work(1, 1);
+	printf("itimer-default: no SIGPROF\n");
+	return 1;
+}
+
+/* ---- vfork and posix_spawn ----------------------------------------------- */
+
+/* Runs in a vfork child, on the parent's stack and memory. */
+static NOINLINE int vfork_child_work(int i)
+{
+	return (int)(work((uint64_t)i, 10) % 50);
+}
+
+static int mode_vfork(int n)
+{
+	static uint64_t sum;
+	for (int i = 0; i < n; i++) {
+		pid_t pid = vfork();
+		if (pid < 0)
+			return 1;
+		if (pid == 0)
+			_exit(vfork_child_work(i));
+		int st;
+		waitpid(pid, &st, 0);
+		sum += WIFEXITED(st) ? (uint64_t)WEXITSTATUS(st) : 1000;
+		pid = vfork();
+		if (pid == 0) {
+			execl("/bin/sh", "sh", "-c", "exit 3", (char *)NULL);
+			_exit(127);
+		}
+		waitpid(pid, &st, 0);
+		sum += WIFEXITED(st) ? (uint64_t)WEXITSTATUS(st) : 1000;
+		char *argv[] = { "sh", "-c", "exit 5", NULL };
+		if (posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, environ) != 0)
+			return 1;
+		waitpid(pid, &st, 0);
+		sum += WIFEXITED(st) ? (uint64_t)WEXITSTATUS(st) : 1000;
+		sum += work((uint64_t)i, 2) & 1;
+	}
+	printf("vfork: %d x (vfork+_exit, vfork+exec, posix_spawn), sum %llu\n", n, (unsigned long long)sum);
+	return 0;
+}
+
+/* ---- longjmp out of signal handlers -------------------------------------- */
+
+static sigjmp_buf jb;
+static volatile char *guard;
+
+static void on_jump(int sig)
+{
+	(void)sig;
+	siglongjmp(jb, 1);
+}
+
+static int mode_longjmp(int n)
+{
+	struct sigaction sa = { .sa_handler = on_jump };
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGSEGV, &sa, NULL);
+	guard = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (guard == MAP_FAILED)
+		return 1;
+	volatile uint64_t sum = 0;
+	volatile int i, jumps = 0;
+	for (i = 0; i < n; i++) {
+		if (sigsetjmp(jb, 1)) {
+			jumps++;
+			continue;
+		}
+		sum += work((uint64_t)i, 1) & 1;
+		if (i & 1)
+			raise(SIGUSR1);
+		else
+			guard[i % 4096] = 1; /* SIGSEGV */
+	}
+	printf("longjmp: %d jumps out of handlers, sum %llu\n", (int)jumps, (unsigned long long)sum);
+	return 0;
+}
+
+/* ---- the end of a process ------------------------------------------------ */
+
+/* Work, then SIGKILL ourselves: nothing of the tracer runs after. */
+static int mode_killself(int units)
+{
+	uint64_t const sum = work(1, (unsigned)units);
+	printf("killself: sum %llu\n", (unsigned long long)(sum & 0xffff));
+	fflush(stdout);
+	kill(getpid(), SIGKILL);
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	int const n = argc > 2 ? atoi(argv[2]) : 0;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(mode, "threads"))
+		return mode_threads(n ? n : 8);
+	if (!strcmp(mode, "forks"))
+		return mode_forks(n ? n : 64, argc > 3 ? argv[3] : "exit", argv[0]);
+	if (!strcmp(mode, "leaf"))
+		return n;
+	if (!strcmp(mode, "dlopen"))
+		return mode_dlopen(n ? n : 200);
+	if (!strcmp(mode, "recurse"))
+		return mode_recurse(n ? n : 20);
+	if (!strcmp(mode, "overflow"))
+		return mode_overflow();
+	if (!strcmp(mode, "sigalt"))
+		return mode_sigalt(n ? n : 2000);
+	if (!strcmp(mode, "blockprof"))
+		return mode_blockprof(n ? n : 1000);
+	if (!strcmp(mode, "ownprof"))
+		return mode_ownprof(argc > 3 ? argv[3] : "sigaction", n ? n : 2000);
+	if (!strcmp(mode, "itimer-default"))
+		return mode_itimer_default();
+	if (!strcmp(mode, "vfork"))
+		return mode_vfork(n ? n : 50);
+	if (!strcmp(mode, "longjmp"))
+		return mode_longjmp(n ? n : 5000);
+	if (!strcmp(mode, "killself"))
+		return mode_killself(n ? n : 3000);
+	fprintf(stderr, "usage: stress threads|forks|dlopen|recurse|overflow|sigalt|blockprof|ownprof|"
+			"itimer-default|vfork|longjmp|killself [N] [how]\n");
+	return 2;
+}
