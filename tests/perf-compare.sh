@@ -22,12 +22,16 @@
 #   sigframe  perf shows [unknown] where we show __restore_rt, the rest
 #             equal: perf looks up the return address of a signal frame
 #             at pc - 1, which is outside __restore_rt (perf is wrong);
-#   pconly    perf shows no user frame, we show one: the pc.  perf unwinds
-#             nothing when the stack copy is empty (a thread just out of
-#             clone) or the pc is in no recorded mapping (inside execve);
-#             the registers alone give the innermost frame;
+#   nouser    neither shows a user frame: perf prints none, we print the
+#             pc as "[unknown]" in no mapping (a process sampled inside
+#             execve: the registers belong to the image being replaced,
+#             whose mappings neither of us has); the same answer;
+#   pconly    perf shows no user frame, we show one: the pc, in a known
+#             function.  perf unwinds nothing when the stack copy is empty
+#             (a thread just out of clone); the registers alone give the
+#             innermost frame;
 #   other     anything else (listed in OUTDIR/other.txt).
-# Prints "samples=N order_mismatch=N same=N alias=N plt=N sigframe=N pconly=N other=N";
+# Prints "samples=N order_mismatch=N same=N alias=N plt=N sigframe=N nouser=N pconly=N other=N";
 # exit 0 when both produced the same number of samples in the same order.
 set -u
 data=$1
@@ -125,13 +129,14 @@ NR % 2 == 1 { p = $0; next }
 		if (kind == "alias") { alias++; next }
 		if (kind == "sigframe") { sig++; next }
 	}
+	if (pn == "" && y[2] == "[unknown]@[unknown]") { nouser++; next }
 	if (pn == "" && m == 1) { pconly++; next }
 	oth++
 	print "perf:        " p > other
 	print "stackunwind: " $0 > other
 }
 END {
-	printf "samples=%d order_mismatch=%d same=%d alias=%d plt=%d sigframe=%d pconly=%d other=%d\n", total, order, same, alias, plts, sig, pconly, oth
+	printf "samples=%d order_mismatch=%d same=%d alias=%d plt=%d sigframe=%d nouser=%d pconly=%d other=%d\n", total, order, same, alias, plts, sig, nouser, pconly, oth
 }'
 np=$(wc -l < "$out/perf.txt")
 ns=$(wc -l < "$out/su.txt")

@@ -1066,7 +1066,10 @@ static int on_compressed(struct pr *r, const uint8_t *rec, uint16_t size)
 	memcpy(c->data, r->rem, r->rem_len);
 	size_t len = r->rem_len;
 	ZSTD_inBuffer in = { rec + 8, (size_t)size - 8, 0 };
-	while (in.pos < in.size) {
+	/* Until the input is consumed and the output was not filled: zstd
+	 * may hold decoded bytes back when the output is full, even once it
+	 * has taken all the input (the last samples of a file were lost so). */
+	for (int full = 1; in.pos < in.size || full;) {
 		if (len == cap) {
 			if (cap > (256u << 20)) {
 				free(c);
@@ -1092,6 +1095,7 @@ static int on_compressed(struct pr *r, const uint8_t *rec, uint16_t size)
 			return -EINVAL;
 		}
 		len = out.pos;
+		full = len == cap;
 	}
 	c->len = len;
 	c->next = NULL;
