@@ -50,19 +50,26 @@ timed() {
 }
 
 echo "machine: $(nproc) cores, $(sed -n 's/^model name[ 	]*: //p' /proc/cpuinfo | head -n 1), $(date -u +%Y-%m-%d), $(perf version)"
-printf '%-8s %8s %9s %9s %9s %8s %11s %11s %11s %7s %7s\n' workload samples "su -j1 s" "su -jN s" "perf s" ratio "perf.data" "trace" "trace.zst" "x" "x zst"
+# peak resident MiB of one run
+rss() {
+	/usr/bin/time -f "%M" -o "$w/rss" "$@" >/dev/null 2>&1 || true
+	awk '{ printf "%.0f", $1 / 1024 }' "$w/rss"
+}
+printf '%-8s %8s %9s %9s %9s %8s %7s %7s %11s %11s %11s %7s %7s\n' workload samples "su -j1 s" "su -jN s" "perf s" ratio "su MiB" "pf MiB" "perf.data" "trace" "trace.zst" "x" "x zst"
 for p in threads gzip xz python; do
 	f="$w/$p.data"
 	n=$("$SU" stats "$f" 2>/dev/null | sed -n 's/^samples: *//p')
 	ts=$(timed "$SU" stacks -j 1 "$f")
 	tn=$(timed "$SU" stacks "$f")
 	tp=$(timed perf script -i "$f")
+	ms=$(rss "$SU" stacks -j 1 "$f")
+	mp=$(rss perf script -i "$f")
 	"$STACKCAP" convert "$f" -o "$w/$p.trace" 2>/dev/null
 	"$STACKCAP" convert "$f" -o "$w/$p.ztrace" --zstd 2>/dev/null
 	sz=$(stat -c %s "$f")
 	st=$(find "$w/$p.trace" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
 	sza=$(find "$w/$p.ztrace" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
-	awk -v p="$p" -v n="$n" -v ts="$ts" -v tn="$tn" -v tp="$tp" -v sz="$sz" -v st="$st" -v sza="$sza" 'BEGIN {
-		printf "%-8s %8d %9.2f %9.2f %9.2f %7.1fx %11d %11d %11d %6.0fx %6.0fx\n",
-			p, n, ts, tn, tp, (ts > 0 ? tp / ts : 0), sz, st, sza, sz / st, sz / sza }'
+	awk -v p="$p" -v n="$n" -v ts="$ts" -v tn="$tn" -v tp="$tp" -v ms="$ms" -v mp="$mp" -v sz="$sz" -v st="$st" -v sza="$sza" 'BEGIN {
+		printf "%-8s %8d %9.2f %9.2f %9.2f %7.1fx %7d %7d %11d %11d %11d %6.0fx %6.0fx\n",
+			p, n, ts, tn, tp, (ts > 0 ? tp / ts : 0), ms, mp, sz, st, sza, sz / st, sz / sza }'
 done

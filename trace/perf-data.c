@@ -1132,11 +1132,29 @@ static int on_compressed(struct pr *r, const uint8_t *rec, uint16_t size)
 	return 0;
 }
 
+/* Give back the pages of the data section below FROM that no queued event
+ * points into: the mapping is read once, front to back, so the resident
+ * part stays about one round long instead of growing to the file's size. */
+static void release_consumed(struct pr *r, uint64_t from, uint64_t *released)
+{
+	const uint8_t *const base = r->map + r->data_off;
+	uint64_t low = from;
+	for (size_t i = 0; i < r->nq; i++)
+		if (r->q[i].rec >= base && r->q[i].rec < base + from && (uint64_t)(r->q[i].rec - base) < low)
+			low = (uint64_t)(r->q[i].rec - base);
+	uint64_t const start = (r->data_off + *released + 4095) & ~4095ull;
+	uint64_t const end = (r->data_off + low) & ~4095ull;
+	if (end >= start + (8u << 20)) {
+		madvise((void *)(uintptr_t)(r->map + start), end - start, MADV_DONTNEED);
+		*released = end - r->data_off;
+	}
+}
+
 static void run_data(struct pr *r)
 {
 	const uint8_t *const base = r->map + r->data_off;
 	uint64_t pos = 0;
-	uint64_t populated = 0;
+	uint64_t populated = 0, released = 0;
 	while (pos < r->data_size && !r->cb_rc) {
 		if (pos >= populated) {
 			/* Page tables filled 32 MiB at a time: one call instead of
@@ -1181,6 +1199,7 @@ static void run_data(struct pr *r)
 			flush_until(r, r->next_flush);
 			r->next_flush = r->max_ts;
 			chunks_release(r);
+			release_consumed(r, pos, &released);
 			continue;
 		}
 		if (handle_record(r, rec, size))
