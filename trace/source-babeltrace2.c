@@ -18,6 +18,7 @@
 #include <babeltrace2/babeltrace.h>
 
 #include "trace/reader-internal.h"
+#include "trace/bt2-event.h"
 #include "ctf-writer.h"
 
 struct bt2_source {
@@ -51,153 +52,16 @@ static void set_err(struct bt2_source *s, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* ---- field access -------------------------------------------------------- */
-
-static const bt_field *member(const bt_field *st, const char *name)
-{
-	return st ? bt_field_structure_borrow_member_field_by_name_const(st, name) : NULL;
-}
-
-static uint64_t member_u64(const bt_field *st, const char *name)
-{
-	const bt_field *f = member(st, name);
-	if (!f)
-		return 0;
-	if (bt_field_get_class_type(f) == BT_FIELD_CLASS_TYPE_SIGNED_INTEGER)
-		return (uint64_t)bt_field_integer_signed_get_value(f);
-	return bt_field_integer_unsigned_get_value(f);
-}
-
-static char *member_str(const bt_field *st, const char *name)
-{
-	const bt_field *f = member(st, name);
-	const char *s = f ? bt_field_string_get_value(f) : NULL;
-	return strdup(s ? s : "");
-}
-
-/* Copy a u8 array field into BUF (at most CAP bytes).  @return its length. */
-static uint64_t member_bytes(const bt_field *st, const char *name, uint8_t *buf, uint64_t cap)
-{
-	const bt_field *f = member(st, name);
-	if (!f)
-		return 0;
-	uint64_t n = bt_field_array_get_length(f);
-	for (uint64_t i = 0; i < n && i < cap; i++)
-		buf[i] = (uint8_t)bt_field_integer_unsigned_get_value(
-			bt_field_array_borrow_element_field_by_index_const(f, i));
-	return n;
-}
-
 /* ---- babeltrace2 messages -> raw events ------------------------------------ */
-
-static int blob_field(struct bt2_source *s, const bt_field *pl, struct raw_event *ev)
-{
-	const bt_field *bf = member(pl, "blob");
-	uint64_t const len = bf ? bt_field_array_get_length(bf) : 0;
-	if (len + 1 > s->blob_cap) {
-		uint8_t *nb = realloc(s->blob, len + 1);
-		if (!nb)
-			return -ENOMEM;
-		s->blob = nb;
-		s->blob_cap = len + 1;
-	}
-	member_bytes(pl, "blob", s->blob, len);
-	ev->generation = (uint32_t)member_u64(pl, "generation");
-	ev->blob = s->blob;
-	ev->blob_len = len;
-	return 0;
-}
-
-static int maps_field(const bt_field *pl, struct raw_event *ev)
-{
-	const bt_field *arr = member(pl, "entries");
-	uint64_t n = arr ? bt_field_array_get_length(arr) : 0;
-	struct su_maps *m = calloc(1, sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	m->generation = (uint32_t)member_u64(pl, "generation");
-	m->count = (uint32_t)n;
-	m->entries = calloc(n ? n : 1, sizeof(*m->entries));
-	m->range_list = calloc(n ? n : 1, sizeof(*m->range_list));
-	if (!m->entries || !m->range_list) {
-		su_maps_free(m);
-		return -ENOMEM;
-	}
-	for (uint64_t i = 0; i < n; i++) {
-		const bt_field *e = bt_field_array_borrow_element_field_by_index_const(arr, i);
-		struct su_map_entry *me = &m->entries[i];
-		me->start = member_u64(e, "start");
-		me->end = member_u64(e, "end");
-		me->offset = member_u64(e, "offset");
-		me->bias = member_u64(e, "bias");
-		me->flags = (uint32_t)member_u64(e, "flags");
-		uint64_t bl = member_bytes(e, "build_id", me->build_id, SU_BUILD_ID_MAX);
-		me->build_id_len = (uint8_t)(bl <= SU_BUILD_ID_MAX ? bl : 0);
-		me->path = member_str(e, "path");
-		if (!me->path) {
-			su_maps_free(m);
-			return -ENOMEM;
-		}
-		m->range_list[i] = (struct stackcap_code_range){ me->start, me->end, (uint32_t)i };
-	}
-	ev->maps = m;
-	return 0;
-}
 
 static int handle_event(struct bt2_source *s, const bt_message *msg)
 {
-	const bt_event *e = bt_message_event_borrow_event_const(msg);
-	const char *name = bt_event_class_get_name(bt_event_borrow_class_const(e));
-	const bt_field *pl = bt_event_borrow_payload_field_const(e);
-	const bt_packet *pkt = bt_event_borrow_packet_const(e);
-	const bt_field *ctx = pkt ? bt_packet_borrow_context_field_const(pkt) : NULL;
-	struct raw_event ev = {
-		.pid = (uint32_t)member_u64(ctx, "pid"),
-		.tid = (uint32_t)member_u64(ctx, "tid"),
-		.ts = bt_clock_snapshot_get_value(bt_message_event_borrow_default_clock_snapshot_const(msg)),
-		.stream_id = bt_stream_get_id(bt_event_borrow_stream_const(e)),
-	};
-	int rc = 0;
-	if (!name)
-		return 0;
-	if (strcmp(name, "sample") == 0) {
-		ev.kind = RAW_SAMPLE;
-		rc = blob_field(s, pl, &ev);
-	} else if (strcmp(name, "sample_full") == 0) {
-		ev.kind = RAW_SAMPLE_FULL;
-		rc = blob_field(s, pl, &ev);
-	} else if (strcmp(name, "sample_segment") == 0) {
-		ev.kind = RAW_SAMPLE_SEGMENT;
-		rc = blob_field(s, pl, &ev);
-	} else if (strcmp(name, "process_start") == 0) {
-		ev.kind = RAW_PROCESS_START;
-		ev.proc.pid = (uint32_t)member_u64(pl, "pid");
-		ev.proc.ppid = (uint32_t)member_u64(pl, "ppid");
-		ev.proc.comm = member_str(pl, "comm");
-		ev.proc.exe = member_str(pl, "exe");
-		ev.proc.clock_offset_ns = (int64_t)member_u64(pl, "clock_offset_ns");
-		ev.proc.frequency_hz = (uint32_t)member_u64(pl, "frequency_hz");
-		ev.proc.stack_cap = (uint32_t)member_u64(pl, "stack_cap");
-		ev.proc.policy = (uint8_t)member_u64(pl, "policy");
-		ev.proc.codec_version = (uint8_t)member_u64(pl, "codec_version");
-		if (!ev.proc.comm || !ev.proc.exe) {
-			free(ev.proc.comm);
-			free(ev.proc.exe);
-			return -ENOMEM;
-		}
-	} else if (strcmp(name, "maps") == 0) {
-		ev.kind = RAW_MAPS;
-		rc = maps_field(pl, &ev);
-	} else if (strcmp(name, "drops") == 0) {
-		ev.kind = RAW_DROPS;
-		ev.drop_tid = (uint32_t)member_u64(pl, "tid");
-		ev.drops_total = member_u64(pl, "ring_full") + member_u64(pl, "nested") +
-				 member_u64(pl, "no_stack_bounds") + member_u64(pl, "other");
-	} else if (strcmp(name, "process_end") == 0) {
-		ev.kind = RAW_PROCESS_END;
-	} else {
+	const char *name = bt_event_class_get_name(bt_event_borrow_class_const(bt_message_event_borrow_event_const(msg)));
+	int const kind = su_bt2_stackcap_kind(name);
+	if (kind < 0)
 		return 0; /* an event class this reader does not know: skipped */
-	}
+	struct raw_event ev;
+	int rc = su_bt2_stackcap_event(msg, (enum raw_kind)kind, &ev, &s->blob, &s->blob_cap);
 	if (rc)
 		return rc;
 	rc = s->emit(s->ctx, &ev);
