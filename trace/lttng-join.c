@@ -67,22 +67,6 @@ struct su_lttng_join {
 	size_t blob_cap;
 };
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap * 2 : 8;
-	while (n < need)
-		n *= 2;
-	void *p = realloc(*arr, n * elem);
-	if (!p)
-		return -ENOMEM;
-	memset((char *)p + *cap * elem, 0, (n - *cap) * elem);
-	*arr = p;
-	*cap = n;
-	return 0;
-}
-
 enum su_lttng_event su_lttng_event_of(const char *name)
 {
 	if (!name)
@@ -147,7 +131,7 @@ static struct lt_proc *proc_get(struct su_lttng_join *j, uint32_t vpid, uint64_t
 				j->procs[i].first_ts = ts;
 			return &j->procs[i];
 		}
-	if (grow((void **)&j->procs, &j->cap_procs, j->n_procs + 1, sizeof(*j->procs)))
+	if (su_grow((void **)&j->procs, &j->cap_procs, j->n_procs + 1, sizeof(*j->procs)))
 		return NULL;
 	struct lt_proc *p = &j->procs[j->n_procs++];
 	p->vpid = vpid;
@@ -161,7 +145,7 @@ static int on_load(struct lt_proc *p, const bt_field *pl, uint64_t ts, int pic_k
 	uint64_t baddr, memsz;
 	if (su_bt2_u64(pl, "baddr", &baddr) || su_bt2_u64(pl, "memsz", &memsz) || !path)
 		return 0; /* not the layout we know: ignored */
-	if (grow((void **)&p->mods, &p->cap_mods, p->n_mods + 1, sizeof(*p->mods)))
+	if (su_grow((void **)&p->mods, &p->cap_mods, p->n_mods + 1, sizeof(*p->mods)))
 		return -ENOMEM;
 	struct lt_module *m = &p->mods[p->n_mods];
 	memset(m, 0, sizeof(*m));
@@ -226,7 +210,7 @@ static int on_code_ranges(struct su_lttng_join *j, struct lt_proc *p, const bt_f
 	for (size_t i = 0; i < p->n_gens; i++)
 		if (p->gens[i].generation == gen)
 			return 0; /* a repeat: the first is kept */
-	if (grow((void **)&p->gens, &p->cap_gens, p->n_gens + 1, sizeof(*p->gens)))
+	if (su_grow((void **)&p->gens, &p->cap_gens, p->n_gens + 1, sizeof(*p->gens)))
 		return -ENOMEM;
 	struct lt_gen *g = &p->gens[p->n_gens];
 	memset(g, 0, sizeof(*g));
@@ -468,7 +452,7 @@ static struct lt_seg *seg_get(struct su_lttng_join *j, uint32_t vpid, uint32_t v
 	for (size_t i = 0; i < j->n_segs; i++)
 		if (j->segs[i].vpid == vpid && j->segs[i].vtid == vtid)
 			return &j->segs[i];
-	if (grow((void **)&j->segs, &j->cap_segs, j->n_segs + 1, sizeof(*j->segs)))
+	if (su_grow((void **)&j->segs, &j->cap_segs, j->n_segs + 1, sizeof(*j->segs)))
 		return NULL;
 	struct lt_seg *g = &j->segs[j->n_segs++];
 	g->vpid = vpid;

@@ -52,22 +52,6 @@ static void set_err(struct lt_source *s, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap * 2 : 8;
-	while (n < need)
-		n *= 2;
-	void *p = realloc(*arr, n * elem);
-	if (!p)
-		return -ENOMEM;
-	memset((char *)p + *cap * elem, 0, (n - *cap) * elem);
-	*arr = p;
-	*cap = n;
-	return 0;
-}
-
 /* ---- babeltrace2 messages ------------------------------------------------ */
 
 static int handle_event(struct lt_source *s, const bt_message *msg)
@@ -366,7 +350,7 @@ static int stage_if_damaged(struct lt_source *s, char **dir)
 			char tpl[4200];
 			snprintf(tpl, sizeof(tpl), "%s/stackunwind-lttng.XXXXXX", tmp && *tmp ? tmp : "/tmp");
 			if (!mkdtemp(tpl) || !(stage = strdup(tpl)) ||
-			    grow((void **)&s->staged, &s->cap_staged, s->n_staged + 1, sizeof(*s->staged))) {
+			    su_grow((void **)&s->staged, &s->cap_staged, s->n_staged + 1, sizeof(*s->staged))) {
 				rc = -errno ? -errno : -ENOMEM;
 				free(stage);
 				stage = NULL;
@@ -506,7 +490,7 @@ static int find_lttng_ust(struct lt_source *s, const char *dir, int depth)
 	if (metadata_is_lttng_ust(p)) {
 		if (!s)
 			return 1;
-		if (grow((void **)&s->traces, &s->cap_traces, s->n_traces + 1, sizeof(*s->traces)) ||
+		if (su_grow((void **)&s->traces, &s->cap_traces, s->n_traces + 1, sizeof(*s->traces)) ||
 		    !(s->traces[s->n_traces] = strdup(dir)))
 			return -ENOMEM;
 		s->n_traces++;

@@ -95,7 +95,7 @@ void su_reader_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+int su_grow(void **arr, size_t *cap, size_t need, size_t elem)
 {
 	if (need <= *cap)
 		return 0;
@@ -187,7 +187,7 @@ static struct section *section_of_stream(struct reader *r, uint64_t stream_id, u
 
 static int on_process_start(struct reader *r, const struct raw_event *ev)
 {
-	if (grow((void **)&r->sections, &r->cap_sections, r->n_sections + 1, sizeof(*r->sections))) {
+	if (su_grow((void **)&r->sections, &r->cap_sections, r->n_sections + 1, sizeof(*r->sections))) {
 		free(ev->proc.comm);
 		free(ev->proc.exe);
 		return -ENOMEM;
@@ -229,7 +229,7 @@ static int on_maps(struct reader *r, const struct raw_event *ev)
 		su_maps_free(m);
 		return 0;
 	}
-	if (grow((void **)&s->maps, &s->cap_maps, s->n_maps + 1, sizeof(*s->maps))) {
+	if (su_grow((void **)&s->maps, &s->cap_maps, s->n_maps + 1, sizeof(*s->maps))) {
 		su_maps_free(m);
 		return -ENOMEM;
 	}
@@ -252,7 +252,7 @@ static int on_drops(struct reader *r, const struct raw_event *ev)
 				r->drops[i].total = ev->drops_total; /* cumulative: latest wins */
 			return 0;
 		}
-	if (grow((void **)&r->drops, &r->cap_drops, r->n_drops + 1, sizeof(*r->drops)))
+	if (su_grow((void **)&r->drops, &r->cap_drops, r->n_drops + 1, sizeof(*r->drops)))
 		return -ENOMEM;
 	r->drops[r->n_drops++] = (struct thread_drops){ ev->pid, ev->drop_tid, ev->drops_total };
 	return 0;
