@@ -4,8 +4,11 @@
 # another user's; as root everything LTTng runs as nobody, because a root
 # session daemon always uses /var/run/lttng.  Records testdata programs
 # with `stackcap record --lttng` into sessions, unwinds the LTTng traces
-# with stackunwind (known chains in >= 99% of hot samples), checks the
-# error paths, and stops the daemon (also on failure: trap).
+# with stackunwind (known chains in >= 99% of hot samples) and with the
+# babeltrace2 plugin (filter.stackcap.unwind: the same chains on the
+# stackcap:sample events and the user's own probe event; the folded sink =
+# stackunwind folded; a trace without stackcap events passes unchanged),
+# checks the error paths, and stops the daemon (also on failure: trap).
 . "${top_srcdir:?}/tests/tap-lib.sh"
 SU="$B/cli/stackunwind"
 
@@ -253,6 +256,79 @@ set -- $(chain_match "$work/probe.out" $chain)
 check "lttng-probe: every sample unwinds to '$chain' (the caller of stackcap_capture innermost) ($1 of $2)" \
 	[ "$1 $2" = "200 200" ]
 
+
+# ---- the babeltrace2 plugin on the LTTng traces (docs/babeltrace2-plugin.md):
+# filter.stackcap.unwind adds the callstack to stackcap:sample (and to the
+# user's own event that stackcap_lttng_tracepoint follows with a sample);
+# sink.stackcap.folded gives stackunwind folded's lines.
+PP="$B/plugin/.libs"
+BT="babeltrace2 --plugin-path=$PP"
+[ -f "$PP/babeltrace-plugin-stackcap.so" ] ||
+	not_ok "the babeltrace2 plugin was not built ($PP/babeltrace-plugin-stackcap.so): apt-get install libbabeltrace2-dev"
+# bt_chain FILE EVENT CHAIN...: "good total" over EVENT records whose
+# callstack's innermost function is CHAIN[1] (good: the whole chain).
+bt_chain() {
+	f=$1; ev=$2; shift 2
+	awk -v chain="$*" -v ev="$ev:" '
+	BEGIN { nc = split(chain, C, " ") }
+	index($0, ev) {
+		k = 0; s = $0
+		while (match(s, /function = "[^"]*"/)) { F[++k] = substr(s, RSTART + 12, RLENGTH - 13); s = substr(s, RSTART + RLENGTH) }
+		if (k > 0 && F[1] == C[1]) {
+			tot++; g = 1
+			for (i = 1; i <= nc; i++) if (F[i] != C[i]) g = 0
+			good += g
+		}
+	}
+	END { printf "%d %d\n", good, tot }' "$f"
+}
+for t in "single tdata-single" "threads tdata-threads -t 2" "dlopen tdata-dlopen --reload" "sigalt tdata-sigalt"; do
+	set -- $t
+	name=$1; prog=$2; shift 2
+	$BT "$lt/$name" -c filter.stackcap.unwind >"$work/$name.flt" 2>"$work/$name.flt.err"
+	r=$?
+	chain=$("$TD/$prog" "$@" --chain | tr '\n' ' ')
+	set -- $(bt_chain "$work/$name.flt" stackcap:sample $chain)
+	check "$name: babeltrace2 -c filter.stackcap.unwind on the LTTng trace (exit $r): callstack '$chain' on >= 99% of hot stackcap:sample events ($1 of $2)" \
+		sh -c "[ $r = 0 ] && awk -v g='$1' -v t='$2' 'BEGIN { exit !(t >= 100 && g * 100 >= t * 99) }'"
+	[ $r = 0 ] || sed 's/^/# /' "$work/$name.flt.err" | head -5
+done
+# Every stackcap:sample gets the fields, and nothing else of LTTng's does.
+ns=$(grep -c 'stackcap:sample: .*callstack = \[' "$work/single.flt")
+nall=$(grep -c 'stackcap:sample:' "$work/single.flt")
+nother=$(grep -v 'stackcap:sample:' "$work/single.flt" | grep -c 'callstack = ')
+check "single: all $nall stackcap:sample events carry a callstack ($ns), no other event does ($nother)" \
+	sh -c "[ $nall -ge 100 ] && [ $ns = $nall ] && [ $nother = 0 ]"
+for name in single threads dlopen sigalt exec fork jit probe; do
+	"$SU" folded "$lt/$name" >"$work/$name.su.folded" 2>/dev/null
+	$BT "$lt/$name" -c filter.stackcap.unwind -c sink.stackcap.folded >"$work/$name.bt.folded" 2>"$work/$name.bt.err"
+	r=$?
+	check "$name: sink.stackcap.folded on the LTTng trace (exit $r) = stackunwind folded ($(wc -l <"$work/$name.su.folded") lines, $(awk '{ s += $NF } END { print s + 0 }' "$work/$name.su.folded") samples)" \
+		sh -c "[ $r = 0 ] && [ -s '$work/$name.su.folded' ] && cmp -s '$work/$name.su.folded' '$work/$name.bt.folded'"
+	[ $r = 0 ] || sed 's/^/# /' "$work/$name.bt.err" | head -5
+done
+# The user's own event: each stackcap_test:tick gets the stack of the
+# stackcap:sample that follows it in its thread.
+$BT "$lt/probe" -c filter.stackcap.unwind >"$work/probe.flt" 2>"$work/probe.flt.err"
+r=$?
+chain=$("$B/tests/lttng-probe" --chain | tr '\n' ' ')
+set -- $(bt_chain "$work/probe.flt" stackcap_test:tick $chain)
+check "lttng-probe: each of the user's 200 stackcap_test:tick events carries its callstack '$chain' (exit $r; $1 of $2)" \
+	sh -c "[ $r = 0 ] && [ '$1 $2' = '200 200' ] && [ \$(grep -c 'stackcap_test:tick:' '$work/probe.flt') = 200 ]"
+# An LTTng trace with no stackcap event (the user's events and LTTng's
+# state dump only) passes the filter unchanged.
+if as_user lttng create plain --output="$lt/plain" >/dev/null &&
+	as_user lttng enable-event -u 'stackcap_test:*,lttng_ust_statedump:*' >/dev/null &&
+	as_user lttng add-context -u -t vpid -t vtid >/dev/null && as_user lttng start >/dev/null; then
+	as_user $RUN_PROBE 50 >/dev/null 2>&1
+	end_session
+fi
+babeltrace2 "$lt/plain" >"$work/plain.bt" 2>/dev/null
+$BT "$lt/plain" -c filter.stackcap.unwind >"$work/plain.flt" 2>"$work/plain.flt.err"
+r=$?
+check "an LTTng trace without stackcap events: the filter's text output (exit $r) is babeltrace2's without it ($(grep -c 'stackcap_test:tick:' "$work/plain.bt") ticks, $(grep -c 'lttng_ust_statedump:' "$work/plain.bt") state dump events)" \
+	sh -c "[ $r = 0 ] && [ \$(grep -c 'stackcap_test:tick:' '$work/plain.bt') = 50 ] && grep -q lttng_ust_statedump: '$work/plain.bt' && cmp -s '$work/plain.bt' '$work/plain.flt'"
+
 # Without the vpid/vtid contexts samples cannot be placed: a clear error.
 session noctx "" || not_ok "session without contexts set up"
 as_user "$RUN_STACKCAP" record --lttng -- "$RUN_TD/tdata-single" 0.2 >/dev/null 2>&1
@@ -261,6 +337,10 @@ end_session
 r=$?
 check "a session without vpid/vtid contexts: exit $r, a message naming lttng add-context" \
 	sh -c "[ $r != 0 ] && grep -q 'add-context' '$work/noctx.err'"
+$BT "$lt/noctx" -c filter.stackcap.unwind >/dev/null 2>"$work/noctx.flt.err"
+r=$?
+check "filter.stackcap.unwind on a session without vpid/vtid contexts: exit $r, a message naming lttng add-context" \
+	sh -c "[ $r != 0 ] && grep -q 'add-context' '$work/noctx.flt.err'"
 
 pid_was=$daemon_pid
 stop_daemon
