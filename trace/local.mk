@@ -18,6 +18,8 @@ trace_libsutrace_la_SOURCES = \
 	trace/lttng-join.c \
 	trace/bt2-event.h \
 	trace/bt2-event.c \
+	trace/bt2-graph.h \
+	trace/bt2-graph.c \
 	trace/lttng-reader.h \
 	trace/perf-data.h \
 	trace/perf-data.c

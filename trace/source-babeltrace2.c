@@ -19,6 +19,7 @@
 
 #include "trace/reader-internal.h"
 #include "trace/bt2-event.h"
+#include "trace/bt2-graph.h"
 #include "ctf-writer.h"
 
 struct bt2_source {
@@ -31,7 +32,6 @@ struct bt2_source {
 	raw_emit_fn emit;
 	void *ctx;
 	int emit_rc;              /* EMIT's nonzero return */
-	int fatal;                /* -errno from converting an event */
 	uint8_t *blob;
 	size_t blob_cap;
 	/* events_discarded of each stream's first packet, by stream id */
@@ -72,14 +72,6 @@ static int handle_event(struct bt2_source *s, const bt_message *msg)
 
 /* ---- the babeltrace2 graph ----------------------------------------------- */
 
-static bt_graph_simple_sink_component_initialize_func_status
-sink_init(bt_message_iterator *it, void *data)
-{
-	(void)it;
-	(void)data;
-	return BT_GRAPH_SIMPLE_SINK_COMPONENT_INITIALIZE_FUNC_STATUS_OK;
-}
-
 /* The count of a stream's first packet (remember_first_discards). */
 static uint64_t first_discards(struct bt2_source *r, uint64_t stream_id)
 {
@@ -89,151 +81,38 @@ static uint64_t first_discards(struct bt2_source *r, uint64_t stream_id)
 	return 0;
 }
 
-static bt_graph_simple_sink_component_consume_func_status
-sink_consume(bt_message_iterator *it, void *data)
+/* Each message of the graph (trace/bt2-graph.h): 0, 1 to stop, -errno. */
+static int on_message(void *arg, const bt_message *m)
 {
-	struct bt2_source *r = data;
-	bt_message_array_const msgs;
-	uint64_t count = 0;
-	switch (bt_message_iterator_next(it, &msgs, &count)) {
-	case BT_MESSAGE_ITERATOR_NEXT_STATUS_OK:
+	struct bt2_source *r = arg;
+	switch (bt_message_get_type(m)) {
+	case BT_MESSAGE_TYPE_EVENT: {
+		int const rc = handle_event(r, m);
+		if (rc)
+			return rc < 0 ? rc : -EINVAL;
 		break;
-	case BT_MESSAGE_ITERATOR_NEXT_STATUS_END:
-		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_END;
-	case BT_MESSAGE_ITERATOR_NEXT_STATUS_AGAIN:
-		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_AGAIN;
-	case BT_MESSAGE_ITERATOR_NEXT_STATUS_MEMORY_ERROR:
-		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_MEMORY_ERROR;
-	default:
-		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_ERROR;
 	}
-	int rc = 0;
-	for (uint64_t i = 0; i < count; i++) {
-		const bt_message *m = msgs[i];
-		if (rc == 0 && !r->emit_rc) {
-			switch (bt_message_get_type(m)) {
-			case BT_MESSAGE_TYPE_EVENT:
-				rc = handle_event(r, m);
-				break;
-			case BT_MESSAGE_TYPE_DISCARDED_EVENTS: {
-				struct raw_event ev = { .kind = RAW_DISCARDED };
-				if (bt_message_discarded_events_get_count(m, &ev.discarded) !=
-				    BT_PROPERTY_AVAILABILITY_AVAILABLE)
-					ev.discarded = first_discards(r, bt_stream_get_id(
-						bt_message_discarded_events_borrow_stream_const(m)));
-				if (ev.discarded) {
-					int const erc = r->emit(r->ctx, &ev);
-					if (erc)
-						r->emit_rc = erc;
-				}
-				break;
-			}
-			default:
-				break;
-			}
+	case BT_MESSAGE_TYPE_DISCARDED_EVENTS: {
+		struct raw_event ev = { .kind = RAW_DISCARDED };
+		if (bt_message_discarded_events_get_count(m, &ev.discarded) != BT_PROPERTY_AVAILABILITY_AVAILABLE)
+			ev.discarded = first_discards(r, bt_stream_get_id(bt_message_discarded_events_borrow_stream_const(m)));
+		if (ev.discarded) {
+			int const erc = r->emit(r->ctx, &ev);
+			if (erc)
+				r->emit_rc = erc;
 		}
-		bt_message_put_ref(m);
+		break;
 	}
-	if (rc) {
-		r->fatal = rc;
-		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_ERROR;
+	default:
+		break;
 	}
-	if (r->emit_rc)
-		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_END;
-	return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_OK;
+	return r->emit_rc ? 1 : 0;
 }
 
-/* The first cause of babeltrace2's current error, into R's message. */
-static void take_bt_error(struct bt2_source *r, const char *what)
-{
-	const bt_error *e = bt_current_thread_take_error();
-	const char *cause = NULL;
-	if (e && bt_error_get_cause_count(e) > 0)
-		cause = bt_error_cause_get_message(bt_error_borrow_cause_by_index(e, 0));
-	set_err(r, "%s%s%s", what, cause ? ": " : "", cause ? cause : "");
-	if (e)
-		bt_error_release(e);
-}
-
-/* A reference to component class CLS of plugin PLUGIN_NAME, or NULL. */
-static const bt_plugin *find_plugin(const char *plugin_name)
-{
-	const bt_plugin *plugin = NULL;
-	if (bt_plugin_find(plugin_name, BT_TRUE, BT_FALSE, BT_TRUE, BT_TRUE, BT_FALSE, &plugin) !=
-	    BT_PLUGIN_FIND_STATUS_OK)
-		return NULL;
-	return plugin;
-}
-
-/* Run one graph src.ctf.fs(DIR) -> flt.utils.muxer -> our sink. */
+/* Run one graph src.ctf.fs(DIR) -> flt.utils.muxer -> on_message. */
 static int run_graph(struct bt2_source *r, const char *dir)
 {
-	int rc = -1;
-	bt_graph *g = bt_graph_create(0);
-	bt_value *params = bt_value_map_create();
-	bt_value *inputs = NULL;
-	const bt_plugin *ctf = find_plugin("ctf");
-	const bt_plugin *utils = find_plugin("utils");
-	const bt_component_class_source *src_cls =
-		ctf ? bt_plugin_borrow_source_component_class_by_name_const(ctf, "fs") : NULL;
-	const bt_component_class_filter *mux_cls =
-		utils ? bt_plugin_borrow_filter_component_class_by_name_const(utils, "muxer") : NULL;
-	const bt_component_source *src = NULL;
-	const bt_component_filter *mux = NULL;
-	const bt_component_sink *sink = NULL;
-
-	if (!src_cls || !mux_cls) {
-		set_err(r, "babeltrace2 plugins ctf and utils not found (apt-get install babeltrace2)");
-		goto out;
-	}
-	if (!g || !params || bt_value_map_insert_empty_array_entry(params, "inputs", &inputs) ||
-	    bt_value_array_append_string_element(inputs, dir)) {
-		set_err(r, "out of memory");
-		goto out;
-	}
-	if (bt_graph_add_source_component(g, src_cls,
-					  "src", params, BT_LOGGING_LEVEL_NONE, &src) ||
-	    bt_graph_add_filter_component(g, mux_cls,
-					  "mux", NULL, BT_LOGGING_LEVEL_NONE, &mux) ||
-	    bt_graph_add_simple_sink_component(g, "sink", sink_init, sink_consume, NULL, r, &sink)) {
-		take_bt_error(r, "cannot open the trace with babeltrace2");
-		goto out;
-	}
-	uint64_t const nout = bt_component_source_get_output_port_count(src);
-	for (uint64_t i = 0; i < nout; i++) {
-		const bt_port_input *in = bt_component_filter_borrow_input_port_by_index_const(
-			mux, bt_component_filter_get_input_port_count(mux) - 1);
-		if (bt_graph_connect_ports(g, bt_component_source_borrow_output_port_by_index_const(src, i),
-					   in, NULL)) {
-			take_bt_error(r, "cannot connect babeltrace2 ports");
-			goto out;
-		}
-	}
-	if (bt_graph_connect_ports(g, bt_component_filter_borrow_output_port_by_index_const(mux, 0),
-				   bt_component_sink_borrow_input_port_by_index_const(sink, 0), NULL)) {
-		take_bt_error(r, "cannot connect babeltrace2 ports");
-		goto out;
-	}
-	for (;;) {
-		bt_graph_run_status s = bt_graph_run(g);
-		if (s == BT_GRAPH_RUN_STATUS_AGAIN)
-			continue;
-		if (s == BT_GRAPH_RUN_STATUS_OK)
-			rc = 0;
-		else if (r->fatal)
-			rc = r->fatal;
-		else
-			take_bt_error(r, "babeltrace2 could not read the trace");
-		break;
-	}
-out:
-	if (rc && r->fatal == -ENOMEM)
-		set_err(r, "out of memory");
-	bt_graph_put_ref(g);
-	bt_value_put_ref(params);
-	bt_plugin_put_ref(ctf);
-	bt_plugin_put_ref(utils);
-	return rc;
+	return su_bt2_read_ctf(&dir, 1, "the trace", on_message, r, r->err, r->errlen);
 }
 
 /* ---- staging ------------------------------------------------------------- */
@@ -479,7 +358,6 @@ static int bt2_run(void *h, enum source_pass pass, raw_emit_fn emit, void *ctx, 
 	s->emit = emit;
 	s->ctx = ctx;
 	s->emit_rc = 0;
-	s->fatal = 0;
 	s->err = err;
 	s->errlen = errlen;
 	if ((pass == PASS_PROCESS ? s->n_proc : s->n_samples) == 0)

@@ -22,6 +22,7 @@
 #include "trace/lttng-reader.h"
 #include "trace/lttng-join.h"
 #include "trace/bt2-event.h"
+#include "trace/bt2-graph.h"
 
 struct lt_source {
 	struct source_report *rep;
@@ -34,7 +35,6 @@ struct lt_source {
 	raw_emit_fn emit;
 	void *ctx;
 	int emit_rc;
-	int fatal;
 	struct su_lttng_join *join;
 	uint64_t samples_seen;
 	char *err;
@@ -89,159 +89,34 @@ static int handle_event(struct lt_source *s, const bt_message *msg)
 	return 0;
 }
 
-static bt_graph_simple_sink_component_initialize_func_status sink_init(bt_message_iterator *it, void *data)
+/* Each message of the graph (trace/bt2-graph.h): 0, 1 to stop, -errno. */
+static int on_message(void *arg, const bt_message *m)
 {
-	(void)it;
-	(void)data;
-	return BT_GRAPH_SIMPLE_SINK_COMPONENT_INITIALIZE_FUNC_STATUS_OK;
-}
-
-static bt_graph_simple_sink_component_consume_func_status sink_consume(bt_message_iterator *it, void *data)
-{
-	struct lt_source *s = data;
-	bt_message_array_const msgs;
-	uint64_t count = 0;
-	switch (bt_message_iterator_next(it, &msgs, &count)) {
-	case BT_MESSAGE_ITERATOR_NEXT_STATUS_OK:
-		break;
-	case BT_MESSAGE_ITERATOR_NEXT_STATUS_END:
-		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_END;
-	case BT_MESSAGE_ITERATOR_NEXT_STATUS_AGAIN:
-		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_AGAIN;
-	case BT_MESSAGE_ITERATOR_NEXT_STATUS_MEMORY_ERROR:
-		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_MEMORY_ERROR;
-	default:
-		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_ERROR;
-	}
-	int rc = 0;
-	for (uint64_t i = 0; i < count; i++) {
-		const bt_message *m = msgs[i];
-		if (rc == 0 && !s->emit_rc) {
-			bt_message_type const t = bt_message_get_type(m);
-			if (t == BT_MESSAGE_TYPE_EVENT) {
-				rc = handle_event(s, m);
-			} else if (t == BT_MESSAGE_TYPE_DISCARDED_EVENTS && s->pass == PASS_SAMPLES) {
-				/* LTTng's ring buffer was full: records lost. */
-				struct raw_event ev = { .kind = RAW_DISCARDED };
-				if (bt_message_discarded_events_get_count(m, &ev.discarded) ==
-					    BT_PROPERTY_AVAILABILITY_AVAILABLE && ev.discarded) {
-					int const erc = s->emit(s->ctx, &ev);
-					if (erc)
-						s->emit_rc = erc;
-				}
-			}
+	struct lt_source *s = arg;
+	bt_message_type const t = bt_message_get_type(m);
+	if (t == BT_MESSAGE_TYPE_EVENT) {
+		int const rc = handle_event(s, m);
+		if (rc)
+			return rc < 0 ? rc : -EINVAL;
+	} else if (t == BT_MESSAGE_TYPE_DISCARDED_EVENTS && s->pass == PASS_SAMPLES) {
+		/* LTTng's ring buffer was full: records lost. */
+		struct raw_event ev = { .kind = RAW_DISCARDED };
+		if (bt_message_discarded_events_get_count(m, &ev.discarded) == BT_PROPERTY_AVAILABILITY_AVAILABLE &&
+		    ev.discarded) {
+			int const erc = s->emit(s->ctx, &ev);
+			if (erc)
+				s->emit_rc = erc;
 		}
-		bt_message_put_ref(m);
 	}
-	if (rc) {
-		s->fatal = rc;
-		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_ERROR;
-	}
-	if (s->emit_rc)
-		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_END;
-	return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_OK;
-}
-
-static void take_bt_error(struct lt_source *s, const char *what)
-{
-	const bt_error *e = bt_current_thread_take_error();
-	const char *cause = NULL;
-	if (e && bt_error_get_cause_count(e) > 0)
-		cause = bt_error_cause_get_message(bt_error_borrow_cause_by_index(e, 0));
-	set_err(s, "%s%s%s", what, cause ? ": " : "", cause ? cause : "");
-	if (e)
-		bt_error_release(e);
-}
-
-static const bt_plugin *find_plugin(const char *name)
-{
-	const bt_plugin *plugin = NULL;
-	if (bt_plugin_find(name, BT_TRUE, BT_FALSE, BT_TRUE, BT_TRUE, BT_FALSE, &plugin) != BT_PLUGIN_FIND_STATUS_OK)
-		return NULL;
-	return plugin;
+	return s->emit_rc ? 1 : 0;
 }
 
 /* src.ctf.fs, one per trace below DIR (babeltrace2 2.0's component does
- * not search subdirectories) -> flt.utils.muxer -> our sink. */
+ * not search subdirectories) -> flt.utils.muxer -> on_message. */
 static int run_graph(struct lt_source *s)
 {
-	int rc = -1;
-	bt_graph *g = bt_graph_create(0);
-	const bt_plugin *ctf = find_plugin("ctf");
-	const bt_plugin *utils = find_plugin("utils");
-	const bt_component_class_source *src_cls =
-		ctf ? bt_plugin_borrow_source_component_class_by_name_const(ctf, "fs") : NULL;
-	const bt_component_class_filter *mux_cls =
-		utils ? bt_plugin_borrow_filter_component_class_by_name_const(utils, "muxer") : NULL;
-	const bt_component_filter *mux = NULL;
-	const bt_component_sink *sink = NULL;
-
-	if (!src_cls || !mux_cls) {
-		set_err(s, "babeltrace2 plugins ctf and utils not found (apt-get install babeltrace2)");
-		goto out;
-	}
-	if (!g) {
-		set_err(s, "out of memory");
-		goto out;
-	}
-	if (bt_graph_add_filter_component(g, mux_cls, "mux", NULL, BT_LOGGING_LEVEL_NONE, &mux) ||
-	    bt_graph_add_simple_sink_component(g, "sink", sink_init, sink_consume, NULL, s, &sink)) {
-		take_bt_error(s, "cannot set up babeltrace2");
-		goto out;
-	}
-	for (size_t t = 0; t < s->n_traces; t++) {
-		const bt_component_source *src = NULL;
-		bt_value *params = bt_value_map_create();
-		bt_value *inputs = NULL;
-		char name[32];
-		snprintf(name, sizeof(name), "src%zu", t);
-		if (!params || bt_value_map_insert_empty_array_entry(params, "inputs", &inputs) ||
-		    bt_value_array_append_string_element(inputs, s->traces[t])) {
-			bt_value_put_ref(params);
-			set_err(s, "out of memory");
-			goto out;
-		}
-		int const arc = bt_graph_add_source_component(g, src_cls, name, params, BT_LOGGING_LEVEL_NONE, &src);
-		bt_value_put_ref(params);
-		if (arc) {
-			take_bt_error(s, "cannot open the LTTng trace with babeltrace2");
-			goto out;
-		}
-		uint64_t const nout = bt_component_source_get_output_port_count(src);
-		for (uint64_t i = 0; i < nout; i++) {
-			const bt_port_input *in = bt_component_filter_borrow_input_port_by_index_const(
-				mux, bt_component_filter_get_input_port_count(mux) - 1);
-			if (bt_graph_connect_ports(g, bt_component_source_borrow_output_port_by_index_const(src, i),
-						   in, NULL)) {
-				take_bt_error(s, "cannot connect babeltrace2 ports");
-				goto out;
-			}
-		}
-	}
-	if (bt_graph_connect_ports(g, bt_component_filter_borrow_output_port_by_index_const(mux, 0),
-				   bt_component_sink_borrow_input_port_by_index_const(sink, 0), NULL)) {
-		take_bt_error(s, "cannot connect babeltrace2 ports");
-		goto out;
-	}
-	for (;;) {
-		bt_graph_run_status const st = bt_graph_run(g);
-		if (st == BT_GRAPH_RUN_STATUS_AGAIN)
-			continue;
-		if (st == BT_GRAPH_RUN_STATUS_OK)
-			rc = 0;
-		else if (s->fatal)
-			rc = s->fatal;
-		else
-			take_bt_error(s, "babeltrace2 could not read the LTTng trace");
-		break;
-	}
-out:
-	if (rc && s->fatal == -ENOMEM)
-		set_err(s, "out of memory");
-	bt_graph_put_ref(g);
-	bt_plugin_put_ref(ctf);
-	bt_plugin_put_ref(utils);
-	return rc;
+	return su_bt2_read_ctf((const char *const *)s->traces, s->n_traces, "the LTTng trace", on_message, s, s->err,
+			       s->errlen);
 }
 
 /* ---- damaged stream files ------------------------------------------------- */
@@ -429,7 +304,6 @@ static int lt_run(void *h, enum source_pass pass, raw_emit_fn emit, void *ctx, c
 	s->emit = emit;
 	s->ctx = ctx;
 	s->emit_rc = 0;
-	s->fatal = 0;
 	s->err = err;
 	s->errlen = errlen;
 	int rc = run_graph(s);
