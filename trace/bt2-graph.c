@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "trace/bt2-graph.h"
+#include "trace/reader-internal.h"
 
 struct run {
 	su_bt2_message_fn fn;
@@ -13,17 +14,6 @@ struct run {
 	size_t errlen;
 };
 
-static void set_err(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void set_err(struct run *r, const char *fmt, ...)
-{
-	va_list ap;
-	if (!r->err || !r->errlen || r->err[0])
-		return;
-	va_start(ap, fmt);
-	vsnprintf(r->err, r->errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* WHAT and the first cause of babeltrace2's current error. */
 static void take_bt_error(struct run *r, const char *what)
 {
@@ -31,7 +21,7 @@ static void take_bt_error(struct run *r, const char *what)
 	const char *cause = NULL;
 	if (e && bt_error_get_cause_count(e) > 0)
 		cause = bt_error_cause_get_message(bt_error_borrow_cause_by_index(e, 0));
-	set_err(r, "%s%s%s", what, cause ? ": " : "", cause ? cause : "");
+	su_set_err(r->err, r->errlen, "%s%s%s", what, cause ? ": " : "", cause ? cause : "");
 	if (e)
 		bt_error_release(e);
 }
@@ -99,11 +89,11 @@ int su_bt2_read_ctf(const char *const *dirs, size_t n, const char *what, su_bt2_
 	const bt_component_sink *sink = NULL;
 
 	if (!src_cls || !mux_cls) {
-		set_err(&r, "babeltrace2 plugins ctf and utils not found (apt-get install babeltrace2)");
+		su_set_err(r.err, r.errlen, "babeltrace2 plugins ctf and utils not found (apt-get install babeltrace2)");
 		goto out;
 	}
 	if (!g) {
-		set_err(&r, "out of memory");
+		su_set_err(r.err, r.errlen, "out of memory");
 		goto out;
 	}
 	if (bt_graph_add_filter_component(g, mux_cls, "mux", NULL, BT_LOGGING_LEVEL_NONE, &mux) ||
@@ -120,7 +110,7 @@ int su_bt2_read_ctf(const char *const *dirs, size_t n, const char *what, su_bt2_
 		if (!params || bt_value_map_insert_empty_array_entry(params, "inputs", &inputs) ||
 		    bt_value_array_append_string_element(inputs, dirs[t])) {
 			bt_value_put_ref(params);
-			set_err(&r, "out of memory");
+			su_set_err(r.err, r.errlen, "out of memory");
 			goto out;
 		}
 		int const arc = bt_graph_add_source_component(g, src_cls, name, params, BT_LOGGING_LEVEL_NONE, &src);
@@ -162,7 +152,7 @@ int su_bt2_read_ctf(const char *const *dirs, size_t n, const char *what, su_bt2_
 	}
 out:
 	if (rc && r.fatal == -ENOMEM)
-		set_err(&r, "out of memory");
+		su_set_err(r.err, r.errlen, "out of memory");
 	bt_graph_put_ref(g);
 	bt_plugin_put_ref(ctf);
 	bt_plugin_put_ref(utils);

@@ -41,17 +41,6 @@ struct bt2_source {
 	size_t errlen;
 };
 
-static void set_err(struct bt2_source *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void set_err(struct bt2_source *s, const char *fmt, ...)
-{
-	va_list ap;
-	if (!s->err || !s->errlen || s->err[0])
-		return;
-	va_start(ap, fmt);
-	vsnprintf(s->err, s->errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* ---- babeltrace2 messages -> raw events ------------------------------------ */
 
 static int handle_event(struct bt2_source *s, const bt_message *msg)
@@ -279,7 +268,7 @@ static int stage(struct bt2_source *r, const char *dir, struct bt2_source *sg)
 	const char *tmp = getenv("TMPDIR");
 	snprintf(sg->root, sizeof(sg->root), "%s/stackunwind.XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(sg->root)) {
-		set_err(r, "cannot create a staging directory in %s: %s", tmp && *tmp ? tmp : "/tmp", strerror(errno));
+		su_set_err(r->err, r->errlen, "cannot create a staging directory in %s: %s", tmp && *tmp ? tmp : "/tmp", strerror(errno));
 		sg->root[0] = 0;
 		return -errno;
 	}
@@ -317,7 +306,7 @@ static int stage(struct bt2_source *r, const char *dir, struct bt2_source *sg)
 	}
 	closedir(d);
 	if (rc)
-		set_err(r, "cannot stage the trace in %s: %s", sg->root, strerror(-rc));
+		su_set_err(r->err, r->errlen, "cannot stage the trace in %s: %s", sg->root, strerror(-rc));
 	return rc;
 }
 

@@ -41,17 +41,6 @@ struct lt_source {
 	size_t errlen;
 };
 
-static void set_err(struct lt_source *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void set_err(struct lt_source *s, const char *fmt, ...)
-{
-	va_list ap;
-	if (!s->err || !s->errlen || s->err[0])
-		return;
-	va_start(ap, fmt);
-	vsnprintf(s->err, s->errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* ---- babeltrace2 messages ------------------------------------------------ */
 
 static int handle_event(struct lt_source *s, const bt_message *msg)
@@ -64,7 +53,7 @@ static int handle_event(struct lt_source *s, const bt_message *msg)
 	if (su_lttng_event_ids(msg, &vpid, &vtid)) {
 		if (kind == SU_LTTNG_MODULES)
 			return 0;
-		set_err(s, "%s: stackcap events without the vpid and vtid contexts: record with "
+		su_set_err(s->err, s->errlen, "%s: stackcap events without the vpid and vtid contexts: record with "
 			   "`lttng add-context -u -t vpid -t vtid` (docs/lttng.md)", s->dir);
 		return -EINVAL;
 	}
@@ -311,7 +300,7 @@ static int lt_run(void *h, enum source_pass pass, raw_emit_fn emit, void *ctx, c
 		return rc;
 	if (pass == PASS_PROCESS) {
 		if (!su_lttng_join_has_generations(s->join)) {
-			set_err(s, "%s: no stackcap:code_ranges event (%llu stackcap:sample events): enable "
+			su_set_err(s->err, s->errlen, "%s: no stackcap:code_ranges event (%llu stackcap:sample events): enable "
 				   "`stackcap:*` in the LTTng session and record with stackcap record --lttng or "
 				   "liblttng-stackcap.so (docs/lttng.md)",
 				s->dir, (unsigned long long)s->samples_seen);
@@ -320,7 +309,7 @@ static int lt_run(void *h, enum source_pass pass, raw_emit_fn emit, void *ctx, c
 		/* Every generation now: all of the trace is known. */
 		rc = su_lttng_join_flush(s->join, 0, 0, 1, s->emit, s->ctx);
 		if (rc == -ENOMEM)
-			set_err(s, "out of memory");
+			su_set_err(s->err, s->errlen, "out of memory");
 	}
 	return rc ? rc : s->emit_rc;
 }

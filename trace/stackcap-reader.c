@@ -73,15 +73,13 @@ struct reader {
 	struct su_maps *last_maps;   /* what on_maps stored (push mode tells cb->maps) */
 };
 
-static void set_err(struct reader *r, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void set_err(struct reader *r, const char *fmt, ...)
+void su_set_err(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
-	if (!r->err || !r->errlen || r->err[0])
+	if (!err || !errlen || err[0])
 		return;
 	va_start(ap, fmt);
-	vsnprintf(r->err, r->errlen, fmt, ap);
+	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
 }
 
@@ -544,11 +542,11 @@ int su_stackcap_trace_read(const char *dir, const struct su_reader_opts *opts,
 	memset(stats, 0, sizeof(*stats));
 	struct stat sb;
 	if (stat(dir, &sb)) {
-		set_err(&r, "%s: %s", dir, strerror(errno));
+		su_set_err(r.err, r.errlen, "%s: %s", dir, strerror(errno));
 		return -ENOENT;
 	}
 	if (!S_ISDIR(sb.st_mode)) {
-		set_err(&r, "%s is not a trace directory", dir);
+		su_set_err(r.err, r.errlen, "%s is not a trace directory", dir);
 		return -ENOTDIR;
 	}
 	if (check_metadata(dir, err, errlen))
@@ -571,7 +569,7 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 	memset(stats, 0, sizeof(*stats));
 	abs_dir = realpath(dir, NULL);
 	if (!abs_dir) {
-		set_err(&r, "%s: %s", dir, strerror(errno));
+		su_set_err(r.err, r.errlen, "%s: %s", dir, strerror(errno));
 		return -errno;
 	}
 	stats->bytes_on_disk = dir_bytes(dir);
