@@ -7,7 +7,8 @@
 # with stackunwind (known chains in >= 99% of hot samples) and with the
 # babeltrace2 plugin (filter.stackcap.unwind: the same chains on the
 # stackcap:sample events and the user's own probe event; the folded sink =
-# stackunwind folded; a trace without stackcap events passes unchanged),
+# stackunwind folded; a trace without stackcap events passes unchanged; a
+# live session through our own lttng-relayd on private ports),
 # checks the error paths, and stops the daemon (also on failure: trap).
 . "${top_srcdir:?}/tests/tap-lib.sh"
 SU="$B/cli/stackunwind"
@@ -342,10 +343,65 @@ r=$?
 check "filter.stackcap.unwind on a session without vpid/vtid contexts: exit $r, a message naming lttng add-context" \
 	sh -c "[ $r != 0 ] && grep -q 'add-context' '$work/noctx.flt.err'"
 
+
+# A live session (lttng-relayd on private ports, src.ctf.lttng-live): the
+# filter unwinds the samples as they stream in.
+relayd_pid=
+stop_relayd() {
+	[ -n "$relayd_pid" ] || return 0
+	kill "$relayd_pid" 2>/dev/null
+	i=0
+	while alive "$relayd_pid" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	kill -9 "$relayd_pid" 2>/dev/null
+	relayd_pid=
+}
+trap 'stop_relayd; stop_daemon; rm -rf "$work"' EXIT
+mkdir -p "$lt/relay" && chown --reference="$lt/home" "$lt/relay"
+# Three ports from a base of our own; another base when they are taken.
+for try in 1 2 3 4 5; do
+	base=$(( 20000 + ($$ * 7 + try * 3001) % 40000 ))
+	as_user lttng-relayd -C tcp://127.0.0.1:$base -D tcp://127.0.0.1:$((base + 1)) \
+		-L tcp://127.0.0.1:$((base + 2)) -o "$lt/relay" >"$work/relayd.log" 2>&1 &
+	# $! is the shell running as_user: the daemon's own pid, by its output directory.
+	sleep 0.5
+	relayd_pid=$(ps -eo pid,args | awk -v o="-o $lt/relay" '/lttng-relayd/ && index($0, o) { print $1; exit }')
+	[ -n "$relayd_pid" ] && alive "$relayd_pid" && break
+	relayd_pid=
+done
+if [ -n "$relayd_pid" ] &&
+	as_user lttng create live --live=200000 --set-url=net://127.0.0.1:$base:$((base + 1)) >/dev/null &&
+	as_user lttng enable-event -u 'stackcap:*,lttng_ust_statedump:*,lttng_ust_dl:*,lttng_ust_lib:*' >/dev/null &&
+	as_user lttng add-context -u -t vpid -t vtid >/dev/null && as_user lttng start >/dev/null; then
+	timeout 120 $BT --input-format=lttng-live "net://127.0.0.1:$((base + 2))/host/$(uname -n)/live" \
+		-c filter.stackcap.unwind >"$work/live.flt" 2>"$work/live.err" &
+	reader=$!
+	sleep 1
+	as_user "$RUN_STACKCAP" record --lttng -- "$RUN_TD/tdata-single" 1 >/dev/null 2>"$work/live.rerr"
+	sleep 0.5
+	end_session
+	wait $reader
+	r=$?
+	chain=$("$TD/tdata-single" --chain | tr '\n' ' ')
+	set -- $(bt_chain "$work/live.flt" stackcap:sample $chain)
+	check "a live session through src.ctf.lttng-live: the filter (exit $r) gives '$chain' on >= 99% of hot samples ($1 of $2)" \
+		sh -c "[ $r = 0 ] && awk -v g='$1' -v t='$2' 'BEGIN { exit !(t >= 100 && g * 100 >= t * 99) }'"
+	[ $r = 0 ] || sed 's/^/# /' "$work/live.err" | head -5
+else
+	not_ok "a live session: lttng-relayd on 127.0.0.1 ports $base-$((base + 2)) or the live session could not be set up"
+	sed 's/^/# /' "$work/relayd.log" | head -5
+fi
+relayd_was=$relayd_pid
 pid_was=$daemon_pid
 stop_daemon
-sleep 0.2
+stop_relayd
+# Consumers leave after their session daemon: a few seconds at most.
+i=0
+while [ $i -lt 50 ] && ps -eo stat,args | grep -E 'lttng-(sessiond|consumerd|relayd)' | grep -F "$lt/" | grep -v -e grep -e '^Z' >/dev/null; do
+	sleep 0.1; i=$((i + 1))
+done
 alive "$pid_was" && left="lttng-sessiond $pid_was" || left=
-left=$left$(ps -eo stat,pid,args | grep -E 'lttng-(sessiond|consumerd)' | grep -F "$lt/home" | grep -v -e grep -e '^Z')
-check "the session daemon and its consumers are gone" [ -z "$left" ]
+[ -n "$relayd_was" ] && alive "$relayd_was" && left="$left lttng-relayd $relayd_was"
+left=$left$(ps -eo stat,pid,args | grep -E 'lttng-(sessiond|consumerd|relayd)' | grep -F "$lt/" | grep -v -e grep -e '^Z')
+check "the session daemon, its consumers and the relay daemon are gone" [ -z "$left" ]
+[ -z "$left" ] || echo "# left: $left"
 echo "1..$n"
