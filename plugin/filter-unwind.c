@@ -110,7 +110,6 @@ struct unwind_iter {
 	bt_message *cur;
 	bt_message *cur_partner;     /* and the user's event that gets the same stack */
 	int cur_done;
-	int fatal;
 	uint8_t *blob;               /* conversion buffer */
 	size_t blob_cap;
 };
@@ -276,8 +275,8 @@ static int payload_tag(const bt_event_class *ec, const bt_field_class *payload, 
 	return TAG_LTTNG + (int)SU_LTTNG_OTHER;
 }
 
-/* ir-copy's hook: tag our event classes; a sample's payload gets
- * comm, callstack and unwind_end. */
+/* ir-copy's hook: tag our event classes; a sample's payload (and a user's
+ * LTTng event's: payload_tag) gets comm, callstack and unwind_end. */
 static bt_field_class *extend_payload(void *arg, bt_trace_class *tc, const bt_event_class *in_ec,
 				      bt_field_class *payload, int *tag, int *err)
 {
