@@ -383,14 +383,21 @@ static const char *main_path(const struct lt_proc *p)
 
 /* Can G's maps go out at NOW?  Modules loaded later can no longer change
  * a range found in a module with a size (one loaded before G wins, and the
- * first seen after G is the earliest). */
+ * first seen after G is the earliest), nor, once a state dump has listed
+ * the modules loaded at startup, the vDSO's range (nothing is loaded over
+ * the vDSO; before the dump its few pages may be ld.so's).  A range in
+ * no module yet (JIT code, a dlopen reported after G) waits for a state
+ * dump after G, or WAIT_NS. */
 static int settled(const struct lt_proc *p, const struct lt_gen *g, uint64_t now, uint64_t wait_ns)
 {
 	if ((p->dumped && p->dump_end_ts >= g->ts) || now >= g->ts + wait_ns)
 		return 1;
-	for (uint32_t i = 0; i < g->n; i++)
-		if (!module_for_range(p, g->vals[2 * i], g->ts, 1))
+	for (uint32_t i = 0; i < g->n; i++) {
+		uint64_t const start = g->vals[2 * i];
+		const struct lt_module *vdso = module_for_range(p, start, g->ts, 0);
+		if (!module_for_range(p, start, g->ts, 1) && !(p->dumped && vdso && vdso->load_ts <= g->ts))
 			return 0;
+	}
 	return 1;
 }
 
