@@ -1053,6 +1053,22 @@ static void chunks_release(struct pr *r)
 	}
 }
 
+/* Chunk C, whose records from number SEQ0 on were queued: kept while
+ * queued records point into it, freed when none do. */
+static void chunk_keep(struct pr *r, struct chunk *c, uint64_t seq0)
+{
+	if (r->seq == seq0) {
+		free(c); /* nothing queued points into it */
+		return;
+	}
+	c->last_seq = r->seq - 1;
+	if (r->chunks_tail)
+		r->chunks_tail->next = c;
+	else
+		r->chunks = c;
+	r->chunks_tail = c;
+}
+
 /* PERF_RECORD_COMPRESSED (perf record -z): one zstd stream across all of
  * them; an event may continue in the next one (perf's decomp_last_rem). */
 static int on_compressed(struct pr *r, const uint8_t *rec, uint16_t size)
@@ -1101,7 +1117,7 @@ static int on_compressed(struct pr *r, const uint8_t *rec, uint16_t size)
 	while (len - pos >= 8 && !r->cb_rc) {
 		uint16_t const rsize = ld16(c->data + pos + 6);
 		if (rsize < 8) {
-			free(c);
+			chunk_keep(r, c, seq0); /* records queued before this one point into it */
 			su_reader_warn("%s: damaged record inside a compressed one: the rest is ignored", r->name);
 			r->malformed = 1;
 			return -EINVAL;
@@ -1115,16 +1131,7 @@ static int on_compressed(struct pr *r, const uint8_t *rec, uint16_t size)
 	/* The partial event at the end starts the next chunk. */
 	r->rem_len = len - pos;
 	memcpy(r->rem, c->data + pos, r->rem_len);
-	if (r->seq == seq0) {
-		free(c); /* nothing queued points into it */
-	} else {
-		c->last_seq = r->seq - 1;
-		if (r->chunks_tail)
-			r->chunks_tail->next = c;
-		else
-			r->chunks = c;
-		r->chunks_tail = c;
-	}
+	chunk_keep(r, c, seq0);
 	return 0;
 }
 
