@@ -308,6 +308,10 @@ for name in single threads dlopen sigalt exec fork jit probe; do
 		sh -c "[ $r = 0 ] && [ -s '$work/$name.su.folded' ] && cmp -s '$work/$name.su.folded' '$work/$name.bt.folded'"
 	[ $r = 0 ] || sed 's/^/# /' "$work/$name.bt.err" | head -5
 done
+$BT "$lt/single" -c sink.stackcap.folded >/dev/null 2>"$work/nofilter.err"
+r=$?
+check "sink.stackcap.folded on the LTTng trace without the filter: exit $r, a message naming filter.stackcap.unwind" \
+	sh -c "[ $r != 0 ] && grep -q 'put filter.stackcap.unwind before' '$work/nofilter.err'"
 # The user's own event: each stackcap_test:tick gets the stack of the
 # stackcap:sample that follows it in its thread.
 $BT "$lt/probe" -c filter.stackcap.unwind >"$work/probe.flt" 2>"$work/probe.flt.err"
