@@ -1,18 +1,32 @@
 /* filter.stackcap.unwind: every message passes through (copied into our
- * own trace IR, plugin/ir-copy.c); each `sample` event gets three payload
+ * own trace IR, plugin/ir-copy.c); each sample event gets three payload
  * fields: `comm`, `callstack` (innermost frame first, inlined functions as
  * entries of their own) and `unwind_end`.
  *
- * Events reach the reader core one at a time (trace/reader-push.h).  A
- * sample may come before the maps event of its generation (the writer
- * stamps a snapshot when it writes it): such a sample and every message
- * after it wait in a queue until the maps arrive, or until the trace time
- * has moved WAIT_NS past it, or the queue holds MAX_QUEUE messages, or the
- * input ends; then a sample still without maps leaves with an empty
- * callstack (unwind_end "not-decoded").  Messages leave in arrival order.
+ * Two kinds of input, told apart by event class names:
+ *  - a stackcap trace (`sample`, `maps`, ...): its events become the reader
+ *    core's raw events through trace/bt2-event.h, the conversion the
+ *    babeltrace2 event source uses;
+ *  - an LTTng-UST trace (`stackcap:sample`, `stackcap:code_ranges`,
+ *    LTTng's state dump and dl events): the LTTng join (trace/lttng-join.h,
+ *    shared with stackunwind's LTTng source) turns modules and code ranges
+ *    into process and maps events, each generation as soon as it is
+ *    settled.  The user's own events of a channel that holds
+ *    `stackcap:sample` get the same three fields: the stack of the
+ *    `stackcap:sample` that comes next in their thread
+ *    (stackcap_lttng_tracepoint records it right after the event), or an
+ *    empty callstack with unwind_end "no-stack" when another event of the
+ *    thread comes first.
+ * Every other event passes through untouched.
  *
- * Which events are what is one table (event_map): the stackcap trace's
- * names today; LTTng's `stackcap:*` events go there too. */
+ * Events reach the reader core one at a time (trace/reader-push.h).  A
+ * sample may come before the maps of its generation (the writer stamps a
+ * snapshot when it writes it), a user's event before its sample: such a
+ * message and every message after it wait in a queue until what they
+ * wait for arrives, or until the trace time has moved WAIT_NS past them,
+ * or the queue holds MAX_QUEUE messages, or the input ends; then a sample
+ * still without maps leaves with an empty callstack (unwind_end
+ * "not-decoded").  Messages leave in arrival order. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -22,6 +36,8 @@
 #include "plugin/plugin.h"
 #include "plugin/ir-copy.h"
 #include "trace/reader-push.h"
+#include "trace/bt2-event.h"
+#include "trace/lttng-join.h"
 #include "debuginfo/module.h"
 #include "unwind/unwind.h"
 #include "symbolize/symbolize.h"
@@ -31,27 +47,14 @@
 #define MAX_SYMFRAMES 64
 #define DEFAULT_MAX_FRAMES 1024
 
-/* Event class name -> what the reader core makes of it. */
-static const struct {
-	const char *name;
-	enum raw_kind kind;
-} event_map[] = {
-	{ "sample", RAW_SAMPLE },
-	{ "sample_full", RAW_SAMPLE_FULL },
-	{ "sample_segment", RAW_SAMPLE_SEGMENT },
-	{ "process_start", RAW_PROCESS_START },
-	{ "maps", RAW_MAPS },
-	{ "drops", RAW_DROPS },
-	{ "process_end", RAW_PROCESS_END },
-};
+/* Event class tags (ir-copy keeps one per class): a stackcap trace's
+ * events are TAG_STACKCAP + their raw_kind, an LTTng trace's TAG_LTTNG +
+ * their su_lttng_event (SU_LTTNG_OTHER: a user's event that gets a stack). */
+enum { TAG_NONE = 0, TAG_STACKCAP = 1, TAG_LTTNG = 100 };
 
-/* The tag of an event class: 1 + its raw_kind, 0 when not ours. */
-static int event_tag(const char *name)
+static int is_lttng_tag(int tag)
 {
-	for (size_t i = 0; name && i < sizeof(event_map) / sizeof(event_map[0]); i++)
-		if (!strcmp(event_map[i].name, name))
-			return 1 + (int)event_map[i].kind;
-	return 0;
+	return tag >= TAG_LTTNG;
 }
 
 struct unwind_comp {
@@ -67,7 +70,19 @@ struct unwind_comp {
 struct qitem {
 	bt_message *msg;
 	int pending;                 /* a sample waiting to be decoded */
+	int await;                   /* a user's event waiting for its thread's next event */
 	struct raw_event ev;         /* of a pending sample; blob malloc'ed */
+	int has_seg;                 /* LTTng: its segment, pushed just before it */
+	struct raw_event seg;        /* blob malloc'ed */
+	int has_partner;             /* LTTng: the user's event this sample belongs to */
+	uint64_t partner;            /* its queue number */
+};
+
+/* A user's event waiting for the next event of its thread (LTTng). */
+struct waiter {
+	uint32_t vpid, vtid;
+	uint64_t seq, ts;            /* queue number, time */
+	int active;
 };
 
 struct unwind_iter {
@@ -83,13 +98,18 @@ struct unwind_iter {
 	/* the queue: a ring of messages in arrival order */
 	struct qitem *q;
 	size_t qhead, qlen, qcap;
+	uint64_t qseq;               /* queue number of the head (numbers never reused) */
 	size_t n_pending;
+	size_t n_await;
+	struct waiter *waiters;
+	size_t n_waiters, cap_waiters;
+	struct su_lttng_join *join;
 	uint64_t last_ts;
 	int ended;
 	/* the event whose sample is being decoded */
 	bt_message *cur;
+	bt_message *cur_partner;     /* and the user's event that gets the same stack */
 	int cur_done;
-	int fatal;
 	uint8_t *blob;               /* conversion buffer */
 	size_t blob_cap;
 };
@@ -206,23 +226,70 @@ void unwind_finalize(bt_self_component_filter *self)
 
 /* ---- the added fields ------------------------------------------------------------ */
 
-/* ir-copy's hook: tag our event classes; a sample's payload gets
- * comm, callstack and unwind_end. */
+/* Does the stream class of EC hold LTTng's stackcap:sample? */
+static int stream_has_lttng_samples(const bt_event_class *ec)
+{
+	const bt_stream_class *sc = bt_event_class_borrow_stream_class_const(ec);
+	for (uint64_t i = 0; i < bt_stream_class_get_event_class_count(sc); i++)
+		if (su_lttng_event_of(bt_event_class_get_name(bt_stream_class_borrow_event_class_by_index_const(sc, i))) ==
+		    SU_LTTNG_SAMPLE)
+			return 1;
+	return 0;
+}
+
+static int has_member(const bt_field_class *st, const char *name)
+{
+	return st && bt_field_class_structure_borrow_member_by_name_const(st, name) != NULL;
+}
+
+/* The tag of event class EC (payload class PAYLOAD); *ADD: it gets the
+ * callstack fields.  A sample without blob and generation is someone
+ * else's and left alone, as is a user's event with a member of our names. */
+static int payload_tag(const bt_event_class *ec, const bt_field_class *payload, int *add)
+{
+	const char *name = bt_event_class_get_name(ec);
+	int const sk = su_bt2_stackcap_kind(name);
+	int const ours = has_member(payload, "blob") && has_member(payload, "generation");
+	*add = 0;
+	if (sk >= 0) {
+		if (sk == RAW_SAMPLE || sk == RAW_SAMPLE_FULL || sk == RAW_SAMPLE_SEGMENT) {
+			if (!ours)
+				return TAG_NONE;
+			*add = sk == RAW_SAMPLE;
+		}
+		return TAG_STACKCAP + sk;
+	}
+	enum su_lttng_event const lk = su_lttng_event_of(name);
+	if (lk == SU_LTTNG_SAMPLE || lk == SU_LTTNG_SEGMENT) {
+		if (!ours)
+			return TAG_NONE;
+		*add = lk == SU_LTTNG_SAMPLE;
+		return TAG_LTTNG + (int)lk;
+	}
+	if (lk != SU_LTTNG_OTHER)
+		return TAG_LTTNG + (int)lk;
+	if (!stream_has_lttng_samples(ec) || has_member(payload, SC_FIELD_COMM) ||
+	    has_member(payload, SC_FIELD_CALLSTACK) || has_member(payload, SC_FIELD_UNWIND_END))
+		return TAG_NONE;
+	*add = 1;
+	return TAG_LTTNG + (int)SU_LTTNG_OTHER;
+}
+
+/* ir-copy's hook: tag our event classes; a sample's payload (and a user's
+ * LTTng event's: payload_tag) gets comm, callstack and unwind_end. */
 static bt_field_class *extend_payload(void *arg, bt_trace_class *tc, const bt_event_class *in_ec,
 				      bt_field_class *payload, int *tag, int *err)
 {
 	(void)arg;
-	*tag = event_tag(bt_event_class_get_name(in_ec));
-	if (*tag != 1 + RAW_SAMPLE && *tag != 1 + RAW_SAMPLE_FULL && *tag != 1 + RAW_SAMPLE_SEGMENT)
+	int add = 0;
+	*tag = payload_tag(in_ec, payload, &add);
+	if (!add)
 		return payload;
-	/* A `sample` of someone else's trace is left alone. */
-	if (!payload || !bt_field_class_structure_borrow_member_by_name_const(payload, "blob") ||
-	    !bt_field_class_structure_borrow_member_by_name_const(payload, "generation")) {
-		*tag = 0;
-		return payload;
+	int const created = !payload;
+	if (created && !(payload = bt_field_class_structure_create(tc))) {
+		*err = 1;
+		return NULL;
 	}
-	if (*tag != 1 + RAW_SAMPLE)
-		return payload;
 	bt_field_class *frame = bt_field_class_structure_create(tc);
 	bt_field_class *ip = bt_field_class_integer_unsigned_create(tc);
 	bt_field_class *fn = bt_field_class_string_create(tc);
@@ -262,6 +329,10 @@ static bt_field_class *extend_payload(void *arg, bt_trace_class *tc, const bt_ev
 	bt_field_class_put_ref(comm);
 	bt_field_class_put_ref(end);
 	bt_field_class_put_ref(arr);
+	if (*err && created) {
+		bt_field_class_put_ref(payload);
+		return NULL;
+	}
 	return payload;
 }
 
@@ -368,162 +439,38 @@ static int on_sample(void *arg, const struct su_sample *s)
 	enum su_unwind_end end = SU_END_ERROR;
 	size_t const n = su_unwind(it->unwinder, s, it->frames, it->comp->max_frames, &end);
 	int rc = fill_sample(it, it->cur, s, it->frames, n, su_unwind_end_name(end));
+	if (!rc && it->cur_partner)
+		rc = fill_sample(it, it->cur_partner, s, it->frames, n, su_unwind_end_name(end));
 	it->cur_done = 1;
 	return rc;
 }
 
-/* ---- babeltrace2 events -> raw events ----------------------------------------------- */
-
-static const bt_field *member(const bt_field *st, const char *name)
-{
-	return st && bt_field_get_class_type(st) == BT_FIELD_CLASS_TYPE_STRUCTURE
-		? bt_field_structure_borrow_member_field_by_name_const(st, name) : NULL;
-}
-
-static uint64_t member_u64(const bt_field *st, const char *name)
-{
-	const bt_field *f = member(st, name);
-	if (!f)
-		return 0;
-	bt_field_class_type const t = bt_field_get_class_type(f);
-	if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_SIGNED_INTEGER))
-		return (uint64_t)bt_field_integer_signed_get_value(f);
-	if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER))
-		return bt_field_integer_unsigned_get_value(f);
-	return 0;
-}
-
-static char *member_str(const bt_field *st, const char *name)
-{
-	const bt_field *f = member(st, name);
-	const char *s = f && bt_field_get_class_type(f) == BT_FIELD_CLASS_TYPE_STRING ? bt_field_string_get_value(f) : NULL;
-	return strdup(s ? s : "");
-}
-
-/* A u8 array member into BUF (at most CAP bytes).  @return its length. */
-static uint64_t member_bytes(const bt_field *st, const char *name, uint8_t *buf, uint64_t cap)
-{
-	const bt_field *f = member(st, name);
-	if (!f || !bt_field_class_type_is(bt_field_get_class_type(f), BT_FIELD_CLASS_TYPE_ARRAY))
-		return 0;
-	uint64_t const n = bt_field_array_get_length(f);
-	for (uint64_t i = 0; i < n && i < cap; i++) {
-		const bt_field *e = bt_field_array_borrow_element_field_by_index_const(f, i);
-		if (!bt_field_class_type_is(bt_field_get_class_type(e), BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER))
-			return 0;
-		buf[i] = (uint8_t)bt_field_integer_unsigned_get_value(e);
-	}
-	return n;
-}
-
-static int maps_of(const bt_field *pl, struct raw_event *ev)
-{
-	const bt_field *arr = member(pl, "entries");
-	uint64_t const n = arr && bt_field_class_type_is(bt_field_get_class_type(arr), BT_FIELD_CLASS_TYPE_ARRAY)
-		? bt_field_array_get_length(arr) : 0;
-	struct su_maps *m = calloc(1, sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	m->generation = (uint32_t)member_u64(pl, "generation");
-	m->entries = calloc(n ? n : 1, sizeof(*m->entries));
-	m->range_list = calloc(n ? n : 1, sizeof(*m->range_list));
-	if (!m->entries || !m->range_list) {
-		su_maps_free(m);
-		return -ENOMEM;
-	}
-	for (uint64_t i = 0; i < n; i++) {
-		const bt_field *e = bt_field_array_borrow_element_field_by_index_const(arr, i);
-		struct su_map_entry *me = &m->entries[i];
-		me->start = member_u64(e, "start");
-		me->end = member_u64(e, "end");
-		me->offset = member_u64(e, "offset");
-		me->bias = member_u64(e, "bias");
-		me->flags = (uint32_t)member_u64(e, "flags");
-		uint64_t const bl = member_bytes(e, "build_id", me->build_id, SU_BUILD_ID_MAX);
-		me->build_id_len = (uint8_t)(bl <= SU_BUILD_ID_MAX ? bl : 0);
-		m->count = (uint32_t)i + 1;
-		if (!(me->path = member_str(e, "path"))) {
-			su_maps_free(m);
-			return -ENOMEM;
-		}
-		m->range_list[i] = (struct stackcap_code_range){ me->start, me->end, (uint32_t)i };
-	}
-	ev->maps = m;
-	return 0;
-}
-
-/* The raw event of IN (an event message of kind TAG - 1).  Blobs point
- * into it->blob until the next call. */
-static int raw_of(struct unwind_iter *it, const bt_message *in, int tag, struct raw_event *ev)
-{
-	const bt_event *e = bt_message_event_borrow_event_const(in);
-	const bt_field *pl = bt_event_borrow_payload_field_const(e);
-	const bt_packet *pkt = bt_stream_class_supports_packets(bt_stream_borrow_class_const(bt_event_borrow_stream_const(e)))
-		? bt_event_borrow_packet_const(e) : NULL;
-	const bt_field *ctx = pkt ? bt_packet_borrow_context_field_const(pkt) : NULL;
-	const bt_stream_class *sc = bt_stream_borrow_class_const(bt_event_borrow_stream_const(e));
-	memset(ev, 0, sizeof(*ev));
-	ev->kind = (enum raw_kind)(tag - 1);
-	ev->pid = (uint32_t)member_u64(ctx, "pid");
-	ev->tid = (uint32_t)member_u64(ctx, "tid");
-	ev->ts = bt_stream_class_borrow_default_clock_class_const(sc)
-		? bt_clock_snapshot_get_value(bt_message_event_borrow_default_clock_snapshot_const(in)) : 0;
-	ev->stream_id = bt_stream_get_id(bt_event_borrow_stream_const(e));
-	switch (ev->kind) {
-	case RAW_SAMPLE:
-	case RAW_SAMPLE_FULL:
-	case RAW_SAMPLE_SEGMENT: {
-		const bt_field *bf = member(pl, "blob");
-		uint64_t const len = bf ? bt_field_array_get_length(bf) : 0;
-		if (len + 1 > it->blob_cap) {
-			uint8_t *nb = realloc(it->blob, len + 1);
-			if (!nb)
-				return -ENOMEM;
-			it->blob = nb;
-			it->blob_cap = len + 1;
-		}
-		ev->blob_len = member_bytes(pl, "blob", it->blob, len);
-		ev->blob = it->blob;
-		ev->generation = (uint32_t)member_u64(pl, "generation");
-		return 0;
-	}
-	case RAW_PROCESS_START:
-		ev->proc.pid = (uint32_t)member_u64(pl, "pid");
-		ev->proc.ppid = (uint32_t)member_u64(pl, "ppid");
-		ev->proc.comm = member_str(pl, "comm");
-		ev->proc.exe = member_str(pl, "exe");
-		ev->proc.clock_offset_ns = (int64_t)member_u64(pl, "clock_offset_ns");
-		ev->proc.frequency_hz = (uint32_t)member_u64(pl, "frequency_hz");
-		ev->proc.stack_cap = (uint32_t)member_u64(pl, "stack_cap");
-		ev->proc.policy = (uint8_t)member_u64(pl, "policy");
-		ev->proc.codec_version = (uint8_t)member_u64(pl, "codec_version");
-		if (!ev->proc.comm || !ev->proc.exe) {
-			free(ev->proc.comm);
-			free(ev->proc.exe);
-			return -ENOMEM;
-		}
-		return 0;
-	case RAW_MAPS:
-		return maps_of(pl, ev);
-	case RAW_DROPS:
-		ev->drop_tid = (uint32_t)member_u64(pl, "tid");
-		ev->drops_total = member_u64(pl, "ring_full") + member_u64(pl, "nested") +
-				  member_u64(pl, "no_stack_bounds") + member_u64(pl, "other");
-		return 0;
-	default:
-		return 0;
-	}
-}
-
 /* ---- the queue -------------------------------------------------------------------- */
 
-static int q_push(struct unwind_iter *it, bt_message *msg, const struct raw_event *pending)
+static int blocked(const struct qitem *qi)
+{
+	return qi->pending || qi->await;
+}
+
+/* The item with queue number SEQ, or NULL when it has left. */
+static struct qitem *q_at(struct unwind_iter *it, uint64_t seq)
+{
+	if (seq < it->qseq || seq - it->qseq >= it->qlen)
+		return NULL;
+	return &it->q[(it->qhead + (seq - it->qseq)) % it->qcap];
+}
+
+/* Append MSG (the queue takes it, even on error).  @return its item, NULL
+ * on -ENOMEM. */
+static struct qitem *q_push(struct unwind_iter *it, bt_message *msg)
 {
 	if (it->qlen == it->qcap) {
 		size_t const n = it->qcap ? 2 * it->qcap : 256;
 		struct qitem *nq = malloc(n * sizeof(*nq));
-		if (!nq)
-			return -ENOMEM;
+		if (!nq) {
+			bt_message_put_ref(msg);
+			return NULL;
+		}
 		for (size_t i = 0; i < it->qlen; i++)
 			nq[i] = it->q[(it->qhead + i) % it->qcap];
 		free(it->q);
@@ -534,29 +481,60 @@ static int q_push(struct unwind_iter *it, bt_message *msg, const struct raw_even
 	struct qitem *qi = &it->q[(it->qhead + it->qlen) % it->qcap];
 	memset(qi, 0, sizeof(*qi));
 	qi->msg = msg;
-	if (pending) {
-		qi->pending = 1;
-		qi->ev = *pending;
-		uint8_t *b = malloc(pending->blob_len ? pending->blob_len : 1);
-		if (!b)
-			return -ENOMEM;
-		memcpy(b, pending->blob, pending->blob_len);
-		qi->ev.blob = b;
-		it->n_pending++;
-	}
 	it->qlen++;
+	return qi;
+}
+
+static int copy_blob(struct raw_event *dst, const struct raw_event *src)
+{
+	*dst = *src;
+	uint8_t *b = malloc(src->blob_len ? src->blob_len : 1);
+	if (!b)
+		return -ENOMEM;
+	memcpy(b, src->blob, src->blob_len);
+	dst->blob = b;
 	return 0;
 }
 
-/* Decode sample EV into MSG now (TAG's kind). */
-static int decode_now(struct unwind_iter *it, bt_message *msg, const struct raw_event *ev)
+/* QI waits to be decoded: sample EV (and segment SEG) copied. */
+static int q_hold(struct unwind_iter *it, struct qitem *qi, const struct raw_event *ev, const struct raw_event *seg)
 {
-	it->cur = ev->kind == RAW_SAMPLE ? msg : NULL;
-	it->cur_done = 0;
-	int rc = su_reader_push(it->reader, ev);
-	if (rc == 0 && ev->kind == RAW_SAMPLE && !it->cur_done)
-		rc = fill_sample(it, msg, NULL, NULL, 0, SC_END_NOT_DECODED);
+	if (copy_blob(&qi->ev, ev))
+		return -ENOMEM;
+	if (seg && copy_blob(&qi->seg, seg)) {
+		free((void *)qi->ev.blob);
+		return -ENOMEM;
+	}
+	qi->has_seg = seg != NULL;
+	qi->pending = 1;
+	it->n_pending++;
+	return 0;
+}
+
+/* Decode sample EV (after its segment SEG) into MSG now, and into the
+ * user's event PARTNER that it belongs to. */
+static int decode_now(struct unwind_iter *it, bt_message *msg, const struct raw_event *ev, const struct raw_event *seg,
+		      struct qitem *partner)
+{
 	it->cur = NULL;
+	it->cur_partner = NULL;
+	int rc = seg ? su_reader_push(it->reader, seg) : 0;
+	it->cur = ev->kind == RAW_SAMPLE ? msg : NULL;
+	it->cur_partner = partner && it->cur ? partner->msg : NULL;
+	it->cur_done = 0;
+	if (rc == 0)
+		rc = su_reader_push(it->reader, ev);
+	if (rc == 0 && ev->kind == RAW_SAMPLE && !it->cur_done) {
+		rc = fill_sample(it, msg, NULL, NULL, 0, SC_END_NOT_DECODED);
+		if (rc == 0 && partner)
+			rc = fill_sample(it, partner->msg, NULL, NULL, 0, SC_END_NOT_DECODED);
+	}
+	if (partner && partner->await) {
+		partner->await = 0;
+		it->n_await--;
+	}
+	it->cur = NULL;
+	it->cur_partner = NULL;
 	return rc;
 }
 
@@ -570,14 +548,174 @@ static int resolve(struct unwind_iter *it, int force)
 		if (!force && !su_reader_can_decode(it->reader, &qi->ev) &&
 		    it->last_ts < qi->ev.ts + WAIT_NS && it->qlen < MAX_QUEUE)
 			break;
-		int rc = decode_now(it, qi->msg, &qi->ev);
+		int rc = decode_now(it, qi->msg, &qi->ev, qi->has_seg ? &qi->seg : NULL,
+				    qi->has_partner ? q_at(it, qi->partner) : NULL);
 		free((void *)qi->ev.blob);
+		if (qi->has_seg)
+			free((void *)qi->seg.blob);
 		qi->pending = 0;
+		qi->has_seg = 0;
 		it->n_pending--;
 		if (rc)
 			return rc;
 	}
 	return 0;
+}
+
+/* ---- LTTng: the user's events waiting for their stack --------------------------------- */
+
+static struct waiter *waiter_find(struct unwind_iter *it, uint32_t vpid, uint32_t vtid)
+{
+	for (size_t i = 0; i < it->n_waiters; i++)
+		if (it->waiters[i].active && it->waiters[i].vpid == vpid && it->waiters[i].vtid == vtid)
+			return &it->waiters[i];
+	return NULL;
+}
+
+static struct waiter *waiter_new(struct unwind_iter *it)
+{
+	for (size_t i = 0; i < it->n_waiters; i++)
+		if (!it->waiters[i].active)
+			return &it->waiters[i];
+	if (it->n_waiters == it->cap_waiters) {
+		size_t const n = it->cap_waiters ? 2 * it->cap_waiters : 16;
+		struct waiter *nw = realloc(it->waiters, n * sizeof(*nw));
+		if (!nw)
+			return NULL;
+		it->waiters = nw;
+		it->cap_waiters = n;
+	}
+	return &it->waiters[it->n_waiters++];
+}
+
+/* W's event leaves without a stack: its thread went on without a sample. */
+static int waiter_release(struct unwind_iter *it, struct waiter *w)
+{
+	struct qitem *qi = q_at(it, w->seq);
+	w->active = 0;
+	if (!qi || !qi->await)
+		return 0;
+	qi->await = 0;
+	it->n_await--;
+	return fill_sample(it, qi->msg, NULL, NULL, 0, SC_END_NO_STACK);
+}
+
+static int waiters_expire(struct unwind_iter *it, int force)
+{
+	for (size_t i = 0; i < it->n_waiters && it->n_await; i++) {
+		struct waiter *w = &it->waiters[i];
+		if (w->active && (force || it->last_ts >= w->ts + WAIT_NS || it->qlen >= MAX_QUEUE)) {
+			int const rc = waiter_release(it, w);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+/* The join's process and maps events go to the reader core at once. */
+static int push_raw(void *arg, const struct raw_event *ev)
+{
+	struct unwind_iter *it = arg;
+	return su_reader_push(it->reader, ev);
+}
+
+/* What waits and may go now: settled generations, then samples, then
+ * the user's events; FORCE: everything (the input ended). */
+static int settle(struct unwind_iter *it, int force)
+{
+	int rc = su_lttng_join_flush(it->join, it->last_ts, WAIT_NS, force, push_raw, it);
+	if (!rc && it->n_pending)
+		rc = resolve(it, force);
+	if (!rc && it->n_await)
+		rc = waiters_expire(it, force);
+	return rc;
+}
+
+/* An event OUT (copy of IN) of an LTTng trace, tagged TAG. */
+static int handle_lttng(struct unwind_iter *it, const bt_message *in, bt_message *out, int tag)
+{
+	enum su_lttng_event const lk = (enum su_lttng_event)(tag - TAG_LTTNG);
+	uint32_t vpid = 0, vtid = 0;
+	int const ids = su_lttng_event_ids(in, &vpid, &vtid) == 0;
+	uint64_t const ts = su_bt2_event_ts(in);
+	if (ts > it->last_ts)
+		it->last_ts = ts;
+	int rc = 0;
+	if (!ids) {
+		if (lk == SU_LTTNG_OTHER)
+			rc = fill_sample(it, out, NULL, NULL, 0, SC_END_NO_STACK);
+		else if (lk != SU_LTTNG_MODULES) {
+			BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_MESSAGE_ITERATOR(it->self,
+				"stackcap events without the vpid and vtid contexts: record with "
+				"`lttng add-context -u -t vpid -t vtid` (docs/lttng.md)");
+			rc = -EINVAL;
+		}
+		if (rc) {
+			bt_message_put_ref(out);
+			return rc;
+		}
+		return q_push(it, out) ? 0 : -ENOMEM;
+	}
+	/* This event comes next in its thread: a user's event waiting there
+	 * gets this sample's stack, or none. */
+	struct waiter *w = lk != SU_LTTNG_SEGMENT ? waiter_find(it, vpid, vtid) : NULL;
+	int has_partner = 0;
+	uint64_t partner = 0;
+	if (w && lk == SU_LTTNG_SAMPLE) {
+		has_partner = 1;
+		partner = w->seq;
+		w->active = 0;
+	} else if (w) {
+		rc = waiter_release(it, w);
+	}
+	struct raw_event ev, seg;
+	int got = 0, has_seg = 0;
+	if (!rc && (lk == SU_LTTNG_MODULES || lk == SU_LTTNG_CODE_RANGES))
+		rc = su_lttng_join_add(it->join, in, lk, vpid, ts);
+	else if (!rc && (lk == SU_LTTNG_SAMPLE || lk == SU_LTTNG_SEGMENT))
+		rc = got = su_lttng_join_sample(it->join, in, lk, vpid, vtid, ts, &ev, &seg, &has_seg);
+	if (rc < 0) {
+		bt_message_put_ref(out);
+		return rc;
+	}
+	rc = su_lttng_join_flush(it->join, it->last_ts, WAIT_NS, 0, push_raw, it);
+	if (rc) {
+		bt_message_put_ref(out);
+		return rc;
+	}
+	uint64_t const seq = it->qseq + it->qlen;
+	struct qitem *qi = q_push(it, out);
+	if (!qi)
+		return -ENOMEM;
+	if (lk == SU_LTTNG_OTHER) {
+		struct waiter *nw = waiter_new(it);
+		if (!nw)
+			return -ENOMEM;
+		*nw = (struct waiter){ .vpid = vpid, .vtid = vtid, .seq = seq, .ts = ts, .active = 1 };
+		qi->await = 1;
+		it->n_await++;
+	} else if (lk == SU_LTTNG_SAMPLE && got == 1) {
+		if (!it->n_pending && su_reader_can_decode(it->reader, &ev)) {
+			rc = decode_now(it, out, &ev, has_seg ? &seg : NULL, has_partner ? q_at(it, partner) : NULL);
+		} else {
+			rc = q_hold(it, qi, &ev, has_seg ? &seg : NULL);
+			qi->has_partner = has_partner;
+			qi->partner = partner;
+		}
+	} else if (lk == SU_LTTNG_SAMPLE) {
+		/* No blob: not one of ours after all. */
+		rc = fill_sample(it, out, NULL, NULL, 0, SC_END_NOT_DECODED);
+		struct qitem *pq = has_partner ? q_at(it, partner) : NULL;
+		if (!rc && pq && pq->await) {
+			pq->await = 0;
+			it->n_await--;
+			rc = fill_sample(it, pq->msg, NULL, NULL, 0, SC_END_NO_STACK);
+		}
+	}
+	if (!rc)
+		rc = settle(it, 0);
+	return rc;
 }
 
 static int handle(struct unwind_iter *it, const bt_message *in)
@@ -590,9 +728,11 @@ static int handle(struct unwind_iter *it, const bt_message *in)
 		return -1;
 	}
 	if (!tag)
-		return q_push(it, out, NULL);
+		return q_push(it, out) ? 0 : -ENOMEM;
+	if (is_lttng_tag(tag))
+		return handle_lttng(it, in, out, tag);
 	struct raw_event ev;
-	int rc = raw_of(it, in, tag, &ev);
+	int rc = su_bt2_stackcap_event(in, (enum raw_kind)(tag - TAG_STACKCAP), &ev, &it->blob, &it->blob_cap);
 	if (rc) {
 		bt_message_put_ref(out);
 		return rc;
@@ -602,15 +742,14 @@ static int handle(struct unwind_iter *it, const bt_message *in)
 	switch (ev.kind) {
 	case RAW_SAMPLE:
 	case RAW_SAMPLE_FULL:
-	case RAW_SAMPLE_SEGMENT:
+	case RAW_SAMPLE_SEGMENT: {
+		struct qitem *qi = q_push(it, out);
+		if (!qi)
+			return -ENOMEM;
 		if (it->n_pending || !su_reader_can_decode(it->reader, &ev))
-			return q_push(it, out, &ev);
-		rc = decode_now(it, out, &ev);
-		if (rc) {
-			bt_message_put_ref(out);
-			return rc;
-		}
-		return q_push(it, out, NULL);
+			return q_hold(it, qi, &ev, NULL);
+		return decode_now(it, out, &ev, NULL, NULL);
+	}
 	default:
 		/* The core takes process strings and maps, even on error. */
 		rc = su_reader_push(it->reader, &ev);
@@ -618,10 +757,9 @@ static int handle(struct unwind_iter *it, const bt_message *in)
 			bt_message_put_ref(out);
 			return rc;
 		}
-		rc = q_push(it, out, NULL);
-		if (!rc && it->n_pending)
-			rc = resolve(it, 0);
-		return rc;
+		if (!q_push(it, out))
+			return -ENOMEM;
+		return it->n_pending ? resolve(it, 0) : 0;
 	}
 }
 
@@ -636,8 +774,12 @@ static void iter_free(struct unwind_iter *it)
 		bt_message_put_ref(qi->msg);
 		if (qi->pending)
 			free((void *)qi->ev.blob);
+		if (qi->has_seg)
+			free((void *)qi->seg.blob);
 	}
 	free(it->q);
+	free(it->waiters);
+	su_lttng_join_free(it->join);
 	bt_message_iterator_put_ref(it->up);
 	ir_copy_free(it->copy);
 	su_reader_free(it->reader);
@@ -662,12 +804,13 @@ bt_message_iterator_class_initialize_method_status unwind_iter_init(bt_self_mess
 	struct su_reader_callbacks cb = { .arg = it, .sample = on_sample };
 	it->copy = ir_copy_new(sc, extend_payload, it);
 	it->reader = su_reader_new(NULL, &cb);
+	it->join = su_lttng_join_new();
 	it->modules = su_modcache_new(&it->comp->di);
 	if (it->modules)
 		su_modcache_set_finalizers(it->modules, NULL, su_symbolize_cache_free);
 	it->unwinder = it->modules ? su_unwinder_new(SU_UNWINDER_FAST, it->modules) : NULL;
 	it->frames = calloc(it->comp->max_frames, sizeof(*it->frames));
-	if (!it->copy || !it->reader || !it->unwinder || !it->frames) {
+	if (!it->copy || !it->reader || !it->join || !it->unwinder || !it->frames) {
 		iter_free(it);
 		return BT_MESSAGE_ITERATOR_CLASS_INITIALIZE_METHOD_STATUS_MEMORY_ERROR;
 	}
@@ -692,18 +835,18 @@ bt_message_iterator_class_next_method_status unwind_iter_next(bt_self_message_it
 {
 	struct unwind_iter *it = bt_self_message_iterator_get_data(self);
 	/* Fill the queue until its head can leave. */
-	while (!it->ended && (it->qlen == 0 || it->q[it->qhead].pending)) {
+	while (!it->ended && (it->qlen == 0 || blocked(&it->q[it->qhead]))) {
 		bt_message_array_const in;
 		uint64_t n = 0;
 		bt_message_iterator_next_status const st = bt_message_iterator_next(it->up, &in, &n);
 		if (st == BT_MESSAGE_ITERATOR_NEXT_STATUS_END) {
 			it->ended = 1;
-			if (resolve(it, 1))
+			if (settle(it, 1))
 				return BT_MESSAGE_ITERATOR_CLASS_NEXT_METHOD_STATUS_ERROR;
 			break;
 		}
 		if (st == BT_MESSAGE_ITERATOR_NEXT_STATUS_AGAIN) {
-			if (it->qlen && !it->q[it->qhead].pending)
+			if (it->qlen && !blocked(&it->q[it->qhead]))
 				break;
 			return BT_MESSAGE_ITERATOR_CLASS_NEXT_METHOD_STATUS_AGAIN;
 		}
@@ -717,18 +860,19 @@ bt_message_iterator_class_next_method_status unwind_iter_next(bt_self_message_it
 				rc = handle(it, in[i]);
 			bt_message_put_ref(in[i]);
 		}
-		if (!rc && it->n_pending)
-			rc = resolve(it, 0); /* waited long enough? */
+		if (!rc)
+			rc = settle(it, 0); /* waited long enough? */
 		if (rc == -ENOMEM)
 			return BT_MESSAGE_ITERATOR_CLASS_NEXT_METHOD_STATUS_MEMORY_ERROR;
 		if (rc)
 			return BT_MESSAGE_ITERATOR_CLASS_NEXT_METHOD_STATUS_ERROR;
 	}
 	uint64_t k = 0;
-	while (k < capacity && it->qlen && !it->q[it->qhead].pending) {
+	while (k < capacity && it->qlen && !blocked(&it->q[it->qhead])) {
 		msgs[k++] = it->q[it->qhead].msg;
 		it->qhead = (it->qhead + 1) % it->qcap;
 		it->qlen--;
+		it->qseq++;
 	}
 	*count = k;
 	if (k)

@@ -6,6 +6,7 @@
 #ifndef STACKCAP_PLUGIN_PLUGIN_H
 #define STACKCAP_PLUGIN_PLUGIN_H
 
+#include <string.h>
 #include <babeltrace2/babeltrace.h>
 
 /* Names of the fields the unwind filter appends to a sample's payload;
@@ -16,6 +17,12 @@
 /* unwind_end of a sample that could not be decoded (no maps, bad blob):
  * an empty callstack, left out of folded stacks as stackunwind does. */
 #define SC_END_NOT_DECODED "not-decoded"
+/* unwind_end of a user's LTTng event no stackcap:sample followed in its
+ * thread: an empty callstack. */
+#define SC_END_NO_STACK "no-stack"
+/* The sample events the folded sink counts (a user's event carrying the
+ * stack of its sample is not counted again). */
+#define SC_IS_SAMPLE_EVENT(name) ((name) && (!strcmp((name), "sample") || !strcmp((name), "stackcap:sample")))
 
 /* A boolean parameter NAME of PARAMS (absent: 0).  -1 when not a bool. */
 int sc_param_bool(const bt_value *params, const char *name);

@@ -200,9 +200,11 @@ static int on_event(struct folded_sink *s, const bt_message *msg)
 	const bt_field *cs = member(pl, SC_FIELD_CALLSTACK);
 	const char *comm = member_str(pl, SC_FIELD_COMM);
 	const char *end = member_str(pl, SC_FIELD_UNWIND_END);
+	const char *name = bt_event_class_get_name(bt_event_borrow_class_const(e));
+	if (!SC_IS_SAMPLE_EVENT(name))
+		return 0; /* a user's event with its sample's stack: counted there */
 	if (!cs) {
-		const char *name = bt_event_class_get_name(bt_event_borrow_class_const(e));
-		s->bare += name && !strcmp(name, "sample");
+		s->bare++;
 		return 0;
 	}
 	if (!cs || !comm || !end || !strcmp(end, SC_END_NOT_DECODED) ||

@@ -4,8 +4,12 @@
 # another user's; as root everything LTTng runs as nobody, because a root
 # session daemon always uses /var/run/lttng.  Records testdata programs
 # with `stackcap record --lttng` into sessions, unwinds the LTTng traces
-# with stackunwind (known chains in >= 99% of hot samples), checks the
-# error paths, and stops the daemon (also on failure: trap).
+# with stackunwind (known chains in >= 99% of hot samples) and with the
+# babeltrace2 plugin (filter.stackcap.unwind: the same chains on the
+# stackcap:sample events and the user's own probe event; the folded sink =
+# stackunwind folded; a trace without stackcap events passes unchanged; a
+# live session through our own lttng-relayd on private ports),
+# checks the error paths, and stops the daemon (also on failure: trap).
 . "${top_srcdir:?}/tests/tap-lib.sh"
 SU="$B/cli/stackunwind"
 
@@ -253,6 +257,83 @@ set -- $(chain_match "$work/probe.out" $chain)
 check "lttng-probe: every sample unwinds to '$chain' (the caller of stackcap_capture innermost) ($1 of $2)" \
 	[ "$1 $2" = "200 200" ]
 
+
+# ---- the babeltrace2 plugin on the LTTng traces (docs/babeltrace2-plugin.md):
+# filter.stackcap.unwind adds the callstack to stackcap:sample (and to the
+# user's own event that stackcap_lttng_tracepoint follows with a sample);
+# sink.stackcap.folded gives stackunwind folded's lines.
+PP="$B/plugin/.libs"
+BT="babeltrace2 --plugin-path=$PP"
+[ -f "$PP/babeltrace-plugin-stackcap.so" ] ||
+	not_ok "the babeltrace2 plugin was not built ($PP/babeltrace-plugin-stackcap.so): apt-get install libbabeltrace2-dev"
+# bt_chain FILE EVENT CHAIN...: "good total" over EVENT records whose
+# callstack's innermost function is CHAIN[1] (good: the whole chain).
+bt_chain() {
+	f=$1; ev=$2; shift 2
+	awk -v chain="$*" -v ev="$ev:" '
+	BEGIN { nc = split(chain, C, " ") }
+	index($0, ev) {
+		k = 0; s = $0
+		while (match(s, /function = "[^"]*"/)) { F[++k] = substr(s, RSTART + 12, RLENGTH - 13); s = substr(s, RSTART + RLENGTH) }
+		if (k > 0 && F[1] == C[1]) {
+			tot++; g = 1
+			for (i = 1; i <= nc; i++) if (F[i] != C[i]) g = 0
+			good += g
+		}
+	}
+	END { printf "%d %d\n", good, tot }' "$f"
+}
+for t in "single tdata-single" "threads tdata-threads -t 2" "dlopen tdata-dlopen --reload" "sigalt tdata-sigalt"; do
+	set -- $t
+	name=$1; prog=$2; shift 2
+	$BT "$lt/$name" -c filter.stackcap.unwind >"$work/$name.flt" 2>"$work/$name.flt.err"
+	r=$?
+	chain=$("$TD/$prog" "$@" --chain | tr '\n' ' ')
+	set -- $(bt_chain "$work/$name.flt" stackcap:sample $chain)
+	check "$name: babeltrace2 -c filter.stackcap.unwind on the LTTng trace (exit $r): callstack '$chain' on >= 99% of hot stackcap:sample events ($1 of $2)" \
+		sh -c "[ $r = 0 ] && awk -v g='$1' -v t='$2' 'BEGIN { exit !(t >= 100 && g * 100 >= t * 99) }'"
+	[ $r = 0 ] || sed 's/^/# /' "$work/$name.flt.err" | head -5
+done
+# Every stackcap:sample gets the fields, and nothing else of LTTng's does.
+ns=$(grep -c 'stackcap:sample: .*callstack = \[' "$work/single.flt")
+nall=$(grep -c 'stackcap:sample:' "$work/single.flt")
+nother=$(grep -v 'stackcap:sample:' "$work/single.flt" | grep -c 'callstack = ')
+check "single: all $nall stackcap:sample events carry a callstack ($ns), no other event does ($nother)" \
+	sh -c "[ $nall -ge 100 ] && [ $ns = $nall ] && [ $nother = 0 ]"
+for name in single threads dlopen sigalt exec fork jit probe; do
+	"$SU" folded "$lt/$name" >"$work/$name.su.folded" 2>/dev/null
+	$BT "$lt/$name" -c filter.stackcap.unwind -c sink.stackcap.folded >"$work/$name.bt.folded" 2>"$work/$name.bt.err"
+	r=$?
+	check "$name: sink.stackcap.folded on the LTTng trace (exit $r) = stackunwind folded ($(wc -l <"$work/$name.su.folded") lines, $(awk '{ s += $NF } END { print s + 0 }' "$work/$name.su.folded") samples)" \
+		sh -c "[ $r = 0 ] && [ -s '$work/$name.su.folded' ] && cmp -s '$work/$name.su.folded' '$work/$name.bt.folded'"
+	[ $r = 0 ] || sed 's/^/# /' "$work/$name.bt.err" | head -5
+done
+$BT "$lt/single" -c sink.stackcap.folded >/dev/null 2>"$work/nofilter.err"
+r=$?
+check "sink.stackcap.folded on the LTTng trace without the filter: exit $r, a message naming filter.stackcap.unwind" \
+	sh -c "[ $r != 0 ] && grep -q 'put filter.stackcap.unwind before' '$work/nofilter.err'"
+# The user's own event: each stackcap_test:tick gets the stack of the
+# stackcap:sample that follows it in its thread.
+$BT "$lt/probe" -c filter.stackcap.unwind >"$work/probe.flt" 2>"$work/probe.flt.err"
+r=$?
+chain=$("$B/tests/lttng-probe" --chain | tr '\n' ' ')
+set -- $(bt_chain "$work/probe.flt" stackcap_test:tick $chain)
+check "lttng-probe: each of the user's 200 stackcap_test:tick events carries its callstack '$chain' (exit $r; $1 of $2)" \
+	sh -c "[ $r = 0 ] && [ '$1 $2' = '200 200' ] && [ \$(grep -c 'stackcap_test:tick:' '$work/probe.flt') = 200 ]"
+# An LTTng trace with no stackcap event (the user's events and LTTng's
+# state dump only) passes the filter unchanged.
+if as_user lttng create plain --output="$lt/plain" >/dev/null &&
+	as_user lttng enable-event -u 'stackcap_test:*,lttng_ust_statedump:*' >/dev/null &&
+	as_user lttng add-context -u -t vpid -t vtid >/dev/null && as_user lttng start >/dev/null; then
+	as_user $RUN_PROBE 50 >/dev/null 2>&1
+	end_session
+fi
+babeltrace2 "$lt/plain" >"$work/plain.bt" 2>/dev/null
+$BT "$lt/plain" -c filter.stackcap.unwind >"$work/plain.flt" 2>"$work/plain.flt.err"
+r=$?
+check "an LTTng trace without stackcap events: the filter's text output (exit $r) is babeltrace2's without it ($(grep -c 'stackcap_test:tick:' "$work/plain.bt") ticks, $(grep -c 'lttng_ust_statedump:' "$work/plain.bt") state dump events)" \
+	sh -c "[ $r = 0 ] && [ \$(grep -c 'stackcap_test:tick:' '$work/plain.bt') = 50 ] && grep -q lttng_ust_statedump: '$work/plain.bt' && cmp -s '$work/plain.bt' '$work/plain.flt'"
+
 # Without the vpid/vtid contexts samples cannot be placed: a clear error.
 session noctx "" || not_ok "session without contexts set up"
 as_user "$RUN_STACKCAP" record --lttng -- "$RUN_TD/tdata-single" 0.2 >/dev/null 2>&1
@@ -261,11 +342,70 @@ end_session
 r=$?
 check "a session without vpid/vtid contexts: exit $r, a message naming lttng add-context" \
 	sh -c "[ $r != 0 ] && grep -q 'add-context' '$work/noctx.err'"
+$BT "$lt/noctx" -c filter.stackcap.unwind >/dev/null 2>"$work/noctx.flt.err"
+r=$?
+check "filter.stackcap.unwind on a session without vpid/vtid contexts: exit $r, a message naming lttng add-context" \
+	sh -c "[ $r != 0 ] && grep -q 'add-context' '$work/noctx.flt.err'"
 
+
+# A live session (lttng-relayd on private ports, src.ctf.lttng-live): the
+# filter unwinds the samples as they stream in.
+relayd_pid=
+stop_relayd() {
+	[ -n "$relayd_pid" ] || return 0
+	kill "$relayd_pid" 2>/dev/null
+	i=0
+	while alive "$relayd_pid" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	kill -9 "$relayd_pid" 2>/dev/null
+	relayd_pid=
+}
+trap 'stop_relayd; stop_daemon; rm -rf "$work"' EXIT
+mkdir -p "$lt/relay" && chown --reference="$lt/home" "$lt/relay"
+# Three ports from a base of our own; another base when they are taken.
+for try in 1 2 3 4 5; do
+	base=$(( 20000 + ($$ * 7 + try * 3001) % 40000 ))
+	as_user lttng-relayd -C tcp://127.0.0.1:$base -D tcp://127.0.0.1:$((base + 1)) \
+		-L tcp://127.0.0.1:$((base + 2)) -o "$lt/relay" >"$work/relayd.log" 2>&1 &
+	# $! is the shell running as_user: the daemon's own pid, by its output directory.
+	sleep 0.5
+	relayd_pid=$(ps -eo pid,args | awk -v o="-o $lt/relay" '/lttng-relayd/ && index($0, o) { print $1; exit }')
+	[ -n "$relayd_pid" ] && alive "$relayd_pid" && break
+	relayd_pid=
+done
+if [ -n "$relayd_pid" ] &&
+	as_user lttng create live --live=200000 --set-url=net://127.0.0.1:$base:$((base + 1)) >/dev/null &&
+	as_user lttng enable-event -u 'stackcap:*,lttng_ust_statedump:*,lttng_ust_dl:*,lttng_ust_lib:*' >/dev/null &&
+	as_user lttng add-context -u -t vpid -t vtid >/dev/null && as_user lttng start >/dev/null; then
+	timeout 120 $BT --input-format=lttng-live "net://127.0.0.1:$((base + 2))/host/$(uname -n)/live" \
+		-c filter.stackcap.unwind >"$work/live.flt" 2>"$work/live.err" &
+	reader=$!
+	sleep 1
+	as_user "$RUN_STACKCAP" record --lttng -- "$RUN_TD/tdata-single" 1 >/dev/null 2>"$work/live.rerr"
+	sleep 0.5
+	end_session
+	wait $reader
+	r=$?
+	chain=$("$TD/tdata-single" --chain | tr '\n' ' ')
+	set -- $(bt_chain "$work/live.flt" stackcap:sample $chain)
+	check "a live session through src.ctf.lttng-live: the filter (exit $r) gives '$chain' on >= 99% of hot samples ($1 of $2)" \
+		sh -c "[ $r = 0 ] && awk -v g='$1' -v t='$2' 'BEGIN { exit !(t >= 100 && g * 100 >= t * 99) }'"
+	[ $r = 0 ] || sed 's/^/# /' "$work/live.err" | head -5
+else
+	not_ok "a live session: lttng-relayd on 127.0.0.1 ports $base-$((base + 2)) or the live session could not be set up"
+	sed 's/^/# /' "$work/relayd.log" | head -5
+fi
+relayd_was=$relayd_pid
 pid_was=$daemon_pid
 stop_daemon
-sleep 0.2
+stop_relayd
+# Consumers leave after their session daemon: a few seconds at most.
+i=0
+while [ $i -lt 50 ] && ps -eo stat,args | grep -E 'lttng-(sessiond|consumerd|relayd)' | grep -F "$lt/" | grep -v -e grep -e '^Z' >/dev/null; do
+	sleep 0.1; i=$((i + 1))
+done
 alive "$pid_was" && left="lttng-sessiond $pid_was" || left=
-left=$left$(ps -eo stat,pid,args | grep -E 'lttng-(sessiond|consumerd)' | grep -F "$lt/home" | grep -v -e grep -e '^Z')
-check "the session daemon and its consumers are gone" [ -z "$left" ]
+[ -n "$relayd_was" ] && alive "$relayd_was" && left="$left lttng-relayd $relayd_was"
+left=$left$(ps -eo stat,pid,args | grep -E 'lttng-(sessiond|consumerd|relayd)' | grep -F "$lt/" | grep -v -e grep -e '^Z')
+check "the session daemon, its consumers and the relay daemon are gone" [ -z "$left" ]
+[ -z "$left" ] || echo "# left: $left"
 echo "1..$n"

@@ -14,6 +14,12 @@ trace_libsutrace_la_SOURCES = \
 	trace/source-babeltrace2.c \
 	trace/source-native.c \
 	trace/source-lttng.c \
+	trace/lttng-join.h \
+	trace/lttng-join.c \
+	trace/bt2-event.h \
+	trace/bt2-event.c \
+	trace/bt2-graph.h \
+	trace/bt2-graph.c \
 	trace/lttng-reader.h \
 	trace/perf-data.h \
 	trace/perf-data.c

@@ -80,7 +80,13 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 
 /* Shared helpers. */
 void su_reader_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The message of a failure into ERR (ERRLEN bytes), unless ERR is NULL or
+ * already holds one (the first cause is the one to tell). */
+void su_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void su_maps_free(struct su_maps *m);
+/* Grow the zeroed array *ARR of *CAP elements of ELEM bytes to hold NEED
+ * (doubling).  @return 0 or -ENOMEM. */
+int su_grow(void **arr, size_t *cap, size_t need, size_t elem);
 /* Bytes of the complete packets at the start of the plain stream file FD
  * of SIZE bytes (stops at the first cut or malformed packet). */
 uint64_t su_ctf_complete_packets(int fd, uint64_t size);

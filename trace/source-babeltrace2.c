@@ -18,6 +18,8 @@
 #include <babeltrace2/babeltrace.h>
 
 #include "trace/reader-internal.h"
+#include "trace/bt2-event.h"
+#include "trace/bt2-graph.h"
 #include "ctf-writer.h"
 
 struct bt2_source {
@@ -30,7 +32,6 @@ struct bt2_source {
 	raw_emit_fn emit;
 	void *ctx;
 	int emit_rc;              /* EMIT's nonzero return */
-	int fatal;                /* -errno from converting an event */
 	uint8_t *blob;
 	size_t blob_cap;
 	/* events_discarded of each stream's first packet, by stream id */
@@ -40,164 +41,16 @@ struct bt2_source {
 	size_t errlen;
 };
 
-static void set_err(struct bt2_source *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void set_err(struct bt2_source *s, const char *fmt, ...)
-{
-	va_list ap;
-	if (!s->err || !s->errlen || s->err[0])
-		return;
-	va_start(ap, fmt);
-	vsnprintf(s->err, s->errlen, fmt, ap);
-	va_end(ap);
-}
-
-/* ---- field access -------------------------------------------------------- */
-
-static const bt_field *member(const bt_field *st, const char *name)
-{
-	return st ? bt_field_structure_borrow_member_field_by_name_const(st, name) : NULL;
-}
-
-static uint64_t member_u64(const bt_field *st, const char *name)
-{
-	const bt_field *f = member(st, name);
-	if (!f)
-		return 0;
-	if (bt_field_get_class_type(f) == BT_FIELD_CLASS_TYPE_SIGNED_INTEGER)
-		return (uint64_t)bt_field_integer_signed_get_value(f);
-	return bt_field_integer_unsigned_get_value(f);
-}
-
-static char *member_str(const bt_field *st, const char *name)
-{
-	const bt_field *f = member(st, name);
-	const char *s = f ? bt_field_string_get_value(f) : NULL;
-	return strdup(s ? s : "");
-}
-
-/* Copy a u8 array field into BUF (at most CAP bytes).  @return its length. */
-static uint64_t member_bytes(const bt_field *st, const char *name, uint8_t *buf, uint64_t cap)
-{
-	const bt_field *f = member(st, name);
-	if (!f)
-		return 0;
-	uint64_t n = bt_field_array_get_length(f);
-	for (uint64_t i = 0; i < n && i < cap; i++)
-		buf[i] = (uint8_t)bt_field_integer_unsigned_get_value(
-			bt_field_array_borrow_element_field_by_index_const(f, i));
-	return n;
-}
-
 /* ---- babeltrace2 messages -> raw events ------------------------------------ */
-
-static int blob_field(struct bt2_source *s, const bt_field *pl, struct raw_event *ev)
-{
-	const bt_field *bf = member(pl, "blob");
-	uint64_t const len = bf ? bt_field_array_get_length(bf) : 0;
-	if (len + 1 > s->blob_cap) {
-		uint8_t *nb = realloc(s->blob, len + 1);
-		if (!nb)
-			return -ENOMEM;
-		s->blob = nb;
-		s->blob_cap = len + 1;
-	}
-	member_bytes(pl, "blob", s->blob, len);
-	ev->generation = (uint32_t)member_u64(pl, "generation");
-	ev->blob = s->blob;
-	ev->blob_len = len;
-	return 0;
-}
-
-static int maps_field(const bt_field *pl, struct raw_event *ev)
-{
-	const bt_field *arr = member(pl, "entries");
-	uint64_t n = arr ? bt_field_array_get_length(arr) : 0;
-	struct su_maps *m = calloc(1, sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	m->generation = (uint32_t)member_u64(pl, "generation");
-	m->count = (uint32_t)n;
-	m->entries = calloc(n ? n : 1, sizeof(*m->entries));
-	m->range_list = calloc(n ? n : 1, sizeof(*m->range_list));
-	if (!m->entries || !m->range_list) {
-		su_maps_free(m);
-		return -ENOMEM;
-	}
-	for (uint64_t i = 0; i < n; i++) {
-		const bt_field *e = bt_field_array_borrow_element_field_by_index_const(arr, i);
-		struct su_map_entry *me = &m->entries[i];
-		me->start = member_u64(e, "start");
-		me->end = member_u64(e, "end");
-		me->offset = member_u64(e, "offset");
-		me->bias = member_u64(e, "bias");
-		me->flags = (uint32_t)member_u64(e, "flags");
-		uint64_t bl = member_bytes(e, "build_id", me->build_id, SU_BUILD_ID_MAX);
-		me->build_id_len = (uint8_t)(bl <= SU_BUILD_ID_MAX ? bl : 0);
-		me->path = member_str(e, "path");
-		if (!me->path) {
-			su_maps_free(m);
-			return -ENOMEM;
-		}
-		m->range_list[i] = (struct stackcap_code_range){ me->start, me->end, (uint32_t)i };
-	}
-	ev->maps = m;
-	return 0;
-}
 
 static int handle_event(struct bt2_source *s, const bt_message *msg)
 {
-	const bt_event *e = bt_message_event_borrow_event_const(msg);
-	const char *name = bt_event_class_get_name(bt_event_borrow_class_const(e));
-	const bt_field *pl = bt_event_borrow_payload_field_const(e);
-	const bt_packet *pkt = bt_event_borrow_packet_const(e);
-	const bt_field *ctx = pkt ? bt_packet_borrow_context_field_const(pkt) : NULL;
-	struct raw_event ev = {
-		.pid = (uint32_t)member_u64(ctx, "pid"),
-		.tid = (uint32_t)member_u64(ctx, "tid"),
-		.ts = bt_clock_snapshot_get_value(bt_message_event_borrow_default_clock_snapshot_const(msg)),
-		.stream_id = bt_stream_get_id(bt_event_borrow_stream_const(e)),
-	};
-	int rc = 0;
-	if (!name)
-		return 0;
-	if (strcmp(name, "sample") == 0) {
-		ev.kind = RAW_SAMPLE;
-		rc = blob_field(s, pl, &ev);
-	} else if (strcmp(name, "sample_full") == 0) {
-		ev.kind = RAW_SAMPLE_FULL;
-		rc = blob_field(s, pl, &ev);
-	} else if (strcmp(name, "sample_segment") == 0) {
-		ev.kind = RAW_SAMPLE_SEGMENT;
-		rc = blob_field(s, pl, &ev);
-	} else if (strcmp(name, "process_start") == 0) {
-		ev.kind = RAW_PROCESS_START;
-		ev.proc.pid = (uint32_t)member_u64(pl, "pid");
-		ev.proc.ppid = (uint32_t)member_u64(pl, "ppid");
-		ev.proc.comm = member_str(pl, "comm");
-		ev.proc.exe = member_str(pl, "exe");
-		ev.proc.clock_offset_ns = (int64_t)member_u64(pl, "clock_offset_ns");
-		ev.proc.frequency_hz = (uint32_t)member_u64(pl, "frequency_hz");
-		ev.proc.stack_cap = (uint32_t)member_u64(pl, "stack_cap");
-		ev.proc.policy = (uint8_t)member_u64(pl, "policy");
-		ev.proc.codec_version = (uint8_t)member_u64(pl, "codec_version");
-		if (!ev.proc.comm || !ev.proc.exe) {
-			free(ev.proc.comm);
-			free(ev.proc.exe);
-			return -ENOMEM;
-		}
-	} else if (strcmp(name, "maps") == 0) {
-		ev.kind = RAW_MAPS;
-		rc = maps_field(pl, &ev);
-	} else if (strcmp(name, "drops") == 0) {
-		ev.kind = RAW_DROPS;
-		ev.drop_tid = (uint32_t)member_u64(pl, "tid");
-		ev.drops_total = member_u64(pl, "ring_full") + member_u64(pl, "nested") +
-				 member_u64(pl, "no_stack_bounds") + member_u64(pl, "other");
-	} else if (strcmp(name, "process_end") == 0) {
-		ev.kind = RAW_PROCESS_END;
-	} else {
+	const char *name = bt_event_class_get_name(bt_event_borrow_class_const(bt_message_event_borrow_event_const(msg)));
+	int const kind = su_bt2_stackcap_kind(name);
+	if (kind < 0)
 		return 0; /* an event class this reader does not know: skipped */
-	}
+	struct raw_event ev;
+	int rc = su_bt2_stackcap_event(msg, (enum raw_kind)kind, &ev, &s->blob, &s->blob_cap);
 	if (rc)
 		return rc;
 	rc = s->emit(s->ctx, &ev);
@@ -208,14 +61,6 @@ static int handle_event(struct bt2_source *s, const bt_message *msg)
 
 /* ---- the babeltrace2 graph ----------------------------------------------- */
 
-static bt_graph_simple_sink_component_initialize_func_status
-sink_init(bt_message_iterator *it, void *data)
-{
-	(void)it;
-	(void)data;
-	return BT_GRAPH_SIMPLE_SINK_COMPONENT_INITIALIZE_FUNC_STATUS_OK;
-}
-
 /* The count of a stream's first packet (remember_first_discards). */
 static uint64_t first_discards(struct bt2_source *r, uint64_t stream_id)
 {
@@ -225,151 +70,38 @@ static uint64_t first_discards(struct bt2_source *r, uint64_t stream_id)
 	return 0;
 }
 
-static bt_graph_simple_sink_component_consume_func_status
-sink_consume(bt_message_iterator *it, void *data)
+/* Each message of the graph (trace/bt2-graph.h): 0, 1 to stop, -errno. */
+static int on_message(void *arg, const bt_message *m)
 {
-	struct bt2_source *r = data;
-	bt_message_array_const msgs;
-	uint64_t count = 0;
-	switch (bt_message_iterator_next(it, &msgs, &count)) {
-	case BT_MESSAGE_ITERATOR_NEXT_STATUS_OK:
+	struct bt2_source *r = arg;
+	switch (bt_message_get_type(m)) {
+	case BT_MESSAGE_TYPE_EVENT: {
+		int const rc = handle_event(r, m);
+		if (rc)
+			return rc < 0 ? rc : -EINVAL;
 		break;
-	case BT_MESSAGE_ITERATOR_NEXT_STATUS_END:
-		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_END;
-	case BT_MESSAGE_ITERATOR_NEXT_STATUS_AGAIN:
-		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_AGAIN;
-	case BT_MESSAGE_ITERATOR_NEXT_STATUS_MEMORY_ERROR:
-		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_MEMORY_ERROR;
-	default:
-		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_ERROR;
 	}
-	int rc = 0;
-	for (uint64_t i = 0; i < count; i++) {
-		const bt_message *m = msgs[i];
-		if (rc == 0 && !r->emit_rc) {
-			switch (bt_message_get_type(m)) {
-			case BT_MESSAGE_TYPE_EVENT:
-				rc = handle_event(r, m);
-				break;
-			case BT_MESSAGE_TYPE_DISCARDED_EVENTS: {
-				struct raw_event ev = { .kind = RAW_DISCARDED };
-				if (bt_message_discarded_events_get_count(m, &ev.discarded) !=
-				    BT_PROPERTY_AVAILABILITY_AVAILABLE)
-					ev.discarded = first_discards(r, bt_stream_get_id(
-						bt_message_discarded_events_borrow_stream_const(m)));
-				if (ev.discarded) {
-					int const erc = r->emit(r->ctx, &ev);
-					if (erc)
-						r->emit_rc = erc;
-				}
-				break;
-			}
-			default:
-				break;
-			}
+	case BT_MESSAGE_TYPE_DISCARDED_EVENTS: {
+		struct raw_event ev = { .kind = RAW_DISCARDED };
+		if (bt_message_discarded_events_get_count(m, &ev.discarded) != BT_PROPERTY_AVAILABILITY_AVAILABLE)
+			ev.discarded = first_discards(r, bt_stream_get_id(bt_message_discarded_events_borrow_stream_const(m)));
+		if (ev.discarded) {
+			int const erc = r->emit(r->ctx, &ev);
+			if (erc)
+				r->emit_rc = erc;
 		}
-		bt_message_put_ref(m);
+		break;
 	}
-	if (rc) {
-		r->fatal = rc;
-		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_ERROR;
+	default:
+		break;
 	}
-	if (r->emit_rc)
-		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_END;
-	return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_OK;
+	return r->emit_rc ? 1 : 0;
 }
 
-/* The first cause of babeltrace2's current error, into R's message. */
-static void take_bt_error(struct bt2_source *r, const char *what)
-{
-	const bt_error *e = bt_current_thread_take_error();
-	const char *cause = NULL;
-	if (e && bt_error_get_cause_count(e) > 0)
-		cause = bt_error_cause_get_message(bt_error_borrow_cause_by_index(e, 0));
-	set_err(r, "%s%s%s", what, cause ? ": " : "", cause ? cause : "");
-	if (e)
-		bt_error_release(e);
-}
-
-/* A reference to component class CLS of plugin PLUGIN_NAME, or NULL. */
-static const bt_plugin *find_plugin(const char *plugin_name)
-{
-	const bt_plugin *plugin = NULL;
-	if (bt_plugin_find(plugin_name, BT_TRUE, BT_FALSE, BT_TRUE, BT_TRUE, BT_FALSE, &plugin) !=
-	    BT_PLUGIN_FIND_STATUS_OK)
-		return NULL;
-	return plugin;
-}
-
-/* Run one graph src.ctf.fs(DIR) -> flt.utils.muxer -> our sink. */
+/* Run one graph src.ctf.fs(DIR) -> flt.utils.muxer -> on_message. */
 static int run_graph(struct bt2_source *r, const char *dir)
 {
-	int rc = -1;
-	bt_graph *g = bt_graph_create(0);
-	bt_value *params = bt_value_map_create();
-	bt_value *inputs = NULL;
-	const bt_plugin *ctf = find_plugin("ctf");
-	const bt_plugin *utils = find_plugin("utils");
-	const bt_component_class_source *src_cls =
-		ctf ? bt_plugin_borrow_source_component_class_by_name_const(ctf, "fs") : NULL;
-	const bt_component_class_filter *mux_cls =
-		utils ? bt_plugin_borrow_filter_component_class_by_name_const(utils, "muxer") : NULL;
-	const bt_component_source *src = NULL;
-	const bt_component_filter *mux = NULL;
-	const bt_component_sink *sink = NULL;
-
-	if (!src_cls || !mux_cls) {
-		set_err(r, "babeltrace2 plugins ctf and utils not found (apt-get install babeltrace2)");
-		goto out;
-	}
-	if (!g || !params || bt_value_map_insert_empty_array_entry(params, "inputs", &inputs) ||
-	    bt_value_array_append_string_element(inputs, dir)) {
-		set_err(r, "out of memory");
-		goto out;
-	}
-	if (bt_graph_add_source_component(g, src_cls,
-					  "src", params, BT_LOGGING_LEVEL_NONE, &src) ||
-	    bt_graph_add_filter_component(g, mux_cls,
-					  "mux", NULL, BT_LOGGING_LEVEL_NONE, &mux) ||
-	    bt_graph_add_simple_sink_component(g, "sink", sink_init, sink_consume, NULL, r, &sink)) {
-		take_bt_error(r, "cannot open the trace with babeltrace2");
-		goto out;
-	}
-	uint64_t const nout = bt_component_source_get_output_port_count(src);
-	for (uint64_t i = 0; i < nout; i++) {
-		const bt_port_input *in = bt_component_filter_borrow_input_port_by_index_const(
-			mux, bt_component_filter_get_input_port_count(mux) - 1);
-		if (bt_graph_connect_ports(g, bt_component_source_borrow_output_port_by_index_const(src, i),
-					   in, NULL)) {
-			take_bt_error(r, "cannot connect babeltrace2 ports");
-			goto out;
-		}
-	}
-	if (bt_graph_connect_ports(g, bt_component_filter_borrow_output_port_by_index_const(mux, 0),
-				   bt_component_sink_borrow_input_port_by_index_const(sink, 0), NULL)) {
-		take_bt_error(r, "cannot connect babeltrace2 ports");
-		goto out;
-	}
-	for (;;) {
-		bt_graph_run_status s = bt_graph_run(g);
-		if (s == BT_GRAPH_RUN_STATUS_AGAIN)
-			continue;
-		if (s == BT_GRAPH_RUN_STATUS_OK)
-			rc = 0;
-		else if (r->fatal)
-			rc = r->fatal;
-		else
-			take_bt_error(r, "babeltrace2 could not read the trace");
-		break;
-	}
-out:
-	if (rc && r->fatal == -ENOMEM)
-		set_err(r, "out of memory");
-	bt_graph_put_ref(g);
-	bt_value_put_ref(params);
-	bt_plugin_put_ref(ctf);
-	bt_plugin_put_ref(utils);
-	return rc;
+	return su_bt2_read_ctf(&dir, 1, "the trace", on_message, r, r->err, r->errlen);
 }
 
 /* ---- staging ------------------------------------------------------------- */
@@ -536,7 +268,7 @@ static int stage(struct bt2_source *r, const char *dir, struct bt2_source *sg)
 	const char *tmp = getenv("TMPDIR");
 	snprintf(sg->root, sizeof(sg->root), "%s/stackunwind.XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(sg->root)) {
-		set_err(r, "cannot create a staging directory in %s: %s", tmp && *tmp ? tmp : "/tmp", strerror(errno));
+		su_set_err(r->err, r->errlen, "cannot create a staging directory in %s: %s", tmp && *tmp ? tmp : "/tmp", strerror(errno));
 		sg->root[0] = 0;
 		return -errno;
 	}
@@ -574,7 +306,7 @@ static int stage(struct bt2_source *r, const char *dir, struct bt2_source *sg)
 	}
 	closedir(d);
 	if (rc)
-		set_err(r, "cannot stage the trace in %s: %s", sg->root, strerror(-rc));
+		su_set_err(r->err, r->errlen, "cannot stage the trace in %s: %s", sg->root, strerror(-rc));
 	return rc;
 }
 
@@ -615,7 +347,6 @@ static int bt2_run(void *h, enum source_pass pass, raw_emit_fn emit, void *ctx, 
 	s->emit = emit;
 	s->ctx = ctx;
 	s->emit_rc = 0;
-	s->fatal = 0;
 	s->err = err;
 	s->errlen = errlen;
 	if ((pass == PASS_PROCESS ? s->n_proc : s->n_samples) == 0)

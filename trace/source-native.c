@@ -92,17 +92,6 @@ struct native_source {
 	size_t errlen;
 };
 
-static void set_err(struct native_source *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void set_err(struct native_source *s, const char *fmt, ...)
-{
-	va_list ap;
-	if (!s->err || !s->errlen || s->err[0])
-		return;
-	va_start(ap, fmt);
-	vsnprintf(s->err, s->errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* The format is little-endian, as is every host we build for (x86-64). */
 static inline uint32_t le16(const uint8_t *p)
 {
@@ -764,7 +753,7 @@ static int nat_run(void *h, enum source_pass pass, raw_emit_fn emit, void *ctx, 
 		files[i].done = 1;
 	pass_close(s, pi);
 	if (rc == -ENOMEM)
-		set_err(s, "out of memory");
+		su_set_err(s->err, s->errlen, "out of memory");
 	return rc;
 }
 

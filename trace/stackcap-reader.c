@@ -73,15 +73,13 @@ struct reader {
 	struct su_maps *last_maps;   /* what on_maps stored (push mode tells cb->maps) */
 };
 
-static void set_err(struct reader *r, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void set_err(struct reader *r, const char *fmt, ...)
+void su_set_err(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
-	if (!r->err || !r->errlen || r->err[0])
+	if (!err || !errlen || err[0])
 		return;
 	va_start(ap, fmt);
-	vsnprintf(r->err, r->errlen, fmt, ap);
+	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
 }
 
@@ -95,7 +93,7 @@ void su_reader_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+int su_grow(void **arr, size_t *cap, size_t need, size_t elem)
 {
 	if (need <= *cap)
 		return 0;
@@ -187,7 +185,7 @@ static struct section *section_of_stream(struct reader *r, uint64_t stream_id, u
 
 static int on_process_start(struct reader *r, const struct raw_event *ev)
 {
-	if (grow((void **)&r->sections, &r->cap_sections, r->n_sections + 1, sizeof(*r->sections))) {
+	if (su_grow((void **)&r->sections, &r->cap_sections, r->n_sections + 1, sizeof(*r->sections))) {
 		free(ev->proc.comm);
 		free(ev->proc.exe);
 		return -ENOMEM;
@@ -229,7 +227,7 @@ static int on_maps(struct reader *r, const struct raw_event *ev)
 		su_maps_free(m);
 		return 0;
 	}
-	if (grow((void **)&s->maps, &s->cap_maps, s->n_maps + 1, sizeof(*s->maps))) {
+	if (su_grow((void **)&s->maps, &s->cap_maps, s->n_maps + 1, sizeof(*s->maps))) {
 		su_maps_free(m);
 		return -ENOMEM;
 	}
@@ -252,7 +250,7 @@ static int on_drops(struct reader *r, const struct raw_event *ev)
 				r->drops[i].total = ev->drops_total; /* cumulative: latest wins */
 			return 0;
 		}
-	if (grow((void **)&r->drops, &r->cap_drops, r->n_drops + 1, sizeof(*r->drops)))
+	if (su_grow((void **)&r->drops, &r->cap_drops, r->n_drops + 1, sizeof(*r->drops)))
 		return -ENOMEM;
 	r->drops[r->n_drops++] = (struct thread_drops){ ev->pid, ev->drop_tid, ev->drops_total };
 	return 0;
@@ -544,11 +542,11 @@ int su_stackcap_trace_read(const char *dir, const struct su_reader_opts *opts,
 	memset(stats, 0, sizeof(*stats));
 	struct stat sb;
 	if (stat(dir, &sb)) {
-		set_err(&r, "%s: %s", dir, strerror(errno));
+		su_set_err(r.err, r.errlen, "%s: %s", dir, strerror(errno));
 		return -ENOENT;
 	}
 	if (!S_ISDIR(sb.st_mode)) {
-		set_err(&r, "%s is not a trace directory", dir);
+		su_set_err(r.err, r.errlen, "%s is not a trace directory", dir);
 		return -ENOTDIR;
 	}
 	if (check_metadata(dir, err, errlen))
@@ -571,7 +569,7 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 	memset(stats, 0, sizeof(*stats));
 	abs_dir = realpath(dir, NULL);
 	if (!abs_dir) {
-		set_err(&r, "%s: %s", dir, strerror(errno));
+		su_set_err(r.err, r.errlen, "%s: %s", dir, strerror(errno));
 		return -errno;
 	}
 	stats->bytes_on_disk = dir_bytes(dir);

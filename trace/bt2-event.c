@@ -1,0 +1,207 @@
+/* babeltrace2 event messages -> raw events (trace/bt2-event.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/bt2-event.h"
+
+const bt_field *su_bt2_member(const bt_field *st, const char *name)
+{
+	return st && bt_field_get_class_type(st) == BT_FIELD_CLASS_TYPE_STRUCTURE
+		? bt_field_structure_borrow_member_field_by_name_const(st, name) : NULL;
+}
+
+int su_bt2_u64(const bt_field *st, const char *name, uint64_t *out)
+{
+	const bt_field *f = su_bt2_member(st, name);
+	if (!f)
+		return -1;
+	bt_field_class_type const t = bt_field_get_class_type(f);
+	if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_SIGNED_INTEGER))
+		*out = (uint64_t)bt_field_integer_signed_get_value(f);
+	else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER))
+		*out = bt_field_integer_unsigned_get_value(f);
+	else
+		return -1;
+	return 0;
+}
+
+uint64_t su_bt2_u64_or(const bt_field *st, const char *name, uint64_t dflt)
+{
+	uint64_t v;
+	return su_bt2_u64(st, name, &v) ? dflt : v;
+}
+
+const char *su_bt2_str(const bt_field *st, const char *name)
+{
+	const bt_field *f = su_bt2_member(st, name);
+	return f && bt_field_get_class_type(f) == BT_FIELD_CLASS_TYPE_STRING ? bt_field_string_get_value(f) : NULL;
+}
+
+const bt_field *su_bt2_array(const bt_field *st, const char *name, uint64_t *n)
+{
+	const bt_field *f = su_bt2_member(st, name);
+	if (!f || !bt_field_class_type_is(bt_field_get_class_type(f), BT_FIELD_CLASS_TYPE_ARRAY))
+		return NULL;
+	*n = bt_field_array_get_length(f);
+	return f;
+}
+
+uint64_t su_bt2_bytes(const bt_field *st, const char *name, uint8_t *buf, uint64_t cap)
+{
+	uint64_t n = 0;
+	const bt_field *f = su_bt2_array(st, name, &n);
+	if (!f)
+		return 0;
+	for (uint64_t i = 0; i < n && i < cap; i++) {
+		const bt_field *e = bt_field_array_borrow_element_field_by_index_const(f, i);
+		if (!bt_field_class_type_is(bt_field_get_class_type(e), BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER))
+			return 0;
+		buf[i] = (uint8_t)bt_field_integer_unsigned_get_value(e);
+	}
+	return n;
+}
+
+int64_t su_bt2_copy_bytes(const bt_field *st, const char *name, uint8_t **buf, size_t *cap)
+{
+	uint64_t n = 0;
+	if (!su_bt2_array(st, name, &n))
+		return -1;
+	if (n + 1 > *cap) {
+		uint8_t *nb = realloc(*buf, n + 1);
+		if (!nb)
+			return -ENOMEM;
+		*buf = nb;
+		*cap = n + 1;
+	}
+	return (int64_t)su_bt2_bytes(st, name, *buf, n);
+}
+
+uint64_t su_bt2_event_ts(const bt_message *msg)
+{
+	const bt_event *e = bt_message_event_borrow_event_const(msg);
+	const bt_stream_class *sc = bt_stream_borrow_class_const(bt_event_borrow_stream_const(e));
+	return bt_stream_class_borrow_default_clock_class_const(sc)
+		? bt_clock_snapshot_get_value(bt_message_event_borrow_default_clock_snapshot_const(msg)) : 0;
+}
+
+/* ---- stackcap traces ------------------------------------------------------ */
+
+static const struct {
+	const char *name;
+	enum raw_kind kind;
+} stackcap_events[] = {
+	{ "sample", RAW_SAMPLE },
+	{ "sample_full", RAW_SAMPLE_FULL },
+	{ "sample_segment", RAW_SAMPLE_SEGMENT },
+	{ "process_start", RAW_PROCESS_START },
+	{ "maps", RAW_MAPS },
+	{ "drops", RAW_DROPS },
+	{ "process_end", RAW_PROCESS_END },
+};
+
+int su_bt2_stackcap_kind(const char *name)
+{
+	for (size_t i = 0; name && i < sizeof(stackcap_events) / sizeof(stackcap_events[0]); i++)
+		if (!strcmp(stackcap_events[i].name, name))
+			return (int)stackcap_events[i].kind;
+	return -1;
+}
+
+static char *dup_str(const bt_field *st, const char *name)
+{
+	const char *s = su_bt2_str(st, name);
+	return strdup(s ? s : "");
+}
+
+static int maps_of(const bt_field *pl, struct raw_event *ev)
+{
+	uint64_t n = 0;
+	const bt_field *arr = su_bt2_array(pl, "entries", &n);
+	if (!arr)
+		n = 0;
+	struct su_maps *m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->generation = (uint32_t)su_bt2_u64_or(pl, "generation", 0);
+	m->entries = calloc(n ? n : 1, sizeof(*m->entries));
+	m->range_list = calloc(n ? n : 1, sizeof(*m->range_list));
+	if (!m->entries || !m->range_list) {
+		su_maps_free(m);
+		return -ENOMEM;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		const bt_field *e = bt_field_array_borrow_element_field_by_index_const(arr, i);
+		struct su_map_entry *me = &m->entries[i];
+		me->start = su_bt2_u64_or(e, "start", 0);
+		me->end = su_bt2_u64_or(e, "end", 0);
+		me->offset = su_bt2_u64_or(e, "offset", 0);
+		me->bias = su_bt2_u64_or(e, "bias", 0);
+		me->flags = (uint32_t)su_bt2_u64_or(e, "flags", 0);
+		uint64_t const bl = su_bt2_bytes(e, "build_id", me->build_id, SU_BUILD_ID_MAX);
+		me->build_id_len = (uint8_t)(bl <= SU_BUILD_ID_MAX ? bl : 0);
+		m->count = (uint32_t)i + 1;
+		if (!(me->path = dup_str(e, "path"))) {
+			su_maps_free(m);
+			return -ENOMEM;
+		}
+		m->range_list[i] = (struct stackcap_code_range){ me->start, me->end, (uint32_t)i };
+	}
+	ev->maps = m;
+	return 0;
+}
+
+int su_bt2_stackcap_event(const bt_message *msg, enum raw_kind kind, struct raw_event *ev, uint8_t **blob,
+			  size_t *cap)
+{
+	const bt_event *e = bt_message_event_borrow_event_const(msg);
+	const bt_stream *stream = bt_event_borrow_stream_const(e);
+	const bt_field *pl = bt_event_borrow_payload_field_const(e);
+	const bt_packet *pkt = bt_stream_class_supports_packets(bt_stream_borrow_class_const(stream))
+		? bt_event_borrow_packet_const(e) : NULL;
+	const bt_field *ctx = pkt ? bt_packet_borrow_context_field_const(pkt) : NULL;
+	memset(ev, 0, sizeof(*ev));
+	ev->kind = kind;
+	ev->pid = (uint32_t)su_bt2_u64_or(ctx, "pid", 0);
+	ev->tid = (uint32_t)su_bt2_u64_or(ctx, "tid", 0);
+	ev->ts = su_bt2_event_ts(msg);
+	ev->stream_id = bt_stream_get_id(stream);
+	switch (kind) {
+	case RAW_SAMPLE:
+	case RAW_SAMPLE_FULL:
+	case RAW_SAMPLE_SEGMENT: {
+		int64_t const n = su_bt2_copy_bytes(pl, "blob", blob, cap);
+		if (n == -ENOMEM)
+			return -ENOMEM;
+		ev->blob_len = n > 0 ? (size_t)n : 0;
+		ev->blob = *blob;
+		ev->generation = (uint32_t)su_bt2_u64_or(pl, "generation", 0);
+		return 0;
+	}
+	case RAW_PROCESS_START:
+		ev->proc.pid = (uint32_t)su_bt2_u64_or(pl, "pid", 0);
+		ev->proc.ppid = (uint32_t)su_bt2_u64_or(pl, "ppid", 0);
+		ev->proc.comm = dup_str(pl, "comm");
+		ev->proc.exe = dup_str(pl, "exe");
+		ev->proc.clock_offset_ns = (int64_t)su_bt2_u64_or(pl, "clock_offset_ns", 0);
+		ev->proc.frequency_hz = (uint32_t)su_bt2_u64_or(pl, "frequency_hz", 0);
+		ev->proc.stack_cap = (uint32_t)su_bt2_u64_or(pl, "stack_cap", 0);
+		ev->proc.policy = (uint8_t)su_bt2_u64_or(pl, "policy", 0);
+		ev->proc.codec_version = (uint8_t)su_bt2_u64_or(pl, "codec_version", 0);
+		if (!ev->proc.comm || !ev->proc.exe) {
+			free(ev->proc.comm);
+			free(ev->proc.exe);
+			return -ENOMEM;
+		}
+		return 0;
+	case RAW_MAPS:
+		return maps_of(pl, ev);
+	case RAW_DROPS:
+		ev->drop_tid = (uint32_t)su_bt2_u64_or(pl, "tid", 0);
+		ev->drops_total = su_bt2_u64_or(pl, "ring_full", 0) + su_bt2_u64_or(pl, "nested", 0) +
+				  su_bt2_u64_or(pl, "no_stack_bounds", 0) + su_bt2_u64_or(pl, "other", 0);
+		return 0;
+	default:
+		return 0;
+	}
+}
