@@ -196,21 +196,6 @@ static void set_err(struct pr *r, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap * 2 : 16;
-	while (n < need)
-		n *= 2;
-	void *p = realloc(*arr, n * elem);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = n;
-	return 0;
-}
-
 static inline uint64_t ld64(const uint8_t *p)
 {
 	uint64_t v;
@@ -417,7 +402,7 @@ static int live_set(struct pr *r, uint32_t pid, struct proc *p)
 static struct proc *proc_new(struct pr *r, uint32_t pid, uint32_t ppid, const char *comm,
 			     const struct proc *from)
 {
-	if (grow((void **)&r->procs, &r->cap_procs, r->n_procs + 1, sizeof(*r->procs)))
+	if (su_grow((void **)&r->procs, &r->cap_procs, r->n_procs + 1, sizeof(*r->procs)))
 		return NULL;
 	struct proc *p = calloc(1, sizeof(*p));
 	if (!p)
@@ -539,7 +524,7 @@ static struct su_maps *proc_maps(struct pr *r, struct proc *p)
 {
 	if (!p->dirty && p->cur)
 		return p->cur;
-	if (grow((void **)&r->gens, &r->cap_gens, r->n_gens + 1, sizeof(*r->gens)))
+	if (su_grow((void **)&r->gens, &r->cap_gens, r->n_gens + 1, sizeof(*r->gens)))
 		return NULL;
 	struct su_maps *m = calloc(1, sizeof(*m));
 	if (!m)
@@ -936,7 +921,7 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 	if (((uintptr_t)stack & 7) == 0) {
 		img.words = (uint64_t *)(uintptr_t)stack; /* mapped private: never written */
 	} else {
-		if (grow((void **)&r->scratch, &r->scratch_cap, img.nwords + 1, 8)) {
+		if (su_grow((void **)&r->scratch, &r->scratch_cap, img.nwords + 1, 8)) {
 			r->cb_rc = -ENOMEM;
 			return;
 		}
@@ -1027,7 +1012,7 @@ static int handle_record(struct pr *r, const uint8_t *rec, uint16_t size)
 		deliver(r, rec, size);
 		return 0;
 	}
-	if (r->nq == r->capq && grow((void **)&r->q, &r->capq, r->nq + 1, sizeof(*r->q))) {
+	if (r->nq == r->capq && su_grow((void **)&r->q, &r->capq, r->nq + 1, sizeof(*r->q))) {
 		r->cb_rc = -ENOMEM;
 		return -ENOMEM;
 	}
@@ -1261,7 +1246,7 @@ static int read_attrs(struct pr *r, uint64_t attr_size, uint64_t off, uint64_t s
 			return -EINVAL;
 		}
 		size_t const nid = ids_size / 8;
-		if (grow((void **)&r->ids, &r->cap_ids, r->n_ids + nid + 1, sizeof(*r->ids)))
+		if (su_grow((void **)&r->ids, &r->cap_ids, r->n_ids + nid + 1, sizeof(*r->ids)))
 			return -ENOMEM;
 		for (size_t k = 0; k < nid; k++) {
 			r->ids[r->n_ids].id = ld64(r->map + ids_off + 8 * k);
