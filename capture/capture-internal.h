@@ -153,6 +153,8 @@ HIDDEN void capture_thread_unregister(void);
  * neither). */
 HIDDEN void capture_thread_disarm(struct thread_state *t);
 HIDDEN void capture_forget_threads_after_fork(void);
+/* pthread_create for the library's own threads: never sampled. */
+HIDDEN int capture_own_pthread_create(pthread_t *th, void *(*fn)(void *), void *arg);
 
 /* ---- writer thread (writer.c) ------------------------------------------ */
 
@@ -167,6 +169,13 @@ HIDDEN void writer_reset_after_fork(void);
  * even a signal handler: the writer thread does it; wait at most
  * TIMEOUT_MS for it.  Sampling stops.  @return 0, or -ETIMEDOUT. */
 HIDDEN int writer_finish_bounded(int timeout_ms);
+/* Around fork(): the writer thread stops (nothing lost: the rings wait)
+ * and starts again in the parent, so that a single-threaded program
+ * forks single-threaded: the child inherits no lock or half-done work of
+ * ours (dl_iterate_phdr's loader lock, a packet being written), and
+ * thread sanitizers support it. */
+HIDDEN void writer_pause(void);
+HIDDEN void writer_resume(void);
 
 /* ---- the sampling signal shared with the program (sigchain.c) ---------- */
 

@@ -55,6 +55,7 @@ static struct {
 	int maps_written;            /* this cycle: flush the process stream */
 	_Atomic int finish;          /* writer_finish_bounded() asked */
 	int finished;                /* the trace was ended by the writer thread */
+	int paused;                  /* stopped for a fork (writer_pause) */
 	int ack_fd;                  /* the writer thread says: finished */
 	char summary_path[4200];
 	uint64_t last_ts;
@@ -544,7 +545,7 @@ int writer_start(void)
 		/* No trace directory: the thread only publishes and records
 		 * code-range generations and retires exited threads. */
 		atomic_store(&W.stop, 0);
-		int const prc = -pthread_create(&W.thread, NULL, writer_main, NULL);
+		int const prc = -capture_own_pthread_create(&W.thread, writer_main, NULL);
 		if (prc == 0)
 			W.started = 1;
 		return prc;
@@ -590,7 +591,7 @@ int writer_start(void)
 	W.finished = 0;
 	W.last_flush_ns = capture_now_ns();
 	W.maps_written = 1; /* process_start goes to disk at the first cycle */
-	rc = -pthread_create(&W.thread, NULL, writer_main, NULL);
+	rc = -capture_own_pthread_create(&W.thread, writer_main, NULL);
 	if (rc < 0)
 		goto fail;
 	W.started = 1;
@@ -621,18 +622,52 @@ int writer_stop(void)
 	return finish_trace();
 }
 
+void writer_pause(void)
+{
+	/* Not when the trace is being finished: that thread goes on alone. */
+	if (!W.started || atomic_load(&W.finish))
+		return;
+	atomic_store(&W.stop, 1);
+	writer_wake();
+	pthread_join(W.thread, NULL);
+	W.started = 0;
+	W.paused = 1;
+}
+
+void writer_resume(void)
+{
+	if (!W.paused)
+		return;
+	W.paused = 0;
+	atomic_store(&W.stop, 0);
+	/* If it cannot start, the rings fill and drops are counted; the
+	 * destructor still drains them (writer_stop). */
+	if (capture_own_pthread_create(&W.thread, writer_main, NULL) == 0)
+		W.started = 1;
+}
+
 int writer_finish_bounded(int timeout_ms)
 {
 	int expected = 0;
 	if (!W.started || W.ack_fd < 0 || !atomic_compare_exchange_strong(&W.finish, &expected, 1))
 		return 0;
 	writer_wake();
+	/* One deadline for the whole wait: called from _exit with signals
+	 * open, poll may be interrupted again and again (a wall-clock timer,
+	 * the program's own itimer); restarting the full timeout each time
+	 * would never end while the writer is stuck. */
+	uint64_t const deadline = capture_now_ns() + (uint64_t)timeout_ms * 1000000u;
 	struct pollfd p = { .fd = W.ack_fd, .events = POLLIN };
-	int r;
-	do
-		r = poll(&p, 1, timeout_ms);
-	while (r < 0 && errno == EINTR);
-	return r > 0 ? 0 : -ETIMEDOUT;
+	for (;;) {
+		uint64_t const now = capture_now_ns();
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		int const r = poll(&p, 1, (int)((deadline - now + 999999) / 1000000));
+		if (r > 0)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+	}
 }
 
 void writer_get_stats(uint64_t *bytes, int *error)

@@ -36,6 +36,20 @@ if [ -n "${STRESS_SAN:-}" ] && ! [ -f "${SAN_PRELOAD##* }" -a -f "$STACKCAP_LIBR
 fi
 want() { [ -z "${STRESS_ONLY:-}" ] || case " $STRESS_ONLY " in *" $1 "*) true ;; *) false ;; esac; }
 
+# Under TSan: two limits of TSan itself, shown without stackcap
+# (tests/stress/tsan-limits.c), as TAP comments.  Why the scenarios still
+# pass: work() calls libc every 0.1 ms (stress.c), the writer thread stops
+# around fork() (capture/writer.c); docs/RELIABILITY.md.
+if [ "${STRESS_SAN:-}" = tsan ]; then
+	L="$B/tests/stress/tsan-limits"
+	TL=${SAN_PRELOAD##* }
+	echo "# TSan limit 1 (tests/stress/tsan-limits.c ticks): SIGPROF handler, 1 ms ITIMER_PROF, 0.3 s of CPU:" \
+		"plain $("$L" ticks 2>&1), under TSan $(LD_PRELOAD=$TL "$L" ticks 2>&1)," \
+		"under TSan $(LD_PRELOAD=$TL "$L" ticks libc 2>&1)"
+	echo "# TSan limit 2 (tests/stress/tsan-limits.c fork): a thread started in the child of a multi-threaded fork:" \
+		"plain $("$L" fork 2>&1), under TSan $(LD_PRELOAD=$TL TSAN_OPTIONS= "$L" fork 2>&1 | tr '\n' ' ')"
+fi
+
 # scenario NAME FREQ ARGS...: plain and recorded runs, compared.
 scenario() {
 	name=$1 freq=$2
