@@ -153,6 +153,10 @@ HIDDEN void capture_thread_unregister(void);
  * neither). */
 HIDDEN void capture_thread_disarm(struct thread_state *t);
 HIDDEN void capture_forget_threads_after_fork(void);
+/* Held by the writer while it unlinks and frees an exited thread's state,
+ * and by whoever else walks stackcap_g.threads (shutdown, stats): a state
+ * must not be freed under them.  Never taken in a signal handler. */
+extern HIDDEN pthread_mutex_t capture_threads_lock;
 /* pthread_create for the library's own threads: never sampled. */
 HIDDEN int capture_own_pthread_create(pthread_t *th, void *(*fn)(void *), void *arg);
 

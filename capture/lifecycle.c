@@ -198,9 +198,12 @@ int stackcap_shutdown(void)
 		return -ENODEV;
 	}
 	atomic_store(&stackcap_g.running, 0);
-	/* No new samples: timers off, then a last drain of every ring. */
+	/* No new samples: timers off, then a last drain of every ring.  (The
+	 * writer may be freeing exited threads meanwhile: the lock.) */
+	pthread_mutex_lock(&capture_threads_lock);
 	for (struct thread_state *t = atomic_load(&stackcap_g.threads); t; t = t->next)
 		capture_thread_disarm(t);
+	pthread_mutex_unlock(&capture_threads_lock);
 	capture_remove_handler();
 	int const rc = writer_stop();
 	if (stackcap_g.event_fd >= 0)
@@ -220,6 +223,9 @@ int stackcap_thread_register(void)
 void stackcap_get_stats(struct stackcap_stats *out)
 {
 	memset(out, 0, sizeof(*out));
+	/* The totals and the list under the lock: a thread moves from one to
+	 * the other under it. */
+	pthread_mutex_lock(&capture_threads_lock);
 	out->samples = atomic_load(&stackcap_g.samples_total);
 	out->dropped_ring_full = 0;
 	for (struct thread_state *t = atomic_load(&stackcap_g.threads); t; t = t->next) {
@@ -230,6 +236,7 @@ void stackcap_get_stats(struct stackcap_stats *out)
 	out->dropped_no_stack = atomic_load(&stackcap_g.dropped_no_stack);
 	out->drops = atomic_load(&stackcap_g.drops_total) + out->dropped_ring_full +
 		     out->dropped_nested + out->dropped_no_stack;
+	pthread_mutex_unlock(&capture_threads_lock);
 	writer_get_stats(&out->trace_bytes, &out->write_error);
 }
 
@@ -269,6 +276,7 @@ static void atfork_child(void)
 {
 	/* Held by atfork_prepare, or by a thread that does not exist here. */
 	pthread_mutex_init(&init_lock, NULL);
+	pthread_mutex_init(&capture_threads_lock, NULL);
 	fork_paused = 0;
 	if (!atomic_load(&stackcap_g.running))
 		return;

@@ -400,8 +400,11 @@ static void writer_cycle(int final)
 		drain_thread(t);
 		if (exited) {
 			/* Unlink: only this thread edits `next`; pushes only
-			 * swap the head. */
+			 * swap the head.  Under the lock, which a walker of the
+			 * list (stackcap_shutdown, stackcap_get_stats) holds
+			 * for its whole walk: once unlinked, nobody is on t. */
 			int unlinked = 0;
+			pthread_mutex_lock(&capture_threads_lock);
 			if (prev) {
 				prev->next = next;
 				unlinked = 1;
@@ -410,10 +413,13 @@ static void writer_cycle(int final)
 				unlinked = atomic_compare_exchange_strong(&stackcap_g.threads, &head, next);
 			}
 			if (unlinked) {
-				wthread_close(t, !final);
 				atomic_fetch_add(&stackcap_g.samples_total, atomic_load(&t->samples));
 				atomic_fetch_add(&stackcap_g.drops_total, atomic_load(&t->dropped_ring_full) +
 									  atomic_load(&t->dropped_nested));
+			}
+			pthread_mutex_unlock(&capture_threads_lock);
+			if (unlinked) {
+				wthread_close(t, !final);
 				munmap(t->ring.buf, t->ring.size);
 				free(t);
 				t = next;
