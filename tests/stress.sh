@@ -56,14 +56,17 @@ scenario() {
 	shift 2
 	d="$work/$name"
 	mkdir -p "$d"
+	t0=$(date +%s%N)
 	# In the background: a shell reports a fatal signal of a foreground
 	# command on the stderr it redirected (dash).
 	timeout -k 5 "$TMO" "$P" "$@" >"$d/plain.out" 2>"$d/plain.err" &
 	wait $!
 	echo $? >"$d/plain.rc"
+	t1=$(date +%s%N)
 	LD_PRELOAD=$SAN_PRELOAD timeout -k 5 "$TMO" "$STACKCAP" record -F "$freq" -o "$d/trace" -- "$P" "$@" >"$d/rec.out" 2>"$d/rec.allerr" &
 	wait $!
 	echo $? >"$d/rec.rc"
+	t2=$(date +%s%N)
 	# stackcap's own lines start with "stackcap: "; the rest is the program's.
 	grep -v '^stackcap: ' "$d/rec.allerr" >"$d/rec.err"
 	grep '^stackcap: ' "$d/rec.allerr" >"$d/rec.summary"
@@ -89,7 +92,8 @@ scenario() {
 	if [ -n "${STRESS_SAN:-}" ]; then
 		check "$name: no $STRESS_SAN report" sh -c "! grep -q -E 'Sanitizer|runtime error' '$d/rec.allerr'"
 	fi
-	echo "# $name: $(cat "$d/rec.summary" | head -n 1)"
+	# Durations for docs/RELIABILITY.md (never asserted).
+	echo "# $name: plain $(((t1 - t0) / 1000000)) ms, recorded $(((t2 - t1) / 1000000)) ms; $(head -n 1 "$d/rec.summary")"
 }
 
 # -- threads, forks, dlopen, stack, signals ----------------------------------
