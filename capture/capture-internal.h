@@ -173,8 +173,9 @@ HIDDEN void writer_reset_after_fork(void);
  * even a signal handler: the writer thread does it; wait at most
  * TIMEOUT_MS for it.  Sampling stops.  @return 0, or -ETIMEDOUT. */
 HIDDEN int writer_finish_bounded(int timeout_ms);
-/* Around fork(): the writer thread stops (nothing lost: the rings wait)
- * and starts again in the parent, so that a single-threaded program
+/* Around fork(): the writer thread stops (nothing lost: the rings wait;
+ * bounded: if it does not leave within 200 ms it goes on through the fork;
+ * not in LTTng mode) and starts again in the parent, so that a single-threaded program
  * forks single-threaded: the child inherits no lock or half-done work of
  * ours (dl_iterate_phdr's loader lock, a packet being written), and
  * thread sanitizers support it. */

@@ -29,6 +29,9 @@
  * (SIGKILL) loses only its last moments, and its samples stay readable. */
 #define FLUSH_PERIOD_NS (250 * 1000000ull)
 #define SUMMARY_LEN 128
+/* writer_pause asks the thread to leave; the thread leaves (or the asker
+ * takes it back after a timeout): one exchange decides. */
+enum { PAUSE_NONE, PAUSE_ASKED, PAUSE_LEFT };
 
 struct wthread {
 	struct ctf_stream *stream;
@@ -56,6 +59,11 @@ static struct {
 	_Atomic int finish;          /* writer_finish_bounded() asked */
 	int finished;                /* the trace was ended by the writer thread */
 	int paused;                  /* stopped for a fork (writer_pause) */
+	_Atomic int pause;           /* PAUSE_*: the fork hand-shake */
+	/* What stackcap_get_stats reports, published by the writer: other
+	 * threads never touch W.ctf, which the writer closes and frees. */
+	_Atomic uint64_t bytes_pub;
+	_Atomic int error_pub;
 	int ack_fd;                  /* the writer thread says: finished */
 	char summary_path[4200];
 	uint64_t last_ts;
@@ -81,6 +89,13 @@ static void note_error(int rc)
 {
 	if (rc < 0 && !W.error)
 		W.error = rc;
+}
+
+static void publish_stats(void)
+{
+	if (W.ctf)
+		atomic_store(&W.bytes_pub, ctf_writer_bytes_written(W.ctf));
+	atomic_store(&W.error_pub, W.error);
 }
 
 /* Event times must not go back within a stream; the writer's own events
@@ -433,6 +448,7 @@ static void writer_cycle(int final)
 	}
 	if (!final && !stackcap_g.cfg.lttng)
 		flush_if_due();
+	publish_stats();
 }
 
 static void close_free_streams(void)
@@ -483,6 +499,8 @@ static int finish_trace(void)
 	note_error(ctf_stream_process_end(W.proc, writer_ts(), samples, drops + W.decode_errors));
 	uint64_t const bytes = ctf_writer_bytes_written(W.ctf);
 	note_error(ctf_writer_close(W.ctf));
+	atomic_store(&W.bytes_pub, bytes);
+	atomic_store(&W.error_pub, W.error);
 	W.ctf = NULL;
 	W.proc = NULL;
 	char line[SUMMARY_LEN];
@@ -503,6 +521,10 @@ static void *writer_main(void *arg)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	while (!atomic_load(&W.stop) && !atomic_load(&W.finish)) {
+		/* writer_pause asks; leaving is ours to say (see there). */
+		int asked = PAUSE_ASKED;
+		if (atomic_compare_exchange_strong(&W.pause, &asked, PAUSE_LEFT))
+			return NULL;
 		struct pollfd p = { .fd = stackcap_g.event_fd, .events = POLLIN };
 		if (poll(&p, 1, WRITER_PERIOD_MS) > 0) {
 			uint64_t v;
@@ -628,14 +650,35 @@ int writer_stop(void)
 	return finish_trace();
 }
 
+/* How long fork() waits for the writer thread to leave. */
+#define PAUSE_TIMEOUT_MS 200
+
 void writer_pause(void)
 {
-	/* Not when the trace is being finished: that thread goes on alone. */
-	if (!W.started || atomic_load(&W.finish))
+	/* Not when the trace is being finished: that thread goes on alone.
+	 * Not in LTTng mode: lttng-ust's fork wrapper holds its locks
+	 * through fork(), a tracepoint of the writer waits for them, and the
+	 * process has lttng-ust's threads anyway. */
+	if (!W.started || atomic_load(&W.finish) || stackcap_g.cfg.lttng)
 		return;
-	atomic_store(&W.stop, 1);
+	/* Bounded: another library's fork preparation may hold a lock the
+	 * writer is waiting for.  Then the writer goes on through the fork,
+	 * as it did before: whoever wins the exchange on W.pause decides. */
+	atomic_store(&W.pause, PAUSE_ASKED);
 	writer_wake();
-	pthread_join(W.thread, NULL);
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += PAUSE_TIMEOUT_MS * 1000000L;
+	until.tv_sec += until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
+	if (pthread_timedjoin_np(W.thread, NULL, &until) != 0) {
+		int asked = PAUSE_ASKED;
+		if (atomic_compare_exchange_strong(&W.pause, &asked, PAUSE_NONE))
+			return; /* still at work: it stays */
+		/* It left just now, holding nothing: the join is immediate. */
+		pthread_join(W.thread, NULL);
+	}
+	atomic_store(&W.pause, PAUSE_NONE);
 	W.started = 0;
 	W.paused = 1;
 }
@@ -645,7 +688,6 @@ void writer_resume(void)
 	if (!W.paused)
 		return;
 	W.paused = 0;
-	atomic_store(&W.stop, 0);
 	/* If it cannot start, the rings fill and drops are counted; the
 	 * destructor still drains them (writer_stop). */
 	if (capture_own_pthread_create(&W.thread, writer_main, NULL) == 0)
@@ -678,8 +720,8 @@ int writer_finish_bounded(int timeout_ms)
 
 void writer_get_stats(uint64_t *bytes, int *error)
 {
-	*bytes = W.ctf ? ctf_writer_bytes_written(W.ctf) : 0;
-	*error = W.error;
+	*bytes = atomic_load(&W.bytes_pub);
+	*error = atomic_load(&W.error_pub);
 }
 
 void writer_reset_after_fork(void)
