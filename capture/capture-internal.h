@@ -153,6 +153,12 @@ HIDDEN void capture_thread_unregister(void);
  * neither). */
 HIDDEN void capture_thread_disarm(struct thread_state *t);
 HIDDEN void capture_forget_threads_after_fork(void);
+/* Held by the writer while it unlinks and frees an exited thread's state,
+ * and by whoever else walks stackcap_g.threads (shutdown, stats): a state
+ * must not be freed under them.  Never taken in a signal handler. */
+extern HIDDEN pthread_mutex_t capture_threads_lock;
+/* pthread_create for the library's own threads: never sampled. */
+HIDDEN int capture_own_pthread_create(pthread_t *th, void *(*fn)(void *), void *arg);
 
 /* ---- writer thread (writer.c) ------------------------------------------ */
 
@@ -167,6 +173,14 @@ HIDDEN void writer_reset_after_fork(void);
  * even a signal handler: the writer thread does it; wait at most
  * TIMEOUT_MS for it.  Sampling stops.  @return 0, or -ETIMEDOUT. */
 HIDDEN int writer_finish_bounded(int timeout_ms);
+/* Around fork(): the writer thread stops (nothing lost: the rings wait;
+ * bounded: if it does not leave within 200 ms it goes on through the fork;
+ * not in LTTng mode) and starts again in the parent, so that a single-threaded program
+ * forks single-threaded: the child inherits no lock or half-done work of
+ * ours (dl_iterate_phdr's loader lock, a packet being written), and
+ * thread sanitizers support it. */
+HIDDEN void writer_pause(void);
+HIDDEN void writer_resume(void);
 
 /* ---- the sampling signal shared with the program (sigchain.c) ---------- */
 

@@ -295,6 +295,8 @@ void capture_remove_handler(void)
 
 /* ---- threads ------------------------------------------------------------ */
 
+HIDDEN pthread_mutex_t capture_threads_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* The stack pointer the kernel gave the program (ld.so exports it). */
 extern void *__libc_stack_end;
 

@@ -138,6 +138,8 @@ static void config_identity(struct stackcap_config *c)
 
 /* ---- init / shutdown --------------------------------------------------- */
 
+static void atfork_prepare(void);
+static void atfork_parent(void);
 static void atfork_child(void);
 
 static int start_locked(void)
@@ -180,7 +182,7 @@ int stackcap_init(const struct stackcap_opts *opts)
 		}
 		static int atfork_done;
 		if (!rc && !atfork_done) {
-			pthread_atfork(NULL, NULL, atfork_child);
+			pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 			atfork_done = 1;
 		}
 	}
@@ -196,9 +198,12 @@ int stackcap_shutdown(void)
 		return -ENODEV;
 	}
 	atomic_store(&stackcap_g.running, 0);
-	/* No new samples: timers off, then a last drain of every ring. */
+	/* No new samples: timers off, then a last drain of every ring.  (The
+	 * writer may be freeing exited threads meanwhile: the lock.) */
+	pthread_mutex_lock(&capture_threads_lock);
 	for (struct thread_state *t = atomic_load(&stackcap_g.threads); t; t = t->next)
 		capture_thread_disarm(t);
+	pthread_mutex_unlock(&capture_threads_lock);
 	capture_remove_handler();
 	int const rc = writer_stop();
 	if (stackcap_g.event_fd >= 0)
@@ -218,6 +223,9 @@ int stackcap_thread_register(void)
 void stackcap_get_stats(struct stackcap_stats *out)
 {
 	memset(out, 0, sizeof(*out));
+	/* The totals and the list under the lock: a thread moves from one to
+	 * the other under it. */
+	pthread_mutex_lock(&capture_threads_lock);
 	out->samples = atomic_load(&stackcap_g.samples_total);
 	out->dropped_ring_full = 0;
 	for (struct thread_state *t = atomic_load(&stackcap_g.threads); t; t = t->next) {
@@ -228,6 +236,7 @@ void stackcap_get_stats(struct stackcap_stats *out)
 	out->dropped_no_stack = atomic_load(&stackcap_g.dropped_no_stack);
 	out->drops = atomic_load(&stackcap_g.drops_total) + out->dropped_ring_full +
 		     out->dropped_nested + out->dropped_no_stack;
+	pthread_mutex_unlock(&capture_threads_lock);
 	writer_get_stats(&out->trace_bytes, &out->write_error);
 }
 
@@ -238,11 +247,39 @@ unsigned stackcap_version(void)
 
 /* ---- fork --------------------------------------------------------------- */
 
+/* Whether atfork_prepare took init_lock and paused the writer. */
+static int fork_paused;
+
+static void atfork_prepare(void)
+{
+	/* trylock: a fork from a signal handler that interrupted
+	 * stackcap_init or stackcap_shutdown must not wait for them; the
+	 * writer then keeps running through the fork, as it would anyway. */
+	fork_paused = 0;
+	if (pthread_mutex_trylock(&init_lock) != 0)
+		return;
+	fork_paused = 1;
+	if (atomic_load(&stackcap_g.running))
+		writer_pause();
+}
+
+static void atfork_parent(void)
+{
+	if (!fork_paused)
+		return;
+	fork_paused = 0;
+	writer_resume();
+	pthread_mutex_unlock(&init_lock);
+}
+
 static void atfork_child(void)
 {
+	/* Held by atfork_prepare, or by a thread that does not exist here. */
+	pthread_mutex_init(&init_lock, NULL);
+	pthread_mutex_init(&capture_threads_lock, NULL);
+	fork_paused = 0;
 	if (!atomic_load(&stackcap_g.running))
 		return;
-	pthread_mutex_init(&init_lock, NULL);
 	writer_reset_after_fork();
 	snapshot_reset_after_fork();
 	if (stackcap_g.cfg.no_follow_fork) {
@@ -339,17 +376,43 @@ static void *thread_trampoline(void *p)
 	return a.fn(a.arg);
 }
 
+typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+/* Atomic: the writer's restart after fork may look it up while a
+ * program thread does. */
+static pthread_create_fn real_pthread_create_fn(void)
+{
+	static _Atomic(pthread_create_fn) real;
+	pthread_create_fn fn = atomic_load_explicit(&real, memory_order_relaxed);
+	if (!fn) {
+		fn = (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+		atomic_store_explicit(&real, fn, memory_order_relaxed);
+	}
+	return fn;
+}
+
+/* Set while this thread creates one of the library's own threads. */
+static __thread int creating_own __attribute__((tls_model("initial-exec")));
+
+/* The library's own threads (the writer) are never registered for
+ * sampling, whatever the state.  Through the global pthread_create, not
+ * dlsym: a sanitizer runtime loaded before us must see the thread. */
+int capture_own_pthread_create(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+	creating_own = 1;
+	int const rc = pthread_create(th, NULL, fn, arg);
+	creating_own = 0;
+	return rc;
+}
+
 /* Interposed: every new thread is registered before user code runs. */
 STACKCAP_API int pthread_create(pthread_t *th, const pthread_attr_t *attr,
 				void *(*fn)(void *), void *arg)
 {
-	static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-	if (!real)
-		real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))
-			dlsym(RTLD_NEXT, "pthread_create");
+	pthread_create_fn const real = real_pthread_create_fn();
 	if (!real)
 		return EAGAIN;
-	if (!atomic_load(&stackcap_g.running))
+	if (!atomic_load(&stackcap_g.running) || creating_own)
 		return real(th, attr, fn, arg);
 	struct start_arg *a = malloc(sizeof(*a));
 	if (!a)

@@ -338,17 +338,35 @@ const struct snapshot *snapshot_lookup(uint32_t generation)
 
 void snapshot_for_each_unwritten(int (*fn)(struct snapshot *, void *), void *arg)
 {
-	pthread_mutex_lock(&refresh_lock);
-	/* Oldest first: collect the unwritten ones, then call in reverse. */
-	struct snapshot *stack[64];
-	int n = 0;
-	for (struct snapshot *s = held; s && n < 64; s = s->older)
-		if (!s->written)
-			stack[n++] = s;
-	pthread_mutex_unlock(&refresh_lock);
-	while (n--)
-		if (fn(stack[n], arg) == 0)
-			stack[n]->written = 1;
+	/* Every unwritten one, oldest first, in batches of 64: a program that
+	 * loads and unloads faster than the writer cycles leaves many, and
+	 * each must reach the trace since samples name it.  (Taking only the
+	 * 64 newest left the older ones to starve, and those still unwritten
+	 * at the end were lost: samples without maps.) */
+	enum { BATCH = 64 };
+	for (;;) {
+		struct snapshot *ring[BATCH];
+		size_t seen = 0;
+		pthread_mutex_lock(&refresh_lock);
+		/* Newest first: the last BATCH seen are the oldest. */
+		for (struct snapshot *s = held; s; s = s->older)
+			if (!s->written)
+				ring[seen++ % BATCH] = s;
+		pthread_mutex_unlock(&refresh_lock);
+		size_t const n = seen < BATCH ? seen : BATCH;
+		size_t done = 0;
+		for (size_t i = 0; i < n; i++) {
+			struct snapshot *s = ring[(seen - 1 - i) % BATCH];
+			if (fn(s, arg) == 0) {
+				s->written = 1;
+				done++;
+			}
+		}
+		/* More than a batch and progress: the next batch.  (LTTng mode
+		 * may leave some for a later cycle: fn returned 1.) */
+		if (seen <= BATCH || !done)
+			return;
+	}
 }
 
 void snapshot_reclaim(void)

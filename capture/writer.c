@@ -29,6 +29,9 @@
  * (SIGKILL) loses only its last moments, and its samples stay readable. */
 #define FLUSH_PERIOD_NS (250 * 1000000ull)
 #define SUMMARY_LEN 128
+/* writer_pause asks the thread to leave; the thread leaves (or the asker
+ * takes it back after a timeout): one exchange decides. */
+enum { PAUSE_NONE, PAUSE_ASKED, PAUSE_LEFT };
 
 struct wthread {
 	struct ctf_stream *stream;
@@ -55,6 +58,12 @@ static struct {
 	int maps_written;            /* this cycle: flush the process stream */
 	_Atomic int finish;          /* writer_finish_bounded() asked */
 	int finished;                /* the trace was ended by the writer thread */
+	int paused;                  /* stopped for a fork (writer_pause) */
+	_Atomic int pause;           /* PAUSE_*: the fork hand-shake */
+	/* What stackcap_get_stats reports, published by the writer: other
+	 * threads never touch W.ctf, which the writer closes and frees. */
+	_Atomic uint64_t bytes_pub;
+	_Atomic int error_pub;
 	int ack_fd;                  /* the writer thread says: finished */
 	char summary_path[4200];
 	uint64_t last_ts;
@@ -80,6 +89,13 @@ static void note_error(int rc)
 {
 	if (rc < 0 && !W.error)
 		W.error = rc;
+}
+
+static void publish_stats(void)
+{
+	if (W.ctf)
+		atomic_store(&W.bytes_pub, ctf_writer_bytes_written(W.ctf));
+	atomic_store(&W.error_pub, W.error);
 }
 
 /* Event times must not go back within a stream; the writer's own events
@@ -399,8 +415,11 @@ static void writer_cycle(int final)
 		drain_thread(t);
 		if (exited) {
 			/* Unlink: only this thread edits `next`; pushes only
-			 * swap the head. */
+			 * swap the head.  Under the lock, which a walker of the
+			 * list (stackcap_shutdown, stackcap_get_stats) holds
+			 * for its whole walk: once unlinked, nobody is on t. */
 			int unlinked = 0;
+			pthread_mutex_lock(&capture_threads_lock);
 			if (prev) {
 				prev->next = next;
 				unlinked = 1;
@@ -409,10 +428,13 @@ static void writer_cycle(int final)
 				unlinked = atomic_compare_exchange_strong(&stackcap_g.threads, &head, next);
 			}
 			if (unlinked) {
-				wthread_close(t, !final);
 				atomic_fetch_add(&stackcap_g.samples_total, atomic_load(&t->samples));
 				atomic_fetch_add(&stackcap_g.drops_total, atomic_load(&t->dropped_ring_full) +
 									  atomic_load(&t->dropped_nested));
+			}
+			pthread_mutex_unlock(&capture_threads_lock);
+			if (unlinked) {
+				wthread_close(t, !final);
 				munmap(t->ring.buf, t->ring.size);
 				free(t);
 				t = next;
@@ -426,6 +448,7 @@ static void writer_cycle(int final)
 	}
 	if (!final && !stackcap_g.cfg.lttng)
 		flush_if_due();
+	publish_stats();
 }
 
 static void close_free_streams(void)
@@ -476,6 +499,8 @@ static int finish_trace(void)
 	note_error(ctf_stream_process_end(W.proc, writer_ts(), samples, drops + W.decode_errors));
 	uint64_t const bytes = ctf_writer_bytes_written(W.ctf);
 	note_error(ctf_writer_close(W.ctf));
+	atomic_store(&W.bytes_pub, bytes);
+	atomic_store(&W.error_pub, W.error);
 	W.ctf = NULL;
 	W.proc = NULL;
 	char line[SUMMARY_LEN];
@@ -496,6 +521,10 @@ static void *writer_main(void *arg)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	while (!atomic_load(&W.stop) && !atomic_load(&W.finish)) {
+		/* writer_pause asks; leaving is ours to say (see there). */
+		int asked = PAUSE_ASKED;
+		if (atomic_compare_exchange_strong(&W.pause, &asked, PAUSE_LEFT))
+			return NULL;
 		struct pollfd p = { .fd = stackcap_g.event_fd, .events = POLLIN };
 		if (poll(&p, 1, WRITER_PERIOD_MS) > 0) {
 			uint64_t v;
@@ -544,7 +573,7 @@ int writer_start(void)
 		/* No trace directory: the thread only publishes and records
 		 * code-range generations and retires exited threads. */
 		atomic_store(&W.stop, 0);
-		int const prc = -pthread_create(&W.thread, NULL, writer_main, NULL);
+		int const prc = -capture_own_pthread_create(&W.thread, writer_main, NULL);
 		if (prc == 0)
 			W.started = 1;
 		return prc;
@@ -590,7 +619,7 @@ int writer_start(void)
 	W.finished = 0;
 	W.last_flush_ns = capture_now_ns();
 	W.maps_written = 1; /* process_start goes to disk at the first cycle */
-	rc = -pthread_create(&W.thread, NULL, writer_main, NULL);
+	rc = -capture_own_pthread_create(&W.thread, writer_main, NULL);
 	if (rc < 0)
 		goto fail;
 	W.started = 1;
@@ -621,24 +650,78 @@ int writer_stop(void)
 	return finish_trace();
 }
 
+/* How long fork() waits for the writer thread to leave. */
+#define PAUSE_TIMEOUT_MS 200
+
+void writer_pause(void)
+{
+	/* Not when the trace is being finished: that thread goes on alone.
+	 * Not in LTTng mode: lttng-ust's fork wrapper holds its locks
+	 * through fork(), a tracepoint of the writer waits for them, and the
+	 * process has lttng-ust's threads anyway. */
+	if (!W.started || atomic_load(&W.finish) || stackcap_g.cfg.lttng)
+		return;
+	/* Bounded: another library's fork preparation may hold a lock the
+	 * writer is waiting for.  Then the writer goes on through the fork,
+	 * as it did before: whoever wins the exchange on W.pause decides. */
+	atomic_store(&W.pause, PAUSE_ASKED);
+	writer_wake();
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += PAUSE_TIMEOUT_MS * 1000000L;
+	until.tv_sec += until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
+	if (pthread_timedjoin_np(W.thread, NULL, &until) != 0) {
+		int asked = PAUSE_ASKED;
+		if (atomic_compare_exchange_strong(&W.pause, &asked, PAUSE_NONE))
+			return; /* still at work: it stays */
+		/* It left just now, holding nothing: the join is immediate. */
+		pthread_join(W.thread, NULL);
+	}
+	atomic_store(&W.pause, PAUSE_NONE);
+	W.started = 0;
+	W.paused = 1;
+}
+
+void writer_resume(void)
+{
+	if (!W.paused)
+		return;
+	W.paused = 0;
+	/* If it cannot start, the rings fill and drops are counted; the
+	 * destructor still drains them (writer_stop). */
+	if (capture_own_pthread_create(&W.thread, writer_main, NULL) == 0)
+		W.started = 1;
+}
+
 int writer_finish_bounded(int timeout_ms)
 {
 	int expected = 0;
 	if (!W.started || W.ack_fd < 0 || !atomic_compare_exchange_strong(&W.finish, &expected, 1))
 		return 0;
 	writer_wake();
+	/* One deadline for the whole wait: called from _exit with signals
+	 * open, poll may be interrupted again and again (a wall-clock timer,
+	 * the program's own itimer); restarting the full timeout each time
+	 * would never end while the writer is stuck. */
+	uint64_t const deadline = capture_now_ns() + (uint64_t)timeout_ms * 1000000u;
 	struct pollfd p = { .fd = W.ack_fd, .events = POLLIN };
-	int r;
-	do
-		r = poll(&p, 1, timeout_ms);
-	while (r < 0 && errno == EINTR);
-	return r > 0 ? 0 : -ETIMEDOUT;
+	for (;;) {
+		uint64_t const now = capture_now_ns();
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		int const r = poll(&p, 1, (int)((deadline - now + 999999) / 1000000));
+		if (r > 0)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+	}
 }
 
 void writer_get_stats(uint64_t *bytes, int *error)
 {
-	*bytes = W.ctf ? ctf_writer_bytes_written(W.ctf) : 0;
-	*error = W.error;
+	*bytes = atomic_load(&W.bytes_pub);
+	*error = atomic_load(&W.error_pub);
 }
 
 void writer_reset_after_fork(void)

@@ -291,5 +291,9 @@ EXTRA_DIST += tests/bt2-plugin.sh
 check_PROGRAMS += tests/stress/stress
 tests_stress_stress_SOURCES = tests/stress/stress.c
 tests_stress_stress_LDADD = -lpthread $(DL_LIBS)
+# Two limits of TSan itself, shown without stackcap (stress-tsan.sh).
+check_PROGRAMS += tests/stress/tsan-limits
+tests_stress_tsan_limits_SOURCES = tests/stress/tsan-limits.c
+tests_stress_tsan_limits_LDADD = -lpthread
 TESTS += tests/stress.sh tests/stress-asan.sh tests/stress-tsan.sh
 EXTRA_DIST += tests/stress.sh tests/stress-asan.sh tests/stress-tsan.sh

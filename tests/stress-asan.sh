@@ -1,6 +1,6 @@
 #!/bin/sh
-# tests/stress.sh, a subset, recorded with libstackcap built with
+# tests/stress.sh, every scenario but the full disk, recorded with libstackcap built with
 # ASan+UBSan (capture/local.mk) after the sanitizer's runtime.
 export STRESS_SAN=asan
-export STRESS_ONLY="${STRESS_ONLY:-threads forks dlopen sigalt longjmp vfork ownprof itimer killself}"
+export STRESS_ONLY="${STRESS_ONLY:-threads forks dlopen recurse overflow sigalt blockprof longjmp vfork ownprof itimer killself}"
 exec sh "${top_srcdir:?}/tests/stress.sh"

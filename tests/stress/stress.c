@@ -28,13 +28,21 @@ extern char **environ;
 
 #define NOINLINE __attribute__((noinline, noclone))
 
-/* One unit of CPU work: 2^16 steps of an LCG (~0.1 ms). */
+/* One unit of CPU work: 2^16 steps of an LCG (~0.1 ms), then one call
+ * into libc (clock_gettime, vDSO: ~20 ns).  Under ThreadSanitizer a
+ * signal reaches its handler only at the next libc call TSan intercepts;
+ * a loop that never calls libc never sees one (docs/RELIABILITY.md,
+ * tests/stress/tsan-signals.c).  With the call, tests/stress-tsan.sh
+ * gets its samples, the program its own SIGPROF, on time. */
 static NOINLINE uint64_t work(uint64_t seed, unsigned units)
 {
 	uint64_t x = seed | 1;
-	for (unsigned u = 0; u < units; u++)
+	for (unsigned u = 0; u < units; u++) {
 		for (unsigned i = 0; i < 65536; i++)
 			x = x * 6364136223846793005u + 1442695040888963407u;
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+	}
 	__asm__ volatile("" : "+r"(x));
 	return x;
 }
