@@ -1098,13 +1098,16 @@ static int on_compressed(struct pr *r, const uint8_t *rec, uint16_t size)
 	c->last_seq = 0;
 	size_t pos = 0;
 	uint64_t const seq0 = r->seq;
+	int damaged = 0;
 	while (len - pos >= 8 && !r->cb_rc) {
 		uint16_t const rsize = ld16(c->data + pos + 6);
 		if (rsize < 8) {
-			free(c);
+			/* Events queued before the damage still point into C: it
+			 * is kept below, not freed here (a fuzzing finding). */
 			su_reader_warn("%s: damaged record inside a compressed one: the rest is ignored", r->name);
 			r->malformed = 1;
-			return -EINVAL;
+			damaged = 1;
+			break;
 		}
 		if (rsize > len - pos)
 			break;
@@ -1112,8 +1115,9 @@ static int on_compressed(struct pr *r, const uint8_t *rec, uint16_t size)
 			break;
 		pos += rsize;
 	}
-	/* The partial event at the end starts the next chunk. */
-	r->rem_len = len - pos;
+	/* The partial event at the end starts the next chunk (shorter than one
+	 * record, so it fits REM; nothing is carried after damage or a stop). */
+	r->rem_len = damaged || r->cb_rc || len - pos > 65535 ? 0 : len - pos;
 	memcpy(r->rem, c->data + pos, r->rem_len);
 	if (r->seq == seq0) {
 		free(c); /* nothing queued points into it */
@@ -1125,7 +1129,7 @@ static int on_compressed(struct pr *r, const uint8_t *rec, uint16_t size)
 			r->chunks = c;
 		r->chunks_tail = c;
 	}
-	return 0;
+	return damaged ? -EINVAL : 0;
 }
 
 static void run_data(struct pr *r)
