@@ -112,9 +112,15 @@ tests/fuzz/fuzz-perf-data$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-perf-data.c $(
 TESTS += tests/fuzz/run-fuzzers.sh
 endif
 
-# `make fuzz`: the long runs (FUZZ_SECONDS each, default 30 minutes).
+# `make fuzz`: the long runs (FUZZ_SECONDS each, default 30 minutes), one
+# target after the other; crashes land in tests/fuzz/crash-TARGET-*.
+if ENABLE_FUZZING
 fuzz:
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS=tests/fuzz/run-fuzzers.sh FUZZ_SECONDS=$${FUZZ_SECONDS:-1800}
+else
+fuzz:
+	@echo "make fuzz: the libFuzzer targets are not built: configure with --enable-fuzzing (needs clang)" >&2; exit 1
+endif
 .PHONY: fuzz fuzz-seeds
 
 # The testdata programs run, and gdb sees exactly their documented chains.
