@@ -475,16 +475,24 @@ static int check_metadata(const char *dir, char *msg, size_t msglen)
 	char line[1024];
 	int tracer = 0;
 	long version = -1;
+	char other[64] = "";
 	while (fgets(line, sizeof(line), f)) {
 		char *p = line;
 		while (*p == ' ' || *p == '\t')
 			p++;
 		if (strncmp(p, "tracer_name = \"stackcap\";", 25) == 0)
 			tracer = 1;
+		else if (strncmp(p, "tracer_name = \"", 15) == 0 && !other[0])
+			sscanf(p + 15, "%63[^\"]", other); /* to say which producer it is */
 		else if (strncmp(p, "stackcap_trace_version = ", 25) == 0)
 			version = strtol(p + 25, NULL, 10);
 	}
 	fclose(f);
+	if (!tracer && other[0]) {
+		snprintf(msg, msglen, "%s is not a stackcap trace (its metadata names tracer \"%s\", not \"stackcap\")",
+			 dir, other);
+		return -1;
+	}
 	if (!tracer) {
 		snprintf(msg, msglen, "%s is not a stackcap trace (its metadata does not name tracer \"stackcap\")", dir);
 		return -1;
