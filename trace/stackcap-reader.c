@@ -85,11 +85,18 @@ static void set_err(struct reader *r, const char *fmt, ...)
 	va_end(ap);
 }
 
+static const char *warn_prog = "stackunwind";
+
+void su_reader_set_prog(const char *prog)
+{
+	warn_prog = prog;
+}
+
 void su_reader_warn(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fputs("stackunwind: warning: ", stderr);
+	fprintf(stderr, "%s: warning: ", warn_prog);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
