@@ -142,6 +142,11 @@ EXTRA_DIST += tests/record.sh tests/tap-lib.sh
 TESTS += tests/unwind.sh
 EXTRA_DIST += tests/unwind.sh
 
+# Integration: every class of bad input against every stackunwind command and
+# stackcap convert; the table in docs/RELIABILITY.md must match.
+TESTS += tests/bad-input.sh
+EXTRA_DIST += tests/bad-input.sh
+
 # Integration: stackunwind export.  pprof-check decodes the pprof file with
 # protobuf-c; speedscope-check.js validates the JSON against the schema the
 # npm package speedscope ships (ajv; npm installs both under tests/node-cache).
