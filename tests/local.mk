@@ -147,6 +147,13 @@ EXTRA_DIST += tests/unwind.sh
 TESTS += tests/bad-input.sh
 EXTRA_DIST += tests/bad-input.sh
 
+# Integration: a secret on a live stack frame never reaches a trace (every
+# policy, zstd, perf.data converted) nor any stackunwind output.
+check_PROGRAMS += tests/secret-holder
+tests_secret_holder_SOURCES = tests/secret-holder.c
+TESTS += tests/secret.sh
+EXTRA_DIST += tests/secret.sh
+
 # Integration: stackunwind export.  pprof-check decodes the pprof file with
 # protobuf-c; speedscope-check.js validates the JSON against the schema the
 # npm package speedscope ships (ajv; npm installs both under tests/node-cache).
