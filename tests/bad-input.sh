@@ -7,7 +7,10 @@
 # tests/bad-input.table in the build dir and must equal the one in
 # docs/RELIABILITY.md (the test fails with the diff otherwise).
 . "${top_srcdir:?}/tests/tap-lib.sh"
-SU="$B/cli/stackunwind"
+# BAD_INPUT_STACKUNWIND and BAD_INPUT_STACKCAP run other builds of the two
+# tools (an ASan one) through the same cases; recording uses this build.
+SU=${BAD_INPUT_STACKUNWIND:-$B/cli/stackunwind}
+CONVERT=${BAD_INPUT_STACKCAP:-$STACKCAP}
 DOC="$top_srcdir/docs/RELIABILITY.md"
 TABLE="$B/tests/bad-input.table"
 
@@ -87,7 +90,7 @@ convert() {
 	input=$1; label=$2; want=$3; regex=$4
 	id=$(echo "conv-$label" | tr ' /' '__')
 	rm -rf "$id.trace"
-	run "$id" $AS_PRE "$STACKCAP" convert "$input" -o "$id.trace"
+	run "$id" $AS_PRE "$CONVERT" convert "$input" -o "$id.trace"
 	got=$(cat "$id.rc")
 	if crashed "$id"; then
 		not_ok "$label / convert: crashed (exit $got)"
@@ -162,14 +165,14 @@ else
 fi
 chmod 777 "$work"
 mkdir -m 755 bin
-cp "$SU" "$STACKCAP" bin/
+cp "$SU" "$CONVERT" bin/
 cp -r good.trace unreadable.trace
 chmod -R a+rX unreadable.trace
 chmod 000 unreadable.trace/samples-*
-SU_SAVED=$SU STACKCAP_SAVED=$STACKCAP
-SU=$work/bin/stackunwind STACKCAP=$work/bin/stackcap AS_PRE=$AS
+SU_SAVED=$SU CONVERT_SAVED=$CONVERT
+SU=$work/bin/stackunwind CONVERT=$work/bin/stackcap AS_PRE=$AS
 every unreadable.trace "unreadable samples file" 3 'warning: .*samples-.*: Permission denied: file skipped'
-SU=$SU_SAVED STACKCAP=$STACKCAP_SAVED AS_PRE=
+SU=$SU_SAVED CONVERT=$CONVERT_SAVED AS_PRE=
 
 # A binary rebuilt since the recording (another build-id): never used.
 cp -r victim.trace rebuilt.trace
@@ -243,9 +246,9 @@ convert notperf.data "file that is no perf.data" 1 'stackcap convert: notperf.da
 convert empty.file "empty file" 1 'stackcap convert: empty.file is not a perf.data file'
 convert good.trace "a stackcap trace directory" 1 'stackcap convert: good.trace is not a perf.data file'
 convert nonexistent "nonexistent path" 1 'stackcap convert: nonexistent: No such file or directory'
-STACKCAP=$work/bin/stackcap AS_PRE=$AS
+CONVERT=$work/bin/stackcap AS_PRE=$AS
 convert unreadable.data "unreadable perf.data" 1 'stackcap convert: unreadable.data: Permission denied'
-STACKCAP=$STACKCAP_SAVED AS_PRE=
+CONVERT=$CONVERT_SAVED AS_PRE=
 check "a refused convert leaves no output directory behind" \
 	sh -c "! ls -d conv-*pipe*.trace conv-*no_perf*.trace conv-empty*.trace 2>/dev/null | grep -q ."
 
