@@ -1,7 +1,8 @@
 #!/bin/sh
 # Integration: a secret on the stack never leaks.  tests/secret-holder keeps
 # a 64-bit secret and a secret string in a live caller frame of its hot loop.
-# Recorded under every policy (f2, f1, zstd) and through perf (perf record
+# Recorded under every policy (f2, f1, zstd), through LTTng (record --lttng
+# into a private session daemon) and through perf (perf record
 # --call-graph dwarf, then stackcap convert), the secret must be nowhere in
 # the trace files (zstd ones decompressed) nor in any stackunwind output
 # (stacks, folded, flamegraph SVG, speedscope, pprof decompressed).  Positive
@@ -128,4 +129,75 @@ for o in stacks folded svg json pb.gz stats; do
 	check "perf.data read directly: no secret in the $o output${leak:+ (found:$leak)}" sh -c "[ -s '$work/perf.$o' ] && [ -z '$leak' ]"
 done
 
+
+# ---- LTTng: stackcap record --lttng into a private session daemon ----------------
+# As tests/lttng.sh: our own lttng-sessiond on a private LTTNG_HOME; as root
+# everything LTTng runs as nobody (a root daemon always uses /var/run/lttng),
+# on copies of the programs it must reach.
+lttng_part() {
+	for t in lttng lttng-sessiond babeltrace2; do
+		if ! command -v $t >/dev/null; then
+			not_ok "LTTng: $t missing: apt-get install lttng-tools liblttng-ust-dev babeltrace2 (scripts/install-deps.sh)"
+			return
+		fi
+	done
+	if [ ! -e "$B/capture/.libs/liblttng-stackcap.so" ]; then
+		not_ok "LTTng: liblttng-stackcap.so was not built: apt-get install liblttng-ust-dev, then configure"
+		return
+	fi
+	lt="$work/lt"
+	mkdir -p "$lt/home"
+	RUN_STACKCAP=$STACKCAP RUN_P=$P
+	if [ "$(id -u)" = 0 ]; then
+		chmod 755 "$work"
+		X="$work/b"
+		mkdir -p "$X/cli" "$X/capture/.libs" "$X/tests"
+		cp "$STACKCAP" "$X/cli/" && cp -P "$B"/capture/.libs/liblttng-stackcap.so* "$X/capture/.libs/" &&
+			cp "$P" "$X/tests/" || { not_ok "LTTng: cannot copy the programs to run as nobody"; return; }
+		chmod -R a+rX "$X"
+		RUN_STACKCAP=$X/cli/stackcap RUN_P=$X/tests/secret-holder
+		chown -R 65534:65534 "$lt"
+		as_user() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$lt/home" LTTNG_HOME="$lt/home" "$@"; }
+	else
+		as_user() { env HOME="$lt/home" LTTNG_HOME="$lt/home" "$@"; }
+	fi
+	as_user lttng-sessiond --daemonize --no-kernel >"$work/sessiond.log" 2>&1
+	daemon_pid=$(cat "$lt/home/.lttng/lttng-sessiond.pid" 2>/dev/null)
+	if [ -z "$daemon_pid" ]; then
+		not_ok "LTTng: lttng-sessiond did not start: $(head -n 1 "$work/sessiond.log")"
+		return
+	fi
+	as_user lttng create secret --output="$lt/secret" >/dev/null &&
+		as_user lttng enable-channel -u c0 >/dev/null &&
+		as_user lttng enable-event -u -c c0 "stackcap:*,lttng_ust_statedump:*,lttng_ust_dl:*,lttng_ust_lib:*" >/dev/null &&
+		as_user lttng add-context -u -c c0 -t vpid -t vtid >/dev/null &&
+		as_user lttng start >/dev/null
+	as_user "$RUN_STACKCAP" record --lttng -- "$RUN_P" 0.6 >/dev/null 2>"$work/lttng.rerr"
+	as_user lttng stop >/dev/null
+	as_user lttng destroy >/dev/null
+	stop_daemon
+	outputs lttng "$lt/secret"
+	nl=$(awk '/hold_secrets/ { s += $NF } END { print s + 0 }' "$work/lttng.folded")
+	check "LTTng: recorded with the secrets live ($nl samples through hold_secrets)" [ "$nl" -ge 100 ]
+	leak=$(has_secret $(trace_files "$lt/secret"))
+	check "LTTng: no secret in the session's files ($(trace_files "$lt/secret" | wc -l) files${leak:+; found:$leak})" \
+		sh -c "[ -d '$lt/secret' ] && [ -z '$leak' ]"
+	for o in stacks folded svg json pb.gz stats; do
+		leak=$(has_secret "$work/lttng.$o")
+		check "LTTng: no secret in the $o output${leak:+ (found:$leak)}" sh -c "[ -s '$work/lttng.$o' ] && [ -z '$leak' ]"
+	done
+}
+# alive PID: running (a zombie waiting for init counts as gone).
+alive() { st=$(ps -o stat= -p "$1" 2>/dev/null); [ -n "$st" ] && [ "${st#Z}" = "$st" ]; }
+daemon_pid=
+stop_daemon() {
+	[ -n "$daemon_pid" ] || return 0
+	kill "$daemon_pid" 2>/dev/null
+	i=0
+	while alive "$daemon_pid" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	kill -9 "$daemon_pid" 2>/dev/null
+	daemon_pid=
+}
+trap 'stop_daemon; rm -rf "$work"' EXIT
+lttng_part
 echo "1..$n"
