@@ -293,6 +293,13 @@ int stackcap_convert(int argc, char **argv)
 		return 2;
 	}
 	const char *in = argv[optind];
+	su_reader_set_prog(PROG);
+	FILE *probe = fopen(in, "r");
+	if (!probe) { /* missing or unreadable: say so, not "not a perf.data" */
+		fprintf(stderr, PROG ": %s: %s\n", in, strerror(errno));
+		return 1;
+	}
+	fclose(probe);
 	if (su_trace_probe(in) != SU_TRACE_PERF) {
 		fprintf(stderr, PROG ": %s is not a perf.data file\n", in);
 		return 1;
@@ -340,6 +347,8 @@ int stackcap_convert(int argc, char **argv)
 	free(c.blob);
 	if (rrc < 0) {
 		fprintf(stderr, PROG ": %s\n", err[0] ? err : strerror(-rrc));
+		/* Nothing usable was written: leave no half trace behind. */
+		nftw(out, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 		return 1;
 	}
 	if (rc) {

@@ -273,6 +273,9 @@ static int cmd_record(int argc, char **argv)
 		}
 		return record_lttng(argv + optind, freq, cap, policy, wall, nofork);
 	}
+	if (full) /* the filters exist to keep data words out: say they are bypassed */
+		fprintf(stderr, PROG ": warning: --full-copy stores every stack word (local variables, "
+				"secrets): keep the trace private\n");
 	char lib[PATH_MAX];
 	if (find_library("libstackcap.so", "STACKCAP_LIBRARY", lib, sizeof(lib)) != 0) {
 		fprintf(stderr, PROG ": cannot find libstackcap.so (set STACKCAP_LIBRARY)\n");

@@ -804,6 +804,9 @@ static void format_folded(struct worker *w, const struct unwound *u, const struc
 			text_puts(out, "[unknown]");
 			continue;
 		}
+		/* folded and flamegraph warn of a missing or rebuilt binary too. */
+		if (m->status == SU_MODULE_NOT_FOUND || m->status == SU_MODULE_BUILD_ID_MISMATCH)
+			note_bad_module(w, m);
 		uint64_t const elf_addr = f->pc - e->bias;
 		struct su_symframe sf[MAX_SYMFRAMES];
 		size_t n = m->status == SU_MODULE_OK

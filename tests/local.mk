@@ -112,9 +112,15 @@ tests/fuzz/fuzz-perf-data$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-perf-data.c $(
 TESTS += tests/fuzz/run-fuzzers.sh
 endif
 
-# `make fuzz`: the long runs (FUZZ_SECONDS each, default 30 minutes).
+# `make fuzz`: the long runs (FUZZ_SECONDS each, default 30 minutes), one
+# target after the other; crashes land in tests/fuzz/crash-TARGET-*.
+if ENABLE_FUZZING
 fuzz:
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS=tests/fuzz/run-fuzzers.sh FUZZ_SECONDS=$${FUZZ_SECONDS:-1800}
+else
+fuzz:
+	@echo "make fuzz: the libFuzzer targets are not built: configure with --enable-fuzzing (needs clang)" >&2; exit 1
+endif
 .PHONY: fuzz fuzz-seeds
 
 # The testdata programs run, and gdb sees exactly their documented chains.
@@ -135,6 +141,18 @@ EXTRA_DIST += tests/record.sh tests/tap-lib.sh
 # Integration: stackunwind on recorded traces (chains, unwinders, bad input).
 TESTS += tests/unwind.sh
 EXTRA_DIST += tests/unwind.sh
+
+# Integration: every class of bad input against every stackunwind command and
+# stackcap convert; the table in docs/RELIABILITY.md must match.
+TESTS += tests/bad-input.sh
+EXTRA_DIST += tests/bad-input.sh
+
+# Integration: a secret on a live stack frame never reaches a trace (every
+# policy, zstd, perf.data converted) nor any stackunwind output.
+check_PROGRAMS += tests/secret-holder
+tests_secret_holder_SOURCES = tests/secret-holder.c
+TESTS += tests/secret.sh
+EXTRA_DIST += tests/secret.sh
 
 # Integration: stackunwind export.  pprof-check decodes the pprof file with
 # protobuf-c; speedscope-check.js validates the JSON against the schema the

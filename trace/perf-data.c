@@ -1103,14 +1103,16 @@ static int on_compressed(struct pr *r, const uint8_t *rec, uint16_t size)
 	c->last_seq = 0;
 	size_t pos = 0;
 	uint64_t const seq0 = r->seq;
+	int damaged = 0;
 	while (len - pos >= 8 && !r->cb_rc) {
 		uint16_t const rsize = ld16(c->data + pos + 6);
 		if (rsize < 8) {
-			/* Events queued from this chunk are still delivered. */
-			chunk_keep(r, c, seq0);
+			/* Events queued before the damage still point into C: it
+			 * is kept below, not freed here (a fuzzing finding). */
 			su_reader_warn("%s: damaged record inside a compressed one: the rest is ignored", r->name);
 			r->malformed = 1;
-			return -EINVAL;
+			damaged = 1;
+			break;
 		}
 		if (rsize > len - pos)
 			break;
@@ -1118,11 +1120,12 @@ static int on_compressed(struct pr *r, const uint8_t *rec, uint16_t size)
 			break;
 		pos += rsize;
 	}
-	/* The partial event at the end starts the next chunk. */
-	r->rem_len = len - pos;
+	/* The partial event at the end starts the next chunk (shorter than one
+	 * record, so it fits REM; nothing is carried after damage or a stop). */
+	r->rem_len = damaged || r->cb_rc || len - pos > 65535 ? 0 : len - pos;
 	memcpy(r->rem, c->data + pos, r->rem_len);
 	chunk_keep(r, c, seq0);
-	return 0;
+	return damaged ? -EINVAL : 0;
 }
 
 /* Give back the pages of the data section below FROM that no queued event

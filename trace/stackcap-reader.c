@@ -11,6 +11,7 @@
  * The events come from an event source (reader-internal.h): our own parser
  * of the format we write (fast, the default) or babeltrace2 (the reference). */
 #include <errno.h>
+#include <inttypes.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -71,6 +72,7 @@ struct reader {
 
 	int cb_rc;               /* a callback's nonzero return */
 	struct su_maps *last_maps;   /* what on_maps stored (push mode tells cb->maps) */
+	int warned_blob;             /* the first undecodable blob was named */
 };
 
 void su_set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -83,11 +85,18 @@ void su_set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
+static const char *warn_prog = "stackunwind";
+
+void su_reader_set_prog(const char *prog)
+{
+	warn_prog = prog;
+}
+
 void su_reader_warn(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fputs("stackunwind: warning: ", stderr);
+	fprintf(stderr, "%s: warning: ", warn_prog);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
@@ -307,6 +316,19 @@ static int image_reserve(struct stackcap_image *img, uint64_t nwords)
 	return 0;
 }
 
+/* A blob that does not decode: counted; the first one is named so the user
+ * learns the trace is damaged, and where (the rest go in the summary). */
+static void bad_blob(struct reader *r, const struct raw_event *ev, size_t code)
+{
+	r->st->bad_blobs++;
+	if (r->warned_blob++)
+		return;
+	su_reader_warn("pid %u tid %u: the stack of the sample at %" PRIu64 ".%09" PRIu64
+		       " does not decode (%s: damaged trace?): it and the samples that refer to it are skipped",
+		       ev->pid, ev->tid, ev->ts / 1000000000u, ev->ts % 1000000000u,
+		       code ? stackcap_codec_error_name(code) : "implausible size");
+}
+
 static int on_sample(struct reader *r, const struct raw_event *ev)
 {
 	int const kind = ev->kind;
@@ -342,9 +364,9 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 		return 0;
 	}
 	struct stackcap_codec_header hdr;
-	if (stackcap_codec_is_error(stackcap_codec_peek(blob, len, &hdr)) ||
-	    hdr.nwords > (64u << 20) / 8) {
-		r->st->bad_blobs++;
+	size_t const prc = stackcap_codec_peek(blob, len, &hdr);
+	if (stackcap_codec_is_error(prc) || hdr.nwords > (64u << 20) / 8) {
+		bad_blob(r, ev, stackcap_codec_is_error(prc) ? prc : 0);
 		if (!full)
 			t->has_ref = 0;
 		return 0;
@@ -356,8 +378,9 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 		*pending = 0;
 		if (image_reserve(img, hdr.nwords))
 			return -ENOMEM;
-		if (stackcap_codec_is_error(stackcap_codec_decode(blob, len, &maps->ranges, NULL, img))) {
-			r->st->bad_blobs++;
+		size_t const drc = stackcap_codec_decode(blob, len, &maps->ranges, NULL, img);
+		if (stackcap_codec_is_error(drc)) {
+			bad_blob(r, ev, drc);
 			return 0;
 		}
 		*pending = 1;
@@ -373,7 +396,7 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 		return -ENOMEM;
 	size_t rc = stackcap_codec_decode(blob, len, &maps->ranges, ref, dst);
 	if (stackcap_codec_is_error(rc)) {
-		r->st->bad_blobs++;
+		bad_blob(r, ev, rc);
 		t->has_ref = 0;
 		return 0;
 	}
@@ -473,16 +496,24 @@ static int check_metadata(const char *dir, char *msg, size_t msglen)
 	char line[1024];
 	int tracer = 0;
 	long version = -1;
+	char other[64] = "";
 	while (fgets(line, sizeof(line), f)) {
 		char *p = line;
 		while (*p == ' ' || *p == '\t')
 			p++;
 		if (strncmp(p, "tracer_name = \"stackcap\";", 25) == 0)
 			tracer = 1;
+		else if (strncmp(p, "tracer_name = \"", 15) == 0 && !other[0])
+			sscanf(p + 15, "%63[^\"]", other); /* to say which producer it is */
 		else if (strncmp(p, "stackcap_trace_version = ", 25) == 0)
 			version = strtol(p + 25, NULL, 10);
 	}
 	fclose(f);
+	if (!tracer && other[0]) {
+		snprintf(msg, msglen, "%s is not a stackcap trace (its metadata names tracer \"%s\", not \"stackcap\")",
+			 dir, other);
+		return -1;
+	}
 	if (!tracer) {
 		snprintf(msg, msglen, "%s is not a stackcap trace (its metadata does not name tracer \"stackcap\")", dir);
 		return -1;

@@ -67,4 +67,8 @@ int su_stackcap_trace_read(const char *dir, const struct su_reader_opts *opts,
 			   struct su_reader_stats *stats,
 			   char *err, size_t errlen);
 
+/* The program name the readers' warnings start with (default
+ * "stackunwind"); PROG must stay valid. */
+void su_reader_set_prog(const char *prog);
+
 #endif

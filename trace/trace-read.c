@@ -52,6 +52,13 @@ int su_trace_read(const char *path, const struct su_reader_opts *opts,
 		 * (missing path, missing or foreign metadata, wrong version). */
 		if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
 			memset(stats, 0, sizeof(*stats));
+			FILE *f = fopen(path, "r"); /* unreadable: say why */
+			if (!f) {
+				int const e = errno;
+				snprintf(err, errlen, "%s: %s", path, strerror(e));
+				return -e;
+			}
+			fclose(f);
 			snprintf(err, errlen, "%s is neither a stackcap trace directory nor a perf.data file", path);
 			return -EINVAL;
 		}

@@ -2,9 +2,12 @@
 /*
  * Fuzz target: arbitrary stream files read by the whole reader through the
  * native source (su_stackcap_trace_read).  Input: one flags byte (bit 0:
- * zstd file names), a little-endian u16 N, N bytes of proc-1-0, then the
- * rest as samples-1-0.  The metadata names the format and no uuid, so the
- * first packet read sets it.
+ * zstd file names; bit 1: metadata text follows), a little-endian u16 N,
+ * [bit 1: a u16 M and M bytes appended to the base metadata, which the
+ * trace check and the uuid parser read], N bytes of proc-1-0, then the
+ * rest as samples-1-0.  The base metadata names the format and no uuid, so
+ * without bit 1 the first packet read sets it.  Without bit 1 a damaged
+ * stream is never fatal; with it a refusal must say why.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -73,22 +76,44 @@ static int on_sample(void *arg, const struct su_sample *s)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	static const char meta[] = "/* CTF 1.8 */\nenv {\n\tstackcap_trace_version = 1;\n"
+				   "\ttracer_name = \"stackcap\";\n};\n";
 	if (!dir[0]) {
 		const char *tmp = getenv("TMPDIR");
 		snprintf(dir, sizeof(dir), "%s/stackcap-fuzz-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 		if (!mkdtemp(dir))
 			abort();
-		static const char meta[] = "/* CTF 1.8 */\nenv {\n\tstackcap_trace_version = 1;\n"
-					   "\ttracer_name = \"stackcap\";\n};\n";
-		put("metadata", (const uint8_t *)meta, sizeof(meta) - 1);
 		atexit(cleanup);
 	}
 	if (size < 3)
 		return 0;
-	int const zst = data[0] & 1;
+	int const zst = data[0] & 1, with_meta = data[0] & 2;
 	size_t n = (size_t)data[1] | (size_t)data[2] << 8;
 	data += 3;
 	size -= 3;
+	size_t m = 0;
+	const uint8_t *mtext = NULL;
+	if (with_meta) {
+		if (size < 2)
+			return 0;
+		m = (size_t)data[0] | (size_t)data[1] << 8;
+		data += 2;
+		size -= 2;
+		if (m > size)
+			m = size;
+		mtext = data;
+		data += m;
+		size -= m;
+	}
+	/* The metadata: the base text, then the input's. */
+	uint8_t *mbuf = malloc(sizeof(meta) - 1 + m);
+	if (!mbuf)
+		abort();
+	memcpy(mbuf, meta, sizeof(meta) - 1);
+	if (m)
+		memcpy(mbuf + sizeof(meta) - 1, mtext, m);
+	put("metadata", mbuf, sizeof(meta) - 1 + m);
+	free(mbuf);
 	if (n > size)
 		n = size;
 	drop(zst ? "proc-1-0" : "proc-1-0.zst");
@@ -116,7 +141,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fflush(stderr);
 	dup2(real_stderr, 2);
 #endif
-	if (rc < 0 && rc != -ENOMEM)
-		abort(); /* damaged streams are never fatal */
+	if (rc < 0 && rc != -ENOMEM && (!with_meta || !err[0]))
+		abort(); /* damaged streams are never fatal; a refused trace says why */
 	return 0;
 }

@@ -1,12 +1,16 @@
 #!/bin/sh
 # Runs each libFuzzer target for FUZZ_SECONDS (default 20) from a copy of its
-# seed corpus and reports TAP.  Built only with --enable-fuzzing.
+# seed corpus and reports TAP, with libFuzzer's figures (runs, exec/s, cov,
+# ft, corpus) as a comment.  A crash is saved as
+# tests/fuzz/crash-TARGET-* in the build dir (add it to the corpus once
+# fixed); FUZZ_KEEP=DIR keeps each grown corpus in DIR/TARGET.  Built only
+# with --enable-fuzzing (`make fuzz` says so otherwise).
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
 secs=${FUZZ_SECONDS:-20}
-targets="decode roundtrip native-source perf-data"
+targets=${FUZZ_TARGETS:-"decode roundtrip native-source perf-data"}
 n=0
-echo "1..4"
+echo "1..$(echo $targets | wc -w)"
 for t in $targets; do
 	n=$((n + 1))
 	bin="$top_builddir/tests/fuzz/fuzz-$t"
@@ -17,13 +21,19 @@ for t in $targets; do
 	work=$(mktemp -d)
 	cp "$top_srcdir/tests/fuzz/corpus/$t/"* "$work/" 2>/dev/null
 	log="$top_builddir/tests/fuzz/fuzz-$t.log"
-	if "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+	if "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
 		-artifact_prefix="$top_builddir/tests/fuzz/crash-$t-" "$work" >"$log" 2>&1; then
-		runs=$(grep -o 'Done [0-9]* runs' "$log" | tail -n 1)
-		echo "ok $n - fuzz-$t: ${runs:-done} in ${secs}s, no finding"
+		runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+		rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+		last=$(grep -E '^#[0-9]+.*cov: ' "$log" | tail -n 1 | grep -o 'cov: [0-9]* ft: [0-9]* corp: [0-9]*/[0-9]*[KMb]*')
+		echo "ok $n - fuzz-$t: ${runs:-?} runs in ${secs}s, no finding"
+		echo "# fuzz-$t: ${runs:-?} runs, ${rate:-?} exec/s, $last"
 	else
-		echo "not ok $n - fuzz-$t: finding, see $log"
+		echo "not ok $n - fuzz-$t: finding, see $log and $top_builddir/tests/fuzz/crash-$t-*"
 		tail -n 30 "$log" | sed 's/^/# /'
+	fi
+	if [ -n "${FUZZ_KEEP:-}" ]; then
+		mkdir -p "$FUZZ_KEEP/$t" && cp "$work"/* "$FUZZ_KEEP/$t/" 2>/dev/null
 	fi
 	rm -rf "$work"
 done
