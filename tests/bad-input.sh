@@ -14,18 +14,8 @@ CONVERT=${BAD_INPUT_STACKCAP:-$STACKCAP}
 DOC="$top_srcdir/docs/RELIABILITY.md"
 TABLE="$B/tests/bad-input.table"
 
-for tool in perf zstd setpriv; do
-	if ! command -v $tool >/dev/null; then
-		echo "1..1"
-		echo "not ok 1 - $tool missing: apt-get install linux-perf zstd util-linux (scripts/install-deps.sh)"
-		exit 0
-	fi
-done
-if ! perf record -q -e cpu-clock -o "$work/probe.data" true >"$work/probe.err" 2>&1; then
-	echo "1..1"
-	echo "not ok 1 - perf record cannot sample here (kernel.perf_event_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null)): $(head -n 1 "$work/probe.err")"
-	exit 0
-fi
+need "linux-perf zstd util-linux" perf zstd setpriv
+need_perf_sampling
 
 # Messages name inputs relative to $work; the unprivileged case reads it too.
 cd "$work" || exit 1

@@ -56,17 +56,8 @@ else
 	as_user() { env HOME="$lt/home" LTTNG_HOME="$lt/home" "$@"; }
 fi
 
-# alive PID: running (a zombie waiting for init counts as gone).
-alive() { st=$(ps -o stat= -p "$1" 2>/dev/null); [ -n "$st" ] && [ "${st#Z}" = "$st" ]; }
 daemon_pid=
-stop_daemon() {
-	[ -n "$daemon_pid" ] || return 0
-	kill "$daemon_pid" 2>/dev/null
-	i=0
-	while alive "$daemon_pid" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-	kill -9 "$daemon_pid" 2>/dev/null
-	daemon_pid=
-}
+stop_daemon() { stop_process "$daemon_pid"; daemon_pid=; }
 trap 'stop_daemon; rm -rf "$work"' EXIT
 
 # Before any daemon: --lttng must say so.
@@ -351,14 +342,7 @@ check "filter.stackcap.unwind on a session without vpid/vtid contexts: exit $r, 
 # A live session (lttng-relayd on private ports, src.ctf.lttng-live): the
 # filter unwinds the samples as they stream in.
 relayd_pid=
-stop_relayd() {
-	[ -n "$relayd_pid" ] || return 0
-	kill "$relayd_pid" 2>/dev/null
-	i=0
-	while alive "$relayd_pid" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-	kill -9 "$relayd_pid" 2>/dev/null
-	relayd_pid=
-}
+stop_relayd() { stop_process "$relayd_pid"; relayd_pid=; }
 trap 'stop_relayd; stop_daemon; rm -rf "$work"' EXIT
 mkdir -p "$lt/relay" && chown --reference="$lt/home" "$lt/relay"
 # Three ports from a base of our own; another base when they are taken.

@@ -10,18 +10,8 @@
 SU="$B/cli/stackunwind"
 COMPARE="$top_srcdir/tests/perf-compare.sh"
 
-for tool in perf gzip xz /usr/bin/python3 nm readelf; do
-	if ! command -v $tool >/dev/null; then
-		echo "1..1"
-		echo "not ok 1 - $tool missing: apt-get install linux-perf gzip xz-utils python3 binutils (scripts/install-deps.sh)"
-		exit 0
-	fi
-done
-if ! perf record -q -e cpu-clock -o "$work/probe.data" true >"$work/probe.err" 2>&1; then
-	echo "1..1"
-	echo "not ok 1 - perf record cannot sample here (kernel.perf_event_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null)): $(head -n 1 "$work/probe.err")"
-	exit 0
-fi
+need "linux-perf gzip xz-utils python3 binutils" perf gzip xz /usr/bin/python3 nm readelf
+need_perf_sampling
 
 # precord NAME CMD...: perf record with DWARF call graphs and CLOCK_MONOTONIC.
 precord() {

@@ -12,23 +12,13 @@
 SU="$B/cli/stackunwind"
 P="$B/tests/secret-holder"
 
-for tool in perf zstd gzip; do
-	if ! command -v $tool >/dev/null; then
-		echo "1..1"
-		echo "not ok 1 - $tool missing: apt-get install linux-perf zstd gzip (scripts/install-deps.sh)"
-		exit 0
-	fi
-done
+need "linux-perf zstd gzip" perf zstd gzip
 if ! echo x | LC_ALL=C grep -q -P 'x' 2>/dev/null; then
 	echo "1..1"
 	echo "not ok 1 - grep -P (PCRE) missing: apt-get install grep"
 	exit 0
 fi
-if ! perf record -q -e cpu-clock -o "$work/probe.data" true >"$work/probe.err" 2>&1; then
-	echo "1..1"
-	echo "not ok 1 - perf record cannot sample here (kernel.perf_event_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null)): $(head -n 1 "$work/probe.err")"
-	exit 0
-fi
+need_perf_sampling
 
 # The secrets of tests/secret-holder.c: the word 0x5EC2E7C0DEC0FFEE in
 # either byte order or as hex text, and the string.
@@ -187,17 +177,8 @@ lttng_part() {
 		check "LTTng: no secret in the $o output${leak:+ (found:$leak)}" sh -c "[ -s '$work/lttng.$o' ] && [ -z '$leak' ]"
 	done
 }
-# alive PID: running (a zombie waiting for init counts as gone).
-alive() { st=$(ps -o stat= -p "$1" 2>/dev/null); [ -n "$st" ] && [ "${st#Z}" = "$st" ]; }
 daemon_pid=
-stop_daemon() {
-	[ -n "$daemon_pid" ] || return 0
-	kill "$daemon_pid" 2>/dev/null
-	i=0
-	while alive "$daemon_pid" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-	kill -9 "$daemon_pid" 2>/dev/null
-	daemon_pid=
-}
+stop_daemon() { stop_process "$daemon_pid"; daemon_pid=; }
 trap 'stop_daemon; rm -rf "$work"' EXIT
 lttng_part
 echo "1..$n"

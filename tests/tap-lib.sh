@@ -18,3 +18,36 @@ if ! command -v babeltrace2 >/dev/null; then
 	echo "not ok 1 - babeltrace2 missing: apt-get install babeltrace2 (scripts/install-deps.sh)"
 	exit 0
 fi
+
+# alive PID: running (a zombie waiting for init counts as gone).
+alive() { st=$(ps -o stat= -p "$1" 2>/dev/null); [ -n "$st" ] && [ "${st#Z}" = "$st" ]; }
+# stop_process PID: SIGTERM, up to 10 s to go, then SIGKILL (the daemons
+# the tests start: lttng-sessiond, lttng-relayd).
+stop_process() {
+	[ -n "$1" ] || return 0
+	kill "$1" 2>/dev/null
+	i=0
+	while alive "$1" && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	kill -9 "$1" 2>/dev/null
+	return 0
+}
+
+# need "PACKAGES" TOOL...: a failing plan naming what to install, and exit,
+# when a tool is missing.
+need() {
+	pk=$1
+	shift
+	for t in "$@"; do
+		command -v "$t" >/dev/null && continue
+		echo "1..1"
+		echo "not ok 1 - $t missing: apt-get install $pk (scripts/install-deps.sh)"
+		exit 0
+	done
+}
+# need_perf_sampling: perf record must be able to sample here.
+need_perf_sampling() {
+	perf record -q -e cpu-clock -o "$work/probe.data" true >"$work/probe.err" 2>&1 && return 0
+	echo "1..1"
+	echo "not ok 1 - perf record cannot sample here (kernel.perf_event_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null)): $(head -n 1 "$work/probe.err")"
+	exit 0
+}
