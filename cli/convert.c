@@ -57,22 +57,6 @@ struct conv {
 	int err;
 };
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap * 2 : 16;
-	while (n < need)
-		n *= 2;
-	void *p = realloc(*arr, n * elem);
-	if (!p)
-		return -ENOMEM;
-	memset((char *)p + *cap * elem, 0, (n - *cap) * elem);
-	*arr = p;
-	*cap = n;
-	return 0;
-}
-
 static struct csection *section_of(struct conv *c, const struct su_process *p)
 {
 	for (size_t i = c->n_sec; i-- > 0;)
@@ -87,7 +71,7 @@ static struct csection *section_open(struct conv *c, const struct su_process *p,
 	struct csection *s = section_of(c, p);
 	if (s)
 		return s;
-	if (grow((void **)&c->sec, &c->cap_sec, c->n_sec + 1, sizeof(*c->sec))) {
+	if (su_grow((void **)&c->sec, &c->cap_sec, c->n_sec + 1, sizeof(*c->sec))) {
 		c->err = -ENOMEM;
 		return NULL;
 	}
@@ -143,7 +127,7 @@ static struct cthread *thread_of(struct conv *c, struct csection *sec, uint32_t 
 	for (size_t i = 0; i < c->n_th; i++)
 		if (c->th[i].pid == pid && c->th[i].tid == tid)
 			return &c->th[i];
-	if (grow((void **)&c->th, &c->cap_th, c->n_th + 1, sizeof(*c->th)))
+	if (su_grow((void **)&c->th, &c->cap_th, c->n_th + 1, sizeof(*c->th)))
 		return NULL;
 	struct cthread *t = &c->th[c->n_th];
 	char name[64];

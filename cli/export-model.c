@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/export.h"
+#include "trace/stackcap-reader.h"
 #include "unwind/unwind.h"
 
 /* ---- valid UTF-8 ------------------------------------------------------------ */
@@ -145,21 +146,8 @@ struct eqarg {
 	const void *key;
 };
 
-/* Grow the array *A of *CAP elements of SIZE to hold one more. */
-static int grow(void *a, size_t *cap, size_t n, size_t size)
-{
-	if (n < *cap)
-		return 0;
-	size_t const ncap = *cap ? 2 * *cap : 256;
-	void *na = realloc(*(void **)a, ncap * size);
-	if (!na)
-		return -ENOMEM;
-	*(void **)a = na;
-	*cap = ncap;
-	return 0;
-}
-
-#define GROW(m, what) grow(&(m)->what, &(m)->cap_##what, (m)->n_##what, sizeof(*(m)->what))
+/* Room for one more element of the array M->WHAT. */
+#define GROW(m, what) su_grow((void **)&(m)->what, &(m)->cap_##what, (m)->n_##what + 1, sizeof(*(m)->what))
 
 /* ---- strings ------------------------------------------------------------------ */
 

@@ -67,13 +67,13 @@ tests_fuzz_replay_roundtrip_CPPFLAGS = $(AM_CPPFLAGS) -DDEFAULT_CORPUS='"$(abs_t
 tests_fuzz_replay_roundtrip_LDADD = compress/libstackcodec.la
 TESTS += tests/fuzz/replay-decode tests/fuzz/replay-roundtrip
 check_PROGRAMS += tests/fuzz/replay-native-source
-tests_fuzz_replay_native_source_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-native-source.c
+tests_fuzz_replay_native_source_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-native-source.c tests/fuzz/fuzz-reader.h
 tests_fuzz_replay_native_source_CPPFLAGS = $(AM_CPPFLAGS) -DDEFAULT_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/native-source"'
 tests_fuzz_replay_native_source_LDADD = trace/libsutrace.la
 TESTS += tests/fuzz/replay-native-source
 # The perf.data reader (trace/perf-data.c) on arbitrary files.
 check_PROGRAMS += tests/fuzz/replay-perf-data
-tests_fuzz_replay_perf_data_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-perf-data.c
+tests_fuzz_replay_perf_data_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-perf-data.c tests/fuzz/fuzz-reader.h
 tests_fuzz_replay_perf_data_CPPFLAGS = $(AM_CPPFLAGS) -DDEFAULT_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/perf-data"'
 tests_fuzz_replay_perf_data_LDADD = trace/libsutrace.la
 TESTS += tests/fuzz/replay-perf-data
@@ -103,12 +103,12 @@ tests/fuzz/fuzz-decode$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-decode.c $(FUZZ_C
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -o $@ $^
 tests/fuzz/fuzz-roundtrip$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-roundtrip.c $(FUZZ_CODEC_SRC)
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -o $@ $^
-tests/fuzz/fuzz-native-source$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-native-source.c $(FUZZ_READER_SRC)
+tests/fuzz/fuzz-native-source$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-native-source.c $(top_srcdir)/tests/fuzz/fuzz-reader.h $(FUZZ_READER_SRC)
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -D_GNU_SOURCE -I$(top_srcdir)/capture \
-		$(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS) -o $@ $^ $(BABELTRACE2_LIBS) $(ZSTD_LIBS)
-tests/fuzz/fuzz-perf-data$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-perf-data.c $(top_srcdir)/trace/perf-data.c $(FUZZ_READER_SRC)
+		$(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS) -o $@ $(filter %.c,$^) $(BABELTRACE2_LIBS) $(ZSTD_LIBS)
+tests/fuzz/fuzz-perf-data$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-perf-data.c $(top_srcdir)/tests/fuzz/fuzz-reader.h $(top_srcdir)/trace/perf-data.c $(FUZZ_READER_SRC)
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -D_GNU_SOURCE -I$(top_srcdir)/capture \
-		$(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS) -o $@ $^ $(BABELTRACE2_LIBS) $(ZSTD_LIBS)
+		$(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS) -o $@ $(filter %.c,$^) $(BABELTRACE2_LIBS) $(ZSTD_LIBS)
 TESTS += tests/fuzz/run-fuzzers.sh
 endif
 
@@ -169,7 +169,7 @@ tests_unit_test_export_SOURCES = tests/unit/test-export.c tests/unit/check-main.
 	cli/export-model.c cli/export-speedscope.c cli/export-pprof.c
 tests_unit_test_export_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
 tests_unit_test_export_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(PROTOBUF_C_CFLAGS) $(ZLIB_CFLAGS)
-tests_unit_test_export_LDADD = cli/libpprofproto.la unwind/libsuunwind.la debuginfo/libsudebuginfo.la \
+tests_unit_test_export_LDADD = cli/libpprofproto.la unwind/libsuunwind.la debuginfo/libsudebuginfo.la trace/libsutrace.la \
 	$(ZLIB_LIBS) $(CHECK_LIBS)
 TESTS += tests/unit/test-export
 check_PROGRAMS += tests/unit/test-export-asan

@@ -196,27 +196,6 @@ static void set_err(struct pr *r, const char *fmt, ...)
 	va_end(ap);
 }
 
-static inline uint64_t ld64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return v;
-}
-
-static inline uint32_t ld32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static inline uint16_t ld16(const uint8_t *p)
-{
-	uint16_t v;
-	memcpy(&v, p, 2);
-	return v;
-}
-
 /* ---- interned paths and what their files say -------------------------------- */
 
 static uint64_t hash_bytes(const char *s, size_t n)
@@ -594,7 +573,7 @@ static const struct attr *record_attr(struct pr *r, const uint8_t *rec, size_t l
 {
 	const struct attr *a = &r->attrs[0];
 	if (r->n_attrs > 1 && r->id_from_end && len >= 8 + 8u * (size_t)r->id_from_end) {
-		const struct attr *b = attr_of_id(r, ld64(rec + len - 8u * (size_t)r->id_from_end));
+		const struct attr *b = attr_of_id(r, su_ld64(rec + len - 8u * (size_t)r->id_from_end));
 		if (b)
 			a = b;
 	}
@@ -604,11 +583,11 @@ static const struct attr *record_attr(struct pr *r, const uint8_t *rec, size_t l
 /* Timestamp of REC for ordering: 0 when it has none (delivered at once). */
 static uint64_t record_time(struct pr *r, const uint8_t *rec, size_t len)
 {
-	uint32_t const type = ld32(rec);
+	uint32_t const type = su_ld32(rec);
 	if (type == R_SAMPLE) {
 		const struct attr *a = &r->attrs[0];
 		if (r->n_attrs > 1 && r->id_pos >= 0 && len >= 8 + 8u * ((size_t)r->id_pos + 1)) {
-			const struct attr *b = attr_of_id(r, ld64(rec + 8 + 8u * (size_t)r->id_pos));
+			const struct attr *b = attr_of_id(r, su_ld64(rec + 8 + 8u * (size_t)r->id_pos));
 			if (b)
 				a = b;
 		}
@@ -616,7 +595,7 @@ static uint64_t record_time(struct pr *r, const uint8_t *rec, size_t len)
 		if (!(t & S_TIME))
 			return 0;
 		size_t const at = 8 + 8u * (!!(t & S_IDENTIFIER) + !!(t & S_IP) + !!(t & S_TID));
-		return at + 8 <= len ? ld64(rec + at) : 0;
+		return at + 8 <= len ? su_ld64(rec + at) : 0;
 	}
 	if (type >= 64) /* perf's own records carry no sample_id */
 		return 0;
@@ -624,26 +603,26 @@ static uint64_t record_time(struct pr *r, const uint8_t *rec, size_t len)
 	size_t const ts = trailer_size(a);
 	if (!ts || !(a->sample_type & S_TIME) || len < 8 + ts)
 		return 0;
-	return ld64(rec + len - ts + 8u * !!(a->sample_type & S_TID));
+	return su_ld64(rec + len - ts + 8u * !!(a->sample_type & S_TID));
 }
 
 static void on_mmap(struct pr *r, const uint8_t *rec, size_t len, int v2)
 {
-	uint16_t const misc = ld16(rec + 4);
+	uint16_t const misc = su_ld16(rec + 4);
 	size_t const fixed = v2 ? 8 + 8 + 24 + 24 + 8 : 8 + 8 + 24;
 	size_t const tl = trailer_size(record_attr(r, rec, len));
 	if (len < fixed + tl + 1) {
 		r->bad_samples++;
 		return;
 	}
-	uint32_t const pid = ld32(rec + 8);
+	uint32_t const pid = su_ld32(rec + 8);
 	if ((misc & MISC_CPUMODE_MASK) == MISC_KERNEL || pid == UINT32_MAX)
 		return; /* the kernel's maps: we unwind user space only */
-	uint64_t const addr = ld64(rec + 16), mlen = ld64(rec + 24), pgoff = ld64(rec + 32);
+	uint64_t const addr = su_ld64(rec + 16), mlen = su_ld64(rec + 24), pgoff = su_ld64(rec + 32);
 	int exec;
 	struct pmap nm = { .start = addr, .end = addr + mlen, .pgoff = pgoff };
 	if (v2) {
-		uint32_t const prot = ld32(rec + 64);
+		uint32_t const prot = su_ld32(rec + 64);
 		exec = (prot & 4) != 0; /* PROT_EXEC */
 		if (misc & MISC_MMAP_BUILD_ID) {
 			uint8_t const n = rec[40];
@@ -734,7 +713,7 @@ static void on_comm(struct pr *r, const uint8_t *rec, size_t len)
 		r->bad_samples++;
 		return;
 	}
-	uint32_t const pid = ld32(rec + 8), tid = ld32(rec + 12);
+	uint32_t const pid = su_ld32(rec + 8), tid = su_ld32(rec + 12);
 	const char *comm = (const char *)rec + 16;
 	size_t const n = strnlen(comm, len - 16 - tl);
 	char name[64];
@@ -742,7 +721,7 @@ static void on_comm(struct pr *r, const uint8_t *rec, size_t len)
 	if (pid != tid)
 		return; /* a thread's own name: the process keeps its comm */
 	struct proc *p = proc_live(r, pid);
-	if (ld16(rec + 4) & MISC_COMM_EXEC) {
+	if (su_ld16(rec + 4) & MISC_COMM_EXEC) {
 		/* exec: a new image, its mappings follow. */
 		if (!proc_new(r, pid, p ? p->p.ppid : 0, name, NULL))
 			r->cb_rc = -ENOMEM;
@@ -768,7 +747,7 @@ static void on_fork_exit(struct pr *r, const uint8_t *rec, size_t len, int fork)
 		r->bad_samples++;
 		return;
 	}
-	uint32_t const pid = ld32(rec + 8), ppid = ld32(rec + 12), tid = ld32(rec + 16);
+	uint32_t const pid = su_ld32(rec + 8), ppid = su_ld32(rec + 12), tid = su_ld32(rec + 16);
 	if (fork) {
 		if (pid == ppid || pid != tid)
 			return; /* a new thread of PPID */
@@ -796,7 +775,7 @@ static int skip_read(const struct attr *a, const uint8_t **pp, const uint8_t *en
 	if (f & F_GROUP) {
 		if (end - p < 8)
 			return -1;
-		uint64_t const nr = ld64(p);
+		uint64_t const nr = su_ld64(p);
 		if (nr > (uint64_t)(end - p) / per)
 			return -1;
 		uint64_t const sz = 8 + times + nr * per;
@@ -821,7 +800,7 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 	if (r->n_attrs > 1 && r->id_pos >= 0) {
 		if (len < 8 + 8u * ((size_t)r->id_pos + 1))
 			goto bad;
-		a = attr_of_id(r, ld64(rec + 8 + 8u * (size_t)r->id_pos));
+		a = attr_of_id(r, su_ld64(rec + 8 + 8u * (size_t)r->id_pos));
 		if (!a) {
 			r->unknown_ids++;
 			return;
@@ -832,8 +811,8 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 	uint64_t ts = 0;
 	if (t & S_IDENTIFIER) { NEED(8); p += 8; }
 	if (t & S_IP) { NEED(8); p += 8; }
-	if (t & S_TID) { NEED(8); pid = ld32(p); tid = ld32(p + 4); p += 8; }
-	if (t & S_TIME) { NEED(8); ts = ld64(p); p += 8; }
+	if (t & S_TID) { NEED(8); pid = su_ld32(p); tid = su_ld32(p + 4); p += 8; }
+	if (t & S_TIME) { NEED(8); ts = su_ld64(p); p += 8; }
 	if (t & S_ADDR) { NEED(8); p += 8; }
 	if (t & S_ID) { NEED(8); p += 8; }
 	if (t & S_STREAM_ID) { NEED(8); p += 8; }
@@ -843,7 +822,7 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 		goto bad;
 	if (t & S_CALLCHAIN) {
 		NEED(8);
-		uint64_t const nr = ld64(p);
+		uint64_t const nr = su_ld64(p);
 		p += 8;
 		if (nr > (uint64_t)(end - p) / 8)
 			goto bad;
@@ -851,14 +830,14 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 	}
 	if (t & S_RAW) {
 		NEED(4);
-		uint32_t const sz = ld32(p);
+		uint32_t const sz = su_ld32(p);
 		p += 4;
 		NEED(sz);
 		p += sz;
 	}
 	if (t & S_BRANCH_STACK) {
 		NEED(8);
-		uint64_t const nr = ld64(p);
+		uint64_t const nr = su_ld64(p);
 		p += 8;
 		if (a->branch_sample_type & BRANCH_HW_INDEX) { NEED(8); p += 8; }
 		if (nr > (uint64_t)(end - p) / 24)
@@ -875,14 +854,14 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 	uint64_t abi = 0;
 	if (t & S_REGS_USER) {
 		NEED(8);
-		abi = ld64(p);
+		abi = su_ld64(p);
 		p += 8;
 		if (abi) {
 			NEED(8u * a->nregs);
 			for (uint32_t i = 0; i < a->nregs; i++) {
 				int const o = a->reg_map[i];
 				if (o >= 0) {
-					img.regs[o] = ld64(p + 8u * i);
+					img.regs[o] = su_ld64(p + 8u * i);
 					img.regs_kept |= 1u << o;
 				}
 			}
@@ -893,14 +872,14 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 	const uint8_t *stack = NULL;
 	if (t & S_STACK_USER) {
 		NEED(8);
-		size = ld64(p);
+		size = su_ld64(p);
 		p += 8;
 		if (size) {
 			NEED(size);
 			stack = p;
 			p += size;
 			NEED(8);
-			dyn = ld64(p);
+			dyn = su_ld64(p);
 			p += 8;
 			if (dyn > size)
 				goto bad;
@@ -962,7 +941,7 @@ bad:
 
 static void deliver(struct pr *r, const uint8_t *rec, size_t len)
 {
-	switch (ld32(rec)) {
+	switch (su_ld32(rec)) {
 	case R_SAMPLE: on_sample(r, rec, len); break;
 	case R_MMAP: on_mmap(r, rec, len, 0); break;
 	case R_MMAP2: on_mmap(r, rec, len, 1); break;
@@ -971,11 +950,11 @@ static void deliver(struct pr *r, const uint8_t *rec, size_t len)
 	case R_EXIT: on_fork_exit(r, rec, len, 0); break;
 	case R_LOST:
 		if (len >= 24)
-			r->st->drops += ld64(rec + 16);
+			r->st->drops += su_ld64(rec + 16);
 		break;
 	case R_LOST_SAMPLES:
 		if (len >= 16)
-			r->st->drops += ld64(rec + 8);
+			r->st->drops += su_ld64(rec + 8);
 		break;
 	default: break; /* THROTTLE, KSYMBOL, BPF_EVENT...: nothing for user stacks */
 	}
@@ -999,7 +978,7 @@ static void flush_until(struct pr *r, uint64_t limit)
 	qsort(r->q, r->nq, sizeof(*r->q), qev_cmp);
 	size_t i = 0;
 	for (; i < r->nq && r->q[i].ts <= limit && !r->cb_rc; i++)
-		deliver(r, r->q[i].rec, ld16(r->q[i].rec + 6));
+		deliver(r, r->q[i].rec, su_ld16(r->q[i].rec + 6));
 	memmove(r->q, r->q + i, (r->nq - i) * sizeof(*r->q));
 	r->nq -= i;
 }
@@ -1105,7 +1084,7 @@ static int on_compressed(struct pr *r, const uint8_t *rec, uint16_t size)
 	uint64_t const seq0 = r->seq;
 	int damaged = 0;
 	while (len - pos >= 8 && !r->cb_rc) {
-		uint16_t const rsize = ld16(c->data + pos + 6);
+		uint16_t const rsize = su_ld16(c->data + pos + 6);
 		if (rsize < 8) {
 			/* Events queued before the damage still point into C: it
 			 * is kept below, not freed here (a fuzzing finding). */
@@ -1167,8 +1146,8 @@ static void run_data(struct pr *r)
 			break;
 		}
 		const uint8_t *rec = base + pos;
-		uint32_t const type = ld32(rec);
-		uint16_t const size = ld16(rec + 6);
+		uint32_t const type = su_ld32(rec);
+		uint16_t const size = su_ld16(rec + 6);
 		if (size < 8 || size > r->data_size - pos) {
 			r->malformed = 1;
 			su_reader_warn("%s: damaged record (type %u, size %u) at offset %" PRIu64
@@ -1178,7 +1157,7 @@ static void run_data(struct pr *r)
 		}
 		pos += size;
 		if (type == R_AUXTRACE && size >= 16) {
-			uint64_t const aux = ld64(rec + 8);
+			uint64_t const aux = su_ld64(rec + 8);
 			if (aux > r->data_size - pos) {
 				r->malformed = 1;
 				break;
@@ -1222,19 +1201,19 @@ static int read_attrs(struct pr *r, uint64_t attr_size, uint64_t off, uint64_t s
 	for (size_t i = 0; i < r->n_attrs; i++) {
 		const uint8_t *e = r->map + off + i * attr_size;
 		uint8_t raw[256] = { 0 };
-		uint32_t const asz = ld32(e + 4);
+		uint32_t const asz = su_ld32(e + 4);
 		size_t const avail = attr_size - 16;
 		size_t const n = asz && asz < avail ? asz : avail;
 		memcpy(raw, e, n < sizeof(raw) ? n : sizeof(raw));
 		struct attr *a = &r->attrs[i];
-		a->type = ld32(raw);
-		a->period_or_freq = ld64(raw + 16);
-		a->sample_type = ld64(raw + 24);
-		a->read_format = ld64(raw + 32);
-		a->flags = ld64(raw + 40);
-		a->branch_sample_type = ld64(raw + 72);
-		a->sample_regs_user = ld64(raw + 80);
-		a->sample_stack_user = ld32(raw + 88);
+		a->type = su_ld32(raw);
+		a->period_or_freq = su_ld64(raw + 16);
+		a->sample_type = su_ld64(raw + 24);
+		a->read_format = su_ld64(raw + 32);
+		a->flags = su_ld64(raw + 40);
+		a->branch_sample_type = su_ld64(raw + 72);
+		a->sample_regs_user = su_ld64(raw + 80);
+		a->sample_stack_user = su_ld32(raw + 88);
 		memset(a->reg_map, -1, sizeof(a->reg_map));
 		for (unsigned b = 0; b < 64; b++)
 			if (a->sample_regs_user >> b & 1) {
@@ -1242,7 +1221,7 @@ static int read_attrs(struct pr *r, uint64_t attr_size, uint64_t off, uint64_t s
 				a->nregs++;
 			}
 		/* The ids of this attr's events (one per cpu or thread). */
-		uint64_t const ids_off = ld64(e + attr_size - 16), ids_size = ld64(e + attr_size - 8);
+		uint64_t const ids_off = su_ld64(e + attr_size - 16), ids_size = su_ld64(e + attr_size - 8);
 		if (ids_size % 8 || ids_off > r->file_size || ids_size > r->file_size - ids_off) {
 			set_err(r, "attribute %zu: bad id section (%" PRIu64 " bytes at %" PRIu64 ")",
 				i, ids_size, ids_off);
@@ -1252,7 +1231,7 @@ static int read_attrs(struct pr *r, uint64_t attr_size, uint64_t off, uint64_t s
 		if (su_grow((void **)&r->ids, &r->cap_ids, r->n_ids + nid + 1, sizeof(*r->ids)))
 			return -ENOMEM;
 		for (size_t k = 0; k < nid; k++) {
-			r->ids[r->n_ids].id = ld64(r->map + ids_off + 8 * k);
+			r->ids[r->n_ids].id = su_ld64(r->map + ids_off + 8 * k);
 			r->ids[r->n_ids].attr = i;
 			r->n_ids++;
 		}
@@ -1281,7 +1260,7 @@ static void read_build_ids(struct pr *r, const uint8_t *p, uint64_t size)
 {
 	uint64_t off = 0;
 	while (size - off >= 8 + 4 + 24) {
-		uint16_t const misc = ld16(p + off + 4), len = ld16(p + off + 6);
+		uint16_t const misc = su_ld16(p + off + 4), len = su_ld16(p + off + 6);
 		if (len < 8 + 4 + 24 + 1 || len > size - off) {
 			su_reader_warn("%s: damaged build-id table: the rest is ignored", r->name);
 			return;
@@ -1313,7 +1292,7 @@ static int read_features(struct pr *r, const uint8_t *bits)
 			su_reader_warn("%s: feature sections cut short: build-ids and the rest are ignored", r->name);
 			return 1;
 		}
-		uint64_t const off = ld64(r->map + at), size = ld64(r->map + at + 8);
+		uint64_t const off = su_ld64(r->map + at), size = su_ld64(r->map + at + 8);
 		if (off > r->file_size || size > r->file_size - off) {
 			su_reader_warn("%s: feature %u points outside the file: ignored", r->name, feat);
 			continue;
@@ -1322,7 +1301,7 @@ static int read_features(struct pr *r, const uint8_t *bits)
 		if (feat == FEAT_BUILD_ID) {
 			read_build_ids(r, p, size);
 		} else if (feat == FEAT_OSRELEASE && size >= 4) {
-			uint32_t const slen = ld32(p);
+			uint32_t const slen = su_ld32(p);
 			if (slen <= size - 4)
 				snprintf(r->osrelease, sizeof(r->osrelease), "%.*s", (int)strnlen((const char *)p + 4, slen),
 					 (const char *)p + 4);
@@ -1401,7 +1380,7 @@ int su_perf_data_read_fd(int fd, const char *name, const struct su_reader_opts *
 		set_err(&r, "not a perf.data file (%" PRIu64 " bytes)", r.file_size);
 		return -EINVAL;
 	}
-	uint64_t const magic = ld64(hdr), hsize = ld64(hdr + 8);
+	uint64_t const magic = su_ld64(hdr), hsize = su_ld64(hdr + 8);
 	if (magic == PERF_MAGIC2_SWAPPED) {
 		set_err(&r, "perf.data of the other byte order: not supported");
 		return -ENOTSUP;
@@ -1426,15 +1405,15 @@ int su_perf_data_read_fd(int fd, const char *name, const struct su_reader_opts *
 	}
 	r.map = map;
 	memcpy(hdr, r.map, FILE_HEADER_SIZE);
-	uint64_t const attr_size = ld64(hdr + 16);
-	r.data_off = ld64(hdr + 40);
-	r.data_size = ld64(hdr + 48);
+	uint64_t const attr_size = su_ld64(hdr + 16);
+	r.data_off = su_ld64(hdr + 40);
+	r.data_size = su_ld64(hdr + 48);
 	if (r.data_off < FILE_HEADER_SIZE || r.data_off > r.file_size || (r.data_off & 7)) {
 		set_err(&r, "bad data section offset %" PRIu64, r.data_off);
 		rc = -EINVAL;
 		goto out;
 	}
-	if ((rc = read_attrs(&r, attr_size, ld64(hdr + 24), ld64(hdr + 32))) != 0)
+	if ((rc = read_attrs(&r, attr_size, su_ld64(hdr + 24), su_ld64(hdr + 32))) != 0)
 		goto out;
 	int partial = 0;
 	if (r.data_size == 0 && r.file_size > r.data_off) {

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <string.h>
 #include "trace/stackcap-reader.h"
 
 enum raw_kind {
@@ -78,15 +79,35 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 			 const struct su_reader_callbacks *cb, struct su_reader_stats *stats, char *err,
 			 size_t errlen);
 
+/* Unaligned loads in host order.  Every format we read (our CTF streams,
+ * perf.data) is little-endian, as is every host we build for (x86-64). */
+static inline uint16_t su_ld16(const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, 2);
+	return v;
+}
+
+static inline uint32_t su_ld32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static inline uint64_t su_ld64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
 /* Shared helpers. */
 void su_reader_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The message of a failure into ERR (ERRLEN bytes), unless ERR is NULL or
  * already holds one (the first cause is the one to tell). */
 void su_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void su_maps_free(struct su_maps *m);
-/* Grow the zeroed array *ARR of *CAP elements of ELEM bytes to hold NEED
- * (doubling).  @return 0 or -ENOMEM. */
-int su_grow(void **arr, size_t *cap, size_t need, size_t elem);
 /* Bytes of the complete packets at the start of the plain stream file FD
  * of SIZE bytes (stops at the first cut or malformed packet). */
 uint64_t su_ctf_complete_packets(int fd, uint64_t size);

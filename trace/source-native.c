@@ -92,29 +92,10 @@ struct native_source {
 	size_t errlen;
 };
 
-/* The format is little-endian, as is every host we build for (x86-64). */
-static inline uint32_t le16(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8;
-}
-
+/* 24-bit little-endian field (compact event headers). */
 static inline uint32_t le24(const uint8_t *p)
 {
-	return le16(p) | (uint32_t)p[2] << 16;
-}
-
-static inline uint32_t le32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static inline uint64_t le64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return v;
+	return su_ld16(p) | (uint32_t)p[2] << 16;
 }
 
 /* ---- files ------------------------------------------------------------------ */
@@ -298,14 +279,14 @@ static int load_packet(struct native_source *s, struct nfile *f)
 		}
 	}
 	const uint8_t *h = f->buf;
-	uint32_t const magic = le32(h);
-	uint32_t const cls = le32(h + 20);
-	uint64_t const inst = le64(h + 24);
+	uint32_t const magic = su_ld32(h);
+	uint32_t const cls = su_ld32(h + 20);
+	uint64_t const inst = su_ld64(h + 24);
 	const uint8_t *ctx = h + SU_PACKET_HEADER_SIZE;
-	uint64_t const begin = le64(ctx), end = le64(ctx + 8);
-	uint64_t const content_bits = le64(ctx + 16), packet_bits = le64(ctx + 24);
-	uint64_t const discarded = le64(ctx + 32);
-	uint32_t const pid = le32(ctx + 40), tid = le32(ctx + 44);
+	uint64_t const begin = su_ld64(ctx), end = su_ld64(ctx + 8);
+	uint64_t const content_bits = su_ld64(ctx + 16), packet_bits = su_ld64(ctx + 24);
+	uint64_t const discarded = su_ld64(ctx + 32);
+	uint32_t const pid = su_ld32(ctx + 40), tid = su_ld32(ctx + 44);
 	if (magic != SU_PACKET_MAGIC) {
 		defect(s, f, off, "bad packet magic 0x%08x", magic);
 		return 0;
@@ -442,7 +423,7 @@ static int advance(struct native_source *s, struct nfile *f)
 			defect(s, f, at, "cut event header");
 			return 0;
 		}
-		uint32_t const v = le32(p);
+		uint32_t const v = su_ld32(p);
 		if ((v & 31) != 31) {
 			id = v & 31;
 			uint64_t const low = v >> 5;
@@ -457,8 +438,8 @@ static int advance(struct native_source *s, struct nfile *f)
 				defect(s, f, at, "cut event header");
 				return 0;
 			}
-			id = le32(p + 1);
-			ts = le64(p + 5);
+			id = su_ld32(p + 1);
+			ts = su_ld64(p + 5);
 			f->hdr_off = f->pos;
 			f->pos += 13;
 		}
@@ -507,7 +488,7 @@ static int decode_maps(const uint8_t **pp, const uint8_t *end, struct su_maps **
 	enum { ENTRY_MIN = 8 * 4 + 1 + 1 + 1 };
 	if (end - p < 8)
 		return 1;
-	uint32_t const gen = le32(p), n = le32(p + 4);
+	uint32_t const gen = su_ld32(p), n = su_ld32(p + 4);
 	p += 8;
 	if (n > (size_t)(end - p) / ENTRY_MIN)
 		return 1;
@@ -528,10 +509,10 @@ static int decode_maps(const uint8_t **pp, const uint8_t *end, struct su_maps **
 			rc = 1;
 			break;
 		}
-		me->start = le64(p);
-		me->end = le64(p + 8);
-		me->offset = le64(p + 16);
-		me->bias = le64(p + 24);
+		me->start = su_ld64(p);
+		me->end = su_ld64(p + 8);
+		me->offset = su_ld64(p + 16);
+		me->bias = su_ld64(p + 24);
 		me->flags = p[32];
 		unsigned const bl = p[33];
 		p += 34;
@@ -602,8 +583,8 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 		ev.kind = RAW_PROCESS_START;
 		if (end - p < 8)
 			goto cut;
-		ev.proc.pid = le32(p);
-		ev.proc.ppid = le32(p + 4);
+		ev.proc.pid = su_ld32(p);
+		ev.proc.ppid = su_ld32(p + 4);
 		p += 8;
 		rc = take_str(&p, end, &ev.proc.comm);
 		if (rc == 0) {
@@ -618,9 +599,9 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 				return rc;
 			goto cut;
 		}
-		ev.proc.clock_offset_ns = (int64_t)le64(p);
-		ev.proc.frequency_hz = le32(p + 8);
-		ev.proc.stack_cap = le32(p + 12);
+		ev.proc.clock_offset_ns = (int64_t)su_ld64(p);
+		ev.proc.frequency_hz = su_ld32(p + 8);
+		ev.proc.stack_cap = su_ld32(p + 12);
 		ev.proc.policy = p[16];
 		ev.proc.codec_version = p[17];
 		p += 18;
@@ -637,8 +618,8 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 		ev.kind = RAW_DROPS;
 		if (end - p < 36)
 			goto cut;
-		ev.drop_tid = le32(p);
-		ev.drops_total = le64(p + 4) + le64(p + 12) + le64(p + 20) + le64(p + 28);
+		ev.drop_tid = su_ld32(p);
+		ev.drops_total = su_ld64(p + 4) + su_ld64(p + 12) + su_ld64(p + 20) + su_ld64(p + 28);
 		p += 36;
 		break;
 	default: /* EV_PROCESS_END */

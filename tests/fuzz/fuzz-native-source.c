@@ -17,19 +17,8 @@
 #include <unistd.h>
 
 #include "trace/stackcap-reader.h"
+#include "fuzz-reader.h"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FUZZ_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) && !defined(FUZZ_SANITIZED)
-#define FUZZ_SANITIZED 1
-#endif
-#ifdef FUZZ_SANITIZED
-#include <fcntl.h>
-#include <sanitizer/common_interface_defs.h>
-#endif
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -59,19 +48,6 @@ static void cleanup(void)
 	drop("samples-1-0.zst");
 	drop("metadata");
 	rmdir(dir);
-}
-
-static int on_sample(void *arg, const struct su_sample *s)
-{
-	uint64_t *sum = arg;
-	/* Touch what a consumer would. */
-	for (uint64_t i = 0; i < s->image->nwords; i++)
-		*sum += s->image->words[i];
-	if (s->full_image)
-		*sum += s->full_image->nwords;
-	if (s->segment)
-		*sum += s->segment->nwords;
-	return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -122,25 +98,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	put(zst ? "samples-1-0.zst" : "samples-1-0", data + n, size - n);
 	struct su_reader_stats st;
 	uint64_t sum = 0;
-	struct su_reader_callbacks cb = { .arg = &sum, .sample = on_sample };
+	struct su_reader_callbacks cb = { .arg = &sum, .sample = fuzz_touch_sample };
 	char err[512];
-#ifdef FUZZ_SANITIZED
-	/* Under libFuzzer the reader's warnings would flood the log: silence
-	 * them, but keep sanitizer reports on the real stderr. */
-	static int real_stderr = -1, devnull = -1;
-	if (real_stderr < 0) {
-		real_stderr = dup(2);
-		devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
-		__sanitizer_set_report_fd((void *)(intptr_t)real_stderr);
-	}
-	fflush(stderr);
-	dup2(devnull, 2);
-#endif
+	fuzz_quiet(1);
 	int const rc = su_stackcap_trace_read(dir, NULL, &cb, &st, err, sizeof(err));
-#ifdef FUZZ_SANITIZED
-	fflush(stderr);
-	dup2(real_stderr, 2);
-#endif
+	fuzz_quiet(0);
 	if (rc < 0 && rc != -ENOMEM && (!with_meta || !err[0]))
 		abort(); /* damaged streams are never fatal; a refused trace says why */
 	return 0;
