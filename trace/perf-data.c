@@ -1186,6 +1186,43 @@ static void run_data(struct pr *r)
 
 /* ---- header, attributes, features ------------------------------------------------ */
 
+/* SAMPLE_TYPE spelled as perf report --header does (IP|TID|TIME|...). */
+static void sample_type_name(uint64_t t, char *buf, size_t len)
+{
+	static const char *const names[] = {
+		"IP", "TID", "TIME", "ADDR", "READ", "CALLCHAIN", "ID", "CPU", "PERIOD",
+		"STREAM_ID", "RAW", "BRANCH_STACK", "REGS_USER", "STACK_USER", "WEIGHT",
+		"DATA_SRC", "IDENTIFIER", "TRANSACTION", "REGS_INTR", "PHYS_ADDR", "AUX",
+		"CGROUP", "DATA_PAGE_SIZE", "CODE_PAGE_SIZE", "WEIGHT_STRUCT",
+	};
+	size_t n = 0;
+	buf[0] = 0;
+	for (unsigned b = 0; b < 64 && n < len; b++) {
+		if (!(t >> b & 1))
+			continue;
+		int const k = b < sizeof(names) / sizeof(names[0])
+				      ? snprintf(buf + n, len - n, "%s%s", n ? "|" : "", names[b])
+				      : snprintf(buf + n, len - n, "%sbit%u", n ? "|" : "", b);
+		if (k < 0)
+			return;
+		n += (size_t)k;
+	}
+}
+
+/* Whether samples of A carry what unwinding needs: the user registers
+ * (rip and rsp among them) and a copy of the user stack. */
+static int attr_unwindable(const struct attr *a)
+{
+	if (!(a->sample_type & S_REGS_USER) || !(a->sample_type & S_STACK_USER))
+		return 0;
+	int ip = 0, sp = 0;
+	for (uint32_t i = 0; i < a->nregs && i < sizeof(a->reg_map) / sizeof(a->reg_map[0]); i++) {
+		ip |= a->reg_map[i] == STACKCAP_REG_RIP;
+		sp |= a->reg_map[i] == STACKCAP_REG_RSP;
+	}
+	return ip && sp;
+}
+
 static int read_attrs(struct pr *r, uint64_t attr_size, uint64_t off, uint64_t size)
 {
 	if (attr_size < 64 + 16 || attr_size > 4096 || size % attr_size || size / attr_size == 0 ||
@@ -1250,6 +1287,19 @@ static int read_attrs(struct pr *r, uint64_t attr_size, uint64_t off, uint64_t s
 	r->id_from_end = t & S_IDENTIFIER ? 1 : t & S_ID ? 1 + !!(t & S_CPU) + !!(t & S_STREAM_ID) : 0;
 	if (r->n_attrs > 1 && r->id_pos < 0) {
 		set_err(r, "%zu events without sample ids: cannot tell their samples apart", r->n_attrs);
+		return -EINVAL;
+	}
+	/* A recording without --call-graph dwarf has nothing to unwind: say
+	 * so and how to record, rather than read zero samples. */
+	size_t i = 0;
+	while (i < r->n_attrs && !attr_unwindable(&r->attrs[i]))
+		i++;
+	if (i == r->n_attrs) {
+		char types[256];
+		sample_type_name(r->attrs[0].sample_type, types, sizeof(types));
+		set_err(r, "recorded without --call-graph dwarf: its samples hold %s, no user registers and stack "
+			   "to unwind%s; record with `perf record --call-graph dwarf`",
+			types, r->attrs[0].sample_type & S_CALLCHAIN ? " (the call chains perf took itself are not read)" : "");
 		return -EINVAL;
 	}
 	return 0;
