@@ -53,6 +53,7 @@ struct conv {
 	uint8_t *blob;
 	size_t blob_cap;
 	uint64_t samples, blob_bytes, last_ts;
+	uint64_t no_user;            /* samples without user state: not converted */
 	struct su_reader_stats *st;
 	int err;
 };
@@ -166,6 +167,12 @@ static int on_sample(void *arg, const struct su_sample *s)
 	struct conv *c = arg;
 	if (!s->process || !s->maps)
 		return 0;
+	if (!(s->image->regs_kept >> STACKCAP_REG_RIP & 1)) {
+		/* A kernel thread or an exiting task: no user stack to keep
+		 * (a stackcap trace has no such samples). */
+		c->no_user++;
+		return 0;
+	}
 	struct csection *sec = section_open(c, s->process, s->time_ns);
 	if (!sec)
 		return c->err ? c->err : -ENOMEM;
@@ -345,5 +352,8 @@ int stackcap_convert(int argc, char **argv)
 		c.samples, in, st.bytes_on_disk, out, written,
 		written ? (double)st.bytes_on_disk / (double)written : 0,
 		st.raw_stack_bytes, c.blob_bytes, c.blob_bytes ? (double)st.raw_stack_bytes / (double)c.blob_bytes : 0);
+	if (c.no_user)
+		fprintf(stderr, PROG ": %" PRIu64 " samples without user state (kernel threads, exiting tasks) not converted\n",
+			c.no_user);
 	return rrc ? 3 : 0;
 }

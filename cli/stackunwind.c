@@ -396,6 +396,7 @@ struct counts {
 	uint64_t complete;       /* unwound to the outermost frame */
 	uint64_t truncated;      /* cut by the stack cap */
 	uint64_t incomplete;     /* stopped early for another reason */
+	uint64_t no_user;        /* no user state (perf.data: kernel threads, exiting tasks) */
 	uint64_t unknown_frames; /* frames without a symbol */
 	uint64_t frames;
 };
@@ -716,6 +717,16 @@ struct unwound {
 	size_t frame_off;        /* in the batch's frame arena */
 };
 
+/* A pid or tid as perf prints it: signed, so the kernel's "no task any
+ * more" (a task sampled after release_task) is -1, not 4294967295. */
+static void text_id(struct text *out, uint32_t id)
+{
+	if (id == UINT32_MAX)
+		text_put(out, "-1", 2);
+	else
+		text_u64(out, id, 1);
+}
+
 /* Unwind S into W's frames, counting how it ended. */
 static size_t unwind_sample(struct worker *w, const struct su_sample *s, enum su_unwind_end *end)
 {
@@ -727,6 +738,8 @@ static size_t unwind_sample(struct worker *w, const struct su_sample *s, enum su
 		w->counts.complete++;
 	else if (*end == SU_END_TRUNCATED)
 		w->counts.truncated++;
+	else if (*end == SU_END_NO_USER)
+		w->counts.no_user++;
 	else
 		w->counts.incomplete++;
 	return n;
@@ -738,9 +751,9 @@ static void format_sample(struct worker *w, const struct unwound *u, const struc
 	/* "comm pid/tid sec.nsec:" */
 	text_puts(out, u->process && u->process->comm[0] ? u->process->comm : "[unknown]");
 	text_put(out, " ", 1);
-	text_u64(out, u->pid, 1);
+	text_id(out, u->pid);
 	text_put(out, "/", 1);
-	text_u64(out, u->tid, 1);
+	text_id(out, u->tid);
 	text_put(out, " ", 1);
 	text_u64(out, u->time_ns / 1000000000u, 1);
 	text_put(out, ".", 1);
@@ -783,11 +796,11 @@ static void format_folded(struct worker *w, const struct unwound *u, const struc
 	text_folded_name(out, u->process && u->process->comm[0] ? u->process->comm : "[unknown]");
 	if (w->o->roots >= 1) {
 		text_put(out, "-", 1);
-		text_u64(out, u->pid, 1);
+		text_id(out, u->pid);
 	}
 	if (w->o->roots >= 2) {
 		text_put(out, "/", 1);
-		text_u64(out, u->tid, 1);
+		text_id(out, u->tid);
 	}
 	if (u->end != SU_END_OUTERMOST) {
 		text_puts(out, ";[");
@@ -1335,6 +1348,7 @@ static int cmd_stacks(const struct options *o)
 		c.complete += k->complete;
 		c.truncated += k->truncated;
 		c.incomplete += k->incomplete;
+		c.no_user += k->no_user;
 		c.unknown_frames += k->unknown_frames;
 		c.frames += k->frames;
 		sum_module_stats(&ctx[i], &ms);
@@ -1348,6 +1362,8 @@ static int cmd_stacks(const struct options *o)
 		ms.build_id_mismatch, ms.not_found);
 	if (st.bad_blobs || st.no_maps)
 		fprintf(stderr, ", %" PRIu64 " samples not decodable", st.bad_blobs + st.no_maps);
+	if (c.no_user)
+		fprintf(stderr, ", %" PRIu64 " without user state (kernel threads, exiting tasks)", c.no_user);
 	if (st.drops || st.discarded)
 		fprintf(stderr, ", %" PRIu64 " dropped at capture", st.drops + st.discarded);
 	fputc('\n', stderr);
@@ -1441,7 +1457,7 @@ static int cmd_stats(const struct options *o)
 		printf("stack bytes (perf):   %" PRIu64 " stored, %.1f%% of them stack\n", st.blob_bytes,
 		       st.blob_bytes ? 100.0 * (double)st.raw_stack_bytes / (double)st.blob_bytes : 0);
 		if (st.no_user_regs)
-			printf("no user state:        %" PRIu64 " samples (kernel threads, 32-bit tasks): skipped\n",
+			printf("no user state:        %" PRIu64 " samples (kernel threads, exiting or 32-bit tasks): no-user\n",
 			       st.no_user_regs);
 	} else {
 		printf("stack bytes (codec):  %" PRIu64 "\n", st.blob_bytes);

@@ -40,6 +40,24 @@ out=${3:-$(mktemp -d)}
 mkdir -p "$out"
 
 norm='
+# The index of the "(" that opens the group closing S (S ends in ")"), or 0.
+function open_of(s,    i, d, c) {
+	d = 0
+	for (i = length(s); i > 0; i--) {
+		c = substr(s, i, 1)
+		if (c == ")") d++
+		else if (c == "(" && --d == 0) return i
+	}
+	return 0
+}
+# F without a trailing C++ parameter list ("f(int, char*) const" -> "f"):
+# perf prints none, we print the demangler'"'"'s whole name.
+function noparams(f,    i) {
+	sub(/ const$/, "", f)
+	if (f !~ /\)$/) return f
+	i = open_of(f)
+	return i > 1 ? substr(f, 1, i - 1) : f
+}
 /^[^\t ]/ {
 	if (hdr != "") print hdr "|" chain
 	n = split($0, a, " "); tid = a[n - 1]; sub(/.*\//, "", tid)
@@ -49,14 +67,16 @@ norm='
 	line = $0; sub(/^[\t ]+[0-9a-f]+ /, "", line)
 	if (line ~ /\(\[kernel\.kallsyms\]\)/ || line ~ /\(\[stackunwind\]\)/) next
 	if ($1 == "ffffffffffffffff") next
-	dso = line; fn = line
-	if (fn ~ / \(inlined\)/) { sub(/ \(inlined\).*$/, "", fn); dso = "inlined" }
-	else {
-		sub(/^[^(]*\(/, "", dso); sub(/\).*$/, "", dso); full = dso; sub(/.*\//, "", dso)
-		if (full ~ /^\//) paths[dso] = full
-		sub(/ \(.*$/, "", fn)
-	}
+	# "name[+0xoff] [(inlined)] (dso)[ file:line]": the dso is the last
+	# group (names may hold parentheses: C++ parameter lists).
+	sub(/ [^ ()]+:[0-9]+(:[0-9]+)?$/, "", line)
+	i = open_of(line)
+	if (i < 2) next
+	dso = substr(line, i + 1, length(line) - i - 1); fn = substr(line, 1, i - 2)
+	if (dso == "inlined" || fn ~ / \(inlined\)$/) { sub(/ \(inlined\)$/, "", fn); dso = "inlined" }
+	else { full = dso; sub(/.*\//, "", dso); if (full ~ /^\//) paths[dso] = full }
 	sub(/\+0x[0-9a-f]+$/, "", fn)
+	fn = noparams(fn)
 	sub(/@plt$/, "(plt)", fn)
 	if (fn == dso || fn == "") fn = "[unknown]"
 	chain = chain (chain == "" ? "" : ";") fn "@" dso; next

@@ -95,6 +95,29 @@ EOF
 precord python /usr/bin/python3 "$work/fib.py"
 compare python
 
+# System-wide (perf record -a, root): every sample of every process in
+# perf's order, kernel threads and exiting tasks included -- those have no
+# user state and print as "[no-user]", each where perf shows kernel frames
+# only.  (The chains are not compared: the other processes here are
+# whatever runs, C++ among them, where perf prints no return types.)
+perf record -q -a -k monotonic -e cpu-clock --call-graph dwarf -o "$work/sys.data" -- "$TD/tdata-single" 0.5 \
+	>/dev/null 2>"$work/sys.perr"
+res=$("$COMPARE" "$work/sys.data" "$SU" "$work/cmp-sys" 2>"$work/cmp-sys.err")
+crc=$?
+echo "# system-wide: $res"
+nproc=$(cut -d' ' -f1 "$work/cmp-sys/perf.txt" | sort -u | wc -l)
+check "perf record -a: stackunwind prints perf script's $(field "$res" samples) samples of $nproc threads in its order ($(field "$res" order_mismatch) out of place)" \
+	sh -c "[ $crc = 0 ] && [ '$(field "$res" samples)' -ge 100 ] && [ '$(field "$res" order_mismatch)' = 0 ]"
+"$SU" stacks "$work/sys.data" >"$work/sys.out" 2>"$work/sys.err"
+# Every [no-user] sample of ours is one perf shows without a user frame.
+awk '/^[^\t ]/ { n = split($0, a, " "); tid = a[n - 1]; sub(/.*\//, "", tid); t = a[n]; sub(/:$/, "", t); h = tid " " t }
+	/\[no-user\] \(\[stackunwind\]\)/ { print h "|" }' "$work/sys.out" >"$work/sys.nouser"
+nnu=$(wc -l <"$work/sys.nouser")
+nbad=$(grep -v -x -F -f "$work/cmp-sys/perf.txt" "$work/sys.nouser" | wc -l)
+nsum=$(sed -n 's/.*, \([0-9]*\) without user state.*/\1/p' "$work/sys.err")
+check "perf record -a: $nnu samples without user state print as [no-user], each one perf shows with kernel frames only ($nbad not), counted in the summary (${nsum:-none})" \
+	sh -c "[ $nbad = 0 ] && [ '${nsum:-0}' = $nnu ]"
+
 # The other commands on a perf.data.
 "$SU" stats "$work/single.data" >"$work/stats.out" 2>"$work/stats.err"
 src=$?

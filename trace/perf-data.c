@@ -886,18 +886,25 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 		}
 	}
 	uint32_t const need = 1u << STACKCAP_REG_RIP | 1u << STACKCAP_REG_RSP;
-	if (abi != 2 || (img.regs_kept & need) != need || !(t & S_STACK_USER)) {
-		/* A kernel thread, a 32-bit task, or not a --call-graph dwarf
-		 * recording: no user state to unwind. */
+	int const no_user = abi != 2 || (img.regs_kept & need) != need || !(t & S_STACK_USER);
+	if (no_user) {
+		/* A kernel thread, a task sampled while exiting, a 32-bit task,
+		 * or an event without --call-graph dwarf: no user state to
+		 * unwind.  Delivered with no registers and no stack (the
+		 * unwinder says no-user), so that every sample perf script
+		 * prints is printed, in its order. */
 		if (abi == 1)
 			r->compat_regs++;
 		r->st->no_user_regs++;
-		return;
+		memset(img.regs, 0, sizeof(img.regs));
+		img.regs_kept = 0;
+		size = dyn = 0;
+		stack = NULL;
 	}
 	img.sp = img.regs[STACKCAP_REG_RSP];
 	img.nwords = dyn / 8;
 	img.capacity = img.nwords;
-	if (((uintptr_t)stack & 7) == 0) {
+	if (no_user || ((uintptr_t)stack & 7) == 0) {
 		img.words = (uint64_t *)(uintptr_t)stack; /* mapped private: never written */
 	} else {
 		if (su_grow((void **)&r->scratch, &r->scratch_cap, img.nwords + 1, 8)) {
@@ -917,7 +924,7 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 		r->cb_rc = -ENOMEM;
 		return;
 	}
-	if (!maps->count)
+	if (!maps->count && !no_user)
 		r->st->no_maps++;
 	r->st->samples++;
 	r->st->raw_stack_bytes += img.nwords * 8;
@@ -931,7 +938,7 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 		.process = &pr->p,
 		.maps = maps,
 		.image = &img,
-		.stack_capped = dyn >= size,
+		.stack_capped = !no_user && dyn >= size,
 	};
 	r->cb_rc = r->cb->sample(r->cb->arg, &s);
 	return;
@@ -1493,7 +1500,7 @@ int su_perf_data_read_fd(int fd, const char *name, const struct su_reader_opts *
 	if (r.unknown_ids)
 		su_reader_warn("%s: %" PRIu64 " samples of an unknown event id skipped", name, r.unknown_ids);
 	if (r.compat_regs)
-		su_reader_warn("%s: %" PRIu64 " samples of 32-bit tasks skipped", name, r.compat_regs);
+		su_reader_warn("%s: %" PRIu64 " samples of 32-bit tasks not unwound (no-user)", name, r.compat_regs);
 	stats->truncated_files = r.malformed || partial;
 	if (!rc && (stats->truncated_files || stats->bad_blobs))
 		rc = 1;

@@ -20,6 +20,7 @@ const char *su_unwind_end_name(enum su_unwind_end end)
 	case SU_END_BAD_STACK: return "bad-stack";
 	case SU_END_MAX_FRAMES: return "max-frames";
 	case SU_END_ERROR: return "error";
+	case SU_END_NO_USER: return "no-user";
 	}
 	return "?";
 }
@@ -590,7 +591,10 @@ size_t su_unwind(struct su_unwinder *u, const struct su_sample *sample,
 	size_t n;
 	u->stats.samples++;
 	uint64_t const rip = img->regs[STACKCAP_REG_RIP];
-	if (!(img->regs_kept >> STACKCAP_REG_RIP & 1) || rip == 0) {
+	if (!(img->regs_kept >> STACKCAP_REG_RIP & 1)) {
+		*end = SU_END_NO_USER;
+		n = 0;
+	} else if (rip == 0) {
 		*end = SU_END_OUTERMOST;
 		n = 0;
 	} else if (max == 0) {

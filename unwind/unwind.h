@@ -65,8 +65,10 @@ enum su_unwind_end {
 	SU_END_BAD_STACK,      /* read outside the image (not cut by the cap), a dropped word, or no progress */
 	SU_END_MAX_FRAMES,     /* the frames array is full and the stack goes on */
 	SU_END_ERROR,          /* anything else (malformed or unsupported CFI, libdw error) */
+	SU_END_NO_USER,        /* no user registers at all: a kernel thread, or a task
+				* sampled while exiting (perf.data); no frames */
 };
-#define SU_END_COUNT 7
+#define SU_END_COUNT 8
 
 const char *su_unwind_end_name(enum su_unwind_end end);
 

@@ -777,6 +777,14 @@ START_TEST(test_no_map)
 	unwind_both(&s.s, &r, MAXF);
 	ck_assert_uint_eq(r.n, 0);
 	ck_assert_int_eq(r.end, SU_END_OUTERMOST);
+	/* No user registers at all (a kernel thread in a perf.data): no-user. */
+	uint32_t const kept = s.img.regs_kept;
+	s.img.regs_kept = 0;
+	unwind_both(&s.s, &r, MAXF);
+	ck_assert_uint_eq(r.n, 0);
+	ck_assert_int_eq(r.end, SU_END_NO_USER);
+	ck_assert_str_eq(su_unwind_end_name(SU_END_NO_USER), "no-user");
+	s.img.regs_kept = kept;
 	/* No maps for the sample. */
 	s.img.regs[STACKCAP_REG_RIP] = rip;
 	s.s.maps = NULL;
