@@ -26,6 +26,7 @@
 
 #include "trace/trace-read.h"
 #include "debuginfo/module.h"
+#include "debuginfo/inflate-cache.h"
 #include "unwind/unwind.h"
 #include "symbolize/symbolize.h"
 #include "cli/export.h"
@@ -72,6 +73,9 @@ static void usage(FILE *f)
 		"      --debug-dir DIR      look for binaries and debug info here first (repeatable)\n"
 		"      --symfs DIR          recorded paths are under DIR\n"
 		"      --no-debuginfod      never ask debuginfod servers\n"
+		"      --no-cache           inflate compressed debug files at each run rather\n"
+		"                           than keep inflated copies (default: kept under\n"
+		"                           $STACKCAP_CACHE_DIR, else ~/.cache/stackcap)\n"
 		"      --max-frames N       frames per sample (default %d)\n"
 		"  folded and flamegraph:\n"
 		"      --per-process        root each stack at 'comm-PID' (default: comm)\n"
@@ -175,7 +179,7 @@ static unsigned cores(void)
 static void parse_options(int argc, char **argv, struct options *o)
 {
 	enum { OPT_TITLE = 180, OPT_WIDTH, OPT_MIN_WIDTH, OPT_ICICLE, OPT_REVERSE,
-	       OPT_PER_PROCESS = 200, OPT_PER_THREAD, OPT_NO_INLINE, OPT_TIME = 256, OPT_UNWINDER, OPT_READER, OPT_DEBUG_DIR, OPT_SYMFS, OPT_NO_DEBUGINFOD, OPT_MAX_FRAMES, OPT_FORMAT };
+	       OPT_PER_PROCESS = 200, OPT_PER_THREAD, OPT_NO_INLINE, OPT_TIME = 256, OPT_UNWINDER, OPT_READER, OPT_DEBUG_DIR, OPT_SYMFS, OPT_NO_DEBUGINFOD, OPT_MAX_FRAMES, OPT_FORMAT, OPT_NO_CACHE };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "tid", required_argument, NULL, 't' },
@@ -189,6 +193,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ "debug-dir", required_argument, NULL, OPT_DEBUG_DIR },
 		{ "symfs", required_argument, NULL, OPT_SYMFS },
 		{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
+		{ "no-cache", no_argument, NULL, OPT_NO_CACHE },
 		{ "max-frames", required_argument, NULL, OPT_MAX_FRAMES },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "output", required_argument, NULL, 'o' },
@@ -222,7 +227,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 	o->flamegraph = !strcmp(o->command, "flamegraph");
 	o->folded = !strcmp(o->command, "folded") || o->flamegraph;
 	o->flame.min_width = -1;
-	int flame_opt = 0;
+	int flame_opt = 0, no_cache = 0;
 	argc--;
 	argv++;
 	int c;
@@ -312,6 +317,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case OPT_NO_DEBUGINFOD:
 			o->di.no_debuginfod = 1;
 			break;
+		case OPT_NO_CACHE:
+			no_cache = 1;
+			break;
 		case OPT_MAX_FRAMES:
 			o->max_frames = (size_t)parse_u64(optarg, "--max-frames");
 			if (o->max_frames < 1 || o->max_frames > 65536)
@@ -352,6 +360,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		die_usage("export: missing -o FILE");
 	o->trace = argv[optind];
 	o->di.debug_dirs = o->n_debug_dirs ? o->debug_dirs : NULL;
+	o->di.inflate_cache_dir = no_cache ? NULL : su_inflate_default_dir();
 }
 
 /* ---- a growable text buffer -------------------------------------------------- */

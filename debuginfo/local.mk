@@ -1,6 +1,8 @@
 # debuginfo/: modules by build-id (binary, separate debug info, vDSO,
-# debuginfod), each in a private Dwfl.
+# debuginfod), each in a private Dwfl; inflated copies of compressed debug
+# files kept by build-id.
 noinst_LTLIBRARIES += debuginfo/libsudebuginfo.la
-debuginfo_libsudebuginfo_la_SOURCES = debuginfo/module.c debuginfo/module.h
+debuginfo_libsudebuginfo_la_SOURCES = debuginfo/module.c debuginfo/module.h \
+	debuginfo/inflate-cache.c debuginfo/inflate-cache.h
 debuginfo_libsudebuginfo_la_CFLAGS = $(AM_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS) $(DEBUGINFOD_CFLAGS)
 debuginfo_libsudebuginfo_la_LIBADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS)

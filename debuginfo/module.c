@@ -19,6 +19,7 @@
 #endif
 
 #include "debuginfo/module.h"
+#include "debuginfo/inflate-cache.h"
 
 #define SYSTEM_DEBUG_DIR "/usr/lib/debug"
 /* A vDSO is a few pages; anything bigger is not one. */
@@ -41,6 +42,8 @@ struct su_modcache {
 	char *symfs;
 	int no_debuginfod;
 	int no_system_dirs;
+	char *inflate_dir;         /* inflated copies of compressed debug files, or NULL */
+	struct su_inflate_stats inflate;
 	struct modpriv **buckets;
 	size_t nbuckets, count;
 	struct su_modcache_stats stats;
@@ -448,6 +451,13 @@ static int cb_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modn
 		errno = ENOENT;
 		return -1;
 	}
+	/* libdw reads the inflated copy; the name stays the file's own (a
+	 * dwz file is looked up relative to it). */
+	int const cfd = su_inflate_cached(p->cache->inflate_dir, fd, &p->cache->inflate);
+	if (cfd >= 0) {
+		close(fd);
+		fd = cfd;
+	}
 	*debuginfo_file_name = path;
 	return fd;
 }
@@ -737,6 +747,9 @@ struct su_modcache *su_modcache_new(const struct su_debuginfo_opts *opts)
 	if (opts) {
 		c->no_debuginfod = opts->no_debuginfod;
 		c->no_system_dirs = opts->no_system_dirs;
+		if (opts->inflate_cache_dir && *opts->inflate_cache_dir &&
+		    !(c->inflate_dir = strdup(opts->inflate_cache_dir)))
+			goto oom;
 		if (opts->symfs && *opts->symfs && !(c->symfs = strdup(opts->symfs)))
 			goto oom;
 		size_t n = 0;
@@ -796,6 +809,7 @@ void su_modcache_free(struct su_modcache *c)
 		free(*d);
 	free(c->debug_dirs);
 	free(c->symfs);
+	free(c->inflate_dir);
 #ifdef HAVE_DEBUGINFOD
 	if (c->dbgd)
 		debuginfod_end(c->dbgd);
@@ -886,6 +900,9 @@ void su_modcache_get_stats(const struct su_modcache *c, struct su_modcache_stats
 		return;
 	}
 	*stats = c->stats;
+	stats->inflate_hits = c->inflate.hits;
+	stats->inflate_written = c->inflate.written;
+	stats->inflate_failed = c->inflate.failed;
 }
 
 void su_modcache_set_finalizers(struct su_modcache *c, void (*unwind_free)(void *),

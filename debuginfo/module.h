@@ -22,6 +22,10 @@
  * the recorded path is replaced by this process's own vDSO, used only when
  * its build-id matches.
  *
+ * A debug file whose sections are compressed is handed to libdw as an
+ * inflated copy kept by build-id when a cache directory is given
+ * (inflate-cache.h): libdw would inflate it at every run.
+ *
  * Each module owns a private Dwfl holding just that module at bias 0, so
  * every address here is an ELF address (pc - load bias).  elfutils 0.188 is
  * not thread-safe: a module cache belongs to one thread; -j N gives each
@@ -61,6 +65,9 @@ struct su_debuginfo_opts {
 	const char *symfs;             /* root prefix for recorded paths, or NULL */
 	int no_debuginfod;             /* never ask debuginfod */
 	int no_system_dirs;            /* skip /usr/lib/debug (tests) */
+	/* Where inflated copies of compressed debug files are kept
+	 * (debuginfo/inflate-cache.h), or NULL: inflate them at each open. */
+	const char *inflate_cache_dir;
 };
 
 struct su_modcache_stats {
@@ -70,6 +77,9 @@ struct su_modcache_stats {
 	uint64_t no_file;          /* modules NO_FILE */
 	uint64_t mismatched_files; /* files seen and refused for their build-id */
 	uint64_t separate_debug;   /* separate debug files opened */
+	uint64_t inflate_hits;     /* inflated copies of compressed debug files used */
+	uint64_t inflate_written;  /* ... written by this run */
+	uint64_t inflate_failed;   /* ... that could not be written (original used) */
 };
 
 struct su_modcache;

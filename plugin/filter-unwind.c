@@ -39,6 +39,7 @@
 #include "trace/bt2-event.h"
 #include "trace/lttng-join.h"
 #include "debuginfo/module.h"
+#include "debuginfo/inflate-cache.h"
 #include "unwind/unwind.h"
 #include "symbolize/symbolize.h"
 
@@ -187,6 +188,9 @@ static int parse_params(struct unwind_comp *c, const bt_value *params)
 	c->di.debug_dirs = nd ? c->debug_dirs : NULL;
 	c->di.symfs = c->symfs;
 	c->di.no_debuginfod = nodbg;
+	/* Inflated debug files kept as stackunwind keeps them (STACKCAP_CACHE_DIR=
+	 * empty turns it off). */
+	c->di.inflate_cache_dir = su_inflate_default_dir();
 	return 0;
 }
 

@@ -202,4 +202,44 @@ stacks wrong -j 1
 check "wrong build-id: never used, counted as a mismatch, exit 3" \
 	sh -c "[ $(rc wrong) = 3 ] && ! grep -q 'hot_leaf\\|nofp_' '$work/wrong.out' && grep -q '[1-9][0-9]* build-id mismatch' '$work/wrong.err'"
 
+# Inflated copies of compressed debug files (debuginfo/inflate-cache.h):
+# a binary stripped of its DWARF, whose debug file (--debug-dir) has
+# zlib-compressed sections, as Debian's debug packages do.
+cp "$TD/tdata-inline" "$work/zinline"
+bid=$(readelf -n "$work/zinline" | awk '/Build ID:/ { print $3; exit }')
+rel=$(echo "$bid" | cut -c1-2)/$(echo "$bid" | cut -c3-)
+mkdir -p "$work/zdbg/.build-id/$(echo "$bid" | cut -c1-2)"
+objcopy --only-keep-debug --compress-debug-sections=zlib "$work/zinline" "$work/zdbg/.build-id/$rel.debug"
+strip -g "$work/zinline"
+record zinl -- "$work/zinline" 0.3
+copy="$work/icache/debug/$rel.debug"
+zstacks() { # zstacks NAME [OPTIONS]: stacks of zinl.trace with the cache in $work/icache
+	n1=$1; shift
+	STACKCAP_CACHE_DIR="$work/icache" "$SU" stacks -j 1 --debug-dir "$work/zdbg" "$@" "$work/zinl.trace" \
+		>"$work/$n1.out" 2>"$work/$n1.err"
+}
+compressed() { readelf -S -W "$1" 2>/dev/null | grep -E '\.debug_.* [A-Z]*C +[0-9]' | wc -l; }
+zstacks znc --no-cache
+check "--no-cache: lines and inlined frames from a compressed debug file ($(compressed "$work/zdbg/.build-id/$rel.debug") compressed sections), nothing cached" \
+	sh -c "grep -q 'inline.c:[0-9]' '$work/znc.out' && grep -q '(inlined)' '$work/znc.out' && [ ! -e '$work/icache' ]"
+zstacks zc1
+check "first run: an inflated copy by build-id, no compressed section left ($(compressed "$copy")), the same output as --no-cache" \
+	sh -c "[ -f '$copy' ] && [ $(compressed "$work/zdbg/.build-id/$rel.debug") -ge 3 ] && [ $(compressed "$copy") = 0 ] && cmp -s '$work/znc.out' '$work/zc1.out'"
+ino=$(stat -c %i "$copy")
+zstacks zc2
+check "second run: reads the copy (not written again), the same output" \
+	sh -c "[ '$(stat -c %i "$copy")' = '$ino' ] && cmp -s '$work/znc.out' '$work/zc2.out'"
+head -c 100 "$work/zdbg/.build-id/$rel.debug" >"$copy"
+zstacks zc3
+check "a damaged copy is never used: written again, the same output" \
+	sh -c "[ $(compressed "$copy") = 0 ] && [ \$(stat -c %s '$copy') -gt 100 ] && cmp -s '$work/znc.out' '$work/zc3.out'"
+HOME="$work/home" XDG_CACHE_HOME= STACKCAP_CACHE_DIR= "$SU" stacks -j 1 --debug-dir "$work/zdbg" "$work/zinl.trace" >/dev/null 2>&1
+check "STACKCAP_CACHE_DIR= (empty): nothing kept" [ ! -e "$work/home" ]
+(unset STACKCAP_CACHE_DIR XDG_CACHE_HOME; HOME="$work/home" "$SU" stacks -j 1 --debug-dir "$work/zdbg" "$work/zinl.trace" >/dev/null 2>&1)
+check "by default the copy goes to ~/.cache/stackcap/debug/" [ -f "$work/home/.cache/stackcap/debug/$rel.debug" ]
+STACKCAP_CACHE_DIR=/proc/no-such-cache "$SU" stacks -j 1 --debug-dir "$work/zdbg" "$work/zinl.trace" >"$work/zro.out" 2>"$work/zro.err"
+zrc=$?
+check "a cache that cannot be written: the debug file read as it is, the same output, exit $zrc" \
+	sh -c "[ $zrc = 0 ] && cmp -s '$work/znc.out' '$work/zro.out'"
+
 echo "1..$n"

@@ -1,0 +1,203 @@
+/* Inflated copies of compressed debug files (inflate-cache.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gelf.h>
+#include <libelf.h>
+#include <elfutils/libdwelf.h>
+
+#include "debuginfo/inflate-cache.h"
+
+/* A build-id is at most 64 bytes here: longer ones are not cached. */
+#define ID_MAX 64
+
+static int has_compressed(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_COMPRESSED) && sh.sh_type != SHT_NOBITS)
+			return 1;
+	}
+	return 0;
+}
+
+/* "xx/rest" of ID into BUF. */
+static void id_rel(char *buf, const uint8_t *id, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	char *p = buf;
+	for (size_t i = 0; i < len; i++) {
+		*p++ = hex[id[i] >> 4];
+		*p++ = hex[id[i] & 15];
+		if (i == 0)
+			*p++ = '/';
+	}
+	*p = '\0';
+}
+
+/* PATH if it is an inflated copy of the file with build-id ID: its fd. */
+static int open_copy(const char *path, const uint8_t *id, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	const void *bid = NULL;
+	int ok = elf && elf_kind(elf) == ELF_K_ELF &&
+		 dwelf_elf_gnu_build_id(elf, &bid) == (ssize_t)len && memcmp(bid, id, len) == 0 &&
+		 !has_compressed(elf);
+	elf_end(elf);
+	if (!ok) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int mkdirs(char *path)
+{
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		int const rc = mkdir(path, 0755);
+		*p = '/';
+		if (rc != 0 && errno != EEXIST)
+			return -1;
+	}
+	return 0;
+}
+
+static int copy_fd(int src, int dst)
+{
+	struct stat st;
+	if (fstat(src, &st) != 0)
+		return -1;
+	char buf[1 << 16];
+	off_t off = 0;
+	while (off < st.st_size) {
+		ssize_t const n = pread(src, buf, sizeof(buf), off);
+		if (n <= 0)
+			return -1;
+		for (ssize_t done = 0; done < n;) {
+			ssize_t const w = write(dst, buf + done, (size_t)(n - done));
+			if (w <= 0)
+				return -1;
+			done += w;
+		}
+		off += n;
+	}
+	return 0;
+}
+
+/* Write PATH: a copy of SRC with every compressed section inflated
+ * (libelf lays the file out again; a debug file is never loaded, so its
+ * section offsets are free to move).  Through a temporary file renamed
+ * into place: a reader sees the whole copy or none. */
+static int write_copy(char *path, int src)
+{
+	if (mkdirs(path) != 0)
+		return -1;
+	char tmp[PATH_MAX];
+	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp))
+		return -1;
+	int fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	Elf *elf = NULL;
+	if (copy_fd(src, fd) != 0)
+		goto fail;
+	elf = elf_begin(fd, ELF_C_RDWR, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF)
+		goto fail;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_COMPRESSED) && sh.sh_type != SHT_NOBITS &&
+		    elf_compress(scn, 0, 0) < 0)
+			goto fail;
+	}
+	if (elf_update(elf, ELF_C_WRITE) < 0)
+		goto fail;
+	elf_end(elf);
+	elf = NULL;
+	if (fchmod(fd, 0644) != 0 || close(fd) != 0) {
+		fd = -1;
+		goto fail;
+	}
+	fd = -1;
+	if (rename(tmp, path) != 0)
+		goto fail;
+	return 0;
+fail:
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	return -1;
+}
+
+int su_inflate_cached(const char *dir, int fd, struct su_inflate_stats *stats)
+{
+	if (!dir || !*dir || fd < 0)
+		return -1;
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		return -1;
+	uint8_t id[ID_MAX];
+	const void *bid = NULL;
+	ssize_t const len = elf_kind(elf) == ELF_K_ELF ? dwelf_elf_gnu_build_id(elf, &bid) : -1;
+	int const want = len > 0 && len <= ID_MAX && has_compressed(elf);
+	if (want)
+		memcpy(id, bid, (size_t)len);
+	elf_end(elf);
+	if (!want)
+		return -1;
+	char rel[2 * ID_MAX + 2], path[PATH_MAX];
+	id_rel(rel, id, (size_t)len);
+	if (snprintf(path, sizeof(path), "%s/debug/%s.debug", dir, rel) >= (int)sizeof(path))
+		return -1;
+	int cfd = open_copy(path, id, (size_t)len);
+	if (cfd >= 0) {
+		if (stats)
+			stats->hits++;
+		return cfd;
+	}
+	if (write_copy(path, fd) != 0 || (cfd = open_copy(path, id, (size_t)len)) < 0) {
+		if (stats)
+			stats->failed++;
+		return -1;
+	}
+	if (stats)
+		stats->written++;
+	return cfd;
+}
+
+const char *su_inflate_default_dir(void)
+{
+	static char buf[PATH_MAX];
+	const char *d = getenv("STACKCAP_CACHE_DIR");
+	if (d)
+		return *d ? d : NULL;
+	const char *x = getenv("XDG_CACHE_HOME");
+	if (x && *x == '/') {
+		if (snprintf(buf, sizeof(buf), "%s/stackcap", x) >= (int)sizeof(buf))
+			return NULL;
+		return buf;
+	}
+	const char *h = getenv("HOME");
+	if (h && *h == '/') {
+		if (snprintf(buf, sizeof(buf), "%s/.cache/stackcap", h) >= (int)sizeof(buf))
+			return NULL;
+		return buf;
+	}
+	return NULL;
+}

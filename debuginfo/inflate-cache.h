@@ -1,0 +1,33 @@
+/* Inflated copies of compressed debug files, kept by build-id.
+ *
+ * Debian's debug files (libc6-dbg, *-dbgsym) have zlib-compressed .debug_*
+ * sections, and libdw inflates every one of them each time it opens the
+ * file: for libc that is ~50 ms, half of what `stackunwind stacks` spends
+ * on a 16,000-sample trace.  The first run writes an inflated copy under
+ * DIR/debug/xx/rest.debug (xx/rest: the file's build-id); later runs hand
+ * that copy to libdw.  The copy is found by the file's own build-id and
+ * checked before use, so a stale or foreign file is never taken; any
+ * failure (no space, no permission) falls back to the original, silently:
+ * the cache only saves time. */
+#ifndef STACKCAP_DEBUGINFO_INFLATE_CACHE_H
+#define STACKCAP_DEBUGINFO_INFLATE_CACHE_H
+
+#include <stdint.h>
+
+struct su_inflate_stats {
+	uint64_t hits;      /* inflated copies used */
+	uint64_t written;   /* inflated copies written */
+	uint64_t failed;    /* copies that could not be written (the original used) */
+};
+
+/* FD: a debug file just found.  When its .debug_* sections are compressed
+ * and DIR is not NULL: an fd of its inflated copy in DIR (written now if
+ * missing), else -1 (use FD).  FD is never closed or moved. */
+int su_inflate_cached(const char *dir, int fd, struct su_inflate_stats *stats);
+
+/* The default cache directory: $STACKCAP_CACHE_DIR, else
+ * $XDG_CACHE_HOME/stackcap, else $HOME/.cache/stackcap; NULL when none
+ * can be named, or when STACKCAP_CACHE_DIR is set but empty (off). */
+const char *su_inflate_default_dir(void);
+
+#endif
