@@ -54,6 +54,7 @@ struct conv {
 	size_t blob_cap;
 	uint64_t samples, blob_bytes, last_ts;
 	uint64_t no_user;            /* samples without user state: not converted */
+	uint64_t chain_only;         /* samples with a call chain but no stack (perf -g): not converted */
 	struct su_reader_stats *st;
 	int err;
 };
@@ -168,9 +169,13 @@ static int on_sample(void *arg, const struct su_sample *s)
 	if (!s->process || !s->maps)
 		return 0;
 	if (!(s->image->regs_kept >> STACKCAP_REG_RIP & 1)) {
-		/* A kernel thread or an exiting task: no user stack to keep
-		 * (a stackcap trace has no such samples). */
-		c->no_user++;
+		/* A kernel thread or an exiting task, or a call chain perf
+		 * took without the stack (-g): no user stack to keep (a
+		 * stackcap trace has no such samples). */
+		if (s->user_chain)
+			c->chain_only++;
+		else
+			c->no_user++;
 		return 0;
 	}
 	struct csection *sec = section_open(c, s->process, s->time_ns);
@@ -316,7 +321,7 @@ int stackcap_convert(int argc, char **argv)
 	}
 	struct su_reader_callbacks cb = { .arg = &c, .sample = on_sample, .end = on_end };
 	char err[1024];
-	int const rrc = su_perf_data_read(in, NULL, &cb, &st, err, sizeof(err));
+	int rrc = su_perf_data_read(in, NULL, &cb, &st, err, sizeof(err));
 	for (size_t i = 0; i < c.n_th; i++) {
 		int const r = ctf_stream_close(c.th[i].s);
 		if (r && !rc)
@@ -336,6 +341,11 @@ int stackcap_convert(int argc, char **argv)
 	free(c.th);
 	free(c.sec);
 	free(c.blob);
+	if (rrc >= 0 && !c.samples && c.chain_only) {
+		snprintf(err, sizeof(err), "%s: recorded with call chains (perf record -g), not stacks: nothing to "
+			 "re-encode; record with `perf record --call-graph dwarf` (stackunwind reads this file as it is)", in);
+		rrc = -EINVAL;
+	}
 	if (rrc < 0) {
 		fprintf(stderr, PROG ": %s\n", err[0] ? err : strerror(-rrc));
 		/* Nothing usable was written: leave no half trace behind. */
@@ -355,5 +365,8 @@ int stackcap_convert(int argc, char **argv)
 	if (c.no_user)
 		fprintf(stderr, PROG ": %" PRIu64 " samples without user state (kernel threads, exiting tasks) not converted\n",
 			c.no_user);
+	if (c.chain_only)
+		fprintf(stderr, PROG ": %" PRIu64 " samples with a call chain but no stack (perf record -g) not converted\n",
+			c.chain_only);
 	return rrc ? 3 : 0;
 }

@@ -103,7 +103,9 @@ perf record -q -k monotonic -e cpu-clock --call-graph dwarf -o good.data -- "$TD
 	>/dev/null 2>&1
 perf record -q -k monotonic -e cpu-clock --call-graph dwarf -o - -- "$TD/tdata-single" 0.1 \
 	>pipe.data 2>/dev/null
-# perf's own call chains by frame pointers (-g): no user stack to unwind.
+# No call graph at all (plain perf record); call chains by frame pointers
+# (-g): stackunwind reads those, convert has no stack to re-encode.
+perf record -q -k monotonic -e cpu-clock -o nocg.data -- "$TD/tdata-single" 0.1 >/dev/null 2>&1
 perf record -q -k monotonic -e cpu-clock -g -o fp.data -- "$TD/tdata-single" 0.1 >/dev/null 2>&1
 run good "$SU" stacks good.trace
 ngood=$(samples_of good)
@@ -235,7 +237,7 @@ every damaged.data "perf.data with a damaged record" 3 'warning: damaged.data: d
 ns=$(samples_of "perf.data_with_a_damaged_record-stacks")
 check "damaged perf.data record: the samples before it ($ns) still unwound" [ "$ns" -ge 50 ]
 every pipe.data "perf.data in pipe mode" 1 'pipe.data: perf.data in pipe mode .*perf inject'
-every fp.data "perf.data recorded without --call-graph dwarf (-g)" 1 'fp.data: recorded without --call-graph dwarf: its samples hold IP\|TID\|TIME\|CALLCHAIN\|PERIOD, .*record with `perf record --call-graph dwarf`'
+every nocg.data "perf.data recorded without call graphs" 1 'nocg.data: recorded without call graphs: its samples hold IP\|TID\|TIME\|PERIOD, .*record with `perf record --call-graph dwarf` \(or -g\)'
 cp good.data unreadable.data
 chmod 000 unreadable.data
 SU=$work/bin/stackunwind AS_PRE=$AS
@@ -247,7 +249,8 @@ convert cut.data "perf.data cut in the middle" 3 'stackcap convert: warning: cut
 ns=$("$SU" stacks conv-perf.data_cut_in_the_middle.trace 2>/dev/null | grep -c '^tdata-single ')
 check "convert of a cut perf.data: the converted trace holds the $ns samples before the cut" [ "$ns" -ge 50 ]
 convert pipe.data "perf.data in pipe mode" 1 'stackcap convert: pipe.data: perf.data in pipe mode'
-convert fp.data "perf.data recorded without --call-graph dwarf (-g)" 1 'stackcap convert: fp.data: recorded without --call-graph dwarf'
+convert nocg.data "perf.data recorded without call graphs" 1 'stackcap convert: nocg.data: recorded without call graphs'
+convert fp.data "perf.data with call chains, no stacks (-g)" 1 'stackcap convert: fp.data: recorded with call chains \(perf record -g\), not stacks'
 convert notperf.data "file that is no perf.data" 1 'stackcap convert: notperf.data is not a perf.data file'
 convert empty.file "empty file" 1 'stackcap convert: empty.file is not a perf.data file'
 convert good.trace "a stackcap trace directory" 1 'stackcap convert: good.trace is not a perf.data file'
@@ -256,7 +259,7 @@ CONVERT=$work/bin/stackcap AS_PRE=$AS
 convert unreadable.data "unreadable perf.data" 1 'stackcap convert: unreadable.data: Permission denied'
 CONVERT=$CONVERT_SAVED AS_PRE=
 check "a refused convert leaves no output directory behind" \
-	sh -c "! ls -d conv-*pipe*.trace conv-*dwarf*.trace conv-*no_perf*.trace conv-empty*.trace 2>/dev/null | grep -q ."
+	sh -c "! ls -d conv-*pipe*.trace conv-*call_*.trace conv-*no_perf*.trace conv-empty*.trace 2>/dev/null | grep -q ."
 
 # ---- the table in docs/RELIABILITY.md -----------------------------------------------
 {

@@ -77,6 +77,7 @@ function noparams(f,    i) {
 	else { full = dso; sub(/.*\//, "", dso); if (full ~ /^\//) paths[dso] = full }
 	sub(/\+0x[0-9a-f]+$/, "", fn)
 	fn = noparams(fn)
+	sub(/@@?[A-Z][A-Z_]*[0-9][0-9.]*$/, "", fn)    # perf -g: versioned ELF names (clock_gettime@@GLIBC_2.17)
 	sub(/@plt$/, "(plt)", fn)
 	if (fn == dso || fn == "") fn = "[unknown]"
 	chain = chain (chain == "" ? "" : ";") fn "@" dso; next
@@ -116,8 +117,9 @@ while read -r dso a b; do
 	bid=$(readelf -n "$path" 2>/dev/null | awk '/Build ID:/ { print $3; exit }')
 	dbg=/usr/lib/debug/.build-id/$(echo "$bid" | cut -c1-2)/$(echo "$bid" | cut -c3-).debug
 	syms=$( (nm "$path"; nm -D "$path"; nm "$dbg") 2>/dev/null)
-	addr_a=$(printf '%s\n' "$syms" | awk -v s="$a" '$3 == s { print $1; exit }')
-	addr_b=$(printf '%s\n' "$syms" | awk -v s="$b" '$3 == s { print $1; exit }')
+	# (nm -D spells versioned names clock_gettime@@GLIBC_2.17.)
+	addr_a=$(printf '%s\n' "$syms" | awk -v s="$a" '{ n = $3; sub(/@.*/, "", n) } n == s { print $1; exit }')
+	addr_b=$(printf '%s\n' "$syms" | awk -v s="$b" '{ n = $3; sub(/@.*/, "", n) } n == s { print $1; exit }')
 	if [ -n "$addr_a" ] && [ "$addr_a" = "$addr_b" ]; then
 		echo "$a $b" >> "$out/aliases.txt"
 	fi

@@ -10,7 +10,7 @@
 SU="$B/cli/stackunwind"
 COMPARE="$top_srcdir/tests/perf-compare.sh"
 
-need "linux-perf gzip xz-utils python3 binutils" perf gzip xz /usr/bin/python3 nm readelf
+need "linux-perf gzip xz-utils python3 binutils gcc" perf gzip xz /usr/bin/python3 nm readelf gcc
 need_perf_sampling
 
 # precord NAME CMD...: perf record with DWARF call graphs and CLOCK_MONOTONIC.
@@ -94,6 +94,28 @@ print(fib(27), len(d))
 EOF
 precord python /usr/bin/python3 "$work/fib.py"
 compare python
+
+# Call chains perf took itself (perf record -g, frame pointers): no stack
+# to unwind, the chain is read as it is.  On tdata-single built with frame
+# pointers the chain is the program's own (down to main: libc has none);
+# on the testdata build (no frame pointers) the kernel's walk stops early,
+# for perf as for us, and the chains still agree.
+gcc -O1 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls "$top_srcdir/testdata/single.c" \
+	-o "$work/single-fp" 2>"$work/single-fp.err"
+perf record -q -k monotonic -e cpu-clock -g -o "$work/gfp.data" -- "$work/single-fp" 0.5 >/dev/null 2>&1
+compare gfp
+want=$("$work/single-fp" --chain | paste -sd ';')
+set -- $(awk -F'|' -v want="$want" '
+	{ s = $2; gsub(/@[^;]*/, "", s); if (s !~ /^hot_leaf;/) next
+	  tot++; if (substr(s, 1, length(want)) == want) good++ }
+	END { printf "%d %d\n", good, tot }' "$work/cmp-gfp/su.txt")
+check "gfp: perf record -g of a frame-pointer build: chain '$want' in >= 99% of hot samples ($1 of $2)" ratio_ok "$1" "$2"
+precord_g() { perf record -q -k monotonic -e cpu-clock -g -o "$work/$1.data" -- "$TD/tdata-single" 0.5 >/dev/null 2>&1; }
+precord_g gsingle
+compare gsingle
+"$SU" flamegraph -o "$work/g.svg" "$work/gsingle.data" 2>"$work/g.err"
+check "flamegraph of a perf record -g file: exit $?, hot_leaf drawn" \
+	sh -c "grep -q '<title>hot_leaf' '$work/g.svg' && xmllint --noout '$work/g.svg'"
 
 # System-wide (perf record -a, root): every sample of every process in
 # perf's order, kernel threads and exiting tasks included -- those have no

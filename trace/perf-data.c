@@ -51,6 +51,11 @@ enum { F_TOTAL_TIME_ENABLED = 1, F_TOTAL_TIME_RUNNING = 2, F_ID = 4, F_GROUP = 8
 #define BRANCH_HW_INDEX (1ull << 17)
 #define ATTR_FREQ (1ull << 10)
 #define ATTR_SAMPLE_ID_ALL (1ull << 18)
+#define ATTR_EXCLUDE_CALLCHAIN_USER (1ull << 22)
+/* Call chain context markers (PERF_CONTEXT_*): the entries that follow
+ * PERF_CONTEXT_USER, up to the next marker, are user addresses. */
+#define CONTEXT_USER ((uint64_t)-512)
+#define CONTEXT_MAX ((uint64_t)-4095)
 
 enum {
 	R_MMAP = 1, R_LOST = 2, R_COMM = 3, R_EXIT = 4, R_FORK = 7, R_SAMPLE = 9,
@@ -820,12 +825,27 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 	if (t & S_PERIOD) { NEED(8); p += 8; }
 	if ((t & S_READ) && skip_read(a, &p, end))
 		goto bad;
+	const uint8_t *uchain = NULL;
+	uint32_t n_uchain = 0;
 	if (t & S_CALLCHAIN) {
 		NEED(8);
 		uint64_t const nr = su_ld64(p);
 		p += 8;
 		if (nr > (uint64_t)(end - p) / 8)
 			goto bad;
+		/* The user part: after PERF_CONTEXT_USER, up to the next marker. */
+		for (uint64_t i = 0; i < nr; i++) {
+			if (su_ld64(p + 8 * i) != CONTEXT_USER)
+				continue;
+			uint64_t k = i + 1;
+			while (k < nr && su_ld64(p + 8 * k) < CONTEXT_MAX)
+				k++;
+			if (k > i + 1) {
+				uchain = p + 8 * (i + 1);
+				n_uchain = (uint32_t)(k - i - 1 < UINT32_MAX ? k - i - 1 : UINT32_MAX);
+			}
+			break;
+		}
 		p += nr * 8;
 	}
 	if (t & S_RAW) {
@@ -887,15 +907,18 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 	}
 	uint32_t const need = 1u << STACKCAP_REG_RIP | 1u << STACKCAP_REG_RSP;
 	int const no_user = abi != 2 || (img.regs_kept & need) != need || !(t & S_STACK_USER);
+	int const chain_only = no_user && uchain && abi != 1;
 	if (no_user) {
 		/* A kernel thread, a task sampled while exiting, a 32-bit task,
 		 * or an event without --call-graph dwarf: no user state to
-		 * unwind.  Delivered with no registers and no stack (the
-		 * unwinder says no-user), so that every sample perf script
-		 * prints is printed, in its order. */
+		 * unwind.  Delivered with no registers and no stack: the
+		 * unwinder takes the user call chain the kernel walked when
+		 * there is one (perf record -g), else says no-user, so that
+		 * every sample perf script prints is printed, in its order. */
 		if (abi == 1)
 			r->compat_regs++;
-		r->st->no_user_regs++;
+		if (!chain_only)
+			r->st->no_user_regs++;
 		memset(img.regs, 0, sizeof(img.regs));
 		img.regs_kept = 0;
 		size = dyn = 0;
@@ -924,7 +947,7 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 		r->cb_rc = -ENOMEM;
 		return;
 	}
-	if (!maps->count && !no_user)
+	if (!maps->count && (!no_user || chain_only))
 		r->st->no_maps++;
 	r->st->samples++;
 	r->st->raw_stack_bytes += img.nwords * 8;
@@ -940,6 +963,19 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 		.image = &img,
 		.stack_capped = !no_user && dyn >= size,
 	};
+	if (chain_only) {
+		if (((uintptr_t)uchain & 7) == 0) {
+			s.user_chain = (const uint64_t *)(uintptr_t)uchain;
+		} else {
+			if (su_grow((void **)&r->scratch, &r->scratch_cap, (size_t)n_uchain + 1, 8)) {
+				r->cb_rc = -ENOMEM;
+				return;
+			}
+			memcpy(r->scratch, uchain, (size_t)n_uchain * 8);
+			s.user_chain = r->scratch;
+		}
+		s.n_user_chain = n_uchain;
+	}
 	r->cb_rc = r->cb->sample(r->cb->arg, &s);
 	return;
 bad:
@@ -1217,9 +1253,13 @@ static void sample_type_name(uint64_t t, char *buf, size_t len)
 }
 
 /* Whether samples of A carry what unwinding needs: the user registers
- * (rip and rsp among them) and a copy of the user stack. */
+ * (rip and rsp among them) and a copy of the user stack; or the user call
+ * chain the kernel walked (perf record -g). */
 static int attr_unwindable(const struct attr *a)
 {
+	if ((a->sample_type & S_CALLCHAIN) && !(a->flags & ATTR_EXCLUDE_CALLCHAIN_USER) &&
+	    !((a->sample_type & S_REGS_USER) && (a->sample_type & S_STACK_USER)))
+		return 1;
 	if (!(a->sample_type & S_REGS_USER) || !(a->sample_type & S_STACK_USER))
 		return 0;
 	int ip = 0, sp = 0;
@@ -1304,9 +1344,9 @@ static int read_attrs(struct pr *r, uint64_t attr_size, uint64_t off, uint64_t s
 	if (i == r->n_attrs) {
 		char types[256];
 		sample_type_name(r->attrs[0].sample_type, types, sizeof(types));
-		set_err(r, "recorded without --call-graph dwarf: its samples hold %s, no user registers and stack "
-			   "to unwind%s; record with `perf record --call-graph dwarf`",
-			types, r->attrs[0].sample_type & S_CALLCHAIN ? " (the call chains perf took itself are not read)" : "");
+		set_err(r, "recorded without call graphs: its samples hold %s, no user registers and stack "
+			   "to unwind, no user call chain; record with `perf record --call-graph dwarf` (or -g)",
+			types);
 		return -EINVAL;
 	}
 	return 0;

@@ -77,6 +77,12 @@ struct su_sample {
 	 * reads look in IMAGE, then here.  It ends at the stack top unless
 	 * STACK_CAPPED. */
 	const struct stackcap_image *segment;
+	/* perf.data recorded with call chains walked by the kernel (perf
+	 * record -g: frame pointers): the user part, the pc first, then
+	 * return addresses; NULL otherwise.  Set only on a sample whose IMAGE
+	 * has no registers (nothing to unwind): the chain is the stack. */
+	const uint64_t *user_chain;
+	uint32_t n_user_chain;
 };
 
 #endif

@@ -37,6 +37,7 @@ enum su_frame_how {
 	SU_FRAME_CFI,          /* from the callee's CFI (.eh_frame/.debug_frame) */
 	SU_FRAME_FP,           /* frame-pointer fallback: callee had no CFI (fast only) */
 	SU_FRAME_SIGNAL,       /* caller of a signal trampoline (__restore_rt): pc is exact */
+	SU_FRAME_CHAIN,        /* from the call chain the kernel walked (perf record -g) */
 };
 
 struct su_frame {

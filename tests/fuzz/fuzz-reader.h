@@ -36,6 +36,8 @@ static inline int fuzz_touch_sample(void *arg, const struct su_sample *s)
 		*sum += s->full_image->nwords;
 	if (s->segment)
 		*sum += s->segment->nwords;
+	for (uint32_t i = 0; i < s->n_user_chain; i++)
+		*sum += s->user_chain[i];
 	if (s->maps)
 		for (uint32_t i = 0; i < s->maps->count; i++)
 			*sum += s->maps->entries[i].start + strlen(s->maps->entries[i].path);
