@@ -1465,6 +1465,9 @@ static int cmd_stats(const struct options *o)
 		/* perf stores its whole window whatever the stack used. */
 		printf("stack bytes (perf):   %" PRIu64 " stored, %.1f%% of them stack\n", st.blob_bytes,
 		       st.blob_bytes ? 100.0 * (double)st.raw_stack_bytes / (double)st.blob_bytes : 0);
+		if (st.chain_only)
+			printf("call chains only:     %" PRIu64 " samples (perf record -g: no stack, the chain the kernel walked)\n",
+			       st.chain_only);
 		if (st.no_user_regs)
 			printf("no user state:        %" PRIu64 " samples (kernel threads, exiting or 32-bit tasks): no-user\n",
 			       st.no_user_regs);

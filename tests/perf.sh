@@ -113,6 +113,9 @@ check "gfp: perf record -g of a frame-pointer build: chain '$want' in >= 99% of 
 precord_g() { perf record -q -k monotonic -e cpu-clock -g -o "$work/$1.data" -- "$TD/tdata-single" 0.5 >/dev/null 2>&1; }
 precord_g gsingle
 compare gsingle
+ngc=$("$SU" stats "$work/gsingle.data" 2>/dev/null | sed -n 's/^call chains only: *\([0-9]*\).*/\1/p')
+check "stats of a perf record -g file: its samples counted as call chains only (${ngc:-none} of $(field "$res" samples))" \
+	[ "${ngc:-x}" = "$(field "$res" samples)" ]
 "$SU" flamegraph -o "$work/g.svg" "$work/gsingle.data" 2>"$work/g.err"
 check "flamegraph of a perf record -g file: exit $?, hot_leaf drawn" \
 	sh -c "grep -q '<title>hot_leaf' '$work/g.svg' && xmllint --noout '$work/g.svg'"

@@ -919,6 +919,8 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 			r->compat_regs++;
 		if (!chain_only)
 			r->st->no_user_regs++;
+		else
+			r->st->chain_only++;
 		memset(img.regs, 0, sizeof(img.regs));
 		img.regs_kept = 0;
 		size = dyn = 0;

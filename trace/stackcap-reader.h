@@ -38,7 +38,8 @@ struct su_reader_stats {
 	uint64_t blob_bytes;        /* sum of sample blob sizes */
 	uint64_t raw_stack_bytes;   /* sum of 8 * nwords over samples (what raw copies would take) */
 	uint64_t full_samples;      /* samples carrying an unfiltered copy */
-	uint64_t no_user_regs;      /* perf.data: samples without user registers or stack (skipped) */
+	uint64_t no_user_regs;      /* perf.data: samples without user state (unwound to no-user) */
+	uint64_t chain_only;        /* perf.data: samples with a user call chain, no stack (perf record -g) */
 	int truncated_files;        /* stream files cut short or corrupt (zstd frames, partial packets) */
 };
 
