@@ -185,8 +185,10 @@ cp -r victim.trace rebuilt.trace
 cp "$TD/tdata-nofp" victim
 RC_STATS=0 REGEX_STATS=
 every rebuilt.trace "binary rebuilt (other build-id)" 3 'warning: .*victim \(build-id [0-9a-f]+\): the file there has another build-id'
+# (Its frames only: libc's may be named, __libc_start_call_main among them
+# when a sample lands in start-up -- a CI run did.)
 check "rebuilt binary: frames are module+offset, none of its symbols used" \
-	sh -c "grep -q -E '^	 *[0-9a-f]+ victim\\+0x[0-9a-f]+ \\(.*victim\\)' 'binary_rebuilt_(other_build-id)-stacks.out' && ! grep -q 'hot_leaf\\|nofp_\\|main' 'binary_rebuilt_(other_build-id)-stacks.out'"
+	sh -c "grep -q -E '^	 *[0-9a-f]+ victim\\+0x[0-9a-f]+ \\(.*victim\\)' 'binary_rebuilt_(other_build-id)-stacks.out' && ! grep -E '\\(.*/victim\\)' 'binary_rebuilt_(other_build-id)-stacks.out' | grep -q -v -E '^	 *[0-9a-f]+ victim\\+0x'"
 check "rebuilt binary: counted in the summary" grep -q '[1-9][0-9]* build-id mismatch' 'binary_rebuilt_(other_build-id)-stacks.err'
 
 # The binary gone.
