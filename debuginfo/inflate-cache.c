@@ -45,9 +45,15 @@ static void id_rel(char *buf, const uint8_t *id, size_t len)
 /* PATH if it is an inflated copy of the file with build-id ID: its fd. */
 static int open_copy(const char *path, const uint8_t *id, size_t len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -1;
+	/* Ours only: a copy someone else put there could say anything. */
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		close(fd);
+		return -1;
+	}
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	const void *bid = NULL;
 	int ok = elf && elf_kind(elf) == ELF_K_ELF &&

@@ -6,7 +6,8 @@
  * on a 16,000-sample trace.  The first run writes an inflated copy under
  * DIR/debug/xx/rest.debug (xx/rest: the file's build-id); later runs hand
  * that copy to libdw.  The copy is found by the file's own build-id and
- * checked before use, so a stale or foreign file is never taken; any
+ * checked before use (a regular file of ours, with that build-id, nothing
+ * compressed left), so a stale or foreign file is never taken; any
  * failure (no space, no permission) falls back to the original, silently:
  * the cache only saves time. */
 #ifndef STACKCAP_DEBUGINFO_INFLATE_CACHE_H
