@@ -29,6 +29,7 @@
 #include "debuginfo/inflate-cache.h"
 #include "unwind/unwind.h"
 #include "symbolize/symbolize.h"
+#include "symbolize/perfmap.h"
 #include "cli/export.h"
 #include "cli/flamegraph.h"
 #include "cli/progress.h"
@@ -437,6 +438,7 @@ struct worker {
 	 * reader's end callback, so an address never names another entry. */
 	struct { const struct su_map_entry *e; struct su_module *m; } emod[512];
 	struct su_modcache *modules;
+	struct su_perfmaps *perfmaps; /* JIT names (symbolize/perfmap.h) */
 	struct su_unwinder *unwinder;
 	struct su_frame *frames;
 	struct counts counts;
@@ -452,13 +454,15 @@ static int worker_init(struct worker *w, const struct options *o)
 	su_modcache_set_finalizers(w->modules, NULL, su_symbolize_cache_free);
 	w->unwinder = su_unwinder_new(o->unwinder, w->modules);
 	w->frames = calloc(o->max_frames, sizeof(*w->frames));
-	return w->unwinder && w->frames ? 0 : -ENOMEM;
+	w->perfmaps = su_perfmaps_new(o->di.symfs);
+	return w->unwinder && w->frames && w->perfmaps ? 0 : -ENOMEM;
 }
 
 static void worker_fini(struct worker *w)
 {
 	su_unwinder_free(w->unwinder);
 	su_modcache_free(w->modules);
+	su_perfmaps_free(w->perfmaps);
 	free(w->frames);
 	free(w->bad);
 	for (size_t i = 0; i < w->cap_ftext; i++)
@@ -670,8 +674,23 @@ static struct su_module *frame_module(struct worker *w, const struct su_maps *ma
 	return m;
 }
 
+/* A frame in code no file describes (a JIT's): its name from the perf map
+ * of process PID, as perf script names it.  @return 1 and *SF, or 0. */
+static int jit_frame(struct worker *w, uint32_t pid, const struct su_module *m, const struct su_frame *f,
+		     struct su_symframe *sf)
+{
+	if (!m || m->status != SU_MODULE_NO_FILE)
+		return 0;
+	uint64_t start = 0;
+	const char *name = su_perfmap_lookup(w->perfmaps, pid, su_frame_lookup_pc(f), &start);
+	if (!name)
+		return 0;
+	*sf = (struct su_symframe){ .function = name, .func_offset = f->pc - start };
+	return 1;
+}
+
 /* One frame's lines: inlined frames first, like perf's "(inlined)". */
-static void format_frame(struct worker *w, const struct su_maps *maps, const struct su_frame *f,
+static void format_frame(struct worker *w, uint32_t pid, const struct su_maps *maps, const struct su_frame *f,
 			 struct text *out)
 {
 	const struct su_map_entry *e;
@@ -680,6 +699,12 @@ static void format_frame(struct worker *w, const struct su_maps *maps, const str
 		w->counts.unknown_frames++;
 		text_pc(out, f->pc);
 		text_puts(out, "[unknown] ([unknown])\n");
+		return;
+	}
+	struct su_symframe jf;
+	if (jit_frame(w, pid, m, f, &jf)) {
+		text_pc(out, f->pc);
+		text_printf(out, "%s+0x%" PRIx64 " (/tmp/perf-%" PRIu32 ".map)\n", jf.function, jf.func_offset, pid);
 		return;
 	}
 	if (m->status == SU_MODULE_NOT_FOUND || m->status == SU_MODULE_BUILD_ID_MISMATCH)
@@ -769,7 +794,7 @@ static void format_sample(struct worker *w, const struct unwound *u, const struc
 	text_u64(out, u->time_ns % 1000000000u, 9);
 	text_put(out, ":\n", 2);
 	for (size_t i = 0; i < u->nframes; i++)
-		format_frame(w, u->maps, &frames[i], out);
+		format_frame(w, u->pid, u->maps, &frames[i], out);
 	if (u->end != SU_END_OUTERMOST) {
 		text_pc(out, 0);
 		text_put(out, "[", 1);
@@ -833,7 +858,13 @@ static void format_folded(struct worker *w, const struct unwound *u, const struc
 		struct su_symframe sf[MAX_SYMFRAMES];
 		size_t n = m->status == SU_MODULE_OK
 			? su_symbolize(m, elf_addr - (f->activation ? 0 : 1), sf, MAX_SYMFRAMES) : 0;
-		const char *const mod = base_name(e->path[0] ? e->path : "[anon]");
+		char jitmod[32];
+		const char *mod = base_name(e->path[0] ? e->path : "[anon]");
+		if (!n && jit_frame(w, u->pid, m, f, &sf[0])) {
+			snprintf(jitmod, sizeof(jitmod), "perf-%" PRIu32 ".map", u->pid);
+			mod = jitmod;
+			n = 1;
+		}
 		if (n == 0 || !sf[n - 1].function) {
 			w->counts.unknown_frames++;
 			text_folded_name(out, mod);
@@ -873,6 +904,8 @@ static void format_export(struct worker *w, const struct unwound *u, const struc
 			n = su_symbolize(m, f->pc - e->bias - (f->activation ? 0 : 1), sf, MAX_SYMFRAMES);
 		if (n && !sf[n - 1].function)
 			n = 0;
+		if (!n && jit_frame(w, u->pid, m, f, &sf[0]))
+			n = 1;
 		if (!n)
 			w->counts.unknown_frames++;
 		struct export_rec_frame const r = { .pc = f->pc, .map = e, .activation = f->activation,

@@ -1,13 +1,17 @@
 /* tests/jit-burn: JIT-like code for tests/record.sh.  Burns a little CPU
  * in ordinary code, then maps an anonymous executable page (after
  * libstackcap's first maps snapshot), writes a counting loop into it and
- * runs it for SECONDS of thread CPU time.  Prints the page's address. */
+ * runs it for SECONDS of thread CPU time.  Prints the page's address.
+ * With a second argument "perf-map", names its code as JITs do for perf:
+ * a line "START SIZE jit_count_loop" in /tmp/perf-PID.map (removed by
+ * the test). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 static double cpu_seconds(void)
 {
@@ -36,6 +40,17 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	void (*fn)(void) = (void (*)(void))(uintptr_t)page;
+	if (argc > 2 && !strcmp(argv[2], "perf-map")) {
+		char path[64];
+		snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+		FILE *f = fopen(path, "w");
+		if (!f) {
+			perror(path);
+			return 1;
+		}
+		fprintf(f, "%lx %zx jit_count_loop\n", (unsigned long)(uintptr_t)page, sizeof(code));
+		fclose(f);
+	}
 	printf("%lx\n", (unsigned long)(uintptr_t)page);
 	fflush(stdout);
 	t0 = cpu_seconds();

@@ -95,6 +95,15 @@ EOF
 precord python /usr/bin/python3 "$work/fib.py"
 compare python
 
+# JIT code named in /tmp/perf-PID.map: perf script and stackunwind both
+# name it from there (perf's //anon mapping is code with no file).
+precord jit "$B/tests/jit-burn" 1 perf-map
+jpid=$(perf script -i "$work/jit.data" -F pid 2>/dev/null | head -n 1 | tr -d ' ')
+compare jit
+rm -f "/tmp/perf-$jpid.map"
+njit=$(grep -c "|jit_count_loop@perf-$jpid.map" "$work/cmp-jit/su.txt")
+check "JIT: $njit samples' leaves named from /tmp/perf-$jpid.map, as perf script names them" [ "$njit" -ge 100 ]
+
 # Call chains perf took itself (perf record -g, frame pointers): no stack
 # to unwind, the chain is read as it is.  On tdata-single built with frame
 # pointers the chain is the program's own (down to main: libc has none);

@@ -191,6 +191,18 @@ if [ -x "$B/cli/stackunwind" ]; then
 	injit=$(awk '/^jit-burn/ { getline; if ($3 == "([anon:exec])") n++ } END { print n + 0 }' "$work/jit.stacks")
 	check "JIT: >= 50% of samples have their leaf in the JIT page ($injit of $tot; the page is seen within 0.25 s)" \
 		awk -v a="$injit" -v t="$tot" 'BEGIN { exit !(t >= 500 && a * 100 >= t * 50) }'
+	# The JIT names its code in /tmp/perf-PID.map, as node, Java agents or
+	# Python 3.12 do: those frames are named in stacks, folded and exports.
+	"$STACKCAP" record -o "$work/jitmap.trace" -- "$B/tests/jit-burn" 1 perf-map >"$work/jitmap.addr" 2>"$work/jitmap.err"
+	jpid=$(ls "$work/jitmap.trace" | sed -n 's/^proc-\([0-9]*\)-.*/\1/p' | head -n 1)
+	"$B/cli/stackunwind" stacks -j 1 "$work/jitmap.trace" >"$work/jitmap.stacks" 2>/dev/null
+	"$B/cli/stackunwind" folded "$work/jitmap.trace" >"$work/jitmap.folded" 2>/dev/null
+	"$B/cli/stackunwind" export --format speedscope -o "$work/jitmap.json" "$work/jitmap.trace" 2>/dev/null
+	rm -f "/tmp/perf-$jpid.map"
+	named=$(awk -v m="(/tmp/perf-$jpid.map)" '/^jit-burn/ { getline; if ($2 ~ /^jit_count_loop\+0x/ && $3 == m) n++ } END { print n + 0 }' "$work/jitmap.stacks")
+	anon=$(grep -c '\[anon:exec\])$' "$work/jitmap.stacks")
+	check "JIT with a perf map: $named leaves named jit_count_loop (/tmp/perf-$jpid.map), $anon left as [anon:exec]; folded and speedscope name it" \
+		sh -c "[ $named -ge 250 ] && [ $anon = 0 ] && grep -q ';jit_count_loop [0-9]*\$' '$work/jitmap.folded' && grep -q '\"name\":\"jit_count_loop\"' '$work/jitmap.json'"
 else
 	not_ok "JIT: cli/stackunwind not built"
 fi

@@ -664,8 +664,11 @@ static void on_mmap(struct pr *r, const uint8_t *rec, size_t len, int v2)
 				nm.id_len = r->vdso_id_len;
 				memcpy(nm.id, r->vdso_id, nm.id_len);
 			}
-		} else if (pi->path[0] != '/') {
-			/* //anon, [heap], [stack], memfd:...: code with no file. */
+		} else if (pi->path[0] != '/' || !strcmp(pi->path, "//anon") || !strncmp(pi->path, "/memfd:", 7) ||
+			   !strncmp(pi->path, "/anon_hugepage", 14) || !strncmp(pi->path, "/dev/zero", 9)) {
+			/* //anon, [heap], [stack], /memfd:..., /anon_hugepage,
+			 * /dev/zero: code with no file (JITs), as perf's
+			 * is_anon_memory() and is_no_dso_memory() say. */
 			nm.flags = SU_MAP_ANON;
 			struct path_info *e = intern(r, "", 0);
 			if (!e)

@@ -1,0 +1,169 @@
+/* Names of JIT code from perf maps (perfmap.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "symbolize/perfmap.h"
+
+struct pm_entry {
+	uint64_t start, end;
+	uint32_t line;             /* a later line wins over an earlier one at the same start */
+	char *name;
+};
+
+struct pm_proc {
+	uint32_t pid;
+	int used;
+	struct pm_entry *e;
+	size_t n;
+};
+
+struct su_perfmaps {
+	char *symfs;
+	struct pm_proc *procs;     /* open addressing by pid */
+	size_t cap, count;
+};
+
+struct su_perfmaps *su_perfmaps_new(const char *symfs)
+{
+	struct su_perfmaps *pm = calloc(1, sizeof(*pm));
+	if (!pm)
+		return NULL;
+	pm->symfs = strdup(symfs ? symfs : "");
+	pm->cap = 64;
+	pm->procs = calloc(pm->cap, sizeof(*pm->procs));
+	if (!pm->symfs || !pm->procs) {
+		su_perfmaps_free(pm);
+		return NULL;
+	}
+	return pm;
+}
+
+static void proc_clear(struct pm_proc *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		free(p->e[i].name);
+	free(p->e);
+}
+
+void su_perfmaps_free(struct su_perfmaps *pm)
+{
+	if (!pm)
+		return;
+	for (size_t i = 0; pm->procs && i < pm->cap; i++)
+		if (pm->procs[i].used)
+			proc_clear(&pm->procs[i]);
+	free(pm->procs);
+	free(pm->symfs);
+	free(pm);
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct pm_entry *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->line < y->line ? -1 : x->line > y->line;
+}
+
+/* Read SYMFS/tmp/perf-PID.map into P (nothing when there is none). */
+static void load(struct su_perfmaps *pm, struct pm_proc *p)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/tmp/perf-%" PRIu32 ".map", pm->symfs, p->pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	char *line = NULL;
+	size_t len = 0, cap = 0;
+	uint32_t no = 0;
+	while (getline(&line, &len, f) > 0) {
+		char *s = line, *end;
+		uint64_t const start = strtoull(s, &end, 16);
+		if (end == s || *end != ' ')
+			continue;
+		s = end;
+		uint64_t const size = strtoull(s, &end, 16);
+		if (end == s || *end != ' ' || size == 0 || start + size < start)
+			continue;
+		char *name = end + 1;
+		name[strcspn(name, "\r\n")] = '\0';
+		if (!*name)
+			continue;
+		if (p->n == cap) {
+			size_t const ncap = cap ? cap * 2 : 64;
+			struct pm_entry *ne = realloc(p->e, ncap * sizeof(*ne));
+			if (!ne)
+				break;
+			p->e = ne;
+			cap = ncap;
+		}
+		char *copy = strdup(name);
+		if (!copy)
+			break;
+		p->e[p->n++] = (struct pm_entry){ start, start + size, no++, copy };
+	}
+	free(line);
+	fclose(f);
+	if (p->n)
+		qsort(p->e, p->n, sizeof(*p->e), entry_cmp);
+}
+
+static struct pm_proc *proc_of(struct su_perfmaps *pm, uint32_t pid)
+{
+	size_t i = (pid * 2654435761u) & (pm->cap - 1);
+	while (pm->procs[i].used && pm->procs[i].pid != pid)
+		i = (i + 1) & (pm->cap - 1);
+	if (pm->procs[i].used)
+		return &pm->procs[i];
+	if ((pm->count + 1) * 2 > pm->cap) {
+		/* Grow, then look again. */
+		size_t const ncap = pm->cap * 2;
+		struct pm_proc *np = calloc(ncap, sizeof(*np));
+		if (!np)
+			return NULL;
+		for (size_t k = 0; k < pm->cap; k++) {
+			if (!pm->procs[k].used)
+				continue;
+			size_t j = (pm->procs[k].pid * 2654435761u) & (ncap - 1);
+			while (np[j].used)
+				j = (j + 1) & (ncap - 1);
+			np[j] = pm->procs[k];
+		}
+		free(pm->procs);
+		pm->procs = np;
+		pm->cap = ncap;
+		return proc_of(pm, pid);
+	}
+	struct pm_proc *p = &pm->procs[i];
+	*p = (struct pm_proc){ .pid = pid, .used = 1 };
+	pm->count++;
+	load(pm, p);
+	return p;
+}
+
+const char *su_perfmap_lookup(struct su_perfmaps *pm, uint32_t pid, uint64_t addr, uint64_t *start)
+{
+	if (!pm)
+		return NULL;
+	struct pm_proc *p = proc_of(pm, pid);
+	if (!p || !p->n)
+		return NULL;
+	/* The last entry starting at or below ADDR (the latest line among
+	 * equal starts), then whether it covers ADDR. */
+	size_t lo = 0, hi = p->n;
+	while (lo < hi) {
+		size_t const mid = (lo + hi) / 2;
+		if (p->e[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || addr >= p->e[lo - 1].end)
+		return NULL;
+	if (start)
+		*start = p->e[lo - 1].start;
+	return p->e[lo - 1].name;
+}
