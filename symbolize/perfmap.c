@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "symbolize/perfmap.h"
 
@@ -76,6 +78,13 @@ static void load(struct su_perfmaps *pm, struct pm_proc *p)
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return;
+	/* As perf: a map in /tmp that is neither ours nor root's could name
+	 * frames anything. */
+	struct stat st;
+	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != 0)) {
+		fclose(f);
+		return;
+	}
 	char *line = NULL;
 	size_t len = 0, cap = 0;
 	uint32_t no = 0;

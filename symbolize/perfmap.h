@@ -3,7 +3,8 @@
  * A JIT (node --perf-basic-prof, Java's perf-map-agent, Python 3.12 -X
  * perf, LuaJIT, wasmtime...) writes /tmp/perf-PID.map: one line per
  * function it generated, "START SIZE NAME" (hex, hex, the rest of the
- * line), as perf script reads it.  Its code lives in anonymous mappings,
+ * line), as perf script reads it (and, as perf, only when the file is
+ * ours or root's).  Its code lives in anonymous mappings,
  * which no ELF file describes: this names those frames.  The file is read
  * once per process, on the first frame that needs it; a missing or
  * unreadable file just leaves the frames unnamed.  One set per thread. */
