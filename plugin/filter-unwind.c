@@ -40,6 +40,7 @@
 #include "trace/lttng-join.h"
 #include "debuginfo/module.h"
 #include "debuginfo/inflate-cache.h"
+#include "symbolize/perfmap.h"
 #include "unwind/unwind.h"
 #include "symbolize/symbolize.h"
 
@@ -93,6 +94,7 @@ struct unwind_iter {
 	struct ir_copy *copy;
 	struct su_reader *reader;
 	struct su_modcache *modules;
+	struct su_perfmaps *perfmaps; /* JIT names, as stackunwind gives them */
 	struct su_unwinder *unwinder;
 	struct su_frame *frames;
 	struct { const struct su_map_entry *e; struct su_module *m; } emod[256];
@@ -417,6 +419,17 @@ static int fill_sample(struct unwind_iter *it, bt_message *msg, const struct su_
 		size_t const ns = m->status == SU_MODULE_OK
 			? su_symbolize(m, elf_addr - (f->activation ? 0 : 1), sf, MAX_SYMFRAMES) : 0;
 		if (ns == 0 || !sf[ns - 1].function) {
+			/* JIT code: named from the process's perf map. */
+			uint64_t start;
+			const char *jit = m->status == SU_MODULE_NO_FILE && s
+				? su_perfmap_lookup(it->perfmaps, s->pid, su_frame_lookup_pc(f), &start) : NULL;
+			char mapname[48];
+			if (jit) {
+				snprintf(mapname, sizeof(mapname), "/tmp/perf-%" PRIu32 ".map", s->pid);
+				fo.function = jit;
+				fo.module = mapname;
+				fo.offset = f->pc - start;
+			}
 			if (set_frame(arr, &n, &fo))
 				return -ENOMEM;
 			continue;
@@ -789,6 +802,7 @@ static void iter_free(struct unwind_iter *it)
 	su_reader_free(it->reader);
 	su_unwinder_free(it->unwinder);
 	su_modcache_free(it->modules);
+	su_perfmaps_free(it->perfmaps);
 	free(it->frames);
 	free(it->blob);
 	free(it);
@@ -814,7 +828,8 @@ bt_message_iterator_class_initialize_method_status unwind_iter_init(bt_self_mess
 		su_modcache_set_finalizers(it->modules, NULL, su_symbolize_cache_free);
 	it->unwinder = it->modules ? su_unwinder_new(SU_UNWINDER_FAST, it->modules) : NULL;
 	it->frames = calloc(it->comp->max_frames, sizeof(*it->frames));
-	if (!it->copy || !it->reader || !it->join || !it->unwinder || !it->frames) {
+	it->perfmaps = su_perfmaps_new(it->comp->di.symfs);
+	if (!it->copy || !it->reader || !it->join || !it->unwinder || !it->frames || !it->perfmaps) {
 		iter_free(it);
 		return BT_MESSAGE_ITERATOR_CLASS_INITIALIZE_METHOD_STATUS_MEMORY_ERROR;
 	}

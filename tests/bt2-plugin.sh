@@ -122,6 +122,14 @@ folded_same sigalt "$work/sigalt.trace"
 check "sigalt: stacks go on through __restore_rt into the interrupted code" grep -q ';main;trigger_loop;__restore_rt;handler_entry' "$work/sigalt-bt.out"
 record full --full-copy -- "$TD/tdata-single" 0.3
 folded_same full "$work/full.trace"
+# JIT code named in /tmp/perf-PID.map: the filter names it as stackunwind does.
+"$STACKCAP" record -o "$work/jit.trace" -- "$B/tests/jit-burn" 0.5 perf-map >/dev/null 2>"$work/jit.rerr"
+jpid=$(ls "$work/jit.trace" | sed -n 's/^proc-\([0-9]*\)-.*/\1/p' | head -n 1)
+folded_same jit "$work/jit.trace"
+run jit-f $BT "$work/jit.trace" -c filter.stackcap.unwind
+rm -f "/tmp/perf-$jpid.map"
+njit=$(grep -c "function = \"jit_count_loop\", module = \"/tmp/perf-$jpid.map\"" "$work/jit-f.out")
+check "filter: JIT frames named from /tmp/perf-$jpid.map ($njit)" [ "$njit" -ge 100 ]
 # dlopen/dlclose: maps generations change while sampling (samples wait for
 # the maps event the writer stamps after them).
 record dlopen -- "$TD/tdata-dlopen" --reload 0.5
