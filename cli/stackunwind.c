@@ -675,14 +675,15 @@ static struct su_module *frame_module(struct worker *w, const struct su_maps *ma
 }
 
 /* A frame in code no file describes (a JIT's): its name from the perf map
- * of process PID, as perf script names it.  @return 1 and *SF, or 0. */
+ * of process PID, as perf script names it.  @return 1, *SF and *MAP (the
+ * map file, perf's module name; MAP may be NULL), or 0. */
 static int jit_frame(struct worker *w, uint32_t pid, const struct su_module *m, const struct su_frame *f,
-		     struct su_symframe *sf)
+		     struct su_symframe *sf, const char **map)
 {
 	if (!m || m->status != SU_MODULE_NO_FILE)
 		return 0;
 	uint64_t start = 0;
-	const char *name = su_perfmap_lookup(w->perfmaps, pid, su_frame_lookup_pc(f), &start);
+	const char *name = su_perfmap_lookup(w->perfmaps, pid, su_frame_lookup_pc(f), &start, map);
 	if (!name)
 		return 0;
 	*sf = (struct su_symframe){ .function = name, .func_offset = f->pc - start };
@@ -702,9 +703,10 @@ static void format_frame(struct worker *w, uint32_t pid, const struct su_maps *m
 		return;
 	}
 	struct su_symframe jf;
-	if (jit_frame(w, pid, m, f, &jf)) {
+	const char *jmap;
+	if (jit_frame(w, pid, m, f, &jf, &jmap)) {
 		text_pc(out, f->pc);
-		text_printf(out, "%s+0x%" PRIx64 " (/tmp/perf-%" PRIu32 ".map)\n", jf.function, jf.func_offset, pid);
+		text_printf(out, "%s+0x%" PRIx64 " (%s)\n", jf.function, jf.func_offset, jmap);
 		return;
 	}
 	if (m->status == SU_MODULE_NOT_FOUND || m->status == SU_MODULE_BUILD_ID_MISMATCH)
@@ -858,11 +860,9 @@ static void format_folded(struct worker *w, const struct unwound *u, const struc
 		struct su_symframe sf[MAX_SYMFRAMES];
 		size_t n = m->status == SU_MODULE_OK
 			? su_symbolize(m, elf_addr - (f->activation ? 0 : 1), sf, MAX_SYMFRAMES) : 0;
-		char jitmod[32];
-		const char *mod = base_name(e->path[0] ? e->path : "[anon]");
-		if (!n && jit_frame(w, u->pid, m, f, &sf[0])) {
-			snprintf(jitmod, sizeof(jitmod), "perf-%" PRIu32 ".map", u->pid);
-			mod = jitmod;
+		const char *mod = base_name(e->path[0] ? e->path : "[anon]"), *jmap;
+		if (!n && jit_frame(w, u->pid, m, f, &sf[0], &jmap)) {
+			mod = base_name(jmap);
 			n = 1;
 		}
 		if (n == 0 || !sf[n - 1].function) {
@@ -904,7 +904,7 @@ static void format_export(struct worker *w, const struct unwound *u, const struc
 			n = su_symbolize(m, f->pc - e->bias - (f->activation ? 0 : 1), sf, MAX_SYMFRAMES);
 		if (n && !sf[n - 1].function)
 			n = 0;
-		if (!n && jit_frame(w, u->pid, m, f, &sf[0]))
+		if (!n && jit_frame(w, u->pid, m, f, &sf[0], NULL))
 			n = 1;
 		if (!n)
 			w->counts.unknown_frames++;

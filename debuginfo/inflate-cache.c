@@ -13,9 +13,7 @@
 #include <elfutils/libdwelf.h>
 
 #include "debuginfo/inflate-cache.h"
-
-/* A build-id is at most 64 bytes here: longer ones are not cached. */
-#define ID_MAX 64
+#include "debuginfo/module.h"
 
 static int has_compressed(Elf *elf)
 {
@@ -26,20 +24,6 @@ static int has_compressed(Elf *elf)
 			return 1;
 	}
 	return 0;
-}
-
-/* "xx/rest" of ID into BUF. */
-static void id_rel(char *buf, const uint8_t *id, size_t len)
-{
-	static const char hex[] = "0123456789abcdef";
-	char *p = buf;
-	for (size_t i = 0; i < len; i++) {
-		*p++ = hex[id[i] >> 4];
-		*p++ = hex[id[i] & 15];
-		if (i == 0)
-			*p++ = '/';
-	}
-	*p = '\0';
 }
 
 /* PATH if it is an inflated copy of the file with build-id ID: its fd. */
@@ -151,40 +135,30 @@ fail:
 	return -1;
 }
 
-int su_inflate_cached(const char *dir, int fd, struct su_inflate_stats *stats)
+int su_inflate_cached(const char *dir, int fd)
 {
 	if (!dir || !*dir || fd < 0)
 		return -1;
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf)
 		return -1;
-	uint8_t id[ID_MAX];
+	uint8_t id[SU_BUILD_ID_MAX];
 	const void *bid = NULL;
 	ssize_t const len = elf_kind(elf) == ELF_K_ELF ? dwelf_elf_gnu_build_id(elf, &bid) : -1;
-	int const want = len > 0 && len <= ID_MAX && has_compressed(elf);
+	int const want = len > 0 && len <= SU_BUILD_ID_MAX && has_compressed(elf);
 	if (want)
 		memcpy(id, bid, (size_t)len);
 	elf_end(elf);
 	if (!want)
 		return -1;
-	char rel[2 * ID_MAX + 2], path[PATH_MAX];
-	id_rel(rel, id, (size_t)len);
+	char rel[2 * SU_BUILD_ID_MAX + 2], path[PATH_MAX];
+	su_build_id_rel(rel, id, (size_t)len);
 	if (snprintf(path, sizeof(path), "%s/debug/%s.debug", dir, rel) >= (int)sizeof(path))
 		return -1;
-	int cfd = open_copy(path, id, (size_t)len);
-	if (cfd >= 0) {
-		if (stats)
-			stats->hits++;
+	int const cfd = open_copy(path, id, (size_t)len);
+	if (cfd >= 0 || write_copy(path, fd) != 0)
 		return cfd;
-	}
-	if (write_copy(path, fd) != 0 || (cfd = open_copy(path, id, (size_t)len)) < 0) {
-		if (stats)
-			stats->failed++;
-		return -1;
-	}
-	if (stats)
-		stats->written++;
-	return cfd;
+	return open_copy(path, id, (size_t)len);
 }
 
 const char *su_inflate_default_dir(void)

@@ -15,16 +15,10 @@
 
 #include <stdint.h>
 
-struct su_inflate_stats {
-	uint64_t hits;      /* inflated copies used */
-	uint64_t written;   /* inflated copies written */
-	uint64_t failed;    /* copies that could not be written (the original used) */
-};
-
 /* FD: a debug file just found.  When its .debug_* sections are compressed
  * and DIR is not NULL: an fd of its inflated copy in DIR (written now if
  * missing), else -1 (use FD).  FD is never closed or moved. */
-int su_inflate_cached(const char *dir, int fd, struct su_inflate_stats *stats);
+int su_inflate_cached(const char *dir, int fd);
 
 /* The default cache directory: $STACKCAP_CACHE_DIR, else
  * $XDG_CACHE_HOME/stackcap, else $HOME/.cache/stackcap; NULL when none

@@ -43,7 +43,6 @@ struct su_modcache {
 	int no_debuginfod;
 	int no_system_dirs;
 	char *inflate_dir;         /* inflated copies of compressed debug files, or NULL */
-	struct su_inflate_stats inflate;
 	struct modpriv **buckets;
 	size_t nbuckets, count;
 	struct su_modcache_stats stats;
@@ -92,8 +91,7 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
-/* "xx/rest" of a build-id, in BUF (2 * SU_BUILD_ID_MAX + 2 bytes). */
-static void build_id_rel(char *buf, const uint8_t *id, size_t len)
+void su_build_id_rel(char *buf, const uint8_t *id, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
 	char *p = buf;
@@ -284,7 +282,7 @@ static int find_debug_file(struct modpriv *p, const char *file, const char *link
 	int fd = -1;
 	*out = NULL;
 	if (p->want_id_len)
-		build_id_rel(rel, p->want_id, p->want_id_len);
+		su_build_id_rel(rel, p->want_id, p->want_id_len);
 	for (char **d = c->debug_dirs; d && *d && fd < 0; d++) {
 		if (p->want_id_len)
 			fd = try_debug_fmt(p, out, "%s/.build-id/%s.debug", *d, rel);
@@ -453,7 +451,7 @@ static int cb_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modn
 	}
 	/* libdw reads the inflated copy; the name stays the file's own (a
 	 * dwz file is looked up relative to it). */
-	int const cfd = su_inflate_cached(p->cache->inflate_dir, fd, &p->cache->inflate);
+	int const cfd = su_inflate_cached(p->cache->inflate_dir, fd);
 	if (cfd >= 0) {
 		close(fd);
 		fd = cfd;
@@ -583,7 +581,7 @@ static int find_binary(struct modpriv *p, int *mismatch, char **path)
 	char rel[2 * SU_BUILD_ID_MAX + 2];
 	int fd = -1;
 	if (m->build_id_len)
-		build_id_rel(rel, m->build_id, m->build_id_len);
+		su_build_id_rel(rel, m->build_id, m->build_id_len);
 	/* Without a recorded build-id only the recorded path is trusted. */
 	for (char **d = c->debug_dirs; d && *d && fd < 0 && m->build_id_len; d++) {
 		fd = try_binary_fmt(p, mismatch, path, "%s/.build-id/%s", *d, rel);
@@ -900,9 +898,6 @@ void su_modcache_get_stats(const struct su_modcache *c, struct su_modcache_stats
 		return;
 	}
 	*stats = c->stats;
-	stats->inflate_hits = c->inflate.hits;
-	stats->inflate_written = c->inflate.written;
-	stats->inflate_failed = c->inflate.failed;
 }
 
 void su_modcache_set_finalizers(struct su_modcache *c, void (*unwind_free)(void *),

@@ -77,9 +77,6 @@ struct su_modcache_stats {
 	uint64_t no_file;          /* modules NO_FILE */
 	uint64_t mismatched_files; /* files seen and refused for their build-id */
 	uint64_t separate_debug;   /* separate debug files opened */
-	uint64_t inflate_hits;     /* inflated copies of compressed debug files used */
-	uint64_t inflate_written;  /* ... written by this run */
-	uint64_t inflate_failed;   /* ... that could not be written (original used) */
 };
 
 struct su_modcache;
@@ -106,5 +103,9 @@ void su_modcache_set_finalizers(struct su_modcache *cache,
 				void (*sym_free)(void *));
 
 const char *su_module_status_name(enum su_module_status status);
+
+/* "xx/rest" of a build-id, the layout of .build-id trees, in BUF
+ * (2 * SU_BUILD_ID_MAX + 2 bytes). */
+void su_build_id_rel(char *buf, const uint8_t *id, size_t len);
 
 #endif

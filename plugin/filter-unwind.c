@@ -421,13 +421,12 @@ static int fill_sample(struct unwind_iter *it, bt_message *msg, const struct su_
 		if (ns == 0 || !sf[ns - 1].function) {
 			/* JIT code: named from the process's perf map. */
 			uint64_t start;
+			const char *jmap;
 			const char *jit = m->status == SU_MODULE_NO_FILE && s
-				? su_perfmap_lookup(it->perfmaps, s->pid, su_frame_lookup_pc(f), &start) : NULL;
-			char mapname[48];
+				? su_perfmap_lookup(it->perfmaps, s->pid, su_frame_lookup_pc(f), &start, &jmap) : NULL;
 			if (jit) {
-				snprintf(mapname, sizeof(mapname), "/tmp/perf-%" PRIu32 ".map", s->pid);
 				fo.function = jit;
-				fo.module = mapname;
+				fo.module = jmap;
 				fo.offset = f->pc - start;
 			}
 			if (set_frame(arr, &n, &fo))

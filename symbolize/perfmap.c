@@ -18,6 +18,7 @@ struct pm_entry {
 struct pm_proc {
 	uint32_t pid;
 	int used;
+	char map[32];              /* "/tmp/perf-PID.map" */
 	struct pm_entry *e;
 	size_t n;
 };
@@ -74,7 +75,7 @@ static int entry_cmp(const void *a, const void *b)
 static void load(struct su_perfmaps *pm, struct pm_proc *p)
 {
 	char path[4200];
-	snprintf(path, sizeof(path), "%s/tmp/perf-%" PRIu32 ".map", pm->symfs, p->pid);
+	snprintf(path, sizeof(path), "%s%s", pm->symfs, p->map);
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return;
@@ -148,12 +149,14 @@ static struct pm_proc *proc_of(struct su_perfmaps *pm, uint32_t pid)
 	}
 	struct pm_proc *p = &pm->procs[i];
 	*p = (struct pm_proc){ .pid = pid, .used = 1 };
+	snprintf(p->map, sizeof(p->map), "/tmp/perf-%" PRIu32 ".map", pid);
 	pm->count++;
 	load(pm, p);
 	return p;
 }
 
-const char *su_perfmap_lookup(struct su_perfmaps *pm, uint32_t pid, uint64_t addr, uint64_t *start)
+const char *su_perfmap_lookup(struct su_perfmaps *pm, uint32_t pid, uint64_t addr, uint64_t *start,
+			      const char **map)
 {
 	if (!pm)
 		return NULL;
@@ -174,5 +177,7 @@ const char *su_perfmap_lookup(struct su_perfmaps *pm, uint32_t pid, uint64_t add
 		return NULL;
 	if (start)
 		*start = p->e[lo - 1].start;
+	if (map)
+		*map = p->map;
 	return p->e[lo - 1].name;
 }

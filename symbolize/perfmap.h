@@ -21,7 +21,10 @@ struct su_perfmaps *su_perfmaps_new(const char *symfs);
 void su_perfmaps_free(struct su_perfmaps *pm);
 
 /* The name of the function of process PID at ADDR, or NULL; *START its
- * first address.  The name lives as long as PM. */
-const char *su_perfmap_lookup(struct su_perfmaps *pm, uint32_t pid, uint64_t addr, uint64_t *start);
+ * first address, *MAP the map file as perf names the module
+ * ("/tmp/perf-PID.map", whatever the symfs).  Both strings live as long
+ * as PM. */
+const char *su_perfmap_lookup(struct su_perfmaps *pm, uint32_t pid, uint64_t addr, uint64_t *start,
+			      const char **map);
 
 #endif

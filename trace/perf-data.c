@@ -801,6 +801,22 @@ static int skip_read(const struct attr *a, const uint8_t **pp, const uint8_t *en
 
 #define NEED(n) do { if ((uint64_t)(end - p) < (uint64_t)(n)) goto bad; } while (0)
 
+/* N 64-bit words at P: in place when P is 8-aligned (the mapping is
+ * private, never written), else copied into the reader's scratch (one
+ * sample's stack or call chain at a time).  NULL (and cb_rc set) when
+ * out of memory. */
+static uint64_t *words_at(struct pr *r, const uint8_t *p, size_t n)
+{
+	if (((uintptr_t)p & 7) == 0)
+		return (uint64_t *)(uintptr_t)p;
+	if (su_grow((void **)&r->scratch, &r->scratch_cap, n + 1, 8)) {
+		r->cb_rc = -ENOMEM;
+		return NULL;
+	}
+	memcpy(r->scratch, p, n * 8);
+	return r->scratch;
+}
+
 static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 {
 	const uint8_t *p = rec + 8, *const end = rec + len;
@@ -932,16 +948,8 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 	img.sp = img.regs[STACKCAP_REG_RSP];
 	img.nwords = dyn / 8;
 	img.capacity = img.nwords;
-	if (no_user || ((uintptr_t)stack & 7) == 0) {
-		img.words = (uint64_t *)(uintptr_t)stack; /* mapped private: never written */
-	} else {
-		if (su_grow((void **)&r->scratch, &r->scratch_cap, img.nwords + 1, 8)) {
-			r->cb_rc = -ENOMEM;
-			return;
-		}
-		memcpy(r->scratch, stack, img.nwords * 8);
-		img.words = r->scratch;
-	}
+	if (stack && !(img.words = words_at(r, stack, img.nwords)))
+		return;
 	struct proc *pr = proc_get(r, pid);
 	if (!pr) {
 		r->cb_rc = -ENOMEM;
@@ -969,16 +977,8 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 		.stack_capped = !no_user && dyn >= size,
 	};
 	if (chain_only) {
-		if (((uintptr_t)uchain & 7) == 0) {
-			s.user_chain = (const uint64_t *)(uintptr_t)uchain;
-		} else {
-			if (su_grow((void **)&r->scratch, &r->scratch_cap, (size_t)n_uchain + 1, 8)) {
-				r->cb_rc = -ENOMEM;
-				return;
-			}
-			memcpy(r->scratch, uchain, (size_t)n_uchain * 8);
-			s.user_chain = r->scratch;
-		}
+		if (!(s.user_chain = words_at(r, uchain, n_uchain)))
+			return;
 		s.n_user_chain = n_uchain;
 	}
 	r->cb_rc = r->cb->sample(r->cb->arg, &s);

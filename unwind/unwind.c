@@ -591,21 +591,20 @@ size_t su_unwind(struct su_unwinder *u, const struct su_sample *sample,
 	size_t n;
 	u->stats.samples++;
 	uint64_t const rip = img->regs[STACKCAP_REG_RIP];
-	if (!(img->regs_kept >> STACKCAP_REG_RIP & 1) && sample->user_chain && sample->n_user_chain) {
-		/* Already walked (perf record -g): the chain is the stack.
-		 * Its end is where the kernel's frame-pointer walk stopped. */
+	if (!(img->regs_kept >> STACKCAP_REG_RIP & 1)) {
+		/* No registers: nothing to unwind.  A perf record -g sample
+		 * carries the chain the kernel walked: that is the stack, and
+		 * it ends where the kernel's frame-pointer walk stopped. */
 		n = 0;
-		for (uint32_t i = 0; i < sample->n_user_chain && n < max; i++) {
+		uint32_t const nc = sample->user_chain ? sample->n_user_chain : 0;
+		for (uint32_t i = 0; i < nc && n < max; i++) {
 			uint64_t const pc = sample->user_chain[i];
 			frames[n++] = (struct su_frame){
 				.pc = pc, .map = sample->maps ? su_maps_find(sample->maps, pc) : -1,
 				.how = i ? SU_FRAME_CHAIN : SU_FRAME_INITIAL, .activation = i == 0,
 			};
 		}
-		*end = n < sample->n_user_chain ? SU_END_MAX_FRAMES : SU_END_OUTERMOST;
-	} else if (!(img->regs_kept >> STACKCAP_REG_RIP & 1)) {
-		*end = SU_END_NO_USER;
-		n = 0;
+		*end = !nc ? SU_END_NO_USER : n < nc ? SU_END_MAX_FRAMES : SU_END_OUTERMOST;
 	} else if (rip == 0) {
 		*end = SU_END_OUTERMOST;
 		n = 0;
