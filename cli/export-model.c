@@ -237,7 +237,7 @@ static int mapping_eq(const void *arg, uint32_t i)
 	       e->filename == k->filename && e->build_id == k->build_id;
 }
 
-static uint32_t mapping_of(struct export_model *m, const struct su_map_entry *e, uint32_t *out)
+static uint32_t mapping_of(struct export_model *m, const struct su_map_entry *e, const char *name, uint32_t *out)
 {
 	struct index *x = m->index;
 	size_t const slot = ((uintptr_t)e >> 4) % (sizeof(x->emap) / sizeof(x->emap[0]));
@@ -251,7 +251,7 @@ static uint32_t mapping_of(struct export_model *m, const struct su_map_entry *e,
 	hex[2 * e->build_id_len] = 0;
 	struct export_mapping key = {
 		.start = e->start, .limit = e->end, .offset = e->offset, .bias = e->bias,
-		.filename = export_model_string(m, e->path[0] ? e->path : "[anon]"),
+		.filename = export_model_string(m, name),
 		.build_id = export_model_string(m, hex),
 	};
 	if (key.filename == UINT32_MAX || key.build_id == UINT32_MAX)
@@ -407,7 +407,7 @@ static int thread_of(struct export_model *m, const struct export_rec_sample *s, 
 	size_t const t = itab_find(&x->threads, h, thread_eq, &a);
 	if (!x->threads.idx[t]) {
 		const struct su_process *p = s->process;
-		uint32_t const comm = export_model_string(m, p && p->comm && p->comm[0] ? p->comm : "[unknown]");
+		uint32_t const comm = export_model_string(m, s->comm);
 		if (comm == UINT32_MAX || GROW(m, threads))
 			return -ENOMEM;
 		m->threads[m->n_threads] = (struct export_thread){
@@ -462,7 +462,7 @@ static long add_sample(struct export_model *m, const unsigned char *p, size_t le
 		 * equals a leaf's pc (an instruction start). */
 		struct loc_key k = { .mapping = EXPORT_NO_MAPPING, .address = f.activation ? f.pc : f.pc - 1,
 				     .activation = f.activation };
-		if (f.map && (rc = mapping_of(m, f.map, &k.mapping)))
+		if (f.map && (rc = mapping_of(m, f.map, f.module_name, &k.mapping)))
 			return rc;
 		uint32_t li;
 		int fresh;

@@ -24,6 +24,7 @@
 struct export_rec_sample {
 	uint64_t time_ns;
 	const struct su_process *process;  /* NULL when unknown */
+	const char *comm;                  /* its name, safe to print (symbolize/resolve.h) */
 	uint32_t pid, tid;
 	uint32_t nframes;                  /* export_rec_frame records that follow */
 	uint8_t end;                       /* enum su_unwind_end */
@@ -32,6 +33,7 @@ struct export_rec_sample {
 struct export_rec_frame {
 	uint64_t pc;
 	const struct su_map_entry *map;    /* NULL: the pc is in no recorded mapping */
+	const char *module_name;           /* MAP's name, safe to print (symbolize/resolve.h) */
 	uint8_t activation;                /* the leaf: symbolized at pc, not pc - 1 */
 	uint8_t module_ok;                 /* the binary was found and opened */
 	uint16_t nsym;                     /* struct su_symframe that follow, innermost first */

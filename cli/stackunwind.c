@@ -29,7 +29,7 @@
 #include "debuginfo/inflate-cache.h"
 #include "unwind/unwind.h"
 #include "symbolize/symbolize.h"
-#include "symbolize/perfmap.h"
+#include "symbolize/resolve.h"
 #include "cli/export.h"
 #include "cli/flamegraph.h"
 #include "cli/progress.h"
@@ -37,7 +37,6 @@
 #define PROG "stackunwind"
 #define BATCH 1024
 #define MAX_FRAMES 1024
-#define MAX_SYMFRAMES 64
 
 enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_PARTIAL = 3 };
 enum { EXPORT_SPEEDSCOPE = 1, EXPORT_PPROF };
@@ -434,11 +433,8 @@ struct worker {
 	size_t n_bad, cap_bad;
 	struct frame_text *ftext;    /* open addressing, power of two */
 	size_t n_ftext, cap_ftext;
-	/* The module of a maps entry, by entry address: maps live until the
-	 * reader's end callback, so an address never names another entry. */
-	struct { const struct su_map_entry *e; struct su_module *m; } emod[512];
 	struct su_modcache *modules;
-	struct su_perfmaps *perfmaps; /* JIT names (symbolize/perfmap.h) */
+	struct su_resolver *resolver;
 	struct su_unwinder *unwinder;
 	struct su_frame *frames;
 	struct counts counts;
@@ -451,18 +447,17 @@ static int worker_init(struct worker *w, const struct options *o)
 	w->modules = su_modcache_new(&o->di);
 	if (!w->modules)
 		return -ENOMEM;
-	su_modcache_set_finalizers(w->modules, NULL, su_symbolize_cache_free);
+	w->resolver = su_resolver_new(w->modules, o->di.symfs);
 	w->unwinder = su_unwinder_new(o->unwinder, w->modules);
 	w->frames = calloc(o->max_frames, sizeof(*w->frames));
-	w->perfmaps = su_perfmaps_new(o->di.symfs);
-	return w->unwinder && w->frames && w->perfmaps ? 0 : -ENOMEM;
+	return w->unwinder && w->frames && w->resolver ? 0 : -ENOMEM;
 }
 
 static void worker_fini(struct worker *w)
 {
 	su_unwinder_free(w->unwinder);
+	su_resolver_free(w->resolver);
 	su_modcache_free(w->modules);
-	su_perfmaps_free(w->perfmaps);
 	free(w->frames);
 	free(w->bad);
 	for (size_t i = 0; i < w->cap_ftext; i++)
@@ -508,8 +503,9 @@ static void warn_bad_modules(struct worker *workers, unsigned n)
 			char hex[2 * SU_BUILD_ID_MAX + 1] = "none recorded";
 			for (unsigned k = 0; k < m->build_id_len; k++)
 				snprintf(hex + 2 * k, 3, "%02x", m->build_id[k]);
+			const char *path = su_resolver_text(workers[i].resolver, m->recorded_path);
 			fprintf(stderr, PROG ": warning: %s (build-id %s): %s; its frames show module+offset\n",
-				m->recorded_path, hex,
+				path ? path : "?", hex,
 				m->status == SU_MODULE_BUILD_ID_MISMATCH
 					? "the file there has another build-id (rebuilt since the recording?); "
 					  "give the right one with --debug-dir or --symfs"
@@ -617,28 +613,26 @@ static struct frame_text *frame_cache_slot(struct worker *w, const struct su_mod
 	}
 }
 
-/* Build the text of a frame in module M at ELF address ADDR. */
-static int frame_text_build(struct frame_text *ft, struct su_module *m, uint64_t elf_addr, int act,
-			    const char *module_name)
+/* The text of resolved frame R: one line per function (inlined ones
+ * first, like perf's "(inlined)"), module+offset where nothing is known. */
+static int frame_text_build(struct frame_text *ft, const struct su_resolved *r)
 {
-	struct su_symframe sf[MAX_SYMFRAMES];
-	uint64_t const lookup = elf_addr - (act ? 0 : 1);
-	size_t n = m->status == SU_MODULE_OK ? su_symbolize(m, lookup, sf, MAX_SYMFRAMES) : 0;
 	struct text t = { 0 };
-	if (n == 0 || !sf[n - 1].function) {
+	size_t n = r->nsym;
+	if (r->kind != SU_RESOLVED_SYMBOLS) {
 		/* module+offset: what can still be looked up later by hand. */
 		n = 1;
-		text_printf(&t, "%s+0x%" PRIx64 " (%s)\n", base_name(module_name), elf_addr, module_name);
+		text_printf(&t, "%s+0x%" PRIx64 " (%s)\n", base_name(r->module_name), r->elf_addr, r->module_name);
 		ft->unknown = 1;
 	} else {
 		for (size_t i = 0; i < n; i++) {
-			const struct su_symframe *y = &sf[i];
+			const struct su_symframe *y = &r->sym[i];
 			const char *fn = y->function ? y->function : "[unknown]";
 			if (y->inlined)
-				text_printf(&t, "%s (inlined) (%s)", fn, module_name);
+				text_printf(&t, "%s (inlined) (%s)", fn, r->module_name);
 			else
-				text_printf(&t, "%s+0x%" PRIx64 " (%s)", fn, y->func_offset + (act ? 0 : 1),
-					    module_name);
+				text_printf(&t, "%s+0x%" PRIx64 " (%s)", fn, y->func_offset + (r->activation ? 0 : 1),
+					    r->module_name);
 			if (y->file && y->line)
 				text_printf(&t, " %s:%u\n", y->file, y->line);
 			else
@@ -654,83 +648,63 @@ static int frame_text_build(struct frame_text *ft, struct su_module *m, uint64_t
 	return 0;
 }
 
-/* The maps entry (*E) and module of frame F, or NULL. */
-static struct su_module *frame_module(struct worker *w, const struct su_maps *maps, const struct su_frame *f,
-				      const struct su_map_entry **e_out)
+/* Frame F resolved into *R, counted (unknown frames, binaries missing).
+ * @return 0 or -ENOMEM. */
+static int resolve_frame(struct worker *w, uint32_t pid, const struct su_maps *maps, const struct su_frame *f,
+			 struct su_resolved *r)
 {
-	const struct su_map_entry *e = f->map >= 0 && maps && (uint64_t)f->map < maps->count
-		? &maps->entries[f->map] : NULL;
-	struct su_module *m = NULL;
-	*e_out = e;
-	if (!e)
-		return NULL;
-	size_t const slot = ((uintptr_t)e >> 4) % 512;
-	if (w->emod[slot].e == e)
-		return w->emod[slot].m;
-	if ((m = su_modcache_get(w->modules, e)) != NULL) {
-		w->emod[slot].e = e;
-		w->emod[slot].m = m;
-	}
-	return m;
+	int const rc = su_resolve(w->resolver, pid, maps, f, r);
+	if (r->module && (r->module->status == SU_MODULE_NOT_FOUND || r->module->status == SU_MODULE_BUILD_ID_MISMATCH))
+		note_bad_module(w, r->module);
+	if (r->kind == SU_RESOLVED_UNKNOWN || r->kind == SU_RESOLVED_MODULE)
+		w->counts.unknown_frames++;
+	return rc;
 }
 
-/* A frame in code no file describes (a JIT's): its name from the perf map
- * of process PID, as perf script names it.  @return 1, *SF and *MAP (the
- * map file, perf's module name; MAP may be NULL), or 0. */
-static int jit_frame(struct worker *w, uint32_t pid, const struct su_module *m, const struct su_frame *f,
-		     struct su_symframe *sf, const char **map)
-{
-	if (!m || m->status != SU_MODULE_NO_FILE)
-		return 0;
-	uint64_t start = 0;
-	const char *name = su_perfmap_lookup(w->perfmaps, pid, su_frame_lookup_pc(f), &start, map);
-	if (!name)
-		return 0;
-	*sf = (struct su_symframe){ .function = name, .func_offset = f->pc - start };
-	return 1;
-}
-
-/* One frame's lines: inlined frames first, like perf's "(inlined)". */
+/* One frame's lines, after its address. */
 static void format_frame(struct worker *w, uint32_t pid, const struct su_maps *maps, const struct su_frame *f,
 			 struct text *out)
 {
 	const struct su_map_entry *e;
-	struct su_module *m = frame_module(w, maps, f, &e);
-	if (!m) {
-		w->counts.unknown_frames++;
-		text_pc(out, f->pc);
-		text_puts(out, "[unknown] ([unknown])\n");
-		return;
-	}
-	struct su_symframe jf;
-	const char *jmap;
-	if (jit_frame(w, pid, m, f, &jf, &jmap)) {
-		text_pc(out, f->pc);
-		text_printf(out, "%s+0x%" PRIx64 " (%s)\n", jf.function, jf.func_offset, jmap);
-		return;
-	}
-	if (m->status == SU_MODULE_NOT_FOUND || m->status == SU_MODULE_BUILD_ID_MISMATCH)
-		note_bad_module(w, m);
-	uint64_t const elf_addr = f->pc - e->bias;
-	struct frame_text *ft = frame_cache_slot(w, m, e->path, elf_addr, f->activation);
+	struct su_module *m = su_resolver_module(w->resolver, maps, f, &e);
+	/* Code of a file: its text is cached per (module, name, address). */
+	struct frame_text *ft = m && m->status != SU_MODULE_NO_FILE
+		? frame_cache_slot(w, m, e->path, f->pc - e->bias, f->activation) : NULL;
 	struct frame_text tmp = { 0 };
-	if (!ft || !ft->m) {
+	if (ft && ft->m) {
+		if (ft->unknown)
+			w->counts.unknown_frames++;
+		if (m->status == SU_MODULE_NOT_FOUND || m->status == SU_MODULE_BUILD_ID_MISMATCH)
+			note_bad_module(w, m);
+	} else {
+		struct su_resolved r;
+		if (resolve_frame(w, pid, maps, f, &r)) {
+			out->oom = 1;
+			return;
+		}
+		if (r.kind == SU_RESOLVED_UNKNOWN) {
+			text_pc(out, f->pc);
+			text_puts(out, "[unknown] ([unknown])\n");
+			return;
+		}
+		if (r.kind == SU_RESOLVED_JIT) {
+			text_pc(out, f->pc);
+			text_printf(out, "%s+0x%" PRIx64 " (%s)\n", r.sym[0].function, r.sym[0].func_offset, r.jit_map);
+			return;
+		}
 		struct frame_text *dst = ft ? ft : &tmp;
-		const char *module_name = e->path[0] ? e->path : (e->flags & SU_MAP_ANON ? "[anon]" : "[unknown]");
-		if (frame_text_build(dst, m, elf_addr, f->activation, module_name)) {
+		if (frame_text_build(dst, &r)) {
 			out->oom = 1;
 			return;
 		}
 		dst->m = m;
 		dst->path = e->path;
-		dst->addr = elf_addr;
+		dst->addr = r.elf_addr;
 		dst->activation = f->activation;
 		if (ft)
 			w->n_ftext++;
 		ft = dst;
 	}
-	if (ft->unknown)
-		w->counts.unknown_frames++;
 	const char *p = ft->text;
 	for (uint16_t i = 0; i < ft->lines; i++) {
 		const char *nl = strchr(p, '\n');
@@ -785,7 +759,12 @@ static void format_sample(struct worker *w, const struct unwound *u, const struc
 			  struct text *out)
 {
 	/* "comm pid/tid sec.nsec:" */
-	text_puts(out, u->process && u->process->comm[0] ? u->process->comm : "[unknown]");
+	const char *comm = su_resolver_comm(w->resolver, u->process);
+	if (!comm) {
+		out->oom = 1;
+		return;
+	}
+	text_puts(out, comm);
 	text_put(out, " ", 1);
 	text_id(out, u->pid);
 	text_put(out, "/", 1);
@@ -829,7 +808,12 @@ static void fold_module(struct worker *w, struct text *out, const char *mod)
 static void format_folded(struct worker *w, const struct unwound *u, const struct su_frame *frames,
 			  struct text *out)
 {
-	text_folded_name(out, u->process && u->process->comm[0] ? u->process->comm : "[unknown]");
+	const char *comm = su_resolver_comm(w->resolver, u->process);
+	if (!comm) {
+		out->oom = 1;
+		return;
+	}
+	text_folded_name(out, comm);
 	if (w->o->roots >= 1) {
 		text_put(out, "-", 1);
 		text_id(out, u->pid);
@@ -844,38 +828,27 @@ static void format_folded(struct worker *w, const struct unwound *u, const struc
 		text_put(out, "]", 1);
 	}
 	for (size_t i = u->nframes; i-- > 0;) {
-		const struct su_frame *f = &frames[i];
-		const struct su_map_entry *e;
-		struct su_module *m = frame_module(w, u->maps, f, &e);
+		struct su_resolved r;
+		if (resolve_frame(w, u->pid, u->maps, &frames[i], &r)) {
+			out->oom = 1;
+			return;
+		}
 		text_put(out, ";", 1);
-		if (!m) {
-			w->counts.unknown_frames++;
+		if (r.kind == SU_RESOLVED_UNKNOWN) {
 			text_puts(out, "[unknown]");
 			continue;
 		}
-		/* folded and flamegraph warn of a missing or rebuilt binary too. */
-		if (m->status == SU_MODULE_NOT_FOUND || m->status == SU_MODULE_BUILD_ID_MISMATCH)
-			note_bad_module(w, m);
-		uint64_t const elf_addr = f->pc - e->bias;
-		struct su_symframe sf[MAX_SYMFRAMES];
-		size_t n = m->status == SU_MODULE_OK
-			? su_symbolize(m, elf_addr - (f->activation ? 0 : 1), sf, MAX_SYMFRAMES) : 0;
-		const char *mod = base_name(e->path[0] ? e->path : "[anon]"), *jmap;
-		if (!n && jit_frame(w, u->pid, m, f, &sf[0], &jmap)) {
-			mod = base_name(jmap);
-			n = 1;
-		}
-		if (n == 0 || !sf[n - 1].function) {
-			w->counts.unknown_frames++;
+		const char *mod = base_name(r.kind == SU_RESOLVED_JIT ? r.jit_map : r.module_name);
+		if (r.kind == SU_RESOLVED_MODULE) {
 			text_folded_name(out, mod);
-			text_printf(out, "+0x%" PRIx64, elf_addr);
+			text_printf(out, "+0x%" PRIx64, r.elf_addr);
 			fold_module(w, out, mod);
 			continue;
 		}
 		/* Outermost (the real function) first; --no-inline keeps only it. */
-		size_t const last = w->o->no_inline ? n - 1 : 0;
+		size_t const n = r.nsym, last = w->o->no_inline ? n - 1 : 0;
 		for (size_t k = n; k-- > last;) {
-			text_folded_name(out, sf[k].function ? sf[k].function : "[unknown]");
+			text_folded_name(out, r.sym[k].function ? r.sym[k].function : "[unknown]");
 			fold_module(w, out, mod);
 			if (k > last)
 				text_put(out, ";", 1);
@@ -889,29 +862,25 @@ static void format_folded(struct worker *w, const struct unwound *u, const struc
 static void format_export(struct worker *w, const struct unwound *u, const struct su_frame *frames,
 			  struct text *out)
 {
-	struct export_rec_sample const h = { .time_ns = u->time_ns, .process = u->process, .pid = u->pid,
+	struct export_rec_sample const h = { .time_ns = u->time_ns, .process = u->process,
+					     .comm = su_resolver_comm(w->resolver, u->process), .pid = u->pid,
 					     .tid = u->tid, .nframes = u->nframes, .end = u->end };
+	if (!h.comm) {
+		out->oom = 1;
+		return;
+	}
 	text_put(out, (const char *)&h, sizeof(h));
 	for (size_t i = 0; i < u->nframes; i++) {
-		const struct su_frame *f = &frames[i];
-		const struct su_map_entry *e;
-		struct su_module *m = frame_module(w, u->maps, f, &e);
-		struct su_symframe sf[MAX_SYMFRAMES];
-		size_t n = 0;
-		if (m && (m->status == SU_MODULE_NOT_FOUND || m->status == SU_MODULE_BUILD_ID_MISMATCH))
-			note_bad_module(w, m);
-		if (m && m->status == SU_MODULE_OK)
-			n = su_symbolize(m, f->pc - e->bias - (f->activation ? 0 : 1), sf, MAX_SYMFRAMES);
-		if (n && !sf[n - 1].function)
-			n = 0;
-		if (!n && jit_frame(w, u->pid, m, f, &sf[0], NULL))
-			n = 1;
-		if (!n)
-			w->counts.unknown_frames++;
-		struct export_rec_frame const r = { .pc = f->pc, .map = e, .activation = f->activation,
-						    .module_ok = m && m->status == SU_MODULE_OK, .nsym = (uint16_t)n };
-		text_put(out, (const char *)&r, sizeof(r));
-		text_put(out, (const char *)sf, n * sizeof(*sf));
+		struct su_resolved r;
+		if (resolve_frame(w, u->pid, u->maps, &frames[i], &r)) {
+			out->oom = 1;
+			return;
+		}
+		struct export_rec_frame const x = {
+			.pc = r.pc, .map = r.entry, .module_name = r.module_name, .activation = r.activation,
+			.module_ok = r.module && r.module->status == SU_MODULE_OK, .nsym = (uint16_t)r.nsym };
+		text_put(out, (const char *)&x, sizeof(x));
+		text_put(out, (const char *)r.sym, r.nsym * sizeof(*r.sym));
 	}
 }
 

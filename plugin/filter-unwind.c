@@ -40,13 +40,11 @@
 #include "trace/lttng-join.h"
 #include "debuginfo/module.h"
 #include "debuginfo/inflate-cache.h"
-#include "symbolize/perfmap.h"
 #include "unwind/unwind.h"
-#include "symbolize/symbolize.h"
+#include "symbolize/resolve.h"
 
 #define WAIT_NS (5ull * 1000000000u)
 #define MAX_QUEUE (1u << 20)
-#define MAX_SYMFRAMES 64
 #define DEFAULT_MAX_FRAMES 1024
 
 /* Event class tags (ir-copy keeps one per class): a stackcap trace's
@@ -94,10 +92,9 @@ struct unwind_iter {
 	struct ir_copy *copy;
 	struct su_reader *reader;
 	struct su_modcache *modules;
-	struct su_perfmaps *perfmaps; /* JIT names, as stackunwind gives them */
+	struct su_resolver *resolver; /* frames named as stackunwind names them */
 	struct su_unwinder *unwinder;
 	struct su_frame *frames;
-	struct { const struct su_map_entry *e; struct su_module *m; } emod[256];
 	/* the queue: a ring of messages in arrival order */
 	struct qitem *q;
 	size_t qhead, qlen, qcap;
@@ -342,26 +339,6 @@ static bt_field_class *extend_payload(void *arg, bt_trace_class *tc, const bt_ev
 	return payload;
 }
 
-/* The maps entry and module of frame F, or NULL. */
-static struct su_module *frame_module(struct unwind_iter *it, const struct su_maps *maps, const struct su_frame *f,
-				      const struct su_map_entry **e_out)
-{
-	const struct su_map_entry *e = f->map >= 0 && maps && (uint64_t)f->map < maps->count
-		? &maps->entries[f->map] : NULL;
-	*e_out = e;
-	if (!e)
-		return NULL;
-	size_t const slot = ((uintptr_t)e >> 4) % 256;
-	if (it->emod[slot].e == e)
-		return it->emod[slot].m;
-	struct su_module *m = su_modcache_get(it->modules, e);
-	if (m) {
-		it->emod[slot].e = e;
-		it->emod[slot].m = m;
-	}
-	return m;
-}
-
 struct frame_out {
 	uint64_t ip, offset;
 	const char *function, *module, *file;
@@ -398,47 +375,41 @@ static int fill_sample(struct unwind_iter *it, bt_message *msg, const struct su_
 	bt_field *endf = bt_field_structure_borrow_member_field_by_name(pl, SC_FIELD_UNWIND_END);
 	if (!comm || !arr || !endf)
 		return -EINVAL;
-	if (bt_field_string_set_value(comm, s && s->process && s->process->comm[0] ? s->process->comm : "[unknown]") ||
+	const char *name = su_resolver_comm(it->resolver, s ? s->process : NULL);
+	if (!name || bt_field_string_set_value(comm, name) ||
 	    bt_field_string_set_value(endf, end) || bt_field_array_dynamic_set_length(arr, 0))
 		return -ENOMEM;
 	uint64_t n = 0;
 	for (size_t i = 0; i < nframes; i++) {
-		const struct su_frame *f = &frames[i];
-		const struct su_map_entry *e;
-		struct su_module *m = frame_module(it, s->maps, f, &e);
-		struct frame_out fo = { .ip = f->pc, .function = "", .module = "", .file = "" };
-		if (!m) {
-			if (set_frame(arr, &n, &fo))
-				return -ENOMEM;
-			continue;
-		}
-		uint64_t const elf_addr = f->pc - e->bias;
-		fo.module = e->path[0] ? e->path : "[anon]";
-		fo.offset = elf_addr;
-		struct su_symframe sf[MAX_SYMFRAMES];
-		size_t const ns = m->status == SU_MODULE_OK
-			? su_symbolize(m, elf_addr - (f->activation ? 0 : 1), sf, MAX_SYMFRAMES) : 0;
-		if (ns == 0 || !sf[ns - 1].function) {
-			/* JIT code: named from the process's perf map. */
-			uint64_t start;
-			const char *jmap;
-			const char *jit = m->status == SU_MODULE_NO_FILE && s
-				? su_perfmap_lookup(it->perfmaps, s->pid, su_frame_lookup_pc(f), &start, &jmap) : NULL;
-			if (jit) {
-				fo.function = jit;
-				fo.module = jmap;
-				fo.offset = f->pc - start;
+		struct su_resolved r;
+		if (su_resolve(it->resolver, s->pid, s->maps, &frames[i], &r))
+			return -ENOMEM;
+		struct frame_out fo = { .ip = r.pc, .function = "", .module = "", .file = "" };
+		if (r.kind == SU_RESOLVED_UNKNOWN || r.kind == SU_RESOLVED_MODULE) {
+			if (r.kind == SU_RESOLVED_MODULE) {
+				fo.module = r.module_name;
+				fo.offset = r.elf_addr;
 			}
 			if (set_frame(arr, &n, &fo))
 				return -ENOMEM;
 			continue;
 		}
+		if (r.kind == SU_RESOLVED_JIT) {
+			fo.function = r.sym[0].function;
+			fo.module = r.jit_map;
+			fo.offset = r.sym[0].func_offset;
+			if (set_frame(arr, &n, &fo))
+				return -ENOMEM;
+			continue;
+		}
 		/* Innermost inlined function first; the real function last. */
-		for (size_t k = it->comp->no_inline ? ns - 1 : 0; k < ns; k++) {
-			fo.function = sf[k].function ? sf[k].function : "[unknown]";
-			fo.file = sf[k].file ? sf[k].file : "";
-			fo.line = sf[k].line;
-			fo.inlined = k + 1 < ns;
+		fo.module = r.module_name;
+		fo.offset = r.elf_addr;
+		for (size_t k = it->comp->no_inline ? r.nsym - 1 : 0; k < r.nsym; k++) {
+			fo.function = r.sym[k].function ? r.sym[k].function : "[unknown]";
+			fo.file = r.sym[k].file ? r.sym[k].file : "";
+			fo.line = r.sym[k].line;
+			fo.inlined = k + 1 < r.nsym;
 			if (set_frame(arr, &n, &fo))
 				return -ENOMEM;
 		}
@@ -800,8 +771,8 @@ static void iter_free(struct unwind_iter *it)
 	ir_copy_free(it->copy);
 	su_reader_free(it->reader);
 	su_unwinder_free(it->unwinder);
+	su_resolver_free(it->resolver);
 	su_modcache_free(it->modules);
-	su_perfmaps_free(it->perfmaps);
 	free(it->frames);
 	free(it->blob);
 	free(it);
@@ -823,12 +794,10 @@ bt_message_iterator_class_initialize_method_status unwind_iter_init(bt_self_mess
 	it->reader = su_reader_new(NULL, &cb);
 	it->join = su_lttng_join_new();
 	it->modules = su_modcache_new(&it->comp->di);
-	if (it->modules)
-		su_modcache_set_finalizers(it->modules, NULL, su_symbolize_cache_free);
+	it->resolver = it->modules ? su_resolver_new(it->modules, it->comp->di.symfs) : NULL;
 	it->unwinder = it->modules ? su_unwinder_new(SU_UNWINDER_FAST, it->modules) : NULL;
 	it->frames = calloc(it->comp->max_frames, sizeof(*it->frames));
-	it->perfmaps = su_perfmaps_new(it->comp->di.symfs);
-	if (!it->copy || !it->reader || !it->join || !it->unwinder || !it->frames || !it->perfmaps) {
+	if (!it->copy || !it->reader || !it->join || !it->unwinder || !it->frames || !it->resolver) {
 		iter_free(it);
 		return BT_MESSAGE_ITERATOR_CLASS_INITIALIZE_METHOD_STATUS_MEMORY_ERROR;
 	}

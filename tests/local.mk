@@ -146,6 +146,9 @@ EXTRA_DIST += tests/unwind.sh
 # stackcap convert; the table in docs/RELIABILITY.md must match.
 TESTS += tests/bad-input.sh
 EXTRA_DIST += tests/bad-input.sh
+# Control characters of a trace escaped in every output (symbolize/resolve.h).
+TESTS += tests/escape.sh
+EXTRA_DIST += tests/escape.sh
 
 # Integration: a secret on a live stack frame never reaches a trace (every
 # policy, zstd, perf.data converted) nor any stackunwind output.

@@ -93,10 +93,10 @@ static struct su_map_entry lib = {
  * file name), a caller at 0x402005 in main; END says how the unwind ended. */
 static void add_sample(struct recbuf *r, uint32_t tid, uint64_t t, int end)
 {
-	struct export_rec_sample const s = { .time_ns = t, .process = &proc, .pid = 42, .tid = tid,
+	struct export_rec_sample const s = { .time_ns = t, .process = &proc, .comm = proc.comm, .pid = 42, .tid = tid,
 					     .nframes = 3, .end = (uint8_t)end };
 	put(r, &s, sizeof(s));
-	struct export_rec_frame f = { .pc = 0x401000, .map = &lib, .activation = 1, .module_ok = 1, .nsym = 2 };
+	struct export_rec_frame f = { .pc = 0x401000, .map = &lib, .module_name = "/usr/lib/libx.so", .activation = 1, .module_ok = 1, .nsym = 2 };
 	put(r, &f, sizeof(f));
 	struct su_symframe sf[2] = {
 		{ .function = "g", .file = "bad\x80.c", .line = 7, .column = 3, .inlined = 1,
@@ -104,13 +104,13 @@ static void add_sample(struct recbuf *r, uint32_t tid, uint64_t t, int end)
 		{ .function = "f", .file = "f.c", .line = 20, .decl_file = "f.c", .decl_line = 18 },
 	};
 	put(r, sf, sizeof(sf));
-	f = (struct export_rec_frame){ .pc = 0x402005, .map = &lib, .activation = 0, .module_ok = 1, .nsym = 1 };
+	f = (struct export_rec_frame){ .pc = 0x402005, .map = &lib, .module_name = "/usr/lib/libx.so", .activation = 0, .module_ok = 1, .nsym = 1 };
 	put(r, &f, sizeof(f));
 	struct su_symframe const m = { .function = "main", .file = "m.c", .line = 3, .decl_file = "m.c",
 				       .decl_line = 1 };
 	put(r, &m, sizeof(m));
 	/* A frame no symbol covers. */
-	f = (struct export_rec_frame){ .pc = 0x4a0010, .map = &lib, .activation = 0, .module_ok = 1, .nsym = 0 };
+	f = (struct export_rec_frame){ .pc = 0x4a0010, .map = &lib, .module_name = "/usr/lib/libx.so", .activation = 0, .module_ok = 1, .nsym = 0 };
 	put(r, &f, sizeof(f));
 }
 

@@ -1,0 +1,286 @@
+/* Resolving frames (resolve.h): the module of each maps entry, cached;
+ * symbols, else a JIT's name, else module+offset; every string made safe
+ * to print once. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "symbolize/resolve.h"
+#include "symbolize/perfmap.h"
+
+#define ENTRY_SLOTS 512
+
+/* An escaped string, by the content of its original. */
+struct escaped {
+	char *orig;                  /* NULL: empty slot */
+	char *text;
+	uint64_t hash;
+};
+
+struct su_resolver {
+	struct su_modcache *modules;
+	struct su_perfmaps *perfmaps;
+	/* The module of a maps entry, by entry address: maps live until the
+	 * reader's end callback, so an address never names another entry. */
+	struct {
+		const struct su_map_entry *e;
+		struct su_module *m;
+		const char *name;        /* the entry's module name, safe */
+	} emod[ENTRY_SLOTS];
+	struct escaped *esc;         /* open addressing, power of two */
+	size_t n_esc, cap_esc;
+	struct su_symframe raw[SU_RESOLVE_MAX_SYM];
+	struct su_symframe sym[SU_RESOLVE_MAX_SYM];
+};
+
+struct su_resolver *su_resolver_new(struct su_modcache *modules, const char *symfs)
+{
+	struct su_resolver *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->modules = modules;
+	r->perfmaps = su_perfmaps_new(symfs);
+	if (!r->perfmaps) {
+		free(r);
+		return NULL;
+	}
+	su_modcache_set_finalizers(modules, NULL, su_symbolize_cache_free);
+	return r;
+}
+
+void su_resolver_free(struct su_resolver *r)
+{
+	if (!r)
+		return;
+	su_perfmaps_free(r->perfmaps);
+	for (size_t i = 0; i < r->cap_esc; i++) {
+		free(r->esc[i].orig);
+		free(r->esc[i].text);
+	}
+	free(r->esc);
+	free(r);
+}
+
+/* ---- escaping ---------------------------------------------------------------- */
+
+/* The length of the well-formed UTF-8 sequence at P (RFC 3629: no
+ * overlong form, no surrogate, at most U+10FFFF), 0 when there is none;
+ * *CP its code point. */
+static size_t utf8_seq(const unsigned char *p, uint32_t *cp)
+{
+	size_t n;
+	uint32_t c, min;
+	if (p[0] < 0x80) {
+		*cp = p[0];
+		return 1;
+	} else if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		n = 2, c = p[0] & 0x1f, min = 0x80;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		n = 3, c = p[0] & 0x0f, min = 0x800;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		n = 4, c = p[0] & 0x07, min = 0x10000;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80) /* the NUL ends a cut sequence here too */
+			return 0;
+		c = c << 6 | (p[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return n;
+}
+
+/* The bytes at P printed as they are (0: escape *P). */
+static size_t clean_run(const unsigned char *p)
+{
+	uint32_t cp;
+	size_t const n = utf8_seq(p, &cp);
+	if (!n || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
+		return 0;
+	return n;
+}
+
+int su_text_needs_escape(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		if (*p >= 0x20 && *p < 0x7f) {
+			p++;
+			continue;
+		}
+		size_t const n = clean_run(p);
+		if (!n)
+			return 1;
+		p += n;
+	}
+	return 0;
+}
+
+size_t su_text_escape(char *dst, size_t cap, const char *s)
+{
+	size_t len = 0;
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		size_t n = clean_run(p);
+		char hex[4];
+		const char *src = (const char *)p;
+		if (!n) {
+			hex[0] = '\\', hex[1] = 'x';
+			hex[2] = "0123456789abcdef"[*p >> 4];
+			hex[3] = "0123456789abcdef"[*p & 15];
+			src = hex;
+			p++;
+			n = 4;
+		} else {
+			p += n;
+		}
+		for (size_t i = 0; i < n; i++, len++)
+			if (len + 1 < cap)
+				dst[len] = src[i];
+	}
+	if (cap)
+		dst[len < cap ? len : cap - 1] = 0;
+	return len;
+}
+
+static uint64_t str_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325u; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3u;
+	return h;
+}
+
+static int esc_grow(struct su_resolver *r)
+{
+	size_t const ncap = r->cap_esc ? 2 * r->cap_esc : 64;
+	struct escaped *nt = calloc(ncap, sizeof(*nt));
+	if (!nt)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->cap_esc; i++) {
+		if (!r->esc[i].orig)
+			continue;
+		size_t h = r->esc[i].hash & (ncap - 1);
+		while (nt[h].orig)
+			h = (h + 1) & (ncap - 1);
+		nt[h] = r->esc[i];
+	}
+	free(r->esc);
+	r->esc = nt;
+	r->cap_esc = ncap;
+	return 0;
+}
+
+const char *su_resolver_text(struct su_resolver *r, const char *s)
+{
+	if (!s || !su_text_needs_escape(s))
+		return s;
+	if ((r->n_esc + 1) * 2 > r->cap_esc && esc_grow(r))
+		return NULL;
+	uint64_t const hash = str_hash(s);
+	size_t h = hash & (r->cap_esc - 1);
+	for (; r->esc[h].orig; h = (h + 1) & (r->cap_esc - 1))
+		if (r->esc[h].hash == hash && !strcmp(r->esc[h].orig, s))
+			return r->esc[h].text;
+	size_t const len = su_text_escape(NULL, 0, s);
+	char *orig = strdup(s), *text = malloc(len + 1);
+	if (!orig || !text) {
+		free(orig);
+		free(text);
+		return NULL;
+	}
+	su_text_escape(text, len + 1, s);
+	r->esc[h] = (struct escaped){ orig, text, hash };
+	r->n_esc++;
+	return text;
+}
+
+const char *su_resolver_comm(struct su_resolver *r, const struct su_process *p)
+{
+	return su_resolver_text(r, p && p->comm && p->comm[0] ? p->comm : "[unknown]");
+}
+
+/* ---- frames ------------------------------------------------------------------ */
+
+/* The module of maps entry E, and its safe name (*NAME). */
+static struct su_module *entry_module(struct su_resolver *r, const struct su_map_entry *e, const char **name)
+{
+	size_t const slot = ((uintptr_t)e >> 4) % ENTRY_SLOTS;
+	if (r->emod[slot].e == e) {
+		*name = r->emod[slot].name;
+		return r->emod[slot].m;
+	}
+	struct su_module *m = su_modcache_get(r->modules, e);
+	const char *n = su_resolver_text(r, e->path[0] ? e->path : e->flags & SU_MAP_ANON ? "[anon]" : "[unknown]");
+	if (!m || !n)
+		return NULL;
+	r->emod[slot].e = e;
+	r->emod[slot].m = m;
+	r->emod[slot].name = n;
+	*name = n;
+	return m;
+}
+
+static const struct su_map_entry *frame_entry(const struct su_maps *maps, const struct su_frame *f)
+{
+	return f->map >= 0 && maps && (uint64_t)f->map < maps->count ? &maps->entries[f->map] : NULL;
+}
+
+struct su_module *su_resolver_module(struct su_resolver *r, const struct su_maps *maps,
+				     const struct su_frame *f, const struct su_map_entry **entry)
+{
+	const char *name;
+	*entry = frame_entry(maps, f);
+	return *entry ? entry_module(r, *entry, &name) : NULL;
+}
+
+int su_resolve(struct su_resolver *r, uint32_t pid, const struct su_maps *maps, const struct su_frame *f,
+	       struct su_resolved *out)
+{
+	*out = (struct su_resolved){ .kind = SU_RESOLVED_UNKNOWN, .pc = f->pc, .activation = f->activation,
+				     .module_name = "[unknown]", .sym = r->sym };
+	const struct su_map_entry *e = frame_entry(maps, f);
+	const char *name = NULL;
+	struct su_module *m = e ? entry_module(r, e, &name) : NULL;
+	if (!m)
+		return 0;
+	out->kind = SU_RESOLVED_MODULE;
+	out->entry = e;
+	out->module = m;
+	out->module_name = name;
+	out->elf_addr = f->pc - e->bias;
+	size_t const n = m->status == SU_MODULE_OK
+		? su_symbolize(m, su_frame_lookup_pc(f) - e->bias, r->raw, SU_RESOLVE_MAX_SYM) : 0;
+	if (n && r->raw[n - 1].function) {
+		for (size_t i = 0; i < n; i++) {
+			struct su_symframe *y = &r->sym[i];
+			*y = r->raw[i];
+			if ((y->function && !(y->function = su_resolver_text(r, r->raw[i].function))) ||
+			    (y->file && !(y->file = su_resolver_text(r, r->raw[i].file))) ||
+			    (y->decl_file && !(y->decl_file = su_resolver_text(r, r->raw[i].decl_file))))
+				goto oom;
+		}
+		out->kind = SU_RESOLVED_SYMBOLS;
+		out->nsym = n;
+		return 0;
+	}
+	if (m->status != SU_MODULE_NO_FILE)
+		return 0;
+	uint64_t start = 0;
+	const char *map = NULL;
+	const char *jit = su_perfmap_lookup(r->perfmaps, pid, su_frame_lookup_pc(f), &start, &map);
+	if (!jit)
+		return 0;
+	r->sym[0] = (struct su_symframe){ .function = su_resolver_text(r, jit), .func_offset = f->pc - start };
+	out->jit_map = su_resolver_text(r, map ? map : "[unknown]");
+	if (!r->sym[0].function || !out->jit_map)
+		goto oom;
+	out->kind = SU_RESOLVED_JIT;
+	out->nsym = 1;
+	return 0;
+oom:
+	*out = (struct su_resolved){ .kind = SU_RESOLVED_UNKNOWN, .pc = f->pc, .activation = f->activation,
+				     .module_name = "[unknown]", .sym = r->sym };
+	return -ENOMEM;
+}
