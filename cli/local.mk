@@ -20,9 +20,9 @@ cli_libpprofproto_la_CFLAGS = $(PROTOBUF_C_CFLAGS)
 cli_libpprofproto_la_LIBADD = $(PROTOBUF_C_LIBS)
 
 bin_PROGRAMS += cli/stackunwind
-cli_stackunwind_SOURCES = cli/stackunwind.c cli/flamegraph.c cli/flamegraph.h cli/progress.c cli/progress.h \
+cli_stackunwind_SOURCES = cli/stackunwind.c cli/progress.c cli/progress.h \
 	cli/export.h cli/export-model.c cli/export-file.c cli/export-speedscope.c cli/export-pprof.c
 cli_stackunwind_CFLAGS = $(AM_CFLAGS) $(LIBDW_CFLAGS) $(PROTOBUF_C_CFLAGS) $(ZLIB_CFLAGS) -pthread
 cli_stackunwind_LDFLAGS = -pthread
-cli_stackunwind_LDADD = trace/libsutrace.la symbolize/libsusymbolize.la unwind/libsuunwind.la \
+cli_stackunwind_LDADD = export/libsuexport.la trace/libsutrace.la symbolize/libsusymbolize.la unwind/libsuunwind.la \
 	debuginfo/libsudebuginfo.la compress/libstackcodec.la cli/libpprofproto.la $(ZLIB_LIBS) -lm

@@ -5,7 +5,7 @@
  *   stackunwind stacks [OPTIONS] TRACE   one block per sample, like perf script
  *   stackunwind stats  [OPTIONS] TRACE   sizes, savings, drops, fidelity
  *   stackunwind export --format speedscope|pprof -o FILE [OPTIONS] TRACE
- *   stackunwind folded / flamegraph      stacks aggregated (cli/flamegraph.c draws)
+ *   stackunwind folded / flamegraph      stacks aggregated (export/folded.h, export/flamegraph.h)
  *
  * The reader decodes samples in time order on the main thread (each blob
  * may refer to the previous sample of its thread); batches of decoded
@@ -31,7 +31,9 @@
 #include "symbolize/symbolize.h"
 #include "symbolize/resolve.h"
 #include "cli/export.h"
-#include "cli/flamegraph.h"
+#include "export/flamegraph.h"
+#include "export/folded.h"
+#include "export/text.h"
 #include "cli/progress.h"
 
 #define PROG "stackunwind"
@@ -128,6 +130,7 @@ struct options {
 	int roots;               /* folded root: 0 comm, 1 comm-pid, 2 comm-pid/tid */
 	int no_inline;           /* folded, flamegraph, export: real functions only */
 	int flamegraph;          /* `flamegraph`: folded, each frame with its module, drawn */
+	struct folded_opts fold; /* folded, flamegraph: the line (from the three above) */
 	struct flame_opts flame;
 	int export_format;       /* export: EXPORT_SPEEDSCOPE or EXPORT_PPROF */
 	const char *output;      /* flamegraph, export: -o FILE */
@@ -359,43 +362,10 @@ static void parse_options(int argc, char **argv, struct options *o)
 	if (is_export && !o->output)
 		die_usage("export: missing -o FILE");
 	o->trace = argv[optind];
+	o->fold = (struct folded_opts){ .root = (enum folded_root)o->roots, .no_inline = o->no_inline,
+					.modules = o->flamegraph };
 	o->di.debug_dirs = o->n_debug_dirs ? o->debug_dirs : NULL;
 	o->di.inflate_cache_dir = no_cache ? NULL : su_inflate_default_dir();
-}
-
-/* ---- a growable text buffer -------------------------------------------------- */
-
-struct text {
-	char *buf;
-	size_t len, cap;
-	int oom;
-};
-
-static void text_printf(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void text_printf(struct text *t, const char *fmt, ...)
-{
-	for (;;) {
-		va_list ap;
-		va_start(ap, fmt);
-		int n = vsnprintf(t->buf ? t->buf + t->len : NULL, t->buf ? t->cap - t->len : 0, fmt, ap);
-		va_end(ap);
-		if (n < 0)
-			return;
-		if (t->buf && t->len + (size_t)n < t->cap) {
-			t->len += (size_t)n;
-			return;
-		}
-		size_t ncap = t->cap ? t->cap * 2 : 65536;
-		while (ncap < t->len + (size_t)n + 1)
-			ncap *= 2;
-		char *nb = realloc(t->buf, ncap);
-		if (!nb) {
-			t->oom = 1;
-			return;
-		}
-		t->buf = nb;
-		t->cap = ncap;
-	}
 }
 
 /* ---- per-worker unwinding and formatting ------------------------------------ */
@@ -514,48 +484,6 @@ static void warn_bad_modules(struct worker *workers, unsigned n)
 }
 
 /* ---- fast text ------------------------------------------------------------- */
-
-/* printf was 70% of `stacks`: the per-sample text is built by hand. */
-static int text_reserve(struct text *t, size_t n)
-{
-	if (t->len + n < t->cap)
-		return 0;
-	size_t ncap = t->cap ? t->cap * 2 : 65536;
-	while (ncap < t->len + n + 1)
-		ncap *= 2;
-	char *nb = realloc(t->buf, ncap);
-	if (!nb) {
-		t->oom = 1;
-		return -1;
-	}
-	t->buf = nb;
-	t->cap = ncap;
-	return 0;
-}
-
-static void text_put(struct text *t, const char *s, size_t n)
-{
-	if (text_reserve(t, n))
-		return;
-	memcpy(t->buf + t->len, s, n);
-	t->len += n;
-}
-
-static void text_puts(struct text *t, const char *s)
-{
-	text_put(t, s, strlen(s));
-}
-
-static void text_u64(struct text *t, uint64_t v, int min_digits)
-{
-	char b[24];
-	int i = (int)sizeof(b);
-	do {
-		b[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v || (int)sizeof(b) - i < min_digits);
-	text_put(t, b + i, sizeof(b) - (size_t)i);
-}
 
 /* "\t" and V in hex, right-aligned in 16 columns, then a space: perf's. */
 static void text_pc(struct text *t, uint64_t v)
@@ -727,16 +655,6 @@ struct unwound {
 	size_t frame_off;        /* in the batch's frame arena */
 };
 
-/* A pid or tid as perf prints it: signed, so the kernel's "no task any
- * more" (a task sampled after release_task) is -1, not 4294967295. */
-static void text_id(struct text *out, uint32_t id)
-{
-	if (id == UINT32_MAX)
-		text_put(out, "-1", 2);
-	else
-		text_u64(out, id, 1);
-}
-
 /* Unwind S into W's frames, counting how it ended. */
 static size_t unwind_sample(struct worker *w, const struct su_sample *s, enum su_unwind_end *end)
 {
@@ -785,26 +703,7 @@ static void format_sample(struct worker *w, const struct unwound *u, const struc
 	text_put(out, "\n", 1);
 }
 
-/* A function name for folded stacks: ';' separates frames there. */
-static void text_folded_name(struct text *out, const char *name)
-{
-	for (const char *p = name; *p; p++)
-		text_put(out, *p == ';' ? ":" : p, 1);
-}
-
-/* flamegraph: a frame's module follows its name (FLAME_MODSEP). */
-static void fold_module(struct worker *w, struct text *out, const char *mod)
-{
-	if (!w->o->flamegraph)
-		return;
-	text_put(out, (const char[]){ FLAME_MODSEP }, 1);
-	text_folded_name(out, mod);
-}
-
-/* One line "comm;[end;]outermost;...;leaf\n": every frame by function
- * name, inlined functions as frames of their own, module+offset where
- * nothing is known; a stack that did not reach its outermost frame is
- * rooted under "[truncated]" (or why it stopped), so it groups apart. */
+/* One line "comm;[end;]outermost;...;leaf\n" (export/folded.h). */
 static void format_folded(struct worker *w, const struct unwound *u, const struct su_frame *frames,
 			  struct text *out)
 {
@@ -813,46 +712,15 @@ static void format_folded(struct worker *w, const struct unwound *u, const struc
 		out->oom = 1;
 		return;
 	}
-	text_folded_name(out, comm);
-	if (w->o->roots >= 1) {
-		text_put(out, "-", 1);
-		text_id(out, u->pid);
-	}
-	if (w->o->roots >= 2) {
-		text_put(out, "/", 1);
-		text_id(out, u->tid);
-	}
-	if (u->end != SU_END_OUTERMOST) {
-		text_puts(out, ";[");
-		text_puts(out, su_unwind_end_name((enum su_unwind_end)u->end));
-		text_put(out, "]", 1);
-	}
+	folded_root(out, &w->o->fold, comm, u->pid, u->tid,
+		    u->end != SU_END_OUTERMOST ? su_unwind_end_name((enum su_unwind_end)u->end) : NULL);
 	for (size_t i = u->nframes; i-- > 0;) {
 		struct su_resolved r;
 		if (resolve_frame(w, u->pid, u->maps, &frames[i], &r)) {
 			out->oom = 1;
 			return;
 		}
-		text_put(out, ";", 1);
-		if (r.kind == SU_RESOLVED_UNKNOWN) {
-			text_puts(out, "[unknown]");
-			continue;
-		}
-		const char *mod = base_name(r.kind == SU_RESOLVED_JIT ? r.jit_map : r.module_name);
-		if (r.kind == SU_RESOLVED_MODULE) {
-			text_folded_name(out, mod);
-			text_printf(out, "+0x%" PRIx64, r.elf_addr);
-			fold_module(w, out, mod);
-			continue;
-		}
-		/* Outermost (the real function) first; --no-inline keeps only it. */
-		size_t const n = r.nsym, last = w->o->no_inline ? n - 1 : 0;
-		for (size_t k = n; k-- > last;) {
-			text_folded_name(out, r.sym[k].function ? r.sym[k].function : "[unknown]");
-			fold_module(w, out, mod);
-			if (k > last)
-				text_put(out, ";", 1);
-		}
+		folded_resolved(out, &w->o->fold, &r);
 	}
 	text_put(out, "\n", 1);
 }
@@ -936,95 +804,17 @@ static int batch_add(struct batch *b, const struct su_sample *s, const struct su
 	return 0;
 }
 
-/* ---- folded stacks: distinct stack -> count ------------------------------------ */
-
-struct fold_entry {
-	char *key;               /* the line without its '\n'; NULL: empty slot */
-	uint64_t hash, count;
-};
-
-struct folded {
-	struct fold_entry *tab;  /* open addressing, power of two */
-	size_t n, cap;
-	int oom;
-};
-
-static uint64_t fold_hash(const char *s, size_t n)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-	return h;
-}
-
-static void fold_add(struct folded *f, const char *s, size_t n)
-{
-	if ((f->n + 1) * 2 > f->cap) {
-		size_t ncap = f->cap ? 2 * f->cap : 1024;
-		struct fold_entry *nt = calloc(ncap, sizeof(*nt));
-		if (!nt) {
-			f->oom = 1;
-			return;
-		}
-		for (size_t i = 0; i < f->cap; i++)
-			if (f->tab[i].key) {
-				size_t h = f->tab[i].hash & (ncap - 1);
-				while (nt[h].key)
-					h = (h + 1) & (ncap - 1);
-				nt[h] = f->tab[i];
-			}
-		free(f->tab);
-		f->tab = nt;
-		f->cap = ncap;
-	}
-	uint64_t const hash = fold_hash(s, n);
-	size_t h = hash & (f->cap - 1);
-	for (; f->tab[h].key; h = (h + 1) & (f->cap - 1))
-		if (f->tab[h].hash == hash && !strncmp(f->tab[h].key, s, n) && !f->tab[h].key[n]) {
-			f->tab[h].count++;
-			return;
-		}
-	char *k = strndup(s, n);
-	if (!k) {
-		f->oom = 1;
-		return;
-	}
-	f->tab[h] = (struct fold_entry){ k, hash, 1 };
-	f->n++;
-}
-
-static int fold_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct fold_entry *)a)->key, ((const struct fold_entry *)b)->key);
-}
-
-/* The entries at the start of the table, sorted by stack, so the output
- * is the same whatever the order of samples.  @return their number. */
-static size_t fold_sort(struct folded *f)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < f->cap; i++)
-		if (f->tab[i].key) {
-			f->tab[n] = f->tab[i];
-			if (i != n++)
-				f->tab[i].key = NULL;
-		}
-	if (n)
-		qsort(f->tab, n, sizeof(*f->tab), fold_cmp);
-	return n;
-}
-
 /* The SVG of the counts, to -o FILE or stdout.  @return 0 or -1 (said). */
-static int fold_flamegraph(struct folded *f, const struct options *o)
+static int fold_flamegraph(struct folded_counts *f, const struct options *o)
 {
-	size_t const n = fold_sort(f);
+	size_t const n = folded_counts_sort(f);
 	struct flame_stack *st = malloc((n ? n : 1) * sizeof(*st));
 	if (!st) {
 		fprintf(stderr, PROG ": out of memory\n");
 		return -1;
 	}
 	for (size_t i = 0; i < n; i++)
-		st[i] = (struct flame_stack){ f->tab[i].key, f->tab[i].count };
+		st[i] = (struct flame_stack){ f->tab[i].stack, f->tab[i].count };
 	int const to_file = o->output && strcmp(o->output, "-");
 	FILE *out = to_file ? fopen(o->output, "w") : stdout;
 	if (!out) {
@@ -1059,17 +849,6 @@ static int fold_flamegraph(struct folded *f, const struct options *o)
 	return rc ? -1 : 0;
 }
 
-static void fold_print(struct folded *f, FILE *out)
-{
-	size_t const n = fold_sort(f);
-	for (size_t i = 0; i < n; i++)
-		fprintf(out, "%s %" PRIu64 "\n", f->tab[i].key, f->tab[i].count);
-	for (size_t i = 0; i < n; i++)
-		free(f->tab[i].key);
-	free(f->tab);
-	memset(f, 0, sizeof(*f));
-}
-
 struct run {
 	const struct options *o;
 	struct worker *workers;
@@ -1084,7 +863,7 @@ struct run {
 	int oom;
 	FILE *out;
 	struct text direct;      /* -j 1: samples go straight here, no copy */
-	struct folded *fold;     /* `folded`: the counts, in the main thread */
+	struct folded_counts *fold; /* `folded`: the counts, in the main thread */
 	struct export_model *exp; /* `export`: the profile, in the main thread */
 	struct worker *reader;   /* the reader thread's context: it unwinds (-j 1: everything) */
 	struct progress progress;
@@ -1142,13 +921,8 @@ static void emit(struct run *r, const char *buf, size_t len)
 		fwrite(buf, 1, len, r->out);
 		return;
 	}
-	while (len) {
-		const char *nl = memchr(buf, '\n', len);
-		size_t const n = nl ? (size_t)(nl - buf) : len;
-		fold_add(r->fold, buf, n);
-		len -= n + (nl != NULL);
-		buf += n + (nl != NULL);
-	}
+	if (folded_counts_add_lines(r->fold, buf, len))
+		r->oom = 1;
 }
 
 static void write_done(struct run *r)
@@ -1262,7 +1036,7 @@ static void sum_module_stats(struct worker *w, struct su_modcache_stats *total)
 
 static int cmd_stacks(const struct options *o)
 {
-	struct folded fold = { 0 };
+	struct folded_counts fold = { 0 };
 	struct run r = { .o = o, .out = stdout, .fold = o->folded ? &fold : NULL };
 	/* -j N: the reader thread parses, decodes and unwinds; N - 1 workers
 	 * symbolize and format.  -j 1 does it all in the reader thread.
@@ -1335,15 +1109,11 @@ static int cmd_stacks(const struct options *o)
 		fprintf(stderr, PROG ": %s\n", err[0] ? err : strerror(-rrc));
 		goto out;
 	}
-	if (fold.oom) {
-		fprintf(stderr, PROG ": out of memory\n");
-		goto out;
-	}
 	if (o->flamegraph) {
 		if (fold_flamegraph(&fold, o))
 			goto out;
 	} else if (r.fold) {
-		fold_print(&fold, stdout);
+		folded_counts_print(&fold, stdout);
 	}
 	struct export_info const xinfo = { .name = o->trace, .exporter = PROG " " PACKAGE_VERSION };
 	if (r.exp && export_out_finish(&xo, r.exp, o->export_format == EXPORT_PPROF, &xinfo, xerr, sizeof(xerr))) {
@@ -1393,9 +1163,7 @@ out:
 	free(r.direct.buf);
 	export_out_abort(&xo);
 	export_model_free(r.exp);
-	for (size_t i = 0; i < fold.cap; i++)
-		free(fold.tab[i].key);
-	free(fold.tab);
+	folded_counts_free(&fold);
 	free(ctx);
 	free(r.slots);
 	free(r.threads);

@@ -14,5 +14,5 @@ plugin_babeltrace_plugin_stackcap_la_SOURCES = \
 	plugin/source-trace.c
 plugin_babeltrace_plugin_stackcap_la_CFLAGS = $(AM_CFLAGS) $(BABELTRACE2_CFLAGS) $(LIBDW_CFLAGS) $(ZSTD_CFLAGS)
 plugin_babeltrace_plugin_stackcap_la_LDFLAGS = -module -avoid-version -no-undefined
-plugin_babeltrace_plugin_stackcap_la_LIBADD = trace/libsutrace.la symbolize/libsusymbolize.la unwind/libsuunwind.la \
+plugin_babeltrace_plugin_stackcap_la_LIBADD = export/libsuexport.la trace/libsutrace.la symbolize/libsusymbolize.la unwind/libsuunwind.la \
 	debuginfo/libsudebuginfo.la $(BABELTRACE2_LIBS)

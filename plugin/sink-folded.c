@@ -1,11 +1,9 @@
 /* sink.stackcap.folded: folded stacks of the sample events that
- * filter.stackcap.unwind gave a callstack: one line per distinct stack,
- * "comm;[end;]outermost;...;leaf COUNT", sorted by stack, the same text as
- * `stackunwind folded` (cli/stackunwind.c format_folded): inlined
- * functions are frames of their own (no-inline leaves them out), an
- * unknown function is module+0xELFADDR, a pc outside every module
- * [unknown], and a stack that did not reach its outermost frame is rooted
- * under [why it stopped].  Samples that could not be decoded are left out. */
+ * filter.stackcap.unwind gave a callstack, built by export/folded.h from
+ * the callstack fields as `stackunwind folded` builds them from resolved
+ * frames: an entry with a function is that function, one without is
+ * module+0xELFADDR (offset), one without module [unknown].  Samples that
+ * could not be decoded are left out. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,120 +11,21 @@
 #include <string.h>
 
 #include "plugin/plugin.h"
-
-struct fold_entry {
-	char *key;                   /* NULL: empty slot */
-	uint64_t hash, count;
-};
+#include "export/folded.h"
 
 struct folded_sink {
 	bt_self_component_sink *self;
 	bt_message_iterator *it;
 	char *path;
-	int no_inline;
-	int roots;                   /* 0 comm, 1 comm-pid, 2 comm-pid/tid */
-	struct fold_entry *tab;      /* open addressing, power of two */
-	size_t n, cap;
+	struct folded_opts fold;
+	struct folded_counts counts;
 	/* member indexes of the callstack entry class ELEM (found by name once) */
 	const bt_field_class *elem;
 	uint64_t i_fn, i_mod, i_off, i_inl;
-	char *line;                  /* the line being built */
-	size_t len, lcap;
+	struct text line;            /* the line being built */
 	uint64_t samples;
 	uint64_t bare;               /* `sample` events without a callstack */
 };
-
-/* ---- the line ------------------------------------------------------------------ */
-
-static int put(struct folded_sink *s, const char *p, size_t n)
-{
-	if (s->len + n + 1 > s->lcap) {
-		size_t c = s->lcap ? 2 * s->lcap : 4096;
-		while (c < s->len + n + 1)
-			c *= 2;
-		char *nl = realloc(s->line, c);
-		if (!nl)
-			return -ENOMEM;
-		s->line = nl;
-		s->lcap = c;
-	}
-	memcpy(s->line + s->len, p, n);
-	s->len += n;
-	return 0;
-}
-
-static int puts_(struct folded_sink *s, const char *p)
-{
-	return put(s, p, strlen(p));
-}
-
-/* A name in a folded line: ';' separates frames there. */
-static int put_name(struct folded_sink *s, const char *name)
-{
-	for (const char *p = name; *p; p++)
-		if (put(s, *p == ';' ? ":" : p, 1))
-			return -ENOMEM;
-	return 0;
-}
-
-/* PREFIX and V, in hex when HEX. */
-static int putf(struct folded_sink *s, const char *prefix, uint64_t v, int hex)
-{
-	char b[48];
-	if (hex)
-		snprintf(b, sizeof(b), "%s0x%" PRIx64, prefix, v);
-	else
-		snprintf(b, sizeof(b), "%s%" PRIu64, prefix, v);
-	return puts_(s, b);
-}
-
-/* ---- counting ------------------------------------------------------------------ */
-
-static uint64_t fold_hash(const char *p, size_t n)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
-	return h;
-}
-
-static int fold_add(struct folded_sink *s, const char *k, size_t n)
-{
-	if ((s->n + 1) * 2 > s->cap) {
-		size_t nc = s->cap ? 2 * s->cap : 1024;
-		struct fold_entry *nt = calloc(nc, sizeof(*nt));
-		if (!nt)
-			return -ENOMEM;
-		for (size_t i = 0; i < s->cap; i++)
-			if (s->tab[i].key) {
-				size_t h = s->tab[i].hash & (nc - 1);
-				while (nt[h].key)
-					h = (h + 1) & (nc - 1);
-				nt[h] = s->tab[i];
-			}
-		free(s->tab);
-		s->tab = nt;
-		s->cap = nc;
-	}
-	uint64_t const hash = fold_hash(k, n);
-	size_t h = hash & (s->cap - 1);
-	for (; s->tab[h].key; h = (h + 1) & (s->cap - 1))
-		if (s->tab[h].hash == hash && !strncmp(s->tab[h].key, k, n) && !s->tab[h].key[n]) {
-			s->tab[h].count++;
-			return 0;
-		}
-	char *key = strndup(k, n);
-	if (!key)
-		return -ENOMEM;
-	s->tab[h] = (struct fold_entry){ key, hash, 1 };
-	s->n++;
-	return 0;
-}
-
-static int fold_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct fold_entry *)a)->key, ((const struct fold_entry *)b)->key);
-}
 
 /* ---- events -------------------------------------------------------------------- */
 
@@ -153,12 +52,6 @@ static uint64_t member_u64(const bt_field *st, const char *name)
 	if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_SIGNED_INTEGER))
 		return (uint64_t)bt_field_integer_signed_get_value(f);
 	return 0;
-}
-
-static const char *base_name(const char *path)
-{
-	const char *p = strrchr(path, '/');
-	return p && p[1] ? p + 1 : path;
 }
 
 /* Find the members of callstack entry class EC (its member types checked).
@@ -212,46 +105,37 @@ static int on_event(struct folded_sink *s, const bt_message *msg)
 		return 0;
 	if (entry_class(s, bt_field_class_array_borrow_element_field_class_const(bt_field_borrow_class_const(cs))))
 		return 0;
-	s->len = 0;
-	int rc = put_name(s, comm);
-	if (s->roots) {
+	uint64_t pid = 0, tid = 0;
+	if (s->fold.root != FOLDED_ROOT_COMM) {
 		/* pid/tid: the stackcap packet context, or LTTng's vpid/vtid context. */
 		const bt_packet *pkt = bt_stream_class_supports_packets(bt_stream_borrow_class_const(
 			bt_event_borrow_stream_const(e))) ? bt_event_borrow_packet_const(e) : NULL;
 		const bt_field *ctx = pkt ? bt_packet_borrow_context_field_const(pkt) : NULL;
 		const bt_field *cc = bt_event_borrow_common_context_field_const(e);
-		uint64_t pid = member(ctx, "pid") ? member_u64(ctx, "pid") : member_u64(cc, "vpid");
-		uint64_t tid = member(ctx, "tid") ? member_u64(ctx, "tid") : member_u64(cc, "vtid");
-		rc |= putf(s, "-", pid, 0);
-		if (s->roots > 1)
-			rc |= putf(s, "/", tid, 0);
+		pid = member(ctx, "pid") ? member_u64(ctx, "pid") : member_u64(cc, "vpid");
+		tid = member(ctx, "tid") ? member_u64(ctx, "tid") : member_u64(cc, "vtid");
 	}
-	if (strcmp(end, "outermost")) {
-		rc |= puts_(s, ";[");
-		rc |= puts_(s, end);
-		rc |= puts_(s, "]");
-	}
+	s->line.len = 0;
+	folded_root(&s->line, &s->fold, comm, pid, tid, strcmp(end, "outermost") ? end : NULL);
 	for (uint64_t i = bt_field_array_get_length(cs); i-- > 0;) {
 		const bt_field *f = bt_field_array_borrow_element_field_by_index_const(cs, i);
-		if (s->no_inline && bt_field_bool_get_value(bt_field_structure_borrow_member_field_by_index_const(f, s->i_inl)))
+		if (s->fold.no_inline &&
+		    bt_field_bool_get_value(bt_field_structure_borrow_member_field_by_index_const(f, s->i_inl)))
 			continue;
 		const char *fn = bt_field_string_get_value(bt_field_structure_borrow_member_field_by_index_const(f, s->i_fn));
 		const char *mod = bt_field_string_get_value(bt_field_structure_borrow_member_field_by_index_const(f, s->i_mod));
-		rc |= puts_(s, ";");
-		if (fn && fn[0]) {
-			rc |= put_name(s, fn);
-		} else if (!mod || !mod[0]) {
-			rc |= puts_(s, "[unknown]");
-		} else {
-			rc |= put_name(s, base_name(mod));
-			rc |= putf(s, "+", bt_field_integer_unsigned_get_value(
-				bt_field_structure_borrow_member_field_by_index_const(f, s->i_off)), 1);
-		}
+		if (fn && fn[0])
+			folded_function(&s->line, &s->fold, fn, mod);
+		else if (!mod || !mod[0])
+			folded_unknown(&s->line);
+		else
+			folded_address(&s->line, &s->fold, mod, bt_field_integer_unsigned_get_value(
+				bt_field_structure_borrow_member_field_by_index_const(f, s->i_off)));
 	}
-	if (rc)
+	if (s->line.oom)
 		return -ENOMEM;
 	s->samples++;
-	return fold_add(s, s->line, s->len);
+	return folded_counts_add(&s->counts, s->line.buf, s->line.len);
 }
 
 static int write_out(struct folded_sink *s)
@@ -262,19 +146,8 @@ static int write_out(struct folded_sink *s)
 			"cannot write %s: %s", s->path, strerror(errno));
 		return -1;
 	}
-	size_t n = 0;
-	for (size_t i = 0; i < s->cap; i++)
-		if (s->tab[i].key)
-			s->tab[n++] = s->tab[i];
-	for (size_t i = n; i < s->cap; i++)
-		s->tab[i].key = NULL; /* moved below n */
-	qsort(s->tab, n, sizeof(*s->tab), fold_cmp);
-	for (size_t i = 0; i < n; i++) {
-		fprintf(out, "%s %" PRIu64 "\n", s->tab[i].key, s->tab[i].count);
-		free(s->tab[i].key);
-		s->tab[i].key = NULL;
-	}
-	s->n = 0;
+	folded_counts_print(&s->counts, out);
+	folded_counts_free(&s->counts);
 	int bad = fflush(out) != 0 || ferror(out);
 	if (out != stdout)
 		bad |= fclose(out) != 0;
@@ -321,8 +194,8 @@ bt_component_class_initialize_method_status folded_init(bt_self_component_sink *
 		free(s);
 		return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_ERROR;
 	}
-	s->no_inline = ni;
-	s->roots = pt ? 2 : pp ? 1 : 0;
+	s->fold = (struct folded_opts){ .root = pt ? FOLDED_ROOT_THREAD : pp ? FOLDED_ROOT_PROCESS : FOLDED_ROOT_COMM,
+					.no_inline = ni };
 	if (bt_self_component_sink_add_input_port(self, "in", NULL, NULL)) {
 		free(s->path);
 		free(s);
@@ -338,10 +211,8 @@ void folded_finalize(bt_self_component_sink *self)
 	if (!s)
 		return;
 	bt_message_iterator_put_ref(s->it);
-	for (size_t i = 0; i < s->cap; i++)
-		free(s->tab[i].key);
-	free(s->tab);
-	free(s->line);
+	folded_counts_free(&s->counts);
+	free(s->line.buf);
 	free(s->path);
 	free(s);
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* cli/flamegraph.c on hand-made stacks: escaping, names that are no valid
+/* export/flamegraph.c on hand-made stacks: escaping, names that are no valid
  * XML, counts, narrow frames left out, --reverse, the same bytes whatever
  * the order of stacks, a large input stays small.  TAP through Check. */
 #include <check.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/flamegraph.h"
+#include "export/flamegraph.h"
 #include "tests/unit/check-main.h"
 
 /* The SVG of STACKS (N of them) as a string; the caller frees it. */

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/flamegraph.h"
+#include "export/flamegraph.h"
 
 #define PAD 10          /* px left and right of the frames */
 #define ROW 16          /* px per stack level */

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/* Folded stacks (folded.h): the line builder and the count table. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export/folded.h"
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s && s[1] ? s + 1 : path;
+}
+
+/* A name in a folded line: ';' separates frames there. */
+static void put_name(struct text *t, const char *name)
+{
+	size_t const n = strlen(name);
+	if (text_reserve(t, n))
+		return;
+	for (size_t i = 0; i < n; i++)
+		t->buf[t->len + i] = name[i] == ';' ? ':' : name[i];
+	t->len += n;
+}
+
+static void put_module(struct text *t, const struct folded_opts *o, const char *module)
+{
+	if (!o->modules || !module)
+		return;
+	text_put(t, (const char[]){ FOLDED_MODSEP }, 1);
+	put_name(t, base_name(module));
+}
+
+void folded_root(struct text *t, const struct folded_opts *o, const char *comm, uint64_t pid, uint64_t tid,
+		 const char *end)
+{
+	put_name(t, comm);
+	if (o->root >= FOLDED_ROOT_PROCESS) {
+		text_put(t, "-", 1);
+		text_id(t, pid);
+	}
+	if (o->root >= FOLDED_ROOT_THREAD) {
+		text_put(t, "/", 1);
+		text_id(t, tid);
+	}
+	if (end) {
+		text_puts(t, ";[");
+		text_puts(t, end);
+		text_put(t, "]", 1);
+	}
+}
+
+void folded_function(struct text *t, const struct folded_opts *o, const char *fn, const char *module)
+{
+	text_put(t, ";", 1);
+	put_name(t, fn);
+	put_module(t, o, module);
+}
+
+void folded_address(struct text *t, const struct folded_opts *o, const char *module, uint64_t addr)
+{
+	text_put(t, ";", 1);
+	put_name(t, base_name(module));
+	text_printf(t, "+0x%" PRIx64, addr);
+	put_module(t, o, module);
+}
+
+void folded_unknown(struct text *t)
+{
+	text_puts(t, ";[unknown]");
+}
+
+void folded_resolved(struct text *t, const struct folded_opts *o, const struct su_resolved *r)
+{
+	switch (r->kind) {
+	case SU_RESOLVED_SYMBOLS:
+	case SU_RESOLVED_JIT: {
+		const char *module = r->kind == SU_RESOLVED_JIT ? r->jit_map : r->module_name;
+		/* Outermost (the real function) first; no_inline keeps only it. */
+		size_t const last = o->no_inline ? r->nsym - 1 : 0;
+		for (size_t k = r->nsym; k-- > last;)
+			folded_function(t, o, r->sym[k].function ? r->sym[k].function : "[unknown]", module);
+		break;
+	}
+	case SU_RESOLVED_MODULE:
+		folded_address(t, o, r->module_name, r->elf_addr);
+		break;
+	default:
+		folded_unknown(t);
+	}
+}
+
+/* ---- counts ------------------------------------------------------------------ */
+
+static uint64_t fold_hash(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+	return h;
+}
+
+int folded_counts_add(struct folded_counts *c, const char *s, size_t len)
+{
+	if ((c->n + 1) * 2 > c->cap) {
+		size_t const ncap = c->cap ? 2 * c->cap : 1024;
+		struct folded_entry *nt = calloc(ncap, sizeof(*nt));
+		if (!nt)
+			return -ENOMEM;
+		for (size_t i = 0; i < c->cap; i++)
+			if (c->tab[i].stack) {
+				size_t h = c->tab[i].hash & (ncap - 1);
+				while (nt[h].stack)
+					h = (h + 1) & (ncap - 1);
+				nt[h] = c->tab[i];
+			}
+		free(c->tab);
+		c->tab = nt;
+		c->cap = ncap;
+	}
+	uint64_t const hash = fold_hash(s, len);
+	size_t h = hash & (c->cap - 1);
+	for (; c->tab[h].stack; h = (h + 1) & (c->cap - 1))
+		if (c->tab[h].hash == hash && !strncmp(c->tab[h].stack, s, len) && !c->tab[h].stack[len]) {
+			c->tab[h].count++;
+			return 0;
+		}
+	char *k = strndup(s, len);
+	if (!k)
+		return -ENOMEM;
+	c->tab[h] = (struct folded_entry){ k, hash, 1 };
+	c->n++;
+	return 0;
+}
+
+int folded_counts_add_lines(struct folded_counts *c, const char *buf, size_t len)
+{
+	while (len) {
+		const char *nl = memchr(buf, '\n', len);
+		size_t const n = nl ? (size_t)(nl - buf) : len;
+		if (folded_counts_add(c, buf, n))
+			return -ENOMEM;
+		len -= n + (nl != NULL);
+		buf += n + (nl != NULL);
+	}
+	return 0;
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct folded_entry *)a)->stack, ((const struct folded_entry *)b)->stack);
+}
+
+size_t folded_counts_sort(struct folded_counts *c)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < c->cap; i++)
+		if (c->tab[i].stack) {
+			c->tab[n] = c->tab[i];
+			if (i != n++)
+				c->tab[i].stack = NULL;
+		}
+	if (n)
+		qsort(c->tab, n, sizeof(*c->tab), entry_cmp);
+	return n;
+}
+
+void folded_counts_print(struct folded_counts *c, FILE *out)
+{
+	size_t const n = folded_counts_sort(c);
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "%s %" PRIu64 "\n", c->tab[i].stack, c->tab[i].count);
+}
+
+void folded_counts_free(struct folded_counts *c)
+{
+	for (size_t i = 0; i < c->cap; i++)
+		free(c->tab[i].stack);
+	free(c->tab);
+	memset(c, 0, sizeof(*c));
+}
