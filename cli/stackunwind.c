@@ -7,16 +7,14 @@
  *   stackunwind export --format speedscope|pprof -o FILE [OPTIONS] TRACE
  *   stackunwind folded / flamegraph      stacks aggregated (export/folded.h, export/flamegraph.h)
  *
- * The reader decodes samples in time order on the main thread (each blob
- * may refer to the previous sample of its thread); batches of decoded
- * samples are unwound, symbolized and formatted by N workers, each with
- * its own modules (elfutils is not thread-safe), and written in order, so
- * the output of -j N is byte-identical to -j 1.
+ * This file holds the options and the commands.  The main thread reads,
+ * decodes and unwinds; workers resolve and format (cli/pipeline.h,
+ * cli/format.h), each with its own context (cli/worker.h); `stats` is
+ * cli/stats.c.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,24 +22,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "trace/trace-read.h"
-#include "debuginfo/module.h"
-#include "debuginfo/inflate-cache.h"
-#include "unwind/unwind.h"
-#include "symbolize/symbolize.h"
-#include "symbolize/resolve.h"
+#include "cli/stackunwind.h"
 #include "cli/export.h"
-#include "export/flamegraph.h"
-#include "export/folded.h"
-#include "export/text.h"
+#include "cli/format.h"
+#include "cli/pipeline.h"
 #include "cli/progress.h"
+#include "cli/worker.h"
+#include "debuginfo/inflate-cache.h"
 
-#define PROG "stackunwind"
-#define BATCH 1024
 #define MAX_FRAMES 1024
-
-enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_PARTIAL = 3 };
-enum { EXPORT_SPEEDSCOPE = 1, EXPORT_PPROF };
 
 static void usage(FILE *f)
 {
@@ -115,26 +104,6 @@ static void die_usage(const char *fmt, ...)
 }
 
 /* ---- options --------------------------------------------------------------- */
-
-struct options {
-	const char *command;
-	const char *trace;
-	struct su_reader_opts filter;
-	unsigned jobs;
-	enum su_unwinder_kind unwinder;
-	const char **debug_dirs;
-	size_t n_debug_dirs;
-	struct su_debuginfo_opts di;
-	size_t max_frames;
-	int folded;              /* `folded`: aggregate stacks instead of listing samples */
-	int roots;               /* folded root: 0 comm, 1 comm-pid, 2 comm-pid/tid */
-	int no_inline;           /* folded, flamegraph, export: real functions only */
-	int flamegraph;          /* `flamegraph`: folded, each frame with its module, drawn */
-	struct folded_opts fold; /* folded, flamegraph: the line (from the three above) */
-	struct flame_opts flame;
-	int export_format;       /* export: EXPORT_SPEEDSCOPE or EXPORT_PPROF */
-	const char *output;      /* flamegraph, export: -o FILE */
-};
 
 static uint64_t parse_u64(const char *s, const char *what)
 {
@@ -368,440 +337,10 @@ static void parse_options(int argc, char **argv, struct options *o)
 	o->di.inflate_cache_dir = no_cache ? NULL : su_inflate_default_dir();
 }
 
-/* ---- per-worker unwinding and formatting ------------------------------------ */
-
-struct counts {
-	uint64_t samples;
-	uint64_t complete;       /* unwound to the outermost frame */
-	uint64_t truncated;      /* cut by the stack cap */
-	uint64_t incomplete;     /* stopped early for another reason */
-	uint64_t no_user;        /* no user state (perf.data: kernel threads, exiting tasks) */
-	uint64_t unknown_frames; /* frames without a symbol */
-	uint64_t frames;
-};
-
-/* The text after the address of every line a frame prints (several when
- * functions were inlined there), cached: a long trace repeats its pcs. */
-struct frame_text {
-	const struct su_module *m;   /* NULL: empty slot */
-	const char *path;            /* the maps entry's path (module name shown) */
-	uint64_t addr;               /* ELF address looked up */
-	uint8_t activation;
-	uint8_t unknown;             /* no symbol: counts as an unknown frame */
-	uint16_t lines;
-	char *text;                  /* LINES lines, each ending in '\n' */
-};
-
-/* A module a frame needed but that could not be used. */
-struct bad_module {
-	const struct su_module *m;
-};
-
-struct worker {
-	const struct options *o;
-	struct bad_module *bad;
-	size_t n_bad, cap_bad;
-	struct frame_text *ftext;    /* open addressing, power of two */
-	size_t n_ftext, cap_ftext;
-	struct su_modcache *modules;
-	struct su_resolver *resolver;
-	struct su_unwinder *unwinder;
-	struct su_frame *frames;
-	struct counts counts;
-};
-
-static int worker_init(struct worker *w, const struct options *o)
-{
-	memset(w, 0, sizeof(*w));
-	w->o = o;
-	w->modules = su_modcache_new(&o->di);
-	if (!w->modules)
-		return -ENOMEM;
-	w->resolver = su_resolver_new(w->modules, o->di.symfs);
-	w->unwinder = su_unwinder_new(o->unwinder, w->modules);
-	w->frames = calloc(o->max_frames, sizeof(*w->frames));
-	return w->unwinder && w->frames && w->resolver ? 0 : -ENOMEM;
-}
-
-static void worker_fini(struct worker *w)
-{
-	su_unwinder_free(w->unwinder);
-	su_resolver_free(w->resolver);
-	su_modcache_free(w->modules);
-	free(w->frames);
-	free(w->bad);
-	for (size_t i = 0; i < w->cap_ftext; i++)
-		free(w->ftext[i].text);
-	free(w->ftext);
-}
-
 static const char *base_name(const char *path)
 {
 	const char *s = strrchr(path, '/');
 	return s && s[1] ? s + 1 : path;
-}
-
-static void note_bad_module(struct worker *w, const struct su_module *m)
-{
-	for (size_t i = 0; i < w->n_bad; i++)
-		if (w->bad[i].m == m)
-			return;
-	if (w->n_bad == w->cap_bad) {
-		size_t n = w->cap_bad ? 2 * w->cap_bad : 8;
-		struct bad_module *nb = realloc(w->bad, n * sizeof(*nb));
-		if (!nb)
-			return; /* only the warning is lost */
-		w->bad = nb;
-		w->cap_bad = n;
-	}
-	w->bad[w->n_bad++].m = m;
-}
-
-/* One warning per binary that frames needed and could not use (every
- * worker met its own copy of the module: deduplicate by path). */
-static void warn_bad_modules(struct worker *workers, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		for (size_t j = 0; j < workers[i].n_bad; j++) {
-			const struct su_module *m = workers[i].bad[j].m;
-			int seen = 0;
-			for (unsigned a = 0; a <= i && !seen; a++)
-				for (size_t b = 0; b < (a == i ? j : workers[a].n_bad) && !seen; b++)
-					seen = !strcmp(workers[a].bad[b].m->recorded_path, m->recorded_path);
-			if (seen)
-				continue;
-			char hex[2 * SU_BUILD_ID_MAX + 1] = "none recorded";
-			for (unsigned k = 0; k < m->build_id_len; k++)
-				snprintf(hex + 2 * k, 3, "%02x", m->build_id[k]);
-			const char *path = su_resolver_text(workers[i].resolver, m->recorded_path);
-			fprintf(stderr, PROG ": warning: %s (build-id %s): %s; its frames show module+offset\n",
-				path ? path : "?", hex,
-				m->status == SU_MODULE_BUILD_ID_MISMATCH
-					? "the file there has another build-id (rebuilt since the recording?); "
-					  "give the right one with --debug-dir or --symfs"
-					: "not found (give it with --debug-dir or --symfs, or set DEBUGINFOD_URLS)");
-		}
-}
-
-/* ---- fast text ------------------------------------------------------------- */
-
-/* "\t" and V in hex, right-aligned in 16 columns, then a space: perf's. */
-static void text_pc(struct text *t, uint64_t v)
-{
-	char b[18];
-	int i = 17;
-	b[17] = ' ';
-	do {
-		b[--i] = "0123456789abcdef"[v & 15];
-		v >>= 4;
-	} while (v);
-	while (i > 1)
-		b[--i] = ' ';
-	b[0] = '\t';
-	text_put(t, b, sizeof(b));
-}
-
-/* ---- frame text, cached per (module, address) --------------------------------- */
-
-static uint64_t frame_hash(const void *m, const char *path, uint64_t addr, int act)
-{
-	uint64_t h = (uint64_t)(uintptr_t)m * 0x9E3779B97F4A7C15ull;
-	h ^= (uint64_t)(uintptr_t)path * 0xC2B2AE3D27D4EB4Full;
-	h ^= (addr * 2 + (uint64_t)act) * 0x165667B19E3779F9ull;
-	return h ^ (h >> 29);
-}
-
-static struct frame_text *frame_cache_slot(struct worker *w, const struct su_module *m, const char *path,
-					   uint64_t addr, int act)
-{
-	if ((w->n_ftext + 1) * 2 > w->cap_ftext) {
-		size_t ncap = w->cap_ftext ? w->cap_ftext * 2 : 1024;
-		struct frame_text *nt = calloc(ncap, sizeof(*nt));
-		if (!nt)
-			return NULL;
-		for (size_t i = 0; i < w->cap_ftext; i++) {
-			struct frame_text *o = &w->ftext[i];
-			if (!o->m)
-				continue;
-			size_t h = frame_hash(o->m, o->path, o->addr, o->activation) & (ncap - 1);
-			while (nt[h].m)
-				h = (h + 1) & (ncap - 1);
-			nt[h] = *o;
-		}
-		free(w->ftext);
-		w->ftext = nt;
-		w->cap_ftext = ncap;
-	}
-	size_t h = frame_hash(m, path, addr, act) & (w->cap_ftext - 1);
-	for (;;) {
-		struct frame_text *f = &w->ftext[h];
-		if (!f->m || (f->m == m && f->path == path && f->addr == addr && f->activation == act))
-			return f;
-		h = (h + 1) & (w->cap_ftext - 1);
-	}
-}
-
-/* The text of resolved frame R: one line per function (inlined ones
- * first, like perf's "(inlined)"), module+offset where nothing is known. */
-static int frame_text_build(struct frame_text *ft, const struct su_resolved *r)
-{
-	struct text t = { 0 };
-	size_t n = r->nsym;
-	if (r->kind != SU_RESOLVED_SYMBOLS) {
-		/* module+offset: what can still be looked up later by hand. */
-		n = 1;
-		text_printf(&t, "%s+0x%" PRIx64 " (%s)\n", base_name(r->module_name), r->elf_addr, r->module_name);
-		ft->unknown = 1;
-	} else {
-		for (size_t i = 0; i < n; i++) {
-			const struct su_symframe *y = &r->sym[i];
-			const char *fn = y->function ? y->function : "[unknown]";
-			if (y->inlined)
-				text_printf(&t, "%s (inlined) (%s)", fn, r->module_name);
-			else
-				text_printf(&t, "%s+0x%" PRIx64 " (%s)", fn, y->func_offset + (r->activation ? 0 : 1),
-					    r->module_name);
-			if (y->file && y->line)
-				text_printf(&t, " %s:%u\n", y->file, y->line);
-			else
-				text_printf(&t, "\n");
-		}
-	}
-	if (t.oom || !t.buf) {
-		free(t.buf);
-		return -ENOMEM;
-	}
-	ft->text = t.buf;
-	ft->lines = (uint16_t)n;
-	return 0;
-}
-
-/* Frame F resolved into *R, counted (unknown frames, binaries missing).
- * @return 0 or -ENOMEM. */
-static int resolve_frame(struct worker *w, uint32_t pid, const struct su_maps *maps, const struct su_frame *f,
-			 struct su_resolved *r)
-{
-	int const rc = su_resolve(w->resolver, pid, maps, f, r);
-	if (r->module && (r->module->status == SU_MODULE_NOT_FOUND || r->module->status == SU_MODULE_BUILD_ID_MISMATCH))
-		note_bad_module(w, r->module);
-	if (r->kind == SU_RESOLVED_UNKNOWN || r->kind == SU_RESOLVED_MODULE)
-		w->counts.unknown_frames++;
-	return rc;
-}
-
-/* One frame's lines, after its address. */
-static void format_frame(struct worker *w, uint32_t pid, const struct su_maps *maps, const struct su_frame *f,
-			 struct text *out)
-{
-	const struct su_map_entry *e;
-	struct su_module *m = su_resolver_module(w->resolver, maps, f, &e);
-	/* Code of a file: its text is cached per (module, name, address). */
-	struct frame_text *ft = m && m->status != SU_MODULE_NO_FILE
-		? frame_cache_slot(w, m, e->path, f->pc - e->bias, f->activation) : NULL;
-	struct frame_text tmp = { 0 };
-	if (ft && ft->m) {
-		if (ft->unknown)
-			w->counts.unknown_frames++;
-		if (m->status == SU_MODULE_NOT_FOUND || m->status == SU_MODULE_BUILD_ID_MISMATCH)
-			note_bad_module(w, m);
-	} else {
-		struct su_resolved r;
-		if (resolve_frame(w, pid, maps, f, &r)) {
-			out->oom = 1;
-			return;
-		}
-		if (r.kind == SU_RESOLVED_UNKNOWN) {
-			text_pc(out, f->pc);
-			text_puts(out, "[unknown] ([unknown])\n");
-			return;
-		}
-		if (r.kind == SU_RESOLVED_JIT) {
-			text_pc(out, f->pc);
-			text_printf(out, "%s+0x%" PRIx64 " (%s)\n", r.sym[0].function, r.sym[0].func_offset, r.jit_map);
-			return;
-		}
-		struct frame_text *dst = ft ? ft : &tmp;
-		if (frame_text_build(dst, &r)) {
-			out->oom = 1;
-			return;
-		}
-		dst->m = m;
-		dst->path = e->path;
-		dst->addr = r.elf_addr;
-		dst->activation = f->activation;
-		if (ft)
-			w->n_ftext++;
-		ft = dst;
-	}
-	const char *p = ft->text;
-	for (uint16_t i = 0; i < ft->lines; i++) {
-		const char *nl = strchr(p, '\n');
-		text_pc(out, f->pc);
-		text_put(out, p, (size_t)(nl - p) + 1);
-		p = nl + 1;
-	}
-	if (ft == &tmp)
-		free(tmp.text);
-}
-
-/* What a worker needs to print one unwound sample. */
-struct unwound {
-	const struct su_process *process;
-	const struct su_maps *maps;
-	uint32_t pid, tid;
-	uint64_t time_ns;
-	uint32_t nframes;
-	uint8_t end;             /* enum su_unwind_end */
-	size_t frame_off;        /* in the batch's frame arena */
-};
-
-/* Unwind S into W's frames, counting how it ended. */
-static size_t unwind_sample(struct worker *w, const struct su_sample *s, enum su_unwind_end *end)
-{
-	*end = SU_END_ERROR;
-	size_t const n = su_unwind(w->unwinder, s, w->frames, w->o->max_frames, end);
-	w->counts.samples++;
-	w->counts.frames += n;
-	if (*end == SU_END_OUTERMOST)
-		w->counts.complete++;
-	else if (*end == SU_END_TRUNCATED)
-		w->counts.truncated++;
-	else if (*end == SU_END_NO_USER)
-		w->counts.no_user++;
-	else
-		w->counts.incomplete++;
-	return n;
-}
-
-static void format_sample(struct worker *w, const struct unwound *u, const struct su_frame *frames,
-			  struct text *out)
-{
-	/* "comm pid/tid sec.nsec:" */
-	const char *comm = su_resolver_comm(w->resolver, u->process);
-	if (!comm) {
-		out->oom = 1;
-		return;
-	}
-	text_puts(out, comm);
-	text_put(out, " ", 1);
-	text_id(out, u->pid);
-	text_put(out, "/", 1);
-	text_id(out, u->tid);
-	text_put(out, " ", 1);
-	text_u64(out, u->time_ns / 1000000000u, 1);
-	text_put(out, ".", 1);
-	text_u64(out, u->time_ns % 1000000000u, 9);
-	text_put(out, ":\n", 2);
-	for (size_t i = 0; i < u->nframes; i++)
-		format_frame(w, u->pid, u->maps, &frames[i], out);
-	if (u->end != SU_END_OUTERMOST) {
-		text_pc(out, 0);
-		text_put(out, "[", 1);
-		text_puts(out, su_unwind_end_name((enum su_unwind_end)u->end));
-		text_puts(out, "] ([stackunwind])\n");
-	}
-	text_put(out, "\n", 1);
-}
-
-/* One line "comm;[end;]outermost;...;leaf\n" (export/folded.h). */
-static void format_folded(struct worker *w, const struct unwound *u, const struct su_frame *frames,
-			  struct text *out)
-{
-	const char *comm = su_resolver_comm(w->resolver, u->process);
-	if (!comm) {
-		out->oom = 1;
-		return;
-	}
-	folded_root(out, &w->o->fold, comm, u->pid, u->tid,
-		    u->end != SU_END_OUTERMOST ? su_unwind_end_name((enum su_unwind_end)u->end) : NULL);
-	for (size_t i = u->nframes; i-- > 0;) {
-		struct su_resolved r;
-		if (resolve_frame(w, u->pid, u->maps, &frames[i], &r)) {
-			out->oom = 1;
-			return;
-		}
-		folded_resolved(out, &w->o->fold, &r);
-	}
-	text_put(out, "\n", 1);
-}
-
-/* `export`: the sample as records for the export model (cli/export.h):
- * symbolized here, in the worker; deduplicated in the main thread. */
-static void format_export(struct worker *w, const struct unwound *u, const struct su_frame *frames,
-			  struct text *out)
-{
-	struct export_rec_sample const h = { .time_ns = u->time_ns, .process = u->process,
-					     .comm = su_resolver_comm(w->resolver, u->process), .pid = u->pid,
-					     .tid = u->tid, .nframes = u->nframes, .end = u->end };
-	if (!h.comm) {
-		out->oom = 1;
-		return;
-	}
-	text_put(out, (const char *)&h, sizeof(h));
-	for (size_t i = 0; i < u->nframes; i++) {
-		struct su_resolved r;
-		if (resolve_frame(w, u->pid, u->maps, &frames[i], &r)) {
-			out->oom = 1;
-			return;
-		}
-		struct export_rec_frame const x = {
-			.pc = r.pc, .map = r.entry, .module_name = r.module_name, .activation = r.activation,
-			.module_ok = r.module && r.module->status == SU_MODULE_OK, .nsym = (uint16_t)r.nsym };
-		text_put(out, (const char *)&x, sizeof(x));
-		text_put(out, (const char *)r.sym, r.nsym * sizeof(*r.sym));
-	}
-}
-
-/* The text of one unwound sample, as the command wants it. */
-static void format_one(struct worker *w, const struct unwound *u, const struct su_frame *frames,
-		       struct text *out)
-{
-	if (w->o->export_format)
-		format_export(w, u, frames, out);
-	else
-		(w->o->folded ? format_folded : format_sample)(w, u, frames, out);
-}
-
-static void unwound_of(struct unwound *u, const struct su_sample *s, size_t n, enum su_unwind_end end)
-{
-	*u = (struct unwound){ .process = s->process, .maps = s->maps, .pid = s->pid, .tid = s->tid,
-			       .time_ns = s->time_ns, .nframes = (uint32_t)n, .end = (uint8_t)end };
-}
-
-/* ---- batches: unwound samples on their way to a worker ------------------------ */
-
-/* The reader thread decodes and unwinds (cheap: the cached CFI rules);
- * workers symbolize and format, the costly part.  A batch carries frames,
- * not stack images, so nothing big is copied. */
-struct batch {
-	size_t n;
-	struct unwound samples[BATCH];
-	struct su_frame *frames; /* arena */
-	size_t used, cap;        /* in frames */
-	struct text out;
-	uint64_t seq;
-	int state;               /* 0 free, 1 filled, 2 in work, 3 done */
-};
-
-static int batch_add(struct batch *b, const struct su_sample *s, const struct su_frame *frames, size_t n,
-		     enum su_unwind_end end)
-{
-	if (b->used + n > b->cap) {
-		size_t ncap = b->cap ? b->cap * 2 : 4096;
-		while (ncap < b->used + n)
-			ncap *= 2;
-		struct su_frame *nf = realloc(b->frames, ncap * sizeof(*nf));
-		if (!nf)
-			return -ENOMEM;
-		b->frames = nf;
-		b->cap = ncap;
-	}
-	struct unwound *u = &b->samples[b->n++];
-	unwound_of(u, s, n, end);
-	u->frame_off = b->used;
-	memcpy(b->frames + b->used, frames, n * sizeof(*frames));
-	b->used += n;
-	return 0;
 }
 
 /* The SVG of the counts, to -o FILE or stdout.  @return 0 or -1 (said). */
@@ -849,121 +388,28 @@ static int fold_flamegraph(struct folded_counts *f, const struct options *o)
 	return rc ? -1 : 0;
 }
 
+/* ---- stacks, folded, flamegraph, export ---------------------------------------- */
+
 struct run {
 	const struct options *o;
-	struct worker *workers;
-	unsigned n_workers;
-	pthread_t *threads;
-	struct batch *slots;     /* ring of n_slots */
-	unsigned n_slots;
-	uint64_t next_fill, next_write;  /* sequence numbers */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int stop;
-	int oom;
-	FILE *out;
-	struct text direct;      /* -j 1: samples go straight here, no copy */
-	struct folded_counts *fold; /* `folded`: the counts, in the main thread */
-	struct export_model *exp; /* `export`: the profile, in the main thread */
-	struct worker *reader;   /* the reader thread's context: it unwinds (-j 1: everything) */
+	struct pipeline *pipeline;
+	struct worker *reader;       /* the reader thread's context: it unwinds (-j 1: everything) */
+	struct folded_counts *fold;  /* `folded`: the counts, in the main thread */
+	struct export_model *exp;    /* `export`: the profile, in the main thread */
 	struct progress progress;
 };
 
-static void batch_work(struct worker *w, struct batch *b)
+/* Text of finished samples: to the output, into the folded counts or into
+ * the export model. */
+static int emit(void *arg, const char *buf, size_t len)
 {
-	b->out.len = 0;
-	for (size_t i = 0; i < b->n; i++)
-		format_one(w, &b->samples[i], b->frames + b->samples[i].frame_off, &b->out);
-}
-
-struct worker_arg {
-	struct run *run;
-	struct worker *w;
-};
-
-static void *worker_thread(void *arg)
-{
-	struct worker_arg *a = arg;
-	struct run *r = a->run;
-	pthread_mutex_lock(&r->lock);
-	for (;;) {
-		struct batch *b = NULL;
-		for (unsigned i = 0; i < r->n_slots; i++)
-			if (r->slots[i].state == 1 && (!b || r->slots[i].seq < b->seq))
-				b = &r->slots[i];
-		if (!b) {
-			if (r->stop)
-				break;
-			pthread_cond_wait(&r->cond, &r->lock);
-			continue;
-		}
-		b->state = 2;
-		pthread_mutex_unlock(&r->lock);
-		batch_work(a->w, b);
-		pthread_mutex_lock(&r->lock);
-		b->state = 3;
-		pthread_cond_broadcast(&r->cond);
-	}
-	pthread_mutex_unlock(&r->lock);
-	return NULL;
-}
-
-/* Write finished batches in sequence order.  Lock held. */
-/* Text of finished samples: to the output, or into the folded counts. */
-static void emit(struct run *r, const char *buf, size_t len)
-{
-	if (r->exp) {
-		if (export_model_add(r->exp, buf, len))
-			r->oom = 1;
-		return;
-	}
-	if (!r->fold) {
-		fwrite(buf, 1, len, r->out);
-		return;
-	}
-	if (folded_counts_add_lines(r->fold, buf, len))
-		r->oom = 1;
-}
-
-static void write_done(struct run *r)
-{
-	for (;;) {
-		struct batch *b = &r->slots[r->next_write % r->n_slots];
-		if (b->seq != r->next_write || b->state != 3)
-			return;
-		if (b->out.oom)
-			r->oom = 1;
-		emit(r, b->out.buf, b->out.len);
-		b->state = 0;
-		b->n = 0;
-		b->used = 0;
-		r->next_write++;
-	}
-}
-
-/* The batch being filled (slot of next_fill), waiting for it to be free. */
-static struct batch *fill_slot(struct run *r)
-{
-	struct batch *b = &r->slots[r->next_fill % r->n_slots];
-	pthread_mutex_lock(&r->lock);
-	for (;;) {
-		write_done(r);
-		if (b->state == 0)
-			break;
-		pthread_cond_wait(&r->cond, &r->lock);
-	}
-	pthread_mutex_unlock(&r->lock);
-	return b;
-}
-
-static void submit(struct run *r, struct batch *b)
-{
-	b->seq = r->next_fill++;
-	pthread_mutex_lock(&r->lock);
-	b->state = 1;
-	pthread_cond_broadcast(&r->cond);
-	write_done(r);
-	pthread_mutex_unlock(&r->lock);
+	struct run *r = arg;
+	if (r->exp)
+		return export_model_add(r->exp, buf, len);
+	if (r->fold)
+		return folded_counts_add_lines(r->fold, buf, len);
+	fwrite(buf, 1, len, stdout);
+	return 0;
 }
 
 static int on_sample(void *arg, const struct su_sample *s)
@@ -971,91 +417,32 @@ static int on_sample(void *arg, const struct su_sample *s)
 	struct run *r = arg;
 	enum su_unwind_end end;
 	progress_sample(&r->progress);
-	size_t const n = unwind_sample(r->reader, s, &end);
-	if (r->o->jobs == 1) {
-		/* The same formatting as a worker's, right here. */
-		struct unwound u;
-		unwound_of(&u, s, n, end);
-		format_one(r->reader, &u, r->reader->frames, &r->direct);
-		if (r->direct.oom)
-			return -ENOMEM;
-		if (r->direct.len >= 1u << 16) {
-			emit(r, r->direct.buf, r->direct.len);
-			r->direct.len = 0;
-		}
-		return 0;
-	}
-	struct batch *b = fill_slot(r);
-	if (batch_add(b, s, r->reader->frames, n, end))
-		return -ENOMEM;
-	if (b->n == BATCH)
-		submit(r, b);
-	return 0;
+	size_t const n = worker_unwind(r->reader, s, &end);
+	return pipeline_add(r->pipeline, s, r->reader->frames, n, end);
 }
 
 static int on_end(void *arg)
 {
 	struct run *r = arg;
-	if (r->o->jobs == 1) {
-		emit(r, r->direct.buf, r->direct.len);
-		r->direct.len = 0;
-		return r->direct.oom ? -ENOMEM : 0;
-	}
-	struct batch *b = fill_slot(r);
-	if (b->n)
-		submit(r, b);
-	if (r->n_workers) {
-		pthread_mutex_lock(&r->lock);
-		while (r->next_write != r->next_fill) {
-			write_done(r);
-			if (r->next_write == r->next_fill)
-				break;
-			pthread_cond_wait(&r->cond, &r->lock);
-		}
-		r->stop = 1;
-		pthread_cond_broadcast(&r->cond);
-		pthread_mutex_unlock(&r->lock);
-		for (unsigned i = 0; i < r->n_workers; i++)
-			pthread_join(r->threads[i], NULL);
-		r->n_workers = 0; /* joined */
-	}
-	return r->oom ? -ENOMEM : 0;
-}
-
-static void sum_module_stats(struct worker *w, struct su_modcache_stats *total)
-{
-	struct su_modcache_stats st;
-	su_modcache_get_stats(w->modules, &st);
-	if (st.not_found > total->not_found)
-		total->not_found = st.not_found;
-	if (st.build_id_mismatch > total->build_id_mismatch)
-		total->build_id_mismatch = st.build_id_mismatch;
-	if (st.modules > total->modules)
-		total->modules = st.modules;
+	return pipeline_finish(r->pipeline);
 }
 
 static int cmd_stacks(const struct options *o)
 {
 	struct folded_counts fold = { 0 };
-	struct run r = { .o = o, .out = stdout, .fold = o->folded ? &fold : NULL };
+	struct run r = { .o = o, .fold = o->folded ? &fold : NULL };
 	/* -j N: the reader thread parses, decodes and unwinds; N - 1 workers
 	 * symbolize and format.  -j 1 does it all in the reader thread.
 	 * ctx[0] is the reader's context, ctx[1..] the workers'. */
 	unsigned const nw = o->jobs > 1 ? o->jobs - 1 : 0;
 	unsigned const nctx = nw + 1;
 	struct worker *ctx = calloc(nctx, sizeof(*ctx));
+	void **wctx = calloc(nctx, sizeof(*wctx));
 	int rc = EXIT_ERROR;
-	struct worker_arg *args = NULL;
 	struct export_out xo = { 0 };
 	char xerr[1024];
 
-	pthread_mutex_init(&r.lock, NULL);
-	pthread_cond_init(&r.cond, NULL);
-	r.n_slots = nw ? 2 * nw + 2 : 1;
-	r.slots = calloc(r.n_slots, sizeof(*r.slots));
-	r.threads = calloc(nctx, sizeof(*r.threads));
-	args = calloc(nctx, sizeof(*args));
-	if (!ctx || !r.slots || !r.threads || !args) {
+	if (!ctx || !wctx) {
 		fprintf(stderr, PROG ": out of memory\n");
 		goto out;
 	}
@@ -1068,24 +455,17 @@ static int cmd_stacks(const struct options *o)
 		fprintf(stderr, PROG ": out of memory\n");
 		goto out;
 	}
-	for (unsigned i = 0; i < nctx; i++)
+	for (unsigned i = 0; i < nctx; i++) {
 		if (worker_init(&ctx[i], o)) {
 			fprintf(stderr, PROG ": out of memory\n");
 			goto out;
 		}
+		wctx[i] = &ctx[i];
+	}
 	r.reader = &ctx[0];
-	r.workers = ctx + 1;
-	for (unsigned i = 0; i < nw; i++) {
-		args[i] = (struct worker_arg){ &r, &r.workers[i] };
-		if (pthread_create(&r.threads[i], NULL, worker_thread, &args[i])) {
-			fprintf(stderr, PROG ": cannot start worker threads\n");
-			r.stop = 1;
-			pthread_cond_broadcast(&r.cond);
-			for (unsigned j = 0; j < i; j++)
-				pthread_join(r.threads[j], NULL);
-			goto out;
-		}
-		r.n_workers = i + 1;
+	if (!(r.pipeline = pipeline_new(nw, wctx + 1, r.reader, format_sample_of, emit, &r))) {
+		fprintf(stderr, PROG ": cannot start worker threads: %s\n", strerror(errno));
+		goto out;
 	}
 	struct su_reader_callbacks cb = { .arg = &r, .sample = on_sample, .end = on_end };
 	struct su_reader_stats st;
@@ -1095,15 +475,8 @@ static int cmd_stacks(const struct options *o)
 	progress_init(&r.progress, to_stdout && isatty(STDOUT_FILENO), &st.bytes_read, &st.bytes_on_disk);
 	int const rrc = su_trace_read(o->trace, &o->filter, &cb, &st, err, sizeof(err));
 	progress_end(&r.progress);
-	if (r.n_workers) { /* the reader stopped early: stop the workers */
-		pthread_mutex_lock(&r.lock);
-		r.stop = 1;
-		pthread_cond_broadcast(&r.cond);
-		pthread_mutex_unlock(&r.lock);
-		for (unsigned i = 0; i < r.n_workers; i++)
-			pthread_join(r.threads[i], NULL);
-		r.n_workers = 0;
-	}
+	pipeline_free(r.pipeline); /* the reader stopped early: stop the workers */
+	r.pipeline = NULL;
 	if (rrc < 0) {
 		fflush(stdout);
 		fprintf(stderr, PROG ": %s\n", err[0] ? err : strerror(-rrc));
@@ -1123,18 +496,8 @@ static int cmd_stacks(const struct options *o)
 	fflush(stdout);
 	struct counts c = { 0 };
 	struct su_modcache_stats ms = { 0 };
-	for (unsigned i = 0; i < nctx; i++) {
-		struct counts *k = &ctx[i].counts;
-		c.samples += k->samples;
-		c.complete += k->complete;
-		c.truncated += k->truncated;
-		c.incomplete += k->incomplete;
-		c.no_user += k->no_user;
-		c.unknown_frames += k->unknown_frames;
-		c.frames += k->frames;
-		sum_module_stats(&ctx[i], &ms);
-	}
-	warn_bad_modules(ctx, nctx);
+	worker_totals(ctx, nctx, &c, &ms);
+	worker_warn_modules(ctx, nctx);
 	fprintf(stderr,
 		PROG ": %" PRIu64 " samples, %" PRIu64 " fully unwound, %" PRIu64 " truncated, %" PRIu64
 		" stopped early, %" PRIu64 " unknown frames of %" PRIu64 ", %" PRIu64 " build-id mismatches, %"
@@ -1154,113 +517,15 @@ static int cmd_stacks(const struct options *o)
 	}
 	rc = rrc > 0 || ms.build_id_mismatch || ms.not_found ? EXIT_PARTIAL : EXIT_OK;
 out:
+	pipeline_free(r.pipeline);
 	for (unsigned i = 0; ctx && i < nctx; i++)
 		worker_fini(&ctx[i]);
-	for (unsigned i = 0; r.slots && i < r.n_slots; i++) {
-		free(r.slots[i].frames);
-		free(r.slots[i].out.buf);
-	}
-	free(r.direct.buf);
 	export_out_abort(&xo);
 	export_model_free(r.exp);
 	folded_counts_free(&fold);
 	free(ctx);
-	free(r.slots);
-	free(r.threads);
-	free(args);
+	free(wctx);
 	return rc;
-}
-
-/* ---- stats ------------------------------------------------------------------- */
-
-/* Fidelity: the chain unwound from the compressed image against the one
- * unwound from the unfiltered copy of the same stack. */
-struct fidelity {
-	struct worker w;
-	struct progress progress;
-	struct su_frame *full_frames;
-	uint64_t compared, equal;
-};
-
-static int fidelity_sample(void *arg, const struct su_sample *s)
-{
-	struct fidelity *f = arg;
-	progress_sample(&f->progress);
-	if (!s->full_image)
-		return 0;
-	struct su_sample full = *s;
-	full.image = s->full_image;
-	full.full_image = NULL;
-	enum su_unwind_end e1, e2;
-	size_t const n1 = su_unwind(f->w.unwinder, s, f->w.frames, f->w.o->max_frames, &e1);
-	size_t const n2 = su_unwind(f->w.unwinder, &full, f->full_frames, f->w.o->max_frames, &e2);
-	int same = n1 == n2 && e1 == e2;
-	for (size_t i = 0; same && i < n1; i++)
-		same = f->w.frames[i].pc == f->full_frames[i].pc;
-	f->compared++;
-	f->equal += same;
-	return 0;
-}
-
-static int cmd_stats(const struct options *o)
-{
-	struct fidelity f = { 0 };
-	if (worker_init(&f.w, o) || !(f.full_frames = calloc(o->max_frames, sizeof(*f.full_frames)))) {
-		fprintf(stderr, PROG ": out of memory\n");
-		worker_fini(&f.w);
-		return EXIT_ERROR;
-	}
-	struct su_reader_callbacks cb = { .arg = &f, .sample = fidelity_sample };
-	struct su_reader_stats st;
-	char err[1024];
-	progress_init(&f.progress, isatty(STDOUT_FILENO), &st.bytes_read, &st.bytes_on_disk);
-	int rrc = su_trace_read(o->trace, &o->filter, &cb, &st, err, sizeof(err));
-	progress_end(&f.progress);
-	worker_fini(&f.w);
-	free(f.full_frames);
-	if (rrc < 0) {
-		fprintf(stderr, PROG ": %s\n", err[0] ? err : strerror(-rrc));
-		return EXIT_ERROR;
-	}
-	double const per = st.samples ? (double)st.bytes_on_disk / (double)st.samples : 0;
-	printf("trace:                %s\n", o->trace);
-	printf("processes:            %" PRIu64 " (%" PRIu64 " ended normally)\n", st.processes, st.ended);
-	printf("samples:              %" PRIu64 "\n", st.samples);
-	printf("bytes on disk:        %" PRIu64 "\n", st.bytes_on_disk);
-	printf("bytes per sample:     %.1f\n", per);
-	int const perf = su_trace_probe(o->trace) == SU_TRACE_PERF;
-	printf("format:               %s\n", su_trace_format_name(su_trace_probe(o->trace)));
-	printf("stack bytes (raw):    %" PRIu64 "\n", st.raw_stack_bytes);
-	if (perf) {
-		/* perf stores its whole window whatever the stack used. */
-		printf("stack bytes (perf):   %" PRIu64 " stored, %.1f%% of them stack\n", st.blob_bytes,
-		       st.blob_bytes ? 100.0 * (double)st.raw_stack_bytes / (double)st.blob_bytes : 0);
-		if (st.chain_only)
-			printf("call chains only:     %" PRIu64 " samples (perf record -g: no stack, the chain the kernel walked)\n",
-			       st.chain_only);
-		if (st.no_user_regs)
-			printf("no user state:        %" PRIu64 " samples (kernel threads, exiting or 32-bit tasks): no-user\n",
-			       st.no_user_regs);
-	} else {
-		printf("stack bytes (codec):  %" PRIu64 "\n", st.blob_bytes);
-		printf("codec saved:          %" PRIu64 " bytes (%.1fx smaller)\n",
-		       st.raw_stack_bytes > st.blob_bytes ? st.raw_stack_bytes - st.blob_bytes : 0,
-		       st.blob_bytes ? (double)st.raw_stack_bytes / (double)st.blob_bytes : 0);
-	}
-	printf("drops:                %" PRIu64 " at capture, %" PRIu64 " lost by the writer\n",
-	       st.drops, st.discarded);
-	if (st.bad_blobs || st.no_maps || st.truncated_files)
-		printf("unreadable:           %" PRIu64 " samples, %d files cut or corrupt\n",
-		       st.bad_blobs + st.no_maps, st.truncated_files);
-	if (st.full_samples) {
-		printf("full copies:          %" PRIu64 " samples\n", st.full_samples);
-		/* Rounded down: 100.0% means every sample. */
-		uint64_t const tenths = f.compared ? f.equal * 1000 / f.compared : 0;
-		printf("fidelity:             %" PRIu64 ".%" PRIu64 "%% (%" PRIu64 " of %" PRIu64
-		       " samples unwind to the same chain as their full copy)\n",
-		       tenths / 10, tenths % 10, f.equal, f.compared);
-	}
-	return rrc > 0 ? EXIT_PARTIAL : EXIT_OK;
 }
 
 int main(int argc, char **argv)

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: MIT */
+/* The per-sample formatters of stackunwind (format.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/format.h"
+#include "cli/export.h"
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s && s[1] ? s + 1 : path;
+}
+
+/* "\t" and V in hex, right-aligned in 16 columns, then a space: perf's. */
+static void text_pc(struct text *t, uint64_t v)
+{
+	char b[18];
+	int i = 17;
+	b[17] = ' ';
+	do {
+		b[--i] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	while (i > 1)
+		b[--i] = ' ';
+	b[0] = '\t';
+	text_put(t, b, sizeof(b));
+}
+
+/* ---- frame text, cached per (module, address) --------------------------------- */
+
+static uint64_t frame_hash(const void *m, const char *path, uint64_t addr, int act)
+{
+	uint64_t h = (uint64_t)(uintptr_t)m * 0x9E3779B97F4A7C15ull;
+	h ^= (uint64_t)(uintptr_t)path * 0xC2B2AE3D27D4EB4Full;
+	h ^= (addr * 2 + (uint64_t)act) * 0x165667B19E3779F9ull;
+	return h ^ (h >> 29);
+}
+
+static struct frame_text *frame_cache_slot(struct worker *w, const struct su_module *m, const char *path,
+					   uint64_t addr, int act)
+{
+	if ((w->n_ftext + 1) * 2 > w->cap_ftext) {
+		size_t ncap = w->cap_ftext ? w->cap_ftext * 2 : 1024;
+		struct frame_text *nt = calloc(ncap, sizeof(*nt));
+		if (!nt)
+			return NULL;
+		for (size_t i = 0; i < w->cap_ftext; i++) {
+			struct frame_text *o = &w->ftext[i];
+			if (!o->m)
+				continue;
+			size_t h = frame_hash(o->m, o->path, o->addr, o->activation) & (ncap - 1);
+			while (nt[h].m)
+				h = (h + 1) & (ncap - 1);
+			nt[h] = *o;
+		}
+		free(w->ftext);
+		w->ftext = nt;
+		w->cap_ftext = ncap;
+	}
+	size_t h = frame_hash(m, path, addr, act) & (w->cap_ftext - 1);
+	for (;;) {
+		struct frame_text *f = &w->ftext[h];
+		if (!f->m || (f->m == m && f->path == path && f->addr == addr && f->activation == act))
+			return f;
+		h = (h + 1) & (w->cap_ftext - 1);
+	}
+}
+
+/* The text of resolved frame R: one line per function (inlined ones
+ * first, like perf's "(inlined)"), module+offset where nothing is known. */
+static int frame_text_build(struct frame_text *ft, const struct su_resolved *r)
+{
+	struct text t = { 0 };
+	size_t n = r->nsym;
+	if (r->kind != SU_RESOLVED_SYMBOLS) {
+		/* module+offset: what can still be looked up later by hand. */
+		n = 1;
+		text_printf(&t, "%s+0x%" PRIx64 " (%s)\n", base_name(r->module_name), r->elf_addr, r->module_name);
+		ft->unknown = 1;
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			const struct su_symframe *y = &r->sym[i];
+			const char *fn = y->function ? y->function : "[unknown]";
+			if (y->inlined)
+				text_printf(&t, "%s (inlined) (%s)", fn, r->module_name);
+			else
+				text_printf(&t, "%s+0x%" PRIx64 " (%s)", fn, y->func_offset + (r->activation ? 0 : 1),
+					    r->module_name);
+			if (y->file && y->line)
+				text_printf(&t, " %s:%u\n", y->file, y->line);
+			else
+				text_printf(&t, "\n");
+		}
+	}
+	if (t.oom || !t.buf) {
+		free(t.buf);
+		return -ENOMEM;
+	}
+	ft->text = t.buf;
+	ft->lines = (uint16_t)n;
+	return 0;
+}
+
+/* One frame's lines, after its address. */
+static void format_frame(struct worker *w, uint32_t pid, const struct su_maps *maps, const struct su_frame *f,
+			 struct text *out)
+{
+	const struct su_map_entry *e;
+	struct su_module *m = su_resolver_module(w->resolver, maps, f, &e);
+	/* Code of a file: its text is cached per (module, name, address). */
+	struct frame_text *ft = m && m->status != SU_MODULE_NO_FILE
+		? frame_cache_slot(w, m, e->path, f->pc - e->bias, f->activation) : NULL;
+	struct frame_text tmp = { 0 };
+	if (ft && ft->m) {
+		if (ft->unknown)
+			w->counts.unknown_frames++;
+		worker_note_module(w, m);
+	} else {
+		struct su_resolved r;
+		if (worker_resolve(w, pid, maps, f, &r)) {
+			out->oom = 1;
+			return;
+		}
+		if (r.kind == SU_RESOLVED_UNKNOWN) {
+			text_pc(out, f->pc);
+			text_puts(out, "[unknown] ([unknown])\n");
+			return;
+		}
+		if (r.kind == SU_RESOLVED_JIT) {
+			text_pc(out, f->pc);
+			text_printf(out, "%s+0x%" PRIx64 " (%s)\n", r.sym[0].function, r.sym[0].func_offset, r.jit_map);
+			return;
+		}
+		struct frame_text *dst = ft ? ft : &tmp;
+		if (frame_text_build(dst, &r)) {
+			out->oom = 1;
+			return;
+		}
+		dst->m = m;
+		dst->path = e->path;
+		dst->addr = r.elf_addr;
+		dst->activation = f->activation;
+		if (ft)
+			w->n_ftext++;
+		ft = dst;
+	}
+	const char *p = ft->text;
+	for (uint16_t i = 0; i < ft->lines; i++) {
+		const char *nl = strchr(p, '\n');
+		text_pc(out, f->pc);
+		text_put(out, p, (size_t)(nl - p) + 1);
+		p = nl + 1;
+	}
+	if (ft == &tmp)
+		free(tmp.text);
+}
+
+static void format_stacks(struct worker *w, const struct pipeline_sample *u, const struct su_frame *frames,
+			  struct text *out)
+{
+	/* "comm pid/tid sec.nsec:" */
+	const char *comm = su_resolver_comm(w->resolver, u->process);
+	if (!comm) {
+		out->oom = 1;
+		return;
+	}
+	text_puts(out, comm);
+	text_put(out, " ", 1);
+	text_id(out, u->pid);
+	text_put(out, "/", 1);
+	text_id(out, u->tid);
+	text_put(out, " ", 1);
+	text_u64(out, u->time_ns / 1000000000u, 1);
+	text_put(out, ".", 1);
+	text_u64(out, u->time_ns % 1000000000u, 9);
+	text_put(out, ":\n", 2);
+	for (size_t i = 0; i < u->nframes; i++)
+		format_frame(w, u->pid, u->maps, &frames[i], out);
+	if (u->end != SU_END_OUTERMOST) {
+		text_pc(out, 0);
+		text_put(out, "[", 1);
+		text_puts(out, su_unwind_end_name((enum su_unwind_end)u->end));
+		text_puts(out, "] ([stackunwind])\n");
+	}
+	text_put(out, "\n", 1);
+}
+
+/* One line "comm;[end;]outermost;...;leaf\n" (export/folded.h). */
+static void format_folded(struct worker *w, const struct pipeline_sample *u, const struct su_frame *frames,
+			  struct text *out)
+{
+	const char *comm = su_resolver_comm(w->resolver, u->process);
+	if (!comm) {
+		out->oom = 1;
+		return;
+	}
+	folded_root(out, &w->o->fold, comm, u->pid, u->tid,
+		    u->end != SU_END_OUTERMOST ? su_unwind_end_name((enum su_unwind_end)u->end) : NULL);
+	for (size_t i = u->nframes; i-- > 0;) {
+		struct su_resolved r;
+		if (worker_resolve(w, u->pid, u->maps, &frames[i], &r)) {
+			out->oom = 1;
+			return;
+		}
+		folded_resolved(out, &w->o->fold, &r);
+	}
+	text_put(out, "\n", 1);
+}
+
+/* `export`: the sample as records for the export model (cli/export.h):
+ * symbolized here, in the worker; deduplicated in the main thread. */
+static void format_export(struct worker *w, const struct pipeline_sample *u, const struct su_frame *frames,
+			  struct text *out)
+{
+	struct export_rec_sample const h = { .time_ns = u->time_ns, .process = u->process,
+					     .comm = su_resolver_comm(w->resolver, u->process), .pid = u->pid,
+					     .tid = u->tid, .nframes = u->nframes, .end = u->end };
+	if (!h.comm) {
+		out->oom = 1;
+		return;
+	}
+	text_put(out, (const char *)&h, sizeof(h));
+	for (size_t i = 0; i < u->nframes; i++) {
+		struct su_resolved r;
+		if (worker_resolve(w, u->pid, u->maps, &frames[i], &r)) {
+			out->oom = 1;
+			return;
+		}
+		struct export_rec_frame const x = {
+			.pc = r.pc, .map = r.entry, .module_name = r.module_name, .activation = r.activation,
+			.module_ok = r.module && r.module->status == SU_MODULE_OK, .nsym = (uint16_t)r.nsym };
+		text_put(out, (const char *)&x, sizeof(x));
+		text_put(out, (const char *)r.sym, r.nsym * sizeof(*r.sym));
+	}
+}
+
+void format_sample_of(void *ctx, const struct pipeline_sample *u, const struct su_frame *frames,
+		      struct text *out)
+{
+	struct worker *w = ctx;
+	if (w->o->export_format)
+		format_export(w, u, frames, out);
+	else
+		(w->o->folded ? format_folded : format_stacks)(w, u, frames, out);
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/* stackunwind's options, shared by its parts: stackunwind.c (options,
+ * commands), worker.c (each thread's modules and counts), format.c (the
+ * per-sample formatters), stats.c (`stats`), over pipeline.c. */
+#ifndef STACKCAP_CLI_STACKUNWIND_H
+#define STACKCAP_CLI_STACKUNWIND_H
+
+#include <stddef.h>
+#include "trace/trace-read.h"
+#include "debuginfo/module.h"
+#include "unwind/unwind.h"
+#include "export/flamegraph.h"
+#include "export/folded.h"
+
+#define PROG "stackunwind"
+
+enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_PARTIAL = 3 };
+enum { EXPORT_SPEEDSCOPE = 1, EXPORT_PPROF };
+
+struct options {
+	const char *command;
+	const char *trace;
+	struct su_reader_opts filter;
+	unsigned jobs;
+	enum su_unwinder_kind unwinder;
+	const char **debug_dirs;
+	size_t n_debug_dirs;
+	struct su_debuginfo_opts di;
+	size_t max_frames;
+	int folded;              /* `folded`: aggregate stacks instead of listing samples */
+	int roots;               /* folded root: 0 comm, 1 comm-pid, 2 comm-pid/tid */
+	int no_inline;           /* folded, flamegraph, export: real functions only */
+	int flamegraph;          /* `flamegraph`: folded, each frame with its module, drawn */
+	struct folded_opts fold; /* folded, flamegraph: the line (from the three above) */
+	struct flame_opts flame;
+	int export_format;       /* export: EXPORT_SPEEDSCOPE or EXPORT_PPROF */
+	const char *output;      /* flamegraph, export: -o FILE */
+};
+
+/* `stackunwind stats`: sizes, savings, drops, fidelity.  @return the exit status. */
+int cmd_stats(const struct options *o);
+
+#endif

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/* `stackunwind stats`: format, sizes, codec savings (perf's stored stack
+ * bytes on a perf.data), drops, and fidelity on --full-copy traces. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/stackunwind.h"
+#include "cli/worker.h"
+#include "cli/progress.h"
+
+/* Fidelity: the chain unwound from the compressed image against the one
+ * unwound from the unfiltered copy of the same stack. */
+struct fidelity {
+	struct worker w;
+	struct progress progress;
+	struct su_frame *full_frames;
+	uint64_t compared, equal;
+};
+
+static int fidelity_sample(void *arg, const struct su_sample *s)
+{
+	struct fidelity *f = arg;
+	progress_sample(&f->progress);
+	if (!s->full_image)
+		return 0;
+	struct su_sample full = *s;
+	full.image = s->full_image;
+	full.full_image = NULL;
+	enum su_unwind_end e1, e2;
+	size_t const n1 = su_unwind(f->w.unwinder, s, f->w.frames, f->w.o->max_frames, &e1);
+	size_t const n2 = su_unwind(f->w.unwinder, &full, f->full_frames, f->w.o->max_frames, &e2);
+	int same = n1 == n2 && e1 == e2;
+	for (size_t i = 0; same && i < n1; i++)
+		same = f->w.frames[i].pc == f->full_frames[i].pc;
+	f->compared++;
+	f->equal += same;
+	return 0;
+}
+
+int cmd_stats(const struct options *o)
+{
+	struct fidelity f = { 0 };
+	if (worker_init(&f.w, o) || !(f.full_frames = calloc(o->max_frames, sizeof(*f.full_frames)))) {
+		fprintf(stderr, PROG ": out of memory\n");
+		worker_fini(&f.w);
+		return EXIT_ERROR;
+	}
+	struct su_reader_callbacks cb = { .arg = &f, .sample = fidelity_sample };
+	struct su_reader_stats st;
+	char err[1024];
+	progress_init(&f.progress, isatty(STDOUT_FILENO), &st.bytes_read, &st.bytes_on_disk);
+	int rrc = su_trace_read(o->trace, &o->filter, &cb, &st, err, sizeof(err));
+	progress_end(&f.progress);
+	worker_fini(&f.w);
+	free(f.full_frames);
+	if (rrc < 0) {
+		fprintf(stderr, PROG ": %s\n", err[0] ? err : strerror(-rrc));
+		return EXIT_ERROR;
+	}
+	double const per = st.samples ? (double)st.bytes_on_disk / (double)st.samples : 0;
+	printf("trace:                %s\n", o->trace);
+	printf("processes:            %" PRIu64 " (%" PRIu64 " ended normally)\n", st.processes, st.ended);
+	printf("samples:              %" PRIu64 "\n", st.samples);
+	printf("bytes on disk:        %" PRIu64 "\n", st.bytes_on_disk);
+	printf("bytes per sample:     %.1f\n", per);
+	int const perf = su_trace_probe(o->trace) == SU_TRACE_PERF;
+	printf("format:               %s\n", su_trace_format_name(su_trace_probe(o->trace)));
+	printf("stack bytes (raw):    %" PRIu64 "\n", st.raw_stack_bytes);
+	if (perf) {
+		/* perf stores its whole window whatever the stack used. */
+		printf("stack bytes (perf):   %" PRIu64 " stored, %.1f%% of them stack\n", st.blob_bytes,
+		       st.blob_bytes ? 100.0 * (double)st.raw_stack_bytes / (double)st.blob_bytes : 0);
+		if (st.chain_only)
+			printf("call chains only:     %" PRIu64 " samples (perf record -g: no stack, the chain the kernel walked)\n",
+			       st.chain_only);
+		if (st.no_user_regs)
+			printf("no user state:        %" PRIu64 " samples (kernel threads, exiting or 32-bit tasks): no-user\n",
+			       st.no_user_regs);
+	} else {
+		printf("stack bytes (codec):  %" PRIu64 "\n", st.blob_bytes);
+		printf("codec saved:          %" PRIu64 " bytes (%.1fx smaller)\n",
+		       st.raw_stack_bytes > st.blob_bytes ? st.raw_stack_bytes - st.blob_bytes : 0,
+		       st.blob_bytes ? (double)st.raw_stack_bytes / (double)st.blob_bytes : 0);
+	}
+	printf("drops:                %" PRIu64 " at capture, %" PRIu64 " lost by the writer\n",
+	       st.drops, st.discarded);
+	if (st.bad_blobs || st.no_maps || st.truncated_files)
+		printf("unreadable:           %" PRIu64 " samples, %d files cut or corrupt\n",
+		       st.bad_blobs + st.no_maps, st.truncated_files);
+	if (st.full_samples) {
+		printf("full copies:          %" PRIu64 " samples\n", st.full_samples);
+		/* Rounded down: 100.0% means every sample. */
+		uint64_t const tenths = f.compared ? f.equal * 1000 / f.compared : 0;
+		printf("fidelity:             %" PRIu64 ".%" PRIu64 "%% (%" PRIu64 " of %" PRIu64
+		       " samples unwind to the same chain as their full copy)\n",
+		       tenths / 10, tenths % 10, f.equal, f.compared);
+	}
+	return rrc > 0 ? EXIT_PARTIAL : EXIT_OK;
+}

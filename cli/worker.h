@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/* What each thread of stackunwind owns: its modules (elfutils 0.188 is not
+ * thread-safe), resolver, unwinder and frames; what it counted; the
+ * binaries its frames needed and could not use; the stacks formatter's
+ * frame texts.  The reader thread unwinds with one; each worker resolves
+ * and formats with its own. */
+#ifndef STACKCAP_CLI_WORKER_H
+#define STACKCAP_CLI_WORKER_H
+
+#include <stdint.h>
+#include "cli/stackunwind.h"
+#include "symbolize/resolve.h"
+
+struct counts {
+	uint64_t samples;
+	uint64_t complete;       /* unwound to the outermost frame */
+	uint64_t truncated;      /* cut by the stack cap */
+	uint64_t incomplete;     /* stopped early for another reason */
+	uint64_t no_user;        /* no user state (perf.data: kernel threads, exiting tasks) */
+	uint64_t unknown_frames; /* frames without a symbol */
+	uint64_t frames;
+};
+
+/* The text after the address of every line a frame prints (several when
+ * functions were inlined there), cached: a long trace repeats its pcs. */
+struct frame_text {
+	const struct su_module *m;   /* NULL: empty slot */
+	const char *path;            /* the maps entry's path (module name shown) */
+	uint64_t addr;               /* ELF address looked up */
+	uint8_t activation;
+	uint8_t unknown;             /* no symbol: counts as an unknown frame */
+	uint16_t lines;
+	char *text;                  /* LINES lines, each ending in '\n' */
+};
+
+/* A module a frame needed but that could not be used. */
+struct bad_module {
+	const struct su_module *m;
+};
+
+struct worker {
+	const struct options *o;
+	struct bad_module *bad;
+	size_t n_bad, cap_bad;
+	struct frame_text *ftext;    /* open addressing, power of two */
+	size_t n_ftext, cap_ftext;
+	struct su_modcache *modules;
+	struct su_resolver *resolver;
+	struct su_unwinder *unwinder;
+	struct su_frame *frames;
+	struct counts counts;
+};
+
+int worker_init(struct worker *w, const struct options *o);
+void worker_fini(struct worker *w);
+
+/* Unwind S into W's frames, counting how it ended.  @return the frames. */
+size_t worker_unwind(struct worker *w, const struct su_sample *s, enum su_unwind_end *end);
+
+/* Frame F of a sample of PID resolved into *R, counted (unknown frames,
+ * binaries missing).  @return 0 or -ENOMEM. */
+int worker_resolve(struct worker *w, uint32_t pid, const struct su_maps *maps, const struct su_frame *f,
+		   struct su_resolved *r);
+
+/* Note module M when its binary was missing or rebuilt (warned at the end). */
+void worker_note_module(struct worker *w, const struct su_module *m);
+
+/* One warning per binary that frames of the N WORKERS needed and could not use. */
+void worker_warn_modules(struct worker *workers, unsigned n);
+
+/* The counts of the N WORKERS added up into *C, and their modules' into *MS. */
+void worker_totals(struct worker *workers, unsigned n, struct counts *c, struct su_modcache_stats *ms);
+
+#endif
