@@ -159,15 +159,10 @@ static void format_frame(struct worker *w, uint32_t pid, const struct su_maps *m
 		free(tmp.text);
 }
 
-static void format_stacks(struct worker *w, const struct pipeline_sample *u, const struct su_frame *frames,
-			  struct text *out)
+static void format_stacks(struct worker *w, const struct pipeline_sample *u, const char *comm,
+			  const struct su_frame *frames, struct text *out)
 {
 	/* "comm pid/tid sec.nsec:" */
-	const char *comm = su_resolver_comm(w->resolver, u->process);
-	if (!comm) {
-		out->oom = 1;
-		return;
-	}
 	text_puts(out, comm);
 	text_put(out, " ", 1);
 	text_id(out, u->pid);
@@ -190,14 +185,9 @@ static void format_stacks(struct worker *w, const struct pipeline_sample *u, con
 }
 
 /* One line "comm;[end;]outermost;...;leaf\n" (export/folded.h). */
-static void format_folded(struct worker *w, const struct pipeline_sample *u, const struct su_frame *frames,
-			  struct text *out)
+static void format_folded(struct worker *w, const struct pipeline_sample *u, const char *comm,
+			  const struct su_frame *frames, struct text *out)
 {
-	const char *comm = su_resolver_comm(w->resolver, u->process);
-	if (!comm) {
-		out->oom = 1;
-		return;
-	}
 	folded_root(out, &w->o->fold, comm, u->pid, u->tid,
 		    u->end != SU_END_OUTERMOST ? su_unwind_end_name((enum su_unwind_end)u->end) : NULL);
 	for (size_t i = u->nframes; i-- > 0;) {
@@ -213,16 +203,11 @@ static void format_folded(struct worker *w, const struct pipeline_sample *u, con
 
 /* `export`: the sample as records for the export model (cli/export.h):
  * symbolized here, in the worker; deduplicated in the main thread. */
-static void format_export(struct worker *w, const struct pipeline_sample *u, const struct su_frame *frames,
-			  struct text *out)
+static void format_export(struct worker *w, const struct pipeline_sample *u, const char *comm,
+			  const struct su_frame *frames, struct text *out)
 {
-	struct export_rec_sample const h = { .time_ns = u->time_ns, .process = u->process,
-					     .comm = su_resolver_comm(w->resolver, u->process), .pid = u->pid,
-					     .tid = u->tid, .nframes = u->nframes, .end = u->end };
-	if (!h.comm) {
-		out->oom = 1;
-		return;
-	}
+	struct export_rec_sample const h = { .time_ns = u->time_ns, .process = u->process, .comm = comm,
+					     .pid = u->pid, .tid = u->tid, .nframes = u->nframes, .end = u->end };
 	text_put(out, (const char *)&h, sizeof(h));
 	for (size_t i = 0; i < u->nframes; i++) {
 		struct su_resolved r;
@@ -242,8 +227,11 @@ void format_sample_of(void *ctx, const struct pipeline_sample *u, const struct s
 		      struct text *out)
 {
 	struct worker *w = ctx;
-	if (w->o->export_format)
-		format_export(w, u, frames, out);
+	const char *comm = su_resolver_comm(w->resolver, u->process);
+	if (!comm)
+		out->oom = 1;
+	else if (w->o->export_format)
+		format_export(w, u, comm, frames, out);
 	else
-		(w->o->folded ? format_folded : format_stacks)(w, u, frames, out);
+		(w->o->folded ? format_folded : format_stacks)(w, u, comm, frames, out);
 }

@@ -217,6 +217,13 @@ tests_unit_test_flamegraph_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(SANITIZE
 tests_unit_test_flamegraph_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_flamegraph_asan_LDADD = $(CHECK_LIBS) -lm
 TESTS += tests/unit/test-flamegraph tests/unit/test-flamegraph-asan
+# The resolver's escaping and the folded lines and counts (export/folded.c).
+check_PROGRAMS += tests/unit/test-resolve
+tests_unit_test_resolve_SOURCES = tests/unit/test-resolve.c tests/unit/check-main.h
+tests_unit_test_resolve_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS)
+tests_unit_test_resolve_LDADD = export/libsuexport.la symbolize/libsusymbolize.la debuginfo/libsudebuginfo.la \
+	trace/libsutrace.la $(CHECK_LIBS)
+TESTS += tests/unit/test-resolve
 # Integration: perf.data from perf record --call-graph dwarf, beside perf script.
 TESTS += tests/perf.sh
 EXTRA_DIST += tests/perf.sh tests/perf-compare.sh

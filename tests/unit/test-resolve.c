@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/* The text the outputs print: symbolize/resolve.c's escaping (control
+ * characters, C1 controls, ill-formed UTF-8 as \xHH; clean text as it is,
+ * by pointer) and export/folded.c's lines and counts.  TAP through Check. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "symbolize/resolve.h"
+#include "export/folded.h"
+#include "tests/unit/check-main.h"
+
+/* The escaped form of S, in a static buffer. */
+static const char *esc(const char *s)
+{
+	static char buf[256];
+	size_t const n = su_text_escape(buf, sizeof(buf), s);
+	ck_assert_uint_lt(n, sizeof(buf));
+	ck_assert_uint_eq(n, strlen(buf));
+	return buf;
+}
+
+START_TEST(clean_text_unchanged)
+{
+	static const char *const clean[] = {
+		"", "main", "std::vector<int>::push_back(int&&)", "/usr/lib/x86_64-linux-gnu/libc.so.6",
+		"caf\xc3\xa9", "\xe2\x82\xac 5", "\xf0\x9f\x94\xa5", "a b;c:d\\x", "~\x7e",
+	};
+	for (size_t i = 0; i < sizeof(clean) / sizeof(clean[0]); i++) {
+		ck_assert_int_eq(su_text_needs_escape(clean[i]), 0);
+		ck_assert_str_eq(esc(clean[i]), clean[i]);
+	}
+}
+END_TEST
+
+START_TEST(controls_escaped)
+{
+	static const struct { const char *in, *out; } cases[] = {
+		{ "\x1b]52;c;SGVsbG8=\x07", "\\x1b]52;c;SGVsbG8=\\x07" },  /* OSC 52 */
+		{ "a\tb\nc\rd", "a\\x09b\\x0ac\\x0dd" },
+		{ "\x7f", "\\x7f" },                                       /* DEL */
+		{ "x\xc2\x9b" "31m", "x\\xc2\\x9b31m" },                   /* U+009B, CSI */
+		{ "\x9b" "2J", "\\x9b2J" },                                /* a lone C1 byte */
+		{ "\xc0\x80", "\\xc0\\x80" },                              /* overlong NUL */
+		{ "\xed\xa0\x80", "\\xed\\xa0\\x80" },                     /* a surrogate */
+		{ "\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80" },            /* past U+10FFFF */
+		{ "ok\xe2\x82", "ok\\xe2\\x82" },                          /* cut at the end */
+		{ "\xe2\x82" "A", "\\xe2\\x82A" },                         /* cut in the middle */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ck_assert_int_eq(su_text_needs_escape(cases[i].in), 1);
+		ck_assert_str_eq(esc(cases[i].in), cases[i].out);
+	}
+}
+END_TEST
+
+START_TEST(escape_truncates_like_snprintf)
+{
+	char b[6];
+	ck_assert_uint_eq(su_text_escape(b, sizeof(b), "ab\x1b" "cd"), 8);
+	ck_assert_str_eq(b, "ab\\x1");
+	ck_assert_uint_eq(su_text_escape(NULL, 0, "\x01\x02"), 8);
+}
+END_TEST
+
+START_TEST(resolver_keeps_one_copy)
+{
+	struct su_debuginfo_opts const di = { .no_debuginfod = 1 };
+	struct su_modcache *mc = su_modcache_new(&di);
+	ck_assert_ptr_nonnull(mc);
+	struct su_resolver *r = su_resolver_new(mc, NULL);
+	ck_assert_ptr_nonnull(r);
+	const char *clean = "plain";
+	ck_assert_ptr_eq(su_resolver_text(r, clean), clean);
+	char a[] = "t\x1b]0;x\x07", b[] = "t\x1b]0;x\x07";
+	const char *ea = su_resolver_text(r, a), *eb = su_resolver_text(r, b);
+	ck_assert_str_eq(ea, "t\\x1b]0;x\\x07");
+	ck_assert_ptr_eq(ea, eb);
+	/* Many distinct strings: the table grows, each kept. */
+	char s[32];
+	for (int i = 0; i < 1000; i++) {
+		snprintf(s, sizeof(s), "\x1b%d", i);
+		const char *e = su_resolver_text(r, s);
+		char want[32];
+		snprintf(want, sizeof(want), "\\x1b%d", i);
+		ck_assert_str_eq(e, want);
+	}
+	struct su_process p = { .comm = (char *)"" };
+	ck_assert_str_eq(su_resolver_comm(r, &p), "[unknown]");
+	ck_assert_str_eq(su_resolver_comm(r, NULL), "[unknown]");
+	p.comm = (char *)"sh\x1b";
+	ck_assert_str_eq(su_resolver_comm(r, &p), "sh\\x1b");
+	su_resolver_free(r);
+	su_modcache_free(mc);
+}
+END_TEST
+
+/* One folded line of frames given outermost first. */
+START_TEST(folded_line)
+{
+	struct text t = { 0 };
+	struct folded_opts o = { .root = FOLDED_ROOT_THREAD };
+	folded_root(&t, &o, "a;b", 12, UINT32_MAX, "truncated");
+	folded_function(&t, &o, "ns::f;g", "/lib/libx.so");
+	folded_address(&t, &o, "/usr/bin/prog", 0x1234);
+	folded_unknown(&t);
+	ck_assert_int_eq(t.oom, 0);
+	ck_assert_uint_eq(t.len, strlen("a:b-12/-1;[truncated];ns::f:g;prog+0x1234;[unknown]"));
+	ck_assert_int_eq(memcmp(t.buf, "a:b-12/-1;[truncated];ns::f:g;prog+0x1234;[unknown]", t.len), 0);
+	t.len = 0;
+	o = (struct folded_opts){ .modules = 1 };
+	folded_root(&t, &o, "c", 1, 2, NULL);
+	folded_function(&t, &o, "f", "/lib/libx.so");
+	folded_address(&t, &o, "/usr/bin/prog", 0x10);
+	char const want[] = "c;f\x1flibx.so;prog+0x10\x1fprog";
+	ck_assert_uint_eq(t.len, sizeof(want) - 1);
+	ck_assert_int_eq(memcmp(t.buf, want, t.len), 0);
+	free(t.buf);
+}
+END_TEST
+
+START_TEST(folded_counts_sorted)
+{
+	struct folded_counts c = { 0 };
+	char const lines[] = "b;x\na;y\nb;x\nb\n";
+	ck_assert_int_eq(folded_counts_add_lines(&c, lines, sizeof(lines) - 1), 0);
+	for (int i = 0; i < 3000; i++) {
+		char s[32];
+		snprintf(s, sizeof(s), "z;%04d", i);
+		ck_assert_int_eq(folded_counts_add(&c, s, strlen(s)), 0);
+	}
+	ck_assert_uint_eq(folded_counts_sort(&c), 3003);
+	ck_assert_str_eq(c.tab[0].stack, "a;y");
+	ck_assert_str_eq(c.tab[1].stack, "b");
+	ck_assert_str_eq(c.tab[2].stack, "b;x");
+	ck_assert_uint_eq(c.tab[2].count, 2);
+	ck_assert_str_eq(c.tab[3002].stack, "z;2999");
+	folded_counts_free(&c);
+	ck_assert_uint_eq(c.n, 0);
+}
+END_TEST
+
+static Suite *resolve_suite(void)
+{
+	Suite *s = suite_create("resolve");
+	TCase *tc = tcase_create("core");
+	tcase_add_test(tc, clean_text_unchanged);
+	tcase_add_test(tc, controls_escaped);
+	tcase_add_test(tc, escape_truncates_like_snprintf);
+	tcase_add_test(tc, resolver_keeps_one_copy);
+	tcase_add_test(tc, folded_line);
+	tcase_add_test(tc, folded_counts_sorted);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+CHECK_MAIN(resolve_suite)
