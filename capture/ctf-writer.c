@@ -106,7 +106,9 @@ static int pwrite_all(int fd, const void *data, size_t len, uint64_t off)
 	return 0;
 }
 
-/* mkdir -p: several processes may race to create the same directory. */
+/* mkdir -p: several processes may race to create the same directory.
+ * Private (0700), as every file of a trace (0600): code and stack
+ * pointers reveal the program's address layout. */
 static int mkdir_p(const char *dir)
 {
 	char *path = strdup(dir);
@@ -118,7 +120,7 @@ static int mkdir_p(const char *dir)
 			continue;
 		char c = *p;
 		*p = 0;
-		if (mkdir(path, 0777) < 0 && errno != EEXIST) {
+		if (mkdir(path, 0700) < 0 && errno != EEXIST) {
 			rc = -errno;
 			break;
 		}
@@ -270,7 +272,7 @@ int ctf_writer_open_stream(struct ctf_writer *w, enum ctf_stream_kind kind,
 		free(s);
 		return -ENOMEM;
 	}
-	s->fd = openat(w->dirfd, fname, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	s->fd = openat(w->dirfd, fname, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (s->fd < 0) {
 		int rc = -errno;
 		free(s->buf);

@@ -590,7 +590,7 @@ int writer_start(void)
 	 * skips dot files.) */
 	snprintf(W.summary_path, sizeof(W.summary_path), "%s/.summary-%d-%lld", c->output_dir, (int)getpid(),
 		 (long long)capture_now_ns());
-	int const sfd = open(W.summary_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	int const sfd = open(W.summary_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (sfd >= 0) {
 		close(sfd);
 		char line[64];

@@ -292,7 +292,7 @@ static int cmd_record(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (mkdir(out, 0777) != 0) {
+	if (mkdir(out, 0700) != 0) { /* private: the trace reveals the address layout */
 		fprintf(stderr, PROG ": cannot create '%s': %s\n", out, strerror(errno));
 		return 2;
 	}
