@@ -92,6 +92,24 @@ static int capture_regs(struct thread_state *t, const uint64_t *regs)
 		atomic_fetch_add_explicit(&t->dropped_ring_full, 1, memory_order_relaxed);
 		return -EAGAIN;
 	}
+	/* A fidelity recording keeps every stack word, but registers are
+	 * filtered as always: the copy is for measuring what the stack
+	 * filter costs, and a register holds whatever the code put there
+	 * (secrets, keys).  A register zeroed here is not recorded. */
+	uint64_t kept_regs[STACKCAP_NREGS];
+	if (stackcap_g.cfg.full_copy) {
+		uint64_t const copy_hi = sp + 8 * nwords;
+		uint64_t const alo = seg_nwords ? seg_sp : 0, ahi = seg_nwords ? seg_sp + 8 * seg_nwords : 0;
+		for (int r = 0; r < STACKCAP_NREGS; r++) {
+			uint64_t const v = regs[r];
+			int const keep = r == STACKCAP_REG_RSP || r == STACKCAP_REG_RIP ||
+					 stackcap_codec_classify(v, snap ? &snap->set : NULL, sp, copy_hi,
+								 stackcap_g.cfg.policy) ||
+					 stackcap_codec_in_also(v, alo, ahi, stackcap_g.cfg.policy);
+			kept_regs[r] = keep ? v : 0;
+		}
+		regs = kept_regs;
+	}
 	struct stackcap_codec_input in = {
 		.words = (const uint64_t *)(uintptr_t)sp,
 		.nwords = nwords,

@@ -65,7 +65,8 @@ struct stackcap_opts {
 	size_t ring_size;         /* per-thread ring bytes; 0: 1 MiB */
 	/* Nonzero: also store the unfiltered stack copy of every sample (a
 	 * `sample_full` event), so `stackunwind stats` can measure fidelity.
-	 * For measurement only: the trace then holds every stack word. */
+	 * For measurement only: the trace then holds every stack word (its
+	 * registers are filtered by the policy, as in any recording). */
 	int full_copy;
 	/* Nonzero: record into the active LTTng-UST session as `stackcap:*`
 	 * events instead of a trace directory (docs/lttng.md); output_dir,

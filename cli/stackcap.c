@@ -44,6 +44,7 @@ static void usage(FILE *f)
 		"      --no-fork          do not record forked children\n"
 		"      --full-copy        also store every unfiltered stack copy, to measure\n"
 		"                         fidelity (stackunwind stats); stores every stack word\n"
+		"                         (registers stay filtered)\n"
 		"  -o, --output DIR       trace directory (default ./stackcap.trace)\n"
 		"      --force            replace an existing output directory\n"
 		"      --lttng            record into the active LTTng session instead, as\n"
