@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -110,7 +111,7 @@ static int config_from_opts(struct stackcap_config *c, const struct stackcap_opt
  * so `stackcap record` hands the UUID and clock offset down. */
 static void config_identity(struct stackcap_config *c)
 {
-	const char *u = getenv("STACKCAP_TRACE_UUID");
+	const char *u = secure_getenv("STACKCAP_TRACE_UUID");
 	int have_uuid = 0;
 	if (u && strlen(u) == 32) {
 		have_uuid = 1;
@@ -125,7 +126,7 @@ static void config_identity(struct stackcap_config *c)
 	}
 	if (!have_uuid && getrandom(c->uuid, sizeof(c->uuid), 0) != (ssize_t)sizeof(c->uuid))
 		memset(c->uuid, 0, sizeof(c->uuid)); /* the writer picks one */
-	const char *off = getenv("STACKCAP_CLOCK_OFFSET_NS");
+	const char *off = secure_getenv("STACKCAP_CLOCK_OFFSET_NS");
 	if (off && *off) {
 		c->clock_offset_ns = strtoll(off, NULL, 10);
 	} else {
@@ -171,8 +172,19 @@ fail:
 	return rc;
 }
 
+/* A secure-execution process (setuid, setgid, file capabilities): its
+ * caller chose the environment and may read what the process writes. */
+static int secure_process(void)
+{
+	return getauxval(AT_SECURE) != 0;
+}
+
 int stackcap_init(const struct stackcap_opts *opts)
 {
+	/* Never in a setuid program: the trace would reveal its address
+	 * layout, written where the caller chose, with the owner's rights. */
+	if (secure_process())
+		return -EPERM;
 	pthread_mutex_lock(&init_lock);
 	int rc = -EALREADY;
 	if (!atomic_load(&stackcap_g.running)) {
@@ -306,21 +318,23 @@ static void atfork_child(void)
 
 static int env_int(const char *name, int dflt)
 {
-	const char *v = getenv(name);
+	const char *v = secure_getenv(name);
 	return v && *v ? atoi(v) : dflt;
 }
 
 __attribute__((constructor)) static void preload_start(void)
 {
-	const char *dir = getenv("STACKCAP_OUTPUT");
+	if (secure_process())
+		return; /* setuid: no recording (nor would secure_getenv answer) */
+	const char *dir = secure_getenv("STACKCAP_OUTPUT");
 	/* liblttng-stackcap.so preloaded (not linked: a linked program calls
 	 * stackcap_init itself) without an output directory records into the
 	 * LTTng session. */
-	const char *pre = getenv("LD_PRELOAD");
+	const char *pre = secure_getenv("LD_PRELOAD");
 	int const lttng = (!dir || !*dir) && &capture_lttng_sink && pre && strstr(pre, "liblttng-stackcap");
 	if ((!dir || !*dir) && !lttng)
 		return; /* linked, not preloaded: the program calls stackcap_init */
-	const char *pol = getenv("STACKCAP_POLICY");
+	const char *pol = secure_getenv("STACKCAP_POLICY");
 	struct stackcap_opts o = {
 		.sz = sizeof(o),
 		.output_dir = dir,
@@ -334,7 +348,7 @@ __attribute__((constructor)) static void preload_start(void)
 		.lttng = lttng,
 	};
 	int const rc = stackcap_init(&o);
-	if (rc < 0 && getenv("STACKCAP_VERBOSE"))
+	if (rc < 0 && secure_getenv("STACKCAP_VERBOSE"))
 		fprintf(stderr, "stackcap: cannot start recording into %s: %s\n", lttng ? "the LTTng session" : dir,
 			strerror(-rc));
 }
@@ -347,7 +361,7 @@ __attribute__((destructor)) static void preload_stop(void)
 	int const rc = stackcap_shutdown();
 	/* LTTng mode has no trace directory for `stackcap record --lttng` to
 	 * read a summary from: one line per process into its file. */
-	const char *sf = getenv("STACKCAP_SUMMARY_FILE");
+	const char *sf = secure_getenv("STACKCAP_SUMMARY_FILE");
 	if (lttng && sf && *sf) {
 		struct stackcap_stats st;
 		stackcap_get_stats(&st);

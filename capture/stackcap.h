@@ -78,7 +78,10 @@ struct stackcap_opts {
 
 /* Start recording.  Not async-signal-safe (allocates, creates a thread).
  * @return 0; -EALREADY when already started; -EINVAL for bad options;
- * another -errno when the trace directory or the writer cannot be set up. */
+ * -EPERM in a secure-execution process (setuid, setgid, file capabilities:
+ * AT_SECURE), which never records; another -errno when the trace directory
+ * or the writer cannot be set up.  The preloaded library's STACKCAP_*
+ * variables are read with secure_getenv. */
 STACKCAP_API int stackcap_init(const struct stackcap_opts *opts);
 
 /* Stop sampling, flush every ring, finish the trace.  Not async-signal-safe.
