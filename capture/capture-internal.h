@@ -189,7 +189,8 @@ HIDDEN int sigchain_real_sigaction(int sig, const struct sigaction *act, struct 
 HIDDEN void sigchain_start(const struct sigaction *previous);
 /* Our handler goes; the program's action, to put back. */
 HIDDEN void sigchain_stop(struct sigaction *program_action);
-HIDDEN int sigchain_is_ours(const siginfo_t *si);
+/* PERF_FD: the calling thread's own perf sampler fd (or -1). */
+HIDDEN int sigchain_is_ours(const siginfo_t *si, int perf_fd);
 HIDDEN void sigchain_forward(int sig, siginfo_t *si, void *uc);
 
 /* ---- a process ending without exit() (exit.c) --------------------------- */

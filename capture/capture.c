@@ -24,6 +24,10 @@
 /* The calling thread's state; initial-exec TLS so that reading it in a
  * signal handler never allocates. */
 static __thread struct thread_state *tls_thread __attribute__((tls_model("initial-exec")));
+/* The fd of this thread's perf sampler, as its overflow signals name it
+ * (si_fd): set before the event is enabled and kept after it is closed,
+ * so a signal still pending then is known as ours.  -1: none yet. */
+static __thread int tls_perf_sig_fd __attribute__((tls_model("initial-exec"))) = -1;
 
 /* ---- the capture ------------------------------------------------------- */
 
@@ -244,7 +248,7 @@ static int handler_installed;
 static void on_signal(int sig, siginfo_t *si, void *ucv)
 {
 	/* The program's own use of the signal goes to its action (sigchain.c). */
-	if (!sigchain_is_ours(si)) {
+	if (!sigchain_is_ours(si, tls_perf_sig_fd)) {
 		int const saved_errno = errno;
 		sigchain_forward(sig, si, ucv);
 		errno = saved_errno;
@@ -374,6 +378,8 @@ static int arm_perf(struct thread_state *t)
 	int const fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	/* Before the first overflow can signal: this thread's own. */
+	tls_perf_sig_fd = fd;
 	struct f_owner_ex owner = { .type = F_OWNER_TID, .pid = t->tid };
 	if (fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK) != 0 ||
 	    fcntl(fd, F_SETSIG, stackcap_g.cfg.signo) != 0 ||

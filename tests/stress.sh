@@ -50,7 +50,8 @@ if [ "${STRESS_SAN:-}" = tsan ]; then
 		"plain $("$L" fork 2>&1), under TSan $(LD_PRELOAD=$TL TSAN_OPTIONS= "$L" fork 2>&1 | tr '\n' ' ')"
 fi
 
-# scenario NAME FREQ ARGS...: plain and recorded runs, compared.
+# scenario NAME FREQ ARGS...: plain and recorded runs, compared (REC_OPTS:
+# more options of stackcap record).
 scenario() {
 	name=$1 freq=$2
 	shift 2
@@ -63,7 +64,7 @@ scenario() {
 	wait $!
 	echo $? >"$d/plain.rc"
 	t1=$(date +%s%N)
-	LD_PRELOAD=$SAN_PRELOAD timeout -k 5 "$TMO" "$STACKCAP" record -F "$freq" -o "$d/trace" -- "$P" "$@" >"$d/rec.out" 2>"$d/rec.allerr" &
+	LD_PRELOAD=$SAN_PRELOAD timeout -k 5 "$TMO" "$STACKCAP" record -F "$freq" ${REC_OPTS:-} -o "$d/trace" -- "$P" "$@" >"$d/rec.out" 2>"$d/rec.allerr" &
 	wait $!
 	echo $? >"$d/rec.rc"
 	t2=$(date +%s%N)
@@ -150,6 +151,30 @@ if want ownprof; then
 	check "ownprof-sigaction: we still sample (>= 500)" [ "${samples:-0}" -ge 500 ]
 	scenario ownprof-signal 10000 ownprof 2000 signal
 	check "ownprof-signal: the program's ticks at its own timer's rate" grep -q "ticks at the timer's rate" "$work/ownprof-signal/rec.out"
+fi
+# A self-profiler: its own perf event signals SIGPROF (F_SETSIG) to its thread.
+if want selfprof; then
+	scenario selfprof 10000 selfprof 3000
+	check "selfprof: the program's event reaches its handler at its rate, nothing else does" \
+		grep -q "ticks at its event's rate, other signals 0," "$work/selfprof/rec.out"
+	check "selfprof: we still sample (>= 500)" [ "${samples:-0}" -ge 500 ]
+fi
+# EINTR is the program's to choose: its SIGPROF handler without SA_RESTART
+# interrupts its read(); sleeping calls never fail because of a recorder.
+if want eintr; then
+	scenario eintr-read 10000 eintr-read 20000
+	check "eintr-read: the program's own SIGPROF still interrupts its read() (EINTR)" \
+		grep -q "read failed: Interrupted system call" "$work/eintr-read/rec.out"
+	for opts in "" "--zstd" "--full-copy" "--policy f1" "--no-fork" "--stack-cap 512"; do
+		name=sleepers$(echo "$opts" | tr -d ' -')
+		REC_OPTS=$opts scenario "$name" 10000 sleepers 300
+		check "$name: no nanosleep, poll or epoll_wait failed under record${opts:+ $opts}" \
+			grep -q "failed: nanosleep 0, poll 0, epoll_wait 0$" "$work/$name/rec.out"
+	done
+	"$STACKCAP" record --wall-clock -o "$work/wall.trace" -- "$P" sleepers 10 >"$work/wall.out" 2>"$work/wall.err"
+	wrc=$?
+	check "--wall-clock is refused (exit 2, $wrc), nothing run, no trace: $(head -n 1 "$work/wall.err")" \
+		sh -c "[ $wrc = 2 ] && [ ! -s '$work/wall.out' ] && [ ! -e '$work/wall.trace' ] && grep -q 'off-CPU' '$work/wall.err'"
 fi
 if want itimer; then
 	scenario itimer-default 10000 itimer-default
