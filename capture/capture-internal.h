@@ -147,6 +147,9 @@ extern HIDDEN struct stackcap_global stackcap_g;
 
 HIDDEN int capture_install_handler(void);
 HIDDEN void capture_remove_handler(void);
+/* The program set PROGRAM as its action on our signal: our handler takes
+ * its SA_RESTART choice (async-signal-safe). */
+HIDDEN void capture_follow_program_action(const struct sigaction *program);
 HIDDEN int capture_thread_register(void);
 HIDDEN void capture_thread_unregister(void);
 /* Stop T's sampling timer or perf event (not after fork: the child has

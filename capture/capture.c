@@ -280,22 +280,43 @@ static void on_signal(int sig, siginfo_t *si, void *ucv)
 		ioctl(t->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
 }
 
+/* Our action, given the program's.  SA_RESTART: the traced program's
+ * syscalls must not see EINTR because of us -- unless the program's own
+ * handler asked for none, which the kernel decides from the installed
+ * action when it interrupts a call: then the program's own signals must
+ * still interrupt (a read() timed out by its SIGPROF), and it handles
+ * EINTR from this signal anyway.  SA_ONSTACK: a thread on its alternate
+ * stack stays there. */
+static void our_action(struct sigaction *sa, const struct sigaction *program)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sa_sigaction = on_signal;
+	sa->sa_flags = SA_SIGINFO | SA_ONSTACK;
+	if (program->sa_handler == SIG_DFL || program->sa_handler == SIG_IGN || (program->sa_flags & SA_RESTART))
+		sa->sa_flags |= SA_RESTART;
+	sigfillset(&sa->sa_mask);
+}
+
 int capture_install_handler(void)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_signal;
-	/* SA_RESTART: the traced program's syscalls must not see EINTR
-	 * because of us.  SA_ONSTACK: a thread on its alternate stack stays
-	 * there. */
-	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
-	sigfillset(&sa.sa_mask);
-	struct sigaction old;
+	struct sigaction sa, old;
+	if (sigchain_real_sigaction(stackcap_g.cfg.signo, NULL, &old) != 0)
+		return -errno;
+	our_action(&sa, &old);
 	if (sigchain_real_sigaction(stackcap_g.cfg.signo, &sa, &old) != 0)
 		return -errno;
 	sigchain_start(&old);
 	handler_installed = 1;
 	return 0;
+}
+
+void capture_follow_program_action(const struct sigaction *program)
+{
+	if (!handler_installed)
+		return;
+	struct sigaction sa;
+	our_action(&sa, program);
+	sigchain_real_sigaction(stackcap_g.cfg.signo, &sa, NULL);
 }
 
 void capture_remove_handler(void)

@@ -47,6 +47,8 @@ static void user_set(const struct sigaction *act)
 	int const next = !atomic_load(&user_slot);
 	user_slots[next] = *act;
 	atomic_store(&user_slot, next);
+	if (atomic_load(&chaining))
+		capture_follow_program_action(act);
 }
 
 void sigchain_start(const struct sigaction *previous)
