@@ -119,7 +119,6 @@ struct stackcap_config {
 	size_t stack_cap;
 	int signo;
 	enum stackcap_policy policy;
-	int wall_clock;
 	int zstd;
 	int full_copy;            /* capture unfiltered, writer filters (fidelity) */
 	int no_sampling;

@@ -426,7 +426,7 @@ static int arm_timer(struct thread_state *t)
 	t->perf_fd = -1;
 	if (stackcap_g.cfg.no_sampling || !stackcap_g.cfg.frequency_hz)
 		return 0;
-	if (!stackcap_g.cfg.wall_clock && arm_perf(t) == 0)
+	if (arm_perf(t) == 0)
 		return 0;
 	struct sigevent sev;
 	memset(&sev, 0, sizeof(sev));
@@ -434,8 +434,7 @@ static int arm_timer(struct thread_state *t)
 	sev.sigev_signo = stackcap_g.cfg.signo;
 	sev.sigev_value.sival_ptr = &stackcap_g; /* marks the signal as ours */
 	sev._sigev_un._tid = t->tid;
-	clockid_t const clk = stackcap_g.cfg.wall_clock ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID;
-	if (timer_create(clk, &sev, &t->timer) != 0)
+	if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &t->timer) != 0)
 		return -errno;
 	t->has_timer = 1;
 	long const ns = 1000000000L / (long)stackcap_g.cfg.frequency_hz;

@@ -88,7 +88,10 @@ static int config_from_opts(struct stackcap_config *c, const struct stackcap_opt
 	if (pol != STACKCAP_POLICY_F1 && pol != STACKCAP_POLICY_F2 && pol != STACKCAP_POLICY_ALL)
 		return -EINVAL;
 	c->policy = (enum stackcap_policy)pol;
-	c->wall_clock = OPT(o, wall_clock, 0);
+	/* Removed: its CLOCK_MONOTONIC timer signals made sleeping calls
+	 * (nanosleep, poll, epoll_wait) fail with EINTR in the program. */
+	if (OPT(o, wall_clock, 0))
+		return -ENOTSUP;
 	c->zstd = OPT(o, zstd, 0);
 	c->full_copy = OPT(o, full_copy, 0);
 	c->no_sampling = OPT(o, no_sampling, 0);
@@ -341,7 +344,6 @@ __attribute__((constructor)) static void preload_start(void)
 		.frequency_hz = (unsigned)env_int("STACKCAP_FREQ", 0),
 		.stack_cap = (size_t)env_int("STACKCAP_STACK_CAP", 0),
 		.policy = pol && !strcmp(pol, "f1") ? STACKCAP_POLICY_F1 : STACKCAP_POLICY_F2,
-		.wall_clock = env_int("STACKCAP_WALL_CLOCK", 0),
 		.zstd = env_int("STACKCAP_ZSTD", 0),
 		.full_copy = env_int("STACKCAP_FULL_COPY", 0),
 		.no_follow_fork = env_int("STACKCAP_NO_FORK", 0),

@@ -58,7 +58,9 @@ struct stackcap_opts {
 	size_t stack_cap;         /* bytes; 0: STACKCAP_DEFAULT_STACK_CAP */
 	int signo;                /* 0: SIGPROF */
 	int policy;               /* 0: F2; 1: F1 (see stack-codec.h) */
-	int wall_clock;           /* nonzero: sample wall-clock time, not CPU time */
+	int wall_clock;           /* must be 0: wall-clock sampling was removed
+				   * (its signals made sleeping calls fail with
+				   * EINTR); nonzero: -ENOTSUP */
 	int zstd;                 /* nonzero: zstd-compressed stream files */
 	int no_sampling;          /* nonzero: only explicit stackcap_capture() calls */
 	int no_follow_fork;       /* nonzero: a fork child records nothing */

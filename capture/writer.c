@@ -701,7 +701,7 @@ int writer_finish_bounded(int timeout_ms)
 		return 0;
 	writer_wake();
 	/* One deadline for the whole wait: called from _exit with signals
-	 * open, poll may be interrupted again and again (a wall-clock timer,
+	 * open, poll may be interrupted again and again (a timer of ours,
 	 * the program's own itimer); restarting the full timeout each time
 	 * would never end while the writer is stuck. */
 	uint64_t const deadline = capture_now_ns() + (uint64_t)timeout_ms * 1000000u;
