@@ -82,6 +82,7 @@ struct thread_state {
 	timer_t timer;
 	int has_timer;
 	int perf_fd;                  /* perf task-clock sampler, or -1 */
+	uint64_t perf_id;             /* its PERF_EVENT_IOC_ID: is the fd still it? */
 	volatile sig_atomic_t busy;   /* a capture is running on this thread */
 	_Atomic int exited;           /* set at thread exit; writer retires it */
 	/* Counters written by the owning thread only. */
@@ -138,7 +139,6 @@ struct stackcap_global {
 	/* The signal return trampoline (glibc's __restore_rt), learnt from
 	 * our own handler's return address: it marks signal frames. */
 	_Atomic uint64_t restorer;
-	int event_fd;                            /* wakes the writer; -1 if none */
 	pid_t pid;                               /* the process recording (not a vfork child) */
 };
 

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -411,6 +412,7 @@ static int arm_perf(struct thread_state *t)
 	     * it.  A real-time one would queue, and a full queue raises SIGIO,
 	     * which kills: that one stops after each overflow and the handler
 	     * re-arms it. */
+	    ioctl(fd, PERF_EVENT_IOC_ID, &t->perf_id) != 0 ||
 	    (stackcap_g.cfg.signo >= SIGRTMIN ? ioctl(fd, PERF_EVENT_IOC_REFRESH, 1)
 					      : ioctl(fd, PERF_EVENT_IOC_ENABLE, 0)) != 0) {
 		int const e = errno;
@@ -477,16 +479,27 @@ int capture_thread_register(void)
 	return rc;
 }
 
+/* Close T's perf event fd if it is still that event: the program may
+ * have closed it (close_range) and reused the number; then it is not ours
+ * to close.  Other fds never get perf's ioctl: an anonymous inode (no file
+ * type) is asked for its perf event id. */
+static void perf_fd_close(struct thread_state *t)
+{
+	struct stat st;
+	uint64_t id;
+	if (t->perf_fd >= 0 && fstat(t->perf_fd, &st) == 0 && (st.st_mode & S_IFMT) == 0 &&
+	    ioctl(t->perf_fd, PERF_EVENT_IOC_ID, &id) == 0 && id == t->perf_id)
+		close(t->perf_fd);
+	t->perf_fd = -1;
+}
+
 void capture_thread_disarm(struct thread_state *t)
 {
 	if (t->has_timer) {
 		timer_delete(t->timer);
 		t->has_timer = 0;
 	}
-	if (t->perf_fd >= 0) {
-		close(t->perf_fd);
-		t->perf_fd = -1;
-	}
+	perf_fd_close(t);
 }
 
 void capture_thread_unregister(void)
@@ -510,9 +523,7 @@ void capture_forget_threads_after_fork(void)
 	struct thread_state *self = tls_thread;
 	if (self) {
 		self->has_timer = 0; /* timers are not inherited */
-		if (self->perf_fd >= 0)
-			close(self->perf_fd); /* it follows the parent's thread */
-		self->perf_fd = -1;
+		perf_fd_close(self); /* it follows the parent's thread */
 		self->tid = (pid_t)syscall(SYS_gettid);
 		self->next = NULL;
 		atomic_store(&self->ring.head, 0);

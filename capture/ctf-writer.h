@@ -70,6 +70,7 @@ struct ctf_writer_stats {
 	uint64_t packet_bytes;   /* the same packets before compression */
 	uint64_t packets;
 	uint64_t events;         /* events in packets written */
+	uint64_t samples;        /* `sample` events in packets written */
 };
 void ctf_writer_get_stats(const struct ctf_writer *w, struct ctf_writer_stats *st);
 

@@ -14,13 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
-#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <unistd.h>
 
 #include "capture-internal.h"
 
-HIDDEN struct stackcap_global stackcap_g = { .event_fd = -1 };
+HIDDEN struct stackcap_global stackcap_g;
 
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
@@ -153,10 +152,9 @@ static int start_locked(void)
 	int rc = snapshot_refresh(1);
 	if (rc)
 		return rc;
-	stackcap_g.event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	rc = writer_start();
 	if (rc)
-		goto fail;
+		return rc;
 	atomic_store(&stackcap_g.running, 1);
 	if (!stackcap_g.cfg.no_sampling) {
 		rc = capture_install_handler();
@@ -168,10 +166,6 @@ static int start_locked(void)
 fail_writer:
 	atomic_store(&stackcap_g.running, 0);
 	writer_stop();
-fail:
-	if (stackcap_g.event_fd >= 0)
-		close(stackcap_g.event_fd);
-	stackcap_g.event_fd = -1;
 	return rc;
 }
 
@@ -222,9 +216,6 @@ int stackcap_shutdown(void)
 	pthread_mutex_unlock(&capture_threads_lock);
 	capture_remove_handler();
 	int const rc = writer_stop();
-	if (stackcap_g.event_fd >= 0)
-		close(stackcap_g.event_fd);
-	stackcap_g.event_fd = -1;
 	pthread_mutex_unlock(&init_lock);
 	return rc;
 }
@@ -305,7 +296,6 @@ static void atfork_child(void)
 	}
 	/* The child records into its own streams of the same trace. */
 	stackcap_g.pid = getpid();
-	stackcap_g.event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	capture_forget_threads_after_fork();
 	/* Not running while the writer thread starts: it must not register
 	 * itself for sampling (its ring and timer would be wasted). */

@@ -138,6 +138,11 @@ static void read_totals(const char *dir, struct totals *t)
 					t->errors++;
 				}
 			} else if (f && !fseek(f, 0, SEEK_SET) && fscanf(f, "started %d", &spid) == 1) {
+				/* Its running counts: what its trace held at the last flush. */
+				if (fscanf(f, " samples %llu drops %llu", &s, &dr) == 2) {
+					t->samples += s;
+					t->drops += dr;
+				}
 				int *nst = realloc(started, (nstarted + 1) * sizeof(*started));
 				if (nst) {
 					started = nst;
@@ -366,9 +371,10 @@ static int cmd_record(int argc, char **argv)
 		fprintf(stderr, PROG ": %s was killed by signal %d (%s)\n", argv[optind], WTERMSIG(status),
 			strsignal(WTERMSIG(status)));
 	if (t.unfinished)
-		fprintf(stderr, PROG ": %d of %d processes did not finish their trace (killed): the samples of "
-				"their last moments are lost, samples and drops above leave them out; stackunwind "
-				"reads the rest\n", t.unfinished, t.started);
+		fprintf(stderr, PROG ": %d of %d processes did not finish their trace (killed, or ended by a raw "
+				"exit_group): the samples of their last moments are lost; samples and drops above "
+				"count what their trace held at its last flush; stackunwind reads it\n",
+			t.unfinished, t.started);
 	if (t.errors)
 		fprintf(stderr, PROG ": write error in %d of %d processes (%s): the trace holds what was written "
 				"before it\n", t.errors, t.started, strerror(-t.first_error));

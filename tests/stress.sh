@@ -152,6 +152,27 @@ if want ownprof; then
 	scenario ownprof-signal 10000 ownprof 2000 signal
 	check "ownprof-signal: the program's ticks at its own timer's rate" grep -q "ticks at the timer's rate" "$work/ownprof-signal/rec.out"
 fi
+# A program that closes every fd it did not open, then opens its own on
+# the same numbers: the trace goes on (reopened by name), nothing of ours
+# reaches its files.  One that leaves by a raw exit_group: what its trace
+# holds is counted.
+if want fds; then
+	mkdir -p "$work/fdsdir"
+	scenario closefds 10000 closefds "$work/fdsdir"
+	check "closefds: its own file and pipe got nothing of ours" grep -q "own file intact, own pipe empty" "$work/closefds/rec.out"
+	check "closefds: no write error, the trace finished" \
+		sh -c "! grep -q 'write error\|did not finish' '$work/closefds/rec.summary' && grep -q '^processes: *1 (1 ended normally)' '$work/closefds/stats'"
+	"$UNWIND" folded --no-debuginfod "$work/closefds/trace" >"$work/closefds/folded" 2>/dev/null
+	na=$(awk '/closefds_thread/ { s += $NF } END { print s + 0 }' "$work/closefds/folded")
+	check "closefds: sampled after the close ($na samples in the new thread, >= 100)" [ "$na" -ge 100 ]
+	UNWIND_RC=3
+	scenario rawexit 10000 rawexit 5000
+	UNWIND_RC=0
+	rs=$(sed -n 's/^stackcap: \([0-9]*\) samples.*/\1/p' "$work/rawexit/rec.summary")
+	check "rawexit: the summary counts what the trace holds (${rs:-none} of $samples, > 0)" \
+		sh -c "[ '${rs:-0}' -gt 0 ] && [ '${rs:-0}' -le '${samples:-0}' ]"
+	check "rawexit: reported as not finished, a raw exit_group named" grep -q "did not finish their trace (killed, or ended by a raw exit_group)" "$work/rawexit/rec.summary"
+fi
 # A self-profiler: its own perf event signals SIGPROF (F_SETSIG) to its thread.
 if want selfprof; then
 	scenario selfprof 10000 selfprof 3000

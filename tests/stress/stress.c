@@ -484,6 +484,60 @@ static int mode_sleepers(int n)
 	return 0;
 }
 
+/* ---- a program that closes every fd it did not open -------------------- */
+
+static void *closefds_thread(void *arg)
+{
+	uint64_t *sum = arg;
+	*sum += work(7, 3000) & 1;
+	return NULL;
+}
+
+/* close_range(3, ~0): the recorder's fds go; the program opens a file and
+ * a pipe (the lowest numbers: ours of before), works in a new thread,
+ * and checks that nothing but its own bytes reached them. */
+static int mode_closefds(const char *dir)
+{
+	work(1, 500);
+	if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0) {
+		printf("closefds: close_range: %s\n", strerror(errno));
+		return 1;
+	}
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/own-file", dir);
+	int const fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int p[2];
+	if (fd < 0 || pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0)
+		return 1;
+	uint64_t sum = 0;
+	pthread_t th;
+	if (pthread_create(&th, NULL, closefds_thread, &sum) != 0)
+		return 1;
+	sum += work(3, 2000) & 1;
+	pthread_join(th, NULL);
+	ssize_t const w = write(fd, "mine\n", 5);
+	char buf[64];
+	ssize_t const fr = pread(fd, buf, sizeof(buf), 0);
+	ssize_t const pr = read(p[0], buf + 32, 16);
+	printf("closefds: own file %s, own pipe %s, sum %llu\n",
+	       w == 5 && fr == 5 && !memcmp(buf, "mine\n", 5) ? "intact" : "CHANGED",
+	       pr < 0 && errno == EAGAIN ? "empty" : "WRITTEN TO", (unsigned long long)sum);
+	close(fd);
+	unlink(path);
+	return 0;
+}
+
+/* Works, then leaves through the raw system call: no exit(), no _exit(). */
+static int mode_rawexit(int units)
+{
+	uint64_t sum = 0;
+	for (int i = 0; i < units; i++)
+		sum += work((uint64_t)i, 1) & 1;
+	printf("rawexit: sum %llu\n", (unsigned long long)sum);
+	syscall(SYS_exit_group, 0);
+	return 1;
+}
+
 /* ITIMER_PROF and no handler: SIGPROF's default action ends the program. */
 static int mode_itimer_default(void)
 {
@@ -613,6 +667,10 @@ int main(int argc, char **argv)
 		return mode_selfprof(n ? n : 3000);
 	if (!strcmp(mode, "eintr-read"))
 		return mode_eintr_read(n ? n : 20000);
+	if (!strcmp(mode, "closefds"))
+		return mode_closefds(argc > 2 ? argv[2] : ".");
+	if (!strcmp(mode, "rawexit"))
+		return mode_rawexit(n ? n : 5000);
 	if (!strcmp(mode, "sleepers"))
 		return mode_sleepers(n ? n : 300);
 	if (!strcmp(mode, "vfork"))
@@ -622,6 +680,6 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "killself"))
 		return mode_killself(n ? n : 3000);
 	fprintf(stderr, "usage: stress threads|forks|dlopen|recurse|overflow|sigalt|blockprof|ownprof|"
-			"itimer-default|selfprof|eintr-read|sleepers|vfork|longjmp|killself [N] [how]\n");
+			"itimer-default|selfprof|eintr-read|sleepers|closefds|rawexit|vfork|longjmp|killself [N] [how]\n");
 	return 2;
 }
