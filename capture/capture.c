@@ -15,7 +15,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -481,15 +480,29 @@ int capture_thread_register(void)
 
 /* Close T's perf event fd if it is still that event: the program may
  * have closed it (close_range) and reused the number; then it is not ours
- * to close.  Other fds never get perf's ioctl: an anonymous inode (no file
- * type) is asked for its perf event id. */
+ * to close.  Only a perf event fd (by its /proc/self/fd link, the fd
+ * untouched) is asked for its event id. */
 static void perf_fd_close(struct thread_state *t)
 {
-	struct stat st;
+	char path[40] = "/proc/self/fd/", link[64];
 	uint64_t id;
-	if (t->perf_fd >= 0 && fstat(t->perf_fd, &st) == 0 && (st.st_mode & S_IFMT) == 0 &&
-	    ioctl(t->perf_fd, PERF_EVENT_IOC_ID, &id) == 0 && id == t->perf_id)
-		close(t->perf_fd);
+	/* By hand: also called in a fork child, where only async-signal-safe
+	 * calls are allowed. */
+	char digits[12];
+	int nd = 0;
+	for (unsigned v = (unsigned)t->perf_fd; nd == 0 || v; v /= 10)
+		digits[nd++] = (char)('0' + v % 10);
+	size_t p = strlen(path);
+	while (nd)
+		path[p++] = digits[--nd];
+	path[p] = '\0';
+	ssize_t const n = t->perf_fd >= 0 ? readlink(path, link, sizeof(link) - 1) : -1;
+	if (n > 0) {
+		link[n] = '\0';
+		if (!strcmp(link, "anon_inode:[perf_event]") && ioctl(t->perf_fd, PERF_EVENT_IOC_ID, &id) == 0 &&
+		    id == t->perf_id)
+			close(t->perf_fd);
+	}
 	t->perf_fd = -1;
 }
 

@@ -117,11 +117,30 @@ static int pwrite_all(int fd, const void *data, size_t len, uint64_t off)
 }
 
 /* Is FD still the file (DEV, INO)?  Not when the program closed it, nor
- * when it reused the number for a file of its own. */
+ * when it reused the number for a file of its own.  Asked through
+ * /proc/self/fd by name, not by fstat on the fd: the number may be the
+ * program's now, and nothing of ours operates on its fds (ThreadSanitizer
+ * rightly reports an fstat racing with the program's own use).  fstat
+ * only where /proc is not mounted. */
+int ctf_fd_is_file(int fd, dev_t dev, ino_t ino)
+{
+	if (fd < 0)
+		return 0;
+	char path[40];
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	struct stat st;
+	if (stat(path, &st) != 0) {
+		if (errno != ENOENT || access("/proc/self/fd", F_OK) == 0)
+			return 0;
+		if (fstat(fd, &st) != 0)
+			return 0;
+	}
+	return st.st_dev == dev && st.st_ino == ino;
+}
+
 static int same_file(int fd, dev_t dev, ino_t ino)
 {
-	struct stat st;
-	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+	return ctf_fd_is_file(fd, dev, ino);
 }
 
 /* FD, just opened, is the file (DEV, INO) (else it is closed).  @return 0, or

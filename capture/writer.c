@@ -490,8 +490,7 @@ static void summary_write(const char *line)
 	/* The fd of its creation, while it is still that file; else the
 	 * same file by name (no symlink followed, identity checked). */
 	struct stat st;
-	if (W.summary_fd < 0 || fstat(W.summary_fd, &st) != 0 || st.st_dev != W.summary_dev ||
-	    st.st_ino != W.summary_ino) {
+	if (!ctf_fd_is_file(W.summary_fd, W.summary_dev, W.summary_ino)) {
 		int const fd = open(W.summary_path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		if (fd < 0)
 			return;
@@ -507,9 +506,7 @@ static void summary_write(const char *line)
 
 static void summary_close(void)
 {
-	struct stat st;
-	if (W.summary_fd >= 0 && fstat(W.summary_fd, &st) == 0 && st.st_dev == W.summary_dev &&
-	    st.st_ino == W.summary_ino)
+	if (ctf_fd_is_file(W.summary_fd, W.summary_dev, W.summary_ino))
 		close(W.summary_fd);
 	W.summary_fd = -1;
 }
