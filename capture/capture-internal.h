@@ -82,6 +82,7 @@ struct thread_state {
 	timer_t timer;
 	int has_timer;
 	int perf_fd;                  /* perf task-clock sampler, or -1 */
+	uint64_t perf_id;             /* its PERF_EVENT_IOC_ID: is the fd still it? */
 	volatile sig_atomic_t busy;   /* a capture is running on this thread */
 	_Atomic int exited;           /* set at thread exit; writer retires it */
 	/* Counters written by the owning thread only. */
@@ -119,7 +120,6 @@ struct stackcap_config {
 	size_t stack_cap;
 	int signo;
 	enum stackcap_policy policy;
-	int wall_clock;
 	int zstd;
 	int full_copy;            /* capture unfiltered, writer filters (fidelity) */
 	int no_sampling;
@@ -139,7 +139,6 @@ struct stackcap_global {
 	/* The signal return trampoline (glibc's __restore_rt), learnt from
 	 * our own handler's return address: it marks signal frames. */
 	_Atomic uint64_t restorer;
-	int event_fd;                            /* wakes the writer; -1 if none */
 	pid_t pid;                               /* the process recording (not a vfork child) */
 };
 
@@ -147,6 +146,9 @@ extern HIDDEN struct stackcap_global stackcap_g;
 
 HIDDEN int capture_install_handler(void);
 HIDDEN void capture_remove_handler(void);
+/* The program set PROGRAM as its action on our signal: our handler takes
+ * its SA_RESTART choice (async-signal-safe). */
+HIDDEN void capture_follow_program_action(const struct sigaction *program);
 HIDDEN int capture_thread_register(void);
 HIDDEN void capture_thread_unregister(void);
 /* Stop T's sampling timer or perf event (not after fork: the child has
@@ -189,7 +191,8 @@ HIDDEN int sigchain_real_sigaction(int sig, const struct sigaction *act, struct 
 HIDDEN void sigchain_start(const struct sigaction *previous);
 /* Our handler goes; the program's action, to put back. */
 HIDDEN void sigchain_stop(struct sigaction *program_action);
-HIDDEN int sigchain_is_ours(const siginfo_t *si);
+/* PERF_FD: the calling thread's own perf sampler fd (or -1). */
+HIDDEN int sigchain_is_ours(const siginfo_t *si, int perf_fd);
 HIDDEN void sigchain_forward(int sig, siginfo_t *si, void *uc);
 
 /* ---- a process ending without exit() (exit.c) --------------------------- */

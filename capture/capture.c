@@ -24,6 +24,10 @@
 /* The calling thread's state; initial-exec TLS so that reading it in a
  * signal handler never allocates. */
 static __thread struct thread_state *tls_thread __attribute__((tls_model("initial-exec")));
+/* The fd of this thread's perf sampler, as its overflow signals name it
+ * (si_fd): set before the event is enabled and kept after it is closed,
+ * so a signal still pending then is known as ours.  -1: none yet. */
+static __thread int tls_perf_sig_fd __attribute__((tls_model("initial-exec"))) = -1;
 
 /* ---- the capture ------------------------------------------------------- */
 
@@ -91,6 +95,24 @@ static int capture_regs(struct thread_state *t, const uint64_t *regs)
 		snapshot_leave();
 		atomic_fetch_add_explicit(&t->dropped_ring_full, 1, memory_order_relaxed);
 		return -EAGAIN;
+	}
+	/* A fidelity recording keeps every stack word, but registers are
+	 * filtered as always: the copy is for measuring what the stack
+	 * filter costs, and a register holds whatever the code put there
+	 * (secrets, keys).  A register zeroed here is not recorded. */
+	uint64_t kept_regs[STACKCAP_NREGS];
+	if (stackcap_g.cfg.full_copy) {
+		uint64_t const copy_hi = sp + 8 * nwords;
+		uint64_t const alo = seg_nwords ? seg_sp : 0, ahi = seg_nwords ? seg_sp + 8 * seg_nwords : 0;
+		for (int r = 0; r < STACKCAP_NREGS; r++) {
+			uint64_t const v = regs[r];
+			int const keep = r == STACKCAP_REG_RSP || r == STACKCAP_REG_RIP ||
+					 stackcap_codec_classify(v, snap ? &snap->set : NULL, sp, copy_hi,
+								 stackcap_g.cfg.policy) ||
+					 stackcap_codec_in_also(v, alo, ahi, stackcap_g.cfg.policy);
+			kept_regs[r] = keep ? v : 0;
+		}
+		regs = kept_regs;
 	}
 	struct stackcap_codec_input in = {
 		.words = (const uint64_t *)(uintptr_t)sp,
@@ -226,7 +248,7 @@ static int handler_installed;
 static void on_signal(int sig, siginfo_t *si, void *ucv)
 {
 	/* The program's own use of the signal goes to its action (sigchain.c). */
-	if (!sigchain_is_ours(si)) {
+	if (!sigchain_is_ours(si, tls_perf_sig_fd)) {
 		int const saved_errno = errno;
 		sigchain_forward(sig, si, ucv);
 		errno = saved_errno;
@@ -258,22 +280,43 @@ static void on_signal(int sig, siginfo_t *si, void *ucv)
 		ioctl(t->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
 }
 
+/* Our action, given the program's.  SA_RESTART: the traced program's
+ * syscalls must not see EINTR because of us -- unless the program's own
+ * handler asked for none, which the kernel decides from the installed
+ * action when it interrupts a call: then the program's own signals must
+ * still interrupt (a read() timed out by its SIGPROF), and it handles
+ * EINTR from this signal anyway.  SA_ONSTACK: a thread on its alternate
+ * stack stays there. */
+static void our_action(struct sigaction *sa, const struct sigaction *program)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sa_sigaction = on_signal;
+	sa->sa_flags = SA_SIGINFO | SA_ONSTACK;
+	if (program->sa_handler == SIG_DFL || program->sa_handler == SIG_IGN || (program->sa_flags & SA_RESTART))
+		sa->sa_flags |= SA_RESTART;
+	sigfillset(&sa->sa_mask);
+}
+
 int capture_install_handler(void)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_signal;
-	/* SA_RESTART: the traced program's syscalls must not see EINTR
-	 * because of us.  SA_ONSTACK: a thread on its alternate stack stays
-	 * there. */
-	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
-	sigfillset(&sa.sa_mask);
-	struct sigaction old;
+	struct sigaction sa, old;
+	if (sigchain_real_sigaction(stackcap_g.cfg.signo, NULL, &old) != 0)
+		return -errno;
+	our_action(&sa, &old);
 	if (sigchain_real_sigaction(stackcap_g.cfg.signo, &sa, &old) != 0)
 		return -errno;
 	sigchain_start(&old);
 	handler_installed = 1;
 	return 0;
+}
+
+void capture_follow_program_action(const struct sigaction *program)
+{
+	if (!handler_installed)
+		return;
+	struct sigaction sa;
+	our_action(&sa, program);
+	sigchain_real_sigaction(stackcap_g.cfg.signo, &sa, NULL);
 }
 
 void capture_remove_handler(void)
@@ -356,6 +399,8 @@ static int arm_perf(struct thread_state *t)
 	int const fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	/* Before the first overflow can signal: this thread's own. */
+	tls_perf_sig_fd = fd;
 	struct f_owner_ex owner = { .type = F_OWNER_TID, .pid = t->tid };
 	if (fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK) != 0 ||
 	    fcntl(fd, F_SETSIG, stackcap_g.cfg.signo) != 0 ||
@@ -366,6 +411,7 @@ static int arm_perf(struct thread_state *t)
 	     * it.  A real-time one would queue, and a full queue raises SIGIO,
 	     * which kills: that one stops after each overflow and the handler
 	     * re-arms it. */
+	    ioctl(fd, PERF_EVENT_IOC_ID, &t->perf_id) != 0 ||
 	    (stackcap_g.cfg.signo >= SIGRTMIN ? ioctl(fd, PERF_EVENT_IOC_REFRESH, 1)
 					      : ioctl(fd, PERF_EVENT_IOC_ENABLE, 0)) != 0) {
 		int const e = errno;
@@ -381,7 +427,7 @@ static int arm_timer(struct thread_state *t)
 	t->perf_fd = -1;
 	if (stackcap_g.cfg.no_sampling || !stackcap_g.cfg.frequency_hz)
 		return 0;
-	if (!stackcap_g.cfg.wall_clock && arm_perf(t) == 0)
+	if (arm_perf(t) == 0)
 		return 0;
 	struct sigevent sev;
 	memset(&sev, 0, sizeof(sev));
@@ -389,8 +435,7 @@ static int arm_timer(struct thread_state *t)
 	sev.sigev_signo = stackcap_g.cfg.signo;
 	sev.sigev_value.sival_ptr = &stackcap_g; /* marks the signal as ours */
 	sev._sigev_un._tid = t->tid;
-	clockid_t const clk = stackcap_g.cfg.wall_clock ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID;
-	if (timer_create(clk, &sev, &t->timer) != 0)
+	if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &t->timer) != 0)
 		return -errno;
 	t->has_timer = 1;
 	long const ns = 1000000000L / (long)stackcap_g.cfg.frequency_hz;
@@ -433,16 +478,41 @@ int capture_thread_register(void)
 	return rc;
 }
 
+/* Close T's perf event fd if it is still that event: the program may
+ * have closed it (close_range) and reused the number; then it is not ours
+ * to close.  Only a perf event fd (by its /proc/self/fd link, the fd
+ * untouched) is asked for its event id. */
+static void perf_fd_close(struct thread_state *t)
+{
+	char path[40] = "/proc/self/fd/", link[64];
+	uint64_t id;
+	/* By hand: also called in a fork child, where only async-signal-safe
+	 * calls are allowed. */
+	char digits[12];
+	int nd = 0;
+	for (unsigned v = (unsigned)t->perf_fd; nd == 0 || v; v /= 10)
+		digits[nd++] = (char)('0' + v % 10);
+	size_t p = strlen(path);
+	while (nd)
+		path[p++] = digits[--nd];
+	path[p] = '\0';
+	ssize_t const n = t->perf_fd >= 0 ? readlink(path, link, sizeof(link) - 1) : -1;
+	if (n > 0) {
+		link[n] = '\0';
+		if (!strcmp(link, "anon_inode:[perf_event]") && ioctl(t->perf_fd, PERF_EVENT_IOC_ID, &id) == 0 &&
+		    id == t->perf_id)
+			close(t->perf_fd);
+	}
+	t->perf_fd = -1;
+}
+
 void capture_thread_disarm(struct thread_state *t)
 {
 	if (t->has_timer) {
 		timer_delete(t->timer);
 		t->has_timer = 0;
 	}
-	if (t->perf_fd >= 0) {
-		close(t->perf_fd);
-		t->perf_fd = -1;
-	}
+	perf_fd_close(t);
 }
 
 void capture_thread_unregister(void)
@@ -466,9 +536,7 @@ void capture_forget_threads_after_fork(void)
 	struct thread_state *self = tls_thread;
 	if (self) {
 		self->has_timer = 0; /* timers are not inherited */
-		if (self->perf_fd >= 0)
-			close(self->perf_fd); /* it follows the parent's thread */
-		self->perf_fd = -1;
+		perf_fd_close(self); /* it follows the parent's thread */
 		self->tid = (pid_t)syscall(SYS_gettid);
 		self->next = NULL;
 		atomic_store(&self->ring.head, 0);

@@ -27,7 +27,7 @@ int ctf_zstd_inflate_file(const char *src, const char *dst)
 	in = open(src, O_RDONLY | O_CLOEXEC);
 	if (in < 0)
 		return -errno;
-	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (out < 0) {
 		rc = -errno;
 		goto done;

@@ -279,7 +279,7 @@ static int metadata_write(int dirfd, const char *text, size_t len, uint64_t *wri
 	if (getrandom(&r, sizeof r, GRND_NONBLOCK) != sizeof r)
 		r = 0;
 	snprintf(tmp, sizeof tmp, ".metadata.%ld.%08x.tmp", (long)getpid(), r);
-	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	rc = ctf_write_all(fd, text, len);

@@ -40,6 +40,12 @@ enum event_id { /* ids within each stream class, as in the metadata */
 
 struct ctf_writer {
 	int dirfd;
+	/* The program may close our fds (closefrom, close_range) and reuse
+	 * their numbers: each is checked against its identity before use,
+	 * and reopened by name when it is no longer ours. */
+	char *dir;
+	dev_t dir_dev;
+	ino_t dir_ino;
 	int zstd;
 	size_t packet_size;
 	uint8_t uuid[16];
@@ -55,6 +61,10 @@ struct ctf_stream {
 	struct ctf_stream *next, **pprev;
 	enum ctf_stream_kind kind;
 	int fd;
+	dev_t dev;              /* the file's identity (see struct ctf_writer) */
+	ino_t ino;
+	char fname[NAME_MAX + 1];
+	uint32_t nsamples;      /* sample events in the packet in flight */
 	int err;                /* sticky: the file could not be cut back */
 	uint64_t file_off;      /* end of the last complete packet */
 	uint64_t instance_id;
@@ -106,7 +116,79 @@ static int pwrite_all(int fd, const void *data, size_t len, uint64_t off)
 	return 0;
 }
 
-/* mkdir -p: several processes may race to create the same directory. */
+/* Is FD still the file (DEV, INO)?  Not when the program closed it, nor
+ * when it reused the number for a file of its own.  Asked through
+ * /proc/self/fd by name, not by fstat on the fd: the number may be the
+ * program's now, and nothing of ours operates on its fds (ThreadSanitizer
+ * rightly reports an fstat racing with the program's own use).  fstat
+ * only where /proc is not mounted. */
+int ctf_fd_is_file(int fd, dev_t dev, ino_t ino)
+{
+	if (fd < 0)
+		return 0;
+	char path[40];
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	struct stat st;
+	if (stat(path, &st) != 0) {
+		if (errno != ENOENT || access("/proc/self/fd", F_OK) == 0)
+			return 0;
+		if (fstat(fd, &st) != 0)
+			return 0;
+	}
+	return st.st_dev == dev && st.st_ino == ino;
+}
+
+static int same_file(int fd, dev_t dev, ino_t ino)
+{
+	return ctf_fd_is_file(fd, dev, ino);
+}
+
+/* FD, just opened, is the file (DEV, INO) (else it is closed).  @return 0, or
+ * -ESTALE: the name now names another file. */
+static int check_reopened(int fd, dev_t dev, ino_t ino)
+{
+	if (same_file(fd, dev, ino))
+		return 0;
+	close(fd);
+	return -ESTALE;
+}
+
+/* The trace directory's fd, reopened by name if the program closed ours. */
+static int writer_dirfd(struct ctf_writer *w)
+{
+	if (same_file(w->dirfd, w->dir_dev, w->dir_ino))
+		return w->dirfd;
+	int const fd = open(w->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int const rc = check_reopened(fd, w->dir_dev, w->dir_ino);
+	if (rc)
+		return rc;
+	w->dirfd = fd; /* the old number is not ours any more: never closed */
+	return fd;
+}
+
+/* The stream file's fd, reopened (no symlink followed) if needed. */
+static int stream_fd(struct ctf_stream *s)
+{
+	if (same_file(s->fd, s->dev, s->ino))
+		return s->fd;
+	int const d = writer_dirfd(s->w);
+	if (d < 0)
+		return d;
+	int const fd = openat(d, s->fname, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int const rc = check_reopened(fd, s->dev, s->ino);
+	if (rc)
+		return rc;
+	s->fd = fd;
+	return fd;
+}
+
+/* mkdir -p: several processes may race to create the same directory.
+ * Private (0700), as every file of a trace (0600): code and stack
+ * pointers reveal the program's address layout. */
 static int mkdir_p(const char *dir)
 {
 	char *path = strdup(dir);
@@ -118,7 +200,7 @@ static int mkdir_p(const char *dir)
 			continue;
 		char c = *p;
 		*p = 0;
-		if (mkdir(path, 0777) < 0 && errno != EEXIST) {
+		if (mkdir(path, 0700) < 0 && errno != EEXIST) {
 			rc = -errno;
 			break;
 		}
@@ -185,8 +267,16 @@ int ctf_writer_open(const char *dir, const struct ctf_writer_opts *opts,
 	if (rc)
 		goto fail;
 	w->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (w->dirfd < 0) {
+	struct stat dst;
+	if (w->dirfd < 0 || fstat(w->dirfd, &dst) != 0) {
 		rc = -errno;
+		goto fail;
+	}
+	w->dir_dev = dst.st_dev;
+	w->dir_ino = dst.st_ino;
+	w->dir = strdup(dir);
+	if (!w->dir) {
+		rc = -ENOMEM;
 		goto fail;
 	}
 	rc = ctf_metadata_install(w->dirfd, w->uuid, o.clock_offset_ns,
@@ -198,6 +288,7 @@ int ctf_writer_open(const char *dir, const struct ctf_writer_opts *opts,
 fail:
 	if (w->dirfd >= 0)
 		close(w->dirfd);
+	free(w->dir);
 	ZSTD_freeCCtx(w->cctx);
 	free(w);
 	return rc;
@@ -228,8 +319,9 @@ int ctf_writer_close(struct ctf_writer *w)
 		if (r && !rc)
 			rc = r;
 	}
-	if (close(w->dirfd) < 0 && !rc)
+	if (same_file(w->dirfd, w->dir_dev, w->dir_ino) && close(w->dirfd) < 0 && !rc)
 		rc = -errno;
+	free(w->dir);
 	ZSTD_freeCCtx(w->cctx);
 	free(w->zbuf);
 	free(w);
@@ -270,13 +362,20 @@ int ctf_writer_open_stream(struct ctf_writer *w, enum ctf_stream_kind kind,
 		free(s);
 		return -ENOMEM;
 	}
-	s->fd = openat(w->dirfd, fname, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (s->fd < 0) {
-		int rc = -errno;
+	int const d = writer_dirfd(w);
+	s->fd = d < 0 ? d : openat(d, fname, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	struct stat st;
+	if (s->fd < 0 || fstat(s->fd, &st) != 0) {
+		int rc = d < 0 ? d : -errno;
+		if (s->fd >= 0)
+			close(s->fd);
 		free(s->buf);
 		free(s);
 		return rc;
 	}
+	s->dev = st.st_dev;
+	s->ino = st.st_ino;
+	strcpy(s->fname, fname);
 	s->w = w;
 	s->kind = kind;
 	s->pid = pid;
@@ -328,10 +427,13 @@ static int append_packet(struct ctf_stream *s)
 			return ZSTD_getErrorCode(len) == ZSTD_error_memory_allocation ? -ENOMEM : -EIO;
 		data = w->zbuf;
 	}
-	int rc = pwrite_all(s->fd, data, len, s->file_off);
+	int const fd = stream_fd(s);
+	if (fd < 0)
+		return fd;
+	int rc = pwrite_all(fd, data, len, s->file_off);
 	if (rc) {
 		/* Never leave a torn packet: cut back to the last good one. */
-		if (ftruncate(s->fd, (off_t)s->file_off) < 0)
+		if (ftruncate(fd, (off_t)s->file_off) < 0)
 			s->err = rc;
 		return rc;
 	}
@@ -340,6 +442,7 @@ static int append_packet(struct ctf_stream *s)
 	w->st.packet_bytes += s->used;
 	w->st.packets++;
 	w->st.events += s->nevents;
+	w->st.samples += s->nsamples;
 	return 0;
 }
 
@@ -360,6 +463,7 @@ static int packet_write(struct ctf_stream *s)
 		s->discarded_written = s->discarded;
 	s->used = PKT_HDR;
 	s->nevents = 0;
+	s->nsamples = 0;
 	/* A huge event grew the buffer: give the memory back. */
 	if (s->cap > 4 * s->w->packet_size) {
 		uint8_t *nb = realloc(s->buf, s->w->packet_size);
@@ -553,7 +657,10 @@ static int sample_event(struct ctf_stream *s, uint64_t ts, uint32_t tid, int id,
 int ctf_stream_sample(struct ctf_stream *s, uint64_t ts, uint32_t tid,
 		      uint32_t generation, const uint8_t *blob, size_t len)
 {
-	return sample_event(s, ts, tid, EV_SAMPLE, generation, blob, len);
+	int const rc = sample_event(s, ts, tid, EV_SAMPLE, generation, blob, len);
+	if (!rc)
+		s->nsamples++; /* in the packet in flight, counted once written */
+	return rc;
 }
 
 int ctf_stream_sample_segment(struct ctf_stream *s, uint64_t ts, uint32_t tid,
@@ -588,7 +695,7 @@ int ctf_stream_close(struct ctf_stream *s)
 	if (!s)
 		return 0;
 	int rc = packet_write(s);
-	if (close(s->fd) < 0 && !rc)
+	if (same_file(s->fd, s->dev, s->ino) && close(s->fd) < 0 && !rc)
 		rc = -errno;
 	*s->pprev = s->next;
 	if (s->next)

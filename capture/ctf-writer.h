@@ -23,6 +23,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,6 +38,11 @@ extern "C" {
 
 struct ctf_writer;
 struct ctf_stream;
+
+/* Is FD (still) the file of device DEV and inode INO?  The program may have
+ * closed an fd of ours and reused its number; the fd itself is not
+ * touched (asked through /proc/self/fd). */
+int ctf_fd_is_file(int fd, dev_t dev, ino_t ino);
 
 struct ctf_writer_opts {
 	size_t sz;              /* must be sizeof(struct ctf_writer_opts) */
@@ -70,6 +76,7 @@ struct ctf_writer_stats {
 	uint64_t packet_bytes;   /* the same packets before compression */
 	uint64_t packets;
 	uint64_t events;         /* events in packets written */
+	uint64_t samples;        /* `sample` events in packets written */
 };
 void ctf_writer_get_stats(const struct ctf_writer *w, struct ctf_writer_stats *st);
 

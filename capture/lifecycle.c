@@ -13,13 +13,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <sys/auxv.h>
 #include <sys/random.h>
 #include <unistd.h>
 
 #include "capture-internal.h"
 
-HIDDEN struct stackcap_global stackcap_g = { .event_fd = -1 };
+HIDDEN struct stackcap_global stackcap_g;
 
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
@@ -87,7 +87,10 @@ static int config_from_opts(struct stackcap_config *c, const struct stackcap_opt
 	if (pol != STACKCAP_POLICY_F1 && pol != STACKCAP_POLICY_F2 && pol != STACKCAP_POLICY_ALL)
 		return -EINVAL;
 	c->policy = (enum stackcap_policy)pol;
-	c->wall_clock = OPT(o, wall_clock, 0);
+	/* Removed: its CLOCK_MONOTONIC timer signals made sleeping calls
+	 * (nanosleep, poll, epoll_wait) fail with EINTR in the program. */
+	if (OPT(o, wall_clock, 0))
+		return -ENOTSUP;
 	c->zstd = OPT(o, zstd, 0);
 	c->full_copy = OPT(o, full_copy, 0);
 	c->no_sampling = OPT(o, no_sampling, 0);
@@ -110,7 +113,7 @@ static int config_from_opts(struct stackcap_config *c, const struct stackcap_opt
  * so `stackcap record` hands the UUID and clock offset down. */
 static void config_identity(struct stackcap_config *c)
 {
-	const char *u = getenv("STACKCAP_TRACE_UUID");
+	const char *u = secure_getenv("STACKCAP_TRACE_UUID");
 	int have_uuid = 0;
 	if (u && strlen(u) == 32) {
 		have_uuid = 1;
@@ -125,7 +128,7 @@ static void config_identity(struct stackcap_config *c)
 	}
 	if (!have_uuid && getrandom(c->uuid, sizeof(c->uuid), 0) != (ssize_t)sizeof(c->uuid))
 		memset(c->uuid, 0, sizeof(c->uuid)); /* the writer picks one */
-	const char *off = getenv("STACKCAP_CLOCK_OFFSET_NS");
+	const char *off = secure_getenv("STACKCAP_CLOCK_OFFSET_NS");
 	if (off && *off) {
 		c->clock_offset_ns = strtoll(off, NULL, 10);
 	} else {
@@ -149,10 +152,9 @@ static int start_locked(void)
 	int rc = snapshot_refresh(1);
 	if (rc)
 		return rc;
-	stackcap_g.event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	rc = writer_start();
 	if (rc)
-		goto fail;
+		return rc;
 	atomic_store(&stackcap_g.running, 1);
 	if (!stackcap_g.cfg.no_sampling) {
 		rc = capture_install_handler();
@@ -164,15 +166,22 @@ static int start_locked(void)
 fail_writer:
 	atomic_store(&stackcap_g.running, 0);
 	writer_stop();
-fail:
-	if (stackcap_g.event_fd >= 0)
-		close(stackcap_g.event_fd);
-	stackcap_g.event_fd = -1;
 	return rc;
+}
+
+/* A secure-execution process (setuid, setgid, file capabilities): its
+ * caller chose the environment and may read what the process writes. */
+static int secure_process(void)
+{
+	return getauxval(AT_SECURE) != 0;
 }
 
 int stackcap_init(const struct stackcap_opts *opts)
 {
+	/* Never in a setuid program: the trace would reveal its address
+	 * layout, written where the caller chose, with the owner's rights. */
+	if (secure_process())
+		return -EPERM;
 	pthread_mutex_lock(&init_lock);
 	int rc = -EALREADY;
 	if (!atomic_load(&stackcap_g.running)) {
@@ -207,9 +216,6 @@ int stackcap_shutdown(void)
 	pthread_mutex_unlock(&capture_threads_lock);
 	capture_remove_handler();
 	int const rc = writer_stop();
-	if (stackcap_g.event_fd >= 0)
-		close(stackcap_g.event_fd);
-	stackcap_g.event_fd = -1;
 	pthread_mutex_unlock(&init_lock);
 	return rc;
 }
@@ -290,7 +296,6 @@ static void atfork_child(void)
 	}
 	/* The child records into its own streams of the same trace. */
 	stackcap_g.pid = getpid();
-	stackcap_g.event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	capture_forget_threads_after_fork();
 	/* Not running while the writer thread starts: it must not register
 	 * itself for sampling (its ring and timer would be wasted). */
@@ -306,35 +311,36 @@ static void atfork_child(void)
 
 static int env_int(const char *name, int dflt)
 {
-	const char *v = getenv(name);
+	const char *v = secure_getenv(name);
 	return v && *v ? atoi(v) : dflt;
 }
 
 __attribute__((constructor)) static void preload_start(void)
 {
-	const char *dir = getenv("STACKCAP_OUTPUT");
+	if (secure_process())
+		return; /* setuid: no recording (nor would secure_getenv answer) */
+	const char *dir = secure_getenv("STACKCAP_OUTPUT");
 	/* liblttng-stackcap.so preloaded (not linked: a linked program calls
 	 * stackcap_init itself) without an output directory records into the
 	 * LTTng session. */
-	const char *pre = getenv("LD_PRELOAD");
+	const char *pre = secure_getenv("LD_PRELOAD");
 	int const lttng = (!dir || !*dir) && &capture_lttng_sink && pre && strstr(pre, "liblttng-stackcap");
 	if ((!dir || !*dir) && !lttng)
 		return; /* linked, not preloaded: the program calls stackcap_init */
-	const char *pol = getenv("STACKCAP_POLICY");
+	const char *pol = secure_getenv("STACKCAP_POLICY");
 	struct stackcap_opts o = {
 		.sz = sizeof(o),
 		.output_dir = dir,
 		.frequency_hz = (unsigned)env_int("STACKCAP_FREQ", 0),
 		.stack_cap = (size_t)env_int("STACKCAP_STACK_CAP", 0),
 		.policy = pol && !strcmp(pol, "f1") ? STACKCAP_POLICY_F1 : STACKCAP_POLICY_F2,
-		.wall_clock = env_int("STACKCAP_WALL_CLOCK", 0),
 		.zstd = env_int("STACKCAP_ZSTD", 0),
 		.full_copy = env_int("STACKCAP_FULL_COPY", 0),
 		.no_follow_fork = env_int("STACKCAP_NO_FORK", 0),
 		.lttng = lttng,
 	};
 	int const rc = stackcap_init(&o);
-	if (rc < 0 && getenv("STACKCAP_VERBOSE"))
+	if (rc < 0 && secure_getenv("STACKCAP_VERBOSE"))
 		fprintf(stderr, "stackcap: cannot start recording into %s: %s\n", lttng ? "the LTTng session" : dir,
 			strerror(-rc));
 }
@@ -347,7 +353,7 @@ __attribute__((destructor)) static void preload_stop(void)
 	int const rc = stackcap_shutdown();
 	/* LTTng mode has no trace directory for `stackcap record --lttng` to
 	 * read a summary from: one line per process into its file. */
-	const char *sf = getenv("STACKCAP_SUMMARY_FILE");
+	const char *sf = secure_getenv("STACKCAP_SUMMARY_FILE");
 	if (lttng && sf && *sf) {
 		struct stackcap_stats st;
 		stackcap_get_stats(&st);

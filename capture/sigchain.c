@@ -6,7 +6,8 @@
  * Our handler stays installed; the program's sigaction()/signal() on that
  * signal are interposed and recorded as the program's action, which they
  * also report back.  Our handler keeps the signals that are ours (perf
- * overflow: POLL_* codes; our timers: SI_TIMER with our cookie) and hands
+ * overflow: POLL_* codes naming this thread's event fd; our timers:
+ * SI_TIMER with our cookie) and hands
  * every other one to the program's action exactly as the kernel would
  * have: its handler with its mask, SIG_IGN, or the default action (which
  * for SIGPROF ends the process).  So the program sees its own signals,
@@ -46,6 +47,8 @@ static void user_set(const struct sigaction *act)
 	int const next = !atomic_load(&user_slot);
 	user_slots[next] = *act;
 	atomic_store(&user_slot, next);
+	if (atomic_load(&chaining))
+		capture_follow_program_action(act);
 }
 
 void sigchain_start(const struct sigaction *previous)
@@ -60,12 +63,13 @@ void sigchain_stop(struct sigaction *program_action)
 	*program_action = user_slots[atomic_load(&user_slot)];
 }
 
-int sigchain_is_ours(const siginfo_t *si)
+int sigchain_is_ours(const siginfo_t *si, int perf_fd)
 {
-	/* perf overflow signals carry a POLL_* band code (F_SETSIG);
-	 * nothing else sends the sampling signal with one. */
+	/* perf overflow signals carry a POLL_* band code (F_SETSIG) and the
+	 * event's fd: ours is this thread's own event.  A program's own
+	 * perf event (a self-profiler) signals with another fd. */
 	if (si->si_code >= POLL_IN && si->si_code <= POLL_HUP)
-		return 1;
+		return perf_fd >= 0 && si->si_fd == perf_fd;
 	return si->si_code == SI_TIMER && si->si_value.sival_ptr == (void *)&stackcap_g;
 }
 

@@ -58,14 +58,17 @@ struct stackcap_opts {
 	size_t stack_cap;         /* bytes; 0: STACKCAP_DEFAULT_STACK_CAP */
 	int signo;                /* 0: SIGPROF */
 	int policy;               /* 0: F2; 1: F1 (see stack-codec.h) */
-	int wall_clock;           /* nonzero: sample wall-clock time, not CPU time */
+	int wall_clock;           /* must be 0: wall-clock sampling was removed
+				   * (its signals made sleeping calls fail with
+				   * EINTR); nonzero: -ENOTSUP */
 	int zstd;                 /* nonzero: zstd-compressed stream files */
 	int no_sampling;          /* nonzero: only explicit stackcap_capture() calls */
 	int no_follow_fork;       /* nonzero: a fork child records nothing */
 	size_t ring_size;         /* per-thread ring bytes; 0: 1 MiB */
 	/* Nonzero: also store the unfiltered stack copy of every sample (a
 	 * `sample_full` event), so `stackunwind stats` can measure fidelity.
-	 * For measurement only: the trace then holds every stack word. */
+	 * For measurement only: the trace then holds every stack word (its
+	 * registers are filtered by the policy, as in any recording). */
 	int full_copy;
 	/* Nonzero: record into the active LTTng-UST session as `stackcap:*`
 	 * events instead of a trace directory (docs/lttng.md); output_dir,
@@ -77,7 +80,10 @@ struct stackcap_opts {
 
 /* Start recording.  Not async-signal-safe (allocates, creates a thread).
  * @return 0; -EALREADY when already started; -EINVAL for bad options;
- * another -errno when the trace directory or the writer cannot be set up. */
+ * -EPERM in a secure-execution process (setuid, setgid, file capabilities:
+ * AT_SECURE), which never records; another -errno when the trace directory
+ * or the writer cannot be set up.  The preloaded library's STACKCAP_*
+ * variables are read with secure_getenv. */
 STACKCAP_API int stackcap_init(const struct stackcap_opts *opts);
 
 /* Stop sampling, flush every ring, finish the trace.  Not async-signal-safe.

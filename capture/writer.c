@@ -9,12 +9,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "capture-internal.h"
@@ -64,7 +65,15 @@ static struct {
 	 * threads never touch W.ctf, which the writer closes and frees. */
 	_Atomic uint64_t bytes_pub;
 	_Atomic int error_pub;
-	int ack_fd;                  /* the writer thread says: finished */
+	/* Futex words, not fds: the program may close every fd it did not
+	 * open (close_range) and reuse the numbers; a wake-up written into
+	 * one of its pipes would be data, a read would steal its data. */
+	_Atomic uint32_t wake_seq;   /* bumped by writer_wake */
+	_Atomic uint32_t acked;      /* the writer thread says: finished */
+	int summary_fd;              /* from its O_EXCL creation; -1: none */
+	dev_t summary_dev;
+	ino_t summary_ino;
+	uint64_t summary_samples;    /* last running summary written */
 	char summary_path[4200];
 	uint64_t last_ts;
 	/* Streams of exited threads, reused by new threads so that thread
@@ -76,13 +85,16 @@ static struct {
 	size_t n_free, cap_free;
 } W;
 
+static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct timespec *timeout)
+{
+	return syscall(SYS_futex, (uint32_t *)word, op, val, timeout, NULL, 0);
+}
+
+/* Async-signal-safe: an atomic add and a syscall. */
 void writer_wake(void)
 {
-	if (stackcap_g.event_fd >= 0) {
-		uint64_t const one = 1;
-		ssize_t const r = write(stackcap_g.event_fd, &one, sizeof(one));
-		(void)r; /* a full counter already means "wake up" */
-	}
+	atomic_fetch_add(&W.wake_seq, 1);
+	futex(&W.wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
 static void note_error(int rc)
@@ -376,6 +388,8 @@ static void lttng_repeat_ranges(int now)
 	snapshot_leave();
 }
 
+static void summary_running(void);
+
 /* Write the packets in flight when the period is over, and the process
  * stream when it got maps (see FLUSH_PERIOD_NS).  Each packet starts with
  * a self-contained sample: the next one is not elided. */
@@ -397,6 +411,7 @@ static void flush_if_due(void)
 			w->have_prev = 0;
 		}
 	}
+	summary_running();
 }
 
 /* One pass: maps, reclaim, drain, retire exited threads. */
@@ -472,12 +487,56 @@ static void summary_write(const char *line)
 		n = sizeof(buf) - 1;
 	memcpy(buf, line, n);
 	buf[sizeof(buf) - 1] = '\n';
-	int const fd = open(W.summary_path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	ssize_t const r = pwrite(fd, buf, sizeof(buf), 0);
+	/* The fd of its creation, while it is still that file; else the
+	 * same file by name (no symlink followed, identity checked). */
+	struct stat st;
+	if (!ctf_fd_is_file(W.summary_fd, W.summary_dev, W.summary_ino)) {
+		int const fd = open(W.summary_path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			return;
+		if (fstat(fd, &st) != 0 || st.st_dev != W.summary_dev || st.st_ino != W.summary_ino) {
+			close(fd);
+			return;
+		}
+		W.summary_fd = fd; /* the old number is the program's now: not closed */
+	}
+	ssize_t const r = pwrite(W.summary_fd, buf, sizeof(buf), 0);
 	(void)r;
-	close(fd);
+}
+
+static void summary_close(void)
+{
+	if (ctf_fd_is_file(W.summary_fd, W.summary_dev, W.summary_ino))
+		close(W.summary_fd);
+	W.summary_fd = -1;
+}
+
+/* Samples in packets on disk: what the trace holds. */
+static uint64_t samples_on_disk(void)
+{
+	struct ctf_writer_stats st;
+	ctf_writer_get_stats(W.ctf, &st);
+	return st.samples;
+}
+
+/* While the process runs, its summary counts what the trace holds so far:
+ * a process that ends without a word (SIGKILL, a raw exit_group) is
+ * reported with the samples that were written before. */
+static void summary_running(void)
+{
+	if (!W.ctf)
+		return;
+	uint64_t const s = samples_on_disk();
+	if (s == W.summary_samples)
+		return;
+	W.summary_samples = s;
+	uint64_t drops = atomic_load(&stackcap_g.drops_total) + atomic_load(&stackcap_g.dropped_no_stack);
+	for (struct thread_state *t = atomic_load(&stackcap_g.threads); t; t = t->next)
+		drops += atomic_load(&t->dropped_ring_full) + atomic_load(&t->dropped_nested);
+	char line[SUMMARY_LEN];
+	snprintf(line, sizeof(line), "started %d samples %llu drops %llu", (int)getpid(), (unsigned long long)s,
+		 (unsigned long long)drops);
+	summary_write(line);
 }
 
 /* The end of the trace: last drain, process_end, files closed, summary. */
@@ -497,6 +556,8 @@ static int finish_trace(void)
 	for (struct thread_state *t = atomic_load(&stackcap_g.threads); t; t = t->next)
 		drops += atomic_load(&t->dropped_ring_full) + atomic_load(&t->dropped_nested);
 	note_error(ctf_stream_process_end(W.proc, writer_ts(), samples, drops + W.decode_errors));
+	/* The sample streams are closed (written): what the trace holds. */
+	samples = samples_on_disk();
 	uint64_t const bytes = ctf_writer_bytes_written(W.ctf);
 	note_error(ctf_writer_close(W.ctf));
 	atomic_store(&W.bytes_pub, bytes);
@@ -507,6 +568,7 @@ static int finish_trace(void)
 	snprintf(line, sizeof(line), "samples %llu drops %llu bytes %llu error %d", (unsigned long long)samples,
 		 (unsigned long long)drops, (unsigned long long)bytes, W.error);
 	summary_write(line);
+	summary_close();
 	free(W.blob);
 	W.blob = NULL;
 	W.blob_cap = 0;
@@ -520,25 +582,24 @@ static void *writer_main(void *arg)
 	sigset_t all;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	/* A wake-up during a cycle is not lost: the wait returns at once
+	 * when the word moved since it was read, before that cycle. */
+	uint32_t seen = atomic_load(&W.wake_seq);
 	while (!atomic_load(&W.stop) && !atomic_load(&W.finish)) {
 		/* writer_pause asks; leaving is ours to say (see there). */
 		int asked = PAUSE_ASKED;
 		if (atomic_compare_exchange_strong(&W.pause, &asked, PAUSE_LEFT))
 			return NULL;
-		struct pollfd p = { .fd = stackcap_g.event_fd, .events = POLLIN };
-		if (poll(&p, 1, WRITER_PERIOD_MS) > 0) {
-			uint64_t v;
-			ssize_t const r = read(stackcap_g.event_fd, &v, sizeof(v));
-			(void)r;
-		}
+		struct timespec const period = { 0, WRITER_PERIOD_MS * 1000000L };
+		futex(&W.wake_seq, FUTEX_WAIT_PRIVATE, seen, &period);
+		seen = atomic_load(&W.wake_seq);
 		writer_cycle(0);
 	}
 	if (atomic_load(&W.finish) && !atomic_load(&W.stop)) {
 		finish_trace();
 		W.finished = 1;
-		uint64_t const one = 1;
-		ssize_t const r = write(W.ack_fd, &one, sizeof(one));
-		(void)r;
+		atomic_store(&W.acked, 1);
+		futex(&W.acked, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
 	}
 	return NULL;
 }
@@ -581,7 +642,7 @@ int writer_start(void)
 	struct ctf_writer_opts o = { .sz = sizeof(o), .zstd = c->zstd,
 				     .clock_offset_ns = c->clock_offset_ns };
 	memcpy(o.uuid, c->uuid, sizeof(o.uuid));
-	W.ack_fd = -1;
+	W.summary_fd = -1;
 	int rc = ctf_writer_open(c->output_dir, &o, &W.ctf);
 	if (rc < 0)
 		return rc;
@@ -590,9 +651,16 @@ int writer_start(void)
 	 * skips dot files.) */
 	snprintf(W.summary_path, sizeof(W.summary_path), "%s/.summary-%d-%lld", c->output_dir, (int)getpid(),
 		 (long long)capture_now_ns());
-	int const sfd = open(W.summary_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (sfd >= 0) {
+	int const sfd = open(W.summary_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	struct stat sst;
+	if (sfd >= 0 && fstat(sfd, &sst) != 0) {
 		close(sfd);
+	} else if (sfd >= 0) {
+		/* Kept: reopening by name could follow a planted link. */
+		W.summary_fd = sfd;
+		W.summary_dev = sst.st_dev;
+		W.summary_ino = sst.st_ino;
+		W.summary_samples = 0;
 		char line[64];
 		snprintf(line, sizeof(line), "started %d", (int)getpid());
 		summary_write(line);
@@ -613,7 +681,7 @@ int writer_start(void)
 	rc = ctf_stream_process_start(W.proc, writer_ts(), &info);
 	if (rc < 0)
 		goto fail;
-	W.ack_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	atomic_store(&W.acked, 0);
 	atomic_store(&W.stop, 0);
 	atomic_store(&W.finish, 0);
 	W.finished = 0;
@@ -628,9 +696,7 @@ fail:
 	ctf_writer_close(W.ctf);
 	W.ctf = NULL;
 	W.proc = NULL;
-	if (W.ack_fd >= 0)
-		close(W.ack_fd);
-	W.ack_fd = -1;
+	summary_close();
 	return rc;
 }
 
@@ -642,9 +708,6 @@ int writer_stop(void)
 		pthread_join(W.thread, NULL);
 		W.started = 0;
 	}
-	if (W.ack_fd >= 0)
-		close(W.ack_fd);
-	W.ack_fd = -1;
 	if (W.finished)
 		return W.error;
 	return finish_trace();
@@ -697,24 +760,23 @@ void writer_resume(void)
 int writer_finish_bounded(int timeout_ms)
 {
 	int expected = 0;
-	if (!W.started || W.ack_fd < 0 || !atomic_compare_exchange_strong(&W.finish, &expected, 1))
+	if (!W.started || stackcap_g.cfg.lttng || !atomic_compare_exchange_strong(&W.finish, &expected, 1))
 		return 0;
 	writer_wake();
 	/* One deadline for the whole wait: called from _exit with signals
-	 * open, poll may be interrupted again and again (a wall-clock timer,
+	 * open, the wait may be interrupted again and again (a timer of ours,
 	 * the program's own itimer); restarting the full timeout each time
 	 * would never end while the writer is stuck. */
 	uint64_t const deadline = capture_now_ns() + (uint64_t)timeout_ms * 1000000u;
-	struct pollfd p = { .fd = W.ack_fd, .events = POLLIN };
 	for (;;) {
+		if (atomic_load(&W.acked))
+			return 0;
 		uint64_t const now = capture_now_ns();
 		if (now >= deadline)
 			return -ETIMEDOUT;
-		int const r = poll(&p, 1, (int)((deadline - now + 999999) / 1000000));
-		if (r > 0)
-			return 0;
-		if (r < 0 && errno != EINTR)
-			return -errno;
+		uint64_t const left = deadline - now;
+		struct timespec const ts = { (time_t)(left / 1000000000u), (long)(left % 1000000000u) };
+		futex(&W.acked, FUTEX_WAIT_PRIVATE, 0, &ts); /* EINTR, EAGAIN: look again */
 	}
 }
 
@@ -729,5 +791,5 @@ void writer_reset_after_fork(void)
 	/* The parent's writer (buffers, open files) is abandoned, not
 	 * closed: flushing it here would write the parent's data twice. */
 	memset(&W, 0, sizeof(W));
-	W.ack_fd = -1;
+	W.summary_fd = -1;
 }

@@ -39,11 +39,11 @@ static void usage(FILE *f)
 		"  -F, --freq HZ          samples per second of thread CPU time (default 999)\n"
 		"      --stack-cap BYTES  bound of one stack copy (default 65536)\n"
 		"      --policy f1|f2     words kept: f2 code and stack pointers (default), f1 code only\n"
-		"      --wall-clock       sample wall-clock time instead of CPU time\n"
 		"      --zstd             zstd-compress the stream files\n"
 		"      --no-fork          do not record forked children\n"
 		"      --full-copy        also store every unfiltered stack copy, to measure\n"
 		"                         fidelity (stackunwind stats); stores every stack word\n"
+		"                         (registers stay filtered)\n"
 		"  -o, --output DIR       trace directory (default ./stackcap.trace)\n"
 		"      --force            replace an existing output directory\n"
 		"      --lttng            record into the active LTTng session instead, as\n"
@@ -138,6 +138,11 @@ static void read_totals(const char *dir, struct totals *t)
 					t->errors++;
 				}
 			} else if (f && !fseek(f, 0, SEEK_SET) && fscanf(f, "started %d", &spid) == 1) {
+				/* Its running counts: what its trace held at the last flush. */
+				if (fscanf(f, " samples %llu drops %llu", &s, &dr) == 2) {
+					t->samples += s;
+					t->drops += dr;
+				}
 				int *nst = realloc(started, (nstarted + 1) * sizeof(*started));
 				if (nst) {
 					started = nst;
@@ -203,7 +208,7 @@ static int run_command(char **argv, int *status_out)
 }
 
 static int record_lttng(char **argv, unsigned long freq, unsigned long cap, const char *policy,
-			int wall, int nofork);
+			int nofork);
 
 static int cmd_record(int argc, char **argv)
 {
@@ -223,7 +228,7 @@ static int cmd_record(int argc, char **argv)
 	};
 	unsigned long freq = 999, cap = 65536;
 	const char *policy = "f2", *out = "stackcap.trace";
-	int zstd = 0, force = 0, wall = 0, nofork = 0, full = 0, lttng = 0, c;
+	int zstd = 0, force = 0, nofork = 0, full = 0, lttng = 0, c;
 	char *end;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+F:o:h", longopts, NULL)) != -1) {
@@ -249,7 +254,13 @@ static int cmd_record(int argc, char **argv)
 			}
 			policy = optarg;
 			break;
-		case 'W': wall = 1; break;
+		case 'W':
+			/* Its timer signals reached threads blocked in nanosleep, poll,
+			 * epoll_wait: those fail with EINTR whatever SA_RESTART says. */
+			fprintf(stderr, PROG ": --wall-clock was removed: its signals made the program's "
+					"nanosleep, poll and epoll_wait fail with EINTR; off-CPU and wall-clock "
+					"time will come from the kernel-side recorder (--off-cpu, issue 21)\n");
+			return 2;
 		case 'Z': zstd = 1; break;
 		case 'N': nofork = 1; break;
 		case 'C': full = 1; break;
@@ -271,7 +282,7 @@ static int cmd_record(int argc, char **argv)
 					"-o, --force, --zstd and --full-copy do not apply\n");
 			return 2;
 		}
-		return record_lttng(argv + optind, freq, cap, policy, wall, nofork);
+		return record_lttng(argv + optind, freq, cap, policy, nofork);
 	}
 	if (full) /* the filters exist to keep data words out: say they are bypassed */
 		fprintf(stderr, PROG ": warning: --full-copy stores every stack word (local variables, "
@@ -292,7 +303,7 @@ static int cmd_record(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (mkdir(out, 0777) != 0) {
+	if (mkdir(out, 0700) != 0) { /* private: the trace reveals the address layout */
 		fprintf(stderr, PROG ": cannot create '%s': %s\n", out, strerror(errno));
 		return 2;
 	}
@@ -330,7 +341,6 @@ static int cmd_record(int argc, char **argv)
 	setenv_u("STACKCAP_STACK_CAP", cap);
 	setenv("STACKCAP_POLICY", policy, 1);
 	setenv_u("STACKCAP_ZSTD", (unsigned)zstd);
-	setenv_u("STACKCAP_WALL_CLOCK", (unsigned)wall);
 	setenv_u("STACKCAP_NO_FORK", (unsigned)nofork);
 	setenv_u("STACKCAP_FULL_COPY", (unsigned)full);
 	setenv("STACKCAP_TRACE_UUID", uuid_hex, 1);
@@ -361,9 +371,10 @@ static int cmd_record(int argc, char **argv)
 		fprintf(stderr, PROG ": %s was killed by signal %d (%s)\n", argv[optind], WTERMSIG(status),
 			strsignal(WTERMSIG(status)));
 	if (t.unfinished)
-		fprintf(stderr, PROG ": %d of %d processes did not finish their trace (killed): the samples of "
-				"their last moments are lost, samples and drops above leave them out; stackunwind "
-				"reads the rest\n", t.unfinished, t.started);
+		fprintf(stderr, PROG ": %d of %d processes did not finish their trace (killed, or ended by a raw "
+				"exit_group): the samples of their last moments are lost; samples and drops above "
+				"count what their trace held at its last flush; stackunwind reads it\n",
+			t.unfinished, t.started);
 	if (t.errors)
 		fprintf(stderr, PROG ": write error in %d of %d processes (%s): the trace holds what was written "
 				"before it\n", t.errors, t.started, strerror(-t.first_error));
@@ -407,7 +418,7 @@ static char *lttng_list(int *exit_out)
  * tracing) preloaded.  The user's session receives everything; we only
  * check that there is one to receive it. */
 static int record_lttng(char **argv, unsigned long freq, unsigned long cap, const char *policy,
-			int wall, int nofork)
+			int nofork)
 {
 	char lib[PATH_MAX];
 	if (find_library("liblttng-stackcap.so", "STACKCAP_LTTNG_LIBRARY", lib, sizeof(lib)) != 0) {
@@ -461,7 +472,6 @@ static int record_lttng(char **argv, unsigned long freq, unsigned long cap, cons
 	setenv_u("STACKCAP_FREQ", freq);
 	setenv_u("STACKCAP_STACK_CAP", cap);
 	setenv("STACKCAP_POLICY", policy, 1);
-	setenv_u("STACKCAP_WALL_CLOCK", (unsigned)wall);
 	setenv_u("STACKCAP_NO_FORK", (unsigned)nofork);
 	setenv("LD_PRELOAD", preload, 1);
 	free(preload);

@@ -157,6 +157,11 @@ tests_secret_holder_SOURCES = tests/secret-holder.c
 TESTS += tests/secret.sh
 EXTRA_DIST += tests/secret.sh
 
+# Integration: a setuid-root program linked with libstackcap, run by nobody,
+# records nothing and writes nowhere the caller's environment says.
+TESTS += tests/setuid.sh
+EXTRA_DIST += tests/setuid.sh tests/setuid-prog.c
+
 # Integration: stackunwind export.  pprof-check decodes the pprof file with
 # protobuf-c; speedscope-check.js validates the JSON against the schema the
 # npm package speedscope ships (ajv; npm installs both under tests/node-cache).

@@ -227,6 +227,23 @@ check "the command's exit status is returned" [ $? = 7 ]
 "$STACKCAP" record -F 0 -- true 2>/dev/null
 check "bad -F: exit 2" [ $? = 2 ]
 
+# 7b. traces are private whatever the umask: directory 0700, files 0600
+# (code and stack pointers reveal the address layout; perf.data is 0600 too).
+(umask 000 && "$STACKCAP" record -o "$work/priv.trace" -- "$TD/tdata-single" 0.2 2>/dev/null)
+m=$(stat -c %a "$work/priv.trace")
+check "umask 000: the trace directory is 0700 ($m)" [ "$m" = 700 ]
+bad=$(find "$work/priv.trace" -type f ! -perm 600 -printf '%f:%m ')
+nf=$(find "$work/priv.trace" -type f | wc -l)
+check "umask 000: every file of the trace, hidden ones too, is 0600 ($nf files${bad:+; not: $bad})" \
+	sh -c "[ $nf -ge 3 ] && [ -z '$bad' ]"
+# The library alone (preloaded, as a linked program's constructor would
+# start it) creates missing parents the same way.
+(umask 000 && LD_PRELOAD="$B/capture/.libs/libstackcap.so" STACKCAP_OUTPUT="$work/privz/sub/t" STACKCAP_ZSTD=1 \
+	"$TD/tdata-single" 0.1 2>/dev/null)
+bad=$(find "$work/privz" -printf '%y%m\n' | grep -v -x -e d700 -e f600 | tr '\n' ' ')
+check "umask 000, libstackcap preloaded, missing parents: directories 0700, files 0600${bad:+ (not: $bad)}" \
+	sh -c "[ -f '$work/privz/sub/t/metadata' ] && [ -z '$bad' ]"
+
 # 8. the library exports its API and the interposers, nothing else
 LIB="$B/capture/.libs/libstackcap.so"
 objdump -T "$LIB" | awk '$2 == "g" && $4 == ".text" {print $NF}' | sort >"$work/exports"

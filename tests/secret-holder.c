@@ -9,7 +9,11 @@
  * The values are built at run time from two halves, so neither the word nor
  * the string is in the binary as such (only the test knows them whole).
  *
- * Usage: secret-holder [SECONDS]   (thread CPU time, default 1)
+ * Usage: secret-holder [SECONDS [regs]]   (thread CPU time, default 1)
+ *
+ * With "regs" the word is held in registers only (rbx, r12-r15 and the
+ * one the asm reads it from), never stored to memory whole, while the hot
+ * loop runs: what a trace holds of it came from the recorded registers.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -69,10 +73,37 @@ NOINLINE static void hold_secrets(double seconds)
 		str[i] = 0;
 }
 
+/* The halves in memory, the word only ever whole in registers. */
+static volatile uint32_t half_hi = (uint32_t)SECRET_HI, half_lo = (uint32_t)SECRET_LO;
+
+NOINLINE static void hold_in_registers(double seconds)
+{
+	double const end = thread_cpu() + seconds;
+	for (;;) {
+		uint64_t w = (uint64_t)half_hi << 32 | half_lo;
+		/* About 1 ms of work with the word in the callee-saved
+		 * registers, which are cleared before C code runs again. */
+		__asm__ volatile("mov %0, %%rbx\n\tmov %0, %%r12\n\tmov %0, %%r13\n\t"
+				 "mov %0, %%r14\n\tmov %0, %%r15\n\t"
+				 "mov $1000000, %%ecx\n"
+				 "1:\tdec %%ecx\n\tjnz 1b\n\t"
+				 "xor %%ebx, %%ebx\n\txor %%r12d, %%r12d\n\txor %%r13d, %%r13d\n\t"
+				 "xor %%r14d, %%r14d\n\txor %%r15d, %%r15d\n\txor %0, %0"
+				 : "+r"(w)
+				 :
+				 : "rbx", "r12", "r13", "r14", "r15", "rcx", "cc");
+		if (thread_cpu() >= end)
+			break;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	double const seconds = argc > 1 ? atof(argv[1]) : 1.0;
-	hold_secrets(seconds);
+	if (argc > 2 && !strcmp(argv[2], "regs"))
+		hold_in_registers(seconds);
+	else
+		hold_secrets(seconds);
 	printf("%llu\n", (unsigned long long)(sink & 1));
 	return 0;
 }

@@ -95,6 +95,19 @@ check "control: stackcap record --full-copy warns that it stores every stack wor
 	grep -q 'warning: --full-copy stores every stack word' "$work/full.rerr"
 check "no warning of the kind without --full-copy" sh -c "! grep -q 'full-copy' '$work/f2.rerr'"
 
+# ---- registers: a word held only in rbx, r12-r15 (secret-holder ... regs) ------------
+# Registers are filtered as stack words are, --full-copy included: it stores
+# every stack word, never an unfiltered register.
+for opts in "" "--full-copy" "--full-copy --zstd"; do
+	name=regs$(echo "$opts" | tr -d ' -')
+	"$STACKCAP" record $opts -o "$work/$name.trace" -- "$P" 0.4 regs >/dev/null 2>"$work/$name.rerr"
+	"$SU" folded --no-debuginfod "$work/$name.trace" >"$work/$name.folded" 2>/dev/null
+	nl=$(awk '/hold_in_registers/ { s += $NF } END { print s + 0 }' "$work/$name.folded")
+	leak=$(has_secret $(trace_files "$work/$name.trace"))
+	check "registers${opts:+ $opts}: $nl samples with the word in rbx, r12-r15, none in the trace${leak:+ (found:$leak)}" \
+		sh -c "[ $nl -ge 100 ] && [ -z '$leak' ]"
+done
+
 # ---- perf: the perf.data holds the secret, the converted trace does not ------------------
 perf record -q -k monotonic -e cpu-clock --call-graph dwarf -o "$work/p.data" -- "$P" 0.6 \
 	>/dev/null 2>"$work/p.perr"

@@ -4,5 +4,5 @@
 # as under ASan; what TSan itself changes (signals delivered at libc calls
 # only, threads after a multi-threaded fork) is in docs/RELIABILITY.md.
 export STRESS_SAN=tsan
-export STRESS_ONLY="${STRESS_ONLY:-threads forks dlopen recurse overflow sigalt blockprof longjmp vfork ownprof itimer killself}"
+export STRESS_ONLY="${STRESS_ONLY:-threads forks dlopen recurse overflow sigalt blockprof longjmp vfork ownprof itimer killself selfprof eintr fds}"
 exec sh "${top_srcdir:?}/tests/stress.sh"

@@ -50,7 +50,8 @@ if [ "${STRESS_SAN:-}" = tsan ]; then
 		"plain $("$L" fork 2>&1), under TSan $(LD_PRELOAD=$TL TSAN_OPTIONS= "$L" fork 2>&1 | tr '\n' ' ')"
 fi
 
-# scenario NAME FREQ ARGS...: plain and recorded runs, compared.
+# scenario NAME FREQ ARGS...: plain and recorded runs, compared (REC_OPTS:
+# more options of stackcap record).
 scenario() {
 	name=$1 freq=$2
 	shift 2
@@ -63,7 +64,7 @@ scenario() {
 	wait $!
 	echo $? >"$d/plain.rc"
 	t1=$(date +%s%N)
-	LD_PRELOAD=$SAN_PRELOAD timeout -k 5 "$TMO" "$STACKCAP" record -F "$freq" -o "$d/trace" -- "$P" "$@" >"$d/rec.out" 2>"$d/rec.allerr" &
+	LD_PRELOAD=$SAN_PRELOAD timeout -k 5 "$TMO" "$STACKCAP" record -F "$freq" ${REC_OPTS:-} -o "$d/trace" -- "$P" "$@" >"$d/rec.out" 2>"$d/rec.allerr" &
 	wait $!
 	echo $? >"$d/rec.rc"
 	t2=$(date +%s%N)
@@ -150,6 +151,56 @@ if want ownprof; then
 	check "ownprof-sigaction: we still sample (>= 500)" [ "${samples:-0}" -ge 500 ]
 	scenario ownprof-signal 10000 ownprof 2000 signal
 	check "ownprof-signal: the program's ticks at its own timer's rate" grep -q "ticks at the timer's rate" "$work/ownprof-signal/rec.out"
+fi
+# A program that closes every fd it did not open, then opens its own on
+# the same numbers: the trace goes on (reopened by name), nothing of ours
+# reaches its files.  One that leaves by a raw exit_group: what its trace
+# holds is counted.
+if want fds; then
+	mkdir -p "$work/fdsdir"
+	scenario closefds 10000 closefds "$work/fdsdir"
+	check "closefds: its own file and pipe got nothing of ours" grep -q "own file intact, own pipe empty" "$work/closefds/rec.out"
+	check "closefds: no write error, the trace finished" \
+		sh -c "! grep -q 'write error\|did not finish' '$work/closefds/rec.summary' && grep -q '^processes: *1 (1 ended normally)' '$work/closefds/stats'"
+	"$UNWIND" folded --no-debuginfod "$work/closefds/trace" >"$work/closefds/folded" 2>/dev/null
+	na=$(awk '/closefds_thread/ { s += $NF } END { print s + 0 }' "$work/closefds/folded")
+	check "closefds: sampled after the close ($na samples in the new thread, >= 100)" [ "$na" -ge 100 ]
+	UNWIND_RC=3
+	scenario rawexit 10000 rawexit 5000
+	UNWIND_RC=0
+	rs=$(sed -n 's/^stackcap: \([0-9]*\) samples.*/\1/p' "$work/rawexit/rec.summary")
+	check "rawexit: the summary counts what the trace holds (${rs:-none} of $samples, > 0)" \
+		sh -c "[ '${rs:-0}' -gt 0 ] && [ '${rs:-0}' -le '${samples:-0}' ]"
+	check "rawexit: reported as not finished, a raw exit_group named" grep -q "did not finish their trace (killed, or ended by a raw exit_group)" "$work/rawexit/rec.summary"
+fi
+# A self-profiler: its own perf event signals SIGPROF (F_SETSIG) to its thread.
+if want selfprof; then
+	# Under TSan at 999 Hz: TSan holds one pending signal per number until
+	# the next libc call, so at 10 kHz ours overwrite the program's there
+	# (50 of ~245 ticks; plain runs and ASan: all of them).
+	sf=10000 smin=500
+	[ "${STRESS_SAN:-}" = tsan ] && sf=999 smin=100
+	scenario selfprof $sf selfprof 3000
+	check "selfprof: the program's event reaches its handler at its rate, nothing else does" \
+		grep -q "ticks at its event's rate, other signals 0," "$work/selfprof/rec.out"
+	check "selfprof: we still sample (>= $smin)" [ "${samples:-0}" -ge $smin ]
+fi
+# EINTR is the program's to choose: its SIGPROF handler without SA_RESTART
+# interrupts its read(); sleeping calls never fail because of a recorder.
+if want eintr; then
+	scenario eintr-read 10000 eintr-read 20000
+	check "eintr-read: the program's own SIGPROF still interrupts its read() (EINTR)" \
+		grep -q "read failed: Interrupted system call" "$work/eintr-read/rec.out"
+	for opts in "" "--zstd" "--full-copy" "--policy f1" "--no-fork" "--stack-cap 512"; do
+		name=sleepers$(echo "$opts" | tr -d ' -')
+		REC_OPTS=$opts scenario "$name" 10000 sleepers 300
+		check "$name: no nanosleep, poll or epoll_wait failed under record${opts:+ $opts}" \
+			grep -q "failed: nanosleep 0, poll 0, epoll_wait 0$" "$work/$name/rec.out"
+	done
+	"$STACKCAP" record --wall-clock -o "$work/wall.trace" -- "$P" sleepers 10 >"$work/wall.out" 2>"$work/wall.err"
+	wrc=$?
+	check "--wall-clock is refused (exit 2, $wrc), nothing run, no trace: $(head -n 1 "$work/wall.err")" \
+		sh -c "[ $wrc = 2 ] && [ ! -s '$work/wall.out' ] && [ ! -e '$work/wall.trace' ] && grep -q 'off-CPU' '$work/wall.err'"
 fi
 if want itimer; then
 	scenario itimer-default 10000 itimer-default

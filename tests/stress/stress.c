@@ -9,6 +9,9 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -18,7 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -316,6 +322,222 @@ static int mode_ownprof(const char *how, int units)
 	return 0;
 }
 
+/* ---- a self-profiling program: its own perf event signals SIGPROF ------ */
+
+static volatile sig_atomic_t self_fd = -1, self_ticks, self_other;
+
+static void on_self_prof(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	if (si->si_code == POLL_IN && si->si_fd == self_fd)
+		self_ticks++;
+	else
+		self_other++;
+}
+
+/* Its own task-clock event every 2 ms of CPU, F_SETSIG SIGPROF to this
+ * thread (what a self-profiler does): every overflow must reach its
+ * handler, as many as 2 ms of CPU time allow, and nothing else. */
+static int mode_selfprof(int units)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_self_prof;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	if (sigaction(SIGPROF, &sa, NULL) != 0)
+		return 1;
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_TASK_CLOCK;
+	a.sample_period = 2000000;
+	a.exclude_kernel = 1;
+	a.exclude_hv = 1;
+	a.disabled = 1;
+	a.wakeup_events = 1;
+	int const fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0) {
+		printf("selfprof: perf_event_open: %s\n", strerror(errno));
+		return 1;
+	}
+	self_fd = fd;
+	struct f_owner_ex owner = { .type = F_OWNER_TID, .pid = (pid_t)syscall(SYS_gettid) };
+	if (fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK) != 0 || fcntl(fd, F_SETSIG, SIGPROF) != 0 ||
+	    fcntl(fd, F_SETOWN_EX, &owner) != 0 || ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) != 0) {
+		printf("selfprof: cannot arm its event: %s\n", strerror(errno));
+		return 1;
+	}
+	double const t0 = cpu_ms();
+	uint64_t sum = 0;
+	for (int i = 0; i < units; i++)
+		sum += work((uint64_t)i, 1) & 1;
+	ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+	double const ms = cpu_ms() - t0;
+	/* Overflows of one event cannot be lost while none is pending; half
+	 * of the CPU time's share leaves room for merged ones. */
+	int const rate_ok = self_ticks >= ms / 2 / 2 && self_ticks <= ms / 2 + 10;
+	printf("selfprof: ticks %s, other signals %d, sum %llu\n", rate_ok ? "at its event's rate" : "WRONG",
+	       (int)self_other, (unsigned long long)sum);
+	if (!rate_ok)
+		fprintf(stderr, "selfprof: %d ticks of its event in %.0f ms of CPU\n", (int)self_ticks, ms);
+	close(fd);
+	return 0;
+}
+
+/* ---- a read() that the program's own SIGPROF must interrupt ------------ */
+
+static volatile sig_atomic_t eintr_prof, eintr_done;
+
+static void on_eintr_prof(int sig)
+{
+	(void)sig;
+	eintr_prof++;
+}
+
+static int eintr_pipe[2];
+
+/* Burns CPU with SIGPROF blocked (the process's ITIMER_PROF then goes to
+ * the main thread, blocked in read), and writes to the pipe when done or
+ * after ~UNITS x 0.1 ms of CPU: the read never waits for ever. */
+static void *eintr_burner(void *arg)
+{
+	int const units = (int)(intptr_t)arg;
+	sigset_t prof;
+	sigemptyset(&prof);
+	sigaddset(&prof, SIGPROF);
+	pthread_sigmask(SIG_BLOCK, &prof, NULL);
+	for (int i = 0; i < units && !eintr_done; i++)
+		work((uint64_t)i, 1);
+	ssize_t const w = write(eintr_pipe[1], "x", 1);
+	(void)w;
+	return NULL;
+}
+
+/* A program relying on EINTR as a timeout: SIGPROF handler without
+ * SA_RESTART, ITIMER_PROF at 10 ms of process CPU, read() on a pipe
+ * nobody writes to in time.  The read must fail with EINTR. */
+static int mode_eintr_read(int units)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_eintr_prof; /* no SA_RESTART: EINTR wanted */
+	if (sigaction(SIGPROF, &sa, NULL) != 0 || pipe(eintr_pipe) != 0)
+		return 1;
+	pthread_t th;
+	if (pthread_create(&th, NULL, eintr_burner, (void *)(intptr_t)units) != 0)
+		return 1;
+	struct itimerval it = { { 0, 10000 }, { 0, 10000 } };
+	setitimer(ITIMER_PROF, &it, NULL);
+	char c;
+	ssize_t const r = read(eintr_pipe[0], &c, 1);
+	int const e = errno;
+	struct itimerval off = { { 0, 0 }, { 0, 0 } };
+	setitimer(ITIMER_PROF, &off, NULL);
+	eintr_done = 1;
+	pthread_join(th, NULL);
+	if (r < 0)
+		printf("eintr-read: read failed: %s\n", strerror(e));
+	else
+		printf("eintr-read: read returned %zd byte: NOT interrupted\n", r);
+	return 0;
+}
+
+/* ---- sleeping calls never fail because of a recorder ------------------- */
+
+static volatile int sleepers_stop;
+
+static void *sleepers_burner(void *arg)
+{
+	(void)arg;
+	uint64_t x = 0;
+	while (!sleepers_stop)
+		x += work(x, 1);
+	return NULL;
+}
+
+/* N rounds of nanosleep, poll and epoll_wait of 1 ms each, between units
+ * of work, with a thread working meanwhile: none may fail (EINTR). */
+static int mode_sleepers(int n)
+{
+	int const ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0)
+		return 1;
+	pthread_t th;
+	if (pthread_create(&th, NULL, sleepers_burner, NULL) != 0)
+		return 1;
+	int fail_nanosleep = 0, fail_poll = 0, fail_epoll = 0;
+	for (int i = 0; i < n; i++) {
+		work((uint64_t)i, 2);
+		struct timespec ts = { 0, 1000000 };
+		fail_nanosleep += nanosleep(&ts, NULL) != 0;
+		fail_poll += poll(NULL, 0, 1) != 0;
+		struct epoll_event ev;
+		fail_epoll += epoll_wait(ep, &ev, 1, 1) != 0;
+	}
+	sleepers_stop = 1;
+	pthread_join(th, NULL);
+	close(ep);
+	printf("sleepers: %d rounds; failed: nanosleep %d, poll %d, epoll_wait %d\n", n, fail_nanosleep,
+	       fail_poll, fail_epoll);
+	return 0;
+}
+
+/* ---- a program that closes every fd it did not open -------------------- */
+
+static void *closefds_thread(void *arg)
+{
+	uint64_t *sum = arg;
+	*sum += work(7, 3000) & 1;
+	return NULL;
+}
+
+/* close_range(3, ~0): the recorder's fds go; the program opens a file and
+ * a pipe (the lowest numbers: ours of before), works in a new thread,
+ * and checks that nothing but its own bytes reached them. */
+static int mode_closefds(const char *dir)
+{
+	work(1, 500);
+	if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0) {
+		printf("closefds: close_range: %s\n", strerror(errno));
+		return 1;
+	}
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/own-file", dir);
+	int const fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int p[2];
+	if (fd < 0 || pipe2(p, O_NONBLOCK | O_CLOEXEC) != 0)
+		return 1;
+	uint64_t sum = 0;
+	pthread_t th;
+	if (pthread_create(&th, NULL, closefds_thread, &sum) != 0)
+		return 1;
+	sum += work(3, 2000) & 1;
+	pthread_join(th, NULL);
+	ssize_t const w = write(fd, "mine\n", 5);
+	char buf[64];
+	ssize_t const fr = pread(fd, buf, sizeof(buf), 0);
+	ssize_t const pr = read(p[0], buf + 32, 16);
+	printf("closefds: own file %s, own pipe %s, sum %llu\n",
+	       w == 5 && fr == 5 && !memcmp(buf, "mine\n", 5) ? "intact" : "CHANGED",
+	       pr < 0 && errno == EAGAIN ? "empty" : "WRITTEN TO", (unsigned long long)sum);
+	close(fd);
+	unlink(path);
+	return 0;
+}
+
+/* Works, then leaves through the raw system call: no exit(), no _exit(). */
+static int mode_rawexit(int units)
+{
+	uint64_t sum = 0;
+	for (int i = 0; i < units; i++)
+		sum += work((uint64_t)i, 1) & 1;
+	printf("rawexit: sum %llu\n", (unsigned long long)sum);
+	syscall(SYS_exit_group, 0);
+	return 1;
+}
+
 /* ITIMER_PROF and no handler: SIGPROF's default action ends the program. */
 static int mode_itimer_default(void)
 {
@@ -441,6 +663,16 @@ int main(int argc, char **argv)
 		return mode_ownprof(argc > 3 ? argv[3] : "sigaction", n ? n : 2000);
 	if (!strcmp(mode, "itimer-default"))
 		return mode_itimer_default();
+	if (!strcmp(mode, "selfprof"))
+		return mode_selfprof(n ? n : 3000);
+	if (!strcmp(mode, "eintr-read"))
+		return mode_eintr_read(n ? n : 20000);
+	if (!strcmp(mode, "closefds"))
+		return mode_closefds(argc > 2 ? argv[2] : ".");
+	if (!strcmp(mode, "rawexit"))
+		return mode_rawexit(n ? n : 5000);
+	if (!strcmp(mode, "sleepers"))
+		return mode_sleepers(n ? n : 300);
 	if (!strcmp(mode, "vfork"))
 		return mode_vfork(n ? n : 50);
 	if (!strcmp(mode, "longjmp"))
@@ -448,6 +680,6 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "killself"))
 		return mode_killself(n ? n : 3000);
 	fprintf(stderr, "usage: stress threads|forks|dlopen|recurse|overflow|sigalt|blockprof|ownprof|"
-			"itimer-default|vfork|longjmp|killself [N] [how]\n");
+			"itimer-default|selfprof|eintr-read|sleepers|closefds|rawexit|vfork|longjmp|killself [N] [how]\n");
 	return 2;
 }
