@@ -19,6 +19,7 @@
 
 #include "capture-internal.h"
 #include "ctf-writer.h"
+#include "runtime.h"
 
 #define WRITER_PERIOD_MS 20
 /* Samples per packet before the writer cuts one: each packet starts with a
@@ -226,7 +227,16 @@ static void write_record(struct wthread *w, pid_t tid, const struct ring_rec *re
 {
 	const struct snapshot *snap = snapshot_lookup(rec->generation);
 	const struct stackcap_code_ranges *ranges = snap ? &snap->set : NULL;
-	size_t const len = rec->size - sizeof(*rec) - rec->seg_len;
+	size_t const len = rec->size - sizeof(*rec) - rec->seg_len - rec->rt_len;
+	if (rec->rt_len) {
+		/* A runtime unwinder's frames (runtime.h), before the sample. */
+		int const rrc = capture_rt_write(W.proc, writer_ts(), w->stream, rec->ts, (uint32_t)tid,
+						 (const uint8_t *)(rec + 1) + len + rec->seg_len, rec->rt_len);
+		if (rrc < 0) {
+			note_error(rrc);
+			return;
+		}
+	}
 	size_t r = stackcap_codec_decode((const uint8_t *)(rec + 1), len, ranges, NULL, &w->cur);
 	if (stackcap_codec_is_error(r)) {
 		W.decode_errors++;
@@ -496,6 +506,7 @@ static int finish_trace(void)
 						       atomic_load(&stackcap_g.dropped_no_stack);
 	for (struct thread_state *t = atomic_load(&stackcap_g.threads); t; t = t->next)
 		drops += atomic_load(&t->dropped_ring_full) + atomic_load(&t->dropped_nested);
+	note_error(capture_rt_write_info(W.proc, writer_ts(), 0));
 	note_error(ctf_stream_process_end(W.proc, writer_ts(), samples, drops + W.decode_errors));
 	uint64_t const bytes = ctf_writer_bytes_written(W.ctf);
 	note_error(ctf_writer_close(W.ctf));
@@ -579,7 +590,7 @@ int writer_start(void)
 		return prc;
 	}
 	struct ctf_writer_opts o = { .sz = sizeof(o), .zstd = c->zstd,
-				     .clock_offset_ns = c->clock_offset_ns };
+				     .clock_offset_ns = c->clock_offset_ns, .runtime_frames = c->runtime_frames };
 	memcpy(o.uuid, c->uuid, sizeof(o.uuid));
 	W.ack_fd = -1;
 	int rc = ctf_writer_open(c->output_dir, &o, &W.ctf);
@@ -611,6 +622,8 @@ int writer_start(void)
 		.codec_version = STACKCAP_CODEC_VERSION,
 	};
 	rc = ctf_stream_process_start(W.proc, writer_ts(), &info);
+	if (rc == 0)
+		rc = capture_rt_write_info(W.proc, writer_ts(), 1);
 	if (rc < 0)
 		goto fail;
 	W.ack_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
