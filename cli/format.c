@@ -130,6 +130,15 @@ static void format_frame(struct worker *w, uint32_t pid, const struct su_maps *m
 			text_puts(out, "[unknown] ([unknown])\n");
 			return;
 		}
+		if (r.kind == SU_RESOLVED_PYTHON) {
+			/* "qualname (file.py:LINE)" */
+			text_pc(out, f->pc);
+			if (r.sym[0].function)
+				text_printf(out, "%s (%s:%u)\n", r.sym[0].function, r.sym[0].file, r.sym[0].line);
+			else
+				text_puts(out, "[unknown python code] ([python])\n");
+			return;
+		}
 		if (r.kind == SU_RESOLVED_JIT) {
 			text_pc(out, f->pc);
 			text_printf(out, "%s+0x%" PRIx64 " (%s)\n", r.sym[0].function, r.sym[0].func_offset, r.jit_map);
