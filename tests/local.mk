@@ -156,6 +156,9 @@ check_PROGRAMS += tests/secret-holder
 tests_secret_holder_SOURCES = tests/secret-holder.c
 TESTS += tests/secret.sh
 EXTRA_DIST += tests/secret.sh
+# Python frames (issue 18): tests/python/chains.py under stackcap record --python.
+TESTS += tests/python.sh
+EXTRA_DIST += tests/python.sh tests/python/chains.py
 
 # Integration: stackunwind export.  pprof-check decodes the pprof file with
 # protobuf-c; speedscope-check.js validates the JSON against the schema the
@@ -303,7 +306,7 @@ TESTS += tests/unit/test-unwind
 # The same under ASan+UBSan, the unwinder and module cache built in.
 check_PROGRAMS += tests/unit/test-unwind-asan
 tests_unit_test_unwind_asan_SOURCES = $(UNWIND_TEST_SOURCES) \
-	unwind/unwind.c unwind/cfi-cache.c unwind/unwind-dwfl.c debuginfo/module.c debuginfo/inflate-cache.c \
+	unwind/unwind.c unwind/cfi-cache.c unwind/unwind-dwfl.c unwind/runtime-splice.c debuginfo/module.c debuginfo/inflate-cache.c \
 	compress/stack-codec.c
 tests_unit_test_unwind_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS) \
 	$(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
