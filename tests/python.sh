@@ -68,11 +68,11 @@ for m in thread sort zlib gen raise recurse exec; do
 done
 chain thread thread_leaf ";start_thread;([^;]*;)*Thread\\._bootstrap;Thread\\._bootstrap_inner;Thread\\.run;([^;]*;)*thread_work;cpu_loop;thread_leaf(;|\$)" \
 	"start_thread ... Thread._bootstrap;Thread._bootstrap_inner;Thread.run ... thread_work;cpu_loop;thread_leaf"
-chain sort sort_key "${R}sort_driver;cpu_loop;sort_driver\\.<locals>\\.<lambda>;builtin_sorted[^;]*;([^;]*;)*list_sort_impl;([^;]*;)*sort_driver\\.<locals>\\.<lambda>\\.<locals>\\.<lambda>;sort_key(;|\$)" \
-	"sort_driver ... <lambda>;builtin_sorted ... list_sort_impl ... <lambda>.<locals>.<lambda>;sort_key"
-chain zlib deflate "${R}zlib_driver;cpu_loop;zlib_driver\\.<locals>\\.<lambda>;zlib_compress[^;]*;deflate(;|\$)" \
-	"zlib_driver;cpu_loop;<lambda>;zlib_compress;deflate"
-chain gen producer "${R}gen_driver;cpu_loop;gen_driver\\.<locals>\\.<lambda>;builtin_next[^;]*;producer(;|\$)" \
+chain sort sort_key "${R}sort_driver;cpu_loop;sort_driver\\.<locals>\\.<lambda>;([^;]*;)*builtin_sorted[^;]*;([^;]*;)*list_sort_impl;([^;]*;)*sort_driver\\.<locals>\\.<lambda>\\.<locals>\\.<lambda>;sort_key(;|\$)" \
+	"sort_driver ... <lambda> ... builtin_sorted ... list_sort_impl ... <lambda>.<locals>.<lambda>;sort_key"
+chain zlib deflate "${R}zlib_driver;cpu_loop;zlib_driver\\.<locals>\\.<lambda>;([^;]*;)*zlib_compress[^;]*;deflate(;|\$)" \
+	"zlib_driver;cpu_loop;<lambda> ... zlib_compress;deflate"
+chain gen producer "${R}gen_driver;cpu_loop;gen_driver\\.<locals>\\.<lambda>;([^;]*;)*builtin_next[^;]*;producer(;|\$)" \
 	"gen_driver;cpu_loop;<lambda>;builtin_next;producer"
 chain raise thrower "${R}raise_driver;cpu_loop;raise_once;thrower(;|\$)" "raise_driver;cpu_loop;raise_once;thrower"
 chain recurse recurse_leaf ";rec_driver\\.<locals>\\.<lambda>;(recurse;){200}recurse_leaf(;|\$)" \
