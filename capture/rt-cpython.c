@@ -13,7 +13,8 @@
  * is read in place.
  *
  * Offsets: a table per minor version, derived from the DWARF of Debian's
- * python3.11-dbg and checked against it by tests/unit/test-cpython-offsets
+ * python3.11-dbg (capture/cpython-layout.h) and checked against it by
+ * tests/unit/test-cpython-layout
  * (which fails, naming the field, when a build disagrees).  A table rather
  * than DWARF read at record time because the capture library runs inside
  * the traced program: it must not open debug files, link libdw, nor need
@@ -38,56 +39,13 @@
 #include "runtime.h"
 #include "rt-frames.h"
 
-struct cpy_layout {
-	uint32_t version;              /* PY_VERSION_HEX >> 16: 0x030b = 3.11 */
-	uint32_t rt_tss;               /* _PyRuntime.gilstate.autoTSSkey (Py_tss_t) */
-	uint32_t ts_cframe;            /* PyThreadState.cframe */
-	uint32_t cf_current;           /* _PyCFrame.current_frame */
-	/* _PyInterpreterFrame; the read covers [fr_lo, fr_hi). */
-	uint32_t fr_code, fr_previous, fr_instr, fr_entry, fr_lo, fr_hi;
-	/* PyCodeObject */
-	uint32_t co_adaptive, co_firstlineno, co_filename, co_qualname, co_linetable;
-	/* The code header fingerprinted: [co_lo, co_hi) less the fields the
-	 * interpreter changes in a live object, [skip_lo, skip_hi) (warm-up
-	 * counter, lazily built line array). */
-	uint32_t co_lo, co_hi, co_skip_lo, co_skip_hi;
-	/* str (PyASCIIObject / PyCompactUnicodeObject) and bytes */
-	uint32_t str_length, str_state, str_ascii_data, str_compact_data;
-	uint32_t bytes_size, bytes_data;
-};
-
-/* CPython 3.11 (Debian bookworm's 3.11.2), x86-64. */
-static const struct cpy_layout layouts[] = {
-	{
-		.version = 0x030b,
-		.rt_tss = 0x250,
-		.ts_cframe = 56,
-		.cf_current = 8,
-		.fr_code = 32, .fr_previous = 48, .fr_instr = 56, .fr_entry = 68, .fr_lo = 32, .fr_hi = 69,
-		.co_adaptive = 184, .co_firstlineno = 72, .co_filename = 112, .co_qualname = 128,
-		.co_linetable = 136,
-		/* ob_type .. co_linetable, without co_warmup and
-		 * _co_linearray_entry_size; then _co_firsttraceable. */
-		.co_lo = 8, .co_hi = 144, .co_skip_lo = 52, .co_skip_hi = 56,
-		.str_length = 16, .str_state = 32, .str_ascii_data = 48, .str_compact_data = 72,
-		.bytes_size = 16, .bytes_data = 32,
-	},
-};
+#include "cpython-layout.h"
 
 /* What probe found (set once at init, read by the handler). */
 static struct {
 	const struct cpy_layout *L;
 	const uint8_t *runtime;        /* &_PyRuntime */
 } py;
-
-/* The layout checked by tests/unit/test-cpython-offsets. */
-__attribute__((visibility("hidden"))) const void *capture_rt_cpython_layouts(size_t *n, size_t *size);
-const void *capture_rt_cpython_layouts(size_t *n, size_t *size)
-{
-	*n = sizeof(layouts) / sizeof(layouts[0]);
-	*size = sizeof(layouts[0]);
-	return layouts;
-}
 
 static int cpy_probe(struct capture_runtime *rt)
 {
@@ -96,14 +54,14 @@ static int cpy_probe(struct capture_runtime *rt)
 	void *eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
 	if (!ver || !runtime || !eval)
 		return -ENOENT;
-	for (size_t i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++) {
-		if (layouts[i].version != (uint32_t)(*ver >> 16))
+	for (size_t i = 0; i < sizeof(cpy_layouts) / sizeof(cpy_layouts[0]); i++) {
+		if (cpy_layouts[i].version != (uint32_t)(*ver >> 16))
 			continue;
 		Dl_info info;
 		const ElfW(Sym) *sym = NULL;
 		if (!dladdr1(eval, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !sym->st_size)
 			return -ENOTSUP;
-		py.L = &layouts[i];
+		py.L = &cpy_layouts[i];
 		py.runtime = runtime;
 		rt->version = (uint32_t)*ver;
 		rt->eval_lo = (uint64_t)(uintptr_t)eval;

@@ -328,3 +328,12 @@ tests_stress_tsan_limits_SOURCES = tests/stress/tsan-limits.c
 tests_stress_tsan_limits_LDADD = -lpthread
 TESTS += tests/stress.sh tests/stress-asan.sh tests/stress-tsan.sh
 EXTRA_DIST += tests/stress.sh tests/stress-asan.sh tests/stress-tsan.sh
+
+# capture/cpython-layout.h (the CPython runtime unwinder's offsets) against
+# the DWARF of Debian's python3.11 (python3.11-dbg), field by field.
+check_PROGRAMS += tests/unit/test-cpython-layout
+tests_unit_test_cpython_layout_SOURCES = tests/unit/test-cpython-layout.c tests/unit/check-main.h \
+	capture/cpython-layout.h
+tests_unit_test_cpython_layout_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS)
+tests_unit_test_cpython_layout_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(CHECK_LIBS)
+TESTS += tests/unit/test-cpython-layout
