@@ -61,6 +61,19 @@ check "main: stacks print 'main_leaf (chains.py:$line)' in $1 of $2 frames (>= 9
 check "main: no _PyEval_EvalFrameDefault left in the hot samples" \
 	sh -c "! grep ';main_leaf' '$work/main.folded' | grep -q _PyEval_EvalFrameDefault"
 
+# exports: speedscope names main_leaf with its file and first line; pprof
+# carries the file (its functions and lines table).
+"$SU" export --format speedscope --no-debuginfod -o "$work/main.json" "$work/main.trace" 2>/dev/null
+first=$(awk '/^def main_leaf/ { print NR }' "$CH")
+check "main: speedscope frame main_leaf with file chains.py and line $first" $PY -c '
+import json, sys
+fr = json.load(open(sys.argv[1]))["shared"]["frames"]
+sys.exit(not any(f["name"] == "main_leaf" and f.get("file") == sys.argv[2] and f.get("line") == int(sys.argv[3])
+                 for f in fr))' "$work/main.json" "$CH" "$first"
+"$SU" export --format pprof --no-debuginfod -o "$work/main.pb.gz" "$work/main.trace" 2>/dev/null
+check "main: pprof names main_leaf and its file" \
+	sh -c "gzip -dc '$work/main.pb.gz' | LC_ALL=C grep -a -q main_leaf && gzip -dc '$work/main.pb.gz' | LC_ALL=C grep -a -q -F '$CH'"
+
 for m in thread sort zlib gen raise recurse exec; do
 	record $m
 	check "$m: recorded, exit status 0, output '$(cat "$work/$m.out")'" \
