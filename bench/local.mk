@@ -74,3 +74,10 @@ EXTRA_DIST += bench/perf-vs.sh
 bench-perf-vs: cli/stackunwind cli/stackcap
 	$(SHELL) $(srcdir)/bench/perf-vs.sh $(abs_top_builddir)
 .PHONY: bench-perf-vs
+
+# bench/python.sh: the cost of Python frames (stackcap record --python) at
+# recursion depths 10, 50, 200, and bytes per sample.  `make bench-python`.
+EXTRA_DIST += bench/python.sh
+bench-python: cli/stackcap capture/libstackcap.la
+	$(SHELL) $(srcdir)/bench/python.sh $(abs_top_builddir)
+.PHONY: bench-python

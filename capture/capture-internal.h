@@ -126,6 +126,7 @@ struct stackcap_config {
 	int no_follow_fork;
 	size_t ring_size;
 	int lttng;                /* samples go to capture_lttng_sink, no trace directory */
+	int runtime_frames;       /* runtime unwinders on (runtime.h): trace version 2 */
 	uint8_t uuid[16];
 	int64_t clock_offset_ns;
 };

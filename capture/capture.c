@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "capture-internal.h"
+#include "runtime.h"
 
 /* The calling thread's state; initial-exec TLS so that reading it in a
  * signal handler never allocates. */
@@ -89,7 +90,7 @@ static int capture_regs(struct thread_state *t, const uint64_t *regs)
 
 	const struct snapshot *snap = snapshot_enter();
 	size_t const need = sizeof(struct ring_rec) + STACKCAP_CODEC_BOUND(nwords) +
-			    (seg_nwords ? STACKCAP_CODEC_BOUND(seg_nwords) : 0);
+			    (seg_nwords ? STACKCAP_CODEC_BOUND(seg_nwords) : 0) + capture_rt_room();
 	struct ring_rec *rec = ring_reserve(&t->ring, need);
 	if (!rec) {
 		snapshot_leave();
@@ -163,8 +164,9 @@ static int capture_regs(struct thread_state *t, const uint64_t *regs)
 	}
 	rec->ts = capture_now_ns();
 	rec->seg_len = (uint32_t)seg_len;
-	rec->reserved = 0;
-	ring_commit(&t->ring, rec, sizeof(*rec) + len + seg_len);
+	rec->rt_len = (uint32_t)capture_rt_sample((uint8_t *)(rec + 1) + len + seg_len,
+						  need - sizeof(*rec) - len - seg_len);
+	ring_commit(&t->ring, rec, sizeof(*rec) + len + seg_len + rec->rt_len);
 	atomic_fetch_add_explicit(&t->samples, 1, memory_order_relaxed);
 	/* Past half full: wake the writer early (write(2) is signal-safe). */
 	if (ring_used(&t->ring) > t->ring.size / 2)

@@ -171,6 +171,52 @@ static const char metadata_streams[] =
 	"\t};\n"
 	"};\n";
 
+/* Version 2: the runtime unwinders' events (capture/runtime.h). */
+static const char metadata_runtime[] =
+	"\n"
+	"event {\n"
+	"\tname = \"runtime\";\n"
+	"\tid = 4;\n"
+	"\tstream_id = 0;\n"
+	"\tfields := struct {\n"
+	"\t\tuint8_t runtime;\n"
+	"\t\tuint32_t version;\n"
+	"\t\tuint64_t eval_start;\n"
+	"\t\tuint64_t eval_end;\n"
+	"\t\tuint64_t chains;\n"
+	"\t\tuint64_t dropped;\n"
+	"\t\tuint64_t stale;\n"
+	"\t\tstring name;\n"
+	"\t};\n"
+	"};\n"
+	"\n"
+	"event {\n"
+	"\tname = \"runtime_code\";\n"
+	"\tid = 5;\n"
+	"\tstream_id = 0;\n"
+	"\tfields := struct {\n"
+	"\t\tuint8_t runtime;\n"
+	"\t\tuint64_t code;\n"
+	"\t\tuint32_t fingerprint;\n"
+	"\t\tuint32_t first_line;\n"
+	"\t\tstring name;\n"
+	"\t\tstring file;\n"
+	"\t\tuint32_t _line_table_length;\n"
+	"\t\tuint8_t line_table[_line_table_length];\n"
+	"\t};\n"
+	"};\n"
+	"\n"
+	"event {\n"
+	"\tname = \"runtime_frames\";\n"
+	"\tid = 3;\n"
+	"\tstream_id = 1;\n"
+	"\tfields := struct {\n"
+	"\t\tuint8_t runtime;\n"
+	"\t\tuint24_t _blob_length;\n"
+	"\t\tuint8_t blob[_blob_length];\n"
+	"\t};\n"
+	"};\n";
+
 static void uuid_str(const uint8_t u[16], char out[37])
 {
 	snprintf(out, 37,
@@ -181,7 +227,7 @@ static void uuid_str(const uint8_t u[16], char out[37])
 
 /* The whole metadata text, malloc'd.  Deterministic for given (uuid,
  * offset): processes sharing a directory compare it byte for byte. */
-static char *metadata_text(const uint8_t uuid[16], int64_t offset_ns, size_t *len)
+static char *metadata_text(const uint8_t uuid[16], int64_t offset_ns, int version, size_t *len)
 {
 	char u[37];
 	uuid_str(uuid, u);
@@ -226,9 +272,10 @@ static char *metadata_text(const uint8_t uuid[16], int64_t offset_ns, size_t *le
 		"\toffset = %lld;\n"
 		"\tabsolute = FALSE;\n"
 		"};\n\n"
-		"%s",
-		CTF_TRACE_VERSION, metadata_types, u, CTF_TRACE_VERSION, u,
-		(long long)off_s, (long long)off_ns, metadata_streams);
+		"%s%s",
+		version, metadata_types, u, version, u,
+		(long long)off_s, (long long)off_ns, metadata_streams,
+		version >= CTF_TRACE_VERSION_RUNTIME ? metadata_runtime : "");
 	if (n < 0)
 		return NULL;
 	*len = (size_t)n;
@@ -308,11 +355,11 @@ static int metadata_write(int dirfd, const char *text, size_t len, uint64_t *wri
 	return rc;
 }
 
-int ctf_metadata_install(int dirfd, const uint8_t uuid[16], int64_t offset_ns,
+int ctf_metadata_install(int dirfd, const uint8_t uuid[16], int64_t offset_ns, int version,
 			 uint64_t *written)
 {
 	size_t len;
-	char *text = metadata_text(uuid, offset_ns, &len);
+	char *text = metadata_text(uuid, offset_ns, version, &len);
 	if (!text)
 		return -ENOMEM;
 	*written = 0;

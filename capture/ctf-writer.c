@@ -36,6 +36,7 @@
 enum event_id { /* ids within each stream class, as in the metadata */
 	EV_PROCESS_START = 0, EV_MAPS = 1, EV_DROPS = 2, EV_PROCESS_END = 3,
 	EV_SAMPLE = 0, EV_SAMPLE_FULL = 1, EV_SAMPLE_SEGMENT = 2,
+	EV_RUNTIME = 4, EV_RUNTIME_CODE = 5, EV_RUNTIME_FRAMES = 3,
 };
 
 struct ctf_writer {
@@ -54,6 +55,7 @@ struct ctf_writer {
 	size_t zcap;
 	struct ctf_stream *streams;
 	struct ctf_writer_stats st;
+	int version;            /* CTF_TRACE_VERSION or _RUNTIME */
 };
 
 struct ctf_stream {
@@ -279,7 +281,8 @@ int ctf_writer_open(const char *dir, const struct ctf_writer_opts *opts,
 		rc = -ENOMEM;
 		goto fail;
 	}
-	rc = ctf_metadata_install(w->dirfd, w->uuid, o.clock_offset_ns,
+	w->version = o.runtime_frames ? CTF_TRACE_VERSION_RUNTIME : CTF_TRACE_VERSION;
+	rc = ctf_metadata_install(w->dirfd, w->uuid, o.clock_offset_ns, w->version,
 				  &w->st.metadata_bytes);
 	if (rc)
 		goto fail;
@@ -673,6 +676,71 @@ int ctf_stream_sample_full(struct ctf_stream *s, uint64_t ts, uint32_t tid,
 			   uint32_t generation, const uint8_t *blob, size_t len)
 {
 	return sample_event(s, ts, tid, EV_SAMPLE_FULL, generation, blob, len);
+}
+
+int ctf_stream_runtime(struct ctf_stream *s, uint64_t ts, const struct ctf_runtime_info *info)
+{
+	if (!s || !info || s->kind != CTF_STREAM_PROCESS || s->w->version < CTF_TRACE_VERSION_RUNTIME)
+		return -EINVAL;
+	const char *name = info->name ? info->name : "";
+	size_t const ln = strlen(name);
+	int rc;
+	uint8_t *p = event_begin(s, ts, 0, EV_RUNTIME, 1 + 4 + 5 * 8 + ln + 1, &rc);
+	if (!p)
+		return rc;
+	p = put_le(p, info->runtime, 1);
+	p = put_le(p, info->version, 4);
+	p = put_le(p, info->eval_start, 8);
+	p = put_le(p, info->eval_end, 8);
+	p = put_le(p, info->chains, 8);
+	p = put_le(p, info->dropped, 8);
+	p = put_le(p, info->stale, 8);
+	put_str(p, name, ln);
+	return 0;
+}
+
+int ctf_stream_runtime_code(struct ctf_stream *s, uint64_t ts, uint8_t runtime, uint64_t code,
+			    uint32_t fingerprint, uint32_t first_line, const char *name, const char *file,
+			    const uint8_t *line_table, size_t line_table_len)
+{
+	if (!s || s->kind != CTF_STREAM_PROCESS || s->w->version < CTF_TRACE_VERSION_RUNTIME ||
+	    line_table_len > UINT32_MAX || (line_table_len && !line_table))
+		return -EINVAL;
+	name = name ? name : "";
+	file = file ? file : "";
+	size_t const ln = strlen(name), lf = strlen(file);
+	int rc;
+	uint8_t *p = event_begin(s, ts, 0, EV_RUNTIME_CODE, 1 + 8 + 4 + 4 + ln + 1 + lf + 1 + 4 + line_table_len,
+				 &rc);
+	if (!p)
+		return rc;
+	p = put_le(p, runtime, 1);
+	p = put_le(p, code, 8);
+	p = put_le(p, fingerprint, 4);
+	p = put_le(p, first_line, 4);
+	p = put_str(p, name, ln);
+	p = put_str(p, file, lf);
+	p = put_le(p, line_table_len, 4);
+	if (line_table_len)
+		memcpy(p, line_table, line_table_len);
+	return 0;
+}
+
+int ctf_stream_runtime_frames(struct ctf_stream *s, uint64_t ts, uint32_t tid, uint8_t runtime,
+			      const uint8_t *blob, size_t len)
+{
+	if (!s || s->kind != CTF_STREAM_SAMPLES || s->w->version < CTF_TRACE_VERSION_RUNTIME ||
+	    len >= U24_LIMIT || (len && !blob))
+		return -EINVAL;
+	int rc;
+	uint8_t *p = event_begin(s, ts, tid, EV_RUNTIME_FRAMES, 1 + 3 + len, &rc);
+	if (!p)
+		return rc;
+	p = put_le(p, runtime, 1);
+	p = put_le(p, len, 3);
+	if (len)
+		memcpy(p, blob, len);
+	return 0;
 }
 
 int ctf_stream_discarded(struct ctf_stream *s, uint64_t n)

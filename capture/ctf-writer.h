@@ -32,6 +32,10 @@ extern "C" {
 /* Value of the metadata's env.stackcap_trace_version.  Readers reject any
  * other value (docs/trace-format.md). */
 #define CTF_TRACE_VERSION 1
+/* Version 2 = version 1 + the runtime events (runtime, runtime_code,
+ * runtime_frames): written only by recordings that ask for runtime frames
+ * (ctf_writer_opts.runtime_frames), so every other trace stays version 1. */
+#define CTF_TRACE_VERSION_RUNTIME 2
 
 #define CTF_PACKET_SIZE_DEFAULT (64u * 1024u)
 #define CTF_PACKET_SIZE_MIN 256u
@@ -55,6 +59,9 @@ struct ctf_writer_opts {
 	 * must pass the same UUID and clock offset, since they share one
 	 * metadata file (see ctf_writer_uuid()). */
 	uint8_t uuid[16];
+	/* Nonzero: format version 2, with the runtime events.  Every process
+	 * of a recording must pass the same value (shared metadata). */
+	int runtime_frames;
 };
 
 /* Open (creating it and missing parents if needed) the trace directory and
@@ -159,6 +166,23 @@ int ctf_stream_sample_full(struct ctf_stream *s, uint64_t ts, uint32_t tid,
  * handler on the alternate signal stack), written just before it. */
 int ctf_stream_sample_segment(struct ctf_stream *s, uint64_t ts, uint32_t tid,
 			      uint32_t generation, const uint8_t *blob, size_t len);
+
+/* Version-2 traces (runtime_frames writers) only; -EINVAL otherwise. */
+struct ctf_runtime_info {
+	uint8_t runtime;             /* capture_rt_kind */
+	uint32_t version;
+	uint64_t eval_start, eval_end;
+	uint64_t chains, dropped, stale; /* cumulative, the latest event holds them */
+	const char *name;
+};
+int ctf_stream_runtime(struct ctf_stream *s, uint64_t ts, const struct ctf_runtime_info *info);
+int ctf_stream_runtime_code(struct ctf_stream *s, uint64_t ts, uint8_t runtime, uint64_t code,
+			    uint32_t fingerprint, uint32_t first_line, const char *name, const char *file,
+			    const uint8_t *line_table, size_t line_table_len);
+/* The runtime frames (compress/rt-frames.h) of the next sample, written
+ * just before it. */
+int ctf_stream_runtime_frames(struct ctf_stream *s, uint64_t ts, uint32_t tid, uint8_t runtime,
+			      const uint8_t *blob, size_t len);
 
 /* Count n events lost since the last call; the next packet written carries
  * the running total in its events_discarded field (CTF's convention), and

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "capture-internal.h"
+#include "runtime.h"
 
 HIDDEN struct stackcap_global stackcap_g;
 
@@ -96,6 +97,7 @@ static int config_from_opts(struct stackcap_config *c, const struct stackcap_opt
 	c->no_sampling = OPT(o, no_sampling, 0);
 	c->no_follow_fork = OPT(o, no_follow_fork, 0);
 	c->lttng = OPT(o, lttng, 0);
+	c->runtime_frames = OPT(o, runtime_frames, 0) && !c->lttng;
 	if (c->lttng && !&capture_lttng_sink)
 		return -ENOTSUP; /* this is libstackcap.so, not liblttng-stackcap.so */
 	if (c->lttng && c->full_copy)
@@ -149,6 +151,10 @@ static void atfork_child(void);
 static int start_locked(void)
 {
 	stackcap_g.pid = getpid();
+	/* A runtime unwinder, if asked and its interpreter is here (runtime.h):
+	 * registered before the first signal. */
+	if (stackcap_g.cfg.runtime_frames)
+		capture_rt_init();
 	int rc = snapshot_refresh(1);
 	if (rc)
 		return rc;
@@ -337,6 +343,7 @@ __attribute__((constructor)) static void preload_start(void)
 		.zstd = env_int("STACKCAP_ZSTD", 0),
 		.full_copy = env_int("STACKCAP_FULL_COPY", 0),
 		.no_follow_fork = env_int("STACKCAP_NO_FORK", 0),
+		.runtime_frames = env_int("STACKCAP_RUNTIME_FRAMES", 0),
 		.lttng = lttng,
 	};
 	int const rc = stackcap_init(&o);

@@ -24,7 +24,10 @@ capture_libstackcap_la_SOURCES = \
 	capture/writer.c \
 	capture/lifecycle.c \
 	capture/sigchain.c \
-	capture/exit.c
+	capture/exit.c \
+	capture/runtime.h \
+	capture/runtime.c \
+	capture/rt-cpython.c
 capture_libstackcap_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden -pthread
 # No linker version script: a versioned library could not interpose the
 # program's versioned references (pthread_create@GLIBC_2.34, dlopen...).

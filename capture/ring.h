@@ -21,7 +21,9 @@ struct ring_rec {
 	/* Bytes of a second blob after the first: the interrupted stack of
 	 * a signal handler running on the alternate stack (0: none). */
 	uint32_t seg_len;
-	uint32_t reserved;
+	/* Bytes of a runtime unwinder's frames after the blobs
+	 * (capture/runtime.h; 0: none). */
+	uint32_t rt_len;
 };
 #define RING_WRAP 0xffffffffu
 

@@ -75,8 +75,14 @@ struct stackcap_opts {
 	 * zstd are ignored, full_copy is refused.  Only liblttng-stackcap.so
 	 * has it: libstackcap.so returns -ENOTSUP.  (0.1) */
 	int lttng;
+	/* Nonzero: also record the frames of an interpreter running in the
+	 * process (CPython 3.11: Python functions and lines, see
+	 * docs/trace-format.md, runtime events), read in the sampled thread
+	 * at the sample.  The trace is then format version 2.  Ignored in
+	 * LTTng mode.  (0.1) */
+	int runtime_frames;
 };
-#define stackcap_opts__last_field lttng
+#define stackcap_opts__last_field runtime_frames
 
 /* Start recording.  Not async-signal-safe (allocates, creates a thread).
  * @return 0; -EALREADY when already started; -EINVAL for bad options;

@@ -20,6 +20,7 @@
 
 #include "capture-internal.h"
 #include "ctf-writer.h"
+#include "runtime.h"
 
 #define WRITER_PERIOD_MS 20
 /* Samples per packet before the writer cuts one: each packet starts with a
@@ -238,7 +239,16 @@ static void write_record(struct wthread *w, pid_t tid, const struct ring_rec *re
 {
 	const struct snapshot *snap = snapshot_lookup(rec->generation);
 	const struct stackcap_code_ranges *ranges = snap ? &snap->set : NULL;
-	size_t const len = rec->size - sizeof(*rec) - rec->seg_len;
+	size_t const len = rec->size - sizeof(*rec) - rec->seg_len - rec->rt_len;
+	if (rec->rt_len) {
+		/* A runtime unwinder's frames (runtime.h), before the sample. */
+		int const rrc = capture_rt_write(W.proc, writer_ts(), w->stream, rec->ts, (uint32_t)tid,
+						 (const uint8_t *)(rec + 1) + len + rec->seg_len, rec->rt_len);
+		if (rrc < 0) {
+			note_error(rrc);
+			return;
+		}
+	}
 	size_t r = stackcap_codec_decode((const uint8_t *)(rec + 1), len, ranges, NULL, &w->cur);
 	if (stackcap_codec_is_error(r)) {
 		W.decode_errors++;
@@ -555,6 +565,7 @@ static int finish_trace(void)
 						       atomic_load(&stackcap_g.dropped_no_stack);
 	for (struct thread_state *t = atomic_load(&stackcap_g.threads); t; t = t->next)
 		drops += atomic_load(&t->dropped_ring_full) + atomic_load(&t->dropped_nested);
+	note_error(capture_rt_write_info(W.proc, writer_ts(), 0));
 	note_error(ctf_stream_process_end(W.proc, writer_ts(), samples, drops + W.decode_errors));
 	/* The sample streams are closed (written): what the trace holds. */
 	samples = samples_on_disk();
@@ -640,7 +651,7 @@ int writer_start(void)
 		return prc;
 	}
 	struct ctf_writer_opts o = { .sz = sizeof(o), .zstd = c->zstd,
-				     .clock_offset_ns = c->clock_offset_ns };
+				     .clock_offset_ns = c->clock_offset_ns, .runtime_frames = c->runtime_frames };
 	memcpy(o.uuid, c->uuid, sizeof(o.uuid));
 	W.summary_fd = -1;
 	int rc = ctf_writer_open(c->output_dir, &o, &W.ctf);
@@ -679,6 +690,8 @@ int writer_start(void)
 		.codec_version = STACKCAP_CODEC_VERSION,
 	};
 	rc = ctf_stream_process_start(W.proc, writer_ts(), &info);
+	if (rc == 0)
+		rc = capture_rt_write_info(W.proc, writer_ts(), 1);
 	if (rc < 0)
 		goto fail;
 	atomic_store(&W.acked, 0);

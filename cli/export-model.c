@@ -318,6 +318,8 @@ struct loc_key {
 	uint32_t mapping;
 	uint64_t address;
 	uint8_t activation, pseudo;
+	uint32_t rt_fp;
+	int32_t rt_pos;
 };
 
 static int location_eq(const void *arg, uint32_t i)
@@ -325,7 +327,8 @@ static int location_eq(const void *arg, uint32_t i)
 	const struct eqarg *a = arg;
 	const struct loc_key *k = a->key;
 	const struct export_location *e = &a->m->locations[i];
-	return e->mapping == k->mapping && e->address == k->address && e->pseudo == k->pseudo;
+	return e->mapping == k->mapping && e->address == k->address && e->pseudo == k->pseudo &&
+	       e->rt_fp == k->rt_fp && e->rt_pos == k->rt_pos;
 }
 
 /* The location of K; *FRESH says it is new (its lines still to fill). */
@@ -334,7 +337,7 @@ static int location_of(struct export_model *m, const struct loc_key *k, uint32_t
 	struct index *x = m->index;
 	if ((x->locations.n + 1) * 2 > x->locations.cap && itab_grow(&x->locations))
 		return -ENOMEM;
-	uint64_t const h = mix(mix(k->mapping, k->address), k->pseudo);
+	uint64_t const h = mix(mix(mix(k->mapping, k->address), k->pseudo), ((uint64_t)k->rt_fp << 32) ^ (uint32_t)k->rt_pos);
 	struct eqarg a = { m, k };
 	size_t const t = itab_find(&x->locations, h, location_eq, &a);
 	*fresh = !x->locations.idx[t];
@@ -343,7 +346,7 @@ static int location_of(struct export_model *m, const struct loc_key *k, uint32_t
 			return -ENOMEM;
 		m->locations[m->n_locations] = (struct export_location){
 			.address = k->address, .mapping = k->mapping, .activation = k->activation,
-			.pseudo = k->pseudo, .first_line = (uint32_t)m->n_lines,
+			.pseudo = k->pseudo, .first_line = (uint32_t)m->n_lines, .rt_fp = k->rt_fp, .rt_pos = k->rt_pos,
 		};
 		x->locations.hash[t] = h;
 		x->locations.idx[t] = (uint32_t)++m->n_locations;
@@ -461,7 +464,7 @@ static long add_sample(struct export_model *m, const unsigned char *p, size_t le
 		 * call instruction, so it symbolizes right with any tool, and never
 		 * equals a leaf's pc (an instruction start). */
 		struct loc_key k = { .mapping = EXPORT_NO_MAPPING, .address = f.activation ? f.pc : f.pc - 1,
-				     .activation = f.activation };
+				     .activation = f.activation, .rt_fp = f.rt_fp, .rt_pos = f.rt_pos };
 		if (f.map && (rc = mapping_of(m, f.map, f.module_name, &k.mapping)))
 			return rc;
 		uint32_t li;

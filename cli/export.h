@@ -37,6 +37,11 @@ struct export_rec_frame {
 	uint8_t activation;                /* the leaf: symbolized at pc, not pc - 1 */
 	uint8_t module_ok;                 /* the binary was found and opened */
 	uint16_t nsym;                     /* struct su_symframe that follow, innermost first */
+	/* An interpreter's frame (SU_FRAME_RUNTIME; PC is its code object):
+	 * which object and where in it, so that two positions, or two objects
+	 * at one address, are two locations.  0 otherwise. */
+	uint32_t rt_fp;
+	int32_t rt_pos;
 };
 
 /* ---- the model ------------------------------------------------------------- */
@@ -69,6 +74,8 @@ struct export_location {
 	uint8_t pseudo;                    /* 1: the "[truncated]"-like root of a stack that
 	                                    * stopped early; its one line names why;
 	                                    * ADDRESS is then the enum su_unwind_end */
+	uint32_t rt_fp;                    /* as in struct export_rec_frame */
+	int32_t rt_pos;
 };
 
 struct export_thread {

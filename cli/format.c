@@ -130,6 +130,15 @@ static void format_frame(struct worker *w, uint32_t pid, const struct su_maps *m
 			text_puts(out, "[unknown] ([unknown])\n");
 			return;
 		}
+		if (r.kind == SU_RESOLVED_PYTHON) {
+			/* "qualname (file.py:LINE)" */
+			text_pc(out, f->pc);
+			if (r.sym[0].function)
+				text_printf(out, "%s (%s:%u)\n", r.sym[0].function, r.sym[0].file, r.sym[0].line);
+			else
+				text_puts(out, "[unknown python code] ([python])\n");
+			return;
+		}
 		if (r.kind == SU_RESOLVED_JIT) {
 			text_pc(out, f->pc);
 			text_printf(out, "%s+0x%" PRIx64 " (%s)\n", r.sym[0].function, r.sym[0].func_offset, r.jit_map);
@@ -217,7 +226,9 @@ static void format_export(struct worker *w, const struct pipeline_sample *u, con
 		}
 		struct export_rec_frame const x = {
 			.pc = r.pc, .map = r.entry, .module_name = r.module_name, .activation = r.activation,
-			.module_ok = r.module && r.module->status == SU_MODULE_OK, .nsym = (uint16_t)r.nsym };
+			.module_ok = r.module && r.module->status == SU_MODULE_OK, .nsym = (uint16_t)r.nsym,
+			.rt_fp = frames[i].how == SU_FRAME_RUNTIME ? frames[i].rt_fp : 0,
+			.rt_pos = frames[i].how == SU_FRAME_RUNTIME ? frames[i].rt_pos : 0 };
 		text_put(out, (const char *)&x, sizeof(x));
 		text_put(out, (const char *)r.sym, r.nsym * sizeof(*r.sym));
 	}

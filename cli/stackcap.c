@@ -33,7 +33,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: " PROG " record [-F HZ] [--stack-cap BYTES] [--policy f1|f2] [--zstd]\n"
-		"                       [--full-copy] [-o DIR] [--force] -- CMD [ARGS...]\n"
+		"                       [--full-copy] [--python] [-o DIR] [--force] -- CMD [ARGS...]\n"
 		"       " PROG " record --lttng [-F HZ] [--stack-cap BYTES] [--policy f1|f2] -- CMD [ARGS...]\n"
 		"\n"
 		"  -F, --freq HZ          samples per second of thread CPU time (default 999)\n"
@@ -44,6 +44,9 @@ static void usage(FILE *f)
 		"      --full-copy        also store every unfiltered stack copy, to measure\n"
 		"                         fidelity (stackunwind stats); stores every stack word\n"
 		"                         (registers stay filtered)\n"
+		"      --python           also record Python frames (CPython 3.11): each\n"
+		"                         _PyEval_EvalFrameDefault becomes the Python functions\n"
+		"                         and lines it ran; needs the in-process hook\n"
 		"  -o, --output DIR       trace directory (default ./stackcap.trace)\n"
 		"      --force            replace an existing output directory\n"
 		"      --lttng            record into the active LTTng session instead, as\n"
@@ -207,6 +210,19 @@ static int run_command(char **argv, int *status_out)
 	return 0;
 }
 
+/* Is CMD a Python interpreter (python, python3, python3.11, pypy3...)? */
+static int is_python(const char *cmd)
+{
+	const char *b = strrchr(cmd, '/');
+	b = b ? b + 1 : cmd;
+	if (strncmp(b, "python", 6))
+		return 0;
+	for (b += 6; *b; b++)
+		if (!(*b >= '0' && *b <= '9') && *b != '.' && *b != 'd' && *b != 'm')
+			return 0;
+	return 1;
+}
+
 static int record_lttng(char **argv, unsigned long freq, unsigned long cap, const char *policy,
 			int nofork);
 
@@ -223,12 +239,13 @@ static int cmd_record(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "lttng", no_argument, NULL, 'L' },
+		{ "python", no_argument, NULL, 'Y' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	unsigned long freq = 999, cap = 65536;
 	const char *policy = "f2", *out = "stackcap.trace";
-	int zstd = 0, force = 0, nofork = 0, full = 0, lttng = 0, c;
+	int zstd = 0, force = 0, nofork = 0, full = 0, lttng = 0, python = 0, c;
 	char *end;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+F:o:h", longopts, NULL)) != -1) {
@@ -267,6 +284,7 @@ static int cmd_record(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case 'f': force = 1; break;
 		case 'L': lttng = 1; break;
+		case 'Y': python = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -276,6 +294,13 @@ static int cmd_record(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (lttng && python) {
+		fprintf(stderr, PROG ": --python records into a trace directory, not an LTTng session\n");
+		return 2;
+	}
+	if (!python && is_python(argv[optind]))
+		fprintf(stderr, PROG ": note: %s is a Python interpreter; add --python to see Python functions "
+				"and lines instead of _PyEval_EvalFrameDefault\n", argv[optind]);
 	if (lttng) {
 		if (zstd || full || force || strcmp(out, "stackcap.trace")) {
 			fprintf(stderr, PROG ": --lttng records into the LTTng session: "
@@ -343,6 +368,7 @@ static int cmd_record(int argc, char **argv)
 	setenv_u("STACKCAP_ZSTD", (unsigned)zstd);
 	setenv_u("STACKCAP_NO_FORK", (unsigned)nofork);
 	setenv_u("STACKCAP_FULL_COPY", (unsigned)full);
+	setenv_u("STACKCAP_RUNTIME_FRAMES", (unsigned)python);
 	setenv("STACKCAP_TRACE_UUID", uuid_hex, 1);
 	setenv("STACKCAP_CLOCK_OFFSET_NS", offset_s, 1);
 	setenv("LD_PRELOAD", preload, 1);

@@ -98,7 +98,8 @@ int worker_resolve(struct worker *w, uint32_t pid, const struct su_maps *maps, c
 	int const rc = su_resolve(w->resolver, pid, maps, f, r);
 	if (r->module)
 		worker_note_module(w, r->module);
-	if (r->kind == SU_RESOLVED_UNKNOWN || r->kind == SU_RESOLVED_MODULE)
+	if (r->kind == SU_RESOLVED_UNKNOWN || r->kind == SU_RESOLVED_MODULE ||
+	    (r->kind == SU_RESOLVED_PYTHON && !r->sym[0].function))
 		w->counts.unknown_frames++;
 	return rc;
 }

@@ -324,6 +324,10 @@ static struct rgb frame_colour(const char *name, const char *mod)
 	uint64_t const v = hash_bytes(name, strlen(name));
 	if (!mod[0])
 		return hsl(0, 0, 0.72 + (double)(v % 10) / 100);
+	/* Interpreter frames (resolve.h SU_RESOLVED_PYTHON): one colour of
+	 * their own, teal, whatever the module hues are. */
+	if (!strcmp(mod, "[python]"))
+		return hsl(175, 0.55, 0.45 + (double)(v % 15) / 100);
 	uint64_t const hm = hash_bytes(mod, strlen(mod));
 	double const hue = (double)(hm % 1000) * 0.27;
 	return hsl(hue, 0.55 + (double)(v % 30) / 100, 0.58 + (double)((v >> 16) % 16) / 100);

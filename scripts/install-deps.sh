@@ -8,7 +8,12 @@ libdw-dev libelf-dev libdwarf-dev libzstd-dev zlib1g-dev
 libbabeltrace2-dev babeltrace2 liblttng-ust-dev lttng-tools
 libdebuginfod-dev libprotobuf-c-dev protobuf-c-compiler golang-github-google-pprof-dev golang-go check
 clang libclang-rt-14-dev llvm zstd linux-perf file procps gdb time dwz xz-utils
-libxml2-utils bsdutils python3"
+libxml2-utils bsdutils python3 python3.11-dbg"
+# python3 (Debian's CPython 3.11): tests/python.sh, tests/secret.sh record
+# Python programs with --python.  python3.11-dbg: its DWARF, against which
+# tests/unit/test-cpython-layout checks capture/cpython-layout.h (the
+# offsets the CPython runtime unwinder reads); it must match python3.11's
+# version (apt-get upgrades both together).
 
 # Extra package sets, by name.
 case "${1:-}" in

@@ -7,6 +7,7 @@
 
 #include "symbolize/resolve.h"
 #include "symbolize/perfmap.h"
+#include "symbolize/pyline.h"
 
 #define ENTRY_SLOTS 512
 
@@ -235,11 +236,42 @@ struct su_module *su_resolver_module(struct su_resolver *r, const struct su_maps
 	return *entry ? entry_module(r, *entry, &name) : NULL;
 }
 
+/* An interpreter's frame (SU_FRAME_RUNTIME): its code object's name, file
+ * and line from the trace's runtime_code events; an object never
+ * described keeps no name (function NULL), never another's. */
+static int resolve_runtime(struct su_resolver *r, const struct su_maps *maps, const struct su_frame *f,
+			   struct su_resolved *out)
+{
+	const struct su_runtime *rt = maps ? maps->runtime : NULL;
+	const struct su_rt_code *c = su_runtime_code(rt, f->pc, f->rt_fp);
+	out->kind = SU_RESOLVED_PYTHON;
+	out->module_name = "[python]";
+	out->elf_addr = f->pc;
+	out->nsym = 1;
+	r->sym[0] = (struct su_symframe){ .func_offset = f->rt_pos >= 0 ? (uint64_t)f->rt_pos : 0 };
+	if (!c)
+		return 0;
+	r->sym[0].function = su_resolver_text(r, c->name);
+	r->sym[0].file = su_resolver_text(r, c->file);
+	r->sym[0].decl_file = r->sym[0].file;
+	r->sym[0].decl_line = c->first_line;
+	if (!r->sym[0].function || !r->sym[0].file) {
+		*out = (struct su_resolved){ .kind = SU_RESOLVED_UNKNOWN, .pc = f->pc, .activation = f->activation,
+					     .module_name = "[unknown]", .sym = r->sym };
+		return -ENOMEM;
+	}
+	if (rt->kind == 1 && (rt->version >> 16) == 0x030b)
+		r->sym[0].line = su_pyline_311(c->line_table, c->line_table_len, c->first_line, f->rt_pos);
+	return 0;
+}
+
 int su_resolve(struct su_resolver *r, uint32_t pid, const struct su_maps *maps, const struct su_frame *f,
 	       struct su_resolved *out)
 {
 	*out = (struct su_resolved){ .kind = SU_RESOLVED_UNKNOWN, .pc = f->pc, .activation = f->activation,
 				     .module_name = "[unknown]", .sym = r->sym };
+	if (f->how == SU_FRAME_RUNTIME)
+		return resolve_runtime(r, maps, f, out);
 	const struct su_map_entry *e = frame_entry(maps, f);
 	const char *name = NULL;
 	struct su_module *m = e ? entry_module(r, e, &name) : NULL;

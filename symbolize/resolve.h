@@ -37,7 +37,12 @@ enum su_resolved_kind {
 	SU_RESOLVED_JIT,           /* SYM[0]: the perf map's name, func_offset = pc - start */
 	/* Frames other unwinders will add, resolved here too. */
 	SU_RESOLVED_KERNEL,        /* kernel code (a perf sample's kernel chain) */
-	SU_RESOLVED_PYTHON,        /* an interpreter's frame (CPython) */
+	SU_RESOLVED_PYTHON,        /* an interpreter's frame (CPython, a SU_FRAME_RUNTIME
+	                            * frame): SYM[0] has its qualified name (NULL when
+	                            * the trace does not describe its code object),
+	                            * file, line, decl_line = its first line,
+	                            * func_offset = its instruction index; module_name
+	                            * "[python]", elf_addr the code object's address */
 };
 
 struct su_resolved {

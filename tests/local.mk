@@ -156,6 +156,9 @@ check_PROGRAMS += tests/secret-holder
 tests_secret_holder_SOURCES = tests/secret-holder.c
 TESTS += tests/secret.sh
 EXTRA_DIST += tests/secret.sh
+# Python frames (issue 18): tests/python/chains.py under stackcap record --python.
+TESTS += tests/python.sh
+EXTRA_DIST += tests/python.sh tests/python/chains.py
 
 # Integration: a setuid-root program linked with libstackcap, run by nobody,
 # records nothing and writes nowhere the caller's environment says.
@@ -308,7 +311,7 @@ TESTS += tests/unit/test-unwind
 # The same under ASan+UBSan, the unwinder and module cache built in.
 check_PROGRAMS += tests/unit/test-unwind-asan
 tests_unit_test_unwind_asan_SOURCES = $(UNWIND_TEST_SOURCES) \
-	unwind/unwind.c unwind/cfi-cache.c unwind/unwind-dwfl.c debuginfo/module.c debuginfo/inflate-cache.c \
+	unwind/unwind.c unwind/cfi-cache.c unwind/unwind-dwfl.c unwind/runtime-splice.c debuginfo/module.c debuginfo/inflate-cache.c \
 	compress/stack-codec.c
 tests_unit_test_unwind_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS) \
 	$(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
@@ -330,3 +333,12 @@ tests_stress_tsan_limits_SOURCES = tests/stress/tsan-limits.c
 tests_stress_tsan_limits_LDADD = -lpthread
 TESTS += tests/stress.sh tests/stress-asan.sh tests/stress-tsan.sh
 EXTRA_DIST += tests/stress.sh tests/stress-asan.sh tests/stress-tsan.sh
+
+# capture/cpython-layout.h (the CPython runtime unwinder's offsets) against
+# the DWARF of Debian's python3.11 (python3.11-dbg), field by field.
+check_PROGRAMS += tests/unit/test-cpython-layout
+tests_unit_test_cpython_layout_SOURCES = tests/unit/test-cpython-layout.c tests/unit/check-main.h \
+	capture/cpython-layout.h
+tests_unit_test_cpython_layout_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS)
+tests_unit_test_cpython_layout_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(CHECK_LIBS)
+TESTS += tests/unit/test-cpython-layout

@@ -83,6 +83,26 @@ for pol in f2 f1 zstd; do
 	done
 done
 
+# ---- Python (record --python): the runtime unwinder reads only code objects --------
+# tests/python/chains.py secret: the string and the word in live local
+# variables of the hot loop's caller (heap objects: a stack copy would not
+# hold them, the runtime unwinder reads the interpreter's memory).
+if [ -x /usr/bin/python3 ]; then
+	"$STACKCAP" record --python -o "$work/py.trace" -- /usr/bin/python3 "$top_srcdir/tests/python/chains.py" \
+		secret 0.6 >/dev/null 2>"$work/py.rerr"
+	outputs py "$work/py.trace"
+	nl=$(awk '/hold_secrets/ { s += $NF } END { print s + 0 }' "$work/py.folded")
+	check "python: recorded with the secrets live ($nl samples through the Python frame hold_secrets)" [ "$nl" -ge 100 ]
+	leak=$(has_secret $(trace_files "$work/py.trace"))
+	check "python: no secret in the trace files ($(trace_files "$work/py.trace" | wc -l) files${leak:+; found:$leak})" [ -z "$leak" ]
+	for o in stacks folded svg json pb.gz stats; do
+		leak=$(has_secret "$work/py.$o")
+		check "python: no secret in the $o output${leak:+ (found:$leak)}" sh -c "[ -s '$work/py.$o' ] && [ -z '$leak' ]"
+	done
+else
+	not_ok "python: /usr/bin/python3 missing: apt-get install python3 (scripts/install-deps.sh)"
+fi
+
 # ---- positive controls: --full-copy stores every stack word ------------------------
 for z in "" --zstd; do
 	name=full${z:+-zstd}

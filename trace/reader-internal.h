@@ -19,6 +19,9 @@ enum raw_kind {
 	RAW_SAMPLE_FULL,
 	RAW_SAMPLE_SEGMENT,
 	RAW_DISCARDED,            /* events the writer lost (CTF events_discarded) */
+	RAW_RUNTIME,              /* version 2: a runtime unwinder's registration */
+	RAW_RUNTIME_CODE,         /* version 2: one code object */
+	RAW_RUNTIME_FRAMES,       /* version 2: the runtime frames of the next sample */
 };
 
 /* One event, in time order.  Pointers are valid during the call only,
@@ -42,6 +45,11 @@ struct raw_event {
 	size_t blob_len;
 	/* RAW_DISCARDED: */
 	uint64_t discarded;
+	/* RAW_RUNTIME (name valid during the call), RAW_RUNTIME_CODE (the
+	 * strings and table valid during the call); RAW_RUNTIME_FRAMES uses
+	 * blob/blob_len. */
+	struct su_runtime runtime;
+	struct su_rt_code rt_code;
 };
 
 typedef int (*raw_emit_fn)(void *ctx, const struct raw_event *ev);

@@ -28,9 +28,10 @@
 #define ZIN_SIZE 65536u                 /* compressed bytes read at a time */
 #define TS27_MASK ((UINT64_C(1) << 27) - 1)
 
-enum { EV_PROCESS_START = 0, EV_MAPS, EV_DROPS, EV_PROCESS_END };
-enum { EV_SAMPLE = 0, EV_SAMPLE_FULL, EV_SAMPLE_SEGMENT };
-static const unsigned n_event_ids[2] = { 4, 3 };
+enum { EV_PROCESS_START = 0, EV_MAPS, EV_DROPS, EV_PROCESS_END, EV_RUNTIME, EV_RUNTIME_CODE };
+enum { EV_SAMPLE = 0, EV_SAMPLE_FULL, EV_SAMPLE_SEGMENT, EV_RUNTIME_FRAMES };
+/* Version 2's runtime events included (a version-1 trace has none). */
+static const unsigned n_event_ids[2] = { 6, 4 };
 
 enum next_item { NEXT_NONE, NEXT_EVENT, NEXT_DISCARDED };
 
@@ -560,6 +561,18 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 	const uint8_t *const end = f->buf + f->end;
 	uint64_t const at = f->poff + f->hdr_off;
 	int rc = 0;
+	if (f->kind == 1 && f->ev_id == EV_RUNTIME_FRAMES) {
+		uint32_t const len = end - p >= 4 ? le24(p + 1) : 0;
+		if (end - p < 4 || (size_t)(end - p) - 4 < len) {
+			defect(s, f, at, "cut runtime_frames event");
+			return 0;
+		}
+		ev.kind = RAW_RUNTIME_FRAMES;
+		ev.blob = p + 4;
+		ev.blob_len = len;
+		f->pos = (size_t)(p + 4 + len - f->buf);
+		return emit(ctx, &ev);
+	}
 	if (f->kind == 1) {
 		if (end - p < 6) {
 			defect(s, f, at, "cut sample event");
@@ -622,6 +635,56 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 		ev.drops_total = su_ld64(p + 4) + su_ld64(p + 12) + su_ld64(p + 20) + su_ld64(p + 28);
 		p += 36;
 		break;
+	case EV_RUNTIME:
+		ev.kind = RAW_RUNTIME;
+		if (end - p < 45)
+			goto cut;
+		ev.runtime.kind = p[0];
+		ev.runtime.version = su_ld32(p + 1);
+		ev.runtime.eval_start = su_ld64(p + 5);
+		ev.runtime.eval_end = su_ld64(p + 13);
+		ev.runtime.chains = su_ld64(p + 21);
+		ev.runtime.dropped = su_ld64(p + 29);
+		ev.runtime.stale = su_ld64(p + 37);
+		p += 45;
+		rc = take_str(&p, end, &ev.runtime.name);
+		if (rc < 0)
+			return rc;
+		if (rc)
+			goto cut;
+		f->pos = (size_t)(p - f->buf);
+		rc = emit(ctx, &ev);
+		free(ev.runtime.name);
+		return rc;
+	case EV_RUNTIME_CODE: {
+		ev.kind = RAW_RUNTIME_CODE;
+		if (end - p < 17)
+			goto cut;
+		ev.rt_code.code = su_ld64(p + 1);
+		ev.rt_code.fp = su_ld32(p + 9);
+		ev.rt_code.first_line = su_ld32(p + 13);
+		p += 17;
+		rc = take_str(&p, end, &ev.rt_code.name);
+		if (rc == 0)
+			rc = take_str(&p, end, &ev.rt_code.file);
+		if (rc == 0 && (end - p < 4 || (size_t)(end - p) - 4 < su_ld32(p)))
+			rc = 1;
+		int erc = 0;
+		if (rc == 0) {
+			ev.rt_code.line_table_len = su_ld32(p);
+			ev.rt_code.line_table = (uint8_t *)(uintptr_t)(p + 4);
+			p += 4 + ev.rt_code.line_table_len;
+			f->pos = (size_t)(p - f->buf);
+			erc = emit(ctx, &ev);
+		}
+		free(ev.rt_code.name);
+		free(ev.rt_code.file);
+		if (rc < 0)
+			return rc;
+		if (rc)
+			goto cut;
+		return erc;
+	}
 	default: /* EV_PROCESS_END */
 		ev.kind = RAW_PROCESS_END;
 		if (end - p < 16)

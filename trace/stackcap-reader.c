@@ -35,6 +35,7 @@ struct section {
 	uint64_t stream_id;      /* bt stream id of its process stream */
 	struct su_maps **maps;   /* sorted by generation */
 	size_t n_maps, cap_maps;
+	struct su_runtime *rt;   /* version 2: its runtime unwinder, or NULL */
 };
 
 struct thread_drops {
@@ -53,6 +54,10 @@ struct thread_state {
 	struct stackcap_image seg;  /* second stack segment of the next sample */
 	uint64_t seg_ts;
 	int seg_pending;
+	uint8_t *rt;                /* runtime frames of the next sample */
+	size_t rt_len, rt_cap;
+	uint64_t rt_ts;
+	int rt_pending;
 };
 
 struct reader {
@@ -129,10 +134,146 @@ void su_maps_free(struct su_maps *m)
 	free(m);
 }
 
+/* ---- runtimes (version 2) --------------------------------------------------- */
+
+static struct section *section_of_stream(struct reader *r, uint64_t stream_id, uint32_t pid);
+static struct thread_state *thread_get(struct reader *r, uint32_t pid, uint32_t tid);
+
+static size_t rt_slot(uint64_t code, uint32_t fp, size_t cap)
+{
+	uint64_t h = (code ^ ((uint64_t)fp << 32)) * 0x9E3779B97F4A7C15ull;
+	return (size_t)(h ^ (h >> 31)) & (cap - 1);
+}
+
+const struct su_rt_code *su_runtime_code(const struct su_runtime *rt, uint64_t code, uint32_t fp)
+{
+	if (!rt || !rt->cap_codes || !fp)
+		return NULL;
+	for (size_t h = rt_slot(code, fp, rt->cap_codes); rt->codes[h].fp; h = (h + 1) & (rt->cap_codes - 1))
+		if (rt->codes[h].code == code && rt->codes[h].fp == fp)
+			return &rt->codes[h];
+	return NULL;
+}
+
+static void runtime_free(struct su_runtime *rt)
+{
+	if (!rt)
+		return;
+	for (size_t i = 0; i < rt->cap_codes; i++) {
+		free(rt->codes[i].name);
+		free(rt->codes[i].file);
+		free(rt->codes[i].line_table);
+	}
+	free(rt->codes);
+	free(rt->name);
+	free(rt);
+}
+
+/* The runtime of section S, created empty at its first runtime event. */
+static struct su_runtime *section_runtime(struct section *s)
+{
+	if (!s->rt) {
+		s->rt = calloc(1, sizeof(*s->rt));
+		if (!s->rt)
+			return NULL;
+		for (size_t i = 0; i < s->n_maps; i++)
+			s->maps[i]->runtime = s->rt;
+	}
+	return s->rt;
+}
+
+static int on_runtime(struct reader *r, const struct raw_event *ev)
+{
+	struct section *s = section_of_stream(r, ev->stream_id, ev->pid);
+	if (!s)
+		return 0;
+	struct su_runtime *rt = section_runtime(s);
+	if (!rt)
+		return -ENOMEM;
+	if (ev->kind == RAW_RUNTIME) {
+		char *name = strdup(ev->runtime.name ? ev->runtime.name : "");
+		if (!name)
+			return -ENOMEM;
+		free(rt->name);
+		rt->name = name;
+		rt->kind = ev->runtime.kind;
+		rt->version = ev->runtime.version;
+		rt->eval_start = ev->runtime.eval_start;
+		rt->eval_end = ev->runtime.eval_end;
+		rt->chains = ev->runtime.chains;
+		rt->dropped = ev->runtime.dropped;
+		rt->stale = ev->runtime.stale;
+		return 0;
+	}
+	const struct su_rt_code *c = &ev->rt_code;
+	if (!c->fp || su_runtime_code(rt, c->code, c->fp))
+		return 0; /* no fingerprint is never named; a repeat changes nothing */
+	if ((rt->n_codes + 1) * 2 > rt->cap_codes) {
+		size_t const ncap = rt->cap_codes ? 2 * rt->cap_codes : 256;
+		struct su_rt_code *nt = calloc(ncap, sizeof(*nt));
+		if (!nt)
+			return -ENOMEM;
+		for (size_t i = 0; i < rt->cap_codes; i++) {
+			if (!rt->codes[i].fp)
+				continue;
+			size_t h = rt_slot(rt->codes[i].code, rt->codes[i].fp, ncap);
+			while (nt[h].fp)
+				h = (h + 1) & (ncap - 1);
+			nt[h] = rt->codes[i];
+		}
+		free(rt->codes);
+		rt->codes = nt;
+		rt->cap_codes = ncap;
+	}
+	size_t h = rt_slot(c->code, c->fp, rt->cap_codes);
+	while (rt->codes[h].fp)
+		h = (h + 1) & (rt->cap_codes - 1);
+	struct su_rt_code n = *c;
+	n.name = strdup(c->name ? c->name : "");
+	n.file = strdup(c->file ? c->file : "");
+	n.line_table = malloc(c->line_table_len ? c->line_table_len : 1);
+	if (!n.name || !n.file || !n.line_table) {
+		free(n.name);
+		free(n.file);
+		free(n.line_table);
+		return -ENOMEM;
+	}
+	if (c->line_table_len)
+		memcpy(n.line_table, c->line_table, c->line_table_len);
+	rt->codes[h] = n;
+	rt->n_codes++;
+	return 0;
+}
+
+/* Held until the sample of the same time that follows it. */
+static int on_runtime_frames(struct reader *r, const struct raw_event *ev)
+{
+	if (r->opts && ((r->opts->pid && r->opts->pid != ev->pid) || (r->opts->tid && r->opts->tid != ev->tid)))
+		return 0;
+	struct thread_state *t = thread_get(r, ev->pid, ev->tid);
+	if (!t)
+		return -ENOMEM;
+	t->rt_pending = 0;
+	if (ev->blob_len > t->rt_cap) {
+		uint8_t *nb = realloc(t->rt, ev->blob_len);
+		if (!nb)
+			return -ENOMEM;
+		t->rt = nb;
+		t->rt_cap = ev->blob_len;
+	}
+	if (ev->blob_len)
+		memcpy(t->rt, ev->blob, ev->blob_len);
+	t->rt_len = ev->blob_len;
+	t->rt_ts = ev->ts;
+	t->rt_pending = 1;
+	return 0;
+}
+
 static void reader_free(struct reader *r)
 {
 	for (size_t i = 0; i < r->n_sections; i++) {
 		struct section *s = &r->sections[i];
+		runtime_free(s->rt);
 		for (size_t j = 0; j < s->n_maps; j++)
 			su_maps_free(s->maps[j]);
 		free(s->maps);
@@ -146,6 +287,7 @@ static void reader_free(struct reader *r)
 		free(r->threads[i].img[1].words);
 		free(r->threads[i].full.words);
 		free(r->threads[i].seg.words);
+		free(r->threads[i].rt);
 	}
 	free(r->threads);
 }
@@ -236,6 +378,7 @@ static int on_maps(struct reader *r, const struct raw_event *ev)
 		su_maps_free(m);
 		return 0;
 	}
+	m->runtime = s->rt;
 	if (su_grow((void **)&s->maps, &s->cap_maps, s->n_maps + 1, sizeof(*s->maps))) {
 		su_maps_free(m);
 		return -ENOMEM;
@@ -410,8 +553,10 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 	r->st->raw_stack_bytes += dst->nwords * 8;
 	int const has_full = t->full_pending && t->full_ts == ts;
 	int const has_seg = t->seg_pending && t->seg_ts == ts;
+	int const has_rt = t->rt_pending && t->rt_ts == ts;
 	t->full_pending = 0;
 	t->seg_pending = 0;
+	t->rt_pending = 0;
 	if (has_full)
 		r->st->full_samples++;
 	if (!r->cb->sample)
@@ -427,6 +572,8 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 				(dst->nwords + (has_seg ? t->seg.nwords : 0)) * 8 + 8 > sec->p.stack_cap,
 		.full_image = has_full ? &t->full : NULL,
 		.segment = has_seg ? &t->seg : NULL,
+		.runtime_frames = has_rt ? t->rt : NULL,
+		.runtime_frames_len = has_rt ? t->rt_len : 0,
 	};
 	int const crc = r->cb->sample(r->cb->arg, &s);
 	if (crc)
@@ -446,6 +593,15 @@ static int on_event(void *ctx, const struct raw_event *ev)
 	case RAW_SAMPLE_SEGMENT:
 		if (r->pass & PASS_SAMPLES)
 			rc = on_sample(r, ev);
+		break;
+	case RAW_RUNTIME_FRAMES:
+		if (r->pass & PASS_SAMPLES)
+			rc = on_runtime_frames(r, ev);
+		break;
+	case RAW_RUNTIME:
+	case RAW_RUNTIME_CODE:
+		if (r->pass & PASS_PROCESS)
+			rc = on_runtime(r, ev);
 		break;
 	case RAW_DISCARDED:
 		if (r->pass & PASS_SAMPLES)
@@ -518,8 +674,8 @@ static int check_metadata(const char *dir, char *msg, size_t msglen)
 		snprintf(msg, msglen, "%s is not a stackcap trace (its metadata does not name tracer \"stackcap\")", dir);
 		return -1;
 	}
-	if (version != 1) {
-		snprintf(msg, msglen, "%s: stackcap trace format version %ld not supported (this reader knows 1)",
+	if (version != 1 && version != 2) {
+		snprintf(msg, msglen, "%s: stackcap trace format version %ld not supported (this reader knows 1 and 2)",
 			 dir, version);
 		return -1;
 	}

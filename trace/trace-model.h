@@ -31,6 +31,33 @@ struct su_map_entry {
 	char *path;            /* recorded path ("" for anonymous) */
 };
 
+/* A runtime unwinder's description of a process (docs/trace-format.md,
+ * `runtime` and `runtime_code` events; capture/runtime.h): which
+ * interpreter ran there, the native code of its interpreter loop, and the
+ * code objects its frames name. */
+struct su_rt_code {
+	uint64_t code;             /* the object's address in the process */
+	uint32_t fp;               /* its fingerprint (0: empty slot) */
+	uint32_t first_line;
+	char *name, *file;
+	uint8_t *line_table;       /* the runtime's format (CPython 3.11: co_linetable) */
+	uint32_t line_table_len;
+};
+
+struct su_runtime {
+	uint8_t kind;              /* 1: CPython */
+	uint32_t version;          /* CPython: PY_VERSION_HEX */
+	uint64_t eval_start, eval_end; /* native frames here ran runtime frames */
+	uint64_t chains, dropped, stale; /* the capture's counts (latest event) */
+	char *name;
+	struct su_rt_code *codes;  /* open addressing by (code, fp), power of two */
+	size_t n_codes, cap_codes;
+};
+
+/* The description of (CODE, FP) in RT, or NULL (never described: the
+ * object was gone before the writer read it, or no fingerprint). */
+const struct su_rt_code *su_runtime_code(const struct su_runtime *rt, uint64_t code, uint32_t fp);
+
 /* One maps snapshot (generation) of one process, immutable once built.
  * ENTRIES[i] describes code range i of RANGES (the codec's range index). */
 struct su_maps {
@@ -39,6 +66,8 @@ struct su_maps {
 	struct su_map_entry *entries;
 	struct stackcap_code_range *range_list;
 	struct stackcap_code_ranges ranges; /* for stackcap_codec_decode */
+	/* The process's runtime (shared by its generations), or NULL. */
+	const struct su_runtime *runtime;
 };
 
 /* Index of the entry holding PC in MAPS, or -1. */
@@ -83,6 +112,10 @@ struct su_sample {
 	 * has no registers (nothing to unwind): the chain is the stack. */
 	const uint64_t *user_chain;
 	uint32_t n_user_chain;
+	/* A runtime unwinder's frames of this sample (compress/rt-frames.h:
+	 * innermost first), or NULL; named through maps->runtime. */
+	const uint8_t *runtime_frames;
+	size_t runtime_frames_len;
 };
 
 #endif

@@ -119,7 +119,13 @@ static inline int uw_initial_reg_known(const struct stackcap_image *img, unsigne
 
 /* ---- per-maps state ------------------------------------------------------- */
 
-struct uw_dwfl_proc; /* unwind-dwfl.c */
+struct uw_dwfl_proc; /* runtime-splice.c: each native interpreter-loop frame of FRAMES[0..N)
+ * replaced by the runtime frames it ran (sample->runtime_frames), at most
+ * MAX in all.  @return the new count. */
+size_t su_runtime_splice(struct su_unwinder *u, const struct su_sample *s, struct su_frame *frames, size_t n,
+			 size_t max, enum su_unwind_end *end);
+
+/* unwind-dwfl.c */
 
 /* What an unwinder keeps per maps snapshot: the module of each entry
  * (su_modcache_get allocates a key per call) and the dwfl process. */
@@ -212,6 +218,8 @@ struct su_unwinder {
 	struct su_unwind_stats stats;
 	Elf *stub_elf;           /* x86-64 ELF header for dwfl_attach_state */
 	char stub_image[64];     /* its bytes: an Elf64_Ehdr */
+	struct su_frame *splice; /* runtime-splice.c's output, grown as needed */
+	size_t splice_cap;
 };
 
 struct uw_proc *uw_proc_get(struct su_unwinder *u, const struct su_maps *maps);

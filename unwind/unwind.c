@@ -59,6 +59,7 @@ void su_unwinder_free(struct su_unwinder *u)
 		proc_clear(&u->procs[i]);
 	if (u->stub_elf)
 		elf_end(u->stub_elf);
+	free(u->splice);
 	free(u);
 }
 
@@ -629,6 +630,8 @@ size_t su_unwind(struct su_unwinder *u, const struct su_sample *sample,
 			n = fast_unwind(u, p, sample, frames, max, end);
 		}
 	}
+	if (sample->runtime_frames)
+		n = su_runtime_splice(u, sample, frames, n, max, end);
 	u->stats.frames += n;
 	if ((unsigned)*end < SU_END_COUNT)
 		u->stats.ends[*end]++;

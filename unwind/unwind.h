@@ -38,6 +38,10 @@ enum su_frame_how {
 	SU_FRAME_FP,           /* frame-pointer fallback: callee had no CFI (fast only) */
 	SU_FRAME_SIGNAL,       /* caller of a signal trampoline (__restore_rt): pc is exact */
 	SU_FRAME_CHAIN,        /* from the call chain the kernel walked (perf record -g) */
+	SU_FRAME_RUNTIME,      /* an interpreter's frame (a runtime unwinder's, docs/trace-format.md):
+				* pc is its code object's address, map -1, rt_fp and rt_pos say
+				* which object and where in it; it replaced the native
+				* interpreter-loop frame that ran it */
 };
 
 struct su_frame {
@@ -49,6 +53,10 @@ struct su_frame {
 	 * signal frame, and (as elfutils does) on the signal trampoline
 	 * itself, whose return address the kernel set to its first byte. */
 	uint8_t activation;
+	/* SU_FRAME_RUNTIME only: the code object's fingerprint, the position
+	 * in its code (CPython: instruction index, -1: not started). */
+	uint32_t rt_fp;
+	int32_t rt_pos;
 };
 
 /* The address to look PC up at (symbols, lines, maps). */

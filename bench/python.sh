@@ -1,0 +1,58 @@
+#!/bin/sh
+# bench/python.sh BUILDDIR: the cost of Python frames (stackcap record
+# --python, issue 18).  A Python program spins a fixed amount of work at
+# recursion depth 10, 50 and 200; each run is recorded at 999 Hz without
+# and with --python.  Reported per depth: the process's CPU time (user +
+# sys, best of 5; GNU time's 10 ms resolution: the work takes about 1.3 s),
+# samples, the extra CPU time per sample that --python
+# costs (the runtime unwinder in the handler plus the writer's code-object
+# descriptions), and bytes per sample on disk.  docs/BENCHMARKS.md keeps the
+# figures.
+set -eu
+B=${1:?usage: bench/python.sh BUILDDIR}
+PY=/usr/bin/python3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cat >"$work/depth.py" <<'PYEOF'
+import sys
+def spin(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+def down(d):
+    if d == 0:
+        return sum(spin(20000) for _ in range(1500))
+    return down(d - 1)
+sys.setrecursionlimit(10000)
+down(int(sys.argv[1]))
+PYEOF
+# run OUTFILE ARGS...: "cpu_seconds samples bytes" of the best (least CPU) of 5.
+run() {
+	out=$1
+	shift
+	best=
+	for i in 1 2 3 4 5; do
+		rm -rf "$work/t.trace"
+		/usr/bin/time -f "%U %S" -o "$work/time" "$@" >/dev/null 2>"$work/err"
+		cpu=$(awk '{ printf "%.3f", $1 + $2 }' "$work/time")
+		s=$(sed -n 's/^stackcap: \([0-9]*\) samples, .* \([0-9]*\) bytes .*/\1 \2/p' "$work/err")
+		if [ -z "$best" ] || awk -v a="$cpu" -v b="$best" 'BEGIN { exit !(a < b) }'; then
+			best=$cpu
+			echo "$cpu ${s:-0 0}" >"$out"
+		fi
+	done
+}
+printf '%-6s %-22s %-22s %-22s %s\n' depth "plain cpu s" "stackcap cpu s/samples" "--python cpu s/samples" \
+	"--python extra us/sample; B/sample without, with"
+for d in 10 50 200; do
+	run "$work/plain" $PY "$work/depth.py" $d
+	run "$work/off" "$B/cli/stackcap" record -F 999 -o "$work/t.trace" -- $PY "$work/depth.py" $d
+	run "$work/on" "$B/cli/stackcap" record --python -F 999 -o "$work/t.trace" -- $PY "$work/depth.py" $d
+	read -r pc _ _ <"$work/plain"
+	read -r oc os ob <"$work/off"
+	read -r nc ns nb <"$work/on"
+	awk -v d=$d -v pc=$pc -v oc=$oc -v os=$os -v ob=$ob -v nc=$nc -v ns=$ns -v nb=$nb 'BEGIN {
+		printf "%-6d %-22s %-22s %-22s %.1f us; %.1f, %.1f\n", d, pc, oc "/" os, nc "/" ns,
+			ns ? (nc - oc) / ns * 1e6 : 0, os ? ob / os : 0, ns ? nb / ns : 0 }'
+done

@@ -1,0 +1,394 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rt-cpython.c: the CPython runtime unwinder (runtime.h).
+ *
+ * In the sampled thread: the thread's PyThreadState (the pthread key of
+ * _PyRuntime.gilstate.autoTSSkey: every thread that ever ran Python has
+ * it), then its current _PyInterpreterFrame chain, innermost first: for
+ * each frame its code object, the last instruction started, and whether
+ * the frame began a native _PyEval_EvalFrameDefault call (is_entry).
+ * Every read of the interpreter's memory goes through capture_rt_read (a
+ * frame popped and its data-stack chunk unmapped under us fails the read,
+ * never faults); only _PyRuntime itself, static data of the executable,
+ * is read in place.
+ *
+ * Offsets: a table per minor version, derived from the DWARF of Debian's
+ * python3.11-dbg (capture/cpython-layout.h) and checked against it by
+ * tests/unit/test-cpython-layout
+ * (which fails, naming the field, when a build disagrees).  A table rather
+ * than DWARF read at record time because the capture library runs inside
+ * the traced program: it must not open debug files, link libdw, nor need
+ * a -dbg package on the machine recording.  A struct layout only changes
+ * between minor versions (CPython's ABI rule for these internal structs
+ * in practice: 3.11.0-3.11.x share it), so the table is keyed by
+ * major.minor from Py_Version.  3.12 (cframe kept, entry frames become
+ * FRAME_OWNED_BY_CSTACK shims) and 3.13 (tstate->current_frame,
+ * f_executable, instr_ptr; _Py_DebugOffsets published in _PyRuntime)
+ * need their rows and, for 3.12, a shim test instead of is_entry: the walk
+ * below reads both through the table's fields.
+ */
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture-internal.h"
+#include "runtime.h"
+#include "rt-frames.h"
+
+#include "cpython-layout.h"
+
+/* What probe found (set once at init, read by the handler). */
+static struct {
+	const struct cpy_layout *L;
+	const uint8_t *runtime;        /* &_PyRuntime */
+} py;
+
+static int cpy_probe(struct capture_runtime *rt)
+{
+	const unsigned long *ver = dlsym(RTLD_DEFAULT, "Py_Version");
+	void *runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
+	void *eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+	if (!ver || !runtime || !eval)
+		return -ENOENT;
+	for (size_t i = 0; i < sizeof(cpy_layouts) / sizeof(cpy_layouts[0]); i++) {
+		if (cpy_layouts[i].version != (uint32_t)(*ver >> 16))
+			continue;
+		Dl_info info;
+		const ElfW(Sym) *sym = NULL;
+		if (!dladdr1(eval, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !sym->st_size)
+			return -ENOTSUP;
+		py.L = &cpy_layouts[i];
+		py.runtime = runtime;
+		rt->version = (uint32_t)*ver;
+		rt->eval_lo = (uint64_t)(uintptr_t)eval;
+		rt->eval_hi = rt->eval_lo + sym->st_size;
+		return 0;
+	}
+	return -ENOTSUP;
+}
+
+/* ---- fingerprints: the handler and the writer compute them alike ---------- */
+
+#define FP_TEXT 32   /* bytes of each string's text in the fingerprint */
+
+struct fp_work {
+	uint64_t code;
+	uint32_t fp;
+	uint8_t hdr[160];
+	uint8_t sh[3][24];             /* qualname, filename, linetable headers */
+	uint8_t text[3][FP_TEXT];
+	size_t text_len[3];
+};
+
+static uint64_t ld64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static uint32_t ld32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* A str's kind (1, 2, 4 bytes per character) and where its text is, from
+ * its header SH (read at +str_length); 0 for a string we do not read
+ * (legacy, not ready). */
+static unsigned str_kind(const struct cpy_layout *L, const uint8_t *sh, uint32_t *data_off)
+{
+	uint32_t const state = ld32(sh + (L->str_state - L->str_length));
+	unsigned const kind = (state >> 2) & 7, compact = (state >> 5) & 1, ascii = (state >> 6) & 1;
+	if (!compact || (kind != 1 && kind != 2 && kind != 4))
+		return 0;
+	*data_off = ascii ? L->str_ascii_data : L->str_compact_data;
+	return kind;
+}
+
+/* The fingerprints of W[0..N) (W[i].code set), in four batched reads:
+ * headers, the three objects' headers, their first bytes.  A code whose
+ * header cannot be read gets 0. */
+struct fp_io {
+	void *dst[64 * 3];
+	uint64_t addr[64 * 3];
+	size_t len[64 * 3];
+	uint8_t ok[64 * 3], hok[64];
+};
+
+static void fingerprint(struct fp_work *w, size_t n, struct fp_io *io)
+{
+	const struct cpy_layout *L = py.L;
+	void **dst = io->dst;
+	uint64_t *addr = io->addr;
+	size_t *len = io->len;
+	uint8_t *ok = io->ok, *hok = io->hok;
+	if (n > 64)
+		n = 64;
+	for (size_t i = 0; i < n; i++) {
+		dst[i] = w[i].hdr;
+		addr[i] = w[i].code + L->co_lo;
+		len[i] = L->co_hi - L->co_lo;
+	}
+	capture_rt_readv(dst, addr, len, hok, n);
+	uint32_t const objs[3] = { L->co_qualname, L->co_filename, L->co_linetable };
+	for (size_t i = 0; i < n; i++)
+		for (int k = 0; k < 3; k++) {
+			size_t const j = i * 3 + k;
+			dst[j] = w[i].sh[k];
+			addr[j] = hok[i] ? ld64(w[i].hdr + objs[k] - L->co_lo) : 0;
+			if (addr[j])
+				addr[j] += k < 2 ? L->str_length : L->bytes_size;
+			len[j] = k < 2 ? L->str_state + 4 - L->str_length : 8;
+		}
+	capture_rt_readv(dst, addr, len, ok, 3 * n);
+	for (size_t i = 0; i < n; i++)
+		for (int k = 0; k < 3; k++) {
+			size_t const j = i * 3 + k;
+			uint64_t const obj = hok[i] ? ld64(w[i].hdr + objs[k] - L->co_lo) : 0;
+			uint64_t const count = ld64(w[i].sh[k]);
+			w[i].text_len[k] = 0;
+			dst[j] = w[i].text[k];
+			addr[j] = 0;
+			if (!ok[j])
+				continue;
+			if (k < 2) {
+				uint32_t off;
+				unsigned const kind = str_kind(L, w[i].sh[k], &off);
+				if (!kind)
+					continue;
+				addr[j] = obj + off;
+				len[j] = count * kind < FP_TEXT ? count * kind : FP_TEXT;
+			} else {
+				addr[j] = obj + L->bytes_data;
+				len[j] = count < FP_TEXT ? count : FP_TEXT;
+			}
+			if (!len[j])
+				addr[j] = 0;
+		}
+	capture_rt_readv(dst, addr, len, ok, 3 * n);
+	for (size_t i = 0; i < n; i++) {
+		if (!hok[i]) {
+			w[i].fp = 0;
+			continue;
+		}
+		uint32_t h = CAPTURE_RT_FNV_SEED;
+		h = capture_rt_fnv(h, w[i].hdr, L->co_skip_lo - L->co_lo);
+		h = capture_rt_fnv(h, w[i].hdr + (L->co_skip_hi - L->co_lo), L->co_hi - L->co_skip_hi);
+		for (int k = 0; k < 3; k++) {
+			size_t const j = i * 3 + k;
+			/* Length and, for str, kind/compact/ascii (not the
+			 * interned bits, which change), then the text. */
+			h = capture_rt_fnv(h, w[i].sh[k], 8);
+			if (k < 2) {
+				uint32_t const st = ld32(w[i].sh[k] + (L->str_state - L->str_length)) & 0x7c;
+				h = capture_rt_fnv(h, &st, 4);
+			}
+			if (addr[j] && ok[j])
+				h = capture_rt_fnv(h, w[i].text[k], len[j]);
+			else if (addr[j])
+				h = capture_rt_fnv(h, "?", 1); /* text unreadable */
+		}
+		w[i].fp = h ? h : 1;
+	}
+}
+
+/* ---- the handler side ------------------------------------------------------ */
+
+struct cpy_scratch {
+	struct rt_frame frames[CAPTURE_RT_MAX_FRAMES];
+	struct fp_work codes[64];
+	struct fp_io io;
+};
+_Static_assert(sizeof(struct cpy_scratch) <= CAPTURE_RT_SCRATCH, "scratch too small");
+
+static int cpy_unwind(const struct capture_runtime *rt, uint8_t *out, size_t cap, void *scratch)
+{
+	(void)rt;
+	const struct cpy_layout *L = py.L;
+	struct cpy_scratch *s = scratch;
+	/* Py_tss_t { int _is_initialized; pthread_key_t _key; } in static data. */
+	const volatile int *tss = (const volatile int *)(py.runtime + L->rt_tss);
+	if (!tss[0])
+		return 0;
+	uint64_t const tstate = (uint64_t)(uintptr_t)pthread_getspecific((pthread_key_t)tss[1]);
+	if (!tstate)
+		return 0;
+	uint64_t cframe, frame;
+	if (capture_rt_read(&cframe, tstate + L->ts_cframe, 8) || !cframe ||
+	    capture_rt_read(&frame, cframe + L->cf_current, 8))
+		return -1;
+	uint8_t flags = 0;
+	size_t n = 0;
+	uint8_t fr[64];
+	while (frame) {
+		if (n == CAPTURE_RT_MAX_FRAMES) {
+			flags |= RT_FRAMES_TRUNCATED;
+			break;
+		}
+		if (capture_rt_read(fr, frame + L->fr_lo, L->fr_hi - L->fr_lo)) {
+			flags |= RT_FRAMES_UNREADABLE;
+			break;
+		}
+		uint64_t const code = ld64(fr + L->fr_code - L->fr_lo);
+		uint64_t const instr = ld64(fr + L->fr_instr - L->fr_lo);
+		uint64_t const first = code + L->co_adaptive;
+		/* prev_instr is one unit before the first instruction in a
+		 * frame not started; anything far off is not trusted. */
+		int32_t pos = -1;
+		if (instr >= first && instr - first < (1u << 26))
+			pos = (int32_t)((instr - first) / 2);
+		s->frames[n++] = (struct rt_frame){ .code = code, .pos = pos,
+						    .entry = fr[L->fr_entry - L->fr_lo] != 0 };
+		frame = ld64(fr + L->fr_previous - L->fr_lo);
+	}
+	if (!n)
+		return flags ? -1 : 0;
+	/* Each distinct code object once (up to 64; more get no fingerprint,
+	 * and are shown unnamed). */
+	size_t nc = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t c = 0;
+		while (c < nc && s->codes[c].code != s->frames[i].code)
+			c++;
+		if (c == nc && nc < 64)
+			s->codes[nc++].code = s->frames[i].code;
+	}
+	fingerprint(s->codes, nc, &s->io);
+	struct rt_frames_enc e;
+	if (rt_frames_begin(&e, out, cap))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		s->frames[i].fp = 0;
+		for (size_t c = 0; c < nc; c++)
+			if (s->codes[c].code == s->frames[i].code) {
+				s->frames[i].fp = s->codes[c].fp;
+				break;
+			}
+		if (rt_frames_add(&e, &s->frames[i])) {
+			flags |= RT_FRAMES_TRUNCATED;
+			break;
+		}
+	}
+	return (int)rt_frames_end(&e, flags);
+}
+
+/* ---- the writer side ------------------------------------------------------- */
+
+/* The str at OBJ as UTF-8 (malloc'ed, at most MAX characters), or NULL. */
+static char *read_str(uint64_t obj, size_t max)
+{
+	const struct cpy_layout *L = py.L;
+	uint8_t sh[24];
+	if (!obj || capture_rt_read(sh, obj + L->str_length, L->str_state + 4 - L->str_length))
+		return NULL;
+	uint32_t off;
+	unsigned const kind = str_kind(L, sh, &off);
+	uint64_t count = ld64(sh);
+	if (!kind || count > (1u << 20))
+		return NULL;
+	if (count > max)
+		count = max;
+	uint8_t *raw = malloc(count * kind + 1);
+	char *out = malloc(count * 4 + 1);
+	if (!raw || !out || capture_rt_read(raw, obj + off, count * kind)) {
+		free(raw);
+		free(out);
+		return NULL;
+	}
+	size_t o = 0;
+	for (uint64_t i = 0; i < count; i++) {
+		uint32_t c = kind == 1 ? raw[i] : kind == 2 ? (uint32_t)raw[2 * i] | (uint32_t)raw[2 * i + 1] << 8
+							     : ld32(raw + 4 * i);
+		if (c < 0x80) {
+			out[o++] = (char)c;
+		} else if (c < 0x800) {
+			out[o++] = (char)(0xc0 | c >> 6);
+			out[o++] = (char)(0x80 | (c & 0x3f));
+		} else if (c < 0x10000) {
+			out[o++] = (char)(0xe0 | c >> 12);
+			out[o++] = (char)(0x80 | ((c >> 6) & 0x3f));
+			out[o++] = (char)(0x80 | (c & 0x3f));
+		} else {
+			out[o++] = (char)(0xf0 | (c >> 18 & 7));
+			out[o++] = (char)(0x80 | ((c >> 12) & 0x3f));
+			out[o++] = (char)(0x80 | ((c >> 6) & 0x3f));
+			out[o++] = (char)(0x80 | (c & 0x3f));
+		}
+	}
+	out[o] = 0;
+	free(raw);
+	return out;
+}
+
+static struct {
+	char *name, *file;
+	uint8_t *lines;
+} desc;
+
+static int cpy_describe(const struct capture_runtime *rt, uint64_t code, uint32_t fp, struct capture_rt_code *out)
+{
+	(void)rt;
+	const struct cpy_layout *L = py.L;
+	free(desc.name);
+	free(desc.file);
+	free(desc.lines);
+	memset(&desc, 0, sizeof(desc));
+	struct fp_work *w = calloc(1, sizeof(*w));
+	struct fp_io *io = malloc(sizeof(*io));
+	if (!w || !io) {
+		free(w);
+		free(io);
+		return -ENOMEM;
+	}
+	w->code = code;
+	fingerprint(w, 1, io);
+	if (!w->fp || w->fp != fp) {
+		free(w);
+		free(io);
+		return -ESTALE;
+	}
+	uint64_t const qual = ld64(w->hdr + L->co_qualname - L->co_lo);
+	uint64_t const file = ld64(w->hdr + L->co_filename - L->co_lo);
+	uint64_t const lt = ld64(w->hdr + L->co_linetable - L->co_lo);
+	uint32_t const first_line = ld32(w->hdr + L->co_firstlineno - L->co_lo);
+	uint8_t bh[8];
+	uint64_t lt_len = 0;
+	if (lt && capture_rt_read(bh, lt + L->bytes_size, 8) == 0)
+		lt_len = ld64(bh);
+	if (lt_len > (1u << 20))
+		lt_len = 0;
+	desc.name = read_str(qual, 1024);
+	desc.file = read_str(file, 4096);
+	desc.lines = malloc(lt_len ? lt_len : 1);
+	int same = 0;
+	if (desc.name && desc.file && desc.lines) {
+		if (lt_len && capture_rt_read(desc.lines, lt + L->bytes_data, lt_len))
+			lt_len = 0;
+		/* Again: an object freed while we read it shows here. */
+		memset(w, 0, sizeof(*w));
+		w->code = code;
+		fingerprint(w, 1, io);
+		same = w->fp == fp;
+	}
+	free(w);
+	free(io);
+	if (!same)
+		return -ESTALE;
+	*out = (struct capture_rt_code){ .code = code, .fp = fp, .first_line = first_line, .name = desc.name,
+					 .file = desc.file, .line_table = desc.lines, .line_table_len = lt_len };
+	return 0;
+}
+
+const struct capture_runtime capture_rt_cpython = {
+	.name = "cpython",
+	.kind = CAPTURE_RT_CPYTHON,
+	.probe = cpy_probe,
+	.unwind = cpy_unwind,
+	.describe = cpy_describe,
+};
