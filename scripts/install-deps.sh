@@ -9,6 +9,12 @@ libbabeltrace2-dev babeltrace2 liblttng-ust-dev lttng-tools
 libdebuginfod-dev libprotobuf-c-dev protobuf-c-compiler golang-github-google-pprof-dev golang-go check
 clang libclang-rt-14-dev llvm zstd linux-perf file procps gdb time dwz xz-utils
 libxml2-utils bsdutils python3"
+# symbolize/: Rust names, legacy and v0 (libiberty's rust_demangle)
+PKGS="$PKGS libiberty-dev"
+# tests/names.sh: Rust programs built by Debian's compiler (names, inlines)
+PKGS="$PKGS rustc"
+# tests/debuginfod.sh: a real debuginfod server on loopback
+PKGS="$PKGS debuginfod"
 
 # Extra package sets, by name.
 case "${1:-}" in

@@ -8,6 +8,7 @@
 
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <libiberty/demangle.h>
 
 #include "symbolize/symbolize.h"
 
@@ -16,6 +17,8 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
 
 /* Longest inline chain kept for one address; deeper ones are cut. */
 #define MAX_CHAIN 64
+/* Deepest nesting of code DIEs (blocks, inlined subroutines) followed. */
+#define MAX_SCOPES 256
 
 /* ---- interned strings ---------------------------------------------------- */
 
@@ -176,10 +179,18 @@ static int frames_reserve(struct symcache *c, size_t more)
 
 char *su_demangle(const char *name)
 {
-	/* _Z...: C++ names (also "_Z...  .cold" clones); nothing else is
-	 * handed to the demangler, so "_Zfoo" in C stays as it is if bad. */
-	if (!name || name[0] != '_' || name[1] != 'Z')
+	/* _R...: Rust's v0 mangling; _ZN...17h<16 hex digits>E (with a
+	 * ".llvm.N" suffix sometimes): Rust's legacy one, which is Itanium
+	 * C++ syntax carrying a hash and $-escapes ($LT$, $u7b$...).
+	 * libiberty's rust_demangle says which is Rust and drops the hash,
+	 * as perf and addr2line show them; the rest, C++ names (also
+	 * "_Z...  .cold" clones), go to libstdc++.  Nothing else is handed
+	 * to a demangler, so "_Zfoo" in C stays as it is if bad. */
+	if (!name || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
 		return NULL;
+	char *rust = rust_demangle(name, 0);
+	if (rust || name[1] != 'Z')
+		return rust;
 	int status = 0;
 	char *out = __cxa_demangle(name, NULL, NULL, &status);
 	if (status != 0) {
@@ -189,7 +200,7 @@ char *su_demangle(const char *name)
 	return out;
 }
 
-/* NAME demangled when it is a C++ name, interned. */
+/* NAME demangled when it is a C++ or Rust name, interned. */
 static const char *intern_name(struct symcache *c, const char *name)
 {
 	char *d = su_demangle(name);
@@ -288,6 +299,63 @@ static void decl_site(struct symcache *c, Dwarf_Die *die, struct su_symframe *f)
 
 /* ---- symbolizing one address --------------------------------------------- */
 
+/* Can DIE of TAG hold code of its own (a pc range)? */
+static int tag_has_code(int tag)
+{
+	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block ||
+	       tag == DW_TAG_entry_point || tag == DW_TAG_try_block || tag == DW_TAG_catch_block ||
+	       tag == DW_TAG_with_stmt;
+}
+
+/* Can DIE of TAG, which has no code, hold DIEs that have some?  Rust
+ * nests every function in namespaces (and impl blocks); C++ may define
+ * member functions in their class. */
+static int tag_holds_code(int tag)
+{
+	return tag == DW_TAG_namespace || tag == DW_TAG_module || tag == DW_TAG_class_type ||
+	       tag == DW_TAG_structure_type || tag == DW_TAG_union_type || tag == DW_TAG_interface_type;
+}
+
+/* The DIEs under PARENT whose code holds ADDR, outermost first, into
+ * CHAIN[N..MAX): the count after them. */
+static int code_path(Dwarf_Die *parent, Dwarf_Addr addr, Dwarf_Die *chain, int n, int max, int depth)
+{
+	Dwarf_Die child;
+	if (depth > MAX_SCOPES || dwarf_child(parent, &child) != 0)
+		return n;
+	do {
+		int const tag = dwarf_tag(&child);
+		if (tag_has_code(tag)) {
+			if (dwarf_haspc(&child, addr) <= 0)
+				continue;
+			if (n < max)
+				chain[n++] = child;
+			return code_path(&child, addr, chain, n, max, depth + 1);
+		}
+		if (tag_holds_code(tag) && dwarf_haschildren(&child)) {
+			int const m = code_path(&child, addr, chain, n, max, depth + 1);
+			if (m > n)
+				return m;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return n;
+}
+
+/* The scopes of CU holding ADDR, innermost first (lexical blocks, each
+ * inlined subroutine, the subprogram), into SCOPES[MAX]: their number.
+ * Not dwarf_getscopes: elfutils (0.188) prunes every DIE without a pc
+ * range, so it never enters the namespaces Rust defines its functions in
+ * and finds nothing there (no inline frame, no DWARF function). */
+static int code_scopes(Dwarf_Die *cu, Dwarf_Addr addr, Dwarf_Die *scopes, int max)
+{
+	Dwarf_Die chain[MAX_SCOPES];
+	int const n = code_path(cu, addr, chain, 0, MAX_SCOPES, 0);
+	int const keep = n < max ? n : max;
+	for (int i = 0; i < keep; i++)
+		scopes[i] = chain[n - 1 - i];
+	return keep;
+}
+
 /* Compute the frames of ADDR into OUT (at most MAX_CHAIN): their number. */
 static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
 		      struct su_symframe *out)
@@ -306,16 +374,8 @@ static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
 
 	Dwarf_Addr bias = 0;
 	Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
-	Dwarf_Die *scopes = NULL;
-	int nscopes = cu ? dwarf_getscopes(cu, addr - bias, &scopes) : 0;
-	if (nscopes > 0) {
-		/* The lexical parents of the innermost scope: dwarf_getscopes
-		 * follows an inlined instance into its abstract definition. */
-		Dwarf_Die inner = scopes[0];
-		free(scopes);
-		scopes = NULL;
-		nscopes = dwarf_getscopes_die(&inner, &scopes);
-	}
+	Dwarf_Die scopes[MAX_SCOPES];
+	int const nscopes = cu ? code_scopes(cu, addr - bias, scopes, MAX_SCOPES) : 0;
 	Dwarf_Files *files = NULL;
 	if (cu && dwarf_getsrcfiles(cu, &files, NULL) != 0)
 		files = NULL;
@@ -353,7 +413,6 @@ static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
 				f->function = intern_name(c, sym_name);
 		}
 	}
-	free(scopes);
 
 	if (!have_subprogram && n < MAX_CHAIN && (sym_name || n > 0 || loc.file)) {
 		/* No DWARF function around ADDR (no DWARF, or assembly): the

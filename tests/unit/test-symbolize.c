@@ -283,6 +283,34 @@ START_TEST(demangle_known_names)
 }
 END_TEST
 
+/* Rust: the legacy mangling (Itanium syntax, a hash, $-escapes, LLVM's
+ * suffix) and v0, as rustc 1.63 writes them; names as perf shows them. */
+START_TEST(demangle_rust_names)
+{
+	static const char *const cases[][2] = {
+		{ "_ZN1t11count_words17h957abfedacffe652E", "t::count_words" },
+		{ "_ZN3std2rt10lang_start28_$u7b$$u7b$closure$u7d$$u7d$17h459e666ec38d5061E.llvm.17602109445883871853",
+		  "std::rt::lang_start::{{closure}}" },
+		{ "_ZN5alloc7raw_vec11finish_grow17h6bb3b34c672aa864E.llvm.16760922126257571484",
+		  "alloc::raw_vec::finish_grow" },
+		{ "_ZN9hashbrown11rustc_entry62_$LT$impl$u20$hashbrown..map..HashMap$LT$K$C$V$C$S$C$A$GT$$GT$11rustc_entry17h3472448d97eeb406E",
+		  "hashbrown::rustc_entry::<impl hashbrown::map::HashMap<K,V,S,A>>::rustc_entry" },
+		{ "_RNvCs6Bq21TOhnQv_1t11count_words", "t::count_words" },
+		{ "_RNvMNtCs1234_5alloc3vecINtB2_3VechE4push", "<alloc::vec::Vec<u8>>::push" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *s = su_demangle(cases[i][0]);
+		ck_assert_msg(s && !strcmp(s, cases[i][1]), "%s: %s, not %s", cases[i][0], s ? s : "NULL", cases[i][1]);
+		free(s);
+	}
+	/* A C++ name that only looks like a Rust one stays C++. */
+	char *s = su_demangle("_ZN3foo17h0123456789abcdefEv");
+	ck_assert_str_eq(s, "foo::h0123456789abcdef()");
+	free(s);
+	ck_assert_ptr_null(su_demangle("_Rgarbage"));
+}
+END_TEST
+
 START_TEST(cxx_names_demangled)
 {
 	struct fixture f;
@@ -530,6 +558,7 @@ Suite *symbolize_suite(void)
 	tcase_add_test(tc, inline_chain_of_hot_loop);
 	tcase_add_test(tc, inline_chains_match_addr2line);
 	tcase_add_test(tc, demangle_known_names);
+	tcase_add_test(tc, demangle_rust_names);
 	tcase_add_test(tc, cxx_names_demangled);
 	tcase_add_test(tc, cache_gives_same_frames_and_stable_strings);
 	tcase_add_test(tc, bad_input_gives_nothing);
