@@ -92,7 +92,16 @@ struct slot {
 	uint8_t used;
 };
 
+/* A range of code and the compilation unit it belongs to. */
+struct cu_range {
+	uint64_t lo, hi;           /* [lo, hi), DWARF addresses */
+	Dwarf_Off cu;              /* the CU DIE's offset */
+};
+
 struct symcache {
+	struct cu_range *cus;      /* by lo; built when .debug_aranges fail */
+	size_t ncus;
+	int cus_built;
 	struct slot *slots;
 	size_t nslots, count;
 	struct su_symframe *frames;
@@ -105,6 +114,7 @@ void su_symbolize_cache_free(void *sym_cache)
 	struct symcache *c = sym_cache;
 	if (!c)
 		return;
+	free(c->cus);
 	free(c->slots);
 	free(c->frames);
 	pool_free(&c->strings);
@@ -356,6 +366,70 @@ static int code_scopes(Dwarf_Die *cu, Dwarf_Addr addr, Dwarf_Die *scopes, int ma
 	return keep;
 }
 
+static int cu_range_cmp(const void *a, const void *b)
+{
+	const struct cu_range *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Build C's table of the code ranges of every CU of DW. */
+static void cus_build(struct symcache *c, Dwarf *dw)
+{
+	size_t cap = 0;
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	c->cus_built = 1;
+	while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die die;
+		if (dwarf_offdie(dw, off + hsize, &die)) {
+			Dwarf_Addr base, lo, hi;
+			ptrdiff_t it = 0;
+			while ((it = dwarf_ranges(&die, it, &base, &lo, &hi)) > 0) {
+				if (lo >= hi)
+					continue;
+				if (c->ncus == cap) {
+					size_t const ncap = cap ? 2 * cap : 64;
+					struct cu_range *t = realloc(c->cus, ncap * sizeof *t);
+					if (!t)
+						goto done;
+					c->cus = t;
+					cap = ncap;
+				}
+				c->cus[c->ncus++] = (struct cu_range){ lo, hi, off + hsize };
+			}
+		}
+		off = next;
+	}
+done:
+	if (c->ncus)
+		qsort(c->cus, c->ncus, sizeof *c->cus, cu_range_cmp);
+}
+
+/* The CU whose ranges hold ADDR (a module address), into *MEM, found
+ * through the CUs' own ranges: NULL when none. */
+static Dwarf_Die *addr_cu(struct symcache *c, Dwfl_Module *mod, uint64_t addr, Dwarf_Addr *bias, Dwarf_Die *mem)
+{
+	Dwarf *dw = dwfl_module_getdwarf(mod, bias);
+	if (!dw)
+		return NULL;
+	if (!c->cus_built)
+		cus_build(c, dw);
+	uint64_t const a = addr - *bias;
+	size_t lo = 0, hi = c->ncus;
+	while (lo < hi) {   /* the first range starting after A */
+		size_t const mid = lo + (hi - lo) / 2;
+		if (c->cus[mid].lo <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Ranges may nest (a CU's whole span, then its parts): look back. */
+	for (size_t i = lo; i-- > 0 && lo - i <= 16;)
+		if (a < c->cus[i].hi)
+			return dwarf_offdie(dw, c->cus[i].cu, mem);
+	return NULL;
+}
+
 /* Compute the frames of ADDR into OUT (at most MAX_CHAIN): their number. */
 static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
 		      struct su_symframe *out)
@@ -365,15 +439,28 @@ static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
 	const char *sym_name = dwfl_module_addrinfo(mod, addr, &sym_off, &sym, NULL, NULL, NULL);
 	size_t n = 0;
 
-	/* The line table row of ADDR: the innermost frame's location. */
+	/* The CU of ADDR, and its line table row: the innermost frame's
+	 * location. */
 	const char *file = NULL;
 	int line = 0, col = 0;
-	Dwfl_Line *dl = dwfl_module_getsrc(mod, addr);
-	if (dl)
-		file = dwfl_lineinfo(dl, NULL, &line, &col, NULL, NULL);
-
 	Dwarf_Addr bias = 0;
+	Dwarf_Die cu_mem;
 	Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
+	if (!cu || dwarf_haspc(cu, addr - bias) == 0) {
+		/* .debug_aranges do not cover ADDR (Go writes none; a cgo
+		 * binary has gcc's, libdwfl then takes the CU before ADDR). */
+		cu = addr_cu(c, mod, addr, &bias, &cu_mem);
+		Dwarf_Line *dl = cu ? dwarf_getsrc_die(cu, addr - bias) : NULL;
+		if (dl) {
+			file = dwarf_linesrc(dl, NULL, NULL);
+			dwarf_lineno(dl, &line);
+			dwarf_linecol(dl, &col);
+		}
+	} else {
+		Dwfl_Line *dl = dwfl_module_getsrc(mod, addr);
+		if (dl)
+			file = dwfl_lineinfo(dl, NULL, &line, &col, NULL, NULL);
+	}
 	Dwarf_Die scopes[MAX_SCOPES];
 	int const nscopes = cu ? code_scopes(cu, addr - bias, scopes, MAX_SCOPES) : 0;
 	Dwarf_Files *files = NULL;

@@ -3,7 +3,11 @@
 # languages and of the places every process passes through, checked against
 # binutils' addr2line (and perf script where perf names them):
 #   Rust (Debian's rustc, legacy and v0 manglings): demangled, no hash, no
-#   $-escapes, every inline frame with its file:line, as addr2line -f -i -C.
+#   $-escapes, every inline frame with its file:line, as addr2line -f -i -C;
+#   Go (Debian's golang-go, static and cgo): every frame's file:line as
+#   addr2line (libdwfl's .debug_aranges lookup fails on both), and a stack
+#   through runtime.rt0_go ends there, outermost, not on argc as a frame;
+#   ld.so's _start, where every exec'd process starts: outermost.
 . "${top_srcdir:?}/tests/tap-lib.sh"
 SU="$B/cli/stackunwind"
 need "binutils" addr2line nm
@@ -110,5 +114,57 @@ rust_case rust-legacy
 # Vec<T,A>::push): locations only.
 names=0
 rust_case rust-v0 -C symbol-mangling-version=v0
+
+# ---- Go ----------------------------------------------------------------------
+need "golang-go" go
+need "linux-perf" perf
+need_perf_sampling
+export GOCACHE="$work/gocache" GOPATH="$work/gopath" GOFLAGS= GO111MODULE=on
+# go_case NAME CGO_ENABLED: build testdata/go, record it with perf (all
+# threads on one P), compare every frame of it with addr2line.
+go_case() {
+	name=$1
+	bin="$work/$name"
+	if ! (cd "$top_srcdir/testdata/go" && CGO_ENABLED=$2 go build -o "$bin" .) 2>"$work/$name.cerr"; then
+		not_ok "$name: go build failed: $(head -n 1 "$work/$name.cerr")"
+		return
+	fi
+	GOMAXPROCS=1 perf record -q -k monotonic -F 999 --call-graph dwarf -o "$work/$name.data" -- "$bin" 60 \
+		>/dev/null 2>"$work/$name.rerr"
+	"$SU" stacks "$work/$name.data" >"$work/$name.out" 2>"$work/$name.err"
+	check "$name: stackunwind exits 0" [ $? = 0 ]
+	check "$name: main.hot under main.work, with main.go's lines" \
+		grep -q "main.hot+0x[0-9a-f]* ($bin) .*/testdata/go/main.go:[0-9]" "$work/$name.out"
+	# Go writes executables, not PIE: ELF addresses are addresses.
+	# Locations only: addr2line names an innermost inlined Go function
+	# after the function it is inlined into, and assembly by its symbol
+	# (runtime.rt0_go.abi0, DWARF's runtime.rt0_go).
+	our_chains "$work/$name.out" "$bin" 0 >"$work/$name.ours"
+	a2l_chains "$bin" "$work/$name.ours" >"$work/$name.a2l"
+	set -- $(chains_agree "$work/$name.ours" "$work/$name.a2l" 0)
+	check "$name: every address's inline chain and file:lines as addr2line -i ($1 of $2)" \
+		[ "$2" -gt 20 -a "$1" = "$2" ]
+}
+go_case go-static 0
+go_case go-cgo 1
+
+# Every system call of a Go program's start, from the main thread: the
+# stacks through runtime.rt0_go (a deterministic set, unlike a timer's).
+perf record -q -k monotonic -e raw_syscalls:sys_enter --call-graph dwarf -o "$work/go-sys.data" \
+	-- "$work/go-static" 2 >/dev/null 2>"$work/go-sys.rerr"
+"$SU" stacks "$work/go-sys.data" >"$work/go-sys.out" 2>"$work/go-sys.err"
+rt0=$(grep -c ' runtime.rt0_go+' "$work/go-sys.out")
+below=$(grep -A1 ' runtime.rt0_go+' "$work/go-sys.out" | grep -c -v -e ' runtime.rt0_go+' -e '^$' -e '^--$')
+check "go: $rt0 stacks reach runtime.rt0_go, none goes on below it ($below)" [ "$rt0" -gt 10 -a "$below" = 0 ]
+
+# ---- ld.so ------------------------------------------------------------------
+# The system calls of a C program's start: ld.so's, under its _start.
+perf record -q -k monotonic -e raw_syscalls:sys_enter --call-graph dwarf -o "$work/ldso.data" \
+	-- "$TD/tdata-single" 0.01 >/dev/null 2>"$work/ldso.rerr"
+"$SU" stacks "$work/ldso.data" >"$work/ldso.out" 2>"$work/ldso.err"
+starts=$(grep -c ' _start+0x[0-9a-f]* (.*/ld-linux-x86-64.so.2)$' "$work/ldso.out")
+nocfi=$(grep -c '\[no-cfi\]' "$work/ldso.out")
+check "ld.so: $starts stacks end in its _start, none as [no-cfi] ($nocfi)" [ "$starts" -gt 5 -a "$nocfi" = 0 ]
+check "ld.so: the summary counts none stopped early" grep -q ' 0 stopped early,' "$work/ldso.err"
 
 echo "1..$n"
