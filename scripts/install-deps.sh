@@ -13,6 +13,8 @@ libxml2-utils bsdutils python3"
 PKGS="$PKGS libiberty-dev"
 # tests/names.sh: Rust programs built by Debian's compiler (names, inlines)
 PKGS="$PKGS rustc"
+# tests/names.sh: glibc's DWARF (a function GCC inlined into itself)
+PKGS="$PKGS libc6-dbg"
 # tests/debuginfod.sh: a real debuginfod server on loopback
 PKGS="$PKGS debuginfod"
 

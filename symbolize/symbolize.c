@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gelf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <libiberty/demangle.h>
@@ -98,7 +99,17 @@ struct cu_range {
 	Dwarf_Off cu;              /* the CU DIE's offset */
 };
 
+/* A PLT stub and the function it jumps to. */
+struct plt_stub {
+	uint64_t lo;               /* ELF address */
+	uint32_t size;
+	const char *name;          /* "func@plt", interned */
+};
+
 struct symcache {
+	struct plt_stub *plt;      /* by lo; built at the first address without a name */
+	size_t nplt;
+	int plt_built;
 	struct cu_range *cus;      /* by lo; built when .debug_aranges fail */
 	size_t ncus;
 	int cus_built;
@@ -114,6 +125,7 @@ void su_symbolize_cache_free(void *sym_cache)
 	struct symcache *c = sym_cache;
 	if (!c)
 		return;
+	free(c->plt);
 	free(c->cus);
 	free(c->slots);
 	free(c->frames);
@@ -307,6 +319,147 @@ static void decl_site(struct symcache *c, Dwarf_Die *die, struct su_symframe *f)
 	f->decl_line = dwarf_decl_line(die, &line) == 0 && line > 0 ? (uint32_t)line : 0;
 }
 
+/* ---- PLT stubs ------------------------------------------------------------ */
+
+/* The symbol of the relocation of GOT slot SLOT (JUMP_SLOT or GLOB_DAT)
+ * among the RELA sections of ELF, or of .rela.plt's entry INDEX when SLOT
+ * is 0: its name, or NULL. */
+static const char *reloc_name(Elf *elf, uint64_t slot, int64_t index)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
+			continue;
+		size_t shstrndx;
+		const char *sname = elf_getshdrstrndx(elf, &shstrndx) == 0 ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+		if (index >= 0 && (!sname || strcmp(sname, ".rela.plt")))
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		Elf_Scn *symscn = elf_getscn(elf, sh.sh_link);
+		GElf_Shdr symsh;
+		Elf_Data *syms = symscn ? elf_getdata(symscn, NULL) : NULL;
+		if (!d || !syms || !gelf_getshdr(symscn, &symsh))
+			continue;
+		size_t const n = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Rela r;
+			if (index >= 0 && (size_t)index != i)
+				continue;
+			if (!gelf_getrela(d, (int)i, &r) || (index < 0 && r.r_offset != slot))
+				continue;
+			unsigned const type = GELF_R_TYPE(r.r_info);
+			if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
+				return NULL;
+			GElf_Sym sym;
+			if (!gelf_getsym(syms, (int)GELF_R_SYM(r.r_info), &sym))
+				return NULL;
+			return elf_strptr(elf, symsh.sh_link, sym.st_name);
+		}
+	}
+	return NULL;
+}
+
+/* The function PLT stub BYTES[N] at ADDR jumps to: through `jmp
+ * *disp32(%rip)` (ff 25), the GOT slot's relocation; a lazy stub without
+ * one (.plt when .plt.sec holds the jumps), the .rela.plt entry it
+ * pushes (68 imm32).  NULL for PLT0. */
+static const char *stub_target(Elf *elf, const unsigned char *b, size_t n, uint64_t addr)
+{
+	for (size_t i = 0; i + 6 <= n; i++) {
+		if (b[i] == 0xff && b[i + 1] == 0x25) {
+			int32_t disp;
+			memcpy(&disp, b + i + 2, 4);
+			return reloc_name(elf, addr + i + 6 + (uint64_t)(int64_t)disp, -1);
+		}
+		if (b[i] == 0xff && b[i + 1] == 0x35) /* PLT0: push GOT+8 */
+			return NULL;
+	}
+	for (size_t i = 0; i + 5 <= n; i++) {
+		if (b[i] == 0x68) {
+			uint32_t idx;
+			memcpy(&idx, b + i + 1, 4);
+			return reloc_name(elf, 0, idx);
+		}
+	}
+	return NULL;
+}
+
+static int plt_cmp(const void *a, const void *b)
+{
+	const struct plt_stub *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Build C's table of the PLT stubs of MOD (.plt, .plt.sec, .plt.got), as
+ * perf names them: "func@plt". */
+static void plt_build(struct symcache *c, Dwfl_Module *mod)
+{
+	c->plt_built = 1;
+	GElf_Addr bias;
+	Elf *elf = dwfl_module_getelf(mod, &bias);
+	size_t shstrndx;
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return;
+	size_t cap = 0;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_EXECINSTR))
+			continue;
+		const char *sname = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!sname || (strcmp(sname, ".plt") && strcmp(sname, ".plt.sec") && strcmp(sname, ".plt.got")))
+			continue;
+		uint64_t const esize = sh.sh_entsize >= 8 && sh.sh_entsize <= 32 ? sh.sh_entsize : 16;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d || d->d_size < sh.sh_size)
+			continue;
+		for (uint64_t off = 0; off + esize <= sh.sh_size; off += esize) {
+			const char *fn = stub_target(elf, (const unsigned char *)d->d_buf + off, esize,
+						     sh.sh_addr + off);
+			if (!fn || !fn[0])
+				continue;
+			char *d_name = su_demangle(fn);
+			char *full = NULL;
+			if (asprintf(&full, "%s@plt", d_name ? d_name : fn) < 0)
+				full = NULL;
+			free(d_name);
+			const char *name = full ? intern(&c->strings, full) : NULL;
+			free(full);
+			if (!name)
+				continue;
+			if (c->nplt == cap) {
+				size_t const ncap = cap ? 2 * cap : 32;
+				struct plt_stub *t = realloc(c->plt, ncap * sizeof *t);
+				if (!t)
+					goto done;
+				c->plt = t;
+				cap = ncap;
+			}
+			c->plt[c->nplt++] = (struct plt_stub){ sh.sh_addr + off, (uint32_t)esize, name };
+		}
+	}
+done:
+	if (c->nplt)
+		qsort(c->plt, c->nplt, sizeof *c->plt, plt_cmp);
+}
+
+/* The PLT stub holding ADDR (an ELF address of MOD), or NULL. */
+static const struct plt_stub *plt_find(struct symcache *c, Dwfl_Module *mod, uint64_t addr)
+{
+	if (!c->plt_built)
+		plt_build(c, mod);
+	size_t lo = 0, hi = c->nplt;
+	while (lo < hi) {
+		size_t const mid = lo + (hi - lo) / 2;
+		if (c->plt[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && addr - c->plt[lo - 1].lo < c->plt[lo - 1].size ? &c->plt[lo - 1] : NULL;
+}
+
 /* ---- symbolizing one address --------------------------------------------- */
 
 /* Can DIE of TAG hold code of its own (a pc range)? */
@@ -430,6 +583,48 @@ static Dwarf_Die *addr_cu(struct symcache *c, Dwfl_Module *mod, uint64_t addr, D
 	return NULL;
 }
 
+/* The DIE a concrete DIE is an instance of (DW_AT_abstract_origin), or
+ * the DIE itself: its offset. */
+static Dwarf_Off origin_offset(Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Die origin;
+	if (dwarf_attr(die, DW_AT_abstract_origin, &attr) && dwarf_formref_die(&attr, &origin))
+		return dwarf_dieoffset(&origin);
+	return dwarf_dieoffset(die);
+}
+
+static int udata_attr(Dwarf_Die *die, unsigned name, Dwarf_Word *v)
+{
+	Dwarf_Attribute attr;
+	return dwarf_attr_integrate(die, name, &attr) && dwarf_formudata(&attr, v) == 0;
+}
+
+/* Is the inlined subroutine SCOPES[0] the function that holds it (the
+ * next subprogram or inlined subroutine of SCOPES[1..N)), "called" from
+ * its own declaration (call file:line:column = decl file:line:column)?
+ * GCC writes that when it splits a function and inlines a part back
+ * (glibc's __GI___libc_read inside __GI___libc_read, read.c:24:1): one
+ * function, not a call; a real recursive call inlined is called from its
+ * body. */
+static int inlined_into_itself(Dwarf_Die *scopes, int n)
+{
+	Dwarf_Off const origin = origin_offset(&scopes[0]);
+	for (int j = 1; j < n; j++) {
+		int const tag = dwarf_tag(&scopes[j]);
+		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram && tag != DW_TAG_entry_point)
+			continue;
+		if (origin_offset(&scopes[j]) != origin)
+			return 0;
+		Dwarf_Word cf, cl, cc, df, dl, dc;
+		return udata_attr(&scopes[0], DW_AT_call_file, &cf) && udata_attr(&scopes[0], DW_AT_call_line, &cl) &&
+		       udata_attr(&scopes[0], DW_AT_call_column, &cc) && udata_attr(&scopes[0], DW_AT_decl_file, &df) &&
+		       udata_attr(&scopes[0], DW_AT_decl_line, &dl) && udata_attr(&scopes[0], DW_AT_decl_column, &dc) &&
+		       cf == df && cl == dl && cc == dc;
+	}
+	return 0;
+}
+
 /* Compute the frames of ADDR into OUT (at most MAX_CHAIN): their number. */
 static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
 		      struct su_symframe *out)
@@ -481,6 +676,8 @@ static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
 		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram &&
 		    tag != DW_TAG_entry_point)
 			continue;
+		if (tag == DW_TAG_inlined_subroutine && inlined_into_itself(scopes + i, nscopes - i))
+			continue;
 		struct su_symframe *f = &out[n++];
 		*f = loc;
 		f->function = die_name(c, &scopes[i]);
@@ -501,6 +698,13 @@ static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
 		}
 	}
 
+	const struct plt_stub *plt = !have_subprogram && !n ? plt_find(c, mod, addr) : NULL;
+	if (plt) {
+		/* A PLT stub: no DWARF, no symbol of its own (or the one
+		 * before it); named after its target as perf names it. */
+		out[n++] = (struct su_symframe){ .function = plt->name, .func_offset = addr - plt->lo };
+		return n;
+	}
 	if (!have_subprogram && n < MAX_CHAIN && (sym_name || n > 0 || loc.file)) {
 		/* No DWARF function around ADDR (no DWARF, or assembly): the
 		 * symbol table names it. */

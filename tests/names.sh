@@ -7,7 +7,9 @@
 #   Go (Debian's golang-go, static and cgo): every frame's file:line as
 #   addr2line (libdwfl's .debug_aranges lookup fails on both), and a stack
 #   through runtime.rt0_go ends there, outermost, not on argc as a frame;
-#   ld.so's _start, where every exec'd process starts: outermost.
+#   ld.so's _start, where every exec'd process starts: outermost;
+#   PLT stubs (test-symbolize checks them against objdump);
+#   a function GCC inlined into itself (glibc's read, libc6-dbg) shown once.
 . "${top_srcdir:?}/tests/tap-lib.sh"
 SU="$B/cli/stackunwind"
 need "binutils" addr2line nm
@@ -166,5 +168,22 @@ starts=$(grep -c ' _start+0x[0-9a-f]* (.*/ld-linux-x86-64.so.2)$' "$work/ldso.ou
 nocfi=$(grep -c '\[no-cfi\]' "$work/ldso.out")
 check "ld.so: $starts stacks end in its _start, none as [no-cfi] ($nocfi)" [ "$starts" -gt 5 -a "$nocfi" = 0 ]
 check "ld.so: the summary counts none stopped early" grep -q ' 0 stopped early,' "$work/ldso.err"
+
+# ---- a function inlined into itself -------------------------------------------
+if ! dpkg-query -W -f='${Status}' libc6-dbg 2>/dev/null | grep -q 'install ok installed'; then
+	not_ok "libc6-dbg missing (glibc's DWARF): apt-get install libc6-dbg (scripts/install-deps.sh)"
+else
+	"$STACKCAP" record -o "$work/dd.trace" -- dd if=/dev/zero of=/dev/null bs=64 count=300000 \
+		>/dev/null 2>"$work/dd.rerr"
+	"$SU" stacks "$work/dd.trace" >"$work/dd.out" 2>"$work/dd.err"
+	reads=$(grep -c ' __GI___libc_read+0x' "$work/dd.out")
+	# An (inlined) frame at the pc of the frame below it, with its name.
+	dups=$(awk '/^\t/ { name = $2; sub(/\+0x[0-9a-f]+$/, "", name)
+		if (inl && $1 == ppc && name == pname) d++
+		inl = $3 == "(inlined)"; ppc = $1; pname = name; next }
+		{ inl = 0 } END { print d + 0 }' "$work/dd.out")
+	check "dd: $reads frames in __GI___libc_read, none under an (inlined) copy of itself ($dups)" \
+		[ "$reads" -gt 0 -a "$dups" = 0 ]
+fi
 
 echo "1..$n"
