@@ -152,7 +152,13 @@ EXTRA_DIST += tests/escape.sh
 
 # Names of Rust, Go, PLT and ld.so frames against addr2line and perf.
 TESTS += tests/names.sh
-EXTRA_DIST += tests/names.sh testdata/rust/words.rs
+EXTRA_DIST += tests/names.sh testdata/rust/words.rs testdata/go/main.go testdata/go/cgo.go \
+	testdata/go/nocgo.go testdata/go/go.mod
+
+# Our exports read by the tools that read them (go tool pprof, debuginfod,
+# speedscope).
+TESTS += tests/real-clients.sh
+EXTRA_DIST += tests/real-clients.sh
 
 # Integration: a secret on a live stack frame never reaches a trace (every
 # policy, zstd, perf.data converted) nor any stackunwind output.
