@@ -160,6 +160,10 @@ EXTRA_DIST += tests/names.sh testdata/rust/words.rs testdata/go/main.go testdata
 TESTS += tests/real-clients.sh
 EXTRA_DIST += tests/real-clients.sh
 
+# Choosing samples by time (--time +START,+END), empty filters said.
+TESTS += tests/report.sh
+EXTRA_DIST += tests/report.sh
+
 # Integration: a secret on a live stack frame never reaches a trace (every
 # policy, zstd, perf.data converted) nor any stackunwind output.
 check_PROGRAMS += tests/secret-holder
