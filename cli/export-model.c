@@ -253,6 +253,7 @@ static uint32_t mapping_of(struct export_model *m, const struct su_map_entry *e,
 		.start = e->start, .limit = e->end, .offset = e->offset, .bias = e->bias,
 		.filename = export_model_string(m, name),
 		.build_id = export_model_string(m, hex),
+		.is_main = !!(e->flags & SU_MAP_MAIN),
 	};
 	if (key.filename == UINT32_MAX || key.build_id == UINT32_MAX)
 		return -ENOMEM;

@@ -92,10 +92,15 @@ int export_pprof_write(struct export_model *m, const struct export_info *info, F
 		       s_name = export_model_string(m, info->name);
 	Mapping *mappings = calloc(m->n_mappings + 1, sizeof(*mappings));
 	Mapping **pmappings = calloc(m->n_mappings + 1, sizeof(*pmappings));
-	Function *functions = calloc(m->n_functions + 1, sizeof(*functions));
-	Function **pfunctions = calloc(m->n_functions + 1, sizeof(*pfunctions));
-	Line *lines = calloc(m->n_lines + 1, sizeof(*lines));
-	Line **plines = calloc(m->n_lines + 1, sizeof(*plines));
+	/* A location no symbol covers gets a function of its own,
+	 * "module+0xADDR" as folded and speedscope name it: pprof would
+	 * merge them all into one "[module]" node. */
+	Function *functions = calloc(m->n_functions + m->n_locations + 1, sizeof(*functions));
+	Function **pfunctions = calloc(m->n_functions + m->n_locations + 1, sizeof(*pfunctions));
+	Line *lines = calloc(m->n_lines + m->n_locations + 1, sizeof(*lines));
+	Line **plines = calloc(m->n_lines + m->n_locations + 1, sizeof(*plines));
+	uint32_t *map_pos = calloc(m->n_mappings + 1, sizeof(*map_pos));
+	size_t n_functions = m->n_functions, n_lines = m->n_lines;
 	Location *locations = calloc(m->n_locations + 1, sizeof(*locations));
 	Location **plocations = calloc(m->n_locations + 1, sizeof(*plocations));
 	Label *labels = calloc(4 * m->n_threads + 1, sizeof(*labels));
@@ -114,14 +119,22 @@ int export_pprof_write(struct export_model *m, const struct export_info *info, F
 	    s_pid == UINT32_MAX || s_tid == UINT32_MAX || s_comm == UINT32_MAX || s_thread == UINT32_MAX ||
 	    s_exporter == UINT32_MAX || s_name == UINT32_MAX || !mappings || !pmappings || !functions ||
 	    !pfunctions || !lines || !plines || !locations || !plocations || !labels || !plabels || !samples ||
-	    !psamples || !loc_ids || !values || !agg.slot)
+	    !psamples || !loc_ids || !values || !agg.slot || !map_pos)
 		goto oom;
+
+	/* The main executable's mappings first: pprof takes the first
+	 * mapping for the profile's binary (its "File:"). */
+	size_t pos = 0;
+	for (int main_pass = 1; main_pass >= 0; main_pass--)
+		for (size_t i = 0; i < m->n_mappings; i++)
+			if (!m->mappings[i].is_main == !main_pass)
+				map_pos[i] = (uint32_t)pos++;
 
 	for (size_t i = 0; i < m->n_mappings; i++) {
 		const struct export_mapping *e = &m->mappings[i];
-		Mapping *x = &mappings[i];
+		Mapping *x = &mappings[map_pos[i]];
 		perftools__profiles__mapping__init(x);
-		x->id = i + 1;
+		x->id = map_pos[i] + 1;
 		x->memory_start = e->start;
 		x->memory_limit = e->limit;
 		x->file_offset = e->offset;
@@ -131,7 +144,7 @@ int export_pprof_write(struct export_model *m, const struct export_info *info, F
 		x->has_filenames = e->has_filenames;
 		x->has_line_numbers = e->has_line_numbers;
 		x->has_inline_frames = e->has_inline_frames;
-		pmappings[i] = x;
+		pmappings[map_pos[i]] = x;
 	}
 	for (size_t i = 0; i < m->n_functions; i++) {
 		const struct export_function *e = &m->functions[i];
@@ -156,10 +169,27 @@ int export_pprof_write(struct export_model *m, const struct export_info *info, F
 		Location *x = &locations[i];
 		perftools__profiles__location__init(x);
 		x->id = i + 1;
-		x->mapping_id = e->mapping == EXPORT_NO_MAPPING ? 0 : e->mapping + 1;
+		x->mapping_id = e->mapping == EXPORT_NO_MAPPING ? 0 : map_pos[e->mapping] + 1;
 		x->address = e->pseudo ? 0 : e->address;
 		x->n_line = e->nlines;
 		x->line = e->nlines ? plines + e->first_line : NULL;
+		if (!e->nlines && !e->pseudo && e->mapping != EXPORT_NO_MAPPING) {
+			char name[4200];
+			export_unknown_name(m, e, name, sizeof(name));
+			uint32_t const s_fn = export_model_string(m, name);
+			if (s_fn == UINT32_MAX)
+				goto oom;
+			Function *fn = &functions[n_functions];
+			perftools__profiles__function__init(fn);
+			fn->id = n_functions + 1;
+			fn->name = fn->system_name = s_fn;
+			pfunctions[n_functions++] = fn;
+			perftools__profiles__line__init(&lines[n_lines]);
+			lines[n_lines].function_id = fn->id;
+			plines[n_lines] = &lines[n_lines];
+			x->n_line = 1;
+			x->line = plines + n_lines++;
+		}
 		plocations[i] = x;
 	}
 	/* Per thread: pid, tid (numbers), comm and "comm pid/tid" (strings). */
@@ -253,7 +283,7 @@ int export_pprof_write(struct export_model *m, const struct export_info *info, F
 	p.mapping = pmappings;
 	p.n_location = m->n_locations;
 	p.location = plocations;
-	p.n_function = m->n_functions;
+	p.n_function = n_functions;
 	p.function = pfunctions;
 	p.n_string_table = m->n_strings;
 	p.string_table = m->strings;
@@ -284,6 +314,7 @@ end:
 	free(pmappings);
 	free(functions);
 	free(pfunctions);
+	free(map_pos);
 	free(lines);
 	free(plines);
 	free(locations);

@@ -52,6 +52,7 @@ struct export_mapping {
 	uint64_t start, limit, offset, bias;
 	uint32_t filename, build_id;       /* strings */
 	uint8_t has_functions, has_filenames, has_line_numbers, has_inline_frames;
+	uint8_t is_main;                   /* a mapping of a main executable (SU_MAP_MAIN) */
 };
 
 struct export_function {

@@ -55,7 +55,8 @@ static void usage(FILE *f)
 		"  -p, --pid PID            only this process\n"
 		"  -t, --tid TID            only this thread\n"
 		"      --time START,END     only samples in [START, END] (seconds, as printed;\n"
-		"                           either side may be empty)\n"
+		"                           either side may be empty); +START,+END: seconds\n"
+		"                           after the first sample (e.g. --time +1,+2.5)\n"
 		"  -j, --jobs N             unwind and symbolize on N threads (default: cores)\n"
 		"      --unwinder fast|dwfl the CFI unwinder (default fast; dwfl is elfutils' own)\n"
 		"      --reader native|babeltrace2\n"
@@ -244,10 +245,23 @@ static void parse_options(int argc, char **argv, struct options *o)
 			const char *comma = strchr(optarg, ',');
 			if (!comma)
 				die_usage("--time wants START,END (either may be empty)");
-			o->filter.time_begin = parse_time(optarg, (size_t)(comma - optarg), 0);
-			o->filter.time_end = parse_time(comma + 1, strlen(comma + 1), 0);
-			if (o->filter.time_end && o->filter.time_end < o->filter.time_begin)
+			/* "+S": S seconds after the first sample. */
+			int const rb = optarg[0] == '+', re = comma[1] == '+';
+			if (rb != re && comma > optarg && comma[1])
+				die_usage("--time: START and END both absolute or both +offsets");
+			uint64_t const b = parse_time(optarg + rb, (size_t)(comma - optarg - rb), 0);
+			uint64_t const e = parse_time(comma + 1 + re, strlen(comma + 1 + re), 0);
+			if (e && e < b)
 				die_usage("--time: END is before START");
+			o->time_rel = (unsigned)rb | (unsigned)re << 1;
+			if (rb)
+				o->rel_begin = b;
+			else
+				o->filter.time_begin = b;
+			if (re)
+				o->rel_end = e;
+			else
+				o->filter.time_end = e;
 			break;
 		}
 		case 'j':
@@ -397,6 +411,8 @@ struct run {
 	struct folded_counts *fold;  /* `folded`: the counts, in the main thread */
 	struct export_model *exp;    /* `export`: the profile, in the main thread */
 	struct progress progress;
+	uint64_t t0;                 /* --time +...: the first sample's time (0: none yet) */
+	uint64_t skipped;            /* samples outside --time +... */
 };
 
 /* Text of finished samples: to the output, into the folded counts or into
@@ -417,6 +433,17 @@ static int on_sample(void *arg, const struct su_sample *s)
 	struct run *r = arg;
 	enum su_unwind_end end;
 	progress_sample(&r->progress);
+	if (r->o->time_rel) {
+		/* Offsets from the first sample: samples come in time order. */
+		if (!r->t0)
+			r->t0 = s->time_ns ? s->time_ns : 1;
+		uint64_t const off = s->time_ns - r->t0;
+		if (((r->o->time_rel & 1) && off < r->o->rel_begin) ||
+		    ((r->o->time_rel & 2) && r->o->rel_end && off > r->o->rel_end)) {
+			r->skipped++;
+			return 0;
+		}
+	}
 	size_t const n = worker_unwind(r->reader, s, &end);
 	return pipeline_add(r->pipeline, s, r->reader->frames, n, end);
 }
@@ -511,6 +538,11 @@ static int cmd_stacks(const struct options *o)
 	if (st.drops || st.discarded)
 		fprintf(stderr, ", %" PRIu64 " dropped at capture", st.drops + st.discarded);
 	fputc('\n', stderr);
+	if (!c.samples && (o->filter.pid || o->filter.tid || o->filter.time_begin || o->filter.time_end || o->time_rel))
+		fprintf(stderr,
+			PROG ": no sample matched --pid/--tid/--time (%" PRIu64 " read outside --time +...; times "
+			"are seconds as stacks prints them, or +seconds after the first sample)\n",
+			r.skipped);
 	if (ferror(stdout)) {
 		fprintf(stderr, PROG ": write error on standard output\n");
 		goto out;

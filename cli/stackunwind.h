@@ -35,6 +35,10 @@ struct options {
 	struct flame_opts flame;
 	int export_format;       /* export: EXPORT_SPEEDSCOPE or EXPORT_PPROF */
 	const char *output;      /* flamegraph, export: -o FILE */
+	/* --time +START,+END: seconds after the first sample read (ns); a
+	 * side given so is not in FILTER.  REL: bit 0 START, bit 1 END. */
+	unsigned time_rel;
+	uint64_t rel_begin, rel_end;
 };
 
 /* `stackunwind stats`: sizes, savings, drops, fidelity.  @return the exit status. */

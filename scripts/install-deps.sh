@@ -14,6 +14,14 @@ libxml2-utils bsdutils python3 python3.11-dbg"
 # tests/unit/test-cpython-layout checks capture/cpython-layout.h (the
 # offsets the CPython runtime unwinder reads); it must match python3.11's
 # version (apt-get upgrades both together).
+# symbolize/: Rust names, legacy and v0 (libiberty's rust_demangle)
+PKGS="$PKGS libiberty-dev"
+# tests/names.sh: Rust programs built by Debian's compiler (names, inlines)
+PKGS="$PKGS rustc"
+# tests/names.sh: glibc's DWARF (a function GCC inlined into itself)
+PKGS="$PKGS libc6-dbg"
+# tests/debuginfod.sh: a real debuginfod server on loopback
+PKGS="$PKGS debuginfod"
 
 # Extra package sets, by name.
 case "${1:-}" in

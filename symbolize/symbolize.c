@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gelf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <libiberty/demangle.h>
 
 #include "symbolize/symbolize.h"
 
@@ -16,6 +18,8 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
 
 /* Longest inline chain kept for one address; deeper ones are cut. */
 #define MAX_CHAIN 64
+/* Deepest nesting of code DIEs (blocks, inlined subroutines) followed. */
+#define MAX_SCOPES 256
 
 /* ---- interned strings ---------------------------------------------------- */
 
@@ -89,7 +93,26 @@ struct slot {
 	uint8_t used;
 };
 
+/* A range of code and the compilation unit it belongs to. */
+struct cu_range {
+	uint64_t lo, hi;           /* [lo, hi), DWARF addresses */
+	Dwarf_Off cu;              /* the CU DIE's offset */
+};
+
+/* A PLT stub and the function it jumps to. */
+struct plt_stub {
+	uint64_t lo;               /* ELF address */
+	uint32_t size;
+	const char *name;          /* "func@plt", interned */
+};
+
 struct symcache {
+	struct plt_stub *plt;      /* by lo; built at the first address without a name */
+	size_t nplt;
+	int plt_built;
+	struct cu_range *cus;      /* by lo; built when .debug_aranges fail */
+	size_t ncus;
+	int cus_built;
 	struct slot *slots;
 	size_t nslots, count;
 	struct su_symframe *frames;
@@ -102,6 +125,8 @@ void su_symbolize_cache_free(void *sym_cache)
 	struct symcache *c = sym_cache;
 	if (!c)
 		return;
+	free(c->plt);
+	free(c->cus);
 	free(c->slots);
 	free(c->frames);
 	pool_free(&c->strings);
@@ -176,10 +201,18 @@ static int frames_reserve(struct symcache *c, size_t more)
 
 char *su_demangle(const char *name)
 {
-	/* _Z...: C++ names (also "_Z...  .cold" clones); nothing else is
-	 * handed to the demangler, so "_Zfoo" in C stays as it is if bad. */
-	if (!name || name[0] != '_' || name[1] != 'Z')
+	/* _R...: Rust's v0 mangling; _ZN...17h<16 hex digits>E (with a
+	 * ".llvm.N" suffix sometimes): Rust's legacy one, which is Itanium
+	 * C++ syntax carrying a hash and $-escapes ($LT$, $u7b$...).
+	 * libiberty's rust_demangle says which is Rust and drops the hash,
+	 * as perf and addr2line show them; the rest, C++ names (also
+	 * "_Z...  .cold" clones), go to libstdc++.  Nothing else is handed
+	 * to a demangler, so "_Zfoo" in C stays as it is if bad. */
+	if (!name || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
 		return NULL;
+	char *rust = rust_demangle(name, 0);
+	if (rust || name[1] != 'Z')
+		return rust;
 	int status = 0;
 	char *out = __cxa_demangle(name, NULL, NULL, &status);
 	if (status != 0) {
@@ -189,7 +222,7 @@ char *su_demangle(const char *name)
 	return out;
 }
 
-/* NAME demangled when it is a C++ name, interned. */
+/* NAME demangled when it is a C++ or Rust name, interned. */
 static const char *intern_name(struct symcache *c, const char *name)
 {
 	char *d = su_demangle(name);
@@ -286,7 +319,311 @@ static void decl_site(struct symcache *c, Dwarf_Die *die, struct su_symframe *f)
 	f->decl_line = dwarf_decl_line(die, &line) == 0 && line > 0 ? (uint32_t)line : 0;
 }
 
+/* ---- PLT stubs ------------------------------------------------------------ */
+
+/* The symbol of the relocation of GOT slot SLOT (JUMP_SLOT or GLOB_DAT)
+ * among the RELA sections of ELF, or of .rela.plt's entry INDEX when SLOT
+ * is 0: its name, or NULL. */
+static const char *reloc_name(Elf *elf, uint64_t slot, int64_t index)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
+			continue;
+		size_t shstrndx;
+		const char *sname = elf_getshdrstrndx(elf, &shstrndx) == 0 ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+		if (index >= 0 && (!sname || strcmp(sname, ".rela.plt")))
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		Elf_Scn *symscn = elf_getscn(elf, sh.sh_link);
+		GElf_Shdr symsh;
+		Elf_Data *syms = symscn ? elf_getdata(symscn, NULL) : NULL;
+		if (!d || !syms || !gelf_getshdr(symscn, &symsh))
+			continue;
+		size_t const n = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Rela r;
+			if (index >= 0 && (size_t)index != i)
+				continue;
+			if (!gelf_getrela(d, (int)i, &r) || (index < 0 && r.r_offset != slot))
+				continue;
+			unsigned const type = GELF_R_TYPE(r.r_info);
+			if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
+				return NULL;
+			GElf_Sym sym;
+			if (!gelf_getsym(syms, (int)GELF_R_SYM(r.r_info), &sym))
+				return NULL;
+			return elf_strptr(elf, symsh.sh_link, sym.st_name);
+		}
+	}
+	return NULL;
+}
+
+/* The function PLT stub BYTES[N] at ADDR jumps to: through `jmp
+ * *disp32(%rip)` (ff 25), the GOT slot's relocation; a lazy stub without
+ * one (.plt when .plt.sec holds the jumps), the .rela.plt entry it
+ * pushes (68 imm32).  NULL for PLT0. */
+static const char *stub_target(Elf *elf, const unsigned char *b, size_t n, uint64_t addr)
+{
+	for (size_t i = 0; i + 6 <= n; i++) {
+		if (b[i] == 0xff && b[i + 1] == 0x25) {
+			int32_t disp;
+			memcpy(&disp, b + i + 2, 4);
+			return reloc_name(elf, addr + i + 6 + (uint64_t)(int64_t)disp, -1);
+		}
+		if (b[i] == 0xff && b[i + 1] == 0x35) /* PLT0: push GOT+8 */
+			return NULL;
+	}
+	for (size_t i = 0; i + 5 <= n; i++) {
+		if (b[i] == 0x68) {
+			uint32_t idx;
+			memcpy(&idx, b + i + 1, 4);
+			return reloc_name(elf, 0, idx);
+		}
+	}
+	return NULL;
+}
+
+static int plt_cmp(const void *a, const void *b)
+{
+	const struct plt_stub *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Build C's table of the PLT stubs of MOD (.plt, .plt.sec, .plt.got), as
+ * perf names them: "func@plt". */
+static void plt_build(struct symcache *c, Dwfl_Module *mod)
+{
+	c->plt_built = 1;
+	GElf_Addr bias;
+	Elf *elf = dwfl_module_getelf(mod, &bias);
+	size_t shstrndx;
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return;
+	size_t cap = 0;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_EXECINSTR))
+			continue;
+		const char *sname = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!sname || (strcmp(sname, ".plt") && strcmp(sname, ".plt.sec") && strcmp(sname, ".plt.got")))
+			continue;
+		uint64_t const esize = sh.sh_entsize >= 8 && sh.sh_entsize <= 32 ? sh.sh_entsize : 16;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d || d->d_size < sh.sh_size)
+			continue;
+		for (uint64_t off = 0; off + esize <= sh.sh_size; off += esize) {
+			const char *fn = stub_target(elf, (const unsigned char *)d->d_buf + off, esize,
+						     sh.sh_addr + off);
+			if (!fn || !fn[0])
+				continue;
+			char *d_name = su_demangle(fn);
+			char *full = NULL;
+			if (asprintf(&full, "%s@plt", d_name ? d_name : fn) < 0)
+				full = NULL;
+			free(d_name);
+			const char *name = full ? intern(&c->strings, full) : NULL;
+			free(full);
+			if (!name)
+				continue;
+			if (c->nplt == cap) {
+				size_t const ncap = cap ? 2 * cap : 32;
+				struct plt_stub *t = realloc(c->plt, ncap * sizeof *t);
+				if (!t)
+					goto done;
+				c->plt = t;
+				cap = ncap;
+			}
+			c->plt[c->nplt++] = (struct plt_stub){ sh.sh_addr + off, (uint32_t)esize, name };
+		}
+	}
+done:
+	if (c->nplt)
+		qsort(c->plt, c->nplt, sizeof *c->plt, plt_cmp);
+}
+
+/* The PLT stub holding ADDR (an ELF address of MOD), or NULL. */
+static const struct plt_stub *plt_find(struct symcache *c, Dwfl_Module *mod, uint64_t addr)
+{
+	if (!c->plt_built)
+		plt_build(c, mod);
+	size_t lo = 0, hi = c->nplt;
+	while (lo < hi) {
+		size_t const mid = lo + (hi - lo) / 2;
+		if (c->plt[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && addr - c->plt[lo - 1].lo < c->plt[lo - 1].size ? &c->plt[lo - 1] : NULL;
+}
+
 /* ---- symbolizing one address --------------------------------------------- */
+
+/* Can DIE of TAG hold code of its own (a pc range)? */
+static int tag_has_code(int tag)
+{
+	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block ||
+	       tag == DW_TAG_entry_point || tag == DW_TAG_try_block || tag == DW_TAG_catch_block ||
+	       tag == DW_TAG_with_stmt;
+}
+
+/* Can DIE of TAG, which has no code, hold DIEs that have some?  Rust
+ * nests every function in namespaces (and impl blocks); C++ may define
+ * member functions in their class. */
+static int tag_holds_code(int tag)
+{
+	return tag == DW_TAG_namespace || tag == DW_TAG_module || tag == DW_TAG_class_type ||
+	       tag == DW_TAG_structure_type || tag == DW_TAG_union_type || tag == DW_TAG_interface_type;
+}
+
+/* The DIEs under PARENT whose code holds ADDR, outermost first, into
+ * CHAIN[N..MAX): the count after them. */
+static int code_path(Dwarf_Die *parent, Dwarf_Addr addr, Dwarf_Die *chain, int n, int max, int depth)
+{
+	Dwarf_Die child;
+	if (depth > MAX_SCOPES || dwarf_child(parent, &child) != 0)
+		return n;
+	do {
+		int const tag = dwarf_tag(&child);
+		if (tag_has_code(tag)) {
+			if (dwarf_haspc(&child, addr) <= 0)
+				continue;
+			if (n < max)
+				chain[n++] = child;
+			return code_path(&child, addr, chain, n, max, depth + 1);
+		}
+		if (tag_holds_code(tag) && dwarf_haschildren(&child)) {
+			int const m = code_path(&child, addr, chain, n, max, depth + 1);
+			if (m > n)
+				return m;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return n;
+}
+
+/* The scopes of CU holding ADDR, innermost first (lexical blocks, each
+ * inlined subroutine, the subprogram), into SCOPES[MAX]: their number.
+ * Not dwarf_getscopes: elfutils (0.188) prunes every DIE without a pc
+ * range, so it never enters the namespaces Rust defines its functions in
+ * and finds nothing there (no inline frame, no DWARF function). */
+static int code_scopes(Dwarf_Die *cu, Dwarf_Addr addr, Dwarf_Die *scopes, int max)
+{
+	Dwarf_Die chain[MAX_SCOPES];
+	int const n = code_path(cu, addr, chain, 0, MAX_SCOPES, 0);
+	int const keep = n < max ? n : max;
+	for (int i = 0; i < keep; i++)
+		scopes[i] = chain[n - 1 - i];
+	return keep;
+}
+
+static int cu_range_cmp(const void *a, const void *b)
+{
+	const struct cu_range *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Build C's table of the code ranges of every CU of DW. */
+static void cus_build(struct symcache *c, Dwarf *dw)
+{
+	size_t cap = 0;
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	c->cus_built = 1;
+	while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die die;
+		if (dwarf_offdie(dw, off + hsize, &die)) {
+			Dwarf_Addr base, lo, hi;
+			ptrdiff_t it = 0;
+			while ((it = dwarf_ranges(&die, it, &base, &lo, &hi)) > 0) {
+				if (lo >= hi)
+					continue;
+				if (c->ncus == cap) {
+					size_t const ncap = cap ? 2 * cap : 64;
+					struct cu_range *t = realloc(c->cus, ncap * sizeof *t);
+					if (!t)
+						goto done;
+					c->cus = t;
+					cap = ncap;
+				}
+				c->cus[c->ncus++] = (struct cu_range){ lo, hi, off + hsize };
+			}
+		}
+		off = next;
+	}
+done:
+	if (c->ncus)
+		qsort(c->cus, c->ncus, sizeof *c->cus, cu_range_cmp);
+}
+
+/* The CU whose ranges hold ADDR (a module address), into *MEM, found
+ * through the CUs' own ranges: NULL when none. */
+static Dwarf_Die *addr_cu(struct symcache *c, Dwfl_Module *mod, uint64_t addr, Dwarf_Addr *bias, Dwarf_Die *mem)
+{
+	Dwarf *dw = dwfl_module_getdwarf(mod, bias);
+	if (!dw)
+		return NULL;
+	if (!c->cus_built)
+		cus_build(c, dw);
+	uint64_t const a = addr - *bias;
+	size_t lo = 0, hi = c->ncus;
+	while (lo < hi) {   /* the first range starting after A */
+		size_t const mid = lo + (hi - lo) / 2;
+		if (c->cus[mid].lo <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Ranges may nest (a CU's whole span, then its parts): look back. */
+	for (size_t i = lo; i-- > 0 && lo - i <= 16;)
+		if (a < c->cus[i].hi)
+			return dwarf_offdie(dw, c->cus[i].cu, mem);
+	return NULL;
+}
+
+/* The DIE a concrete DIE is an instance of (DW_AT_abstract_origin), or
+ * the DIE itself: its offset. */
+static Dwarf_Off origin_offset(Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Die origin;
+	if (dwarf_attr(die, DW_AT_abstract_origin, &attr) && dwarf_formref_die(&attr, &origin))
+		return dwarf_dieoffset(&origin);
+	return dwarf_dieoffset(die);
+}
+
+static int udata_attr(Dwarf_Die *die, unsigned name, Dwarf_Word *v)
+{
+	Dwarf_Attribute attr;
+	return dwarf_attr_integrate(die, name, &attr) && dwarf_formudata(&attr, v) == 0;
+}
+
+/* Is the inlined subroutine SCOPES[0] the function that holds it (the
+ * next subprogram or inlined subroutine of SCOPES[1..N)), "called" from
+ * its own declaration (call file:line:column = decl file:line:column)?
+ * GCC writes that when it splits a function and inlines a part back
+ * (glibc's __GI___libc_read inside __GI___libc_read, read.c:24:1): one
+ * function, not a call; a real recursive call inlined is called from its
+ * body. */
+static int inlined_into_itself(Dwarf_Die *scopes, int n)
+{
+	Dwarf_Off const origin = origin_offset(&scopes[0]);
+	for (int j = 1; j < n; j++) {
+		int const tag = dwarf_tag(&scopes[j]);
+		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram && tag != DW_TAG_entry_point)
+			continue;
+		if (origin_offset(&scopes[j]) != origin)
+			return 0;
+		Dwarf_Word cf, cl, cc, df, dl, dc;
+		return udata_attr(&scopes[0], DW_AT_call_file, &cf) && udata_attr(&scopes[0], DW_AT_call_line, &cl) &&
+		       udata_attr(&scopes[0], DW_AT_call_column, &cc) && udata_attr(&scopes[0], DW_AT_decl_file, &df) &&
+		       udata_attr(&scopes[0], DW_AT_decl_line, &dl) && udata_attr(&scopes[0], DW_AT_decl_column, &dc) &&
+		       cf == df && cl == dl && cc == dc;
+	}
+	return 0;
+}
 
 /* Compute the frames of ADDR into OUT (at most MAX_CHAIN): their number. */
 static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
@@ -297,25 +634,30 @@ static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
 	const char *sym_name = dwfl_module_addrinfo(mod, addr, &sym_off, &sym, NULL, NULL, NULL);
 	size_t n = 0;
 
-	/* The line table row of ADDR: the innermost frame's location. */
+	/* The CU of ADDR, and its line table row: the innermost frame's
+	 * location. */
 	const char *file = NULL;
 	int line = 0, col = 0;
-	Dwfl_Line *dl = dwfl_module_getsrc(mod, addr);
-	if (dl)
-		file = dwfl_lineinfo(dl, NULL, &line, &col, NULL, NULL);
-
 	Dwarf_Addr bias = 0;
+	Dwarf_Die cu_mem;
 	Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
-	Dwarf_Die *scopes = NULL;
-	int nscopes = cu ? dwarf_getscopes(cu, addr - bias, &scopes) : 0;
-	if (nscopes > 0) {
-		/* The lexical parents of the innermost scope: dwarf_getscopes
-		 * follows an inlined instance into its abstract definition. */
-		Dwarf_Die inner = scopes[0];
-		free(scopes);
-		scopes = NULL;
-		nscopes = dwarf_getscopes_die(&inner, &scopes);
+	if (!cu || dwarf_haspc(cu, addr - bias) == 0) {
+		/* .debug_aranges do not cover ADDR (Go writes none; a cgo
+		 * binary has gcc's, libdwfl then takes the CU before ADDR). */
+		cu = addr_cu(c, mod, addr, &bias, &cu_mem);
+		Dwarf_Line *dl = cu ? dwarf_getsrc_die(cu, addr - bias) : NULL;
+		if (dl) {
+			file = dwarf_linesrc(dl, NULL, NULL);
+			dwarf_lineno(dl, &line);
+			dwarf_linecol(dl, &col);
+		}
+	} else {
+		Dwfl_Line *dl = dwfl_module_getsrc(mod, addr);
+		if (dl)
+			file = dwfl_lineinfo(dl, NULL, &line, &col, NULL, NULL);
 	}
+	Dwarf_Die scopes[MAX_SCOPES];
+	int const nscopes = cu ? code_scopes(cu, addr - bias, scopes, MAX_SCOPES) : 0;
 	Dwarf_Files *files = NULL;
 	if (cu && dwarf_getsrcfiles(cu, &files, NULL) != 0)
 		files = NULL;
@@ -333,6 +675,8 @@ static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
 		int tag = dwarf_tag(&scopes[i]);
 		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram &&
 		    tag != DW_TAG_entry_point)
+			continue;
+		if (tag == DW_TAG_inlined_subroutine && inlined_into_itself(scopes + i, nscopes - i))
 			continue;
 		struct su_symframe *f = &out[n++];
 		*f = loc;
@@ -353,8 +697,14 @@ static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
 				f->function = intern_name(c, sym_name);
 		}
 	}
-	free(scopes);
 
+	const struct plt_stub *plt = !have_subprogram && !n ? plt_find(c, mod, addr) : NULL;
+	if (plt) {
+		/* A PLT stub: no DWARF, no symbol of its own (or the one
+		 * before it); named after its target as perf names it. */
+		out[n++] = (struct su_symframe){ .function = plt->name, .func_offset = addr - plt->lo };
+		return n;
+	}
 	if (!have_subprogram && n < MAX_CHAIN && (sym_name || n > 0 || loc.file)) {
 		/* No DWARF function around ADDR (no DWARF, or assembly): the
 		 * symbol table names it. */

@@ -150,6 +150,20 @@ EXTRA_DIST += tests/bad-input.sh
 TESTS += tests/escape.sh
 EXTRA_DIST += tests/escape.sh
 
+# Names of Rust, Go, PLT and ld.so frames against addr2line and perf.
+TESTS += tests/names.sh
+EXTRA_DIST += tests/names.sh testdata/rust/words.rs testdata/go/main.go testdata/go/cgo.go \
+	testdata/go/nocgo.go testdata/go/go.mod
+
+# Our exports read by the tools that read them (go tool pprof, debuginfod,
+# speedscope).
+TESTS += tests/real-clients.sh
+EXTRA_DIST += tests/real-clients.sh
+
+# Choosing samples by time (--time +START,+END), empty filters said.
+TESTS += tests/report.sh
+EXTRA_DIST += tests/report.sh
+
 # Integration: a secret on a live stack frame never reaches a trace (every
 # policy, zstd, perf.data converted) nor any stackunwind output.
 check_PROGRAMS += tests/secret-holder
@@ -292,7 +306,7 @@ tests_unit_test_symbolize_asan_SOURCES = $(tests_unit_test_symbolize_SOURCES) de
 	symbolize/symbolize.c
 tests_unit_test_symbolize_asan_CFLAGS = $(tests_unit_test_symbolize_CFLAGS) $(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_symbolize_asan_LDFLAGS = $(SANITIZE_FLAGS)
-tests_unit_test_symbolize_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS) -lstdc++ $(CHECK_LIBS)
+tests_unit_test_symbolize_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS) $(IBERTY_LIBS) -lstdc++ $(CHECK_LIBS)
 EXTRA_tests_unit_test_symbolize_asan_DEPENDENCIES = $(EXTRA_tests_unit_test_symbolize_DEPENDENCIES)
 TESTS += tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan
 

@@ -577,6 +577,66 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 	return n;
 }
 
+/* ---- where a process starts ------------------------------------------------- */
+
+/* Does the copied stack hold a process's initial stack with ARGC: the
+ * word ARGC, then ARGC pointers further up the stack (argv), then 0?
+ * That is where the kernel starts a program: entry code that has CFI but
+ * does not mark its return address undefined (Go's runtime.rt0_go) reads
+ * argc as one.  (A filtered trace zeroes argc: the unwind ends on 0.) */
+static int initial_stack_holds(const struct su_sample *sample, uint64_t argc)
+{
+	const struct stackcap_image *img = sample->image;
+	if (argc == 0 || argc >= 4096)
+		return 0;
+	struct uw_stack st;
+	uw_stack_init(&st, sample);
+	uint64_t const end = img->sp + 8 * img->nwords;
+	for (uint64_t at = img->sp; at + 8 * (argc + 2) <= end; at += 8) {
+		uint64_t v;
+		if (uw_stack_read(&st, at, &v) != UW_READ_OK || v != argc)
+			continue;
+		uint64_t const argv_end = at + 8 * (argc + 1);
+		int ok = uw_stack_read(&st, argv_end, &v) == UW_READ_OK && v == 0;
+		for (uint64_t k = 1; ok && k <= argc; k++)
+			ok = uw_stack_read(&st, at + 8 * k, &v) == UW_READ_OK && v > argv_end && v - argv_end < (1u << 20);
+		if (ok)
+			return 1;
+	}
+	return 0;
+}
+
+/* Is PC (a return address, looked up at PC - 1) in the first instructions
+ * of the entry point of module M?  ld.so's _start calls _dl_start at once
+ * and has no CFI: its frame is the first one of every exec'd process. */
+static int at_entry(struct su_module *m, uint64_t elf_lookup)
+{
+	GElf_Addr bias;
+	GElf_Ehdr eh;
+	Elf *elf = m && m->mod ? dwfl_module_getelf(m->mod, &bias) : NULL;
+	if (!elf || !gelf_getehdr(elf, &eh) || !eh.e_entry)
+		return 0;
+	return elf_lookup >= eh.e_entry && elf_lookup < eh.e_entry + 16;
+}
+
+/* An unwind that stopped where a process starts reached its outermost
+ * frame: the same rule after either unwinder. */
+static void entry_end(struct su_unwinder *u, const struct su_sample *sample, struct su_frame *frames,
+		      size_t *n, enum su_unwind_end *end)
+{
+	if (*end == SU_END_NO_MAP && *n >= 2 && frames[*n - 1].pc < 4096 &&
+	    initial_stack_holds(sample, frames[*n - 1].pc)) {
+		(*n)--;
+		*end = SU_END_OUTERMOST;
+	} else if (*end == SU_END_NO_CFI && *n >= 1 && frames[*n - 1].map >= 0 && !frames[*n - 1].activation) {
+		struct uw_proc *p = uw_proc_get(u, sample->maps);
+		const struct su_frame *f = &frames[*n - 1];
+		struct su_module *m = p ? uw_proc_module(u, p, (uint32_t)f->map) : NULL;
+		if (m && at_entry(m, f->pc - 1 - sample->maps->entries[f->map].bias))
+			*end = SU_END_OUTERMOST;
+	}
+}
+
 /* ---- entry point ------------------------------------------------------------ */
 
 size_t su_unwind(struct su_unwinder *u, const struct su_sample *sample,
@@ -629,6 +689,7 @@ size_t su_unwind(struct su_unwinder *u, const struct su_sample *sample,
 		} else {
 			n = fast_unwind(u, p, sample, frames, max, end);
 		}
+		entry_end(u, sample, frames, &n, end);
 	}
 	if (sample->runtime_frames)
 		n = su_runtime_splice(u, sample, frames, n, max, end);

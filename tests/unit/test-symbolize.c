@@ -253,6 +253,53 @@ static void check_against_addr2line(const char *rel, const char *func)
 	fixture_close(&f);
 }
 
+/* Every PLT stub objdump names (`<func@plt>`, from binutils' synthetic
+ * symbols) has that name here, at each of its bytes, as perf names it. */
+static unsigned check_plt_against_objdump(const char *rel)
+{
+	struct fixture f;
+	fixture_open(&f, rel);
+	char *cmd = xasprintf("objdump -d -C -j .plt -j .plt.sec -j .plt.got '%s'", f.path);
+	int st;
+	char *out = run_cmd(cmd, &st);
+	ck_assert_msg(st == 0, "%s: exit %d (binutils installed?)", cmd, st);
+	unsigned stubs = 0;
+	char *save = NULL;
+	for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *lt = strstr(line, " <"), *end = strstr(line, "@plt>:");
+		if (!lt || !end || end < lt || strchr(line, '\t'))
+			continue;
+		*end = '\0';
+		if (strchr(lt + 2, '+') || strstr(lt + 2, "@plt-"))
+			continue; /* PLT0: "<func@plt-0x10>" */
+		uint64_t const a = strtoull(line, NULL, 16);
+		char *want = xasprintf("%s@plt", lt + 2);
+		for (uint64_t off = 0; off < 8; off++) {
+			struct su_symframe fr[MAXF];
+			size_t const n = su_symbolize(f.mod, a + off, fr, MAXF);
+			ck_assert_msg(n == 1 && fr[0].function && !strcmp(fr[0].function, want) &&
+				      fr[0].func_offset == off,
+				      "%s 0x%llx: %s+0x%llx, objdump %s", rel, (unsigned long long)(a + off),
+				      n ? or_q(fr[0].function) : "nothing", n ? (unsigned long long)fr[0].func_offset : 0ull,
+				      want);
+		}
+		free(want);
+		stubs++;
+	}
+	free(out);
+	free(cmd);
+	fixture_close(&f);
+	return stubs;
+}
+
+START_TEST(plt_stubs_named_as_objdump)
+{
+	unsigned const c = check_plt_against_objdump("testdata/tdata-single");
+	unsigned const cxx = check_plt_against_objdump("testdata/tdata-demo");
+	ck_assert_msg(c >= 3 && cxx >= 3, "PLT stubs checked: %u and %u", c, cxx);
+}
+END_TEST
+
 START_TEST(inline_chains_match_addr2line)
 {
 	check_against_addr2line("testdata/tdata-inline", "inline_hot");
@@ -280,6 +327,34 @@ START_TEST(demangle_known_names)
 	ck_assert_ptr_null(su_demangle("_Zgarbage"));
 	ck_assert_ptr_null(su_demangle(""));
 	ck_assert_ptr_null(su_demangle(NULL));
+}
+END_TEST
+
+/* Rust: the legacy mangling (Itanium syntax, a hash, $-escapes, LLVM's
+ * suffix) and v0, as rustc 1.63 writes them; names as perf shows them. */
+START_TEST(demangle_rust_names)
+{
+	static const char *const cases[][2] = {
+		{ "_ZN1t11count_words17h957abfedacffe652E", "t::count_words" },
+		{ "_ZN3std2rt10lang_start28_$u7b$$u7b$closure$u7d$$u7d$17h459e666ec38d5061E.llvm.17602109445883871853",
+		  "std::rt::lang_start::{{closure}}" },
+		{ "_ZN5alloc7raw_vec11finish_grow17h6bb3b34c672aa864E.llvm.16760922126257571484",
+		  "alloc::raw_vec::finish_grow" },
+		{ "_ZN9hashbrown11rustc_entry62_$LT$impl$u20$hashbrown..map..HashMap$LT$K$C$V$C$S$C$A$GT$$GT$11rustc_entry17h3472448d97eeb406E",
+		  "hashbrown::rustc_entry::<impl hashbrown::map::HashMap<K,V,S,A>>::rustc_entry" },
+		{ "_RNvCs6Bq21TOhnQv_1t11count_words", "t::count_words" },
+		{ "_RNvMNtCs1234_5alloc3vecINtB2_3VechE4push", "<alloc::vec::Vec<u8>>::push" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *s = su_demangle(cases[i][0]);
+		ck_assert_msg(s && !strcmp(s, cases[i][1]), "%s: %s, not %s", cases[i][0], s ? s : "NULL", cases[i][1]);
+		free(s);
+	}
+	/* A C++ name that only looks like a Rust one stays C++. */
+	char *s = su_demangle("_ZN3foo17h0123456789abcdefEv");
+	ck_assert_str_eq(s, "foo::h0123456789abcdef()");
+	free(s);
+	ck_assert_ptr_null(su_demangle("_Rgarbage"));
 }
 END_TEST
 
@@ -530,6 +605,8 @@ Suite *symbolize_suite(void)
 	tcase_add_test(tc, inline_chain_of_hot_loop);
 	tcase_add_test(tc, inline_chains_match_addr2line);
 	tcase_add_test(tc, demangle_known_names);
+	tcase_add_test(tc, demangle_rust_names);
+	tcase_add_test(tc, plt_stubs_named_as_objdump);
 	tcase_add_test(tc, cxx_names_demangled);
 	tcase_add_test(tc, cache_gives_same_frames_and_stable_strings);
 	tcase_add_test(tc, bad_input_gives_nothing);

@@ -1,0 +1,3 @@
+module tdatago
+
+go 1.19

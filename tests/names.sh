@@ -1,0 +1,189 @@
+#!/bin/sh
+# Integration: the names stackunwind gives frames of programs in other
+# languages and of the places every process passes through, checked against
+# binutils' addr2line (and perf script where perf names them):
+#   Rust (Debian's rustc, legacy and v0 manglings): demangled, no hash, no
+#   $-escapes, every inline frame with its file:line, as addr2line -f -i -C;
+#   Go (Debian's golang-go, static and cgo): every frame's file:line as
+#   addr2line (libdwfl's .debug_aranges lookup fails on both), and a stack
+#   through runtime.rt0_go ends there, outermost, not on argc as a frame;
+#   ld.so's _start, where every exec'd process starts: outermost;
+#   PLT stubs (test-symbolize checks them against objdump);
+#   a function GCC inlined into itself (glibc's read, libc6-dbg) shown once.
+. "${top_srcdir:?}/tests/tap-lib.sh"
+SU="$B/cli/stackunwind"
+need "binutils" addr2line nm
+
+# Debian's compiler, whatever else is on PATH (rustup's).
+RUSTC=/usr/bin/rustc
+if [ ! -x "$RUSTC" ]; then
+	echo "1..1"
+	echo "not ok 1 - $RUSTC missing: apt-get install rustc (scripts/install-deps.sh)"
+	exit 0
+fi
+
+# bias_of STACKS BIN: BIN's load bias in a `stacks` output, from its main frame.
+bias_of() {
+	set -- $(awk -v bin="$2" 'index($0, " (" bin ")") && $2 ~ /^main\+0x/ { split($2, a, "+"); print $1, a[2]; exit }' "$1") \
+		"$(nm "$2" | awk '$3 == "main" { print $1 }')"
+	[ $# = 3 ] && echo $((0x$1 - $2 - 0x$3))
+}
+
+# our_chains STACKS BIN BIAS: one line per distinct address of BIN looked
+# up ("hex<TAB>name|file:line;..." innermost first; the activation frame at
+# its pc, return addresses at pc - 1).
+our_chains() {
+	awk -v bin="$2" -v bias="$3" '
+	function hex(s,  v, i) { v = 0; for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1; return v }
+	function flush() { if (cur != "" && !(key in seen)) { seen[key] = 1; printf "%x\t%s\n", key, cur } cur = "" }
+	/^\t/ {
+		line = $0; sub(/^\t */, "", line)
+		pc = line; sub(/ .*/, "", pc); rest = substr(line, length(pc) + 2)
+		if (pc != lastpc) { flush(); nth++; lastpc = pc }
+		i = index(rest, " (" bin ")")
+		if (!i) { cur = ""; next }
+		name = substr(rest, 1, i - 1); loc = substr(rest, i + length(bin) + 4)
+		sub(/ \(inlined\)$/, "", name); sub(/\+0x[0-9a-f]+$/, "", name)
+		key = hex(pc) - bias - (nth > 1 ? 1 : 0)
+		cur = cur (cur == "" ? "" : ";") name "|" loc
+		next
+	}
+	{ flush(); nth = 0; lastpc = "" }
+	END { flush() }' "$1" | sort
+}
+
+# a2l_chains BIN CHAINS: the same lines from addr2line -f -i -C -a for the
+# addresses of CHAINS (a location it has no line for, "file:?", as none).
+a2l_chains() {
+	addr2line -f -i -C -a -e "$1" $(cut -f1 "$2" | sed 's/^/0x/') | awk '
+	function flush() { if (addr != "") printf "%s\t%s\n", addr, cur; cur = "" }
+	/^0x[0-9a-f]+$/ { flush(); addr = $0; sub(/^0x0*/, "", addr); state = 0; next }
+	state == 0 { name = $0; state = 1; next }
+	{ loc = $0; sub(/ \(discriminator [0-9]+\)$/, "", loc); if (loc ~ /:\?$/) loc = ""
+	  cur = cur (cur == "" ? "" : ";") name "|" loc; state = 0 }
+	END { flush() }' | sort
+}
+
+# chains_agree OURS THEIRS NAMES: "agree total": the same number of frames at
+# each address, each at the same file:line (addr2line's path may be ours
+# under the compilation directory), with the same names when NAMES is 1.
+chains_agree() {
+	awk -F '\t' -v names="$3" '
+	NR == FNR { a[$1] = $2; next }
+	{
+		tot++
+		n = split($2, o, ";"); m = split(a[$1], t, ";")
+		good = n == m
+		for (i = 1; good && i <= n; i++) {
+			split(o[i], x, "|"); split(t[i], y, "|")
+			if (names && x[1] != y[1]) good = 0
+			if (x[2] != y[2] && !(x[2] != "" && substr(y[2], length(y[2]) - length(x[2])) == "/" x[2])) good = 0
+		}
+		if (!good && bad++ < 3) printf "differs at 0x%s: ours %s; addr2line %s\n", $1, $2, a[$1] >"/dev/stderr"
+		agree += good
+	}
+	END { printf "%d %d\n", agree, tot }' "$2" "$1"
+}
+
+# ---- Rust ------------------------------------------------------------------
+# rust_case NAME RUSTC-FLAGS...: build testdata/rust/words.rs, record it,
+# compare every frame of it with addr2line.
+rust_case() {
+	name=$1; shift
+	bin="$work/$name"
+	if ! "$RUSTC" -g -O "$@" -o "$bin" "$top_srcdir/testdata/rust/words.rs" 2>"$work/$name.cerr"; then
+		not_ok "$name: $RUSTC $* failed: $(head -n 1 "$work/$name.cerr")"
+		return
+	fi
+	"$STACKCAP" record -o "$work/$name.trace" -- "$bin" 400 >/dev/null 2>"$work/$name.rerr"
+	"$SU" stacks "$work/$name.trace" >"$work/$name.out" 2>"$work/$name.err"
+	check "$name: stackunwind exits 0" [ $? = 0 ]
+	check "$name: words::count_words named (no hash)" grep -q ' words::count_words+0x[0-9a-f]* (' "$work/$name.out"
+	left=$(grep -c -E '::h[0-9a-f]{16}([^0-9a-f]|$)|\$(LT|GT|u7b|u7d|C|u20)\$|\.llvm\.[0-9]|[ ;]_(ZN|R[NC])[0-9A-Za-z_]' "$work/$name.out")
+	check "$name: no hash, \$-escape or mangled name left ($left frames)" [ "$left" = 0 ]
+	inl=$(grep -c ' (inlined) ('"$bin"')' "$work/$name.out")
+	check "$name: inline frames shown ($inl)" [ "$inl" -gt 100 ]
+	bias=$(bias_of "$work/$name.out" "$bin")
+	our_chains "$work/$name.out" "$bin" "${bias:-0}" >"$work/$name.ours"
+	a2l_chains "$bin" "$work/$name.ours" >"$work/$name.a2l"
+	set -- $(chains_agree "$work/$name.ours" "$work/$name.a2l" "$names")
+	check "$name: every address's inline chain and file:lines as addr2line -i ($1 of $2)" \
+		[ "$2" -gt 20 -a "$1" = "$2" ]
+}
+names=1
+rust_case rust-legacy
+# v0 names say more than addr2line's DWARF names (<Vec<u8>>::push, not
+# Vec<T,A>::push): locations only.
+names=0
+rust_case rust-v0 -C symbol-mangling-version=v0
+
+# ---- Go ----------------------------------------------------------------------
+need "golang-go" go
+need "linux-perf" perf
+need_perf_sampling
+export GOCACHE="$work/gocache" GOPATH="$work/gopath" GOFLAGS= GO111MODULE=on
+# go_case NAME CGO_ENABLED: build testdata/go, record it with perf (all
+# threads on one P), compare every frame of it with addr2line.
+go_case() {
+	name=$1
+	bin="$work/$name"
+	if ! (cd "$top_srcdir/testdata/go" && CGO_ENABLED=$2 go build -o "$bin" .) 2>"$work/$name.cerr"; then
+		not_ok "$name: go build failed: $(head -n 1 "$work/$name.cerr")"
+		return
+	fi
+	GOMAXPROCS=1 perf record -q -k monotonic -F 999 --call-graph dwarf -o "$work/$name.data" -- "$bin" 60 \
+		>/dev/null 2>"$work/$name.rerr"
+	"$SU" stacks "$work/$name.data" >"$work/$name.out" 2>"$work/$name.err"
+	check "$name: stackunwind exits 0" [ $? = 0 ]
+	check "$name: main.hot under main.work, with main.go's lines" \
+		grep -q "main.hot+0x[0-9a-f]* ($bin) .*/testdata/go/main.go:[0-9]" "$work/$name.out"
+	# Go writes executables, not PIE: ELF addresses are addresses.
+	# Locations only: addr2line names an innermost inlined Go function
+	# after the function it is inlined into, and assembly by its symbol
+	# (runtime.rt0_go.abi0, DWARF's runtime.rt0_go).
+	our_chains "$work/$name.out" "$bin" 0 >"$work/$name.ours"
+	a2l_chains "$bin" "$work/$name.ours" >"$work/$name.a2l"
+	set -- $(chains_agree "$work/$name.ours" "$work/$name.a2l" 0)
+	check "$name: every address's inline chain and file:lines as addr2line -i ($1 of $2)" \
+		[ "$2" -gt 20 -a "$1" = "$2" ]
+}
+go_case go-static 0
+go_case go-cgo 1
+
+# Every system call of a Go program's start, from the main thread: the
+# stacks through runtime.rt0_go (a deterministic set, unlike a timer's).
+perf record -q -k monotonic -e raw_syscalls:sys_enter --call-graph dwarf -o "$work/go-sys.data" \
+	-- "$work/go-static" 2 >/dev/null 2>"$work/go-sys.rerr"
+"$SU" stacks "$work/go-sys.data" >"$work/go-sys.out" 2>"$work/go-sys.err"
+rt0=$(grep -c ' runtime.rt0_go+' "$work/go-sys.out")
+below=$(grep -A1 ' runtime.rt0_go+' "$work/go-sys.out" | grep -c -v -e ' runtime.rt0_go+' -e '^$' -e '^--$')
+check "go: $rt0 stacks reach runtime.rt0_go, none goes on below it ($below)" [ "$rt0" -gt 10 -a "$below" = 0 ]
+
+# ---- ld.so ------------------------------------------------------------------
+# The system calls of a C program's start: ld.so's, under its _start.
+perf record -q -k monotonic -e raw_syscalls:sys_enter --call-graph dwarf -o "$work/ldso.data" \
+	-- "$TD/tdata-single" 0.01 >/dev/null 2>"$work/ldso.rerr"
+"$SU" stacks "$work/ldso.data" >"$work/ldso.out" 2>"$work/ldso.err"
+starts=$(grep -c ' _start+0x[0-9a-f]* (.*/ld-linux-x86-64.so.2)$' "$work/ldso.out")
+nocfi=$(grep -c '\[no-cfi\]' "$work/ldso.out")
+check "ld.so: $starts stacks end in its _start, none as [no-cfi] ($nocfi)" [ "$starts" -gt 5 -a "$nocfi" = 0 ]
+check "ld.so: the summary counts none stopped early" grep -q ' 0 stopped early,' "$work/ldso.err"
+
+# ---- a function inlined into itself -------------------------------------------
+if ! dpkg-query -W -f='${Status}' libc6-dbg 2>/dev/null | grep -q 'install ok installed'; then
+	not_ok "libc6-dbg missing (glibc's DWARF): apt-get install libc6-dbg (scripts/install-deps.sh)"
+else
+	"$STACKCAP" record -o "$work/dd.trace" -- dd if=/dev/zero of=/dev/null bs=64 count=300000 \
+		>/dev/null 2>"$work/dd.rerr"
+	"$SU" stacks "$work/dd.trace" >"$work/dd.out" 2>"$work/dd.err"
+	reads=$(grep -c ' __GI___libc_read+0x' "$work/dd.out")
+	# An (inlined) frame at the pc of the frame below it, with its name.
+	dups=$(awk '/^\t/ { name = $2; sub(/\+0x[0-9a-f]+$/, "", name)
+		if (inl && $1 == ppc && name == pname) d++
+		inl = $3 == "(inlined)"; ppc = $1; pname = name; next }
+		{ inl = 0 } END { print d + 0 }' "$work/dd.out")
+	check "dd: $reads frames in __GI___libc_read, none under an (inlined) copy of itself ($dups)" \
+		[ "$reads" -gt 0 -a "$dups" = 0 ]
+fi
+
+echo "1..$n"
