@@ -181,8 +181,11 @@ static void uuid_str(const uint8_t u[16], char out[37])
 
 /* The whole metadata text, malloc'd.  Deterministic for given (uuid,
  * offset): processes sharing a directory compare it byte for byte. */
-static char *metadata_text(const uint8_t uuid[16], int64_t offset_ns, size_t *len)
+static char *metadata_text(const uint8_t uuid[16], int64_t offset_ns, const char *sampler, size_t *len)
 {
+	char sampler_line[64] = "";
+	if (sampler)
+		snprintf(sampler_line, sizeof(sampler_line), "\tstackcap_sampler = \"%.32s\";\n", sampler);
 	char u[37];
 	uuid_str(uuid, u);
 	/* CTF wants offset_s + offset (ns, in [0, 1e9)); floor division so a
@@ -215,6 +218,7 @@ static char *metadata_text(const uint8_t uuid[16], int64_t offset_ns, size_t *le
 		"\ttracer_name = \"stackcap\";\n"
 		"\ttracer_major = 0;\n"
 		"\ttracer_minor = 1;\n"
+		"%s"
 		"};\n\n"
 		"clock {\n"
 		"\tname = \"monotonic\";\n"
@@ -227,7 +231,7 @@ static char *metadata_text(const uint8_t uuid[16], int64_t offset_ns, size_t *le
 		"\tabsolute = FALSE;\n"
 		"};\n\n"
 		"%s",
-		CTF_TRACE_VERSION, metadata_types, u, CTF_TRACE_VERSION, u,
+		CTF_TRACE_VERSION, metadata_types, u, CTF_TRACE_VERSION, sampler_line, u,
 		(long long)off_s, (long long)off_ns, metadata_streams);
 	if (n < 0)
 		return NULL;
@@ -309,10 +313,10 @@ static int metadata_write(int dirfd, const char *text, size_t len, uint64_t *wri
 }
 
 int ctf_metadata_install(int dirfd, const uint8_t uuid[16], int64_t offset_ns,
-			 uint64_t *written)
+			 const char *sampler, uint64_t *written)
 {
 	size_t len;
-	char *text = metadata_text(uuid, offset_ns, &len);
+	char *text = metadata_text(uuid, offset_ns, sampler, &len);
 	if (!text)
 		return -ENOMEM;
 	*written = 0;

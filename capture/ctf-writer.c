@@ -189,7 +189,7 @@ int ctf_writer_open(const char *dir, const struct ctf_writer_opts *opts,
 		rc = -errno;
 		goto fail;
 	}
-	rc = ctf_metadata_install(w->dirfd, w->uuid, o.clock_offset_ns,
+	rc = ctf_metadata_install(w->dirfd, w->uuid, o.clock_offset_ns, o.sampler,
 				  &w->st.metadata_bytes);
 	if (rc)
 		goto fail;

@@ -49,6 +49,10 @@ struct ctf_writer_opts {
 	 * must pass the same UUID and clock offset, since they share one
 	 * metadata file (see ctf_writer_uuid()). */
 	uint8_t uuid[16];
+	/* Which sampler recorded the trace, as the metadata's
+	 * env.stackcap_sampler ("kernel"); NULL: none named (the capture
+	 * library's own, in process). */
+	const char *sampler;
 };
 
 /* Open (creating it and missing parents if needed) the trace directory and

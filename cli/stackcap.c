@@ -301,8 +301,10 @@ static int record_kernel(struct rec_options *ro, const char *out, int force, int
 		*refused = 1;
 		return 0;
 	}
-	if (rc == REC_REFUSED || (ro->argv && !ro->n_pids && !ro->n_tids && !ro->all && (rc == 126 || rc == 127))) {
-		/* Nothing ran (not permitted, command not found): no empty trace. */
+	int const cmd_only = ro->argv && !ro->n_pids && !ro->n_tids && !ro->all;
+	if (rc == REC_REFUSED || (!ro->argv && rc == 1) || (cmd_only && (rc == 126 || rc == 127))) {
+		/* Nothing ran (not permitted, no such process, command not
+		 * found): no empty trace. */
 		struct totals t;
 		read_totals(abs_out, &t);
 		if (rc == REC_REFUSED || t.files <= 1)
@@ -427,8 +429,8 @@ static int cmd_record(int argc, char **argv)
 		int const krc = record_kernel(&ro, out, force, &refused);
 		if (!refused)
 			return krc;
-		fprintf(stderr, PROG ": perf events not permitted here (kernel.perf_event_paranoid is %s): "
-				"recording with the in-process sampler\n", paranoid_level());
+		fprintf(stderr, PROG ": perf_event_open refused (kernel.perf_event_paranoid = %s): recording with "
+				"the in-process sampler (--in-process)\n", paranoid_level());
 		force = 1; /* the directory record_kernel made, empty */
 	}
 	char lib[PATH_MAX];

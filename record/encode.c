@@ -20,6 +20,7 @@ struct section {
 struct thread {
 	const struct su_process *p;
 	uint32_t tid;
+	int ended;               /* the stream waits for the next new thread */
 	struct ctf_stream *s;
 	struct stackcap_image prev, cur;
 	int have_prev;
@@ -123,7 +124,8 @@ static int write_maps(struct section *s, const struct su_maps *m, uint64_t ts)
 					   (x->flags & SU_MAP_MAIN ? CTF_MAP_MAIN : 0) |
 					   (x->flags & SU_MAP_VDSO ? CTF_MAP_VDSO : 0)),
 			.build_id_len = x->build_id_len, .build_id = x->build_id_len ? x->build_id : NULL,
-			.path = x->path,
+			/* Code with no file: named as the capture library names it. */
+			.path = x->path[0] || !(x->flags & SU_MAP_ANON) ? x->path : "[anon:exec]",
 		};
 	}
 	int const rc = ctf_stream_maps(s->proc, ts, m->generation, ce, m->count);
@@ -138,8 +140,16 @@ static int write_maps(struct section *s, const struct su_maps *m, uint64_t ts)
 static struct thread *thread_of(struct rec_encoder *e, struct section *sec, uint32_t tid, int *rc)
 {
 	for (size_t i = e->n_th; i-- > 0;)
-		if (e->th[i].p == sec->p && e->th[i].tid == tid)
+		if (e->th[i].p == sec->p && e->th[i].tid == tid && !e->th[i].ended)
 			return &e->th[i];
+	for (size_t i = 0; i < e->n_th; i++)
+		if (e->th[i].p == sec->p && e->th[i].ended) {
+			struct thread *t = &e->th[i]; /* an ended thread's stream */
+			t->tid = tid;
+			t->ended = 0;
+			t->have_prev = 0;
+			return t;
+		}
 	if (su_grow((void **)&e->th, &e->cap_th, e->n_th + 1, sizeof(*e->th))) {
 		*rc = -ENOMEM;
 		return NULL;
@@ -271,6 +281,19 @@ int rec_encoder_sample(void *encoder, const struct su_sample *s)
 	t->cur = tmp;
 	t->have_prev = 1;
 	return 0;
+}
+
+int rec_encoder_process(struct rec_encoder *e, const struct su_process *p, uint64_t ts)
+{
+	int rc = 0;
+	return section_open(e, p, ts, &rc) ? 0 : rc;
+}
+
+void rec_encoder_thread_exit(struct rec_encoder *e, uint32_t pid, uint32_t tid)
+{
+	for (size_t i = 0; i < e->n_th; i++)
+		if (e->th[i].p->pid == pid && (e->th[i].tid == tid || pid == tid))
+			e->th[i].ended = 1;
 }
 
 int rec_encoder_lost(struct rec_encoder *e, uint32_t pid, uint64_t n, int throttled)

@@ -61,6 +61,15 @@ int rec_encoder_sample(void *encoder, const struct su_sample *s);
  * PID UINT32_MAX: unknown (counted on the first process).  0 or -errno. */
 int rec_encoder_lost(struct rec_encoder *e, uint32_t pid, uint64_t n, int throttled);
 
+/* A process section began at TS (exec, fork, first seen): its process
+ * stream is written now (a recording of one command tree writes every
+ * process, as the in-process hook does; -a only those sampled). */
+int rec_encoder_process(struct rec_encoder *e, const struct su_process *p, uint64_t ts);
+
+/* Thread TID of PID ended (PID == TID: the process): its sample stream
+ * takes the next new thread of the process. */
+void rec_encoder_thread_exit(struct rec_encoder *e, uint32_t pid, uint32_t tid);
+
 /* Drops, ends; TS the last time of the recording (0: the last sample's). */
 int rec_encoder_finish(struct rec_encoder *e, uint64_t ts);
 

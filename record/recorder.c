@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -83,12 +84,32 @@ static int on_sample(void *arg, const struct su_sample *s)
 	return rc;
 }
 
+static int on_process(void *arg, const struct su_process *p)
+{
+	struct recorder *r = arg;
+	if (r->o->all) /* the whole machine: only processes sampled */
+		return 0;
+	int const rc = rec_encoder_process(r->enc, p, su_perf_stream_time(r->ps));
+	if (rc && !r->werr)
+		r->werr = rc;
+	return rc;
+}
+
 static int on_lost(void *arg, uint32_t pid, uint32_t tid, uint64_t n, int throttled)
 {
 	(void)tid;
 	struct recorder *r = arg;
 	return rec_encoder_lost(r->enc, pid, n, throttled);
 }
+
+static int on_exit_task(void *arg, uint32_t pid, uint32_t tid)
+{
+	struct recorder *r = arg;
+	rec_encoder_thread_exit(r->enc, pid, tid);
+	return 0;
+}
+
+static const struct su_perf_stream_callbacks live_cb = { .lost = on_lost, .exit = on_exit_task };
 
 static int on_end(void *arg)
 {
@@ -281,9 +302,16 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 	const struct rec_options *o = r->o;
 	struct rec_encoder_stats const st = *sp;
 	uint64_t const drops = st.lost + st.throttled;
+	/* The cost moved out of the traced threads: the recorder's own CPU. */
+	struct rusage ru;
+	double cpu = 0;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+		      ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e-6;
 	fprintf(stderr, "%s: kernel copy (%u Hz, %u-byte stack window): %" PRIu64 " samples, %" PRIu64
-		" drops, %" PRIu64 " bytes (%.1f B/sample) in %s\n", o->prog, o->freq, o->stack_size, st.samples,
-		drops, bytes, st.samples ? (double)bytes / (double)st.samples : 0.0, o->out);
+		" drops, %" PRIu64 " bytes (%.1f B/sample) in %s; recorder CPU %.3f s (%.1f us/sample)\n", o->prog,
+		o->freq, o->stack_size, st.samples, drops, bytes, st.samples ? (double)bytes / (double)st.samples : 0.0,
+		o->out, cpu, st.samples ? cpu * 1e6 / (double)st.samples : 0.0);
 	if (drops) {
 		for (size_t i = 0; i < st.n_procs; i++) {
 			const struct rec_proc_stats *p = &st.procs[i];
@@ -401,16 +429,17 @@ int rec_record(const struct rec_options *o)
 	}
 
 	/* The trace and the record stream. */
-	struct ctf_writer_opts wo = { .sz = sizeof(wo), .zstd = o->zstd, .clock_offset_ns = o->clock_offset_ns };
+	struct ctf_writer_opts wo = { .sz = sizeof(wo), .zstd = o->zstd, .clock_offset_ns = o->clock_offset_ns,
+				     .sampler = "kernel" };
 	memcpy(wo.uuid, o->uuid, sizeof(wo.uuid));
 	if ((rc = ctf_writer_open(o->out, &wo, &r->w)) != 0) {
 		fprintf(stderr, "%s: cannot create the trace in %s: %s\n", o->prog, o->out, strerror(-rc));
 		goto fail_quiet;
 	}
 	struct rec_encoder_opts const eo = { .full_copy = o->full_copy, .end_all = 1, .policy = o->policy };
-	struct su_reader_callbacks cb = { .arg = r, .sample = on_sample, .end = on_end };
+	struct su_reader_callbacks cb = { .arg = r, .process_start = on_process, .sample = on_sample, .end = on_end };
 	if ((rc = rec_encoder_new(r->w, &eo, &r->enc)) != 0 ||
-	    (rc = su_perf_stream_new(&r->attr, sizeof(r->attr), &cb, on_lost, &r->rst, &r->ps)) != 0)
+	    (rc = su_perf_stream_new(&r->attr, sizeof(r->attr), &cb, &live_cb, &r->rst, &r->ps)) != 0)
 		goto fail;
 
 	/* Start: a command at its exec; attached tasks now, then what they

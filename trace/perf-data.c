@@ -183,9 +183,10 @@ struct pr {
 	uint8_t vdso_id[SU_BUILD_ID_MAX];
 
 	uint64_t bad_samples, unknown_ids, compat_regs;
-	/* A live stream (su_perf_stream): its LOST and THROTTLE records told
-	 * per process; NULL for a file. */
-	su_perf_lost_fn *lost;
+	/* A live stream (su_perf_stream): LOST and THROTTLE records told per
+	 * process, thread exits; NULL for a file. */
+	const struct su_perf_stream_callbacks *live_cb;
+	uint64_t now;                /* time of the record being delivered */
 	int cb_rc;
 	int malformed;               /* the data section ended at a damaged record */
 };
@@ -673,6 +674,7 @@ static void on_mmap(struct pr *r, const uint8_t *rec, size_t len, int v2)
 			 * /dev/zero: code with no file (JITs), as perf's
 			 * is_anon_memory() and is_no_dso_memory() say. */
 			nm.flags = SU_MAP_ANON;
+			nm.pgoff = 0; /* the kernel's is the address: no file, no offset */
 			struct path_info *e = intern(r, "", 0);
 			if (!e)
 				goto oom;
@@ -767,6 +769,8 @@ static void on_fork_exit(struct pr *r, const uint8_t *rec, size_t len, int fork)
 			r->cb_rc = -ENOMEM;
 		return;
 	}
+	if (r->live_cb && r->live_cb->exit && !r->cb_rc)
+		r->cb_rc = r->live_cb->exit(r->cb->arg, pid, tid);
 	if (pid != tid)
 		return;
 	struct proc *p = proc_live(r, pid);
@@ -994,7 +998,7 @@ bad:
  * trailer (the task running when the kernel wrote the record). */
 static void lost_told(struct pr *r, const uint8_t *rec, size_t len, uint64_t n, int throttled)
 {
-	if (!r->lost || r->cb_rc)
+	if (!r->live_cb || !r->live_cb->lost || r->cb_rc)
 		return;
 	const struct attr *a = record_attr(r, rec, len);
 	size_t const tl = trailer_size(a);
@@ -1003,7 +1007,7 @@ static void lost_told(struct pr *r, const uint8_t *rec, size_t len, uint64_t n, 
 		pid = su_ld32(rec + len - tl);
 		tid = su_ld32(rec + len - tl + 4);
 	}
-	r->cb_rc = r->lost(r->cb->arg, pid, tid, n, throttled);
+	r->cb_rc = r->live_cb->lost(r->cb->arg, pid, tid, n, throttled);
 }
 
 static void deliver(struct pr *r, const uint8_t *rec, size_t len)
@@ -1051,8 +1055,10 @@ static void flush_until(struct pr *r, uint64_t limit)
 		return;
 	qsort(r->q, r->nq, sizeof(*r->q), qev_cmp);
 	size_t i = 0;
-	for (; i < r->nq && r->q[i].ts <= limit && !r->cb_rc; i++)
+	for (; i < r->nq && r->q[i].ts <= limit && !r->cb_rc; i++) {
+		r->now = r->q[i].ts;
 		deliver(r, r->q[i].rec, su_ld16(r->q[i].rec + 6));
+	}
 	memmove(r->q, r->q + i, (r->nq - i) * sizeof(*r->q));
 	r->nq -= i;
 }
@@ -1625,7 +1631,8 @@ struct su_perf_stream {
 };
 
 int su_perf_stream_new(const void *attr, size_t attr_len, const struct su_reader_callbacks *cb,
-		       su_perf_lost_fn *lost, struct su_reader_stats *stats, struct su_perf_stream **out)
+		       const struct su_perf_stream_callbacks *live, struct su_reader_stats *stats,
+		       struct su_perf_stream **out)
 {
 	*out = NULL;
 	if (attr_len < 96)
@@ -1638,7 +1645,7 @@ int su_perf_stream_new(const void *attr, size_t attr_len, const struct su_reader
 	memset(stats, 0, sizeof(*stats));
 	s->r.cb = cb;
 	s->r.st = stats;
-	s->r.lost = lost;
+	s->r.live_cb = live;
 	s->r.name = "live recording";
 	s->r.n_attrs = 1;
 	attr_parse(&s->r.attrs[0], attr, attr_len);
@@ -1701,6 +1708,11 @@ int su_perf_stream_round(struct su_perf_stream *s)
 	r->next_flush = r->max_ts;
 	chunks_release(r);
 	return r->cb_rc;
+}
+
+uint64_t su_perf_stream_time(const struct su_perf_stream *s)
+{
+	return s->r.now;
 }
 
 int su_perf_stream_end(struct su_perf_stream *s)
