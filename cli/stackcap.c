@@ -302,17 +302,14 @@ static int record_kernel(struct rec_options *ro, const char *out, int force, int
 		return 0;
 	}
 	int const cmd_only = ro->argv && !ro->n_pids && !ro->n_tids && !ro->all;
-	if (rc == REC_REFUSED || (!ro->argv && rc == 1) || (cmd_only && (rc == 126 || rc == 127))) {
+	if (rc == REC_REFUSED || rc == REC_FAILED || (cmd_only && (rc == 126 || rc == 127))) {
 		/* Nothing ran (not permitted, no such process, command not
 		 * found): no empty trace. */
 		struct totals t;
 		read_totals(abs_out, &t);
-		if (rc == REC_REFUSED || t.files <= 1)
+		if (rc != 126 && rc != 127 ? 1 : t.files <= 1)
 			nftw(abs_out, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-		if (rc == REC_REFUSED)
-			fprintf(stderr, PROG ": perf events not permitted here (kernel.perf_event_paranoid is %s; "
-					"root or CAP_PERFMON may attach)\n", paranoid_level());
-		return rc == REC_REFUSED ? 1 : rc;
+		return rc == REC_REFUSED || rc == REC_FAILED ? 1 : rc;
 	}
 	return rc;
 }

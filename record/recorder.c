@@ -361,7 +361,7 @@ int rec_record(const struct rec_options *o)
 		child = spawn(o->argv, &go, o->prog);
 		if (child < 0) {
 			fprintf(stderr, "%s: fork: %s\n", o->prog, strerror((int)-child));
-			return 2;
+			return REC_FAILED;
 		}
 		if ((rc = tidset_add(&have, child)) != 0)
 			goto fail;
@@ -372,7 +372,7 @@ int rec_record(const struct rec_options *o)
 			if (n <= 0) {
 				fprintf(stderr, "%s: -p %d: no such process\n", o->prog, (int)o->pids[i]);
 				free(t);
-				ret = 1;
+				ret = REC_FAILED;
 				goto out;
 			}
 			for (int k = 0; k < n; k++)
@@ -385,7 +385,7 @@ int rec_record(const struct rec_options *o)
 		for (size_t i = 0; i < o->n_tids; i++) {
 			if (rec_proc_tgid(o->tids[i]) < 0) {
 				fprintf(stderr, "%s: -t %d: no such thread\n", o->prog, (int)o->tids[i]);
-				ret = 1;
+				ret = REC_FAILED;
 				goto out;
 			}
 			if ((rc = tidset_add(&have, o->tids[i])) != 0)
@@ -424,7 +424,7 @@ int rec_record(const struct rec_options *o)
 			}
 		}
 		fprintf(stderr, "%s: %s\n", o->prog, err);
-		ret = 1;
+		ret = REC_FAILED;
 		goto out;
 	}
 

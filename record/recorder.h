@@ -17,6 +17,9 @@
 /* rec_record's return when perf events are refused before anything ran
  * (perf_event_paranoid): the caller may use the in-process sampler. */
 #define REC_REFUSED (-1000)
+/* rec_record's return when it failed before anything was recorded (the
+ * reason printed): the caller exits 1 and keeps no trace. */
+#define REC_FAILED (-1001)
 
 struct rec_options {
 	const char *out;          /* trace directory: exists, empty */
@@ -36,7 +39,8 @@ struct rec_options {
 };
 
 /* Record as O says; prints errors and a summary on stderr.  @return the
- * command's exit status (or 0 with no command), 1 or 2 on an error, or
+ * command's exit status (or 0 with no command), 1 on an error while
+ * recording (printed; the trace holds what came before), REC_FAILED, or
  * REC_REFUSED (nothing printed, nothing run) when perf events are not
  * permitted here and O asks for a command only. */
 int rec_record(const struct rec_options *o);

@@ -9,6 +9,10 @@ libbabeltrace2-dev babeltrace2 liblttng-ust-dev lttng-tools
 libdebuginfod-dev libprotobuf-c-dev protobuf-c-compiler golang-github-google-pprof-dev golang-go check
 clang libclang-rt-14-dev llvm zstd linux-perf file procps gdb time dwz xz-utils
 libxml2-utils bsdutils python3"
+# tests/kernel-record.sh: busybox-static (a static binary the kernel copy
+# records and LD_PRELOAD cannot; golang-go above builds the Go ones);
+# bench/stack-window.sh: sqlite3 and bzip2 (deep stacks, the window's size).
+PKGS="$PKGS busybox-static sqlite3 bzip2"
 
 # Extra package sets, by name.
 case "${1:-}" in

@@ -12,7 +12,6 @@
  * closed first (as os.closerange(3, ...)); --exit-group: leaves through a
  * raw exit_group (as Go).  Prints "hard-burn N threads" on stdout, exit 0.
  * For tests/kernel-record.sh. */
-#define _GNU_SOURCE
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
