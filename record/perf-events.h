@@ -19,8 +19,8 @@
  * a record's size is a u16). */
 #define REC_STACK_MAX 65528u
 /* The default window (docs/stack-window.md says why). */
-#define REC_STACK_DEFAULT 32768u
-#define REC_STACK_DEFAULT_S "32768"
+#define REC_STACK_DEFAULT 65528u
+#define REC_STACK_DEFAULT_S "65528"
 
 struct rec_attr_opts {
 	uint32_t freq;        /* samples per second of CPU time */

@@ -428,6 +428,14 @@ int rec_record(const struct rec_options *o)
 		goto out;
 	}
 
+	{
+		uint64_t const ring = r->ev.data_pages * (uint64_t)sysconf(_SC_PAGESIZE);
+		if (ring < 8 * ((uint64_t)o->stack_size + 512))
+			fprintf(stderr, "%s: note: ring buffers of %" PRIu64 " KiB per CPU (the locked-memory limit, "
+				"kernel.perf_event_mlock_kb) hold few samples of a %u-byte window: samples may be lost "
+				"(a smaller --stack-size holds more)\n", o->prog, ring / 1024, o->stack_size);
+	}
+
 	/* The trace and the record stream. */
 	struct ctf_writer_opts wo = { .sz = sizeof(wo), .zstd = o->zstd, .clock_offset_ns = o->clock_offset_ns,
 				     .sampler = "kernel" };
