@@ -35,6 +35,12 @@ struct conv {
 	struct su_reader_stats *st;
 };
 
+static int on_sample(void *arg, const struct su_sample *s)
+{
+	struct conv *c = arg;
+	return rec_encoder_sample(c->enc, s);
+}
+
 /* Ends and perf's lost-event count, once every sample is written. */
 static int on_end(void *arg)
 {
@@ -117,7 +123,7 @@ int stackcap_convert(int argc, char **argv)
 		fprintf(stderr, PROG ": cannot create %s: %s\n", out, strerror(-rc));
 		return 1;
 	}
-	struct su_reader_callbacks cb = { .arg = &c, .sample = rec_encoder_sample, .end = on_end };
+	struct su_reader_callbacks cb = { .arg = &c, .sample = on_sample, .end = on_end };
 	char err[1024];
 	int rrc = su_perf_data_read(in, NULL, &cb, &st, err, sizeof(err));
 	struct rec_encoder_stats es;

@@ -396,9 +396,13 @@ static int cmd_record(int argc, char **argv)
 		in_process = 1;
 	}
 	if (!in_process && !lttng && cap > REC_STACK_MAX) {
-		fprintf(stderr, PROG ": --stack-size: the kernel copies at most %u bytes (--in-process copies more)\n",
+		if (attach) {
+			fprintf(stderr, PROG ": --stack-size: the kernel copies at most %u bytes\n", REC_STACK_MAX);
+			return 2;
+		}
+		fprintf(stderr, PROG ": note: a stack window over %u bytes uses the in-process sampler\n",
 			REC_STACK_MAX);
-		return 2;
+		in_process = 1;
 	}
 	if (!cap)
 		cap = in_process || lttng ? 65536 : REC_STACK_DEFAULT;

@@ -21,10 +21,16 @@ struct thread {
 	const struct su_process *p;
 	uint32_t tid;
 	int ended;               /* the stream waits for the next new thread */
+	unsigned in_packet;      /* samples since the stream's last packet */
 	struct ctf_stream *s;
 	struct stackcap_image prev, cur;
 	int have_prev;
 };
+
+/* Packets of at most this many samples, as the capture library writes
+ * them: a trace cut short (a full disk, a killed recorder) loses little,
+ * and a reader reads it in bounded pieces. */
+#define SAMPLES_PER_PACKET 128
 
 struct rec_encoder {
 	struct ctf_writer *w;
@@ -220,9 +226,8 @@ static int write_full(struct rec_encoder *e, struct thread *t, const struct su_s
 	return ctf_stream_sample_full(t->s, s->time_ns, s->tid, s->maps->generation, e->blob, out);
 }
 
-int rec_encoder_sample(void *encoder, const struct su_sample *s)
+int rec_encoder_sample(struct rec_encoder *e, const struct su_sample *s)
 {
-	struct rec_encoder *e = encoder;
 	if (!s->process || !s->maps)
 		return 0;
 	if (!(s->image->regs_kept >> STACKCAP_REG_RIP & 1)) {
@@ -269,6 +274,11 @@ int rec_encoder_sample(void *encoder, const struct su_sample *s)
 		return -EINVAL;
 	if ((rc = ctf_stream_sample(t->s, s->time_ns, s->tid, s->maps->generation, e->blob, out)) != 0)
 		return rc;
+	if (++t->in_packet >= SAMPLES_PER_PACKET) {
+		t->in_packet = 0;
+		if ((rc = ctf_stream_flush(t->s)) != 0)
+			return rc;
+	}
 	struct rec_proc_stats *ps = &e->procs[sec->stats];
 	ps->samples++;
 	ps->capped += s->stack_capped != 0;
@@ -294,6 +304,23 @@ void rec_encoder_thread_exit(struct rec_encoder *e, uint32_t pid, uint32_t tid)
 	for (size_t i = 0; i < e->n_th; i++)
 		if (e->th[i].p->pid == pid && (e->th[i].tid == tid || pid == tid))
 			e->th[i].ended = 1;
+}
+
+int rec_encoder_flush(struct rec_encoder *e)
+{
+	int rc = 0;
+	for (size_t i = 0; i < e->n_sec; i++) {
+		int const r = ctf_stream_flush(e->sec[i].proc);
+		rc = rc ? rc : r;
+	}
+	for (size_t i = 0; i < e->n_th; i++) {
+		if (!e->th[i].in_packet)
+			continue;
+		e->th[i].in_packet = 0;
+		int const r = ctf_stream_flush(e->th[i].s);
+		rc = rc ? rc : r;
+	}
+	return rc;
 }
 
 int rec_encoder_lost(struct rec_encoder *e, uint32_t pid, uint64_t n, int throttled)

@@ -53,8 +53,8 @@ struct rec_encoder_stats {
 /* W stays the caller's (closed after rec_encoder_free). */
 int rec_encoder_new(struct ctf_writer *w, const struct rec_encoder_opts *o, struct rec_encoder **out);
 
-/* One sample (a su_reader_callbacks.sample): 0 or -errno. */
-int rec_encoder_sample(void *encoder, const struct su_sample *s);
+/* One sample: 0 or -errno. */
+int rec_encoder_sample(struct rec_encoder *e, const struct su_sample *s);
 
 /* N samples of PID lost (ring full), or one throttling of PID's event
  * (THROTTLED): counted, written as the section's drops at the end.
@@ -69,6 +69,10 @@ int rec_encoder_process(struct rec_encoder *e, const struct su_process *p, uint6
 /* Thread TID of PID ended (PID == TID: the process): its sample stream
  * takes the next new thread of the process. */
 void rec_encoder_thread_exit(struct rec_encoder *e, uint32_t pid, uint32_t tid);
+
+/* Write every packet in flight (the recorder, every 250 ms: what is
+ * recorded reaches the disk while the program runs).  0 or -errno. */
+int rec_encoder_flush(struct rec_encoder *e);
 
 /* Drops, ends; TS the last time of the recording (0: the last sample's). */
 int rec_encoder_finish(struct rec_encoder *e, uint64_t ts);

@@ -55,6 +55,9 @@ struct recorder {
 	int werr;              /* first writing error */
 };
 
+/* Packets in flight written this often (as the capture library does). */
+#define FLUSH_PERIOD_NS (250 * 1000000ull)
+
 static volatile sig_atomic_t stop_signal;
 
 static void on_stop(int sig)
@@ -528,6 +531,7 @@ int rec_record(const struct rec_options *o)
 	for (size_t i = 0; i < o->n_pids; i++)
 		pidfds[i] = pidfd_open(o->pids[i]);
 	int forwarded = 0, child_done = 0;
+	uint64_t last_flush = now_ns();
 	rc = 0;
 	for (;;) {
 		size_t k = 0;
@@ -548,6 +552,14 @@ int rec_record(const struct rec_options *o)
 		if (d < 0) {
 			rc = (int)d;
 			break;
+		}
+		uint64_t const now = now_ns();
+		if (now - last_flush >= FLUSH_PERIOD_NS) {
+			last_flush = now;
+			if ((rc = rec_encoder_flush(r->enc)) != 0) {
+				r->werr = rc;
+				break;
+			}
 		}
 		if (child_fd >= 0 && n > 0 && fds[at_child].revents) {
 			child_done = 1;
