@@ -272,10 +272,14 @@ int rec_encoder_sample(struct rec_encoder *e, const struct su_sample *s)
 	size_t const out = stackcap_codec_encode(e->blob, e->blob_cap, &in);
 	if (stackcap_codec_is_error(out))
 		return -EINVAL;
-	if ((rc = ctf_stream_sample(t->s, s->time_ns, s->tid, s->maps->generation, e->blob, out)) != 0)
+	if ((rc = ctf_stream_sample(t->s, s->time_ns, s->tid, s->maps->generation, e->blob, out)) != 0) {
+		t->have_prev = 0; /* not written: no later sample may refer to it */
 		return rc;
+	}
 	if (++t->in_packet >= SAMPLES_PER_PACKET) {
+		/* Each packet decodes alone: the next sample refers to none. */
 		t->in_packet = 0;
+		t->have_prev = 0;
 		if ((rc = ctf_stream_flush(t->s)) != 0)
 			return rc;
 	}
@@ -317,6 +321,7 @@ int rec_encoder_flush(struct rec_encoder *e)
 		if (!e->th[i].in_packet)
 			continue;
 		e->th[i].in_packet = 0;
+		e->th[i].have_prev = 0;
 		int const r = ctf_stream_flush(e->th[i].s);
 		rc = rc ? rc : r;
 	}

@@ -52,6 +52,7 @@ struct recorder {
 	pid_t self;
 	uint64_t self_samples; /* -a: our own samples, left out */
 	uint64_t ring_bytes;
+	uint32_t window;       /* the stack bytes a sample holds at most */
 	int werr;              /* first writing error */
 };
 
@@ -303,6 +304,7 @@ static size_t ring_pages(uint32_t stack_size)
 static void summary(const struct recorder *r, const struct rec_encoder_stats *sp, uint64_t bytes)
 {
 	const struct rec_options *o = r->o;
+	uint32_t const window = r->window;
 	struct rec_encoder_stats const st = *sp;
 	uint64_t const drops = st.lost + st.throttled;
 	/* The cost moved out of the traced threads: the recorder's own CPU. */
@@ -313,7 +315,7 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 		      ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e-6;
 	fprintf(stderr, "%s: kernel copy (%u Hz, %u-byte stack window): %" PRIu64 " samples, %" PRIu64
 		" drops, %" PRIu64 " bytes (%.1f B/sample) in %s; recorder CPU %.3f s (%.1f us/sample)\n", o->prog,
-		o->freq, o->stack_size, st.samples, drops, bytes, st.samples ? (double)bytes / (double)st.samples : 0.0,
+		o->freq, window, st.samples, drops, bytes, st.samples ? (double)bytes / (double)st.samples : 0.0,
 		o->out, cpu, st.samples ? cpu * 1e6 / (double)st.samples : 0.0);
 	if (drops) {
 		for (size_t i = 0; i < st.n_procs; i++) {
@@ -333,7 +335,7 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 		capped += st.procs[i].capped;
 	if (capped)
 		fprintf(stderr, "%s: %" PRIu64 " of %" PRIu64 " samples filled the %u-byte window: their stacks "
-			"may be cut (--stack-size, up to %u)\n", o->prog, capped, st.samples, o->stack_size,
+			"may be cut (--stack-size, up to %u)\n", o->prog, capped, st.samples, window,
 			REC_STACK_MAX);
 	if (st.no_user && (o->all || o->n_pids || o->n_tids))
 		fprintf(stderr, "%s: %" PRIu64 " samples without user state (kernel threads, exiting tasks) left out\n",
@@ -452,6 +454,7 @@ int rec_record(const struct rec_options *o)
 	if ((rc = rec_encoder_new(r->w, &eo, &r->enc)) != 0 ||
 	    (rc = su_perf_stream_new(&r->attr, sizeof(r->attr), &cb, &live_cb, &r->rst, &r->ps)) != 0)
 		goto fail;
+	r->window = su_perf_stream_stack_cap(r->ps);
 
 	/* Start: a command at its exec; attached tasks now, then what they
 	 * had mapped (stamped before the start: read first). */

@@ -385,6 +385,26 @@ static int live_set(struct pr *r, uint32_t pid, struct proc *p)
 	return 0;
 }
 
+/* The most stack bytes a sample of A holds: sample_stack_user, unless the
+ * record would pass 64 KiB (its size is a u16): then the kernel cuts the
+ * copy to fit (perf_sample_ustack_size), 65,320 bytes with every user
+ * register.  A copy this long may have been cut.  (Fields of variable
+ * size before the stack, a call chain, make it smaller still: not
+ * counted.) */
+static uint32_t attr_stack_cap(const struct attr *a)
+{
+	uint64_t const t = a->sample_type;
+	uint64_t head = 8 + 8u * (!!(t & S_IDENTIFIER) + !!(t & S_IP) + !!(t & S_TID) + !!(t & S_TIME) +
+				  !!(t & S_ADDR) + !!(t & S_ID) + !!(t & S_STREAM_ID) + !!(t & S_CPU) +
+				  !!(t & S_PERIOD));
+	if (t & S_REGS_USER)
+		head += 8 + 8u * a->nregs;
+	head += 16; /* the stack's size and dynamic size */
+	if ((uint64_t)a->sample_stack_user + head <= 0xffff || head + 8 > 0xffff)
+		return a->sample_stack_user;
+	return (uint32_t)((0xffff - head - 8 + 7) & ~7ull);
+}
+
 /* A new section for PID (first sight, fork or exec), its maps copied from
  * FROM (fork) or empty. */
 static struct proc *proc_new(struct pr *r, uint32_t pid, uint32_t ppid, const char *comm,
@@ -402,7 +422,7 @@ static struct proc *proc_new(struct pr *r, uint32_t pid, uint32_t ppid, const ch
 	p->p.policy = STACKCAP_POLICY_ALL;
 	p->p.codec_version = STACKCAP_CODEC_VERSION;
 	if (r->n_attrs) {
-		p->p.stack_cap = r->attrs[0].sample_stack_user;
+		p->p.stack_cap = attr_stack_cap(&r->attrs[0]);
 		if (r->attrs[0].flags & ATTR_FREQ)
 			p->p.frequency_hz = (uint32_t)r->attrs[0].period_or_freq;
 	}
@@ -1708,6 +1728,11 @@ int su_perf_stream_round(struct su_perf_stream *s)
 	r->next_flush = r->max_ts;
 	chunks_release(r);
 	return r->cb_rc;
+}
+
+uint32_t su_perf_stream_stack_cap(const struct su_perf_stream *s)
+{
+	return attr_stack_cap(&s->r.attrs[0]);
 }
 
 uint64_t su_perf_stream_time(const struct su_perf_stream *s)

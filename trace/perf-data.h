@@ -63,6 +63,9 @@ int su_perf_stream_feed(struct su_perf_stream *s, const uint8_t *buf, size_t len
 uint8_t *su_perf_stream_reserve(struct su_perf_stream *s, size_t len);
 int su_perf_stream_commit(struct su_perf_stream *s, size_t len2);
 int su_perf_stream_round(struct su_perf_stream *s);
+/* The stack bytes a sample holds at most: the attr's window, or less when
+ * the kernel cuts it to fit a record (65,320 with every user register). */
+uint32_t su_perf_stream_stack_cap(const struct su_perf_stream *s);
 /* The time of the record being delivered (in a callback). */
 uint64_t su_perf_stream_time(const struct su_perf_stream *s);
 /* Every queued record delivered, then cb->end. */
