@@ -224,8 +224,8 @@ tdata-nofp 1 (no frame pointer)|$TD/tdata-nofp 1
 xz -9 -T1 (Debian's, liblzma.so)|xz -9 -T1 -c -k $W/xz-input
 EOF
 	echo
-	echo "perf copies at most 8 KiB of stack per sample (its default), so on tdata-recurse (52 KB of stack) its stacks are"
-	echo "truncated; stackcap copies all of it (its default cap is 64 KiB)."
+	echo "perf copies a $WINDOW-byte stack window per sample (WINDOW: stackcap's default, so both copy the same"
+	echo "stack) and stores all of it; stackcap stores the F2-filtered, run-length and delta-encoded words."
 fi
 
 RATE1=$(cat /proc/sys/kernel/perf_event_max_sample_rate 2>/dev/null || echo '?')
