@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "record/perf-events.h"
+#include "trace/stackcap-reader.h" /* su_grow */
 
 /* x86-64's user registers as perf numbers them (PERF_REG_X86_AX..R15):
  * every general-purpose register, flags and the segment selectors perf
@@ -55,14 +56,8 @@ static int event_open(const struct perf_event_attr *attr, pid_t pid, int cpu, in
 
 static int add_fd(struct rec_events *ev, int fd)
 {
-	if (ev->n_fds == ev->cap_fds) {
-		size_t const ncap = ev->cap_fds ? ev->cap_fds * 2 : 16;
-		int *n = realloc(ev->fds, ncap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		ev->fds = n;
-		ev->cap_fds = ncap;
-	}
+	if (su_grow((void **)&ev->fds, &ev->cap_fds, ev->n_fds + 1, sizeof(*ev->fds)))
+		return -ENOMEM;
 	ev->fds[ev->n_fds++] = fd;
 	return 0;
 }

@@ -13,6 +13,7 @@
 #include <linux/perf_event.h>
 
 #include "record/procmaps.h"
+#include "trace/stackcap-reader.h" /* su_grow */
 
 static uint8_t *buf_add(struct rec_buf *b, size_t n)
 {
@@ -144,27 +145,23 @@ static int list_numeric(const char *dir, pid_t **out)
 	DIR *d = opendir(dir);
 	if (!d)
 		return errno == ENOENT ? -ESRCH : -errno;
-	size_t n = 0, cap = 64;
-	pid_t *v = malloc(cap * sizeof(*v));
+	size_t n = 0, cap = 0;
+	pid_t *v = NULL;
 	struct dirent *e;
-	while (v && (e = readdir(d))) {
+	int oom = 0;
+	while (!oom && (e = readdir(d))) {
 		if (!isdigit((unsigned char)e->d_name[0]))
 			continue;
-		if (n == cap) {
-			pid_t *nv = realloc(v, cap * 2 * sizeof(*v));
-			if (!nv) {
-				free(v);
-				v = NULL;
-				break;
-			}
-			v = nv;
-			cap *= 2;
-		}
-		v[n++] = (pid_t)strtol(e->d_name, NULL, 10);
+		if (su_grow((void **)&v, &cap, n + 1, sizeof(*v)))
+			oom = 1;
+		else
+			v[n++] = (pid_t)strtol(e->d_name, NULL, 10);
 	}
 	closedir(d);
-	if (!v)
-		return -ENOMEM;
+	if (oom || !v) {
+		free(v);
+		return oom ? -ENOMEM : -ESRCH;
+	}
 	*out = v;
 	return (int)n;
 }

@@ -40,6 +40,7 @@
 #include "record/procmaps.h"
 #include "record/recorder.h"
 #include "trace/perf-data.h"
+#include "trace/stackcap-reader.h" /* su_grow */
 
 struct recorder {
 	const struct rec_options *o;
@@ -169,14 +170,8 @@ static int tidset_add(struct tidset *t, pid_t tid)
 {
 	if (tidset_has(t, tid))
 		return 0;
-	if (t->n == t->cap) {
-		size_t const ncap = t->cap ? t->cap * 2 : 16;
-		pid_t *nv = realloc(t->v, ncap * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		t->v = nv;
-		t->cap = ncap;
-	}
+	if (su_grow((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)))
+		return -ENOMEM;
 	t->v[t->n++] = tid;
 	return 0;
 }
