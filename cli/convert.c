@@ -9,9 +9,10 @@
  * capture library's writer would have, so a user sees on their own data
  * what the codec saves.  Read back by stackunwind like any trace.
  *
- * Streams: per process section one process stream (process_start and each
- * maps generation, written when the first sample needing it comes, with
- * its timestamp) and one sample stream per thread, in time order.
+ * The encoding is record/encode.c's, the one `stackcap record`'s kernel
+ * copy uses: per process section one process stream (process_start and
+ * each maps generation, written when the first sample needing it comes,
+ * with its timestamp) and one sample stream per thread, in time order.
  */
 #include <errno.h>
 #include <ftw.h>
