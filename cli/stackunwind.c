@@ -1443,43 +1443,40 @@ struct fidelity {
 	struct progress progress;
 	struct su_frame *full_frames;
 	uint64_t compared, equal;
-	/* Per process (pid): samples, those whose copy filled the window. */
+	/* Per process (pid) sampled: samples, those whose copy filled the
+	 * window, its drops and name (copied: a section moves while read). */
 	struct pstat {
 		uint32_t pid;
-		const struct su_process *p; /* its latest section */
-		uint64_t samples, capped;
+		char comm[32];
+		uint64_t samples, capped, drops;
 	} *procs;
 	size_t n_procs, cap_procs;
 	uint64_t capped;
 	uint32_t window;       /* the first process's stack window (cap) */
-	FILE *lines;           /* the per-process lines, printed after the totals */
 };
-
-static int stats_process(void *arg, const struct su_process *p)
-{
-	struct fidelity *f = arg;
-	for (size_t i = 0; i < f->n_procs; i++)
-		if (f->procs[i].pid == p->pid) {
-			f->procs[i].p = p;
-			return 0;
-		}
-	if (su_grow((void **)&f->procs, &f->cap_procs, f->n_procs + 1, sizeof(*f->procs)))
-		return -ENOMEM;
-	f->procs[f->n_procs++] = (struct pstat){ .pid = p->pid, .p = p };
-	return 0;
-}
 
 static int fidelity_sample(void *arg, const struct su_sample *s)
 {
 	struct fidelity *f = arg;
 	progress_sample(&f->progress);
 	f->capped += s->stack_capped != 0;
-	for (size_t i = 0; i < f->n_procs; i++)
-		if (f->procs[i].pid == s->pid) {
-			f->procs[i].samples++;
-			f->procs[i].capped += s->stack_capped != 0;
-			break;
-		}
+	size_t at = 0;
+	while (at < f->n_procs && f->procs[at].pid != s->pid)
+		at++;
+	if (at == f->n_procs) {
+		if (su_grow((void **)&f->procs, &f->cap_procs, f->n_procs + 1, sizeof(*f->procs)))
+			return -ENOMEM;
+		f->procs[f->n_procs++] = (struct pstat){ .pid = s->pid };
+	}
+	struct pstat *ps = &f->procs[at];
+	ps->samples++;
+	ps->capped += s->stack_capped != 0;
+	if (s->process) { /* its drops are known before the first sample */
+		snprintf(ps->comm, sizeof(ps->comm), "%s", s->process->comm ? s->process->comm : "");
+		ps->drops = s->process->drops;
+		if (!f->window)
+			f->window = s->process->stack_cap;
+	}
 	if (!s->full_image)
 		return 0;
 	struct su_sample full = *s;
@@ -1496,21 +1493,6 @@ static int fidelity_sample(void *arg, const struct su_sample *s)
 	return 0;
 }
 
-/* Each process's line, while the sections are valid (the reader's end). */
-static int stats_processes(void *arg)
-{
-	struct fidelity *f = arg;
-	if (f->n_procs)
-		f->window = f->procs[0].p->stack_cap;
-	for (size_t i = 0; f->lines && i < f->n_procs; i++) {
-		const struct pstat *ps = &f->procs[i];
-		fprintf(f->lines, "  pid %-8" PRIu32 " %" PRIu64 " samples, %" PRIu64 " drops, %" PRIu64
-			" filled the stack window  %s\n", ps->pid, ps->samples, ps->p->drops, ps->capped,
-			ps->p->comm ? ps->p->comm : "");
-	}
-	return 0;
-}
-
 static int cmd_stats(const struct options *o)
 {
 	struct fidelity f = { 0 };
@@ -1519,21 +1501,17 @@ static int cmd_stats(const struct options *o)
 		worker_fini(&f.w);
 		return EXIT_ERROR;
 	}
-	struct su_reader_callbacks cb = { .arg = &f, .process_start = stats_process, .sample = fidelity_sample,
-					  .end = stats_processes };
+	struct su_reader_callbacks cb = { .arg = &f, .sample = fidelity_sample };
 	struct su_reader_stats st;
 	char err[1024];
 	progress_init(&f.progress, isatty(STDOUT_FILENO), &st.bytes_read, &st.bytes_on_disk);
-	f.lines = tmpfile();
 	int rrc = su_trace_read(o->trace, &o->filter, &cb, &st, err, sizeof(err));
 	progress_end(&f.progress);
 	worker_fini(&f.w);
 	free(f.full_frames);
-	free(f.procs);
 	if (rrc < 0) {
 		fprintf(stderr, PROG ": %s\n", err[0] ? err : strerror(-rrc));
-		if (f.lines)
-			fclose(f.lines);
+		free(f.procs);
 		return EXIT_ERROR;
 	}
 	double const per = st.samples ? (double)st.bytes_on_disk / (double)st.samples : 0;
@@ -1572,15 +1550,14 @@ static int cmd_stats(const struct options *o)
 		       kernel ? "window from sp" : "cap");
 	}
 	printf("stack window full:    %" PRIu64 " samples (their stacks may be cut)\n", f.capped);
-	if (f.lines) {
-		if (f.n_procs)
-			printf("per process:\n");
-		rewind(f.lines);
-		int ch;
-		while ((ch = getc(f.lines)) != EOF)
-			putchar(ch);
-		fclose(f.lines);
+	if (f.n_procs)
+		printf("per process sampled:\n");
+	for (size_t i = 0; i < f.n_procs; i++) {
+		const struct pstat *ps = &f.procs[i];
+		printf("  pid %-8" PRIu32 " %" PRIu64 " samples, %" PRIu64 " drops, %" PRIu64
+		       " filled the stack window  %s\n", ps->pid, ps->samples, ps->drops, ps->capped, ps->comm);
 	}
+	free(f.procs);
 	if (st.bad_blobs || st.no_maps || st.truncated_files)
 		printf("unreadable:           %" PRIu64 " samples, %d files cut or corrupt\n",
 		       st.bad_blobs + st.no_maps, st.truncated_files);
