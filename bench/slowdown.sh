@@ -24,7 +24,8 @@
 # (`perf report --stats`).
 #
 # Environment: RUNS (default 5), UNITS (bench/workload -u, default 8000:
-# about 1.6 s here), FREQS (default "99 999 9999"), SIZE_ONLY=1 (part 2
+# about 1.6 s here), FREQS (default "99 999 9999"), WINDOW (perf's stack
+# window, default 65528: stackcap's default), SIZE_ONLY=1 (part 2
 # only), SLOWDOWN_ONLY=1 (part 1 only), TMPDIR.  perf must be able to
 # record (root, or kernel.perf_event_paranoid <= 1).
 set -u
@@ -38,6 +39,8 @@ B=$(cd "$B" && pwd)
 RUNS=${RUNS:-5}
 UNITS=${UNITS:-8000}
 FREQS=${FREQS:-"99 999 9999"}
+# perf's stack window: stackcap's default, so both copy the same bytes.
+WINDOW=${WINDOW:-65528}
 STACKCAP="$B/cli/stackcap"
 WORKLOAD="$B/bench/workload"
 TD="$B/testdata"
@@ -79,8 +82,9 @@ run_one() {
 	none) "$@" >"$W/last.out" 2>"$W/last.err" ;;
 	stackcap) "$STACKCAP" record -F "$hz" -o "$W/rec" -- "$@" >"$W/last.out" 2>"$W/last.err" ;;
 	stackcap-zstd) "$STACKCAP" record -F "$hz" --zstd -o "$W/rec" -- "$@" >"$W/last.out" 2>"$W/last.err" ;;
-	perf) perf record -q -e cpu-clock -F "$hz" --call-graph dwarf -o "$W/rec" -- "$@" >"$W/last.out" 2>"$W/last.err" ;;
-	perf-z) perf record -q -z -e cpu-clock -F "$hz" --call-graph dwarf -o "$W/rec" -- "$@" >"$W/last.out" 2>"$W/last.err" ;;
+	stackcap-inproc) "$STACKCAP" record --in-process -F "$hz" -o "$W/rec" -- "$@" >"$W/last.out" 2>"$W/last.err" ;;
+	perf) perf record -q -e cpu-clock -F "$hz" --call-graph "dwarf,$WINDOW" -o "$W/rec" -- "$@" >"$W/last.out" 2>"$W/last.err" ;;
+	perf-z) perf record -q -z -e cpu-clock -F "$hz" --call-graph "dwarf,$WINDOW" -o "$W/rec" -- "$@" >"$W/last.out" 2>"$W/last.err" ;;
 	perf-nocg) perf record -q -e cpu-clock -F "$hz" -o "$W/rec" -- "$@" >"$W/last.out" 2>"$W/last.err" ;;
 	esac
 	rc=$?
@@ -89,8 +93,8 @@ run_one() {
 	case $kind in
 	none) samples=0 bytes=0 ;;
 	stackcap*)
-		samples=$(sed -n 's/^stackcap: \([0-9]*\) samples, \([0-9]*\) drops.*/\1/p' "$W/last.err")
-		drops=$(sed -n 's/^stackcap: \([0-9]*\) samples, \([0-9]*\) drops.*/\2/p' "$W/last.err")
+		samples=$(sed -n 's/^stackcap: .*[a-z): ]\([0-9]*\) samples, \([0-9]*\) drops.*/\1/p' "$W/last.err")
+		drops=$(sed -n 's/^stackcap: .*[a-z): ]\([0-9]*\) samples, \([0-9]*\) drops.*/\2/p' "$W/last.err")
 		[ -n "$samples" ] || die "$kind: no summary line: $(cat "$W/last.err")"
 		[ "$drops" = 0 ] || echo "bench/slowdown.sh: warning: $kind -F $hz '$*': $drops drops" >&2
 		bytes=$(dir_bytes "$W/rec") ;;
@@ -120,6 +124,7 @@ if [ "${SIZE_ONLY:-0}" != 1 ]; then
 		for hz in $FREQS; do
 			echo "stackcap-$hz stackcap $hz"
 			[ "$hz" = 999 ] && echo "stackcap-zstd-999 stackcap-zstd 999"
+			echo "stackcap-inproc-$hz stackcap-inproc $hz"
 			echo "perf-$hz perf $hz"
 			[ "$hz" = 999 ] && echo "perf-z-999 perf-z 999"
 			echo "perf-nocg-$hz perf-nocg $hz"
@@ -164,7 +169,7 @@ if [ "${SIZE_ONLY:-0}" != 1 ]; then
 			}
 			END {
 				m = median(el, n); mb = median(be, nb)
-				label = kind == "none" ? "none" : kind == "stackcap" ? "stackcap record" : kind == "stackcap-zstd" ? "stackcap record --zstd" : kind == "perf" ? "perf record --call-graph dwarf" : kind == "perf-z" ? "perf record -z --call-graph dwarf" : "perf record (no call graph)"
+				label = kind == "none" ? "none" : kind == "stackcap" ? "stackcap record" : kind == "stackcap-inproc" ? "stackcap record --in-process" : kind == "stackcap-zstd" ? "stackcap record --zstd" : kind == "perf" ? "perf record --call-graph dwarf" : kind == "perf-z" ? "perf record -z --call-graph dwarf" : "perf record (no call graph)"
 				if (kind == "none")
 					printf "| %s | - | %.3f | - | %.3f | - | %.3f | - | - | - | %.0f |\n", label, m, median(cpu, n), median(tot, n), median(other, n) * 1000
 				else
@@ -219,8 +224,8 @@ tdata-nofp 1 (no frame pointer)|$TD/tdata-nofp 1
 xz -9 -T1 (Debian's, liblzma.so)|xz -9 -T1 -c -k $W/xz-input
 EOF
 	echo
-	echo "perf copies at most 8 KiB of stack per sample (its default), so on tdata-recurse (52 KB of stack) its stacks are"
-	echo "truncated; stackcap copies all of it (its default cap is 64 KiB)."
+	echo "perf copies a $WINDOW-byte stack window per sample (WINDOW: stackcap's default, so both copy the same"
+	echo "stack) and stores all of it; stackcap stores the F2-filtered, run-length and delta-encoded words."
 fi
 
 RATE1=$(cat /proc/sys/kernel/perf_event_max_sample_rate 2>/dev/null || echo '?')

@@ -9,10 +9,11 @@
 /* write() all of data, retrying on EINTR; 0 or -errno. */
 int ctf_write_all(int fd, const void *data, size_t len);
 
-/* Make sure dirfd holds our metadata for (uuid, clock offset): write it
+/* Make sure dirfd holds our metadata for (uuid, clock offset, sampler
+ * or NULL): write it
  * atomically if absent (*written = its size), accept an identical one
  * (*written = 0), else -EEXIST. */
 int ctf_metadata_install(int dirfd, const uint8_t uuid[16], int64_t offset_ns, int version,
-			 uint64_t *written);
+			 const char *sampler, uint64_t *written);
 
 #endif

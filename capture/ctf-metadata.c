@@ -227,8 +227,12 @@ static void uuid_str(const uint8_t u[16], char out[37])
 
 /* The whole metadata text, malloc'd.  Deterministic for given (uuid,
  * offset): processes sharing a directory compare it byte for byte. */
-static char *metadata_text(const uint8_t uuid[16], int64_t offset_ns, int version, size_t *len)
+static char *metadata_text(const uint8_t uuid[16], int64_t offset_ns, int version,
+			   const char *sampler, size_t *len)
 {
+	char sampler_line[64] = "";
+	if (sampler)
+		snprintf(sampler_line, sizeof(sampler_line), "\tstackcap_sampler = \"%.32s\";\n", sampler);
 	char u[37];
 	uuid_str(uuid, u);
 	/* CTF wants offset_s + offset (ns, in [0, 1e9)); floor division so a
@@ -261,6 +265,7 @@ static char *metadata_text(const uint8_t uuid[16], int64_t offset_ns, int versio
 		"\ttracer_name = \"stackcap\";\n"
 		"\ttracer_major = 0;\n"
 		"\ttracer_minor = 1;\n"
+		"%s"
 		"};\n\n"
 		"clock {\n"
 		"\tname = \"monotonic\";\n"
@@ -273,7 +278,7 @@ static char *metadata_text(const uint8_t uuid[16], int64_t offset_ns, int versio
 		"\tabsolute = FALSE;\n"
 		"};\n\n"
 		"%s%s",
-		version, metadata_types, u, version, u,
+		version, metadata_types, u, version, sampler_line, u,
 		(long long)off_s, (long long)off_ns, metadata_streams,
 		version >= CTF_TRACE_VERSION_RUNTIME ? metadata_runtime : "");
 	if (n < 0)
@@ -356,10 +361,10 @@ static int metadata_write(int dirfd, const char *text, size_t len, uint64_t *wri
 }
 
 int ctf_metadata_install(int dirfd, const uint8_t uuid[16], int64_t offset_ns, int version,
-			 uint64_t *written)
+			 const char *sampler, uint64_t *written)
 {
 	size_t len;
-	char *text = metadata_text(uuid, offset_ns, version, &len);
+	char *text = metadata_text(uuid, offset_ns, version, sampler, &len);
 	if (!text)
 		return -ENOMEM;
 	*written = 0;

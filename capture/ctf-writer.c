@@ -282,7 +282,7 @@ int ctf_writer_open(const char *dir, const struct ctf_writer_opts *opts,
 		goto fail;
 	}
 	w->version = o.runtime_frames ? CTF_TRACE_VERSION_RUNTIME : CTF_TRACE_VERSION;
-	rc = ctf_metadata_install(w->dirfd, w->uuid, o.clock_offset_ns, w->version,
+	rc = ctf_metadata_install(w->dirfd, w->uuid, o.clock_offset_ns, w->version, o.sampler,
 				  &w->st.metadata_bytes);
 	if (rc)
 		goto fail;

@@ -62,6 +62,10 @@ struct ctf_writer_opts {
 	/* Nonzero: format version 2, with the runtime events.  Every process
 	 * of a recording must pass the same value (shared metadata). */
 	int runtime_frames;
+	/* Which sampler recorded the trace, as the metadata's
+	 * env.stackcap_sampler ("kernel"); NULL: none named (the capture
+	 * library's own, in process). */
+	const char *sampler;
 };
 
 /* Open (creating it and missing parents if needed) the trace directory and

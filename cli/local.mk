@@ -1,7 +1,7 @@
 # cli/: the command-line front ends.
 bin_PROGRAMS += cli/stackcap
 cli_stackcap_SOURCES = cli/stackcap.c cli/convert.c cli/convert.h
-cli_stackcap_LDADD = trace/libsutrace.la compress/libstackcodec.la
+cli_stackcap_LDADD = record/librecord.la trace/libsutrace.la compress/libstackcodec.la
 cli_stackcap_CPPFLAGS = $(AM_CPPFLAGS) -DSTACKCAP_LIBDIR='"$(libdir)"'
 
 # pprof's profile.proto (Debian's golang-github-google-pprof-dev, never

@@ -26,21 +26,33 @@
 #include <unistd.h>
 
 #include "cli/convert.h"
+#include "record/perf-events.h"
+#include "record/recorder.h"
+#include "stack-codec.h"
 
 #define PROG "stackcap"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: " PROG " record [-F HZ] [--stack-cap BYTES] [--policy f1|f2] [--zstd]\n"
+		"usage: " PROG " record [-F HZ] [--stack-size BYTES] [--policy f1|f2] [--zstd]\n"
 		"                       [--full-copy] [--python] [-o DIR] [--force] -- CMD [ARGS...]\n"
+		"       " PROG " record -p PID[,PID...] | -t TID[,TID...] | -a [OPTIONS] [-- CMD [ARGS...]]\n"
 		"       " PROG " record --lttng [-F HZ] [--stack-cap BYTES] [--policy f1|f2] -- CMD [ARGS...]\n"
 		"\n"
 		"  -F, --freq HZ          samples per second of thread CPU time (default 999)\n"
-		"      --stack-cap BYTES  bound of one stack copy (default 65536)\n"
+		"      --stack-size BYTES stack bytes copied per sample: with the kernel copy at most\n"
+		"                         and by default " REC_STACK_DEFAULT_S ", in process 65536 by default\n"
+		"                         (--stack-cap: the same)\n"
+		"  -p, --pid PID,...      attach to running processes (their threads, later ones too)\n"
+		"  -t, --tid TID,...      attach to running threads\n"
+		"  -a, --all-cpus         every process of the machine\n"
+		"                         (these three: until CMD ends, SIGINT/SIGTERM, or they are gone)\n"
+		"      --in-process       sample with the preloaded library instead of the kernel copy\n"
+		"                         (the default when perf events are not permitted)\n"
 		"      --policy f1|f2     words kept: f2 code and stack pointers (default), f1 code only\n"
 		"      --zstd             zstd-compress the stream files\n"
-		"      --no-fork          do not record forked children\n"
+		"      --no-fork          do not record forked children (in-process)\n"
 		"      --full-copy        also store every unfiltered stack copy, to measure\n"
 		"                         fidelity (stackunwind stats); stores every stack word\n"
 		"                         (registers stay filtered)\n"
@@ -226,6 +238,104 @@ static int is_python(const char *cmd)
 static int record_lttng(char **argv, unsigned long freq, unsigned long cap, const char *policy,
 			int nofork);
 
+/* The output directory OUT, new and empty (FORCE: replacing what is
+ * there), its absolute path, and the recording's identity (one for every
+ * process: they share the metadata).  0, or -1 printed. */
+static int prepare_output(const char *out, int force, char abs_out[PATH_MAX], uint8_t uuid[16], int64_t *offset)
+{
+	struct stat st;
+	if (lstat(out, &st) == 0) {
+		if (!force) {
+			fprintf(stderr, PROG ": output '%s' exists; use --force to replace it\n", out);
+			return -1;
+		}
+		if (nftw(out, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0) {
+			fprintf(stderr, PROG ": cannot remove '%s': %s\n", out, strerror(errno));
+			return -1;
+		}
+	}
+	if (mkdir(out, 0700) != 0) { /* private: the trace reveals the address layout */
+		fprintf(stderr, PROG ": cannot create '%s': %s\n", out, strerror(errno));
+		return -1;
+	}
+	if (!realpath(out, abs_out)) {
+		fprintf(stderr, PROG ": '%s': %s\n", out, strerror(errno));
+		return -1;
+	}
+	if (getrandom(uuid, 16, 0) != 16) {
+		fprintf(stderr, PROG ": getrandom: %s\n", strerror(errno));
+		return -1;
+	}
+	struct timespec rt, mono;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	*offset = ((int64_t)rt.tv_sec - mono.tv_sec) * 1000000000LL + (rt.tv_nsec - mono.tv_nsec);
+	return 0;
+}
+
+struct pidlist {
+	pid_t *v;
+	size_t n;
+};
+
+/* "12,345": appended to L.  0, or -1 when not a list of positive ids. */
+static int parse_pids(struct pidlist *l, const char *arg)
+{
+	const char *p = arg;
+	do {
+		char *end;
+		errno = 0;
+		long const v = strtol(p, &end, 10);
+		if (end == p || v <= 0 || v > INT_MAX || errno || (*end && *end != ','))
+			return -1;
+		pid_t *nv = realloc(l->v, (l->n + 1) * sizeof(*nv));
+		if (!nv)
+			return -1;
+		l->v = nv;
+		l->v[l->n++] = (pid_t)v;
+		p = *end ? end + 1 : end;
+	} while (*p);
+	return 0;
+}
+
+static const char *paranoid_level(void)
+{
+	static char buf[16];
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+	if (!f || !fgets(buf, sizeof(buf), f))
+		snprintf(buf, sizeof(buf), "?");
+	if (f)
+		fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+	return buf;
+}
+
+/* The kernel copy (record/recorder.c) into OUT.  *REFUSED (when given):
+ * perf events are not permitted, nothing ran, OUT is left empty. */
+static int record_kernel(struct rec_options *ro, const char *out, int force, int *refused)
+{
+	char abs_out[PATH_MAX];
+	if (prepare_output(out, force, abs_out, ro->uuid, &ro->clock_offset_ns))
+		return 2;
+	ro->out = abs_out;
+	int const rc = rec_record(ro);
+	if (rc == REC_REFUSED && refused) {
+		*refused = 1;
+		return 0;
+	}
+	int const cmd_only = ro->argv && !ro->n_pids && !ro->n_tids && !ro->all;
+	if (rc == REC_REFUSED || rc == REC_FAILED || (cmd_only && (rc == 126 || rc == 127))) {
+		/* Nothing ran (not permitted, no such process, command not
+		 * found): no empty trace. */
+		struct totals t;
+		read_totals(abs_out, &t);
+		if (rc != 126 && rc != 127 ? 1 : t.files <= 1)
+			nftw(abs_out, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		return rc == REC_REFUSED || rc == REC_FAILED ? 1 : rc;
+	}
+	return rc;
+}
+
 static int cmd_record(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -240,15 +350,21 @@ static int cmd_record(int argc, char **argv)
 		{ "force", no_argument, NULL, 'f' },
 		{ "lttng", no_argument, NULL, 'L' },
 		{ "python", no_argument, NULL, 'Y' },
+		{ "stack-size", required_argument, NULL, 'S' },
+		{ "in-process", no_argument, NULL, 'I' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "tid", required_argument, NULL, 't' },
+		{ "all-cpus", no_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	unsigned long freq = 999, cap = 65536;
+	unsigned long freq = 999, cap = 0;
 	const char *policy = "f2", *out = "stackcap.trace";
-	int zstd = 0, force = 0, nofork = 0, full = 0, lttng = 0, python = 0, c;
+	int zstd = 0, force = 0, nofork = 0, full = 0, lttng = 0, python = 0, in_process = 0, all = 0, c;
+	struct pidlist pids = { 0 }, tids = { 0 };
 	char *end;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+F:o:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+F:o:p:t:ah", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'F':
 			freq = strtoul(optarg, &end, 10);
@@ -285,11 +401,44 @@ static int cmd_record(int argc, char **argv)
 		case 'f': force = 1; break;
 		case 'L': lttng = 1; break;
 		case 'Y': python = 1; break;
+		case 'I': in_process = 1; break;
+		case 'a': all = 1; break;
+		case 'p':
+		case 't':
+			if (parse_pids(c == 'p' ? &pids : &tids, optarg)) {
+				fprintf(stderr, PROG ": -%c: a comma-separated list of ids, not '%s'\n", c, optarg);
+				return 2;
+			}
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind >= argc) {
+	int const attach = pids.n || tids.n || all;
+	if (attach && (in_process || lttng || python || nofork)) {
+		fprintf(stderr, PROG ": -p, -t and -a use the kernel copy: --in-process, --lttng, --python and "
+				"--no-fork do not apply (--python needs the hook in the process from its start)\n");
+		return 2;
+	}
+	if (!in_process && !lttng && (python || nofork)) {
+		/* --python reads the interpreter's memory at the sample: only
+		 * code inside the process can. */
+		if (nofork)
+			fprintf(stderr, PROG ": note: --no-fork uses the in-process sampler\n");
+		in_process = 1;
+	}
+	if (!in_process && !lttng && cap > REC_STACK_MAX) {
+		if (attach) {
+			fprintf(stderr, PROG ": --stack-size: the kernel copies at most %u bytes\n", REC_STACK_MAX);
+			return 2;
+		}
+		fprintf(stderr, PROG ": note: a stack window over %u bytes uses the in-process sampler\n",
+			REC_STACK_MAX);
+		in_process = 1;
+	}
+	if (!cap)
+		cap = in_process || lttng ? 65536 : REC_STACK_DEFAULT;
+	if (optind >= argc && !attach) {
 		fprintf(stderr, PROG " record: no command given\n");
 		usage(stderr);
 		return 2;
@@ -298,7 +447,7 @@ static int cmd_record(int argc, char **argv)
 		fprintf(stderr, PROG ": --python records into a trace directory, not an LTTng session\n");
 		return 2;
 	}
-	if (!python && is_python(argv[optind]))
+	if (!python && optind < argc && is_python(argv[optind]))
 		fprintf(stderr, PROG ": note: %s is a Python interpreter; add --python to see Python functions "
 				"and lines instead of _PyEval_EvalFrameDefault\n", argv[optind]);
 	if (lttng) {
@@ -312,47 +461,34 @@ static int cmd_record(int argc, char **argv)
 	if (full) /* the filters exist to keep data words out: say they are bypassed */
 		fprintf(stderr, PROG ": warning: --full-copy stores every stack word (local variables, "
 				"secrets): keep the trace private\n");
+	if (!in_process) {
+		struct rec_options ro = { .freq = (uint32_t)freq, .stack_size = (uint32_t)cap & ~7u,
+			.policy = strcmp(policy, "f1") ? STACKCAP_POLICY_F2 : STACKCAP_POLICY_F1, .zstd = zstd,
+			.full_copy = full, .pids = pids.v, .n_pids = pids.n, .tids = tids.v, .n_tids = tids.n,
+			.all = all, .argv = optind < argc ? argv + optind : NULL, .prog = PROG };
+		int refused = 0;
+		int const krc = record_kernel(&ro, out, force, &refused);
+		if (!refused)
+			return krc;
+		fprintf(stderr, PROG ": perf_event_open refused (kernel.perf_event_paranoid = %s): recording with "
+				"the in-process sampler (--in-process)\n", paranoid_level());
+		force = 1; /* the directory record_kernel made, empty */
+	}
 	char lib[PATH_MAX];
 	if (find_library("libstackcap.so", "STACKCAP_LIBRARY", lib, sizeof(lib)) != 0) {
 		fprintf(stderr, PROG ": cannot find libstackcap.so (set STACKCAP_LIBRARY)\n");
 		return 2;
 	}
-	struct stat st;
-	if (lstat(out, &st) == 0) {
-		if (!force) {
-			fprintf(stderr, PROG ": output '%s' exists; use --force to replace it\n", out);
-			return 2;
-		}
-		if (nftw(out, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0) {
-			fprintf(stderr, PROG ": cannot remove '%s': %s\n", out, strerror(errno));
-			return 2;
-		}
-	}
-	if (mkdir(out, 0700) != 0) { /* private: the trace reveals the address layout */
-		fprintf(stderr, PROG ": cannot create '%s': %s\n", out, strerror(errno));
-		return 2;
-	}
 	char abs_out[PATH_MAX];
-	if (!realpath(out, abs_out)) {
-		fprintf(stderr, PROG ": '%s': %s\n", out, strerror(errno));
-		return 2;
-	}
-
-	/* One identity for every process of the recording (shared metadata). */
 	uint8_t uuid[16];
-	if (getrandom(uuid, sizeof(uuid), 0) != (ssize_t)sizeof(uuid)) {
-		fprintf(stderr, PROG ": getrandom: %s\n", strerror(errno));
+	int64_t offset;
+	if (prepare_output(out, force, abs_out, uuid, &offset))
 		return 2;
-	}
 	char uuid_hex[33];
 	for (int i = 0; i < 16; i++)
 		snprintf(uuid_hex + 2 * i, 3, "%02x", uuid[i]);
-	struct timespec rt, mono;
-	clock_gettime(CLOCK_REALTIME, &rt);
-	clock_gettime(CLOCK_MONOTONIC, &mono);
-	long long const offset = ((long long)rt.tv_sec - mono.tv_sec) * 1000000000LL + (rt.tv_nsec - mono.tv_nsec);
 	char offset_s[32];
-	snprintf(offset_s, sizeof(offset_s), "%lld", offset);
+	snprintf(offset_s, sizeof(offset_s), "%lld", (long long)offset);
 
 	const char *old_preload = getenv("LD_PRELOAD");
 	char *preload;
@@ -390,7 +526,7 @@ static int cmd_record(int argc, char **argv)
 
 	struct totals t;
 	read_totals(abs_out, &t);
-	fprintf(stderr, PROG ": %llu samples, %llu drops, %llu bytes (%.1f B/sample) in %s\n", t.samples, t.drops,
+	fprintf(stderr, PROG ": in-process: %llu samples, %llu drops, %llu bytes (%.1f B/sample) in %s\n", t.samples, t.drops,
 		t.bytes, t.samples ? (double)t.bytes / (double)t.samples : 0.0, out);
 	/* Faults are reported, never silent; the status stays the command's. */
 	if (WIFSIGNALED(status))

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* `stackunwind stats`: format, sizes, codec savings (perf's stored stack
  * bytes on a perf.data), drops, and fidelity on --full-copy traces. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,12 +19,40 @@ struct fidelity {
 	struct progress progress;
 	struct su_frame *full_frames;
 	uint64_t compared, equal;
+	/* Per process (pid) sampled: samples, those whose copy filled the
+	 * window, its drops and name (copied: a section moves while read). */
+	struct pstat {
+		uint32_t pid;
+		char comm[32];
+		uint64_t samples, capped, drops;
+	} *procs;
+	size_t n_procs, cap_procs;
+	uint64_t capped;
+	uint32_t window;       /* the first process's stack window (cap) */
 };
 
 static int fidelity_sample(void *arg, const struct su_sample *s)
 {
 	struct fidelity *f = arg;
 	progress_sample(&f->progress);
+	f->capped += s->stack_capped != 0;
+	size_t at = 0;
+	while (at < f->n_procs && f->procs[at].pid != s->pid)
+		at++;
+	if (at == f->n_procs) {
+		if (su_grow((void **)&f->procs, &f->cap_procs, f->n_procs + 1, sizeof(*f->procs)))
+			return -ENOMEM;
+		f->procs[f->n_procs++] = (struct pstat){ .pid = s->pid };
+	}
+	struct pstat *ps = &f->procs[at];
+	ps->samples++;
+	ps->capped += s->stack_capped != 0;
+	if (s->process) { /* its drops are known before the first sample */
+		snprintf(ps->comm, sizeof(ps->comm), "%s", s->process->comm ? s->process->comm : "");
+		ps->drops = s->process->drops;
+		if (!f->window)
+			f->window = s->process->stack_cap;
+	}
 	if (!s->full_image)
 		return 0;
 	struct su_sample full = *s;
@@ -58,6 +87,7 @@ int cmd_stats(const struct options *o)
 	free(f.full_frames);
 	if (rrc < 0) {
 		fprintf(stderr, PROG ": %s\n", err[0] ? err : strerror(-rrc));
+		free(f.procs);
 		return EXIT_ERROR;
 	}
 	double const per = st.samples ? (double)st.bytes_on_disk / (double)st.samples : 0;
@@ -87,6 +117,23 @@ int cmd_stats(const struct options *o)
 	}
 	printf("drops:                %" PRIu64 " at capture, %" PRIu64 " lost by the writer\n",
 	       st.drops, st.discarded);
+	if (!perf) {
+		char sampler[32];
+		su_stackcap_trace_sampler(o->trace, sampler, sizeof(sampler));
+		int const kernel = !strcmp(sampler, "kernel");
+		printf("sampler:              %s, %" PRIu32 "-byte stack %s\n",
+		       kernel ? "kernel copy (perf events, stackcap record)" : "in-process (libstackcap)", f.window,
+		       kernel ? "window from sp" : "cap");
+	}
+	printf("stack window full:    %" PRIu64 " samples (their stacks may be cut)\n", f.capped);
+	if (f.n_procs)
+		printf("per process sampled:\n");
+	for (size_t i = 0; i < f.n_procs; i++) {
+		const struct pstat *ps = &f.procs[i];
+		printf("  pid %-8" PRIu32 " %" PRIu64 " samples, %" PRIu64 " drops, %" PRIu64
+		       " filled the stack window  %s\n", ps->pid, ps->samples, ps->drops, ps->capped, ps->comm);
+	}
+	free(f.procs);
 	if (st.bad_blobs || st.no_maps || st.truncated_files)
 		printf("unreadable:           %" PRIu64 " samples, %d files cut or corrupt\n",
 		       st.bad_blobs + st.no_maps, st.truncated_files);

@@ -22,6 +22,10 @@ PKGS="$PKGS rustc"
 PKGS="$PKGS libc6-dbg"
 # tests/debuginfod.sh: a real debuginfod server on loopback
 PKGS="$PKGS debuginfod"
+# tests/kernel-record.sh: busybox-static (a static binary the kernel copy
+# records and LD_PRELOAD cannot; golang-go above builds the Go ones);
+# bench/stack-window.sh: sqlite3 and bzip2 (deep stacks, the window's size).
+PKGS="$PKGS busybox-static sqlite3 bzip2"
 
 # Extra package sets, by name.
 case "${1:-}" in

@@ -112,12 +112,13 @@ record fork -- "$B/tests/fork-burn" 500 250
 folded_same fork "$work/fork.trace" 'per-process=yes' --per-process
 check "fork: stacks of two processes" [ "$(cut -d';' -f1 "$work/fork-bt.out" | sort -u | wc -l)" -ge 2 ]
 # 1000 frames (~80 KB of stack) pass the 64 KiB cap: rooted under [truncated].
-record recurse -- "$TD/tdata-recurse" -d 1000 0.3
+record recurse -- "$TD/tdata-recurse" -d 2000 0.3
 folded_same recurse "$work/recurse.trace"
 check "recurse: capped stacks are rooted under [truncated]" grep -q '^tdata-recurse;\[truncated\];' "$work/recurse-bt.out"
 # sample_segment events (a handler on the alternate signal stack) and
 # sample_full events (--full-copy) reach the reader core too.
-record sigalt -- "$TD/tdata-sigalt" 0.5
+# In process: the kernel copy holds the alternate stack only (tests/unwind.sh).
+record sigalt --in-process -- "$TD/tdata-sigalt" 0.5
 folded_same sigalt "$work/sigalt.trace"
 check "sigalt: stacks go on through __restore_rt into the interrupted code" grep -q ';main;trigger_loop;__restore_rt;handler_entry' "$work/sigalt-bt.out"
 record full --full-copy -- "$TD/tdata-single" 0.3

@@ -135,8 +135,19 @@ tests_thread_churn_SOURCES = tests/thread-churn.c
 tests_thread_churn_LDADD = -lpthread
 check_PROGRAMS += tests/fork-burn
 tests_fork_burn_SOURCES = tests/fork-burn.c
-TESTS += tests/record.sh
-EXTRA_DIST += tests/record.sh tests/tap-lib.sh
+TESTS += tests/record.sh tests/record-in-process.sh
+
+# Integration: the kernel copy where the in-process hook cannot reach
+# (threads blocking signals, static and Go binaries, exit_group, closed
+# fds), attach, the whole machine, against perf record.
+check_PROGRAMS += tests/hard-burn tests/no-perf-events
+tests_hard_burn_SOURCES = tests/hard-burn.c
+tests_hard_burn_CFLAGS = $(AM_CFLAGS) -O1 -g -pthread
+tests_hard_burn_LDFLAGS = -pthread
+tests_no_perf_events_SOURCES = tests/no-perf-events.c
+TESTS += tests/kernel-record.sh
+EXTRA_DIST += tests/kernel-record.sh
+EXTRA_DIST += tests/record.sh tests/record-in-process.sh tests/tap-lib.sh
 
 # Integration: stackunwind on recorded traces (chains, unwinders, bad input).
 TESTS += tests/unwind.sh

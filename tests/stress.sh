@@ -64,7 +64,7 @@ scenario() {
 	wait $!
 	echo $? >"$d/plain.rc"
 	t1=$(date +%s%N)
-	LD_PRELOAD=$SAN_PRELOAD timeout -k 5 "$TMO" "$STACKCAP" record -F "$freq" ${REC_OPTS:-} -o "$d/trace" -- "$P" "$@" >"$d/rec.out" 2>"$d/rec.allerr" &
+	LD_PRELOAD=$SAN_PRELOAD timeout -k 5 "$TMO" "$STACKCAP" record --in-process -F "$freq" ${REC_OPTS:-} -o "$d/trace" -- "$P" "$@" >"$d/rec.out" 2>"$d/rec.allerr" &
 	wait $!
 	echo $? >"$d/rec.rc"
 	t2=$(date +%s%N)
@@ -83,7 +83,7 @@ scenario() {
 	check "$name: same stderr of the program" cmp -s "$d/plain.err" "$d/rec.err"
 	"$UNWIND" stats "$d/trace" >"$d/stats" 2>"$d/stats.err"
 	urc=$?
-	drops=$(sed -n 's/^stackcap: [0-9]* samples, \([0-9]*\) drops.*/\1/p' "$d/rec.summary")
+	drops=$(sed -n 's/^stackcap: in-process: [0-9]* samples, \([0-9]*\) drops.*/\1/p' "$d/rec.summary")
 	samples=$(sed -n 's/^samples: *//p' "$d/stats")
 	if [ "$urc" = "${UNWIND_RC:-0}" ] && [ -n "$drops" ] && grep -q '^drops: ' "$d/stats"; then
 		ok "$name: trace readable, $samples samples, $drops drops reported"
@@ -239,7 +239,7 @@ else
 	else
 		trap 'umount "$mnt" 2>/dev/null; rm -rf "$work"' EXIT
 		timeout -k 5 "$TMO" "$P" recurse 30 >"$work/full.plain" 2>/dev/null
-		timeout -k 5 "$TMO" "$STACKCAP" record -F 10000 -o "$mnt/t" -- "$P" recurse 30 >"$work/full.out" 2>"$work/full.err"
+		timeout -k 5 "$TMO" "$STACKCAP" record --in-process -F 10000 -o "$mnt/t" -- "$P" recurse 30 >"$work/full.out" 2>"$work/full.err"
 		frc=$?
 		check "full disk: the command's exit status (0) and output are kept ($frc)" \
 			sh -c "[ $frc = 0 ] && cmp -s '$work/full.plain' '$work/full.out'"

@@ -57,11 +57,13 @@ chain_test() {
 chain_test single tdata-single
 chain_test threads tdata-threads -t 2
 chain_test dlopen tdata-dlopen --reload
-# 1000 frames take ~80 KB of stack: past the default 64 KiB cap.
+# 1000 frames take ~60 KB of stack; the in-process hook copies them with
+# a larger cap (past what the kernel copies, so --stack-cap 131072 records
+# in process).  2000 frames are past the default window of either sampler.
 REC_OPTS="--stack-cap 131072"
 chain_test recurse tdata-recurse -d 1000
 REC_OPTS=
-record recurse-capped -- "$TD/tdata-recurse" -d 1000 0.3
+record recurse-capped -- "$TD/tdata-recurse" -d 2000 0.3
 stacks recurse-capped -j 1
 # Samples in recurse_leaf (1000 frames deep): a sample taken at start-up or
 # on the way down, under load, may fit in the cap and is not counted.
@@ -75,7 +77,13 @@ check "recursion past the stack cap: every sample in recurse_leaf ends with a [t
 	sh -c "[ $ns -ge 100 ] && [ $nt = $ns ] && [ \"$nall\" -ge $nt ]"
 check "recursion past the stack cap: exit 0 (the cap is a setting, not an error)" [ "$(rc recurse-capped)" = 0 ]
 chain_test nofp tdata-nofp
+# A handler on the alternate signal stack: the kernel copies one window
+# from sp (the alternate stack), so the interrupted stack beyond
+# __restore_rt is not in it (perf's copy neither); the in-process hook
+# copies both segments.
+REC_OPTS=--in-process
 chain_test sigalt tdata-sigalt
+REC_OPTS=
 chain_test inline tdata-inline
 
 # Header and frame format, summary line.

@@ -58,7 +58,7 @@ enum { F_TOTAL_TIME_ENABLED = 1, F_TOTAL_TIME_RUNNING = 2, F_ID = 4, F_GROUP = 8
 #define CONTEXT_MAX ((uint64_t)-4095)
 
 enum {
-	R_MMAP = 1, R_LOST = 2, R_COMM = 3, R_EXIT = 4, R_FORK = 7, R_SAMPLE = 9,
+	R_MMAP = 1, R_LOST = 2, R_COMM = 3, R_EXIT = 4, R_THROTTLE = 5, R_FORK = 7, R_SAMPLE = 9,
 	R_MMAP2 = 10, R_LOST_SAMPLES = 13,
 	R_FINISHED_ROUND = 68, R_AUXTRACE = 71, R_COMPRESSED = 81,
 };
@@ -183,6 +183,10 @@ struct pr {
 	uint8_t vdso_id[SU_BUILD_ID_MAX];
 
 	uint64_t bad_samples, unknown_ids, compat_regs;
+	/* A live stream (su_perf_stream): LOST and THROTTLE records told per
+	 * process, thread exits; NULL for a file. */
+	const struct su_perf_stream_callbacks *live_cb;
+	uint64_t now;                /* time of the record being delivered */
 	int cb_rc;
 	int malformed;               /* the data section ended at a damaged record */
 };
@@ -381,6 +385,26 @@ static int live_set(struct pr *r, uint32_t pid, struct proc *p)
 	return 0;
 }
 
+/* The most stack bytes a sample of A holds: sample_stack_user, unless the
+ * record would pass 64 KiB (its size is a u16): then the kernel cuts the
+ * copy to fit (perf_sample_ustack_size), 65,320 bytes with every user
+ * register.  A copy this long may have been cut.  (Fields of variable
+ * size before the stack, a call chain, make it smaller still: not
+ * counted.) */
+static uint32_t attr_stack_cap(const struct attr *a)
+{
+	uint64_t const t = a->sample_type;
+	uint64_t head = 8 + 8u * (!!(t & S_IDENTIFIER) + !!(t & S_IP) + !!(t & S_TID) + !!(t & S_TIME) +
+				  !!(t & S_ADDR) + !!(t & S_ID) + !!(t & S_STREAM_ID) + !!(t & S_CPU) +
+				  !!(t & S_PERIOD));
+	if (t & S_REGS_USER)
+		head += 8 + 8u * a->nregs;
+	head += 16; /* the stack's size and dynamic size */
+	if ((uint64_t)a->sample_stack_user + head <= 0xffff || head + 8 > 0xffff)
+		return a->sample_stack_user;
+	return (uint32_t)((0xffff - head - 8 + 7) & ~7ull);
+}
+
 /* A new section for PID (first sight, fork or exec), its maps copied from
  * FROM (fork) or empty. */
 static struct proc *proc_new(struct pr *r, uint32_t pid, uint32_t ppid, const char *comm,
@@ -398,7 +422,7 @@ static struct proc *proc_new(struct pr *r, uint32_t pid, uint32_t ppid, const ch
 	p->p.policy = STACKCAP_POLICY_ALL;
 	p->p.codec_version = STACKCAP_CODEC_VERSION;
 	if (r->n_attrs) {
-		p->p.stack_cap = r->attrs[0].sample_stack_user;
+		p->p.stack_cap = attr_stack_cap(&r->attrs[0]);
 		if (r->attrs[0].flags & ATTR_FREQ)
 			p->p.frequency_hz = (uint32_t)r->attrs[0].period_or_freq;
 	}
@@ -670,6 +694,7 @@ static void on_mmap(struct pr *r, const uint8_t *rec, size_t len, int v2)
 			 * /dev/zero: code with no file (JITs), as perf's
 			 * is_anon_memory() and is_no_dso_memory() say. */
 			nm.flags = SU_MAP_ANON;
+			nm.pgoff = 0; /* the kernel's is the address: no file, no offset */
 			struct path_info *e = intern(r, "", 0);
 			if (!e)
 				goto oom;
@@ -764,6 +789,8 @@ static void on_fork_exit(struct pr *r, const uint8_t *rec, size_t len, int fork)
 			r->cb_rc = -ENOMEM;
 		return;
 	}
+	if (r->live_cb && r->live_cb->exit && !r->cb_rc)
+		r->cb_rc = r->live_cb->exit(r->cb->arg, pid, tid);
 	if (pid != tid)
 		return;
 	struct proc *p = proc_live(r, pid);
@@ -987,6 +1014,22 @@ bad:
 	r->bad_samples++;
 }
 
+/* A live stream's loss, told with the pid and tid of its sample_id
+ * trailer (the task running when the kernel wrote the record). */
+static void lost_told(struct pr *r, const uint8_t *rec, size_t len, uint64_t n, int throttled)
+{
+	if (!r->live_cb || !r->live_cb->lost || r->cb_rc)
+		return;
+	const struct attr *a = record_attr(r, rec, len);
+	size_t const tl = trailer_size(a);
+	uint32_t pid = UINT32_MAX, tid = UINT32_MAX;
+	if (tl && (a->sample_type & S_TID) && len >= 8 + tl) {
+		pid = su_ld32(rec + len - tl);
+		tid = su_ld32(rec + len - tl + 4);
+	}
+	r->cb_rc = r->live_cb->lost(r->cb->arg, pid, tid, n, throttled);
+}
+
 static void deliver(struct pr *r, const uint8_t *rec, size_t len)
 {
 	switch (su_ld32(rec)) {
@@ -997,14 +1040,21 @@ static void deliver(struct pr *r, const uint8_t *rec, size_t len)
 	case R_FORK: on_fork_exit(r, rec, len, 1); break;
 	case R_EXIT: on_fork_exit(r, rec, len, 0); break;
 	case R_LOST:
-		if (len >= 24)
+		if (len >= 24) {
 			r->st->drops += su_ld64(rec + 16);
+			lost_told(r, rec, len, su_ld64(rec + 16), 0);
+		}
 		break;
 	case R_LOST_SAMPLES:
-		if (len >= 16)
+		if (len >= 16) {
 			r->st->drops += su_ld64(rec + 8);
+			lost_told(r, rec, len, su_ld64(rec + 8), 0);
+		}
 		break;
-	default: break; /* THROTTLE, KSYMBOL, BPF_EVENT...: nothing for user stacks */
+	case R_THROTTLE:
+		lost_told(r, rec, len, 0, 1);
+		break;
+	default: break; /* KSYMBOL, BPF_EVENT...: nothing for user stacks */
 	}
 }
 
@@ -1025,8 +1075,10 @@ static void flush_until(struct pr *r, uint64_t limit)
 		return;
 	qsort(r->q, r->nq, sizeof(*r->q), qev_cmp);
 	size_t i = 0;
-	for (; i < r->nq && r->q[i].ts <= limit && !r->cb_rc; i++)
+	for (; i < r->nq && r->q[i].ts <= limit && !r->cb_rc; i++) {
+		r->now = r->q[i].ts;
 		deliver(r, r->q[i].rec, su_ld16(r->q[i].rec + 6));
+	}
 	memmove(r->q, r->q + i, (r->nq - i) * sizeof(*r->q));
 	r->nq -= i;
 }
@@ -1081,6 +1133,33 @@ static void chunk_keep(struct pr *r, struct chunk *c, uint64_t seq0)
 	r->chunks_tail = c;
 }
 
+/* Queue the whole records of chunk C (decompressed, or copied from a live
+ * ring), C->len bytes; @return the bytes consumed (a record cut at the
+ * end is left).  A record shorter than its header stops it (*DAMAGED). */
+static size_t queue_chunk(struct pr *r, struct chunk *c, const char *what, int *damaged)
+{
+	c->next = NULL;
+	c->last_seq = 0;
+	size_t pos = 0;
+	while (c->len - pos >= 8 && !r->cb_rc) {
+		uint16_t const rsize = su_ld16(c->data + pos + 6);
+		if (rsize < 8) {
+			/* Events queued before the damage still point into C: it
+			 * is kept by the caller, not freed here (a fuzzing finding). */
+			su_reader_warn("%s: damaged record inside %s: the rest is ignored", r->name, what);
+			r->malformed = 1;
+			*damaged = 1;
+			break;
+		}
+		if (rsize > c->len - pos)
+			break;
+		if (handle_record(r, c->data + pos, rsize))
+			break;
+		pos += rsize;
+	}
+	return pos;
+}
+
 /* PERF_RECORD_COMPRESSED (perf record -z): one zstd stream across all of
  * them; an event may continue in the next one (perf's decomp_last_rem). */
 static int on_compressed(struct pr *r, const uint8_t *rec, uint16_t size)
@@ -1126,27 +1205,9 @@ static int on_compressed(struct pr *r, const uint8_t *rec, uint16_t size)
 		full = len == cap;
 	}
 	c->len = len;
-	c->next = NULL;
-	c->last_seq = 0;
-	size_t pos = 0;
 	uint64_t const seq0 = r->seq;
 	int damaged = 0;
-	while (len - pos >= 8 && !r->cb_rc) {
-		uint16_t const rsize = su_ld16(c->data + pos + 6);
-		if (rsize < 8) {
-			/* Events queued before the damage still point into C: it
-			 * is kept below, not freed here (a fuzzing finding). */
-			su_reader_warn("%s: damaged record inside a compressed one: the rest is ignored", r->name);
-			r->malformed = 1;
-			damaged = 1;
-			break;
-		}
-		if (rsize > len - pos)
-			break;
-		if (handle_record(r, c->data + pos, rsize))
-			break;
-		pos += rsize;
-	}
+	size_t const pos = queue_chunk(r, c, "a compressed one", &damaged);
 	/* The partial event at the end starts the next chunk (shorter than one
 	 * record, so it fits REM; nothing is carried after damage or a stop). */
 	r->rem_len = damaged || r->cb_rc || len - pos > 65535 ? 0 : len - pos;
@@ -1275,6 +1336,37 @@ static int attr_unwindable(const struct attr *a)
 	return ip && sp;
 }
 
+/* One perf_event_attr (AVAIL bytes at E: its own size field may say less). */
+static void attr_parse(struct attr *a, const uint8_t *e, size_t avail)
+{
+	uint8_t raw[256] = { 0 };
+	uint32_t const asz = su_ld32(e + 4);
+	size_t const n = asz && asz < avail ? asz : avail;
+	memcpy(raw, e, n < sizeof(raw) ? n : sizeof(raw));
+	a->type = su_ld32(raw);
+	a->period_or_freq = su_ld64(raw + 16);
+	a->sample_type = su_ld64(raw + 24);
+	a->read_format = su_ld64(raw + 32);
+	a->flags = su_ld64(raw + 40);
+	a->branch_sample_type = su_ld64(raw + 72);
+	a->sample_regs_user = su_ld64(raw + 80);
+	a->sample_stack_user = su_ld32(raw + 88);
+	memset(a->reg_map, -1, sizeof(a->reg_map));
+	for (unsigned b = 0; b < 64; b++)
+		if (a->sample_regs_user >> b & 1) {
+			a->reg_map[a->nregs] = b < 24 ? perf_reg_to_ours[b] : -1;
+			a->nregs++;
+		}
+}
+
+/* Where a sample's id sits, from the first attr (perf requires them equal). */
+static void id_positions(struct pr *r)
+{
+	uint64_t const t = r->attrs[0].sample_type;
+	r->id_pos = t & S_IDENTIFIER ? 0 : t & S_ID ? !!(t & S_IP) + !!(t & S_TID) + !!(t & S_TIME) + !!(t & S_ADDR) : -1;
+	r->id_from_end = t & S_IDENTIFIER ? 1 : t & S_ID ? 1 + !!(t & S_CPU) + !!(t & S_STREAM_ID) : 0;
+}
+
 static int read_attrs(struct pr *r, uint64_t attr_size, uint64_t off, uint64_t size)
 {
 	if (attr_size < 64 + 16 || attr_size > 4096 || size % attr_size || size / attr_size == 0 ||
@@ -1289,26 +1381,7 @@ static int read_attrs(struct pr *r, uint64_t attr_size, uint64_t off, uint64_t s
 		return -ENOMEM;
 	for (size_t i = 0; i < r->n_attrs; i++) {
 		const uint8_t *e = r->map + off + i * attr_size;
-		uint8_t raw[256] = { 0 };
-		uint32_t const asz = su_ld32(e + 4);
-		size_t const avail = attr_size - 16;
-		size_t const n = asz && asz < avail ? asz : avail;
-		memcpy(raw, e, n < sizeof(raw) ? n : sizeof(raw));
-		struct attr *a = &r->attrs[i];
-		a->type = su_ld32(raw);
-		a->period_or_freq = su_ld64(raw + 16);
-		a->sample_type = su_ld64(raw + 24);
-		a->read_format = su_ld64(raw + 32);
-		a->flags = su_ld64(raw + 40);
-		a->branch_sample_type = su_ld64(raw + 72);
-		a->sample_regs_user = su_ld64(raw + 80);
-		a->sample_stack_user = su_ld32(raw + 88);
-		memset(a->reg_map, -1, sizeof(a->reg_map));
-		for (unsigned b = 0; b < 64; b++)
-			if (a->sample_regs_user >> b & 1) {
-				a->reg_map[a->nregs] = b < 24 ? perf_reg_to_ours[b] : -1;
-				a->nregs++;
-			}
+		attr_parse(&r->attrs[i], e, attr_size - 16);
 		/* The ids of this attr's events (one per cpu or thread). */
 		uint64_t const ids_off = su_ld64(e + attr_size - 16), ids_size = su_ld64(e + attr_size - 8);
 		if (ids_size % 8 || ids_off > r->file_size || ids_size > r->file_size - ids_off) {
@@ -1333,10 +1406,7 @@ static int read_attrs(struct pr *r, uint64_t attr_size, uint64_t off, uint64_t s
 			r->ids[j] = r->ids[j - 1];
 		r->ids[j] = v;
 	}
-	/* Where the id sits, from the first attr (perf requires them equal). */
-	uint64_t const t = r->attrs[0].sample_type;
-	r->id_pos = t & S_IDENTIFIER ? 0 : t & S_ID ? !!(t & S_IP) + !!(t & S_TID) + !!(t & S_TIME) + !!(t & S_ADDR) : -1;
-	r->id_from_end = t & S_IDENTIFIER ? 1 : t & S_ID ? 1 + !!(t & S_CPU) + !!(t & S_STREAM_ID) : 0;
+	id_positions(r);
 	if (r->n_attrs > 1 && r->id_pos < 0) {
 		set_err(r, "%zu events without sample ids: cannot tell their samples apart", r->n_attrs);
 		return -EINVAL;
@@ -1571,4 +1641,122 @@ int su_perf_data_read(const char *path, const struct su_reader_opts *opts,
 	int rc = su_perf_data_read_fd(fd, path, opts, cb, stats, err, errlen);
 	close(fd);
 	return rc;
+}
+
+/* ---- a live stream of records --------------------------------------------------- */
+
+struct su_perf_stream {
+	struct pr r;
+	struct chunk *pending;       /* reserved, not committed yet */
+};
+
+int su_perf_stream_new(const void *attr, size_t attr_len, const struct su_reader_callbacks *cb,
+		       const struct su_perf_stream_callbacks *live, struct su_reader_stats *stats,
+		       struct su_perf_stream **out)
+{
+	*out = NULL;
+	if (attr_len < 96)
+		return -EINVAL;
+	struct su_perf_stream *s = calloc(1, sizeof(*s));
+	if (!s || !(s->r.attrs = calloc(1, sizeof(*s->r.attrs)))) {
+		free(s);
+		return -ENOMEM;
+	}
+	memset(stats, 0, sizeof(*stats));
+	s->r.cb = cb;
+	s->r.st = stats;
+	s->r.live_cb = live;
+	s->r.name = "live recording";
+	s->r.n_attrs = 1;
+	attr_parse(&s->r.attrs[0], attr, attr_len);
+	id_positions(&s->r);
+	struct utsname u;
+	if (uname(&u) == 0) /* recorded here: our own vDSO's build-id applies */
+		snprintf(s->r.osrelease, sizeof(s->r.osrelease), "%s", u.release);
+	*out = s;
+	return 0;
+}
+
+uint8_t *su_perf_stream_reserve(struct su_perf_stream *s, size_t len)
+{
+	free(s->pending);
+	s->pending = malloc(sizeof(*s->pending) + (len ? len : 1));
+	if (!s->pending)
+		return NULL;
+	s->pending->len = len;
+	return s->pending->data;
+}
+
+int su_perf_stream_commit(struct su_perf_stream *s, size_t len)
+{
+	struct pr *r = &s->r;
+	struct chunk *c = s->pending;
+	s->pending = NULL;
+	if (!c || len > c->len) {
+		free(c);
+		return -EINVAL;
+	}
+	if (r->cb_rc) {
+		free(c);
+		return r->cb_rc;
+	}
+	c->len = len;
+	uint64_t const seq0 = r->seq;
+	int damaged = 0;
+	size_t const pos = queue_chunk(r, c, "a ring buffer", &damaged);
+	chunk_keep(r, c, seq0);
+	if (r->cb_rc)
+		return r->cb_rc;
+	return damaged || pos != len ? -EINVAL : 0;
+}
+
+int su_perf_stream_feed(struct su_perf_stream *s, const uint8_t *buf, size_t len)
+{
+	uint8_t *d = su_perf_stream_reserve(s, len);
+	if (!d)
+		return -ENOMEM;
+	memcpy(d, buf, len);
+	return su_perf_stream_commit(s, len);
+}
+
+int su_perf_stream_round(struct su_perf_stream *s)
+{
+	struct pr *r = &s->r;
+	if (r->cb_rc)
+		return r->cb_rc;
+	flush_until(r, r->next_flush);
+	r->next_flush = r->max_ts;
+	chunks_release(r);
+	return r->cb_rc;
+}
+
+uint32_t su_perf_stream_stack_cap(const struct su_perf_stream *s)
+{
+	return attr_stack_cap(&s->r.attrs[0]);
+}
+
+uint64_t su_perf_stream_time(const struct su_perf_stream *s)
+{
+	return s->r.now;
+}
+
+int su_perf_stream_end(struct su_perf_stream *s)
+{
+	struct pr *r = &s->r;
+	if (!r->cb_rc)
+		flush_until(r, UINT64_MAX);
+	chunks_release(r);
+	if (r->cb_rc)
+		return r->cb_rc;
+	r->st->bad_blobs = r->bad_samples + r->unknown_ids;
+	return r->cb->end ? r->cb->end(r->cb->arg) : 0;
+}
+
+void su_perf_stream_free(struct su_perf_stream *s)
+{
+	if (!s)
+		return;
+	pr_free(&s->r);
+	free(s->pending);
+	free(s);
 }

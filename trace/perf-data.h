@@ -29,4 +29,47 @@ int su_perf_data_read_fd(int fd, const char *name, const struct su_reader_opts *
 			 const struct su_reader_callbacks *cb,
 			 struct su_reader_stats *stats, char *err, size_t errlen);
 
+/* ---- a live stream: records straight from perf's ring buffers ------------
+ * The same record handling on whole records fed in memory (stackcap
+ * record's kernel sampler, record/): one event attribute, records fed
+ * ring after ring, each pass over the rings closed by a round (perf's
+ * FINISHED_ROUND: events delivered in time order up to what every ring
+ * has passed).  Records are copied: the caller's buffer is free at once;
+ * memory holds one round. */
+struct su_perf_stream;
+
+/* What a live stream tells besides the model (cb->arg is their ARG).
+ * Each may be NULL; a nonzero return stops the stream. */
+struct su_perf_stream_callbacks {
+	/* LOST (N samples lost, THROTTLED 0) or THROTTLE (N 0, THROTTLED 1)
+	 * records, with the pid and tid of their sample_id (UINT32_MAX when
+	 * it has none). */
+	int (*lost)(void *arg, uint32_t pid, uint32_t tid, uint64_t n, int throttled);
+	/* A thread (or, TID == PID, a process) ended, after its last sample. */
+	int (*exit)(void *arg, uint32_t pid, uint32_t tid);
+};
+
+/* ATTR: the struct perf_event_attr the events were opened with (ATTR_LEN
+ * bytes).  CB as for su_perf_data_read; LIVE may be NULL.  @return 0 or
+ * -errno. */
+int su_perf_stream_new(const void *attr, size_t attr_len, const struct su_reader_callbacks *cb,
+		       const struct su_perf_stream_callbacks *live, struct su_reader_stats *stats,
+		       struct su_perf_stream **out);
+/* Whole records (LEN bytes).  @return 0, a callback's nonzero return, or
+ * -EINVAL when a record is damaged or cut (the rest of BUF is ignored). */
+int su_perf_stream_feed(struct su_perf_stream *s, const uint8_t *buf, size_t len);
+/* The same without a copy: LEN bytes to fill (NULL: out of memory), then
+ * committed (the first LEN2 <= LEN of them). */
+uint8_t *su_perf_stream_reserve(struct su_perf_stream *s, size_t len);
+int su_perf_stream_commit(struct su_perf_stream *s, size_t len2);
+int su_perf_stream_round(struct su_perf_stream *s);
+/* The stack bytes a sample holds at most: the attr's window, or less when
+ * the kernel cuts it to fit a record (65,320 with every user register). */
+uint32_t su_perf_stream_stack_cap(const struct su_perf_stream *s);
+/* The time of the record being delivered (in a callback). */
+uint64_t su_perf_stream_time(const struct su_perf_stream *s);
+/* Every queued record delivered, then cb->end. */
+int su_perf_stream_end(struct su_perf_stream *s);
+void su_perf_stream_free(struct su_perf_stream *s);
+
 #endif

@@ -396,15 +396,25 @@ static int on_maps(struct reader *r, const struct raw_event *ev)
 
 static int on_drops(struct reader *r, const struct raw_event *ev)
 {
-	for (size_t i = 0; i < r->n_drops; i++)
-		if (r->drops[i].pid == ev->pid && r->drops[i].tid == ev->drop_tid) {
-			if (ev->drops_total > r->drops[i].total)
-				r->drops[i].total = ev->drops_total; /* cumulative: latest wins */
-			return 0;
-		}
-	if (su_grow((void **)&r->drops, &r->cap_drops, r->n_drops + 1, sizeof(*r->drops)))
-		return -ENOMEM;
-	r->drops[r->n_drops++] = (struct thread_drops){ ev->pid, ev->drop_tid, ev->drops_total };
+	size_t i = 0;
+	while (i < r->n_drops && !(r->drops[i].pid == ev->pid && r->drops[i].tid == ev->drop_tid))
+		i++;
+	if (i < r->n_drops) {
+		if (ev->drops_total > r->drops[i].total)
+			r->drops[i].total = ev->drops_total; /* cumulative: latest wins */
+	} else {
+		if (su_grow((void **)&r->drops, &r->cap_drops, r->n_drops + 1, sizeof(*r->drops)))
+			return -ENOMEM;
+		r->drops[r->n_drops++] = (struct thread_drops){ ev->pid, ev->drop_tid, ev->drops_total };
+	}
+	/* The process's own count: every thread's latest. */
+	struct section *s = section_of_stream(r, ev->stream_id, ev->pid);
+	if (s) {
+		s->p.drops = 0;
+		for (size_t k = 0; k < r->n_drops; k++)
+			if (r->drops[k].pid == ev->pid)
+				s->p.drops += r->drops[k].total;
+	}
 	return 0;
 }
 
@@ -680,6 +690,26 @@ static int check_metadata(const char *dir, char *msg, size_t msglen)
 		return -1;
 	}
 	return 0;
+}
+
+int su_stackcap_trace_sampler(const char *dir, char *buf, size_t len)
+{
+	char path[8192], line[1024];
+	snprintf(path, sizeof(path), "%s/metadata", dir);
+	FILE *f = fopen(path, "r");
+	int found = 0;
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		const char *p = line + strspn(line, " \t");
+		if (strncmp(p, "stackcap_sampler = \"", 20) == 0) {
+			snprintf(buf, len, "%.*s", (int)strcspn(p + 20, "\""), p + 20);
+			found = 1;
+		}
+	}
+	if (f)
+		fclose(f);
+	if (!found)
+		snprintf(buf, len, "in-process");
+	return found;
 }
 
 int su_stackcap_trace_probe(const char *dir)

@@ -59,6 +59,12 @@ struct su_reader_opts {
 /* Nonzero when DIR looks like a stackcap trace (metadata naming tracer stackcap). */
 int su_stackcap_trace_probe(const char *dir);
 
+/* Which sampler recorded the trace in DIR: its metadata's
+ * env.stackcap_sampler ("kernel": stackcap record's kernel copy), or
+ * "in-process" when it names none (the capture library).  @return 1 when
+ * named, 0 when not. */
+int su_stackcap_trace_sampler(const char *dir, char *buf, size_t len);
+
 /* Read the trace in DIR, calling CB in time order.  @return 0 when the
  * whole trace was read, a positive value when some of it could not be
  * (warnings printed to stderr; what was readable was delivered), a callback's

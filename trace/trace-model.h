@@ -88,6 +88,7 @@ struct su_process {
 	uint8_t policy;        /* enum stackcap_policy */
 	uint8_t codec_version;
 	int ended;             /* a process_end event was seen */
+	uint64_t drops;        /* samples lost at capture (its drops events, every thread) */
 };
 
 /* One sample, decoded.  Valid only during the callback that delivers it. */

@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: MIT */
+/* Samples of the trace model written as a stackcap trace (encode.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record/encode.h"
+#include "trace/stackcap-reader.h"
+
+struct section {
+	const struct su_process *p;
+	struct ctf_stream *proc;
+	const struct su_maps *last_maps;  /* last generation written */
+	uint64_t last_ts;
+	uint32_t samples_streams;
+	size_t stats;                     /* index in procs */
+};
+
+struct thread {
+	const struct su_process *p;
+	uint32_t tid;
+	int ended;               /* the stream waits for the next new thread */
+	unsigned in_packet;      /* samples since the stream's last packet */
+	struct ctf_stream *s;
+	struct stackcap_image prev, cur;
+	int have_prev;
+};
+
+/* Packets of at most this many samples, as the capture library writes
+ * them: a trace cut short (a full disk, a killed recorder) loses little,
+ * and a reader reads it in bounded pieces. */
+#define SAMPLES_PER_PACKET 128
+
+struct rec_encoder {
+	struct ctf_writer *w;
+	struct rec_encoder_opts o;
+	struct section *sec;
+	size_t n_sec, cap_sec;
+	struct thread *th;
+	size_t n_th, cap_th;
+	struct rec_proc_stats *procs;
+	size_t n_procs, cap_procs;
+	uint8_t *blob;
+	size_t blob_cap;
+	uint64_t last_ts;
+	struct rec_encoder_stats st;
+};
+
+int rec_encoder_new(struct ctf_writer *w, const struct rec_encoder_opts *o, struct rec_encoder **out)
+{
+	struct rec_encoder *e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->w = w;
+	if (o)
+		e->o = *o;
+	if (!e->o.policy)
+		e->o.policy = STACKCAP_POLICY_F2;
+	*out = e;
+	return 0;
+}
+
+static struct rec_proc_stats *proc_stats(struct rec_encoder *e, uint32_t pid, size_t *index)
+{
+	for (size_t i = e->n_procs; i-- > 0;)
+		if (e->procs[i].pid == pid) {
+			if (index)
+				*index = i;
+			return &e->procs[i];
+		}
+	if (su_grow((void **)&e->procs, &e->cap_procs, e->n_procs + 1, sizeof(*e->procs)))
+		return NULL;
+	if (index)
+		*index = e->n_procs;
+	struct rec_proc_stats *ps = &e->procs[e->n_procs++];
+	memset(ps, 0, sizeof(*ps));
+	ps->pid = pid;
+	return ps;
+}
+
+/* The process stream of P, started at TS on first use. */
+static struct section *section_open(struct rec_encoder *e, const struct su_process *p, uint64_t ts, int *rc)
+{
+	for (size_t i = e->n_sec; i-- > 0;)
+		if (e->sec[i].p == p)
+			return &e->sec[i];
+	size_t psi;
+	if (!proc_stats(e, p->pid, &psi) ||
+	    su_grow((void **)&e->sec, &e->cap_sec, e->n_sec + 1, sizeof(*e->sec))) {
+		*rc = -ENOMEM;
+		return NULL;
+	}
+	struct section *s = &e->sec[e->n_sec];
+	memset(s, 0, sizeof(*s));
+	s->p = p;
+	s->stats = psi;
+	snprintf(e->procs[psi].comm, sizeof(e->procs[psi].comm), "%s", p->comm ? p->comm : "");
+	char name[64];
+	snprintf(name, sizeof(name), "proc-%u-%u", p->pid, p->seq);
+	*rc = ctf_writer_open_stream(e->w, CTF_STREAM_PROCESS, name, p->pid, &s->proc);
+	if (*rc == 0) {
+		struct ctf_process_info info = {
+			.pid = p->pid, .ppid = p->ppid, .comm = p->comm, .exe = p->exe,
+			.clock_offset_ns = p->clock_offset_ns,
+			.frequency_hz = p->frequency_hz, .stack_cap = p->stack_cap,
+			.policy = (uint8_t)e->o.policy, .codec_version = STACKCAP_CODEC_VERSION,
+		};
+		*rc = ctf_stream_process_start(s->proc, ts, &info);
+		if (*rc)
+			ctf_stream_close(s->proc);
+	}
+	if (*rc)
+		return NULL;
+	s->last_ts = ts;
+	e->n_sec++;
+	return s;
+}
+
+static int write_maps(struct section *s, const struct su_maps *m, uint64_t ts)
+{
+	struct ctf_map_entry *ce = calloc(m->count ? m->count : 1, sizeof(*ce));
+	if (!ce)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < m->count; i++) {
+		const struct su_map_entry *x = &m->entries[i];
+		ce[i] = (struct ctf_map_entry){
+			.start = x->start, .end = x->end, .offset = x->offset, .bias = x->bias,
+			.flags = (uint8_t)((x->flags & SU_MAP_ANON ? CTF_MAP_ANON : 0) |
+					   (x->flags & SU_MAP_MAIN ? CTF_MAP_MAIN : 0) |
+					   (x->flags & SU_MAP_VDSO ? CTF_MAP_VDSO : 0)),
+			.build_id_len = x->build_id_len, .build_id = x->build_id_len ? x->build_id : NULL,
+			/* Code with no file: named as the capture library names it. */
+			.path = x->path[0] || !(x->flags & SU_MAP_ANON) ? x->path : "[anon:exec]",
+		};
+	}
+	int const rc = ctf_stream_maps(s->proc, ts, m->generation, ce, m->count);
+	free(ce);
+	if (rc == 0) {
+		s->last_maps = m;
+		s->last_ts = ts;
+	}
+	return rc;
+}
+
+static struct thread *thread_of(struct rec_encoder *e, struct section *sec, uint32_t tid, int *rc)
+{
+	for (size_t i = e->n_th; i-- > 0;)
+		if (e->th[i].p == sec->p && e->th[i].tid == tid && !e->th[i].ended)
+			return &e->th[i];
+	for (size_t i = 0; i < e->n_th; i++)
+		if (e->th[i].p == sec->p && e->th[i].ended) {
+			struct thread *t = &e->th[i]; /* an ended thread's stream */
+			t->tid = tid;
+			t->ended = 0;
+			t->have_prev = 0;
+			return t;
+		}
+	if (su_grow((void **)&e->th, &e->cap_th, e->n_th + 1, sizeof(*e->th))) {
+		*rc = -ENOMEM;
+		return NULL;
+	}
+	struct thread *t = &e->th[e->n_th];
+	memset(t, 0, sizeof(*t));
+	char name[64];
+	if (sec->p->seq) /* an image after exec: its own streams */
+		snprintf(name, sizeof(name), "samples-%u-%u-%u", sec->p->pid, sec->samples_streams, sec->p->seq);
+	else
+		snprintf(name, sizeof(name), "samples-%u-%u", sec->p->pid, sec->samples_streams);
+	if ((*rc = ctf_writer_open_stream(e->w, CTF_STREAM_SAMPLES, name, sec->p->pid, &t->s)) != 0)
+		return NULL;
+	sec->samples_streams++;
+	t->p = sec->p;
+	t->tid = tid;
+	e->n_th++;
+	return t;
+}
+
+static int image_copy(struct stackcap_image *dst, const struct stackcap_image *src)
+{
+	if (src->nwords > dst->capacity || !dst->words) {
+		uint64_t cap = src->nwords ? src->nwords : 1;
+		uint64_t *w = realloc(dst->words, cap * 8);
+		if (!w)
+			return -ENOMEM;
+		dst->words = w;
+		dst->capacity = cap;
+	}
+	uint64_t *const words = dst->words;
+	uint64_t const capacity = dst->capacity;
+	*dst = *src;
+	dst->words = words;
+	dst->capacity = capacity;
+	dst->kept = NULL;
+	memcpy(dst->words, src->words, src->nwords * 8);
+	return 0;
+}
+
+static int blob_room(struct rec_encoder *e, uint64_t nwords)
+{
+	size_t const need = STACKCAP_CODEC_BOUND(nwords);
+	if (need <= e->blob_cap)
+		return 0;
+	uint8_t *nb = realloc(e->blob, need);
+	if (!nb)
+		return -ENOMEM;
+	e->blob = nb;
+	e->blob_cap = need;
+	return 0;
+}
+
+/* The unfiltered copy (policy ALL, never elided), before the sample. */
+static int write_full(struct rec_encoder *e, struct thread *t, const struct su_sample *s)
+{
+	const struct stackcap_image *im = s->image;
+	struct stackcap_codec_input in = {
+		.words = im->words, .nwords = im->nwords, .sp = im->sp, .regs = im->regs,
+		.ranges = &s->maps->ranges, .policy = STACKCAP_POLICY_ALL, .encoding = STACKCAP_WORDS_RELATIVE,
+	};
+	int rc = blob_room(e, im->nwords);
+	if (rc)
+		return rc;
+	size_t const out = stackcap_codec_encode(e->blob, e->blob_cap, &in);
+	if (stackcap_codec_is_error(out))
+		return -EINVAL;
+	return ctf_stream_sample_full(t->s, s->time_ns, s->tid, s->maps->generation, e->blob, out);
+}
+
+int rec_encoder_sample(struct rec_encoder *e, const struct su_sample *s)
+{
+	if (!s->process || !s->maps)
+		return 0;
+	if (!(s->image->regs_kept >> STACKCAP_REG_RIP & 1)) {
+		/* A kernel thread or an exiting task, or a call chain perf
+		 * took without the stack (-g): no user stack to keep (a
+		 * stackcap trace has no such samples). */
+		if (s->user_chain)
+			e->st.chain_only++;
+		else
+			e->st.no_user++;
+		return 0;
+	}
+	int rc = 0;
+	struct section *sec = section_open(e, s->process, s->time_ns, &rc);
+	if (!sec)
+		return rc;
+	if (sec->last_maps != s->maps && (rc = write_maps(sec, s->maps, s->time_ns)) != 0)
+		return rc;
+	struct thread *t = thread_of(e, sec, s->tid, &rc);
+	if (!t)
+		return rc;
+	if (e->o.full_copy && (rc = write_full(e, t, s)) != 0)
+		return rc;
+	/* As the signal handler would have filtered (F2: code pointers and
+	 * pointers into the copied stack survive), every other word is 0. */
+	if ((rc = image_copy(&t->cur, s->image)) != 0)
+		return rc;
+	const struct stackcap_code_ranges *ranges = &s->maps->ranges;
+	uint64_t const hi = t->cur.sp + 8 * t->cur.nwords;
+	for (uint64_t i = 0; i < t->cur.nwords; i++)
+		if (!stackcap_codec_classify(t->cur.words[i], ranges, t->cur.sp, hi, (enum stackcap_policy)e->o.policy))
+			t->cur.words[i] = 0;
+	t->cur.policy = (uint8_t)e->o.policy;
+	uint64_t const k = t->have_prev ? stackcap_image_common_top(&t->cur, &t->prev) : 0;
+	struct stackcap_codec_input in = {
+		.words = t->cur.words, .nwords = t->cur.nwords, .sp = t->cur.sp, .regs = t->cur.regs,
+		.ranges = ranges, .policy = (enum stackcap_policy)e->o.policy, .encoding = STACKCAP_WORDS_RELATIVE,
+		.elide_top = k, .ref_sp = t->prev.sp, .has_ref = t->have_prev,
+	};
+	if ((rc = blob_room(e, t->cur.nwords)) != 0)
+		return rc;
+	size_t const out = stackcap_codec_encode(e->blob, e->blob_cap, &in);
+	if (stackcap_codec_is_error(out))
+		return -EINVAL;
+	if ((rc = ctf_stream_sample(t->s, s->time_ns, s->tid, s->maps->generation, e->blob, out)) != 0) {
+		t->have_prev = 0; /* not written: no later sample may refer to it */
+		return rc;
+	}
+	if (++t->in_packet >= SAMPLES_PER_PACKET) {
+		/* Each packet decodes alone: the next sample refers to none. */
+		t->in_packet = 0;
+		t->have_prev = 0;
+		if ((rc = ctf_stream_flush(t->s)) != 0)
+			return rc;
+	}
+	struct rec_proc_stats *ps = &e->procs[sec->stats];
+	ps->samples++;
+	ps->capped += s->stack_capped != 0;
+	e->st.samples++;
+	e->st.blob_bytes += out;
+	e->st.raw_stack_bytes += s->image->nwords * 8;
+	e->last_ts = s->time_ns;
+	struct stackcap_image const tmp = t->prev;
+	t->prev = t->cur;
+	t->cur = tmp;
+	t->have_prev = 1;
+	return 0;
+}
+
+int rec_encoder_process(struct rec_encoder *e, const struct su_process *p, uint64_t ts)
+{
+	int rc = 0;
+	return section_open(e, p, ts, &rc) ? 0 : rc;
+}
+
+void rec_encoder_thread_exit(struct rec_encoder *e, uint32_t pid, uint32_t tid)
+{
+	for (size_t i = 0; i < e->n_th; i++)
+		if (e->th[i].p->pid == pid && (e->th[i].tid == tid || pid == tid))
+			e->th[i].ended = 1;
+}
+
+int rec_encoder_flush(struct rec_encoder *e)
+{
+	int rc = 0;
+	for (size_t i = 0; i < e->n_sec; i++) {
+		int const r = ctf_stream_flush(e->sec[i].proc);
+		rc = rc ? rc : r;
+	}
+	for (size_t i = 0; i < e->n_th; i++) {
+		if (!e->th[i].in_packet)
+			continue;
+		e->th[i].in_packet = 0;
+		e->th[i].have_prev = 0;
+		int const r = ctf_stream_flush(e->th[i].s);
+		rc = rc ? rc : r;
+	}
+	return rc;
+}
+
+int rec_encoder_lost(struct rec_encoder *e, uint32_t pid, uint64_t n, int throttled)
+{
+	struct rec_proc_stats *ps = proc_stats(e, pid, NULL);
+	if (!ps)
+		return -ENOMEM;
+	if (throttled) {
+		ps->throttled++;
+		e->st.throttled++;
+	} else {
+		ps->lost += n;
+		e->st.lost += n;
+	}
+	return 0;
+}
+
+int rec_encoder_finish(struct rec_encoder *e, uint64_t ts)
+{
+	if (!ts)
+		ts = e->last_ts;
+	int first = 1;
+	for (size_t i = 0; i < e->n_sec; i++) {
+		struct section *s = &e->sec[i];
+		uint64_t const at = ts > s->last_ts ? ts : s->last_ts;
+		struct rec_proc_stats *ps = &e->procs[s->stats];
+		/* A pid's drops on its first section; drops of pids with no
+		 * section (no sample written) on the first section of all. */
+		uint64_t lost = 0, thr = 0;
+		int owner = 1;
+		for (size_t j = 0; j < i; j++)
+			owner &= e->sec[j].stats != s->stats;
+		if (owner) {
+			lost = ps->lost;
+			thr = ps->throttled;
+		}
+		if (first)
+			for (size_t j = 0; j < e->n_procs; j++) {
+				int has = 0;
+				for (size_t k = 0; k < e->n_sec; k++)
+					has |= e->sec[k].stats == j;
+				if (!has) {
+					lost += e->procs[j].lost;
+					thr += e->procs[j].throttled;
+				}
+			}
+		first = 0;
+		if (lost || thr) {
+			struct ctf_drops d = { .tid = s->p->pid, .ring_full = lost, .other = thr };
+			int const rc = ctf_stream_drops(s->proc, at, &d);
+			if (rc)
+				return rc;
+		}
+		if (e->o.end_all || s->p->ended) {
+			int const rc = ctf_stream_process_end(s->proc, at, owner ? ps->samples : 0, lost + thr);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+void rec_encoder_get_stats(const struct rec_encoder *e, struct rec_encoder_stats *st)
+{
+	*st = e->st;
+	st->n_procs = e->n_procs;
+	st->procs = e->procs;
+}
+
+int rec_encoder_free(struct rec_encoder *e)
+{
+	if (!e)
+		return 0;
+	int rc = 0;
+	for (size_t i = 0; i < e->n_th; i++) {
+		int const r = ctf_stream_close(e->th[i].s);
+		if (r && !rc)
+			rc = r;
+		free(e->th[i].prev.words);
+		free(e->th[i].cur.words);
+	}
+	for (size_t i = 0; i < e->n_sec; i++) {
+		int const r = ctf_stream_close(e->sec[i].proc);
+		if (r && !rc)
+			rc = r;
+	}
+	free(e->th);
+	free(e->sec);
+	free(e->procs);
+	free(e->blob);
+	free(e);
+	return rc;
+}

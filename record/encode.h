@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * encode.h: samples of the trace model written as a stackcap trace.
+ *
+ * The one path from a sample with its raw stack words (perf's ring
+ * buffers live, or a perf.data file) to the trace the capture library
+ * writes: each stack classified against its maps generation with policy
+ * F2 (code pointers and pointers into the copied stack survive, every
+ * other word is 0), encoded with the codec against the previous sample of
+ * its thread (top-elided delta), written by the CTF writer.  Per process
+ * section one process stream (process_start, each maps generation when
+ * the first sample needing it comes, drops, process_end) and one sample
+ * stream per thread.  Used by `stackcap record` (record/recorder.c) and
+ * `stackcap convert` (cli/convert.c).
+ */
+#ifndef STACKCAP_RECORD_ENCODE_H
+#define STACKCAP_RECORD_ENCODE_H
+
+#include <stdint.h>
+#include "capture/ctf-writer.h"
+#include "trace/trace-model.h"
+
+struct rec_encoder;
+
+struct rec_encoder_opts {
+	/* Also write each stack unfiltered (ctf_stream_sample_full): for
+	 * measuring fidelity only, it keeps every stack word. */
+	int full_copy;
+	/* End every section at rec_encoder_finish (a recording that stopped
+	 * cleanly); 0: only those whose process was seen ending. */
+	int end_all;
+	/* Words kept (enum stackcap_policy): 0 is F2. */
+	int policy;
+};
+
+/* What was written, per process (pid; the sections of one pid summed). */
+struct rec_proc_stats {
+	uint32_t pid;
+	char comm[32];
+	uint64_t samples, capped; /* capped: the copy filled the window */
+	uint64_t lost, throttled;
+};
+
+struct rec_encoder_stats {
+	uint64_t samples, blob_bytes, raw_stack_bytes;
+	uint64_t no_user;    /* samples without user state: not written */
+	uint64_t chain_only; /* a call chain but no stack (perf -g): not written */
+	uint64_t lost, throttled;
+	size_t n_procs;
+	const struct rec_proc_stats *procs; /* valid until rec_encoder_free */
+};
+
+/* W stays the caller's (closed after rec_encoder_free). */
+int rec_encoder_new(struct ctf_writer *w, const struct rec_encoder_opts *o, struct rec_encoder **out);
+
+/* One sample: 0 or -errno. */
+int rec_encoder_sample(struct rec_encoder *e, const struct su_sample *s);
+
+/* N samples of PID lost (ring full), or one throttling of PID's event
+ * (THROTTLED): counted, written as the section's drops at the end.
+ * PID UINT32_MAX: unknown (counted on the first process).  0 or -errno. */
+int rec_encoder_lost(struct rec_encoder *e, uint32_t pid, uint64_t n, int throttled);
+
+/* A process section began at TS (exec, fork, first seen): its process
+ * stream is written now (a recording of one command tree writes every
+ * process, as the in-process hook does; -a only those sampled). */
+int rec_encoder_process(struct rec_encoder *e, const struct su_process *p, uint64_t ts);
+
+/* Thread TID of PID ended (PID == TID: the process): its sample stream
+ * takes the next new thread of the process. */
+void rec_encoder_thread_exit(struct rec_encoder *e, uint32_t pid, uint32_t tid);
+
+/* Write every packet in flight (the recorder, every 250 ms: what is
+ * recorded reaches the disk while the program runs).  0 or -errno. */
+int rec_encoder_flush(struct rec_encoder *e);
+
+/* Drops, ends; TS the last time of the recording (0: the last sample's). */
+int rec_encoder_finish(struct rec_encoder *e, uint64_t ts);
+
+void rec_encoder_get_stats(const struct rec_encoder *e, struct rec_encoder_stats *st);
+
+/* Close every stream (0 or the first error) and free. */
+int rec_encoder_free(struct rec_encoder *e);
+
+#endif

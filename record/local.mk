@@ -1,0 +1,14 @@
+# record/: the kernel sampler of `stackcap record` (a process beside the
+# traced ones: perf events, their rings, /proc at attach) and the one
+# encoder of samples into a trace, shared with `stackcap convert`.
+noinst_LTLIBRARIES += record/librecord.la
+record_librecord_la_SOURCES = \
+	record/encode.h \
+	record/encode.c \
+	record/perf-events.h \
+	record/perf-events.c \
+	record/procmaps.h \
+	record/procmaps.c \
+	record/recorder.h \
+	record/recorder.c
+record_librecord_la_LIBADD = trace/libsutrace.la capture/libctfwriter.la compress/libstackcodec.la

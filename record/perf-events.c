@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT */
+/* The kernel sampler's perf events and their rings (perf-events.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "record/perf-events.h"
+#include "trace/stackcap-reader.h" /* su_grow */
+
+/* x86-64's user registers as perf numbers them (PERF_REG_X86_AX..R15):
+ * every general-purpose register, flags and the segment selectors perf
+ * accepts (not DS, ES, FS, GS: refused on 64-bit). */
+#define X86_64_REGS_MASK (((1ull << 24) - 1) & ~(0xfull << 12))
+
+void rec_attr_init(struct perf_event_attr *attr, const struct rec_attr_opts *o)
+{
+	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
+	attr->type = PERF_TYPE_SOFTWARE;
+	attr->config = PERF_COUNT_SW_CPU_CLOCK;
+	attr->freq = 1;
+	attr->sample_freq = o->freq;
+	attr->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	attr->sample_regs_user = X86_64_REGS_MASK;
+	attr->sample_stack_user = o->stack_size;
+	attr->use_clockid = 1;
+	attr->clockid = CLOCK_MONOTONIC; /* as our traces */
+	attr->mmap = 1;
+	attr->mmap2 = 1;
+	attr->build_id = 1;
+	attr->comm = 1;
+	attr->comm_exec = 1;
+	attr->task = 1;
+	attr->sample_id_all = 1;
+	attr->exclude_kernel = o->exclude_kernel ? 1 : 0;
+	attr->exclude_hv = 1;
+	attr->exclude_callchain_kernel = 1;
+	attr->disabled = 1;
+	attr->inherit = o->inherit ? 1 : 0;
+	attr->enable_on_exec = o->enable_on_exec ? 1 : 0;
+	/* Woken when a quarter of the ring is used, whatever the sample rate. */
+	attr->watermark = 1;
+}
+
+static int event_open(const struct perf_event_attr *attr, pid_t pid, int cpu, int group)
+{
+	long const fd = syscall(SYS_perf_event_open, attr, pid, cpu, group, PERF_FLAG_FD_CLOEXEC);
+	return fd < 0 ? -errno : (int)fd;
+}
+
+static int add_fd(struct rec_events *ev, int fd)
+{
+	if (su_grow((void **)&ev->fds, &ev->cap_fds, ev->n_fds + 1, sizeof(*ev->fds)))
+		return -ENOMEM;
+	ev->fds[ev->n_fds++] = fd;
+	return 0;
+}
+
+static const char *open_reason(int e)
+{
+	switch (e) {
+	case EACCES:
+	case EPERM:
+		return "not permitted (kernel.perf_event_paranoid; root or CAP_PERFMON may)";
+	case ESRCH: return "no such process or thread";
+	case ENOENT:
+	case EOPNOTSUPP:
+	case EINVAL: return "not supported by this kernel";
+	case EMFILE: return "too many open files (ulimit -n)";
+	default: return strerror(e);
+	}
+}
+
+/* Open on every CPU for task PID; the first task's events own the rings. */
+static int open_task(struct rec_events *ev, struct perf_event_attr *attr, pid_t pid, int own_rings)
+{
+	for (size_t c = 0; c < ev->n_rings; c++) {
+		struct rec_ring *r = &ev->rings[c];
+		int const fd = event_open(attr, pid, r->cpu, -1);
+		if (fd < 0)
+			return fd;
+		if (add_fd(ev, fd)) {
+			close(fd);
+			return -ENOMEM;
+		}
+		if (own_rings) {
+			r->fd = fd;
+		} else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd)) {
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+static int online_cpus(int **cpus)
+{
+	long const n = sysconf(_SC_NPROCESSORS_CONF);
+	if (n <= 0)
+		return -EINVAL;
+	*cpus = calloc((size_t)n, sizeof(**cpus));
+	if (!*cpus)
+		return -ENOMEM;
+	int k = 0;
+	for (long c = 0; c < n; c++) {
+		char path[96];
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%ld/online", c);
+		FILE *f = fopen(path, "r");
+		int on = 1; /* cpu0 often has no "online" file */
+		if (f) {
+			if (fscanf(f, "%d", &on) != 1)
+				on = 1;
+			fclose(f);
+		}
+		if (on)
+			(*cpus)[k++] = (int)c;
+	}
+	return k;
+}
+
+int rec_events_open(struct rec_events *ev, const struct perf_event_attr *attr0, const pid_t *tids, size_t n,
+		    size_t data_pages, char *err, size_t errlen)
+{
+	memset(ev, 0, sizeof(*ev));
+	struct perf_event_attr attr = *attr0;
+	long const page = sysconf(_SC_PAGESIZE);
+	int *cpus = NULL;
+	int const ncpu = online_cpus(&cpus);
+	if (ncpu <= 0) {
+		snprintf(err, errlen, "cannot list the CPUs");
+		free(cpus);
+		return ncpu ? ncpu : -EINVAL;
+	}
+	ev->rings = calloc((size_t)ncpu, sizeof(*ev->rings));
+	if (!ev->rings) {
+		free(cpus);
+		return -ENOMEM;
+	}
+	ev->n_rings = (size_t)ncpu;
+	ev->data_pages = data_pages;
+	for (int c = 0; c < ncpu; c++) {
+		ev->rings[c].cpu = cpus[c];
+		ev->rings[c].fd = -1;
+	}
+	free(cpus);
+	attr.wakeup_watermark = (uint32_t)(data_pages * (size_t)page / 4);
+	int rc = 0;
+	for (size_t i = 0; i < (n ? n : 1); i++) {
+		pid_t const pid = n ? tids[i] : -1;
+		rc = open_task(ev, &attr, pid, i == 0);
+		if (rc) {
+			if (n)
+				snprintf(err, errlen, "perf_event_open (task %d): %s", (int)pid, open_reason(-rc));
+			else
+				snprintf(err, errlen, "perf_event_open (every task): %s", open_reason(-rc));
+			goto fail;
+		}
+		if (i == 0) {
+			for (size_t c = 0; c < ev->n_rings; c++) {
+				struct rec_ring *r = &ev->rings[c];
+				size_t const len = (data_pages + 1) * (size_t)page;
+				void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+				if (m == MAP_FAILED) {
+					rc = errno == EPERM ? -EDQUOT : -errno;
+					snprintf(err, errlen, "mapping a %zu KiB ring buffer: %s", len / 1024,
+						 rc == -EDQUOT ? "over the locked-memory limit (kernel.perf_event_mlock_kb)"
+							       : strerror(-rc));
+					goto fail;
+				}
+				r->meta = m;
+				r->data = (uint8_t *)m + page;
+				r->size = data_pages * (uint64_t)page;
+			}
+		}
+	}
+	return 0;
+fail:
+	rec_events_close(ev);
+	return rc;
+}
+
+int rec_events_add_task(struct rec_events *ev, const struct perf_event_attr *attr0, pid_t tid)
+{
+	struct perf_event_attr attr = *attr0;
+	attr.wakeup_watermark = (uint32_t)(ev->data_pages * (size_t)sysconf(_SC_PAGESIZE) / 4);
+	attr.disabled = 0;
+	attr.enable_on_exec = 0;
+	return open_task(ev, &attr, tid, 0);
+}
+
+static int ioctl_all(struct rec_events *ev, unsigned long req)
+{
+	for (size_t i = 0; i < ev->n_fds; i++)
+		if (ioctl(ev->fds[i], req, 0))
+			return -errno;
+	return 0;
+}
+
+int rec_events_enable(struct rec_events *ev)
+{
+	return ioctl_all(ev, PERF_EVENT_IOC_ENABLE);
+}
+
+int rec_events_disable(struct rec_events *ev)
+{
+	return ioctl_all(ev, PERF_EVENT_IOC_DISABLE);
+}
+
+int64_t rec_ring_drain(struct rec_ring *r, rec_reserve_fn *reserve, rec_commit_fn *commit, void *arg)
+{
+	if (!r->meta)
+		return 0;
+	uint64_t const head = __atomic_load_n(&r->meta->data_head, __ATOMIC_ACQUIRE);
+	uint64_t const tail = r->meta->data_tail;
+	uint64_t const len = head - tail;
+	if (!len)
+		return 0;
+	uint8_t *buf = reserve(arg, (size_t)len);
+	if (!buf)
+		return -ENOMEM;
+	uint64_t const at = tail & (r->size - 1);
+	uint64_t const first = len < r->size - at ? len : r->size - at;
+	memcpy(buf, r->data + at, (size_t)first);
+	memcpy(buf + first, r->data, (size_t)(len - first));
+	/* The kernel may write there again: the copy is ours. */
+	__atomic_store_n(&r->meta->data_tail, head, __ATOMIC_RELEASE);
+	int const rc = commit(arg, (size_t)len);
+	return rc < 0 ? rc : (int64_t)len;
+}
+
+void rec_events_close(struct rec_events *ev)
+{
+	long const page = sysconf(_SC_PAGESIZE);
+	for (size_t c = 0; c < ev->n_rings; c++)
+		if (ev->rings[c].meta)
+			munmap(ev->rings[c].meta, (ev->data_pages + 1) * (size_t)page);
+	for (size_t i = 0; i < ev->n_fds; i++)
+		close(ev->fds[i]);
+	free(ev->rings);
+	free(ev->fds);
+	memset(ev, 0, sizeof(*ev));
+}

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT */
+/* A running process as synthesized perf records (procmaps.h). */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <linux/perf_event.h>
+
+#include "record/procmaps.h"
+#include "trace/stackcap-reader.h" /* su_grow */
+
+static uint8_t *buf_add(struct rec_buf *b, size_t n)
+{
+	if (b->len + n > b->cap) {
+		size_t ncap = b->cap ? b->cap * 2 : 4096;
+		while (ncap < b->len + n)
+			ncap *= 2;
+		uint8_t *p = realloc(b->p, ncap);
+		if (!p)
+			return NULL;
+		b->p = p;
+		b->cap = ncap;
+	}
+	uint8_t *at = b->p + b->len;
+	memset(at, 0, n);
+	b->len += n;
+	return at;
+}
+
+static void st32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static void st64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+
+/* A record: header, BODY (LEN bytes, padded to 8), the sample_id of
+ * TID|TIME.  Records hold at most 64 KiB: names are cut well below. */
+static int put_record(struct rec_buf *b, uint32_t type, uint16_t misc, const void *body, size_t len,
+		      pid_t pid, uint64_t ts)
+{
+	size_t const padded = (len + 7) & ~(size_t)7;
+	size_t const size = 8 + padded + 16;
+	uint8_t *r = buf_add(b, size);
+	if (!r)
+		return -ENOMEM;
+	st32(r, type);
+	memcpy(r + 4, &misc, 2);
+	uint16_t const sz = (uint16_t)size;
+	memcpy(r + 6, &sz, 2);
+	memcpy(r + 8, body, len);
+	st32(r + 8 + padded, (uint32_t)pid);
+	st32(r + 12 + padded, (uint32_t)pid);
+	st64(r + 16 + padded, ts);
+	return 0;
+}
+
+static int put_mmap2(struct rec_buf *b, pid_t pid, uint64_t ts, uint64_t start, uint64_t end, uint64_t pgoff,
+		     unsigned maj, unsigned min, uint64_t ino, uint32_t prot, const char *path)
+{
+	uint8_t body[8 + 24 + 24 + 8 + PATH_MAX];
+	size_t const plen = strnlen(path, PATH_MAX - 1);
+	st32(body, (uint32_t)pid);
+	st32(body + 4, (uint32_t)pid);
+	st64(body + 8, start);
+	st64(body + 16, end - start);
+	st64(body + 24, pgoff);
+	st32(body + 32, maj);
+	st32(body + 36, min);
+	st64(body + 40, ino);
+	st64(body + 48, 0);
+	st32(body + 56, prot);
+	st32(body + 60, MAP_PRIVATE);
+	memcpy(body + 64, path, plen);
+	body[64 + plen] = 0;
+	return put_record(b, PERF_RECORD_MMAP2, PERF_RECORD_MISC_USER, body, 64 + plen + 1, pid, ts);
+}
+
+int rec_proc_synthesize(struct rec_buf *b, pid_t pid, uint64_t ts)
+{
+	char path[64], comm[64] = "";
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	if (!fgets(comm, sizeof(comm), f))
+		comm[0] = 0;
+	fclose(f);
+	comm[strcspn(comm, "\n")] = 0;
+	uint8_t body[8 + 24];
+	st32(body, (uint32_t)pid);
+	st32(body + 4, (uint32_t)pid);
+	memcpy(body + 8, comm, 16);
+	body[8 + 15] = 0;
+	size_t const clen = strnlen((const char *)body + 8, 16);
+	size_t const mark = b->len;
+	int rc = put_record(b, PERF_RECORD_COMM, PERF_RECORD_MISC_USER, body, 8 + clen + 1, pid, ts);
+	if (rc)
+		return rc;
+
+	char exe[PATH_MAX] = "";
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	ssize_t const n = readlink(path, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	if (!(f = fopen(path, "r"))) {
+		b->len = mark;
+		return errno == ENOENT ? -ESRCH : -errno;
+	}
+	/* Two passes: the main executable's mappings first (the reader names
+	 * the process after the first file mapped), then the others. */
+	char line[PATH_MAX + 256];
+	for (int pass = 0; pass < 2 && rc == 0; pass++) {
+		rewind(f);
+		while (rc == 0 && fgets(line, sizeof(line), f)) {
+			uint64_t start, end, pgoff, ino;
+			unsigned maj, min;
+			char perms[8];
+			int name_at = 0;
+			if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n", &start, &end,
+				   perms, &pgoff, &maj, &min, &ino, &name_at) < 7 || perms[2] != 'x')
+				continue;
+			char *name = line + name_at;
+			name[strcspn(name, "\n")] = 0;
+			int const is_exe = exe[0] && strcmp(name, exe) == 0;
+			if (is_exe != (pass == 0))
+				continue;
+			/* No name: anonymous code (a JIT's), as the kernel names it. */
+			const char *pname = name[0] ? name : "//anon";
+			uint32_t const prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+					      PROT_EXEC;
+			rc = put_mmap2(b, pid, ts, start, end, pgoff, maj, min, ino, prot, pname);
+		}
+	}
+	fclose(f);
+	if (rc)
+		b->len = mark;
+	return rc;
+}
+
+static int list_numeric(const char *dir, pid_t **out)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? -ESRCH : -errno;
+	size_t n = 0, cap = 0;
+	pid_t *v = NULL;
+	struct dirent *e;
+	int oom = 0;
+	while (!oom && (e = readdir(d))) {
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		if (su_grow((void **)&v, &cap, n + 1, sizeof(*v)))
+			oom = 1;
+		else
+			v[n++] = (pid_t)strtol(e->d_name, NULL, 10);
+	}
+	closedir(d);
+	if (oom || !v) {
+		free(v);
+		return oom ? -ENOMEM : -ESRCH;
+	}
+	*out = v;
+	return (int)n;
+}
+
+int rec_proc_threads(pid_t pid, pid_t **tids)
+{
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	return list_numeric(dir, tids);
+}
+
+int rec_proc_all(pid_t **pids)
+{
+	return list_numeric("/proc", pids);
+}
+
+pid_t rec_proc_tgid(pid_t tid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	pid_t tgid = -ESRCH;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	fclose(f);
+	return tgid;
+}

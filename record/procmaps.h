@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * procmaps.h: what a process already running looks like, from /proc, as
+ * the perf records the kernel would have written had it been watched
+ * from its start: COMM (its name) and MMAP2 (each executable mapping,
+ * the main executable first), stamped with the attach time, so the
+ * recorder reads them with the same code as the live records
+ * (trace/perf-data.c).  Build-ids come from the mapped files when the
+ * records are read (as for a perf.data file without them).
+ */
+#ifndef STACKCAP_RECORD_PROCMAPS_H
+#define STACKCAP_RECORD_PROCMAPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct rec_buf {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+/* Append PID's COMM and MMAP2 records (sample_id: pid, tid, TS) to B.
+ * @return 0, -ESRCH when the process is gone, -ENOMEM. */
+int rec_proc_synthesize(struct rec_buf *b, pid_t pid, uint64_t ts);
+
+/* The threads of PID now (*TIDS malloc'd).  @return their count or -errno. */
+int rec_proc_threads(pid_t pid, pid_t **tids);
+
+/* Every process now (*PIDS malloc'd).  @return the count or -errno. */
+int rec_proc_all(pid_t **pids);
+
+/* The process a thread belongs to (Tgid of /proc/TID/status), or -errno. */
+pid_t rec_proc_tgid(pid_t tid);
+
+#endif

@@ -1,0 +1,232 @@
+#!/bin/sh
+# Integration: stackcap record's kernel copy (record/) where the in-process
+# hook cannot reach: worker threads blocking every signal, Debian's
+# busybox-static, Go (static and cgo), exit_group, every fd closed; attach
+# (-p, -t), the whole machine (-a), the fallback when perf events are
+# refused, against perf record on the same programs.
+#
+# Counts: every program burns a fixed amount of its own CPU time and both
+# recorders sample CPU time (cpu-clock) at the same frequency, so each
+# expects threads x seconds x Hz samples whatever the machine's load; ours
+# must be >= 90% of perf's (the kernel's hrtimer sampling jitters by a few
+# percent between runs: 10% is well above that, far below the losses the
+# in-process hook had, 42 of 2,365 on xz).
+. "${top_srcdir:?}/tests/tap-lib.sh"
+need "linux-perf" perf
+need_perf_sampling
+need "golang-go" go
+need "busybox-static" busybox
+need "util-linux" runuser
+UNW="$B/cli/stackunwind"
+HB="$B/tests/hard-burn"
+
+# rec NAME ARGS...: stackcap record -o $work/NAME.trace ARGS, stderr and status kept.
+rec() {
+	name=$1; shift
+	"$STACKCAP" record -o "$work/$name.trace" "$@" >"$work/$name.out" 2>"$work/$name.err"
+	echo $? >"$work/$name.rc"
+	"$UNW" folded "$work/$name.trace" >"$work/$name.folded" 2>"$work/$name.unw"
+}
+# perfrec NAME ARGS...: perf record --call-graph dwarf of the same, folded by stackunwind.
+perfrec() {
+	name=$1; shift
+	perf record -q -k monotonic -e cpu-clock -F 999 --call-graph dwarf,32768 -o "$work/$name.data" "$@" \
+		>"$work/$name.pout" 2>"$work/$name.perr"
+	"$UNW" folded "$work/$name.data" >"$work/$name.pfolded" 2>/dev/null
+}
+total() { awk '{ n += $NF } END { print n + 0 }' "$1"; }
+# with FILE PATTERN: samples whose folded stack matches PATTERN (awk regex).
+with() { awk -v p="$2" '$0 ~ p { n += $NF } END { print n + 0 }' "$1"; }
+ratio_ok() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(b > 0 && a >= 0.9 * b) }'; }
+pct_ok() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { exit !(b > 0 && a * 100 >= b * p) }'; }
+
+CHAIN='burner;hard_compute;hard_leaf( |;)'
+
+# 1. worker threads that block every signal, exit_group, every fd closed:
+# counted against perf, each sample of a worker on its chain.
+for v in block-signals exit-group close-fds; do
+	rec "$v" -- "$HB" --"$v" -t 2 0.5
+	perfrec "$v" "$HB" --"$v" -t 2 0.5
+	s=$(total "$work/$v.folded"); p=$(total "$work/$v.pfolded")
+	w=$(with "$work/$v.folded" 'start_thread;'); c=$(with "$work/$v.folded" "$CHAIN")
+	check "--$v: exit 0 and the program's output ($(cat "$work/$v.out"))" \
+		sh -c "[ \"\$(cat '$work/$v.rc')\" = 0 ] && [ \"\$(cat '$work/$v.out')\" = 'hard-burn 2 threads' ]"
+	check "--$v: $s samples, >= 90% of perf record's $p" ratio_ok "$s" "$p"
+	# The workers' samples (main's own, e.g. closing 65536 fds, are not).
+	check "--$v: burner;hard_compute;hard_leaf in >= 99% of the workers' samples ($c of $w)" pct_ok "$c" "$w" 99
+done
+
+# 2. Debian's busybox-static: a static binary (no LD_PRELOAD); its gzip
+# code has no CFI (.eh_frame lacks it), so perf and we stop at the leaf.
+head -c 3000000 /dev/urandom | od -x >"$work/bb.in"
+rec bb -- busybox gzip -c "$work/bb.in"
+perfrec bb busybox gzip -c "$work/bb.in"
+s=$(total "$work/bb.folded"); p=$(total "$work/bb.pfolded")
+b=$(with "$work/bb.folded" '^busybox;')
+check "busybox-static gzip: $s samples, >= 90% of perf record's $p" ratio_ok "$s" "$p"
+check "busybox-static gzip: every sample in busybox ($b of $s)" [ "$b" = "$s" -a "$s" -gt 0 ]
+check "busybox-static gzip: summary names the kernel copy" grep -q "kernel copy" "$work/bb.err"
+
+# 3. Go: a static build and a cgo build of the same program; frames named.
+mkdir -p "$work/go" "$work/gocache"
+cat >"$work/go/main.go" <<'EOF'
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+//go:noinline
+func hotLeaf(n int) int {
+	s := 0
+	for i := 0; i < n; i++ {
+		s += i * i % 7
+	}
+	return s
+}
+
+//go:noinline
+func middle(n int) int { return hotLeaf(n) + 1 }
+
+// Burns SECONDS of the process's CPU time.
+//go:noinline
+func outer(d time.Duration) int {
+	s := 0
+	for cpu() < d {
+		s += middle(100000)
+	}
+	return s
+}
+
+func main() {
+	sec, _ := strconv.ParseFloat(os.Args[1], 64)
+	fmt.Println(outer(time.Duration(sec*1e9)) > 0)
+}
+EOF
+cat >"$work/go/cpu.go" <<'EOF'
+package main
+
+import (
+	"syscall"
+	"time"
+)
+
+func cpu() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+EOF
+cat >"$work/go/cgo.go" <<'EOF'
+//go:build cgo
+
+package main
+
+// int cgo_marker(void) { return 1; }
+import "C"
+
+var _ = C.cgo_marker
+EOF
+printf 'module gotest\ngo 1.19\n' >"$work/go/go.mod"
+(cd "$work/go" && GOCACHE="$work/gocache" GOFLAGS=-mod=mod CGO_ENABLED=0 go build -o gostatic . &&
+	GOCACHE="$work/gocache" CGO_ENABLED=1 go build -o gocgo .) >"$work/go.build" 2>&1
+check "go build (static and cgo)" sh -c "[ -x '$work/go/gostatic' ] && [ -x '$work/go/gocgo' ]"
+GOCHAIN='runtime.main;main.main;main.outer;main.middle;main.hotLeaf'
+for g in gostatic gocgo; do
+	rec "$g" -- "$work/go/$g" 1
+	perfrec "$g" "$work/go/$g" 1
+	s=$(total "$work/$g.folded"); p=$(total "$work/$g.pfolded"); c=$(with "$work/$g.folded" "$GOCHAIN")
+	check "$g: exit 0, output unchanged" sh -c "[ \"\$(cat '$work/$g.rc')\" = 0 ] && [ \"\$(cat '$work/$g.out')\" = true ]"
+	check "$g: $s samples, >= 90% of perf record's $p" ratio_ok "$s" "$p"
+	check "$g: $GOCHAIN (Go frames named) in >= 90% of them ($c of $s)" pct_ok "$c" "$s" 90
+done
+
+# 4. exactness: the hot chains stackcap's trace gives are those perf record
+# --call-graph dwarf + stackunwind give on the same program (>= 99% of hot
+# samples have a chain perf's recording has too), and F2 fidelity is 100%.
+for t in single nofp threads; do
+	rec "x$t" -- "$TD/tdata-$t" 0.5
+	perfrec "x$t" "$TD/tdata-$t" 0.5
+	hot=$("$TD/tdata-$t" --chain | head -n 1)
+	awk -v h="$hot" '$0 ~ (";" h " ") { $NF = ""; print }' "$work/x$t.pfolded" | sort -u >"$work/x$t.pset"
+	a=$(awk -v h="$hot" 'FNR == NR { s[$0] = 1; next } $0 ~ (";" h " ") { n = $NF; $NF = ""; t += n; if ($0 in s) m += n }
+		END { print m + 0, t + 0 }' "$work/x$t.pset" "$work/x$t.folded")
+	check "tdata-$t: hot chains as perf record --call-graph dwarf's on >= 99% of hot samples ($a)" \
+		sh -c "set -- $a; [ \$2 -gt 0 ] && [ \$((\$1 * 100)) -ge \$((\$2 * 99)) ]"
+done
+rec full --full-copy -- "$TD/tdata-single" 0.3
+"$UNW" stats "$work/full.trace" >"$work/full.stats" 2>&1
+check "--full-copy: F2 fidelity 100% ($(grep fidelity "$work/full.stats"))" grep -q "fidelity: *100.0%" "$work/full.stats"
+check "stats: the sampler and its window" grep -q "sampler: *kernel copy.*-byte stack window" "$work/full.stats"
+check "stats: per-process samples and drops" grep -q "pid .* samples, 0 drops" "$work/full.stats"
+
+# 5. attach: -p for a while, threads created after the attach sampled; the
+# program's output and status unchanged.
+"$HB" -t 3 --stagger 0.7 0.4 >"$work/att.prog" 2>&1 &
+hp=$!
+sleep 0.3
+rec att -p "$hp" -- sleep 2
+wait "$hp"
+hrc=$?
+ntid=$(babeltrace2 "$work/att.trace" 2>/dev/null | sed -n 's/.* sample: .*tid = \([0-9]*\) }.*/\1/p' | sort -u | wc -l)
+s=$(total "$work/att.folded"); c=$(with "$work/att.folded" "$CHAIN")
+check "-p: the program's output and status unchanged ($hrc, $(cat "$work/att.prog"))" \
+	sh -c "[ $hrc = 0 ] && [ \"\$(cat '$work/att.prog')\" = 'hard-burn 3 threads' ] && [ \"\$(cat '$work/att.rc')\" = 0 ]"
+check "-p: threads created after the attach sampled ($ntid threads)" [ "$ntid" -ge 3 ]
+check "-p: the chain in >= 99% of the samples ($c of $s)" pct_ok "$c" "$s" 99
+"$TD/tdata-single" 2 >/dev/null &
+sp=$!
+sleep 0.2
+rec attt -t "$sp"
+wait "$sp"
+s=$(total "$work/attt.folded"); c=$(with "$work/attt.folded" 'level_a;level_b;level_c;hot_leaf( |;)')
+check "-t TID: recorded until the thread ended ($s samples), chain in >= 99% ($c)" \
+	sh -c "[ \"\$(cat '$work/attt.rc')\" = 0 ] && [ $s -ge 500 ]" && pct_ok "$c" "$s" 99
+
+# 6. the whole machine: two unrelated programs, both with their chains.
+"$TD/tdata-single" 1 >/dev/null &
+p1=$!
+"$TD/tdata-nofp" 1 >/dev/null &
+p2=$!
+rec all -a -- sleep 1
+wait "$p1" "$p2"
+a1=$("$UNW" folded --pid "$p1" "$work/all.trace" 2>/dev/null | awk '/level_a;level_b;level_c;hot_leaf/ { n += $NF } END { print n + 0 }')
+a2=$("$UNW" folded --pid "$p2" "$work/all.trace" 2>/dev/null | awk '/nofp_outer;nofp_middle;nofp_hot/ { n += $NF } END { print n + 0 }')
+check "-a: both programs with their chains ($a1, $a2 samples)" [ "$a1" -ge 100 -a "$a2" -ge 100 ]
+
+# 7. refused perf events: a command falls back to the in-process sampler
+# with a one-line notice; -a and -p fail with the reason, exit non-zero.
+"$B/tests/no-perf-events" "$STACKCAP" record -o "$work/fb.trace" -- "$TD/tdata-single" 0.3 >/dev/null 2>"$work/fb.err"
+fbrc=$?
+check "refused: fallback to the in-process sampler, exit 0, one notice" \
+	sh -c "[ $fbrc = 0 ] && [ \$(grep -c 'perf_event_open refused' '$work/fb.err') = 1 ] && grep -q 'in-process:' '$work/fb.err' && \
+	       [ \"\$('$UNW' folded '$work/fb.trace' 2>/dev/null | wc -l)\" -gt 0 ]"
+"$B/tests/no-perf-events" "$STACKCAP" record -a -o "$work/fba.trace" -- true 2>"$work/fba.err"
+fbrc=$?
+check "refused: -a exits non-zero with the reason ($(head -c 120 "$work/fba.err"))" \
+	sh -c "[ $fbrc != 0 ] && grep -q 'not permitted' '$work/fba.err' && [ ! -e '$work/fba.trace' ]"
+# An unprivileged user under kernel.perf_event_paranoid 2 may sample its
+# own processes, not the whole machine: -a says so (paranoid raised to 2
+# for the test, restored after).
+par=$(cat /proc/sys/kernel/perf_event_paranoid)
+nb=$(mktemp -d /tmp/stackcap-nobody.XXXXXX)
+chmod 777 "$nb"
+echo 2 >/proc/sys/kernel/perf_event_paranoid
+runuser -u nobody -- "$STACKCAP" record -a -o "$nb/all.trace" -- true 2>"$work/nba.err"
+nbrc=$?
+runuser -u nobody -- "$STACKCAP" record -o "$nb/own.trace" -- "$TD/tdata-single" 0.2 2>"$work/nbo.err"
+nborc=$?
+echo "$par" >/proc/sys/kernel/perf_event_paranoid
+check "unprivileged, paranoid 2: -a exits 1 with the reason, no trace ($(head -c 100 "$work/nba.err"))" \
+	sh -c "[ $nbrc = 1 ] && grep -q 'not permitted' '$work/nba.err' && [ ! -e '$nb/all.trace' ]"
+check "unprivileged, paranoid 2: its own command is recorded by the kernel copy (user time)" \
+	sh -c "[ $nborc = 0 ] && grep -q 'kernel copy' '$work/nbo.err' && [ \"\$('$UNW' folded '$nb/own.trace' 2>/dev/null | wc -l)\" -gt 0 ]"
+check "kernel.perf_event_paranoid restored ($par)" [ "$(cat /proc/sys/kernel/perf_event_paranoid)" = "$par" ]
+rm -rf "$nb"
+"$STACKCAP" record -p 999999999 -o "$work/nopid.trace" 2>"$work/nopid.err"
+check "-p of no process: exit 1, 'no such process'" sh -c "[ $? = 1 ] && grep -q 'no such process' '$work/nopid.err'"
+
+echo "1..$n"
