@@ -1560,7 +1560,7 @@ int su_perf_data_read(const char *path, const struct su_reader_opts *opts,
 		      const struct su_reader_callbacks *cb,
 		      struct su_reader_stats *stats, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
 		int const e = errno;
 		memset(stats, 0, sizeof(*stats));

@@ -94,12 +94,37 @@ void su_reader_set_prog(const char *prog)
 
 void su_reader_warn(const char *fmt, ...)
 {
+	char msg[2048];
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, "%s: warning: ", warn_prog);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* A recorded path may hold escape sequences meant for the terminal. */
+	flockfile(stderr);
+	fprintf(stderr, "%s: warning: ", warn_prog);
+	for (const unsigned char *c = (const unsigned char *)msg; *c; c++) {
+		if (*c < 0x20 || *c == 0x7f)
+			fprintf(stderr, "\\x%02x", *c);
+		else
+			putc_unlocked(*c, stderr);
+	}
+	putc_unlocked('\n', stderr);
+	funlockfile(stderr);
+}
+
+int su_open_regular(const char *path, int flags)
+{
+	int const fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | flags);
+	struct stat sb;
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		int const e = S_ISREG(sb.st_mode) ? errno : EINVAL;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
 }
 
 int su_grow(void **arr, size_t *cap, size_t need, size_t elem)
@@ -488,9 +513,14 @@ static int check_metadata(const char *dir, char *msg, size_t msglen)
 {
 	char path[8192];
 	snprintf(path, sizeof(path), "%s/metadata", dir);
-	FILE *f = fopen(path, "r");
+	int const fd = su_open_regular(path, O_NOFOLLOW);
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
 	if (!f) {
-		snprintf(msg, msglen, "%s is not a stackcap trace: %s: %s", dir, path, strerror(errno));
+		int const e = errno;
+		if (fd >= 0)
+			close(fd);
+		snprintf(msg, msglen, "%s is not a stackcap trace: %s: %s", dir, path,
+			 e == EINVAL ? "not a regular file" : e == ELOOP ? "a symbolic link" : strerror(e));
 		return -1;
 	}
 	char line[1024];

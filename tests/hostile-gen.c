@@ -1,0 +1,167 @@
+/* hostile-gen: crafted inputs for tests/hostile-input.sh (issue 16): small
+ * traces that claimed unbounded memory or time, or named files the tools
+ * must not read.  Written at test time, so nothing binary is committed.
+ *
+ *   hostile-gen trace DIR BINPATH      one sample, its module at BINPATH
+ *                                      ("anon": anonymous code, a perf map's)
+ *   hostile-gen bigsample DIR THREADS  stack cap 8 KiB, samples claiming 64 MiB
+ *   hostile-gen maps DIR N             N one-entry maps generations
+ *   hostile-gen procs DIR N            N process_start events
+ *   hostile-gen zst DIR FILES          FILES .zst streams of one 64 MiB packet
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "capture/ctf-writer.h"
+#include "compress/stack-codec.h"
+
+#define CODE_LO 0x400000ull
+#define SP 0x7ffd00100000ull
+
+static void die(const char *what, int rc)
+{
+	fprintf(stderr, "hostile-gen: %s failed (%d)\n", what, rc);
+	exit(1);
+}
+#define CK(call) do { int rc_ = (call); if (rc_) die(#call, rc_); } while (0)
+
+/* A blob of NWORDS stack words (all zero but a return address) with rip
+ * in the first code range. */
+static size_t make_blob(uint8_t **out, uint64_t nwords)
+{
+	static struct stackcap_code_range r = { CODE_LO, CODE_LO + 0x1000, 0 };
+	static struct stackcap_code_ranges set;
+	stackcap_code_ranges_init(&set, &r, 1);
+	uint64_t *words = calloc(nwords, 8);
+	uint64_t regs[STACKCAP_NREGS] = { 0 };
+	size_t const cap = STACKCAP_CODEC_BOUND(nwords);
+	*out = malloc(cap);
+	if (!words || !*out)
+		die("malloc", -1);
+	words[0] = CODE_LO + 0x123;
+	regs[STACKCAP_REG_RIP] = CODE_LO + 0x100;
+	regs[STACKCAP_REG_RSP] = SP;
+	struct stackcap_codec_input in = { .words = words, .nwords = nwords, .sp = SP, .regs = regs,
+		.ranges = &set, .policy = STACKCAP_POLICY_F2, .encoding = STACKCAP_WORDS_RELATIVE };
+	size_t const n = stackcap_codec_encode(*out, cap, &in);
+	free(words);
+	if (stackcap_codec_is_error(n))
+		die("encode", -1);
+	return n;
+}
+
+static struct ctf_process_info proc_info(uint32_t pid)
+{
+	return (struct ctf_process_info){ .pid = pid, .ppid = 1, .comm = "victim", .exe = "/victim",
+		.frequency_hz = 99, .stack_cap = 8192, .policy = STACKCAP_POLICY_F2,
+		.codec_version = STACKCAP_CODEC_VERSION };
+}
+
+static struct ctf_map_entry map_at(uint64_t start, const char *path)
+{
+	return (struct ctf_map_entry){ .start = start, .end = start + 0x1000, .offset = 0, .bias = start - CODE_LO,
+		.flags = CTF_MAP_MAIN, .path = path };
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 4) {
+		fprintf(stderr, "usage: hostile-gen trace|bigsample|maps|procs|zst DIR ARG\n");
+		return 2;
+	}
+	const char *mode = argv[1], *dir = argv[2];
+	long const n = strtol(argv[3], NULL, 10);
+	struct ctf_writer_opts o = { .sz = sizeof(o), .clock_offset_ns = 0 };
+	struct ctf_writer *w;
+	struct ctf_stream *ps, *ss;
+	CK(ctf_writer_open(dir, &o, &w));
+	uint8_t *blob;
+	if (!strcmp(mode, "procs")) {
+		/* N processes (one exec image each) in one process stream. */
+		CK(ctf_writer_open_stream(w, CTF_STREAM_PROCESS, "proc-1-0", 1, &ps));
+		struct ctf_map_entry e = map_at(CODE_LO, "/victim");
+		for (long i = 0; i < n; i++) {
+			struct ctf_process_info pi = proc_info((uint32_t)(1000 + i));
+			CK(ctf_stream_process_start(ps, 1000 + (uint64_t)i * 2, &pi));
+			CK(ctf_stream_maps(ps, 1001 + (uint64_t)i * 2, 1, &e, 1));
+		}
+		CK(ctf_stream_close(ps));
+		return ctf_writer_close(w) != 0;
+	}
+	CK(ctf_writer_open_stream(w, CTF_STREAM_PROCESS, "proc-100-0", 100, &ps));
+	struct ctf_process_info pi = proc_info(100);
+	CK(ctf_stream_process_start(ps, 1000, &pi));
+	if (!strcmp(mode, "maps")) {
+		/* Generations of one distinct entry each: 0x30 bytes on disk, and
+		 * a 128 KiB lookup table each in the reader before the fix. */
+		for (long i = 0; i < n; i++) {
+			struct ctf_map_entry e = map_at(CODE_LO + (uint64_t)i * 0x10000, "");
+			CK(ctf_stream_maps(ps, 1001 + (uint64_t)i, (uint32_t)(i + 1), &e, 1));
+		}
+		CK(ctf_stream_close(ps));
+		return ctf_writer_close(w) != 0;
+	}
+	struct ctf_map_entry e = map_at(CODE_LO, !strcmp(mode, "trace") ? argv[3] : "/victim");
+	if (!strcmp(e.path, "anon")) { /* JIT code: named from /tmp/perf-PID.map */
+		e.path = "";
+		e.flags = CTF_MAP_ANON;
+	}
+	CK(ctf_stream_maps(ps, 1001, 1, &e, 1));
+	CK(ctf_stream_close(ps));
+	if (!strcmp(mode, "bigsample")) {
+		/* One sample per thread claiming 8 M words (64 MiB) under a cap
+		 * of 8 KiB: zeros run-length-encoded, a few bytes each. */
+		size_t const len = make_blob(&blob, 8u << 20);
+		CK(ctf_writer_open_stream(w, CTF_STREAM_SAMPLES, "samples-100-100", 100, &ss));
+		for (long t = 0; t < n; t++)
+			CK(ctf_stream_sample(ss, 2000 + (uint64_t)t, (uint32_t)(100 + t), 1, blob, len));
+		CK(ctf_stream_close(ss));
+	} else {
+		size_t const len = make_blob(&blob, 16);
+		long const files = !strcmp(mode, "zst") ? n : 1;
+		for (long i = 0; i < files; i++) {
+			char name[64];
+			snprintf(name, sizeof(name), "samples-100-%ld", 100 + i);
+			CK(ctf_writer_open_stream(w, CTF_STREAM_SAMPLES, name, 100, &ss));
+			CK(ctf_stream_sample(ss, 2000 + (uint64_t)i, (uint32_t)(100 + i), 1, blob, len));
+			CK(ctf_stream_close(ss));
+		}
+	}
+	CK(ctf_writer_close(w));
+	if (strcmp(mode, "zst"))
+		return 0;
+	/* Each samples file becomes one zstd frame of one 64 MiB packet: the
+	 * event as written, then zeros (packet_size says 64 MiB). */
+	size_t const big = 64u << 20;
+	uint8_t *pkt = calloc(1, big);
+	size_t const zcap = ZSTD_compressBound(big);
+	uint8_t *z = malloc(zcap);
+	if (!pkt || !z)
+		die("malloc", -1);
+	for (long i = 0; i < n; i++) {
+		char path[4096], zpath[4200];
+		snprintf(path, sizeof(path), "%s/samples-100-%ld", dir, 100 + i);
+		FILE *f = fopen(path, "rb");
+		if (!f)
+			die("fopen", -1);
+		size_t const got = fread(pkt, 1, 65536, f);
+		fclose(f);
+		if (got < 80)
+			die("read packet", -1);
+		/* packet_size (bits) at context offset 24. */
+		uint64_t const bits = (uint64_t)big * 8;
+		memcpy(pkt + 32 + 24, &bits, 8);
+		memset(pkt + got, 0, 65536 - got);
+		size_t const zn = ZSTD_compress(z, zcap, pkt, big, 19);
+		if (ZSTD_isError(zn))
+			die("ZSTD_compress", -1);
+		snprintf(zpath, sizeof(zpath), "%s.zst", path);
+		f = fopen(zpath, "wb");
+		if (!f || fwrite(z, 1, zn, f) != zn || fclose(f))
+			die("write", -1);
+		remove(path);
+	}
+	return 0;
+}
