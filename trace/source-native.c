@@ -26,6 +26,7 @@
 #define PKT_READ 65536u                 /* first read of a plain packet */
 #define PKT_MAX (64u << 20)             /* a bigger packet is corrupt */
 #define ZIN_SIZE 65536u                 /* compressed bytes read at a time */
+#define ZHELD_MAX (128u << 20)          /* inflated packets held at once, all files */
 #define TS27_MASK ((UINT64_C(1) << 27) - 1)
 
 enum { EV_PROCESS_START = 0, EV_MAPS, EV_DROPS, EV_PROCESS_END };
@@ -327,6 +328,19 @@ static int load_packet(struct native_source *s, struct nfile *f)
 	if (end < begin || (f->have_pkt && begin < f->last_ts)) {
 		defect(s, f, off, "packet timestamps go back in time");
 		return 0;
+	}
+	/* A plain packet is on disk; an inflated one may be KBs claiming
+	 * 64 MiB, and every file of the pass holds its current packet. */
+	if (f->zst && psize > PKT_READ) {
+		uint64_t held = psize;
+		for (size_t i = 0; i < s->n_files[f->kind]; i++)
+			if (&s->files[f->kind][i] != f && s->files[f->kind][i].zst)
+				held += s->files[f->kind][i].cap;
+		if (held > ZHELD_MAX) {
+			defect(s, f, off, "packet of %llu bytes: with the other files' packets, more than %u MiB "
+			       "inflated at once", (unsigned long long)psize, ZHELD_MAX >> 20);
+			return 0;
+		}
 	}
 	/* H and CTX die here: the buffer may move. */
 	if (buf_reserve(f, (size_t)psize))
