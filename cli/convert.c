@@ -52,6 +52,8 @@ struct conv {
 	size_t n_th, cap_th;
 	uint8_t *blob;
 	size_t blob_cap;
+	struct stackcap_code_ranges *set; /* the filter of set_maps, for the encoder */
+	const struct su_maps *set_maps;
 	uint64_t samples, blob_bytes, last_ts;
 	uint64_t no_user;            /* samples without user state: not converted */
 	uint64_t chain_only;         /* samples with a call chain but no stack (perf -g): not converted */
@@ -191,7 +193,13 @@ static int on_sample(void *arg, const struct su_sample *s)
 	 * pointers into the copied stack survive, every other word is 0. */
 	if ((rc = image_copy(&t->cur, s->image)) != 0)
 		return rc;
-	const struct stackcap_code_ranges *ranges = &s->maps->ranges;
+	if (c->set_maps != s->maps) {
+		if (!c->set && !(c->set = malloc(sizeof(*c->set))))
+			return -ENOMEM;
+		stackcap_code_ranges_init(c->set, s->maps->range_list, s->maps->count); /* checked by the reader */
+		c->set_maps = s->maps;
+	}
+	const struct stackcap_code_ranges *ranges = c->set;
 	uint64_t const hi = t->cur.sp + 8 * t->cur.nwords;
 	for (uint64_t i = 0; i < t->cur.nwords; i++)
 		if (!stackcap_codec_classify(t->cur.words[i], ranges, t->cur.sp, hi, STACKCAP_POLICY_F2))
@@ -341,6 +349,7 @@ int stackcap_convert(int argc, char **argv)
 	free(c.th);
 	free(c.sec);
 	free(c.blob);
+	free(c.set);
 	if (rrc >= 0 && !c.samples && c.chain_only) {
 		snprintf(err, sizeof(err), "%s: recorded with call chains (perf record -g), not stacks: nothing to "
 			 "re-encode; record with `perf record --call-graph dwarf` (stackunwind reads this file as it is)", in);

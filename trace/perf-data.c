@@ -534,7 +534,7 @@ static struct su_maps *proc_maps(struct pr *r, struct proc *p)
 		o->path = (char *)e->path; /* interned: freed with the reader */
 		m->range_list[i] = (struct stackcap_code_range){ e->start, e->end, (uint32_t)i };
 	}
-	if (stackcap_code_ranges_init(&m->ranges, m->range_list, m->count)) {
+	if (stackcap_code_list_check(m->range_list, m->count)) {
 		maps_free(m); /* cannot happen: proc_mmap keeps them disjoint */
 		return NULL;
 	}

@@ -328,7 +328,7 @@ static int on_maps(struct reader *r, const struct raw_event *ev)
 		su_maps_free(m);
 		return 0;
 	}
-	if (stackcap_code_ranges_init(&m->ranges, m->range_list, m->count)) {
+	if (stackcap_code_list_check(m->range_list, m->count)) {
 		su_reader_warn("pid %u: maps generation %u has unsorted or overlapping ranges: ignored",
 			       ev->pid, m->generation);
 		su_maps_free(m);
@@ -487,7 +487,7 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 		*pending = 0;
 		if (image_reserve(img, hdr.nwords))
 			return -ENOMEM;
-		size_t const drc = stackcap_codec_decode(blob, len, &maps->ranges, NULL, img);
+		size_t const drc = stackcap_codec_decode_list(blob, len, maps->range_list, maps->count, NULL, img);
 		if (stackcap_codec_is_error(drc)) {
 			bad_blob(r, ev, drc, NULL);
 			return 0;
@@ -503,7 +503,7 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 	struct stackcap_image *ref = t->has_ref ? &t->img[t->cur] : NULL;
 	if (image_reserve(dst, hdr.nwords))
 		return -ENOMEM;
-	size_t rc = stackcap_codec_decode(blob, len, &maps->ranges, ref, dst);
+	size_t rc = stackcap_codec_decode_list(blob, len, maps->range_list, maps->count, ref, dst);
 	if (stackcap_codec_is_error(rc)) {
 		bad_blob(r, ev, rc, NULL);
 		t->has_ref = 0;
