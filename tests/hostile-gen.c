@@ -8,6 +8,9 @@
  *   hostile-gen maps DIR N             N one-entry maps generations
  *   hostile-gen procs DIR N            N process_start events
  *   hostile-gen zst DIR FILES          FILES .zst streams of one 64 MiB packet
+ *   hostile-gen perf-ids FILE ATTRS    perf.data: ATTRS attributes, one id section
+ *   hostile-gen perf-z FILE RECORDS    perf.data -z: RECORDS compressed records of
+ *                                      48 MiB of samples each, no FINISHED_ROUND
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +68,95 @@ static struct ctf_map_entry map_at(uint64_t start, const char *path)
 		.flags = CTF_MAP_MAIN, .path = path };
 }
 
+/* ---- perf.data ---------------------------------------------------------- */
+
+#define ATTR_SIZE 144u /* perf_event_attr (128) + ids {offset, size} */
+#define HDR_SIZE 104u
+
+static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+
+/* Header and NATTRS attributes (software event, IP|TID|TIME|CALLCHAIN,
+ * all with the id section IDS_OFF/IDS_SIZE) into BUF; data at DATA_OFF. */
+static void perf_head(uint8_t *buf, uint32_t nattrs, uint64_t ids_off, uint64_t ids_size,
+		      uint64_t data_off, uint64_t data_size)
+{
+	memcpy(buf, "PERFILE2", 8);
+	put64(buf + 8, HDR_SIZE);
+	put64(buf + 16, ATTR_SIZE);
+	put64(buf + 24, HDR_SIZE);
+	put64(buf + 32, (uint64_t)nattrs * ATTR_SIZE);
+	put64(buf + 40, data_off);
+	put64(buf + 48, data_size);
+	for (uint32_t i = 0; i < nattrs; i++) {
+		uint8_t *a = buf + HDR_SIZE + (size_t)i * ATTR_SIZE;
+		put32(a, 1);                       /* PERF_TYPE_SOFTWARE */
+		put32(a + 4, 128);
+		put64(a + 16, 1000);
+		put64(a + 24, 0x1 | 0x2 | 0x4 | 0x20 | 0x40); /* IP TID TIME CALLCHAIN ID */
+		put64(a + 128, ids_off);
+		put64(a + 136, ids_size);
+	}
+}
+
+static void write_all(const char *path, const void *p, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	if (!f || fwrite(p, 1, n, f) != n || fclose(f))
+		die("write", -1);
+}
+
+/* 4,096 attributes sharing one id section of NIDS ids in descending order
+ * (insertion sort's worst case): 82 M ids to sort from a 750 KB file. */
+static int perf_ids(const char *path, uint32_t nattrs, uint32_t nids)
+{
+	size_t const ids_off = HDR_SIZE + (size_t)nattrs * ATTR_SIZE, len = ids_off + 8u * nids;
+	uint8_t *buf = calloc(1, len);
+	if (!buf)
+		die("calloc", -1);
+	perf_head(buf, nattrs, ids_off, 8u * nids, len, 0);
+	for (uint32_t k = 0; k < nids; k++)
+		put64(buf + ids_off + 8u * k, (uint64_t)(nids - k));
+	write_all(path, buf, len);
+	return 0;
+}
+
+/* RECORDS PERF_RECORD_COMPRESSED records, each 48 MiB of 48-byte samples
+ * once inflated, and no FINISHED_ROUND: every sample waits to be sorted. */
+static int perf_z(const char *path, uint32_t records)
+{
+	size_t const raw = 48u << 20, zcap = ZSTD_compressBound(raw);
+	uint8_t *in = malloc(raw), *z = malloc(zcap);
+	size_t const off = HDR_SIZE + ATTR_SIZE + 8;
+	uint8_t *file = calloc(1, off + (size_t)records * 65536);
+	if (!in || !z || !file)
+		die("malloc", -1);
+	for (size_t p = 0; p + 48 <= raw; p += 48) {
+		put32(in + p, 9);                      /* PERF_RECORD_SAMPLE */
+		memcpy(in + p + 4, "\x02\x00\x30\x00", 4); /* misc user, size 48 */
+		put64(in + p + 8, CODE_LO + 0x100);   /* ip */
+		put32(in + p + 16, 100);
+		put32(in + p + 20, 100);               /* pid, tid */
+		put64(in + p + 24, 1000);              /* time */
+		put64(in + p + 32, 7);                 /* id */
+		put64(in + p + 40, 0);                 /* callchain: nr 0 */
+	}
+	size_t const zn = ZSTD_compress(z, zcap, in, raw, 3); /* the same frame each time */
+	if (ZSTD_isError(zn) || zn + 8 > 65535)
+		die("ZSTD_compress", (int)zn);
+	size_t pos = off;
+	for (uint32_t i = 0; i < records; i++) {
+		put32(file + pos, 81);                 /* PERF_RECORD_COMPRESSED */
+		put32(file + pos + 4, (uint32_t)(zn + 8) << 16);
+		memcpy(file + pos + 8, z, zn);
+		pos += zn + 8;
+	}
+	perf_head(file, 1, HDR_SIZE + ATTR_SIZE, 8, off, pos - off);
+	put64(file + HDR_SIZE + ATTR_SIZE, 7);
+	write_all(path, file, pos);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
@@ -73,6 +165,10 @@ int main(int argc, char **argv)
 	}
 	const char *mode = argv[1], *dir = argv[2];
 	long const n = strtol(argv[3], NULL, 10);
+	if (!strcmp(mode, "perf-ids"))
+		return perf_ids(dir, (uint32_t)n, 20000);
+	if (!strcmp(mode, "perf-z"))
+		return perf_z(dir, (uint32_t)n);
 	struct ctf_writer_opts o = { .sz = sizeof(o), .clock_offset_ns = 0 };
 	struct ctf_writer *w;
 	struct ctf_stream *ps, *ss;

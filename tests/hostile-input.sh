@@ -28,7 +28,7 @@ finished() { r=$(rc "$1"); [ "$r" != 137 ] && [ "$r" != 124 ] && [ "$r" -lt 128 
 small() { [ "$(kb "$1")" -lt $LIMIT_KB ]; }
 says() { grep -q -- "$2" "$work/$1.err"; }
 
-plan=17
+plan=21
 echo "1..$plan"
 
 # ---- 1. FIFOs and devices named by a trace --------------------------------
@@ -114,3 +114,17 @@ run procs "$SU" stats "$work/procs.trace"
 echo "# 400,000 process_start events: exit $(rc procs), peak $(kb procs) KB"
 check "400,000 processes are read (no scan of every earlier one)" \
 	sh -c "[ $(rc procs) -lt 124 ] && grep -q '400000' '$work/procs.out'"
+
+"$GEN" perf-ids "$work/ids.data" 4096 || exit 1
+run ids "$SU" stats "$work/ids.data"
+echo "# perf.data, 4,096 attributes sharing one id section of 20,000 ids ($(du -k "$work/ids.data" | cut -f1) KB): exit $(rc ids), peak $(kb ids) KB"
+check "overlapping perf.data id sections are refused at once, named" \
+	sh -c "[ $(rc ids) = 1 ] && grep -q 'more event ids than the file holds' '$work/ids.err'"
+check "... peak RSS under 256 MiB" small ids
+
+"$GEN" perf-z "$work/z.data" 8 || exit 1
+run z "$SU" stats "$work/z.data"
+echo "# perf.data -z, 8 compressed records of 48 MiB inflated, no FINISHED_ROUND ($(du -k "$work/z.data" | cut -f1) KB): exit $(rc z), peak $(kb z) KB"
+check "perf -z records without FINISHED_ROUND: peak RSS under 256 MiB" small z
+check "... every sample read, with a warning" \
+	sh -c "grep -q '^samples: *8388608' '$work/z.out' && grep -q 'without a FINISHED_ROUND' '$work/z.err'"
