@@ -9,8 +9,8 @@
  *   hostile-gen procs DIR N            N process_start events
  *   hostile-gen zst DIR FILES          FILES .zst streams of one 64 MiB packet
  *   hostile-gen perf-ids FILE ATTRS    perf.data: ATTRS attributes, one id section
- *   hostile-gen perf-z FILE RECORDS    perf.data -z: RECORDS compressed records of
- *                                      48 MiB of samples each, no FINISHED_ROUND
+ *   hostile-gen perf-z FILE RECORDS [MIB]  perf.data -z: RECORDS compressed records
+ *                                      of MIB (48) MiB of samples, no FINISHED_ROUND
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,11 +121,11 @@ static int perf_ids(const char *path, uint32_t nattrs, uint32_t nids)
 	return 0;
 }
 
-/* RECORDS PERF_RECORD_COMPRESSED records, each 48 MiB of 48-byte samples
+/* RECORDS PERF_RECORD_COMPRESSED records, each MIB MiB of 48-byte samples
  * once inflated, and no FINISHED_ROUND: every sample waits to be sorted. */
-static int perf_z(const char *path, uint32_t records)
+static int perf_z(const char *path, uint32_t records, size_t mib)
 {
-	size_t const raw = 48u << 20, zcap = ZSTD_compressBound(raw);
+	size_t const raw = mib << 20, zcap = ZSTD_compressBound(raw);
 	uint8_t *in = malloc(raw), *z = malloc(zcap);
 	size_t const off = HDR_SIZE + ATTR_SIZE + 8;
 	uint8_t *file = calloc(1, off + (size_t)records * 65536);
@@ -168,7 +168,7 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "perf-ids"))
 		return perf_ids(dir, (uint32_t)n, 20000);
 	if (!strcmp(mode, "perf-z"))
-		return perf_z(dir, (uint32_t)n);
+		return perf_z(dir, (uint32_t)n, argc > 4 ? (size_t)strtoul(argv[4], NULL, 10) : 48);
 	struct ctf_writer_opts o = { .sz = sizeof(o), .clock_offset_ns = 0 };
 	struct ctf_writer *w;
 	struct ctf_stream *ps, *ss;
