@@ -30,6 +30,17 @@
 
 /* ---- code ranges -------------------------------------------------------- */
 
+int stackcap_code_list_check(const struct stackcap_code_range *ranges, uint32_t count)
+{
+	for (uint32_t i = 0; i < count; i++) {
+		if (ranges[i].start >= ranges[i].end)
+			return -1;
+		if (i > 0 && ranges[i].start < ranges[i - 1].end)
+			return -1;
+	}
+	return 0;
+}
+
 int stackcap_code_ranges_init(struct stackcap_code_ranges *set,
 			      const struct stackcap_code_range *ranges, uint32_t count)
 {
@@ -37,12 +48,8 @@ int stackcap_code_ranges_init(struct stackcap_code_ranges *set,
 	set->count = count;
 	set->lo = UINT64_MAX;
 	set->hi = 0;
-	for (uint32_t i = 0; i < count; i++) {
-		if (ranges[i].start >= ranges[i].end)
-			return -1;
-		if (i > 0 && ranges[i].start < ranges[i - 1].end)
-			return -1;
-	}
+	if (stackcap_code_list_check(ranges, count))
+		return -1;
 	if (count) {
 		set->lo = ranges[0].start;
 		set->hi = ranges[count - 1].end;
@@ -311,15 +318,15 @@ static size_t dec_varint(struct dec *d, uint64_t *v)
 /* Decode the kept word whose token starts with tag T (already read), found
  * at ADDR.  @return 0 or an error. */
 static size_t dec_word(struct dec *d, uint64_t t, uint64_t addr,
-		       const struct stackcap_code_ranges *ranges, uint64_t *out)
+		       const struct stackcap_code_range *ranges, uint32_t count, uint64_t *out)
 {
 	switch (t & 3) {
 	case T_CODE: {
 		uint64_t const idx = t >> 2;
 		uint64_t off;
 		FORWARD_IF_ERROR(dec_varint(d, &off));
-		RETURN_ERROR_IF(!ranges || idx >= ranges->count, BAD_RANGE);
-		const struct stackcap_code_range *r = &ranges->ranges[idx];
+		RETURN_ERROR_IF(!ranges || idx >= count, BAD_RANGE);
+		const struct stackcap_code_range *r = &ranges[idx];
 		RETURN_ERROR_IF(off >= r->end - r->start, BAD_RANGE);
 		*out = r->start + off;
 		RETURN_ERROR_IF(*out == 0, BAD_TOKEN);
@@ -380,6 +387,14 @@ size_t stackcap_codec_decode(const uint8_t *src, size_t src_size,
 			     const struct stackcap_code_ranges *ranges,
 			     const struct stackcap_image *ref, struct stackcap_image *dst)
 {
+	return stackcap_codec_decode_list(src, src_size, ranges ? ranges->ranges : NULL,
+					  ranges ? ranges->count : 0, ref, dst);
+}
+
+size_t stackcap_codec_decode_list(const uint8_t *src, size_t src_size,
+				  const struct stackcap_code_range *ranges, uint32_t count,
+				  const struct stackcap_image *ref, struct stackcap_image *dst)
+{
 	RETURN_ERROR_IF(!src || !dst || (dst->capacity && !dst->words), BAD_INPUT);
 	struct dec d = { src, src + src_size };
 	struct stackcap_codec_header hdr;
@@ -417,7 +432,7 @@ size_t stackcap_codec_decode(const uint8_t *src, size_t src_size,
 		uint64_t t;
 		FORWARD_IF_ERROR(dec_varint(&d, &t));
 		RETURN_ERROR_IF((t & 3) == T_ZERO, BAD_REGS);
-		FORWARD_IF_ERROR(dec_word(&d, t, sp, ranges, &dst->regs[r]));
+		FORWARD_IF_ERROR(dec_word(&d, t, sp, ranges, count, &dst->regs[r]));
 	}
 	dst->regs[STACKCAP_REG_RSP] = sp;
 	dst->regs_kept = (uint32_t)mask | (1u << STACKCAP_REG_RSP);
@@ -437,7 +452,7 @@ size_t stackcap_codec_decode(const uint8_t *src, size_t src_size,
 			i += run;
 			continue;
 		}
-		FORWARD_IF_ERROR(dec_word(&d, t, sp + 8 * i, ranges, &dst->words[i]));
+		FORWARD_IF_ERROR(dec_word(&d, t, sp + 8 * i, ranges, count, &dst->words[i]));
 		if (dst->kept)
 			dst->kept[i >> 3] |= (uint8_t)(1u << (i & 7));
 		i++;

@@ -263,6 +263,36 @@ size_t stackcap_codec_decode(const uint8_t *src, size_t src_size,
 			     const struct stackcap_image *ref,
 			     struct stackcap_image *dst);
 
+/* The same with the code ranges as a sorted list of COUNT: decoding needs
+ * no lookup filter, so a reader holding many maps generations keeps no
+ * 128 KiB table per generation. */
+size_t stackcap_codec_decode_list(const uint8_t *src, size_t src_size,
+				  const struct stackcap_code_range *ranges, uint32_t count,
+				  const struct stackcap_image *ref,
+				  struct stackcap_image *dst);
+
+/* Index of the range of the sorted list RANGES (COUNT) holding ADDR, or
+ * -1: O(log count), no filter. */
+static inline int64_t stackcap_code_list_find(const struct stackcap_code_range *ranges, uint32_t count,
+					      uint64_t addr)
+{
+	uint32_t lo = 0, hi = count;
+	while (lo < hi) {
+		uint32_t const mid = lo + (hi - lo) / 2;
+		if (addr < ranges[mid].start)
+			hi = mid;
+		else if (addr >= ranges[mid].end)
+			lo = mid + 1;
+		else
+			return mid;
+	}
+	return -1;
+}
+
+/* 0 when RANGES (COUNT) are non-empty, sorted and non-overlapping, -1
+ * otherwise (what stackcap_code_ranges_init checks). */
+int stackcap_code_list_check(const struct stackcap_code_range *ranges, uint32_t count);
+
 /* Nonzero when word I of IMG was kept (not zeroed) by the encoder. */
 static inline int stackcap_image_word_kept(const struct stackcap_image *img, uint64_t i)
 {

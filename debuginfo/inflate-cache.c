@@ -151,9 +151,24 @@ int su_inflate_cached(const char *dir, int fd)
 	elf_end(elf);
 	if (!want)
 		return -1;
+	/* A build-id is easy to forge: the copy is named by the source file's
+	 * identity too, so a hostile debug file read once never stands in
+	 * for the true one later (a forged copy is only found again from the
+	 * same forged file). */
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return -1;
+	uint64_t const who[] = { (uint64_t)st.st_dev, (uint64_t)st.st_ino, (uint64_t)st.st_size,
+				 (uint64_t)st.st_mtim.tv_sec, (uint64_t)st.st_mtim.tv_nsec };
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	for (size_t i = 0; i < sizeof(who); i++) {
+		h ^= ((const uint8_t *)who)[i];
+		h *= 0x100000001b3ull;
+	}
 	char rel[2 * SU_BUILD_ID_MAX + 2], path[PATH_MAX];
 	su_build_id_rel(rel, id, (size_t)len);
-	if (snprintf(path, sizeof(path), "%s/debug/%s.debug", dir, rel) >= (int)sizeof(path))
+	if (snprintf(path, sizeof(path), "%s/debug/%s-%016llx.debug", dir, rel, (unsigned long long)h) >=
+	    (int)sizeof(path))
 		return -1;
 	int const cfd = open_copy(path, id, (size_t)len);
 	if (cfd >= 0 || write_copy(path, fd) != 0)

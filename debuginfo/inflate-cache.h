@@ -4,10 +4,12 @@
  * sections, and libdw inflates every one of them each time it opens the
  * file: for libc that is ~50 ms, half of what `stackunwind stacks` spends
  * on a 16,000-sample trace.  The first run writes an inflated copy under
- * DIR/debug/xx/rest.debug (xx/rest: the file's build-id); later runs hand
- * that copy to libdw.  The copy is found by the file's own build-id and
- * checked before use (a regular file of ours, with that build-id, nothing
- * compressed left), so a stale or foreign file is never taken; any
+ * DIR/debug/xx/rest-IDENT.debug (xx/rest: the file's build-id; IDENT: a
+ * hash of the file's device, inode, size and mtime, since a build-id alone
+ * is easy to forge); later runs hand that copy to libdw.  The copy is
+ * found by the file's build-id and identity and checked before use (a
+ * regular file of ours, with that build-id, nothing compressed left), so a
+ * stale, foreign or forged file is never taken; any
  * failure (no space, no permission) falls back to the original, silently:
  * the cache only saves time. */
 #ifndef STACKCAP_DEBUGINFO_INFLATE_CACHE_H

@@ -167,7 +167,9 @@ static int open_candidate(struct su_modcache *cache, const char *path,
 			  const uint8_t *id, size_t len, enum want want,
 			  int *mismatch, struct cand_info *info)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* A path from a trace may name a FIFO or a device: the open must not
+	 * wait for a writer, and only a regular file is read. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return -1;
 	struct stat st;
@@ -338,7 +340,12 @@ static int find_debug_file(struct modpriv *p, const char *file, const char *link
 static size_t altlink_build_id(const char *path, uint8_t *id)
 {
 	size_t len = 0, shstrndx;
-	int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	int fd = path ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY) : -1;
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		fd = -1;
+	}
 	if (fd < 0)
 		return 0;
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);

@@ -32,6 +32,9 @@ struct thread {
  * and a reader reads it in bounded pieces. */
 #define SAMPLES_PER_PACKET 128
 
+/* Range sets kept (see struct rec_encoder). */
+#define RANGE_SETS 8
+
 struct rec_encoder {
 	struct ctf_writer *w;
 	struct rec_encoder_opts o;
@@ -45,7 +48,41 @@ struct rec_encoder {
 	size_t blob_cap;
 	uint64_t last_ts;
 	struct rec_encoder_stats st;
+	/* The classifier's lookup table (128 KiB) of the last few maps
+	 * generations: built once per generation, not kept per generation
+	 * by the reader (issue 16), nor rebuilt at each sample when samples
+	 * of several processes alternate (-a). */
+	struct range_set {
+		const struct su_maps *maps;
+		uint32_t pid, generation;
+		uint64_t used;
+		struct stackcap_code_ranges *set;
+	} sets[RANGE_SETS];
+	uint64_t set_clock;
 };
+
+/* The range set of S's maps generation, or NULL (out of memory). */
+static const struct stackcap_code_ranges *ranges_of(struct rec_encoder *e, const struct su_sample *s)
+{
+	struct range_set *lru = &e->sets[0];
+	for (size_t i = 0; i < RANGE_SETS; i++) {
+		struct range_set *r = &e->sets[i];
+		if (r->set && r->maps == s->maps && r->pid == s->pid && r->generation == s->maps->generation) {
+			r->used = ++e->set_clock;
+			return r->set;
+		}
+		if (r->used < lru->used)
+			lru = r;
+	}
+	if (!lru->set && !(lru->set = malloc(sizeof(*lru->set))))
+		return NULL;
+	stackcap_code_ranges_init(lru->set, s->maps->range_list, s->maps->count); /* checked by the reader */
+	lru->maps = s->maps;
+	lru->pid = s->pid;
+	lru->generation = s->maps->generation;
+	lru->used = ++e->set_clock;
+	return lru->set;
+}
 
 int rec_encoder_new(struct ctf_writer *w, const struct rec_encoder_opts *o, struct rec_encoder **out)
 {
@@ -213,9 +250,12 @@ static int blob_room(struct rec_encoder *e, uint64_t nwords)
 static int write_full(struct rec_encoder *e, struct thread *t, const struct su_sample *s)
 {
 	const struct stackcap_image *im = s->image;
+	const struct stackcap_code_ranges *ranges = ranges_of(e, s);
+	if (!ranges)
+		return -ENOMEM;
 	struct stackcap_codec_input in = {
 		.words = im->words, .nwords = im->nwords, .sp = im->sp, .regs = im->regs,
-		.ranges = &s->maps->ranges, .policy = STACKCAP_POLICY_ALL, .encoding = STACKCAP_WORDS_RELATIVE,
+		.ranges = ranges, .policy = STACKCAP_POLICY_ALL, .encoding = STACKCAP_WORDS_RELATIVE,
 	};
 	int rc = blob_room(e, im->nwords);
 	if (rc)
@@ -255,7 +295,9 @@ int rec_encoder_sample(struct rec_encoder *e, const struct su_sample *s)
 	 * pointers into the copied stack survive), every other word is 0. */
 	if ((rc = image_copy(&t->cur, s->image)) != 0)
 		return rc;
-	const struct stackcap_code_ranges *ranges = &s->maps->ranges;
+	const struct stackcap_code_ranges *ranges = ranges_of(e, s);
+	if (!ranges)
+		return -ENOMEM;
 	uint64_t const hi = t->cur.sp + 8 * t->cur.nwords;
 	for (uint64_t i = 0; i < t->cur.nwords; i++)
 		if (!stackcap_codec_classify(t->cur.words[i], ranges, t->cur.sp, hi, (enum stackcap_policy)e->o.policy))
@@ -400,6 +442,8 @@ int rec_encoder_free(struct rec_encoder *e)
 	if (!e)
 		return 0;
 	int rc = 0;
+	for (size_t i = 0; i < RANGE_SETS; i++)
+		free(e->sets[i].set);
 	for (size_t i = 0; i < e->n_th; i++) {
 		int const r = ctf_stream_close(e->th[i].s);
 		if (r && !rc)

@@ -1,6 +1,7 @@
 /* Names of JIT code from perf maps (perfmap.h). */
 #include <errno.h>
 #include <inttypes.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,14 +77,17 @@ static void load(struct su_perfmaps *pm, struct pm_proc *p)
 {
 	char path[4200];
 	snprintf(path, sizeof(path), "%s%s", pm->symfs, p->map);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return;
-	/* As perf: a map in /tmp that is neither ours nor root's could name
-	 * frames anything. */
+	/* /tmp is anyone's: the name may be a FIFO (the open must not wait),
+	 * a device or a symlink.  As perf: a map that is neither ours nor
+	 * root's could name frames anything.  Checked on the fd, then read. */
+	int const fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
 	struct stat st;
-	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != 0)) {
-		fclose(f);
+	if (fd < 0)
+		return;
+	FILE *f = NULL;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != 0) ||
+	    !(f = fdopen(fd, "r"))) {
+		close(fd);
 		return;
 	}
 	char *line = NULL;

@@ -175,6 +175,16 @@ EXTRA_DIST += tests/real-clients.sh
 TESTS += tests/report.sh
 EXTRA_DIST += tests/report.sh
 
+# Integration: crafted traces and perf.data files that asked for unbounded
+# memory or time, or named files to hang on or leak (issue 16); their
+# generator writes them at test time.
+check_PROGRAMS += tests/hostile-gen
+tests_hostile_gen_SOURCES = tests/hostile-gen.c
+tests_hostile_gen_CFLAGS = $(AM_CFLAGS) $(ZSTD_CFLAGS)
+tests_hostile_gen_LDADD = capture/libctfwriter.la compress/libstackcodec.la $(ZSTD_LIBS)
+TESTS += tests/hostile-input.sh
+EXTRA_DIST += tests/hostile-input.sh
+
 # Integration: a secret on a live stack frame never reaches a trace (every
 # policy, zstd, perf.data converted) nor any stackunwind output.
 check_PROGRAMS += tests/secret-holder

@@ -220,7 +220,6 @@ mkdir -p "$work/zdbg/.build-id/$(echo "$bid" | cut -c1-2)"
 objcopy --only-keep-debug --compress-debug-sections=zlib "$work/zinline" "$work/zdbg/.build-id/$rel.debug"
 strip -g "$work/zinline"
 record zinl -- "$work/zinline" 0.3
-copy="$work/icache/debug/$rel.debug"
 zstacks() { # zstacks NAME [OPTIONS]: stacks of zinl.trace with the cache in $work/icache
 	n1=$1; shift
 	STACKCAP_CACHE_DIR="$work/icache" "$SU" stacks -j 1 --debug-dir "$work/zdbg" "$@" "$work/zinl.trace" \
@@ -231,6 +230,7 @@ zstacks znc --no-cache
 check "--no-cache: lines and inlined frames from a compressed debug file ($(compressed "$work/zdbg/.build-id/$rel.debug") compressed sections), nothing cached" \
 	sh -c "grep -q 'inline.c:[0-9]' '$work/znc.out' && grep -q '(inlined)' '$work/znc.out' && [ ! -e '$work/icache' ]"
 zstacks zc1
+copy=$(ls "$work/icache/debug/$rel"-*.debug 2>/dev/null | head -n 1)
 check "first run: an inflated copy by build-id, no compressed section left ($(compressed "$copy")), the same output as --no-cache" \
 	sh -c "[ -f '$copy' ] && [ $(compressed "$work/zdbg/.build-id/$rel.debug") -ge 3 ] && [ $(compressed "$copy") = 0 ] && cmp -s '$work/znc.out' '$work/zc1.out'"
 ino=$(stat -c %i "$copy")
@@ -244,10 +244,21 @@ check "a damaged copy is never used: written again, the same output" \
 HOME="$work/home" XDG_CACHE_HOME= STACKCAP_CACHE_DIR= "$SU" stacks -j 1 --debug-dir "$work/zdbg" "$work/zinl.trace" >/dev/null 2>&1
 check "STACKCAP_CACHE_DIR= (empty): nothing kept" [ ! -e "$work/home" ]
 (unset STACKCAP_CACHE_DIR XDG_CACHE_HOME; HOME="$work/home" "$SU" stacks -j 1 --debug-dir "$work/zdbg" "$work/zinl.trace" >/dev/null 2>&1)
-check "by default the copy goes to ~/.cache/stackcap/debug/" [ -f "$work/home/.cache/stackcap/debug/$rel.debug" ]
+check "by default the copy goes to ~/.cache/stackcap/debug/" \
+	sh -c "ls '$work/home/.cache/stackcap/debug/$rel'-*.debug >/dev/null 2>&1"
 STACKCAP_CACHE_DIR=/proc/no-such-cache "$SU" stacks -j 1 --debug-dir "$work/zdbg" "$work/zinl.trace" >"$work/zro.out" 2>"$work/zro.err"
 zrc=$?
 check "a cache that cannot be written: the debug file read as it is, the same output, exit $zrc" \
 	sh -c "[ $zrc = 0 ] && cmp -s '$work/znc.out' '$work/zro.out'"
+# A forged debug file (another program's DWARF under this build-id) read
+# once must not poison the cache for the true one (issue 16).
+mkdir -p "$work/forged/.build-id/$(echo "$bid" | cut -c1-2)"
+objcopy -O binary --only-section=.note.gnu.build-id "$TD/tdata-inline" "$work/bid.note"
+objcopy --only-keep-debug --compress-debug-sections=zlib --update-section .note.gnu.build-id="$work/bid.note" \
+	"$TD/tdata-nofp" "$work/forged/.build-id/$rel.debug"
+STACKCAP_CACHE_DIR="$work/icache" "$SU" stacks -j 1 --debug-dir "$work/forged" "$work/zinl.trace" >"$work/zforged.out" 2>&1
+zstacks zc4
+check "a forged debug file with the same build-id, read once, does not replace the true one's copy" \
+	sh -c "grep -q nofp '$work/zforged.out' && cmp -s '$work/znc.out' '$work/zc4.out'"
 
 echo "1..$n"

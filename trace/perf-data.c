@@ -128,6 +128,12 @@ struct qev {
 
 /* Decompressed records (perf record -z), freed once no queued event
  * points into them. */
+/* perf -z: one record inflates to at most this (perf's own buffers are its
+ * mmap size, 512 KiB by default), and the inflated records waiting for a
+ * FINISHED_ROUND hold at most about COMPRESSED_HELD_MAX. */
+#define COMPRESSED_RECORD_MAX (64u << 20)
+#define COMPRESSED_HELD_MAX (64u << 20)
+
 struct chunk {
 	struct chunk *next;
 	uint64_t last_seq;          /* of the last event queued from it */
@@ -149,7 +155,7 @@ struct pr {
 
 	struct attr *attrs;
 	size_t n_attrs;
-	struct { uint64_t id; size_t attr; } *ids;  /* sorted by id */
+	struct id_attr { uint64_t id; size_t attr; } *ids;  /* sorted by id */
 	size_t n_ids, cap_ids;
 	int id_pos;                  /* u64 index of the id in a sample, or -1 */
 	int id_from_end;             /* u64 index from the end of a sample_id trailer, or 0 */
@@ -173,6 +179,8 @@ struct pr {
 	struct chunk *chunks, *chunks_tail;
 	uint8_t *rem;                /* 64 KiB: an event cut at a chunk end */
 	size_t rem_len;
+	size_t chunk_bytes;          /* inflated bytes held in chunks */
+	int warned_chunks;
 
 	uint64_t *scratch;           /* a stack not 8-aligned in the file */
 	size_t scratch_cap;
@@ -558,7 +566,7 @@ static struct su_maps *proc_maps(struct pr *r, struct proc *p)
 		o->path = (char *)e->path; /* interned: freed with the reader */
 		m->range_list[i] = (struct stackcap_code_range){ e->start, e->end, (uint32_t)i };
 	}
-	if (stackcap_code_ranges_init(&m->ranges, m->range_list, m->count)) {
+	if (stackcap_code_list_check(m->range_list, m->count)) {
 		maps_free(m); /* cannot happen: proc_mmap keeps them disjoint */
 		return NULL;
 	}
@@ -1113,6 +1121,7 @@ static void chunks_release(struct pr *r)
 		r->chunks = c->next;
 		if (!r->chunks)
 			r->chunks_tail = NULL;
+		r->chunk_bytes -= c->len;
 		free(c);
 	}
 }
@@ -1126,6 +1135,7 @@ static void chunk_keep(struct pr *r, struct chunk *c, uint64_t seq0)
 		return;
 	}
 	c->last_seq = r->seq - 1;
+	r->chunk_bytes += c->len;
 	if (r->chunks_tail)
 		r->chunks_tail->next = c;
 	else
@@ -1178,9 +1188,10 @@ static int on_compressed(struct pr *r, const uint8_t *rec, uint16_t size)
 	 * has taken all the input (the last samples of a file were lost so). */
 	for (int full = 1; in.pos < in.size || full;) {
 		if (len == cap) {
-			if (cap > (256u << 20)) {
+			if (cap * 2 > COMPRESSED_RECORD_MAX) {
 				free(c);
-				su_reader_warn("%s: a compressed record inflates past 256 MiB: the rest is ignored", r->name);
+				su_reader_warn("%s: a compressed record inflates past %u MiB: the rest is ignored", r->name,
+					       COMPRESSED_RECORD_MAX >> 20);
 				r->malformed = 1;
 				return -EINVAL;
 			}
@@ -1213,6 +1224,16 @@ static int on_compressed(struct pr *r, const uint8_t *rec, uint16_t size)
 	r->rem_len = damaged || r->cb_rc || len - pos > 65535 ? 0 : len - pos;
 	memcpy(r->rem, c->data + pos, r->rem_len);
 	chunk_keep(r, c, seq0);
+	/* Events wait for a FINISHED_ROUND to be sorted, and their inflated
+	 * chunks with them: a file without rounds would hold them all. */
+	if (r->chunk_bytes > COMPRESSED_HELD_MAX && !r->cb_rc) {
+		if (!r->warned_chunks++)
+			su_reader_warn("%s: more than %u MiB of compressed records without a FINISHED_ROUND: "
+				       "the events so far are delivered, later ones may be out of time order",
+				       r->name, COMPRESSED_HELD_MAX >> 20);
+		flush_until(r, UINT64_MAX);
+		chunks_release(r);
+	}
 	return damaged ? -EINVAL : 0;
 }
 
@@ -1294,6 +1315,15 @@ static void run_data(struct pr *r)
 }
 
 /* ---- header, attributes, features ------------------------------------------------ */
+
+/* By id, then attribute (a stable order for equal ids). */
+static int id_cmp(const void *a, const void *b)
+{
+	const struct id_attr *x = a, *y = b;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return (x->attr > y->attr) - (x->attr < y->attr);
+}
 
 /* SAMPLE_TYPE spelled as perf report --header does (IP|TID|TIME|...). */
 static void sample_type_name(uint64_t t, char *buf, size_t len)
@@ -1390,6 +1420,12 @@ static int read_attrs(struct pr *r, uint64_t attr_size, uint64_t off, uint64_t s
 			return -EINVAL;
 		}
 		size_t const nid = ids_size / 8;
+		/* Attributes may share an id section; all of them together
+		 * still hold no more ids than the file has words. */
+		if (r->n_ids + nid > r->file_size / 8) {
+			set_err(r, "attribute %zu: more event ids than the file holds (id sections overlap)", i);
+			return -EINVAL;
+		}
 		if (su_grow((void **)&r->ids, &r->cap_ids, r->n_ids + nid + 1, sizeof(*r->ids)))
 			return -ENOMEM;
 		for (size_t k = 0; k < nid; k++) {
@@ -1398,14 +1434,9 @@ static int read_attrs(struct pr *r, uint64_t attr_size, uint64_t off, uint64_t s
 			r->n_ids++;
 		}
 	}
-	/* Sort ids for lookup (insertion sort: few). */
-	for (size_t i = 1; i < r->n_ids; i++) {
-		__typeof__(*r->ids) v = r->ids[i];
-		size_t j = i;
-		for (; j > 0 && r->ids[j - 1].id > v.id; j--)
-			r->ids[j] = r->ids[j - 1];
-		r->ids[j] = v;
-	}
+	/* Sort ids for lookup. */
+	if (r->n_ids)
+		qsort(r->ids, r->n_ids, sizeof(*r->ids), id_cmp);
 	id_positions(r);
 	if (r->n_attrs > 1 && r->id_pos < 0) {
 		set_err(r, "%zu events without sample ids: cannot tell their samples apart", r->n_attrs);
@@ -1630,7 +1661,7 @@ int su_perf_data_read(const char *path, const struct su_reader_opts *opts,
 		      const struct su_reader_callbacks *cb,
 		      struct su_reader_stats *stats, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
 		int const e = errno;
 		memset(stats, 0, sizeof(*stats));

@@ -111,7 +111,14 @@ static inline uint64_t su_ld64(const uint8_t *p)
 }
 
 /* Shared helpers. */
+/* A warning on stderr, "PROG: warning: ...": control characters (from
+ * recorded paths and names) are written as \xNN, never raw. */
 void su_reader_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Open PATH, named by a trace, read-only: never blocks on a FIFO or device,
+ * never becomes a controlling tty, adds FLAGS (O_NOFOLLOW for the files of
+ * a trace directory).  @return an fd of a regular file, or -1 with errno
+ * (ELOOP: a symlink under O_NOFOLLOW; EINVAL: not a regular file). */
+int su_open_regular(const char *path, int flags);
 /* The message of a failure into ERR (ERRLEN bytes), unless ERR is NULL or
  * already holds one (the first cause is the one to tell). */
 void su_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -217,6 +217,15 @@ static int stage_file(struct bt2_source *r, const char *dir, const char *name, c
 	snprintf(src, sizeof(src), "%s/%s", dir, name);
 	int const zst = has_suffix(name, ".zst");
 	snprintf(dst, sizeof(dst), "%s/%.*s", to, (int)(strlen(name) - (zst ? 4 : 0)), name);
+	/* As the native source: no symlink followed, no FIFO or device read. */
+	int const fd0 = su_open_regular(src, O_NOFOLLOW);
+	if (fd0 < 0) {
+		su_reader_warn("%s: %s: file skipped", src, errno == ELOOP ? "a symbolic link, not followed" :
+			       errno == EINVAL ? "not a regular file" : strerror(errno));
+		r->rep->truncated_files++;
+		return 0;
+	}
+	close(fd0);
 	if (zst) {
 		int rc = ctf_zstd_inflate_file(src, dst);
 		if (rc == -EBADMSG) {

@@ -182,11 +182,11 @@ static int stage_if_damaged(struct lt_source *s, char **dir)
 				continue;
 			snprintf(src, sizeof(src), "%s/%s", *dir, e->d_name);
 			struct stat sb;
-			if (stat(src, &sb) || !S_ISREG(sb.st_mode))
+			if (lstat(src, &sb) || !S_ISREG(sb.st_mode))
 				continue;
 			uint64_t good = (uint64_t)sb.st_size;
 			if (strcmp(e->d_name, "metadata") != 0) {
-				int const fd = open(src, O_RDONLY | O_CLOEXEC);
+				int const fd = su_open_regular(src, O_NOFOLLOW);
 				if (fd >= 0) {
 					good = su_ctf_complete_packets(fd, (uint64_t)sb.st_size);
 					close(fd);
@@ -328,7 +328,7 @@ const struct event_source su_source_lttng = {
  * binary packet headers) name the lttng-ust tracer? */
 static int metadata_is_lttng_ust(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = su_open_regular(path, O_NOFOLLOW);
 	if (fd < 0)
 		return 0;
 	char buf[16384];

@@ -26,6 +26,7 @@
 #define PKT_READ 65536u                 /* first read of a plain packet */
 #define PKT_MAX (64u << 20)             /* a bigger packet is corrupt */
 #define ZIN_SIZE 65536u                 /* compressed bytes read at a time */
+#define ZHELD_MAX (128u << 20)          /* inflated packets held at once, all files */
 #define TS27_MASK ((UINT64_C(1) << 27) - 1)
 
 enum { EV_PROCESS_START = 0, EV_MAPS, EV_DROPS, EV_PROCESS_END, EV_RUNTIME, EV_RUNTIME_CODE };
@@ -289,7 +290,8 @@ static int load_packet(struct native_source *s, struct nfile *f)
 	uint64_t const discarded = su_ld64(ctx + 32);
 	uint32_t const pid = su_ld32(ctx + 40), tid = su_ld32(ctx + 44);
 	if (magic != SU_PACKET_MAGIC) {
-		defect(s, f, off, "bad packet magic 0x%08x", magic);
+		/* No file bytes in the message: the file may be anything. */
+		defect(s, f, off, "bad packet magic (not a stackcap packet)");
 		return 0;
 	}
 	if (!s->have_uuid) {
@@ -327,6 +329,19 @@ static int load_packet(struct native_source *s, struct nfile *f)
 	if (end < begin || (f->have_pkt && begin < f->last_ts)) {
 		defect(s, f, off, "packet timestamps go back in time");
 		return 0;
+	}
+	/* A plain packet is on disk; an inflated one may be KBs claiming
+	 * 64 MiB, and every file of the pass holds its current packet. */
+	if (f->zst && psize > PKT_READ) {
+		uint64_t held = psize;
+		for (size_t i = 0; i < s->n_files[f->kind]; i++)
+			if (&s->files[f->kind][i] != f && s->files[f->kind][i].zst)
+				held += s->files[f->kind][i].cap;
+		if (held > ZHELD_MAX) {
+			defect(s, f, off, "packet of %llu bytes: with the other files' packets, more than %u MiB "
+			       "inflated at once", (unsigned long long)psize, ZHELD_MAX >> 20);
+			return 0;
+		}
 	}
 	/* H and CTX die here: the buffer may move. */
 	if (buf_reserve(f, (size_t)psize))
@@ -732,8 +747,16 @@ static int file_open(struct native_source *s, struct nfile *f)
 {
 	char path[8192];
 	snprintf(path, sizeof(path), "%s/%s", s->dir, f->name);
-	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Untrusted names: a symlink is not followed, a FIFO or device does
+	 * not block the open, and only a regular file is read. */
+	f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 	struct stat sb;
+	if (f->fd < 0 && errno == ELOOP) {
+		su_reader_warn("%s: a symbolic link: not followed, file skipped", path);
+		s->rep->truncated_files++;
+		f->done = 1;
+		return 0;
+	}
 	if (f->fd < 0 || fstat(f->fd, &sb)) {
 		su_reader_warn("%s: %s: file skipped", path, strerror(errno));
 		s->rep->truncated_files++;
@@ -822,7 +845,7 @@ static void metadata_uuid(struct native_source *s)
 {
 	char path[8192], text[8192];
 	snprintf(path, sizeof(path), "%s/metadata", s->dir);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = su_open_regular(path, O_NOFOLLOW);
 	if (fd < 0)
 		return;
 	ssize_t n = pread_full(fd, (uint8_t *)text, sizeof(text) - 1, 0);

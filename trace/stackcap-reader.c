@@ -36,6 +36,18 @@ struct section {
 	struct su_maps **maps;   /* sorted by generation */
 	size_t n_maps, cap_maps;
 	struct su_runtime *rt;   /* version 2: its runtime unwinder, or NULL */
+	int has_later;           /* a later section of the same pid exists */
+};
+
+/* The sections of one pid, in the order they started (indices into
+ * reader.sections), found by hashing the pid: a trace of many processes
+ * is read in linear time. */
+struct pid_sections {
+	uint32_t pid;
+	int used;
+	int unsorted;            /* start times not in order: scan them */
+	size_t *idx;
+	size_t n, cap;
 };
 
 struct thread_drops {
@@ -70,6 +82,8 @@ struct reader {
 
 	struct section *sections;
 	size_t n_sections, cap_sections;
+	struct pid_sections *pids;
+	size_t n_pids, cap_pids;  /* open addressing, power of two */
 	struct thread_drops *drops;
 	size_t n_drops, cap_drops;
 	struct thread_state *threads;
@@ -99,12 +113,37 @@ void su_reader_set_prog(const char *prog)
 
 void su_reader_warn(const char *fmt, ...)
 {
+	char msg[2048], out[4 * sizeof(msg) + 2];
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, "%s: warning: ", warn_prog);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* A recorded path may hold escape sequences meant for the terminal.
+	 * One write: stderr is unbuffered. */
+	size_t n = 0;
+	for (const unsigned char *c = (const unsigned char *)msg; *c; c++) {
+		if (*c < 0x20 || *c == 0x7f)
+			n += (size_t)sprintf(out + n, "\\x%02x", *c);
+		else
+			out[n++] = (char)*c;
+	}
+	out[n] = 0;
+	fprintf(stderr, "%s: warning: %s\n", warn_prog, out);
+}
+
+int su_open_regular(const char *path, int flags)
+{
+	int const fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | flags);
+	struct stat sb;
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		int const e = S_ISREG(sb.st_mode) ? errno : EINVAL;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
 }
 
 int su_grow(void **arr, size_t *cap, size_t need, size_t elem)
@@ -281,6 +320,9 @@ static void reader_free(struct reader *r)
 		free(s->p.exe);
 	}
 	free(r->sections);
+	for (size_t i = 0; i < r->cap_pids; i++)
+		free(r->pids[i].idx);
+	free(r->pids);
 	free(r->drops);
 	for (size_t i = 0; i < r->cap_threads; i++) {
 		free(r->threads[i].img[0].words);
@@ -292,15 +334,69 @@ static void reader_free(struct reader *r)
 	free(r->threads);
 }
 
+static size_t pid_hash(uint32_t pid, size_t cap)
+{
+	return (size_t)((pid * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
+}
+
+/* The sections of PID, or NULL; with ADD, an empty entry made (NULL: no
+ * memory). */
+static struct pid_sections *pid_find(struct reader *r, uint32_t pid, int add)
+{
+	if (add && (r->n_pids + 1) * 2 > r->cap_pids) {
+		size_t const ncap = r->cap_pids ? r->cap_pids * 2 : 64;
+		struct pid_sections *nt = calloc(ncap, sizeof(*nt));
+		if (!nt)
+			return NULL;
+		for (size_t i = 0; i < r->cap_pids; i++) {
+			if (!r->pids[i].used)
+				continue;
+			size_t h = pid_hash(r->pids[i].pid, ncap);
+			while (nt[h].used)
+				h = (h + 1) & (ncap - 1);
+			nt[h] = r->pids[i];
+		}
+		free(r->pids);
+		r->pids = nt;
+		r->cap_pids = ncap;
+	}
+	if (!r->cap_pids)
+		return NULL;
+	size_t h = pid_hash(pid, r->cap_pids);
+	while (r->pids[h].used && r->pids[h].pid != pid)
+		h = (h + 1) & (r->cap_pids - 1);
+	if (!r->pids[h].used) {
+		if (!add)
+			return NULL;
+		r->pids[h].used = 1;
+		r->pids[h].pid = pid;
+		r->n_pids++;
+	}
+	return &r->pids[h];
+}
+
 /* The section of PID that was current at TS: the latest started at or
  * before TS, else the earliest (clock skew between streams). */
 static struct section *section_at(struct reader *r, uint32_t pid, uint64_t ts)
 {
+	struct pid_sections *ps = pid_find(r, pid, 0);
+	if (!ps || !ps->n)
+		return NULL;
+	if (!ps->unsorted) {
+		/* Started in time order: the last start <= TS by bisection. */
+		size_t lo = 0, hi = ps->n;
+		while (lo < hi) {
+			size_t const mid = lo + (hi - lo) / 2;
+			if (r->sections[ps->idx[mid]].start_ts <= ts)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		return &r->sections[ps->idx[lo ? lo - 1 : 0]];
+	}
 	struct section *best = NULL, *first = NULL;
-	for (size_t i = 0; i < r->n_sections; i++) {
-		struct section *s = &r->sections[i];
-		if (s->p.pid != pid)
-			continue;
+	for (size_t i = 0; i < ps->n; i++) {
+		struct section *s = &r->sections[ps->idx[i]];
 		if (!first || s->start_ts < first->start_ts)
 			first = s;
 		if (s->start_ts <= ts && (!best || s->start_ts >= best->start_ts))
@@ -328,15 +424,18 @@ static struct su_maps *section_maps(struct section *s, uint32_t generation)
 
 static struct section *section_of_stream(struct reader *r, uint64_t stream_id, uint32_t pid)
 {
-	for (size_t i = r->n_sections; i-- > 0;)
-		if (r->sections[i].stream_id == stream_id && r->sections[i].p.pid == pid)
-			return &r->sections[i];
+	struct pid_sections *ps = pid_find(r, pid, 0);
+	for (size_t i = ps ? ps->n : 0; i-- > 0;)
+		if (r->sections[ps->idx[i]].stream_id == stream_id)
+			return &r->sections[ps->idx[i]];
 	return NULL;
 }
 
 static int on_process_start(struct reader *r, const struct raw_event *ev)
 {
-	if (su_grow((void **)&r->sections, &r->cap_sections, r->n_sections + 1, sizeof(*r->sections))) {
+	struct pid_sections *ps = pid_find(r, ev->proc.pid, 1);
+	if (!ps || su_grow((void **)&ps->idx, &ps->cap, ps->n + 1, sizeof(*ps->idx)) ||
+	    su_grow((void **)&r->sections, &r->cap_sections, r->n_sections + 1, sizeof(*r->sections))) {
 		free(ev->proc.comm);
 		free(ev->proc.exe);
 		return -ENOMEM;
@@ -346,11 +445,15 @@ static int on_process_start(struct reader *r, const struct raw_event *ev)
 	s->start_ts = ev->ts;
 	s->stream_id = ev->stream_id;
 	s->p = ev->proc;
-	s->p.seq = 0;
+	s->p.seq = (uint32_t)ps->n;
 	s->p.ended = 0;
-	for (size_t i = 0; i + 1 < r->n_sections; i++)
-		if (r->sections[i].p.pid == s->p.pid)
-			s->p.seq++;
+	if (ps->n) {
+		struct section *prev = &r->sections[ps->idx[ps->n - 1]];
+		prev->has_later = 1;
+		if (prev->start_ts > s->start_ts)
+			ps->unsorted = 1;
+	}
+	ps->idx[ps->n++] = r->n_sections - 1;
 	r->st->processes++;
 	if (s->p.codec_version != STACKCAP_CODEC_VERSION)
 		su_reader_warn("process %u: stack codec version %u not supported (this reader knows %u); "
@@ -367,7 +470,7 @@ static int on_maps(struct reader *r, const struct raw_event *ev)
 		su_maps_free(m);
 		return 0;
 	}
-	if (stackcap_code_ranges_init(&m->ranges, m->range_list, m->count)) {
+	if (stackcap_code_list_check(m->range_list, m->count)) {
 		su_reader_warn("pid %u: maps generation %u has unsorted or overlapping ranges: ignored",
 			       ev->pid, m->generation);
 		su_maps_free(m);
@@ -471,7 +574,7 @@ static int image_reserve(struct stackcap_image *img, uint64_t nwords)
 
 /* A blob that does not decode: counted; the first one is named so the user
  * learns the trace is damaged, and where (the rest go in the summary). */
-static void bad_blob(struct reader *r, const struct raw_event *ev, size_t code)
+static void bad_blob(struct reader *r, const struct raw_event *ev, size_t code, const char *why)
 {
 	r->st->bad_blobs++;
 	if (r->warned_blob++)
@@ -479,7 +582,7 @@ static void bad_blob(struct reader *r, const struct raw_event *ev, size_t code)
 	su_reader_warn("pid %u tid %u: the stack of the sample at %" PRIu64 ".%09" PRIu64
 		       " does not decode (%s: damaged trace?): it and the samples that refer to it are skipped",
 		       ev->pid, ev->tid, ev->ts / 1000000000u, ev->ts % 1000000000u,
-		       code ? stackcap_codec_error_name(code) : "implausible size");
+		       code ? stackcap_codec_error_name(code) : why);
 }
 
 static int on_sample(struct reader *r, const struct raw_event *ev)
@@ -518,8 +621,14 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 	}
 	struct stackcap_codec_header hdr;
 	size_t const prc = stackcap_codec_peek(blob, len, &hdr);
-	if (stackcap_codec_is_error(prc) || hdr.nwords > (64u << 20) / 8) {
-		bad_blob(r, ev, stackcap_codec_is_error(prc) ? prc : 0);
+	/* No image is bigger than the stack cap the process recorded with (a
+	 * few bytes of run-length-encoded zeros can claim 64 MiB). */
+	uint64_t const cap_words = (sec->p.stack_cap ? sec->p.stack_cap : 64u << 20) / 8;
+	if (stackcap_codec_is_error(prc) || hdr.nwords > cap_words) {
+		char why[96];
+		snprintf(why, sizeof(why), "%" PRIu64 " stack words, more than the stack cap of %" PRIu32 " bytes",
+			 stackcap_codec_is_error(prc) ? 0 : hdr.nwords, sec->p.stack_cap);
+		bad_blob(r, ev, stackcap_codec_is_error(prc) ? prc : 0, why);
 		if (!full)
 			t->has_ref = 0;
 		return 0;
@@ -531,9 +640,9 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 		*pending = 0;
 		if (image_reserve(img, hdr.nwords))
 			return -ENOMEM;
-		size_t const drc = stackcap_codec_decode(blob, len, &maps->ranges, NULL, img);
+		size_t const drc = stackcap_codec_decode_list(blob, len, maps->range_list, maps->count, NULL, img);
 		if (stackcap_codec_is_error(drc)) {
-			bad_blob(r, ev, drc);
+			bad_blob(r, ev, drc, NULL);
 			return 0;
 		}
 		*pending = 1;
@@ -547,9 +656,9 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 	struct stackcap_image *ref = t->has_ref ? &t->img[t->cur] : NULL;
 	if (image_reserve(dst, hdr.nwords))
 		return -ENOMEM;
-	size_t rc = stackcap_codec_decode(blob, len, &maps->ranges, ref, dst);
+	size_t rc = stackcap_codec_decode_list(blob, len, maps->range_list, maps->count, ref, dst);
 	if (stackcap_codec_is_error(rc)) {
-		bad_blob(r, ev, rc);
+		bad_blob(r, ev, rc, NULL);
 		t->has_ref = 0;
 		return 0;
 	}
@@ -654,9 +763,14 @@ static int check_metadata(const char *dir, char *msg, size_t msglen)
 {
 	char path[8192];
 	snprintf(path, sizeof(path), "%s/metadata", dir);
-	FILE *f = fopen(path, "r");
+	int const fd = su_open_regular(path, O_NOFOLLOW);
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
 	if (!f) {
-		snprintf(msg, msglen, "%s is not a stackcap trace: %s: %s", dir, path, strerror(errno));
+		int const e = errno;
+		if (fd >= 0)
+			close(fd);
+		snprintf(msg, msglen, "%s is not a stackcap trace: %s: %s", dir, path,
+			 e == EINVAL ? "not a regular file" : e == ELOOP ? "a symbolic link" : strerror(e));
 		return -1;
 	}
 	char line[1024];
@@ -805,10 +919,7 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 	 * its last packets are missing.  One replaced by exec ends without one
 	 * too, and a later image of the same pid follows it. */
 	for (size_t i = 0; i < r.n_sections; i++) {
-		int later = 0;
-		for (size_t j = i + 1; j < r.n_sections && !later; j++)
-			later = r.sections[j].p.pid == r.sections[i].p.pid;
-		if (!r.sections[i].p.ended && !later && !src->no_process_end) {
+		if (!r.sections[i].p.ended && !r.sections[i].has_later && !src->no_process_end) {
 			stats->unended++;
 			su_reader_warn("process %u (%s) has no process_end: it was killed or its trace was cut, "
 				       "its last samples are missing", r.sections[i].p.pid,

@@ -64,8 +64,7 @@ struct su_maps {
 	uint32_t generation;
 	uint32_t count;
 	struct su_map_entry *entries;
-	struct stackcap_code_range *range_list;
-	struct stackcap_code_ranges ranges; /* for stackcap_codec_decode */
+	struct stackcap_code_range *range_list; /* sorted: stackcap_codec_decode_list's */
 	/* The process's runtime (shared by its generations), or NULL. */
 	const struct su_runtime *runtime;
 };
@@ -73,7 +72,7 @@ struct su_maps {
 /* Index of the entry holding PC in MAPS, or -1. */
 static inline int64_t su_maps_find(const struct su_maps *maps, uint64_t pc)
 {
-	return maps ? stackcap_code_ranges_find(&maps->ranges, pc) : -1;
+	return maps ? stackcap_code_list_find(maps->range_list, maps->count, pc) : -1;
 }
 
 /* A process section (one exec image of one pid). */

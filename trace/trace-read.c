@@ -4,10 +4,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "trace/trace-read.h"
 #include "trace/lttng-reader.h"
 #include "trace/perf-data.h"
+#include "trace/reader-internal.h"
 
 enum su_trace_format su_trace_probe(const char *path)
 {
@@ -52,13 +54,14 @@ int su_trace_read(const char *path, const struct su_reader_opts *opts,
 		 * (missing path, missing or foreign metadata, wrong version). */
 		if (stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
 			memset(stats, 0, sizeof(*stats));
-			FILE *f = fopen(path, "r"); /* unreadable: say why */
-			if (!f) {
+			/* Unreadable: say why; a FIFO or device is never opened to wait. */
+			int const fd = su_open_regular(path, 0);
+			if (fd < 0) {
 				int const e = errno;
-				snprintf(err, errlen, "%s: %s", path, strerror(e));
+				snprintf(err, errlen, "%s: %s", path, e == EINVAL ? "not a regular file" : strerror(e));
 				return -e;
 			}
-			fclose(f);
+			close(fd);
 			snprintf(err, errlen, "%s is neither a stackcap trace directory nor a perf.data file", path);
 			return -EINVAL;
 		}

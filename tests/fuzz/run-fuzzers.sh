@@ -5,6 +5,9 @@
 # tests/fuzz/crash-TARGET-* in the build dir (add it to the corpus once
 # fixed); FUZZ_KEEP=DIR keeps each grown corpus in DIR/TARGET.  Built only
 # with --enable-fuzzing (`make fuzz` says so otherwise).
+# Each input is bounded (FUZZ_RSS_MB, default 512; FUZZ_TIMEOUT, default 5 s):
+# a few KB of input that take 512 MB or 5 s are findings like a crash
+# (issue 16: the readers' memory and time bounds).
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
 secs=${FUZZ_SECONDS:-20}
@@ -21,7 +24,8 @@ for t in $targets; do
 	work=$(mktemp -d)
 	cp "$top_srcdir/tests/fuzz/corpus/$t/"* "$work/" 2>/dev/null
 	log="$top_builddir/tests/fuzz/fuzz-$t.log"
-	if "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	if "$bin" -max_total_time="$secs" -timeout="${FUZZ_TIMEOUT:-5}" -rss_limit_mb="${FUZZ_RSS_MB:-512}" \
+		-malloc_limit_mb="${FUZZ_RSS_MB:-512}" -print_final_stats=1 \
 		-artifact_prefix="$top_builddir/tests/fuzz/crash-$t-" "$work" >"$log" 2>&1; then
 		runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
 		rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")

@@ -170,7 +170,7 @@ struct su_maps *uw_self_maps(void)
 		m->range_list[i].end = b.entries[i].end;
 		m->range_list[i].module = i;
 	}
-	if (stackcap_code_ranges_init(&m->ranges, m->range_list, b.count) != 0)
+	if (stackcap_code_list_check(m->range_list, b.count) != 0)
 		goto fail;
 	return m;
 fail:
@@ -208,21 +208,24 @@ static int code(struct stackcap_image *img, const struct uw_capture *c, int regs
 	img->words = malloc(c->nwords ? c->nwords * 8 : 8);
 	img->kept = malloc(c->nwords ? (c->nwords + 7) / 8 : 1);
 	img->capacity = c->nwords;
+	struct stackcap_code_ranges *set = malloc(sizeof(*set));
 	int rc = -1;
-	if (blob && img->words && img->kept) {
+	if (blob && img->words && img->kept && set &&
+	    stackcap_code_ranges_init(set, maps->range_list, maps->count) == 0) {
 		struct stackcap_codec_input in = {
 			.words = c->words, .nwords = c->nwords, .sp = c->sp,
-			.regs = regs ? c->regs : NULL, .ranges = &maps->ranges,
+			.regs = regs ? c->regs : NULL, .ranges = set,
 			.policy = policy, .encoding = STACKCAP_WORDS_RELATIVE,
 		};
 		size_t const size = stackcap_codec_encode(blob, cap, &in);
 		if (!stackcap_codec_is_error(size) &&
-		    stackcap_codec_decode(blob, size, &maps->ranges, NULL, img) == size) {
+		    stackcap_codec_decode_list(blob, size, maps->range_list, maps->count, NULL, img) == size) {
 			*blob_size += size;
 			rc = 0;
 		}
 	}
 	free(blob);
+	free(set);
 	return rc;
 }
 

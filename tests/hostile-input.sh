@@ -1,0 +1,130 @@
+#!/bin/sh
+# Hostile input (issue 16): crafted traces and files that hung stackunwind
+# (a FIFO where a file is named), made it take GBs of memory from KBs of
+# input, ran for minutes, followed a symlink out of the trace, or sent
+# control characters to the terminal.  tests/hostile-gen writes the inputs.
+# Every run has a 120 s guard: it only catches a hang (the runs take well
+# under a second each, loaded or not); memory is the peak RSS that
+# /usr/bin/time reports, checked against 256 MiB (what none of these
+# tiny inputs legitimately needs).
+. "$top_srcdir/tests/tap-lib.sh"
+need time /usr/bin/time
+SU="${HOSTILE_STACKUNWIND:-$B/cli/stackunwind}"
+GEN="$B/tests/hostile-gen"
+LIMIT_KB=262144
+
+# run NAME CMD...: CMD under the guard and /usr/bin/time; NAME.out, .err,
+# .rc (124: hung), .kb (peak RSS).
+run() {
+	name=$1
+	shift
+	/usr/bin/time -f %M -o "$work/$name.kb" timeout -s KILL "${HOSTILE_GUARD:-120}" "$@" \
+		>"$work/$name.out" 2>"$work/$name.err" </dev/null
+	echo $? >"$work/$name.rc"
+}
+rc() { cat "$work/$1.rc"; }
+kb() { tail -n 1 "$work/$1.kb"; }
+finished() { r=$(rc "$1"); [ "$r" != 137 ] && [ "$r" != 124 ] && [ "$r" -lt 128 ]; }
+small() { [ "$(kb "$1")" -lt $LIMIT_KB ]; }
+says() { grep -q -- "$2" "$work/$1.err"; }
+
+plan=21
+echo "1..$plan"
+
+# ---- 1. FIFOs and devices named by a trace --------------------------------
+mkfifo "$work/fifo"
+"$GEN" trace "$work/fifo.trace" "$work/fifo" || exit 1
+run fifo-bin "$SU" stacks "$work/fifo.trace"
+check "a FIFO as a recorded binary path does not hang stacks (exit $(rc fifo-bin))" finished fifo-bin
+
+"$GEN" trace "$work/dev.trace" /dev/zero || exit 1
+run dev-bin "$SU" stacks "$work/dev.trace"
+check "a device as a recorded binary path is not read (exit $(rc dev-bin))" finished dev-bin
+
+"$GEN" trace "$work/fifostream.trace" /victim || exit 1
+mkfifo "$work/fifostream.trace/samples-100-999"
+run fifo-stream "$SU" stats "$work/fifostream.trace"
+check "a FIFO as a stream file does not hang stats (exit $(rc fifo-stream))" finished fifo-stream
+check "... and is skipped as not a regular file, exit 3" \
+	sh -c "grep -q 'samples-100-999: not a regular file' '$work/fifo-stream.err' && [ $(rc fifo-stream) = 3 ]"
+
+mkfifo "$work/fifometa"
+mkdir "$work/fifometa.trace"
+mkfifo "$work/fifometa.trace/metadata"
+run fifo-meta "$SU" stats "$work/fifometa.trace"
+check "a FIFO as the metadata does not hang (exit $(rc fifo-meta), refused)" \
+	sh -c "[ $(rc fifo-meta) = 1 ]"
+
+run fifo-arg "$SU" stats "$work/fifo"
+check "a FIFO given as the trace does not hang (exit $(rc fifo-arg), refused)" \
+	sh -c "[ $(rc fifo-arg) = 1 ] && grep -q 'not a regular file' '$work/fifo-arg.err'"
+
+"$GEN" trace "$work/jit.trace" anon || exit 1
+mkdir -p "$work/symfs/tmp"
+mkfifo "$work/symfs/tmp/perf-100.map"
+run fifo-perfmap "$SU" stacks --symfs "$work/symfs" "$work/jit.trace"
+check "a FIFO as /tmp/perf-PID.map does not hang (exit $(rc fifo-perfmap))" finished fifo-perfmap
+
+# ---- 6. a stream file that is a symlink -------------------------------------
+printf 'root:$y$j9T$secretsecret:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\nbin:*:19000:0:99999:7:::\n' >"$work/shadow"
+"$GEN" trace "$work/link.trace" /victim || exit 1
+ln -s "$work/shadow" "$work/link.trace/samples-100-555"
+run link "$SU" stats "$work/link.trace"
+check "a symlinked stream file is not followed (warning, exit $(rc link))" \
+	sh -c "grep -q 'samples-100-555: a symbolic link' '$work/link.err' && [ $(rc link) = 3 ]"
+check "... and nothing of its target is printed" \
+	sh -c "! grep -qi -e root -e 746f6f72 -e 726f6f74 '$work/link.err' '$work/link.out'"
+# Its bytes in a regular file: the bad-magic warning names no bytes.
+cp "$work/shadow" "$work/link.trace/samples-100-555.tmp"
+rm "$work/link.trace/samples-100-555"
+mv "$work/link.trace/samples-100-555.tmp" "$work/link.trace/samples-100-555"
+run magic "$SU" stats "$work/link.trace"
+check "the bad-magic warning prints no byte of the file" \
+	sh -c "grep -q 'bad packet magic' '$work/magic.err' && ! grep -qi -e root -e 746f6f72 -e 726f6f74 '$work/magic.err'"
+
+# ---- 5. control characters of a trace's names reach no terminal -------------
+"$GEN" trace "$work/osc.trace" /victim || exit 1
+: >"$work/osc.trace/$(printf 'x\033]52;c;SGVsbG8=\007')"
+run osc "$SU" stats "$work/osc.trace"
+check "a file name with an OSC 52 sequence is escaped in the warning" \
+	sh -c "grep -q 'x\\\\x1b\\]52;c;SGVsbG8=\\\\x07: not a stackcap stream file' '$work/osc.err' && ! grep -q \"\$(printf '\\033')\" '$work/osc.err'"
+
+# ---- 2. memory bounded by what the trace declares ---------------------------
+"$GEN" bigsample "$work/big.trace" 16 || exit 1
+run big "$SU" stacks "$work/big.trace"
+echo "# 16 samples claiming 64 MiB under an 8 KiB cap ($(du -sk "$work/big.trace" | cut -f1) KB): peak $(kb big) KB, exit $(rc big)"
+check "samples larger than the process's stack cap: peak RSS under 256 MiB" small big
+check "... refused with a message naming the cap, exit 3" \
+	sh -c "grep -q 'stack cap' '$work/big.err' && [ $(rc big) = 3 ]"
+
+"$GEN" maps "$work/maps.trace" 8000 || exit 1
+run maps "$SU" stats "$work/maps.trace"
+echo "# 8,000 one-entry maps generations ($(du -sk "$work/maps.trace" | cut -f1) KB): peak $(kb maps) KB, exit $(rc maps)"
+check "8,000 maps generations: peak RSS under 256 MiB" small maps
+
+"$GEN" zst "$work/zst.trace" 8 || exit 1
+run zst "$SU" stats "$work/zst.trace"
+echo "# 8 zstd streams of one 64 MiB packet each ($(du -sk "$work/zst.trace" | cut -f1) KB): peak $(kb zst) KB, exit $(rc zst)"
+check "8 .zst streams of 64 MiB packets: peak RSS under 256 MiB" small zst
+check "... with a message past the bound" sh -c "grep -q 'inflated' '$work/zst.err'"
+
+# ---- 3. no quadratic time ----------------------------------------------------
+"$GEN" procs "$work/procs.trace" 400000 || exit 1
+run procs "$SU" stats "$work/procs.trace"
+echo "# 400,000 process_start events: exit $(rc procs), peak $(kb procs) KB"
+check "400,000 processes are read (no scan of every earlier one)" \
+	sh -c "[ $(rc procs) -lt 124 ] && grep -q '400000' '$work/procs.out'"
+
+"$GEN" perf-ids "$work/ids.data" 4096 || exit 1
+run ids "$SU" stats "$work/ids.data"
+echo "# perf.data, 4,096 attributes sharing one id section of 20,000 ids ($(du -k "$work/ids.data" | cut -f1) KB): exit $(rc ids), peak $(kb ids) KB"
+check "overlapping perf.data id sections are refused at once, named" \
+	sh -c "[ $(rc ids) = 1 ] && grep -q 'more event ids than the file holds' '$work/ids.err'"
+check "... peak RSS under 256 MiB" small ids
+
+"$GEN" perf-z "$work/z.data" 8 || exit 1
+run z "$SU" stats "$work/z.data"
+echo "# perf.data -z, 8 compressed records of 48 MiB inflated, no FINISHED_ROUND ($(du -k "$work/z.data" | cut -f1) KB): exit $(rc z), peak $(kb z) KB"
+check "perf -z records without FINISHED_ROUND: peak RSS under 256 MiB" small z
+check "... every sample read, with a warning" \
+	sh -c "grep -q '^samples: *8388608' '$work/z.out' && grep -q 'without a FINISHED_ROUND' '$work/z.err'"
