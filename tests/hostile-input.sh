@@ -26,7 +26,16 @@ rc() { cat "$work/$1.rc"; }
 kb() { tail -n 1 "$work/$1.kb"; }
 finished() { r=$(rc "$1"); [ "$r" != 137 ] && [ "$r" != 124 ] && [ "$r" -lt 128 ]; }
 small() { [ "$(kb "$1")" -lt $LIMIT_KB ]; }
-says() { grep -q -- "$2" "$work/$1.err"; }
+# crafted NAME CMD WHAT MODE PATH [ARG...]: hostile-gen MODE PATH ARG...
+# writes the input, `stackunwind CMD PATH` runs on it; size, peak and exit
+# are printed as a TAP comment.
+crafted() {
+	name=$1 cmd=$2 what=$3
+	shift 3
+	"$GEN" "$@" || exit 1
+	run "$name" "$SU" "$cmd" "$2"
+	echo "# $what ($(du -sk "$2" | cut -f1) KB): exit $(rc "$name"), peak $(kb "$name") KB"
+}
 
 plan=21
 echo "1..$plan"
@@ -90,41 +99,29 @@ check "a file name with an OSC 52 sequence is escaped in the warning" \
 	sh -c "grep -q 'x\\\\x1b\\]52;c;SGVsbG8=\\\\x07: not a stackcap stream file' '$work/osc.err' && ! grep -q \"\$(printf '\\033')\" '$work/osc.err'"
 
 # ---- 2. memory bounded by what the trace declares ---------------------------
-"$GEN" bigsample "$work/big.trace" 16 || exit 1
-run big "$SU" stacks "$work/big.trace"
-echo "# 16 samples claiming 64 MiB under an 8 KiB cap ($(du -sk "$work/big.trace" | cut -f1) KB): peak $(kb big) KB, exit $(rc big)"
+crafted big stacks "16 samples claiming 64 MiB under an 8 KiB cap" bigsample "$work/big.trace" 16
 check "samples larger than the process's stack cap: peak RSS under 256 MiB" small big
 check "... refused with a message naming the cap, exit 3" \
 	sh -c "grep -q 'stack cap' '$work/big.err' && [ $(rc big) = 3 ]"
 
-"$GEN" maps "$work/maps.trace" 8000 || exit 1
-run maps "$SU" stats "$work/maps.trace"
-echo "# 8,000 one-entry maps generations ($(du -sk "$work/maps.trace" | cut -f1) KB): peak $(kb maps) KB, exit $(rc maps)"
+crafted maps stats "8,000 one-entry maps generations" maps "$work/maps.trace" 8000
 check "8,000 maps generations: peak RSS under 256 MiB" small maps
 
-"$GEN" zst "$work/zst.trace" 8 || exit 1
-run zst "$SU" stats "$work/zst.trace"
-echo "# 8 zstd streams of one 64 MiB packet each ($(du -sk "$work/zst.trace" | cut -f1) KB): peak $(kb zst) KB, exit $(rc zst)"
+crafted zst stats "8 zstd streams of one 64 MiB packet each" zst "$work/zst.trace" 8
 check "8 .zst streams of 64 MiB packets: peak RSS under 256 MiB" small zst
 check "... with a message past the bound" sh -c "grep -q 'inflated' '$work/zst.err'"
 
 # ---- 3. no quadratic time ----------------------------------------------------
-"$GEN" procs "$work/procs.trace" 400000 || exit 1
-run procs "$SU" stats "$work/procs.trace"
-echo "# 400,000 process_start events: exit $(rc procs), peak $(kb procs) KB"
+crafted procs stats "400,000 process_start events" procs "$work/procs.trace" 400000
 check "400,000 processes are read (no scan of every earlier one)" \
 	sh -c "[ $(rc procs) -lt 124 ] && grep -q '400000' '$work/procs.out'"
 
-"$GEN" perf-ids "$work/ids.data" 4096 || exit 1
-run ids "$SU" stats "$work/ids.data"
-echo "# perf.data, 4,096 attributes sharing one id section of 20,000 ids ($(du -k "$work/ids.data" | cut -f1) KB): exit $(rc ids), peak $(kb ids) KB"
+crafted ids stats "perf.data, 4,096 attributes sharing one id section of 20,000 ids" perf-ids "$work/ids.data" 4096
 check "overlapping perf.data id sections are refused at once, named" \
 	sh -c "[ $(rc ids) = 1 ] && grep -q 'more event ids than the file holds' '$work/ids.err'"
 check "... peak RSS under 256 MiB" small ids
 
-"$GEN" perf-z "$work/z.data" 8 || exit 1
-run z "$SU" stats "$work/z.data"
-echo "# perf.data -z, 8 compressed records of 48 MiB inflated, no FINISHED_ROUND ($(du -k "$work/z.data" | cut -f1) KB): exit $(rc z), peak $(kb z) KB"
+crafted z stats "perf.data -z, 8 compressed records of 48 MiB inflated, no FINISHED_ROUND" perf-z "$work/z.data" 8
 check "perf -z records without FINISHED_ROUND: peak RSS under 256 MiB" small z
 check "... every sample read, with a warning" \
 	sh -c "grep -q '^samples: *8388608' '$work/z.out' && grep -q 'without a FINISHED_ROUND' '$work/z.err'"

@@ -43,15 +43,14 @@ struct section {
  * reader.sections), found by hashing the pid: a trace of many processes
  * is read in linear time. */
 struct pid_sections {
-	uint32_t pid;
-	int used;
+	uint64_t key;            /* 1 << 32 | pid; 0: empty slot */
 	int unsorted;            /* start times not in order: scan them */
 	size_t *idx;
 	size_t n, cap;
 };
 
 struct thread_drops {
-	uint32_t pid, tid;
+	uint64_t key;            /* pid << 32 | tid; 0: empty slot (open addressing) */
 	uint64_t total;
 };
 
@@ -334,45 +333,65 @@ static void reader_free(struct reader *r)
 	free(r->threads);
 }
 
-static size_t pid_hash(uint32_t pid, size_t cap)
+/* ---- open-addressing tables (threads, pids): slots keyed by a nonzero
+ * uint64_t at their start, power-of-two sizes, linear probing ---------- */
+
+static size_t oa_hash(uint64_t key, size_t cap)
 {
-	return (size_t)((pid * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
+	return (size_t)(key * 0x9E3779B97F4A7C15ull >> 40) & (cap - 1);
+}
+
+/* The slot of KEY in TAB (CAP slots of ELEM bytes): KEY's, or the empty
+ * one where it would go. */
+static void *oa_slot(void *tab, size_t cap, size_t elem, uint64_t key)
+{
+	size_t h = oa_hash(key, cap);
+	uint64_t k;
+	while (memcpy(&k, (char *)tab + h * elem, 8), k && k != key)
+		h = (h + 1) & (cap - 1);
+	return (char *)tab + h * elem;
+}
+
+/* Make room for one more entry in *TAB (*CAP slots, N used): doubled and
+ * rehashed when half full.  @return 0 or -ENOMEM. */
+static int oa_reserve(void **tab, size_t *cap, size_t n, size_t elem)
+{
+	if ((n + 1) * 2 <= *cap)
+		return 0;
+	size_t const ncap = *cap ? *cap * 2 : 64;
+	char *nt = calloc(ncap, elem);
+	if (!nt)
+		return -ENOMEM;
+	for (size_t i = 0; i < *cap; i++) {
+		const char *e = (const char *)*tab + i * elem;
+		uint64_t k;
+		memcpy(&k, e, 8);
+		if (k)
+			memcpy(oa_slot(nt, ncap, elem, k), e, elem);
+	}
+	free(*tab);
+	*tab = nt;
+	*cap = ncap;
+	return 0;
 }
 
 /* The sections of PID, or NULL; with ADD, an empty entry made (NULL: no
  * memory). */
 static struct pid_sections *pid_find(struct reader *r, uint32_t pid, int add)
 {
-	if (add && (r->n_pids + 1) * 2 > r->cap_pids) {
-		size_t const ncap = r->cap_pids ? r->cap_pids * 2 : 64;
-		struct pid_sections *nt = calloc(ncap, sizeof(*nt));
-		if (!nt)
-			return NULL;
-		for (size_t i = 0; i < r->cap_pids; i++) {
-			if (!r->pids[i].used)
-				continue;
-			size_t h = pid_hash(r->pids[i].pid, ncap);
-			while (nt[h].used)
-				h = (h + 1) & (ncap - 1);
-			nt[h] = r->pids[i];
-		}
-		free(r->pids);
-		r->pids = nt;
-		r->cap_pids = ncap;
-	}
+	uint64_t const key = 1ull << 32 | pid;
+	if (add && oa_reserve((void **)&r->pids, &r->cap_pids, r->n_pids, sizeof(*r->pids)))
+		return NULL;
 	if (!r->cap_pids)
 		return NULL;
-	size_t h = pid_hash(pid, r->cap_pids);
-	while (r->pids[h].used && r->pids[h].pid != pid)
-		h = (h + 1) & (r->cap_pids - 1);
-	if (!r->pids[h].used) {
+	struct pid_sections *ps = oa_slot(r->pids, r->cap_pids, sizeof(*r->pids), key);
+	if (!ps->key) {
 		if (!add)
 			return NULL;
-		r->pids[h].used = 1;
-		r->pids[h].pid = pid;
+		ps->key = key;
 		r->n_pids++;
 	}
-	return &r->pids[h];
+	return ps;
 }
 
 /* The section of PID that was current at TS: the latest started at or
@@ -499,24 +518,21 @@ static int on_maps(struct reader *r, const struct raw_event *ev)
 
 static int on_drops(struct reader *r, const struct raw_event *ev)
 {
-	size_t i = 0;
-	while (i < r->n_drops && !(r->drops[i].pid == ev->pid && r->drops[i].tid == ev->drop_tid))
-		i++;
-	if (i < r->n_drops) {
-		if (ev->drops_total > r->drops[i].total)
-			r->drops[i].total = ev->drops_total; /* cumulative: latest wins */
-	} else {
-		if (su_grow((void **)&r->drops, &r->cap_drops, r->n_drops + 1, sizeof(*r->drops)))
-			return -ENOMEM;
-		r->drops[r->n_drops++] = (struct thread_drops){ ev->pid, ev->drop_tid, ev->drops_total };
+	uint64_t const key = (uint64_t)ev->pid << 32 | ev->drop_tid | (1ull << 63);
+	if (oa_reserve((void **)&r->drops, &r->cap_drops, r->n_drops, sizeof(*r->drops)))
+		return -ENOMEM;
+	struct thread_drops *d = oa_slot(r->drops, r->cap_drops, sizeof(*r->drops), key);
+	if (!d->key) {
+		d->key = key;
+		r->n_drops++;
 	}
-	/* The process's own count: every thread's latest. */
-	struct section *s = section_of_stream(r, ev->stream_id, ev->pid);
-	if (s) {
-		s->p.drops = 0;
-		for (size_t k = 0; k < r->n_drops; k++)
-			if (r->drops[k].pid == ev->pid)
-				s->p.drops += r->drops[k].total;
+	if (ev->drops_total > d->total) {
+		/* Cumulative: the latest wins; the process's own count is the
+		 * sum of its threads' latest, kept by adding what grew. */
+		struct section *s = section_of_stream(r, ev->stream_id, ev->pid);
+		if (s)
+			s->p.drops += ev->drops_total - d->total;
+		d->total = ev->drops_total;
 	}
 	return 0;
 }
@@ -526,31 +542,14 @@ static int on_drops(struct reader *r, const struct raw_event *ev)
 static struct thread_state *thread_get(struct reader *r, uint32_t pid, uint32_t tid)
 {
 	uint64_t const key = (uint64_t)pid << 32 | tid | (1ull << 63);
-	if ((r->n_threads + 1) * 2 > r->cap_threads) {
-		size_t ncap = r->cap_threads ? r->cap_threads * 2 : 64;
-		struct thread_state *nt = calloc(ncap, sizeof(*nt));
-		if (!nt)
-			return NULL;
-		for (size_t i = 0; i < r->cap_threads; i++) {
-			if (!r->threads[i].key)
-				continue;
-			size_t h = (size_t)(r->threads[i].key * 0x9E3779B97F4A7C15ull >> 40) & (ncap - 1);
-			while (nt[h].key)
-				h = (h + 1) & (ncap - 1);
-			nt[h] = r->threads[i];
-		}
-		free(r->threads);
-		r->threads = nt;
-		r->cap_threads = ncap;
-	}
-	size_t h = (size_t)(key * 0x9E3779B97F4A7C15ull >> 40) & (r->cap_threads - 1);
-	while (r->threads[h].key && r->threads[h].key != key)
-		h = (h + 1) & (r->cap_threads - 1);
-	if (!r->threads[h].key) {
-		r->threads[h].key = key;
+	if (oa_reserve((void **)&r->threads, &r->cap_threads, r->n_threads, sizeof(*r->threads)))
+		return NULL;
+	struct thread_state *t = oa_slot(r->threads, r->cap_threads, sizeof(*r->threads), key);
+	if (!t->key) {
+		t->key = key;
 		r->n_threads++;
 	}
-	return &r->threads[h];
+	return t;
 }
 
 static int image_reserve(struct stackcap_image *img, uint64_t nwords)
@@ -939,7 +938,7 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 		goto out;
 	if (cb->end)
 		rc = cb->end(cb->arg);
-	for (size_t i = 0; i < r.n_drops; i++)
+	for (size_t i = 0; i < r.cap_drops; i++)
 		stats->drops += r.drops[i].total;
 	stats->truncated_files = rep.truncated_files;
 	if (!rc && (stats->truncated_files || stats->bad_blobs || stats->no_maps || stats->unended))
@@ -1005,6 +1004,6 @@ void su_reader_get_stats(const struct su_reader *p, struct su_reader_stats *stat
 {
 	*stats = p->st;
 	stats->drops = 0;
-	for (size_t i = 0; i < p->r.n_drops; i++)
+	for (size_t i = 0; i < p->r.cap_drops; i++)
 		stats->drops += p->r.drops[i].total;
 }
