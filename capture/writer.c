@@ -51,6 +51,7 @@ static struct {
 	struct ctf_writer *ctf;
 	struct ctf_stream *proc;
 	unsigned slot;
+	unsigned proc_seq;      /* the process section's number: > 0 after an exec */
 	int error;
 	uint8_t *blob;               /* second-stage output */
 	size_t blob_cap;
@@ -198,7 +199,12 @@ static struct wthread *wthread_get(struct thread_state *t, uint64_t first_ts)
 		}
 	}
 	char name[64];
-	snprintf(name, sizeof(name), "samples-%d-%u", (int)getpid(), W.slot++);
+	/* After an exec the pid and the slot numbers start again: the
+	 * section's number keeps the names apart (as record/encode.c). */
+	if (W.proc_seq)
+		snprintf(name, sizeof(name), "samples-%d-%u-%u", (int)getpid(), W.slot++, W.proc_seq);
+	else
+		snprintf(name, sizeof(name), "samples-%d-%u", (int)getpid(), W.slot++);
 	int const rc = ctf_writer_open_stream(W.ctf, CTF_STREAM_SAMPLES, name, (uint32_t)getpid(), &w->stream);
 	if (rc < 0) {
 		note_error(rc);
@@ -623,6 +629,7 @@ static int open_proc_stream(void)
 	for (unsigned seq = 0; rc == -EEXIST && seq < 1000; seq++) {
 		snprintf(name, sizeof(name), "proc-%d-%u", (int)getpid(), seq);
 		rc = ctf_writer_open_stream(W.ctf, CTF_STREAM_PROCESS, name, (uint32_t)getpid(), &W.proc);
+		W.proc_seq = seq;
 	}
 	return rc;
 }

@@ -263,4 +263,18 @@ printf '%s\n' _Exit _exit dlclose dlopen pthread_create sigaction signal stackca
 	stackcap_init stackcap_shutdown stackcap_thread_register stackcap_version | sort >"$work/exports.want"
 check "libstackcap exports exactly its API and interposers" cmp -s "$work/exports" "$work/exports.want"
 
+# An exec chain keeps its pid: each image's sample streams are its own
+# (the in-process writer once reused samples-PID-0 after exec: "write
+# error ... (File exists)" and the later image lost its samples).
+cat >"$work/execchain.sh" <<'EOF'
+x=0; while [ $x -lt 400000 ]; do x=$((x+1)); done
+[ "$1" -gt 1 ] && exec sh "$0" $(($1 - 1))
+exit 0
+EOF
+record execchain -- sh "$work/execchain.sh" 3
+check "exec chain: exit status 0, no write error" \
+	sh -c "[ \"\$(cat '$work/execchain.rc')\" = 0 ] && ! grep -q 'write error' '$work/execchain.err'"
+ns=$(ls "$work/execchain.trace" | grep -c '^samples-')
+check "exec chain: each of the three images of one pid has its own sample stream ($ns)" [ "$ns" -ge 3 ]
+
 echo "1..$n"
