@@ -253,8 +253,18 @@ static int write_full(struct rec_encoder *e, struct thread *t, const struct su_s
 	const struct stackcap_code_ranges *ranges = ranges_of(e, s);
 	if (!ranges)
 		return -ENOMEM;
+	/* Every stack word, but registers filtered as always (issue 16):
+	 * the copy measures what the stack filter costs, and a register
+	 * holds whatever the code put there (secrets, keys). */
+	uint64_t regs[STACKCAP_NREGS];
+	uint64_t const hi = im->sp + 8 * im->nwords;
+	for (int r = 0; r < STACKCAP_NREGS; r++)
+		regs[r] = r == STACKCAP_REG_RSP || r == STACKCAP_REG_RIP ||
+				  stackcap_codec_classify(im->regs[r], ranges, im->sp, hi,
+							  (enum stackcap_policy)e->o.policy)
+				  ? im->regs[r] : 0;
 	struct stackcap_codec_input in = {
-		.words = im->words, .nwords = im->nwords, .sp = im->sp, .regs = im->regs,
+		.words = im->words, .nwords = im->nwords, .sp = im->sp, .regs = regs,
 		.ranges = ranges, .policy = STACKCAP_POLICY_ALL, .encoding = STACKCAP_WORDS_RELATIVE,
 	};
 	int rc = blob_room(e, im->nwords);

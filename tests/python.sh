@@ -50,7 +50,8 @@ check "main: exit status as without stackcap ($(cat "$work/main.rc"), plain $pla
 check "main: output as without stackcap" cmp -s "$work/plain.out" "$work/main.out"
 check "main: record --python did not suggest --python" sh -c "! grep -q 'add --python' '$work/main.err'"
 
-R=';PyEval_EvalCode;<module>;'
+# Inlined frames (_PyEval_Vector, _PyEval_EvalFrame) may sit between.
+R=';PyEval_EvalCode;([^;]*;)*<module>;'
 chain main main_leaf "${R}main_driver;cpu_loop;main_mid;main_leaf(;|\$)" "<module>;main_driver;cpu_loop;main_mid;main_leaf under PyEval_EvalCode"
 # stacks: "qualname (file:LINE)", the line of main_leaf's return.
 line=$(awk '/^def main_leaf/ { print NR + 1 }' "$CH")
@@ -85,8 +86,8 @@ chain sort sort_key "${R}sort_driver;cpu_loop;sort_driver\\.<locals>\\.<lambda>;
 	"sort_driver ... <lambda> ... builtin_sorted ... list_sort_impl ... <lambda>.<locals>.<lambda>;sort_key"
 chain zlib deflate "${R}zlib_driver;cpu_loop;zlib_driver\\.<locals>\\.<lambda>;([^;]*;)*zlib_compress[^;]*;deflate(;|\$)" \
 	"zlib_driver;cpu_loop;<lambda> ... zlib_compress;deflate"
-chain gen producer "${R}gen_driver;cpu_loop;gen_driver\\.<locals>\\.<lambda>;([^;]*;)*builtin_next[^;]*;producer(;|\$)" \
-	"gen_driver;cpu_loop;<lambda>;builtin_next;producer"
+chain gen producer "${R}gen_driver;cpu_loop;gen_driver\\.<locals>\\.<lambda>;([^;]*;)*builtin_next;([^;]*;)*producer(;|\$)" \
+	"gen_driver;cpu_loop;<lambda>;builtin_next ... producer"
 chain raise thrower "${R}raise_driver;cpu_loop;raise_once;thrower(;|\$)" "raise_driver;cpu_loop;raise_once;thrower"
 chain recurse recurse_leaf ";rec_driver\\.<locals>\\.<lambda>;(recurse;){200}recurse_leaf(;|\$)" \
 	"rec_driver.<locals>.<lambda> then recurse x 200 then recurse_leaf"

@@ -168,7 +168,7 @@ if want fds; then
 	UNWIND_RC=3
 	scenario rawexit 10000 rawexit 5000
 	UNWIND_RC=0
-	rs=$(sed -n 's/^stackcap: \([0-9]*\) samples.*/\1/p' "$work/rawexit/rec.summary")
+	rs=$(sed -n 's/^stackcap: in-process: \([0-9]*\) samples.*/\1/p' "$work/rawexit/rec.summary")
 	check "rawexit: the summary counts what the trace holds (${rs:-none} of $samples, > 0)" \
 		sh -c "[ '${rs:-0}' -gt 0 ] && [ '${rs:-0}' -le '${samples:-0}' ]"
 	check "rawexit: reported as not finished, a raw exit_group named" grep -q "did not finish their trace (killed, or ended by a raw exit_group)" "$work/rawexit/rec.summary"
