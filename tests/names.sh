@@ -30,8 +30,9 @@ bias_of() {
 }
 
 # our_chains STACKS BIN BIAS: one line per distinct address of BIN looked
-# up ("hex<TAB>name|file:line;..." innermost first; the activation frame at
-# its pc, return addresses at pc - 1).
+# up ("hex<TAB>name|file:line;..." innermost first: the "(inlined)" frames
+# at one pc, then the real one; the activation frame at its pc, return
+# addresses at pc - 1).
 our_chains() {
 	awk -v bin="$2" -v bias="$3" '
 	function hex(s,  v, i) { v = 0; for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1; return v }
@@ -43,9 +44,12 @@ our_chains() {
 		i = index(rest, " (" bin ")")
 		if (!i) { cur = ""; next }
 		name = substr(rest, 1, i - 1); loc = substr(rest, i + length(bin) + 4)
-		sub(/ \(inlined\)$/, "", name); sub(/\+0x[0-9a-f]+$/, "", name)
+		inl = sub(/ \(inlined\)$/, "", name); sub(/\+0x[0-9a-f]+$/, "", name)
 		key = hex(pc) - bias - (nth > 1 ? 1 : 0)
 		cur = cur (cur == "" ? "" : ";") name "|" loc
+		# A real frame ends its address chain: a recursion repeats the
+		# same return address in the next frame (runtime.doInit).
+		if (!inl) { flush(); lastpc = "" }
 		next
 	}
 	{ flush(); nth = 0; lastpc = "" }
