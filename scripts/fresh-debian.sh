@@ -131,6 +131,12 @@ if [ -d /etc/ssl/certs ]; then
 	mkdir -p "$root/etc/ssl/certs"
 	cp -rL /etc/ssl/certs/. "$root/etc/ssl/certs/" 2>/dev/null || true
 fi
+# The site's own CAs (a proxy's): kept when ca-certificates is installed
+# in the chroot and rebuilds the bundle.
+if [ -d /usr/local/share/ca-certificates ]; then
+	mkdir -p "$root/usr/local/share/ca-certificates"
+	cp -rL /usr/local/share/ca-certificates/. "$root/usr/local/share/ca-certificates/"
+fi
 # The machine's apt sources replace debootstrap's one line.
 for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
 	if [ -f "$f" ]; then
