@@ -14,8 +14,9 @@
 #
 # Needs root and debootstrap (apt-get install debootstrap).  The minbase
 # is debootstrapped once and kept as a tarball in $STACKCAP_FRESH_CACHE
-# (default /var/cache/stackcap-fresh; delete it to refresh); every run
-# unpacks a pristine copy into a private directory under $TMPDIR.
+# (default /var/cache/stackcap-fresh; delete it to refresh), with the
+# .deb files apt downloads; every run unpacks a pristine copy into a
+# private directory under $TMPDIR.
 # Mirror: $STACKCAP_FRESH_MIRROR, else this machine's first apt URI.
 set -eu
 
@@ -123,6 +124,10 @@ ln -s /proc/self/fd/2 "$root/dev/stderr"
 mnt "$root/dev/pts" -t devpts -o newinstance,ptmxmode=0666,mode=0620,gid=5 devpts
 ln -s pts/ptmx "$root/dev/ptmx"
 mnt "$root/dev/shm" -t tmpfs -o mode=1777,nosuid,nodev shm
+# Downloaded .deb files are kept across runs (as a caching proxy would);
+# what is installed starts from nothing every time.
+mkdir -p "$cache/apt-archives/partial"
+mnt "$root/var/cache/apt/archives" --bind "$cache/apt-archives"
 
 # The network's settings, not the project's.
 cp -L /etc/resolv.conf "$root/etc/resolv.conf"
