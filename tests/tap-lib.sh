@@ -32,6 +32,28 @@ stop_process() {
 	return 0
 }
 
+# wait_until SECONDS CMD...: run CMD every 0.1 s until it succeeds (0) or
+# SECONDS have passed (1).  For a test that waits for an event (a daemon
+# listening, a reader connected): the bound only catches a hang, however
+# slow a loaded machine is.
+wait_until() {
+	wu_end=$(( $1 * 10 ))
+	shift
+	wu_i=0
+	until "$@"; do
+		[ $wu_i -ge $wu_end ] && return 1
+		sleep 0.1
+		wu_i=$((wu_i + 1))
+	done
+}
+# tcp_port PORT STATE: a TCP socket on local port PORT in STATE (hex, as in
+# /proc/net/tcp: 0A listening, 01 established) exists.
+tcp_port() {
+	awk -v p="$(printf '%04X' "$1")" -v s="$2" '
+		FNR > 1 { split($2, a, ":"); if (a[2] == p && $4 == s) found = 1 }
+		END { exit !found }' /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
 # need "PACKAGES" TOOL...: a failing plan naming what to install, and exit,
 # when a tool is missing.
 need() {
