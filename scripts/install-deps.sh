@@ -1,59 +1,113 @@
 #!/bin/sh
-# Install the Debian packages stackcap needs to build, test and run.
-# Skips what is present; as non-root, prints the apt-get command and exits 1.
+# Install the Debian (bookworm) packages stackcap needs to build, test,
+# benchmark and run the quick start: the one list below, one package a
+# line with who needs it.  Skips what is present; as non-root, prints the
+# apt-get command and exits 1.
+#
+#   install-deps.sh                  what the build and ./quickstart.sh need,
+#                                    and every test but the [check] lines
+#   install-deps.sh --with-browser   also the [check] lines: node, npm and
+#                                    chromium for the whole suite (./check.sh)
+#
+# Whoever adds a command to a test, a benchmark or the quick start adds its
+# package here; scripts/fresh-debian.sh './check.sh' proves the list on a
+# bare Debian.  Essential packages (coreutils, sed, grep, gzip, util-linux's
+# setpriv, ...) are on every Debian and not listed.
 set -eu
 
-PKGS="build-essential g++ binutils autoconf automake libtool pkg-config gawk
-libdw-dev libelf-dev libdwarf-dev libzstd-dev zlib1g-dev
-libbabeltrace2-dev babeltrace2 liblttng-ust-dev lttng-tools
-libdebuginfod-dev libprotobuf-c-dev protobuf-c-compiler golang-github-google-pprof-dev golang-go check
-clang libclang-rt-14-dev llvm zstd linux-perf file procps gdb time dwz xz-utils
-libxml2-utils bsdutils python3 python3.11-dbg"
-# python3 (Debian's CPython 3.11): tests/python.sh, tests/secret.sh record
-# Python programs with --python.  python3.11-dbg: its DWARF, against which
-# tests/unit/test-cpython-layout checks capture/cpython-layout.h (the
-# offsets the CPython runtime unwinder reads); it must match python3.11's
-# version (apt-get upgrades both together).
-# symbolize/: Rust names, legacy and v0 (libiberty's rust_demangle)
-PKGS="$PKGS libiberty-dev"
-# tests/names.sh: Rust programs built by Debian's compiler (names, inlines)
-PKGS="$PKGS rustc"
-# tests/names.sh: glibc's DWARF (a function GCC inlined into itself)
-PKGS="$PKGS libc6-dbg"
-# tests/debuginfod.sh: a real debuginfod server on loopback
-PKGS="$PKGS debuginfod"
-# tests/kernel-record.sh: busybox-static (a static binary the kernel copy
-# records and LD_PRELOAD cannot; golang-go above builds the Go ones);
-# bench/stack-window.sh: sqlite3 and bzip2 (deep stacks, the window's size).
-PKGS="$PKGS busybox-static sqlite3 bzip2"
+list() {
+	sed -e 's/#[[:space:]]*\(\[check\]\).*/\1/' -e 's/[[:space:]]*#.*//' -e '/^$/d' <<'LIST'
+# ---- the build (./configure && make) ----
+build-essential     # gcc, make, libc6-dev: every C target
+g++                 # testdata/demo.cc (the quick start's demo), tests/unit/cxx-fixture.cc
+binutils            # ld; nm, readelf, objcopy, strip, objdump, addr2line in tests (record.sh, unwind.sh, perf.sh, unit tests)
+autoconf            # autoreconf -fi (check.sh, quickstart.sh)
+automake            # autoreconf -fi
+libtool             # autoreconf -fi; the shared libraries (libstackcap.so, the plugin)
+pkg-config          # configure: finds libdw, libzstd, babeltrace2, lttng-ust, ...
+file                # libtool's configure probes object files with file(1)
+gawk                # the awk of the tests' and quickstart's awk scripts
+libdw-dev           # unwind/, debuginfo/: elfutils' libdw and libdwfl
+libelf-dev          # debuginfo/, capture/: ELF notes and build-ids
+libdwarf-dev        # tests/unit/dwarf-oracle.c: an independent DWARF reader to check symbolize/ against
+libzstd-dev         # trace/, capture/: --zstd streams; perf record -z
+zlib1g-dev          # debuginfo/: zlib-compressed debug sections
+libbabeltrace2-dev  # trace/source-babeltrace2.c, plugin/ (the babeltrace2 plugin)
+liblttng-ust-dev    # capture/: liblttng-stackcap.so (stackcap record --lttng)
+libdebuginfod-dev   # debuginfo/: debuginfod client (DEBUGINFOD_URLS)
+libprotobuf-c-dev   # cli/export-pprof.c; tests/pprof-check.c decodes its output
+protobuf-c-compiler # protoc-c: the pprof profile.proto bindings
+check               # tests/unit/*: the Check unit-test framework
+clang               # --enable-fuzzing (check.sh): libFuzzer targets in tests/fuzz
+libclang-rt-14-dev  # libFuzzer and the sanitizer runtimes for clang
+llvm                # llvm-symbolizer: symbolized ASan/UBSan/libFuzzer reports
+# ---- tests, benchmarks, the quick start ----
+babeltrace2         # tests/*.sh (tap-lib.sh): reads every trace; the plugin's tests
+lttng-tools         # tests/lttng.sh, tests/secret.sh, bench/lttng.sh: lttng, lttng-sessiond, lttng-relayd
+linux-perf          # tests/perf.sh, perf-compare.sh, record.sh, secret.sh, bad-input.sh, bt2-plugin.sh; bench/
+libc6-dbg           # libc's separate debug info: names libc's local symbols (tests/unwind.sh: the signal trampoline __restore_rt; tests/names.sh: a function GCC inlined into itself)
+gdb                 # tests/testdata.sh: gdb's backtraces are the testdata programs' reference chains
+dwz                 # tests/unit/test-symbolize.c: DWARF shared through .gnu_debugaltlink
+golang-go           # tests/export.sh, tests/real-clients.sh: Google's pprof tool reads our pprof files; tests/names.sh, tests/kernel-record.sh: Go programs (static and cgo)
+golang-github-google-pprof-dev  # tests/export.sh: pprof's source, for that build
+zstd                # tests (record.sh, unwind.sh, bt2-plugin.sh, perf.sh, secret.sh, bad-input.sh): zstd -d of --zstd streams
+xz-utils            # tests/perf.sh, bench/: xz as a program not written here
+libxml2-utils       # tests/flamegraph.sh, tests/perf.sh: xmllint validates the SVG flamegraphs
+bsdutils            # script(1): tests/flamegraph.sh's progress on a terminal, tests/perf*.sh
+procps              # ps (tap-lib.sh: daemons the tests stop), pgrep (tests/browser.sh)
+python3             # tests/perf.sh, bench/perf-vs.sh: a pure-Python program under perf; tests/python.sh, tests/secret.sh: --python
+time                # /usr/bin/time: bench/perf-vs.sh, bench/unwind.sh (peak memory)
+python3.11-dbg      # tests/unit/test-cpython-layout: CPython 3.11's DWARF checks capture/cpython-layout.h (the offsets --python reads); apt upgrades it with python3.11
+libiberty-dev       # symbolize/: Rust names, legacy and v0 (libiberty's rust_demangle)
+rustc               # tests/names.sh: Rust programs built by Debian's compiler (names, inline frames)
+debuginfod          # tests/real-clients.sh: a real debuginfod server on loopback serves a stripped program's debug file
+busybox-static      # tests/kernel-record.sh: a static binary the kernel copy records and LD_PRELOAD cannot
+sqlite3             # bench/stack-window.sh: deep stacks (the stack window's size)
+bzip2               # bench/stack-window.sh: deep stacks (the stack window's size)
+ca-certificates     # [check] npm's registry over https (tests/export.sh, tests/browser.sh)
+nodejs              # [check] tests/export.sh (speedscope-check.js), tests/browser.sh: node
+npm                 # [check] npm installs ajv, speedscope and playwright-core for those tests
+chromium            # [check] tests/browser.sh: the flamegraph in a headless browser
+LIST
+}
 
-# Extra package sets, by name.
 case "${1:-}" in
-  --with-browser)
-    # tests/browser.sh: Debian's chromium, driven by playwright-core (npm)
-    # on node.  A node and npm already on PATH (e.g. nodesource's, whose
-    # nodejs conflicts with Debian's npm) are used as they are.
-    PKGS="$PKGS chromium"
-    command -v node >/dev/null 2>&1 || PKGS="$PKGS nodejs"
-    command -v npm >/dev/null 2>&1 || PKGS="$PKGS npm"
-    ;;
+--with-browser) with_check=1 ;;
+"") with_check= ;;
+*) echo "usage: $0 [--with-browser]" >&2; exit 2 ;;
 esac
+
+PKGS=""
+for p in $(list | while read -r pkg rest; do
+		case "$rest" in
+		*'[check]'*) [ -n "$with_check" ] && echo "$pkg" ;;
+		*) echo "$pkg" ;;
+		esac
+	done); do
+	# A node and npm already on PATH (e.g. nodesource's, whose nodejs
+	# conflicts with Debian's npm) are used as they are.
+	case "$p" in
+	nodejs) command -v node >/dev/null 2>&1 && continue ;;
+	npm) command -v npm >/dev/null 2>&1 && continue ;;
+	esac
+	PKGS="$PKGS $p"
+done
 
 missing=""
 for p in $PKGS; do
-  st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-  case "$st" in
-    *"install ok installed"*) ;;
-    *) missing="$missing $p" ;;
-  esac
+	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+	case "$st" in
+	*"install ok installed"*) ;;
+	*) missing="$missing $p" ;;
+	esac
 done
 
 [ -z "$missing" ] && exit 0
 
 if [ "$(id -u)" != 0 ]; then
-  echo "stackcap: these Debian packages are missing; install them as root with:" >&2
-  echo "  apt-get update && apt-get install -y --no-install-recommends$missing" >&2
-  exit 1
+	echo "stackcap: these Debian packages are missing; install them as root with:" >&2
+	echo "  apt-get update && apt-get install -y --no-install-recommends$missing" >&2
+	exit 1
 fi
 
 echo "stackcap: installing Debian packages:$missing" >&2

@@ -115,7 +115,10 @@ chain_match() {
 	END { done(); printf "%d %d\n", good, tot }' "$f"
 }
 
-# lttng_chain NAME PROGRAM ARGS: one session, record, unwind, expect the chain.
+# lttng_chain NAME PROGRAM ARGS: one session, record, unwind, expect the
+# chain (libc's signal trampoline named, or as libc.so.6+offset without
+# libc6-dbg: tap-lib.sh's sigtramp_sed).
+sigtramp_sed >"$work/sigtramp.sed"
 lttng_chain() {
 	name=$1; prog=$2; shift 2
 	session "$name" "-t vpid -t vtid" || { not_ok "$prog: LTTng session set up"; return; }
@@ -129,7 +132,8 @@ lttng_chain() {
 	check "$prog: stackunwind stacks reads the LTTng session directory (exit $src)" [ "$src" = 0 ]
 	[ "$src" = 0 ] || grep -v '^stackunwind: [0-9]* samples' "$work/$name.err" | sed 's/^/# /' | head -5
 	chain=$("$TD/$prog" "$@" --chain | tr '\n' ' ')
-	set -- $(chain_match "$work/$name.out" $chain)
+	sed -f "$work/sigtramp.sed" "$work/$name.out" >"$work/$name.named"
+	set -- $(chain_match "$work/$name.named" $chain)
 	check "$prog: chain '$chain' in >= 99% of hot samples ($1 of $2)" \
 		awk -v g="$1" -v t="$2" 'BEGIN { exit !(t >= 100 && g * 100 >= t * 99) }'
 }
@@ -280,7 +284,8 @@ for t in "single tdata-single" "threads tdata-threads -t 2" "dlopen tdata-dlopen
 	$BT "$lt/$name" -c filter.stackcap.unwind >"$work/$name.flt" 2>"$work/$name.flt.err"
 	r=$?
 	chain=$("$TD/$prog" "$@" --chain | tr '\n' ' ')
-	set -- $(bt_chain "$work/$name.flt" stackcap:sample $chain)
+	sed -f "$work/sigtramp.sed" "$work/$name.flt" >"$work/$name.flt.named"
+	set -- $(bt_chain "$work/$name.flt.named" stackcap:sample $chain)
 	check "$name: babeltrace2 -c filter.stackcap.unwind on the LTTng trace (exit $r): callstack '$chain' on >= 99% of hot stackcap:sample events ($1 of $2)" \
 		sh -c "[ $r = 0 ] && awk -v g='$1' -v t='$2' 'BEGIN { exit !(t >= 100 && g * 100 >= t * 99) }'"
 	[ $r = 0 ] || sed 's/^/# /' "$work/$name.flt.err" | head -5
@@ -346,12 +351,20 @@ stop_relayd() { stop_process "$relayd_pid"; relayd_pid=; }
 trap 'stop_relayd; stop_daemon; rm -rf "$work"' EXIT
 mkdir -p "$lt/relay" && chown --reference="$lt/home" "$lt/relay"
 # Three ports from a base of our own; another base when they are taken.
+relayd_ready() {
+	kill -0 "$launcher" 2>/dev/null || return 0
+	tcp_port $base 0A && tcp_port $((base + 1)) 0A && tcp_port $((base + 2)) 0A
+}
+reader_connected() { ! kill -0 "$reader" 2>/dev/null || tcp_port $((base + 2)) 01; }
 for try in 1 2 3 4 5; do
 	base=$(( 20000 + ($$ * 7 + try * 3001) % 40000 ))
 	as_user lttng-relayd -C tcp://127.0.0.1:$base -D tcp://127.0.0.1:$((base + 1)) \
 		-L tcp://127.0.0.1:$((base + 2)) -o "$lt/relay" >"$work/relayd.log" 2>&1 &
-	# $! is the shell running as_user: the daemon's own pid, by its output directory.
-	sleep 0.5
+	launcher=$!
+	# Listening on all three ports, or gone (a port was taken): however
+	# long a loaded machine takes.  $! is the shell running as_user: the
+	# daemon's own pid, by its output directory.
+	wait_until 60 relayd_ready
 	relayd_pid=$(ps -eo pid,args | awk -v o="-o $lt/relay" '/lttng-relayd/ && index($0, o) { print $1; exit }')
 	[ -n "$relayd_pid" ] && alive "$relayd_pid" && break
 	relayd_pid=
@@ -363,7 +376,10 @@ if [ -n "$relayd_pid" ] &&
 	timeout 120 $BT --input-format=lttng-live "net://127.0.0.1:$((base + 2))/host/$(uname -n)/live" \
 		-c filter.stackcap.unwind >"$work/live.flt" 2>"$work/live.err" &
 	reader=$!
-	sleep 1
+	# The reader attaches at the live end of the streams: it must be
+	# connected before the program records (an established connection on
+	# the live port), however long it takes to start.
+	wait_until 60 reader_connected
 	as_user "$RUN_STACKCAP" record --lttng -- "$RUN_TD/tdata-single" 1 >/dev/null 2>"$work/live.rerr"
 	sleep 0.5
 	end_session
@@ -382,11 +398,10 @@ relayd_was=$relayd_pid
 pid_was=$daemon_pid
 stop_daemon
 stop_relayd
-# Consumers leave after their session daemon: a few seconds at most.
-i=0
-while [ $i -lt 50 ] && ps -eo stat,args | grep -E 'lttng-(sessiond|consumerd|relayd)' | grep -F "$lt/" | grep -v -e grep -e '^Z' >/dev/null; do
-	sleep 0.1; i=$((i + 1))
-done
+# Consumers leave after their session daemon (a loaded machine may take
+# its time: the bound only catches one that stays).
+daemons_gone() { ! ps -eo stat,args | grep -E 'lttng-(sessiond|consumerd|relayd)' | grep -F "$lt/" | grep -v -e grep -e '^Z' >/dev/null; }
+wait_until 30 daemons_gone
 alive "$pid_was" && left="lttng-sessiond $pid_was" || left=
 [ -n "$relayd_was" ] && alive "$relayd_was" && left="$left lttng-relayd $relayd_was"
 left=$left$(ps -eo stat,pid,args | grep -E 'lttng-(sessiond|consumerd|relayd)' | grep -F "$lt/" | grep -v -e grep -e '^Z')

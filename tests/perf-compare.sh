@@ -1,5 +1,5 @@
 #!/bin/sh
-# perf-compare.sh PERF.DATA STACKUNWIND [OUTDIR]
+# perf-compare.sh PERF.DATA STACKUNWIND [OUTDIR [SEDSCRIPT]]
 #
 # `stackunwind stacks` beside `perf script` on one perf.data file, sample by
 # sample (docs/perf-comparison.md).  Both outputs become one line per
@@ -31,12 +31,15 @@
 #             (a thread just out of clone); the registers alone give the
 #             innermost frame;
 #   other     anything else (listed in OUTDIR/other.txt).
+# SEDSCRIPT, if given, is applied to stackunwind's text first (tests/perf.sh:
+# tap-lib.sh's sigtramp_sed, naming libc's signal trampoline without libc6-dbg).
 # Prints "samples=N order_mismatch=N same=N alias=N plt=N sigframe=N nouser=N pconly=N other=N";
 # exit 0 when both produced the same number of samples in the same order.
 set -u
 data=$1
 su=$2
 out=${3:-$(mktemp -d)}
+rename=${4:-}
 mkdir -p "$out"
 
 norm='
@@ -88,7 +91,8 @@ END {
 }'
 
 perf script --ns -i "$data" -F comm,pid,tid,time,ip,sym,dso 2>"$out/perf.err" | awk "$norm" > "$out/perf.txt"
-"$su" stacks "$data" 2>"$out/su.err" | awk -v pathfile="$out/paths.txt" "$norm" > "$out/su.txt"
+"$su" stacks "$data" 2>"$out/su.err" | { if [ -n "$rename" ]; then sed -f "$rename"; else cat; fi; } |
+	awk -v pathfile="$out/paths.txt" "$norm" > "$out/su.txt"
 
 # Frame pairs whose names differ, with the dso: candidates for aliases.
 # (perf and we may disagree on which frames of one pc are inlined, so the

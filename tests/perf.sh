@@ -22,10 +22,13 @@ precord() {
 ratio_ok() { awk -v g="$1" -v t="$2" 'BEGIN { exit !(t >= 100 && g * 100 >= t * 99) }'; }
 field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 
-# compare NAME [sigframe]: perf script beside stackunwind on NAME.data.
+# compare NAME [sigframe]: perf script beside stackunwind on NAME.data
+# (libc's signal trampoline named, or as libc.so.6+offset without
+# libc6-dbg: tap-lib.sh's sigtramp_sed).
+sigtramp_sed >"$work/sigtramp.sed"
 compare() {
 	name=$1
-	res=$("$COMPARE" "$work/$name.data" "$SU" "$work/cmp-$name" 2>"$work/cmp-$name.err")
+	res=$("$COMPARE" "$work/$name.data" "$SU" "$work/cmp-$name" "$work/sigtramp.sed" 2>"$work/cmp-$name.err")
 	crc=$?
 	echo "# $name: $res"
 	total=$(field "$res" samples)

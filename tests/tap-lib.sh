@@ -32,6 +32,28 @@ stop_process() {
 	return 0
 }
 
+# wait_until SECONDS CMD...: run CMD every 0.1 s until it succeeds (0) or
+# SECONDS have passed (1).  For a test that waits for an event (a daemon
+# listening, a reader connected): the bound only catches a hang, however
+# slow a loaded machine is.
+wait_until() {
+	wu_end=$(( $1 * 10 ))
+	shift
+	wu_i=0
+	until "$@"; do
+		[ $wu_i -ge $wu_end ] && return 1
+		sleep 0.1
+		wu_i=$((wu_i + 1))
+	done
+}
+# tcp_port PORT STATE: a TCP socket on local port PORT in STATE (hex, as in
+# /proc/net/tcp: 0A listening, 01 established) exists.
+tcp_port() {
+	awk -v p="$(printf '%04X' "$1")" -v s="$2" '
+		FNR > 1 { split($2, a, ":"); if (a[2] == p && $4 == s) found = 1 }
+		END { exit !found }' /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
 # need "PACKAGES" TOOL...: a failing plan naming what to install, and exit,
 # when a tool is missing.
 need() {
@@ -50,4 +72,31 @@ need_perf_sampling() {
 	echo "1..1"
 	echo "not ok 1 - perf record cannot sample here (kernel.perf_event_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null)): $(head -n 1 "$work/probe.err")"
 	exit 0
+}
+
+# sigtramp_sed: a sed script naming libc's signal return trampoline
+# __restore_rt where it shows without a name, as module+offset: in
+# `stackunwind stacks` and folded text (libc.so.6+0x3c050) and in the
+# babeltrace2 filter's callstacks (function = "", module = ".../libc.so.6",
+# offset = 0x3C050).  The offsets are those inside an FDE of libc's
+# .eh_frame whose CIE has augmentation "S" (a signal frame): the trampoline
+# known by its CFI, as the unwinder knows it.  The name itself comes only
+# from libc's separate debug info (libc6-dbg); a test that checks the
+# unwinder went through the signal frame need not check the name.
+sigtramp_sed() {
+	libc=$(awk '$6 ~ /\/libc\.so\.6$/ { print $6; exit }' /proc/self/maps)
+	[ -n "$libc" ] || return 0
+	readelf --debug-dump=frames "$libc" 2>/dev/null | awk '
+		$NF == "CIE" { cie = $1 }
+		$1 == "Augmentation:" && $2 ~ /S/ { sig[cie] = 1 }
+		$4 == "FDE" { c = $5; sub(/^cie=/, "", c); r = $6; sub(/^pc=/, "", r); sub(/\.\./, " ", r)
+			if (c in sig) print r }' |
+	while read -r lo hi; do
+		o=$((0x$lo))
+		while [ "$o" -lt $((0x$hi)) ]; do
+			printf 's/\\([ ;]\\)libc\\.so\\.6+0x%x\\([^0-9a-f]\\|$\\)/\\1__restore_rt\\2/g\n' "$o"
+			printf 's/function = "", \\(module = "[^"]*\\/libc\\.so\\.6", offset = 0x%X,\\)/function = "__restore_rt", \\1/g\n' "$o"
+			o=$((o + 1))
+		done
+	done
 }
