@@ -321,20 +321,68 @@ static void decl_site(struct symcache *c, Dwarf_Die *die, struct su_symframe *f)
 
 /* ---- PLT stubs ------------------------------------------------------------ */
 
-/* The symbol of the relocation of GOT slot SLOT (JUMP_SLOT or GLOB_DAT)
- * among the RELA sections of ELF, or of .rela.plt's entry INDEX when SLOT
- * is 0: its name, or NULL. */
-static const char *reloc_name(Elf *elf, uint64_t slot, int64_t index)
+/* The relocations of a module's RELA sections, read once per PLT table:
+ * what each GOT slot's relocation names, and each .rela.plt entry's. */
+struct reloc_ent {
+	uint64_t offset;           /* r_offset */
+	uint32_t seq;              /* order of reading: the first of a slot wins */
+	const char *name;          /* the symbol's name (NULL: not JUMP_SLOT or
+	                            * GLOB_DAT, or no symbol) */
+};
+
+struct reloc_index {
+	struct reloc_ent *by_slot; /* by offset, then seq */
+	size_t nslot;
+	struct {                   /* each .rela.plt section, in order */
+		const char **name; /* by entry index (NULL as above) */
+		unsigned char *ok; /* the entry was readable */
+		size_t n;
+	} plt[4];
+	size_t nplt;
+};
+
+static int reloc_cmp(const void *a, const void *b)
 {
+	const struct reloc_ent *x = a, *y = b;
+	if (x->offset != y->offset)
+		return x->offset < y->offset ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The name relocation R of SYMS (linked to string table STRNDX) gives a
+ * PLT stub: NULL unless JUMP_SLOT or GLOB_DAT. */
+static const char *rela_name(Elf *elf, Elf_Data *syms, size_t strndx, const GElf_Rela *r)
+{
+	unsigned const type = GELF_R_TYPE(r->r_info);
+	if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
+		return NULL;
+	GElf_Sym sym;
+	if (!gelf_getsym(syms, (int)GELF_R_SYM(r->r_info), &sym))
+		return NULL;
+	return elf_strptr(elf, strndx, sym.st_name);
+}
+
+static void reloc_index_free(struct reloc_index *x)
+{
+	free(x->by_slot);
+	for (size_t i = 0; i < x->nplt; i++) {
+		free(x->plt[i].name);
+		free(x->plt[i].ok);
+	}
+}
+
+/* Read every RELA section of ELF once into X (what reloc_name looks up). */
+static void reloc_index_build(Elf *elf, struct reloc_index *x)
+{
+	size_t cap = 0, shstrndx;
+	uint32_t seq = 0;
+	int const have_shstr = elf_getshdrstrndx(elf, &shstrndx) == 0;
 	Elf_Scn *scn = NULL;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
 			continue;
-		size_t shstrndx;
-		const char *sname = elf_getshdrstrndx(elf, &shstrndx) == 0 ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
-		if (index >= 0 && (!sname || strcmp(sname, ".rela.plt")))
-			continue;
+		const char *sname = have_shstr ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
 		Elf_Data *d = elf_getdata(scn, NULL);
 		Elf_Scn *symscn = elf_getscn(elf, sh.sh_link);
 		GElf_Shdr symsh;
@@ -342,35 +390,83 @@ static const char *reloc_name(Elf *elf, uint64_t slot, int64_t index)
 		if (!d || !syms || !gelf_getshdr(symscn, &symsh))
 			continue;
 		size_t const n = sh.sh_size / sh.sh_entsize;
+		int const is_plt = sname && !strcmp(sname, ".rela.plt") &&
+				   x->nplt < sizeof x->plt / sizeof x->plt[0];
+		const char **pname = NULL;
+		unsigned char *pok = NULL;
+		if (is_plt) {
+			pname = calloc(n ? n : 1, sizeof *pname);
+			pok = calloc(n ? n : 1, 1);
+			if (!pname || !pok) {
+				free(pname);
+				free(pok);
+				pname = NULL;
+				pok = NULL;
+			} else {
+				x->plt[x->nplt].name = pname;
+				x->plt[x->nplt].ok = pok;
+				x->plt[x->nplt].n = n;
+				x->nplt++;
+			}
+		}
 		for (size_t i = 0; i < n; i++) {
 			GElf_Rela r;
-			if (index >= 0 && (size_t)index != i)
+			if (!gelf_getrela(d, (int)i, &r))
 				continue;
-			if (!gelf_getrela(d, (int)i, &r) || (index < 0 && r.r_offset != slot))
-				continue;
-			unsigned const type = GELF_R_TYPE(r.r_info);
-			if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
-				return NULL;
-			GElf_Sym sym;
-			if (!gelf_getsym(syms, (int)GELF_R_SYM(r.r_info), &sym))
-				return NULL;
-			return elf_strptr(elf, symsh.sh_link, sym.st_name);
+			const char *name = rela_name(elf, syms, symsh.sh_link, &r);
+			if (pname) {
+				pname[i] = name;
+				pok[i] = 1;
+			}
+			if (x->nslot == cap) {
+				size_t const ncap = cap ? 2 * cap : 256;
+				struct reloc_ent *t = realloc(x->by_slot, ncap * sizeof *t);
+				if (!t)
+					goto done;
+				x->by_slot = t;
+				cap = ncap;
+			}
+			x->by_slot[x->nslot++] = (struct reloc_ent){ r.r_offset, seq++, name };
 		}
 	}
-	return NULL;
+done:
+	if (x->nslot)
+		qsort(x->by_slot, x->nslot, sizeof *x->by_slot, reloc_cmp);
+}
+
+/* The symbol of the relocation of GOT slot SLOT (JUMP_SLOT or GLOB_DAT)
+ * among the RELA sections, or of .rela.plt's entry INDEX when SLOT is 0:
+ * its name, or NULL. */
+static const char *reloc_name(const struct reloc_index *x, uint64_t slot, int64_t index)
+{
+	if (index >= 0) {
+		for (size_t i = 0; i < x->nplt; i++)
+			if ((uint64_t)index < x->plt[i].n && x->plt[i].ok[index])
+				return x->plt[i].name[index];
+		return NULL;
+	}
+	size_t lo = 0, hi = x->nslot;
+	while (lo < hi) {   /* the first entry at or after SLOT */
+		size_t const mid = lo + (hi - lo) / 2;
+		if (x->by_slot[mid].offset < slot)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < x->nslot && x->by_slot[lo].offset == slot ? x->by_slot[lo].name : NULL;
 }
 
 /* The function PLT stub BYTES[N] at ADDR jumps to: through `jmp
  * *disp32(%rip)` (ff 25), the GOT slot's relocation; a lazy stub without
  * one (.plt when .plt.sec holds the jumps), the .rela.plt entry it
  * pushes (68 imm32).  NULL for PLT0. */
-static const char *stub_target(Elf *elf, const unsigned char *b, size_t n, uint64_t addr)
+static const char *stub_target(const struct reloc_index *x, const unsigned char *b, size_t n, uint64_t addr)
 {
 	for (size_t i = 0; i + 6 <= n; i++) {
 		if (b[i] == 0xff && b[i + 1] == 0x25) {
 			int32_t disp;
 			memcpy(&disp, b + i + 2, 4);
-			return reloc_name(elf, addr + i + 6 + (uint64_t)(int64_t)disp, -1);
+			return reloc_name(x, addr + i + 6 + (uint64_t)(int64_t)disp, -1);
 		}
 		if (b[i] == 0xff && b[i + 1] == 0x35) /* PLT0: push GOT+8 */
 			return NULL;
@@ -379,7 +475,7 @@ static const char *stub_target(Elf *elf, const unsigned char *b, size_t n, uint6
 		if (b[i] == 0x68) {
 			uint32_t idx;
 			memcpy(&idx, b + i + 1, 4);
-			return reloc_name(elf, 0, idx);
+			return reloc_name(x, 0, idx);
 		}
 	}
 	return NULL;
@@ -402,6 +498,8 @@ static void plt_build(struct symcache *c, Dwfl_Module *mod)
 	if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
 		return;
 	size_t cap = 0;
+	struct reloc_index relocs = { 0 };
+	int have_relocs = 0;
 	Elf_Scn *scn = NULL;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
@@ -414,8 +512,12 @@ static void plt_build(struct symcache *c, Dwfl_Module *mod)
 		Elf_Data *d = elf_getdata(scn, NULL);
 		if (!d || d->d_size < sh.sh_size)
 			continue;
+		if (!have_relocs) {
+			reloc_index_build(elf, &relocs);
+			have_relocs = 1;
+		}
 		for (uint64_t off = 0; off + esize <= sh.sh_size; off += esize) {
-			const char *fn = stub_target(elf, (const unsigned char *)d->d_buf + off, esize,
+			const char *fn = stub_target(&relocs, (const unsigned char *)d->d_buf + off, esize,
 						     sh.sh_addr + off);
 			if (!fn || !fn[0])
 				continue;
@@ -440,6 +542,7 @@ static void plt_build(struct symcache *c, Dwfl_Module *mod)
 		}
 	}
 done:
+	reloc_index_free(&relocs);
 	if (c->nplt)
 		qsort(c->plt, c->nplt, sizeof *c->plt, plt_cmp);
 }
