@@ -106,7 +106,30 @@ struct plt_stub {
 	const char *name;          /* "func@plt", interned */
 };
 
+/* A code DIE a CU's walk reaches without passing through another code
+ * DIE (a subprogram, also one nested in namespaces or classes), one entry
+ * per pc range: code_path's first step, looked up rather than walked. */
+struct code_top {
+	uint64_t lo, hi;           /* [lo, hi), DWARF addresses */
+	uint32_t order;            /* the DIE's place in the walk: the first wins */
+	int depth;                 /* code_path's depth at the DIE */
+	Dwarf_Die die;
+};
+
+/* The code_tops of one CU, sorted by lo; maxhi[i]: the largest hi of
+ * tops[0..i]. */
+struct cu_index {
+	const void *cu;            /* the CU DIE's data (its identity) */
+	struct code_top *tops;
+	uint64_t *maxhi;
+	size_t ntops;
+	int complete;              /* 0: out of memory, walk instead */
+};
+
 struct symcache {
+	struct cu_index *cuidx;    /* every CU a lookup went to, unordered */
+	size_t ncuidx, capcuidx;
+	size_t lastcu;             /* the one used last */
 	struct plt_stub *plt;      /* by lo; built at the first address without a name */
 	size_t nplt;
 	int plt_built;
@@ -125,6 +148,11 @@ void su_symbolize_cache_free(void *sym_cache)
 	struct symcache *c = sym_cache;
 	if (!c)
 		return;
+	for (size_t i = 0; i < c->ncuidx; i++) {
+		free(c->cuidx[i].tops);
+		free(c->cuidx[i].maxhi);
+	}
+	free(c->cuidx);
 	free(c->plt);
 	free(c->cus);
 	free(c->slots);
@@ -607,15 +635,137 @@ static int code_path(Dwarf_Die *parent, Dwarf_Addr addr, Dwarf_Die *chain, int n
 	return n;
 }
 
+struct tops_build {
+	struct code_top *tops;
+	size_t n, cap;
+	uint32_t order;
+	int oom;
+};
+
+/* Every code DIE code_path could take as its first step under PARENT,
+ * at DEPTH, into B (in walk order). */
+static void tops_collect(Dwarf_Die *parent, int depth, struct tops_build *b)
+{
+	Dwarf_Die child;
+	if (depth > MAX_SCOPES || dwarf_child(parent, &child) != 0)
+		return;
+	do {
+		int const tag = dwarf_tag(&child);
+		if (tag_has_code(tag)) {
+			uint32_t const order = b->order++;
+			Dwarf_Addr base, lo, hi;
+			ptrdiff_t it = 0;
+			while ((it = dwarf_ranges(&child, it, &base, &lo, &hi)) > 0) {
+				if (lo >= hi)
+					continue;
+				if (b->n == b->cap) {
+					size_t const ncap = b->cap ? 2 * b->cap : 64;
+					struct code_top *t = realloc(b->tops, ncap * sizeof *t);
+					if (!t) {
+						b->oom = 1;
+						return;
+					}
+					b->tops = t;
+					b->cap = ncap;
+				}
+				b->tops[b->n++] = (struct code_top){ lo, hi, order, depth, child };
+			}
+			continue;
+		}
+		if (tag_holds_code(tag) && dwarf_haschildren(&child))
+			tops_collect(&child, depth + 1, b);
+		if (b->oom)
+			return;
+	} while (dwarf_siblingof(&child, &child) == 0);
+}
+
+static int code_top_cmp(const void *a, const void *b)
+{
+	const struct code_top *x = a, *y = b;
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* C's index of CU's code DIEs, built at its first use; NULL when out of
+ * memory. */
+static struct cu_index *cu_index_get(struct symcache *c, Dwarf_Die *cu)
+{
+	const void *const id = cu->addr;
+	if (c->lastcu < c->ncuidx && c->cuidx[c->lastcu].cu == id)
+		return &c->cuidx[c->lastcu];
+	for (size_t i = 0; i < c->ncuidx; i++)
+		if (c->cuidx[i].cu == id) {
+			c->lastcu = i;
+			return &c->cuidx[i];
+		}
+	if (c->ncuidx == c->capcuidx) {
+		size_t const ncap = c->capcuidx ? 2 * c->capcuidx : 16;
+		struct cu_index *t = realloc(c->cuidx, ncap * sizeof *t);
+		if (!t)
+			return NULL;
+		c->cuidx = t;
+		c->capcuidx = ncap;
+	}
+	struct tops_build b = { 0 };
+	tops_collect(cu, 0, &b);
+	struct cu_index *x = &c->cuidx[c->ncuidx];
+	*x = (struct cu_index){ .cu = id, .tops = b.tops, .ntops = b.n };
+	if (!b.oom && b.n) {
+		qsort(b.tops, b.n, sizeof *b.tops, code_top_cmp);
+		x->maxhi = malloc(b.n * sizeof *x->maxhi);
+		if (x->maxhi) {
+			for (size_t i = 0; i < b.n; i++)
+				x->maxhi[i] = i && x->maxhi[i - 1] > b.tops[i].hi ? x->maxhi[i - 1] : b.tops[i].hi;
+		}
+	}
+	x->complete = !b.oom && (!b.n || x->maxhi);
+	c->lastcu = c->ncuidx++;
+	return x;
+}
+
+/* The first code DIE in walk order among X's whose ranges hold ADDR, or
+ * NULL. */
+static const struct code_top *cu_index_find(const struct cu_index *x, uint64_t addr)
+{
+	size_t lo = 0, hi = x->ntops;
+	while (lo < hi) {   /* the first range starting after ADDR */
+		size_t const mid = lo + (hi - lo) / 2;
+		if (x->tops[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	const struct code_top *best = NULL;
+	for (size_t i = lo; i-- > 0 && x->maxhi[i] > addr;)
+		if (addr < x->tops[i].hi && (!best || x->tops[i].order < best->order))
+			best = &x->tops[i];
+	return best;
+}
+
 /* The scopes of CU holding ADDR, innermost first (lexical blocks, each
  * inlined subroutine, the subprogram), into SCOPES[MAX]: their number.
  * Not dwarf_getscopes: elfutils (0.188) prunes every DIE without a pc
  * range, so it never enters the namespaces Rust defines its functions in
- * and finds nothing there (no inline frame, no DWARF function). */
-static int code_scopes(Dwarf_Die *cu, Dwarf_Addr addr, Dwarf_Die *scopes, int max)
+ * and finds nothing there (no inline frame, no DWARF function).  The
+ * CU's first step is looked up in its index (built once), the rest
+ * walked inside that one function. */
+static int code_scopes(struct symcache *c, Dwarf_Die *cu, Dwarf_Addr addr, Dwarf_Die *scopes, int max)
 {
 	Dwarf_Die chain[MAX_SCOPES];
-	int const n = code_path(cu, addr, chain, 0, MAX_SCOPES, 0);
+	int n;
+	struct cu_index *x = cu_index_get(c, cu);
+	if (x && x->complete) {
+		const struct code_top *t = x->ntops ? cu_index_find(x, addr) : NULL;
+		n = 0;
+		if (t) {
+			chain[n++] = t->die;
+			Dwarf_Die top = t->die;
+			n = code_path(&top, addr, chain, n, MAX_SCOPES, t->depth + 1);
+		}
+	} else {
+		n = code_path(cu, addr, chain, 0, MAX_SCOPES, 0);
+	}
 	int const keep = n < max ? n : max;
 	for (int i = 0; i < keep; i++)
 		scopes[i] = chain[n - 1 - i];
@@ -760,7 +910,7 @@ static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
 			file = dwfl_lineinfo(dl, NULL, &line, &col, NULL, NULL);
 	}
 	Dwarf_Die scopes[MAX_SCOPES];
-	int const nscopes = cu ? code_scopes(cu, addr - bias, scopes, MAX_SCOPES) : 0;
+	int const nscopes = cu ? code_scopes(c, cu, addr - bias, scopes, MAX_SCOPES) : 0;
 	Dwarf_Files *files = NULL;
 	if (cu && dwarf_getsrcfiles(cu, &files, NULL) != 0)
 		files = NULL;
