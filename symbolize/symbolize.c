@@ -126,7 +126,26 @@ struct cu_index {
 	int complete;              /* 0: out of memory, walk instead */
 };
 
+/* dwfl_module_addrinfo's answers by cell.  Its search compares an address
+ * only with symbol values, value + size, section bounds (same_section)
+ * and, to be safe, the module's bounds: between two of those points
+ * (each point a cell of its own, each open gap another) it names the same
+ * symbol, at the same value.  So one search per cell, not per address. */
+struct symcells {
+	uint64_t *points;          /* sorted, distinct */
+	size_t npoints;
+	uint32_t *cell;            /* 2 * npoints + 1 cells: 0 unknown, else
+	                            * 1 + index in ans */
+	struct {
+		const char *name;  /* NULL: no symbol */
+		uint64_t value;    /* the address the offset is from */
+	} *ans;
+	size_t nans, capans;
+	int state;                 /* 0 not built, 1 built, -1 not usable */
+};
+
 struct symcache {
+	struct symcells cells;
 	struct cu_index *cuidx;    /* every CU a lookup went to, unordered */
 	size_t ncuidx, capcuidx;
 	size_t lastcu;             /* the one used last */
@@ -148,6 +167,9 @@ void su_symbolize_cache_free(void *sym_cache)
 	struct symcache *c = sym_cache;
 	if (!c)
 		return;
+	free(c->cells.points);
+	free(c->cells.cell);
+	free(c->cells.ans);
 	for (size_t i = 0; i < c->ncuidx; i++) {
 		free(c->cuidx[i].tops);
 		free(c->cuidx[i].maxhi);
@@ -878,13 +900,136 @@ static int inlined_into_itself(Dwarf_Die *scopes, int n)
 	return 0;
 }
 
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t const x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Add the bounds of every section of ELF (at BIAS) to P[*N..CAP). */
+static int cells_add_sections(Elf *elf, GElf_Addr bias, uint64_t **p, size_t *n, size_t *cap)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (*n + 2 > *cap) {
+			size_t const ncap = 2 * *cap + 64;
+			uint64_t *t = realloc(*p, ncap * sizeof *t);
+			if (!t)
+				return -ENOMEM;
+			*p = t;
+			*cap = ncap;
+		}
+		(*p)[(*n)++] = sh.sh_addr + bias;
+		(*p)[(*n)++] = sh.sh_addr + bias + sh.sh_size;
+	}
+	return 0;
+}
+
+/* Read MOD's symbol tables once: the points of X. */
+static void cells_build(struct symcells *x, Dwfl_Module *mod)
+{
+	x->state = -1;
+	int const nsyms = dwfl_module_getsymtab(mod);
+	if (nsyms < 0)
+		return;
+	size_t n = 0, cap = 2 * (size_t)nsyms + 64;
+	uint64_t *p = malloc(cap * sizeof *p);
+	if (!p)
+		return;
+	Dwarf_Addr start = 0, end = 0;
+	dwfl_module_info(mod, NULL, &start, &end, NULL, NULL, NULL, NULL);
+	p[n++] = start;
+	p[n++] = end;
+	Elf *elfs[8];
+	GElf_Addr biases[8];
+	size_t nelfs = 0;
+	for (int i = 0; i < nsyms; i++) {
+		GElf_Sym sym;
+		GElf_Addr value = 0, bias = 0;
+		Elf *elf = NULL;
+		if (!dwfl_module_getsym_info(mod, i, &sym, &value, NULL, &elf, &bias))
+			continue;
+		if (n + 2 > cap)
+			goto fail;
+		p[n++] = value;
+		p[n++] = value + sym.st_size;
+		size_t j = 0;
+		while (j < nelfs && (elfs[j] != elf || biases[j] != bias))
+			j++;
+		if (j == nelfs) {
+			if (nelfs == sizeof elfs / sizeof elfs[0] || !elf)
+				goto fail;
+			elfs[nelfs] = elf;
+			biases[nelfs++] = bias;
+		}
+	}
+	for (size_t j = 0; j < nelfs; j++)
+		if (cells_add_sections(elfs[j], biases[j], &p, &n, &cap) != 0)
+			goto fail;
+	qsort(p, n, sizeof *p, u64_cmp);
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!m || p[m - 1] != p[i])
+			p[m++] = p[i];
+	x->cell = calloc(2 * m + 1, sizeof *x->cell);
+	if (!x->cell)
+		goto fail;
+	x->points = p;
+	x->npoints = m;
+	x->state = 1;
+	return;
+fail:
+	free(p);
+}
+
+/* dwfl_module_addrinfo's name and offset for ADDR, one search per cell. */
+static const char *addr_symbol(struct symcache *c, Dwfl_Module *mod, uint64_t addr, GElf_Off *off)
+{
+	struct symcells *x = &c->cells;
+	GElf_Sym sym;
+	if (!x->state)
+		cells_build(x, mod);
+	if (x->state != 1)
+		return dwfl_module_addrinfo(mod, addr, off, &sym, NULL, NULL, NULL);
+	size_t lo = 0, hi = x->npoints;
+	while (lo < hi) {   /* the first point after ADDR */
+		size_t const mid = lo + (hi - lo) / 2;
+		if (x->points[mid] <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Cell 0: below every point; 2k-1: point k-1 itself; 2k: after it. */
+	size_t const cell = !lo ? 0 : x->points[lo - 1] == addr ? 2 * lo - 1 : 2 * lo;
+	if (x->cell[cell]) {
+		uint32_t const a = x->cell[cell] - 1;
+		*off = x->ans[a].name ? addr - x->ans[a].value : 0;
+		return x->ans[a].name;
+	}
+	const char *name = dwfl_module_addrinfo(mod, addr, off, &sym, NULL, NULL, NULL);
+	if (x->nans == x->capans) {
+		size_t const ncap = x->capans ? 2 * x->capans : 256;
+		void *t = realloc(x->ans, ncap * sizeof *x->ans);
+		if (!t)
+			return name;
+		x->ans = t;
+		x->capans = ncap;
+	}
+	x->ans[x->nans].name = name;
+	x->ans[x->nans].value = addr - *off;
+	x->cell[cell] = (uint32_t)++x->nans;
+	return name;
+}
+
 /* Compute the frames of ADDR into OUT (at most MAX_CHAIN): their number. */
 static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
 		      struct su_symframe *out)
 {
 	GElf_Off sym_off = 0;
-	GElf_Sym sym;
-	const char *sym_name = dwfl_module_addrinfo(mod, addr, &sym_off, &sym, NULL, NULL, NULL);
+	const char *sym_name = addr_symbol(c, mod, addr, &sym_off);
 	size_t n = 0;
 
 	/* The CU of ADDR, and its line table row: the innermost frame's
