@@ -142,7 +142,12 @@ struct symcells {
 	} *ans;
 	size_t nans, capans;
 	int state;                 /* 0 not built, 1 built, -1 not usable */
+	unsigned direct;           /* searches before building */
 };
+
+/* Searches a module makes before its cells are worth building (the
+ * building costs a few searches: a small trace never pays it). */
+#define CELLS_AFTER 32
 
 struct symcache {
 	struct symcells cells;
@@ -990,7 +995,7 @@ static const char *addr_symbol(struct symcache *c, Dwfl_Module *mod, uint64_t ad
 {
 	struct symcells *x = &c->cells;
 	GElf_Sym sym;
-	if (!x->state)
+	if (!x->state && ++x->direct > CELLS_AFTER)
 		cells_build(x, mod);
 	if (x->state != 1)
 		return dwfl_module_addrinfo(mod, addr, off, &sym, NULL, NULL, NULL);
