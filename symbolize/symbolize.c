@@ -147,7 +147,7 @@ struct symcells {
 
 /* Searches a module makes before its cells are worth building (the
  * building costs a few searches: a small trace never pays it). */
-#define CELLS_AFTER 32
+#define CELLS_AFTER 4
 
 struct symcache {
 	struct symcells cells;
