@@ -106,7 +106,54 @@ struct plt_stub {
 	const char *name;          /* "func@plt", interned */
 };
 
+/* A code DIE a CU's walk reaches without passing through another code
+ * DIE (a subprogram, also one nested in namespaces or classes), one entry
+ * per pc range: code_path's first step, looked up rather than walked. */
+struct code_top {
+	uint64_t lo, hi;           /* [lo, hi), DWARF addresses */
+	uint32_t order;            /* the DIE's place in the walk: the first wins */
+	int depth;                 /* code_path's depth at the DIE */
+	Dwarf_Die die;
+};
+
+/* The code_tops of one CU, sorted by lo; maxhi[i]: the largest hi of
+ * tops[0..i]. */
+struct cu_index {
+	const void *cu;            /* the CU DIE's data (its identity) */
+	struct code_top *tops;
+	uint64_t *maxhi;
+	size_t ntops;
+	int complete;              /* 0: out of memory, walk instead */
+};
+
+/* dwfl_module_addrinfo's answers by cell.  Its search compares an address
+ * only with symbol values, value + size, section bounds (same_section)
+ * and, to be safe, the module's bounds: between two of those points
+ * (each point a cell of its own, each open gap another) it names the same
+ * symbol, at the same value.  So one search per cell, not per address. */
+struct symcells {
+	uint64_t *points;          /* sorted, distinct */
+	size_t npoints;
+	uint32_t *cell;            /* 2 * npoints + 1 cells: 0 unknown, else
+	                            * 1 + index in ans */
+	struct {
+		const char *name;  /* NULL: no symbol */
+		uint64_t value;    /* the address the offset is from */
+	} *ans;
+	size_t nans, capans;
+	int state;                 /* 0 not built, 1 built, -1 not usable */
+	unsigned direct;           /* searches before building */
+};
+
+/* Searches a module makes before its cells are worth building (the
+ * building costs a few searches: a small trace never pays it). */
+#define CELLS_AFTER 4
+
 struct symcache {
+	struct symcells cells;
+	struct cu_index *cuidx;    /* every CU a lookup went to, unordered */
+	size_t ncuidx, capcuidx;
+	size_t lastcu;             /* the one used last */
 	struct plt_stub *plt;      /* by lo; built at the first address without a name */
 	size_t nplt;
 	int plt_built;
@@ -125,6 +172,14 @@ void su_symbolize_cache_free(void *sym_cache)
 	struct symcache *c = sym_cache;
 	if (!c)
 		return;
+	free(c->cells.points);
+	free(c->cells.cell);
+	free(c->cells.ans);
+	for (size_t i = 0; i < c->ncuidx; i++) {
+		free(c->cuidx[i].tops);
+		free(c->cuidx[i].maxhi);
+	}
+	free(c->cuidx);
 	free(c->plt);
 	free(c->cus);
 	free(c->slots);
@@ -321,20 +376,68 @@ static void decl_site(struct symcache *c, Dwarf_Die *die, struct su_symframe *f)
 
 /* ---- PLT stubs ------------------------------------------------------------ */
 
-/* The symbol of the relocation of GOT slot SLOT (JUMP_SLOT or GLOB_DAT)
- * among the RELA sections of ELF, or of .rela.plt's entry INDEX when SLOT
- * is 0: its name, or NULL. */
-static const char *reloc_name(Elf *elf, uint64_t slot, int64_t index)
+/* The relocations of a module's RELA sections, read once per PLT table:
+ * what each GOT slot's relocation names, and each .rela.plt entry's. */
+struct reloc_ent {
+	uint64_t offset;           /* r_offset */
+	uint32_t seq;              /* order of reading: the first of a slot wins */
+	const char *name;          /* the symbol's name (NULL: not JUMP_SLOT or
+	                            * GLOB_DAT, or no symbol) */
+};
+
+struct reloc_index {
+	struct reloc_ent *by_slot; /* by offset, then seq */
+	size_t nslot;
+	struct {                   /* each .rela.plt section, in order */
+		const char **name; /* by entry index (NULL as above) */
+		unsigned char *ok; /* the entry was readable */
+		size_t n;
+	} plt[4];
+	size_t nplt;
+};
+
+static int reloc_cmp(const void *a, const void *b)
 {
+	const struct reloc_ent *x = a, *y = b;
+	if (x->offset != y->offset)
+		return x->offset < y->offset ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The name relocation R of SYMS (linked to string table STRNDX) gives a
+ * PLT stub: NULL unless JUMP_SLOT or GLOB_DAT. */
+static const char *rela_name(Elf *elf, Elf_Data *syms, size_t strndx, const GElf_Rela *r)
+{
+	unsigned const type = GELF_R_TYPE(r->r_info);
+	if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
+		return NULL;
+	GElf_Sym sym;
+	if (!gelf_getsym(syms, (int)GELF_R_SYM(r->r_info), &sym))
+		return NULL;
+	return elf_strptr(elf, strndx, sym.st_name);
+}
+
+static void reloc_index_free(struct reloc_index *x)
+{
+	free(x->by_slot);
+	for (size_t i = 0; i < x->nplt; i++) {
+		free(x->plt[i].name);
+		free(x->plt[i].ok);
+	}
+}
+
+/* Read every RELA section of ELF once into X (what reloc_name looks up). */
+static void reloc_index_build(Elf *elf, struct reloc_index *x)
+{
+	size_t cap = 0, shstrndx;
+	uint32_t seq = 0;
+	int const have_shstr = elf_getshdrstrndx(elf, &shstrndx) == 0;
 	Elf_Scn *scn = NULL;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
 			continue;
-		size_t shstrndx;
-		const char *sname = elf_getshdrstrndx(elf, &shstrndx) == 0 ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
-		if (index >= 0 && (!sname || strcmp(sname, ".rela.plt")))
-			continue;
+		const char *sname = have_shstr ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
 		Elf_Data *d = elf_getdata(scn, NULL);
 		Elf_Scn *symscn = elf_getscn(elf, sh.sh_link);
 		GElf_Shdr symsh;
@@ -342,35 +445,83 @@ static const char *reloc_name(Elf *elf, uint64_t slot, int64_t index)
 		if (!d || !syms || !gelf_getshdr(symscn, &symsh))
 			continue;
 		size_t const n = sh.sh_size / sh.sh_entsize;
+		int const is_plt = sname && !strcmp(sname, ".rela.plt") &&
+				   x->nplt < sizeof x->plt / sizeof x->plt[0];
+		const char **pname = NULL;
+		unsigned char *pok = NULL;
+		if (is_plt) {
+			pname = calloc(n ? n : 1, sizeof *pname);
+			pok = calloc(n ? n : 1, 1);
+			if (!pname || !pok) {
+				free(pname);
+				free(pok);
+				pname = NULL;
+				pok = NULL;
+			} else {
+				x->plt[x->nplt].name = pname;
+				x->plt[x->nplt].ok = pok;
+				x->plt[x->nplt].n = n;
+				x->nplt++;
+			}
+		}
 		for (size_t i = 0; i < n; i++) {
 			GElf_Rela r;
-			if (index >= 0 && (size_t)index != i)
+			if (!gelf_getrela(d, (int)i, &r))
 				continue;
-			if (!gelf_getrela(d, (int)i, &r) || (index < 0 && r.r_offset != slot))
-				continue;
-			unsigned const type = GELF_R_TYPE(r.r_info);
-			if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
-				return NULL;
-			GElf_Sym sym;
-			if (!gelf_getsym(syms, (int)GELF_R_SYM(r.r_info), &sym))
-				return NULL;
-			return elf_strptr(elf, symsh.sh_link, sym.st_name);
+			const char *name = rela_name(elf, syms, symsh.sh_link, &r);
+			if (pname) {
+				pname[i] = name;
+				pok[i] = 1;
+			}
+			if (x->nslot == cap) {
+				size_t const ncap = cap ? 2 * cap : 256;
+				struct reloc_ent *t = realloc(x->by_slot, ncap * sizeof *t);
+				if (!t)
+					goto done;
+				x->by_slot = t;
+				cap = ncap;
+			}
+			x->by_slot[x->nslot++] = (struct reloc_ent){ r.r_offset, seq++, name };
 		}
 	}
-	return NULL;
+done:
+	if (x->nslot)
+		qsort(x->by_slot, x->nslot, sizeof *x->by_slot, reloc_cmp);
+}
+
+/* The symbol of the relocation of GOT slot SLOT (JUMP_SLOT or GLOB_DAT)
+ * among the RELA sections, or of .rela.plt's entry INDEX when SLOT is 0:
+ * its name, or NULL. */
+static const char *reloc_name(const struct reloc_index *x, uint64_t slot, int64_t index)
+{
+	if (index >= 0) {
+		for (size_t i = 0; i < x->nplt; i++)
+			if ((uint64_t)index < x->plt[i].n && x->plt[i].ok[index])
+				return x->plt[i].name[index];
+		return NULL;
+	}
+	size_t lo = 0, hi = x->nslot;
+	while (lo < hi) {   /* the first entry at or after SLOT */
+		size_t const mid = lo + (hi - lo) / 2;
+		if (x->by_slot[mid].offset < slot)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < x->nslot && x->by_slot[lo].offset == slot ? x->by_slot[lo].name : NULL;
 }
 
 /* The function PLT stub BYTES[N] at ADDR jumps to: through `jmp
  * *disp32(%rip)` (ff 25), the GOT slot's relocation; a lazy stub without
  * one (.plt when .plt.sec holds the jumps), the .rela.plt entry it
  * pushes (68 imm32).  NULL for PLT0. */
-static const char *stub_target(Elf *elf, const unsigned char *b, size_t n, uint64_t addr)
+static const char *stub_target(const struct reloc_index *x, const unsigned char *b, size_t n, uint64_t addr)
 {
 	for (size_t i = 0; i + 6 <= n; i++) {
 		if (b[i] == 0xff && b[i + 1] == 0x25) {
 			int32_t disp;
 			memcpy(&disp, b + i + 2, 4);
-			return reloc_name(elf, addr + i + 6 + (uint64_t)(int64_t)disp, -1);
+			return reloc_name(x, addr + i + 6 + (uint64_t)(int64_t)disp, -1);
 		}
 		if (b[i] == 0xff && b[i + 1] == 0x35) /* PLT0: push GOT+8 */
 			return NULL;
@@ -379,7 +530,7 @@ static const char *stub_target(Elf *elf, const unsigned char *b, size_t n, uint6
 		if (b[i] == 0x68) {
 			uint32_t idx;
 			memcpy(&idx, b + i + 1, 4);
-			return reloc_name(elf, 0, idx);
+			return reloc_name(x, 0, idx);
 		}
 	}
 	return NULL;
@@ -402,6 +553,8 @@ static void plt_build(struct symcache *c, Dwfl_Module *mod)
 	if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
 		return;
 	size_t cap = 0;
+	struct reloc_index relocs = { 0 };
+	int have_relocs = 0;
 	Elf_Scn *scn = NULL;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
@@ -414,8 +567,12 @@ static void plt_build(struct symcache *c, Dwfl_Module *mod)
 		Elf_Data *d = elf_getdata(scn, NULL);
 		if (!d || d->d_size < sh.sh_size)
 			continue;
+		if (!have_relocs) {
+			reloc_index_build(elf, &relocs);
+			have_relocs = 1;
+		}
 		for (uint64_t off = 0; off + esize <= sh.sh_size; off += esize) {
-			const char *fn = stub_target(elf, (const unsigned char *)d->d_buf + off, esize,
+			const char *fn = stub_target(&relocs, (const unsigned char *)d->d_buf + off, esize,
 						     sh.sh_addr + off);
 			if (!fn || !fn[0])
 				continue;
@@ -440,6 +597,7 @@ static void plt_build(struct symcache *c, Dwfl_Module *mod)
 		}
 	}
 done:
+	reloc_index_free(&relocs);
 	if (c->nplt)
 		qsort(c->plt, c->nplt, sizeof *c->plt, plt_cmp);
 }
@@ -504,15 +662,137 @@ static int code_path(Dwarf_Die *parent, Dwarf_Addr addr, Dwarf_Die *chain, int n
 	return n;
 }
 
+struct tops_build {
+	struct code_top *tops;
+	size_t n, cap;
+	uint32_t order;
+	int oom;
+};
+
+/* Every code DIE code_path could take as its first step under PARENT,
+ * at DEPTH, into B (in walk order). */
+static void tops_collect(Dwarf_Die *parent, int depth, struct tops_build *b)
+{
+	Dwarf_Die child;
+	if (depth > MAX_SCOPES || dwarf_child(parent, &child) != 0)
+		return;
+	do {
+		int const tag = dwarf_tag(&child);
+		if (tag_has_code(tag)) {
+			uint32_t const order = b->order++;
+			Dwarf_Addr base, lo, hi;
+			ptrdiff_t it = 0;
+			while ((it = dwarf_ranges(&child, it, &base, &lo, &hi)) > 0) {
+				if (lo >= hi)
+					continue;
+				if (b->n == b->cap) {
+					size_t const ncap = b->cap ? 2 * b->cap : 64;
+					struct code_top *t = realloc(b->tops, ncap * sizeof *t);
+					if (!t) {
+						b->oom = 1;
+						return;
+					}
+					b->tops = t;
+					b->cap = ncap;
+				}
+				b->tops[b->n++] = (struct code_top){ lo, hi, order, depth, child };
+			}
+			continue;
+		}
+		if (tag_holds_code(tag) && dwarf_haschildren(&child))
+			tops_collect(&child, depth + 1, b);
+		if (b->oom)
+			return;
+	} while (dwarf_siblingof(&child, &child) == 0);
+}
+
+static int code_top_cmp(const void *a, const void *b)
+{
+	const struct code_top *x = a, *y = b;
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* C's index of CU's code DIEs, built at its first use; NULL when out of
+ * memory. */
+static struct cu_index *cu_index_get(struct symcache *c, Dwarf_Die *cu)
+{
+	const void *const id = cu->addr;
+	if (c->lastcu < c->ncuidx && c->cuidx[c->lastcu].cu == id)
+		return &c->cuidx[c->lastcu];
+	for (size_t i = 0; i < c->ncuidx; i++)
+		if (c->cuidx[i].cu == id) {
+			c->lastcu = i;
+			return &c->cuidx[i];
+		}
+	if (c->ncuidx == c->capcuidx) {
+		size_t const ncap = c->capcuidx ? 2 * c->capcuidx : 16;
+		struct cu_index *t = realloc(c->cuidx, ncap * sizeof *t);
+		if (!t)
+			return NULL;
+		c->cuidx = t;
+		c->capcuidx = ncap;
+	}
+	struct tops_build b = { 0 };
+	tops_collect(cu, 0, &b);
+	struct cu_index *x = &c->cuidx[c->ncuidx];
+	*x = (struct cu_index){ .cu = id, .tops = b.tops, .ntops = b.n };
+	if (!b.oom && b.n) {
+		qsort(b.tops, b.n, sizeof *b.tops, code_top_cmp);
+		x->maxhi = malloc(b.n * sizeof *x->maxhi);
+		if (x->maxhi) {
+			for (size_t i = 0; i < b.n; i++)
+				x->maxhi[i] = i && x->maxhi[i - 1] > b.tops[i].hi ? x->maxhi[i - 1] : b.tops[i].hi;
+		}
+	}
+	x->complete = !b.oom && (!b.n || x->maxhi);
+	c->lastcu = c->ncuidx++;
+	return x;
+}
+
+/* The first code DIE in walk order among X's whose ranges hold ADDR, or
+ * NULL. */
+static const struct code_top *cu_index_find(const struct cu_index *x, uint64_t addr)
+{
+	size_t lo = 0, hi = x->ntops;
+	while (lo < hi) {   /* the first range starting after ADDR */
+		size_t const mid = lo + (hi - lo) / 2;
+		if (x->tops[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	const struct code_top *best = NULL;
+	for (size_t i = lo; i-- > 0 && x->maxhi[i] > addr;)
+		if (addr < x->tops[i].hi && (!best || x->tops[i].order < best->order))
+			best = &x->tops[i];
+	return best;
+}
+
 /* The scopes of CU holding ADDR, innermost first (lexical blocks, each
  * inlined subroutine, the subprogram), into SCOPES[MAX]: their number.
  * Not dwarf_getscopes: elfutils (0.188) prunes every DIE without a pc
  * range, so it never enters the namespaces Rust defines its functions in
- * and finds nothing there (no inline frame, no DWARF function). */
-static int code_scopes(Dwarf_Die *cu, Dwarf_Addr addr, Dwarf_Die *scopes, int max)
+ * and finds nothing there (no inline frame, no DWARF function).  The
+ * CU's first step is looked up in its index (built once), the rest
+ * walked inside that one function. */
+static int code_scopes(struct symcache *c, Dwarf_Die *cu, Dwarf_Addr addr, Dwarf_Die *scopes, int max)
 {
 	Dwarf_Die chain[MAX_SCOPES];
-	int const n = code_path(cu, addr, chain, 0, MAX_SCOPES, 0);
+	int n;
+	struct cu_index *x = cu_index_get(c, cu);
+	if (x && x->complete) {
+		const struct code_top *t = x->ntops ? cu_index_find(x, addr) : NULL;
+		n = 0;
+		if (t) {
+			chain[n++] = t->die;
+			Dwarf_Die top = t->die;
+			n = code_path(&top, addr, chain, n, MAX_SCOPES, t->depth + 1);
+		}
+	} else {
+		n = code_path(cu, addr, chain, 0, MAX_SCOPES, 0);
+	}
 	int const keep = n < max ? n : max;
 	for (int i = 0; i < keep; i++)
 		scopes[i] = chain[n - 1 - i];
@@ -625,13 +905,136 @@ static int inlined_into_itself(Dwarf_Die *scopes, int n)
 	return 0;
 }
 
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t const x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Add the bounds of every section of ELF (at BIAS) to P[*N..CAP). */
+static int cells_add_sections(Elf *elf, GElf_Addr bias, uint64_t **p, size_t *n, size_t *cap)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (*n + 2 > *cap) {
+			size_t const ncap = 2 * *cap + 64;
+			uint64_t *t = realloc(*p, ncap * sizeof *t);
+			if (!t)
+				return -ENOMEM;
+			*p = t;
+			*cap = ncap;
+		}
+		(*p)[(*n)++] = sh.sh_addr + bias;
+		(*p)[(*n)++] = sh.sh_addr + bias + sh.sh_size;
+	}
+	return 0;
+}
+
+/* Read MOD's symbol tables once: the points of X. */
+static void cells_build(struct symcells *x, Dwfl_Module *mod)
+{
+	x->state = -1;
+	int const nsyms = dwfl_module_getsymtab(mod);
+	if (nsyms < 0)
+		return;
+	size_t n = 0, cap = 2 * (size_t)nsyms + 64;
+	uint64_t *p = malloc(cap * sizeof *p);
+	if (!p)
+		return;
+	Dwarf_Addr start = 0, end = 0;
+	dwfl_module_info(mod, NULL, &start, &end, NULL, NULL, NULL, NULL);
+	p[n++] = start;
+	p[n++] = end;
+	Elf *elfs[8];
+	GElf_Addr biases[8];
+	size_t nelfs = 0;
+	for (int i = 0; i < nsyms; i++) {
+		GElf_Sym sym;
+		GElf_Addr value = 0, bias = 0;
+		Elf *elf = NULL;
+		if (!dwfl_module_getsym_info(mod, i, &sym, &value, NULL, &elf, &bias))
+			continue;
+		if (n + 2 > cap)
+			goto fail;
+		p[n++] = value;
+		p[n++] = value + sym.st_size;
+		size_t j = 0;
+		while (j < nelfs && (elfs[j] != elf || biases[j] != bias))
+			j++;
+		if (j == nelfs) {
+			if (nelfs == sizeof elfs / sizeof elfs[0] || !elf)
+				goto fail;
+			elfs[nelfs] = elf;
+			biases[nelfs++] = bias;
+		}
+	}
+	for (size_t j = 0; j < nelfs; j++)
+		if (cells_add_sections(elfs[j], biases[j], &p, &n, &cap) != 0)
+			goto fail;
+	qsort(p, n, sizeof *p, u64_cmp);
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!m || p[m - 1] != p[i])
+			p[m++] = p[i];
+	x->cell = calloc(2 * m + 1, sizeof *x->cell);
+	if (!x->cell)
+		goto fail;
+	x->points = p;
+	x->npoints = m;
+	x->state = 1;
+	return;
+fail:
+	free(p);
+}
+
+/* dwfl_module_addrinfo's name and offset for ADDR, one search per cell. */
+static const char *addr_symbol(struct symcache *c, Dwfl_Module *mod, uint64_t addr, GElf_Off *off)
+{
+	struct symcells *x = &c->cells;
+	GElf_Sym sym;
+	if (!x->state && ++x->direct > CELLS_AFTER)
+		cells_build(x, mod);
+	if (x->state != 1)
+		return dwfl_module_addrinfo(mod, addr, off, &sym, NULL, NULL, NULL);
+	size_t lo = 0, hi = x->npoints;
+	while (lo < hi) {   /* the first point after ADDR */
+		size_t const mid = lo + (hi - lo) / 2;
+		if (x->points[mid] <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Cell 0: below every point; 2k-1: point k-1 itself; 2k: after it. */
+	size_t const cell = !lo ? 0 : x->points[lo - 1] == addr ? 2 * lo - 1 : 2 * lo;
+	if (x->cell[cell]) {
+		uint32_t const a = x->cell[cell] - 1;
+		*off = x->ans[a].name ? addr - x->ans[a].value : 0;
+		return x->ans[a].name;
+	}
+	const char *name = dwfl_module_addrinfo(mod, addr, off, &sym, NULL, NULL, NULL);
+	if (x->nans == x->capans) {
+		size_t const ncap = x->capans ? 2 * x->capans : 256;
+		void *t = realloc(x->ans, ncap * sizeof *x->ans);
+		if (!t)
+			return name;
+		x->ans = t;
+		x->capans = ncap;
+	}
+	x->ans[x->nans].name = name;
+	x->ans[x->nans].value = addr - *off;
+	x->cell[cell] = (uint32_t)++x->nans;
+	return name;
+}
+
 /* Compute the frames of ADDR into OUT (at most MAX_CHAIN): their number. */
 static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
 		      struct su_symframe *out)
 {
 	GElf_Off sym_off = 0;
-	GElf_Sym sym;
-	const char *sym_name = dwfl_module_addrinfo(mod, addr, &sym_off, &sym, NULL, NULL, NULL);
+	const char *sym_name = addr_symbol(c, mod, addr, &sym_off);
 	size_t n = 0;
 
 	/* The CU of ADDR, and its line table row: the innermost frame's
@@ -657,7 +1060,7 @@ static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
 			file = dwfl_lineinfo(dl, NULL, &line, &col, NULL, NULL);
 	}
 	Dwarf_Die scopes[MAX_SCOPES];
-	int const nscopes = cu ? code_scopes(cu, addr - bias, scopes, MAX_SCOPES) : 0;
+	int const nscopes = cu ? code_scopes(c, cu, addr - bias, scopes, MAX_SCOPES) : 0;
 	Dwarf_Files *files = NULL;
 	if (cu && dwarf_getsrcfiles(cu, &files, NULL) != 0)
 		files = NULL;
