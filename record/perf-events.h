@@ -28,6 +28,8 @@ struct rec_attr_opts {
 	int inherit;          /* children and new threads of the tasks too */
 	int enable_on_exec;   /* start at the task's next exec (a command) */
 	int exclude_kernel;   /* only time in user space */
+	int kernel_chain;     /* also the kernel part of the call chain (PERF_SAMPLE_CALLCHAIN,
+			       * exclude_callchain_user: the user part is ours to unwind) */
 };
 
 /* Fill ATTR for the sampler (disabled: rec_events_enable starts it). */

@@ -55,6 +55,7 @@ enum { F_TOTAL_TIME_ENABLED = 1, F_TOTAL_TIME_RUNNING = 2, F_ID = 4, F_GROUP = 8
 /* Call chain context markers (PERF_CONTEXT_*): the entries that follow
  * PERF_CONTEXT_USER, up to the next marker, are user addresses. */
 #define CONTEXT_USER ((uint64_t)-512)
+#define CONTEXT_KERNEL ((uint64_t)-128)
 #define CONTEXT_MAX ((uint64_t)-4095)
 
 enum {
@@ -184,6 +185,8 @@ struct pr {
 
 	uint64_t *scratch;           /* a stack not 8-aligned in the file */
 	size_t scratch_cap;
+	uint64_t *kscratch;          /* the same for a kernel call chain */
+	size_t kscratch_cap;
 
 	char osrelease[128];
 	int vdso_tried;
@@ -852,6 +855,18 @@ static uint64_t *words_at(struct pr *r, const uint8_t *p, size_t n)
 	return r->scratch;
 }
 
+static uint64_t *kwords_at(struct pr *r, const uint8_t *p, size_t n)
+{
+	if (((uintptr_t)p & 7) == 0)
+		return (uint64_t *)(uintptr_t)p;
+	if (su_grow((void **)&r->kscratch, &r->kscratch_cap, n + 1, 8)) {
+		r->cb_rc = -ENOMEM;
+		return NULL;
+	}
+	memcpy(r->kscratch, p, n * 8);
+	return r->kscratch;
+}
+
 static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 {
 	const uint8_t *p = rec + 8, *const end = rec + len;
@@ -879,14 +894,29 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 	if (t & S_PERIOD) { NEED(8); p += 8; }
 	if ((t & S_READ) && skip_read(a, &p, end))
 		goto bad;
-	const uint8_t *uchain = NULL;
-	uint32_t n_uchain = 0;
+	const uint8_t *uchain = NULL, *kchain = NULL;
+	uint32_t n_uchain = 0, n_kchain = 0;
 	if (t & S_CALLCHAIN) {
 		NEED(8);
 		uint64_t const nr = su_ld64(p);
 		p += 8;
 		if (nr > (uint64_t)(end - p) / 8)
 			goto bad;
+		/* The kernel part of a chain whose user part is ours to unwind
+		 * (stackcap record: exclude_callchain_user): after
+		 * PERF_CONTEXT_KERNEL, up to the next marker. */
+		for (uint64_t i = 0; (a->flags & ATTR_EXCLUDE_CALLCHAIN_USER) && i < nr; i++) {
+			if (su_ld64(p + 8 * i) != CONTEXT_KERNEL)
+				continue;
+			uint64_t k = i + 1;
+			while (k < nr && su_ld64(p + 8 * k) < CONTEXT_MAX)
+				k++;
+			if (k > i + 1) {
+				kchain = p + 8 * (i + 1);
+				n_kchain = (uint32_t)(k - i - 1 < UINT16_MAX ? k - i - 1 : UINT16_MAX);
+			}
+			break;
+		}
 		/* The user part: after PERF_CONTEXT_USER, up to the next marker. */
 		for (uint64_t i = 0; i < nr; i++) {
 			if (su_ld64(p + 8 * i) != CONTEXT_USER)
@@ -1015,6 +1045,11 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 		if (!(s.user_chain = words_at(r, uchain, n_uchain)))
 			return;
 		s.n_user_chain = n_uchain;
+	}
+	if (kchain) {
+		if (!(s.kernel_chain = kwords_at(r, kchain, n_kchain)))
+			return;
+		s.n_kernel_chain = n_kchain;
 	}
 	r->cb_rc = r->cb->sample(r->cb->arg, &s);
 	return;
@@ -1538,6 +1573,7 @@ static void pr_free(struct pr *r)
 	free(r->ids);
 	free(r->q);
 	free(r->scratch);
+	free(r->kscratch);
 	while (r->chunks) {
 		struct chunk *c = r->chunks;
 		r->chunks = c->next;
