@@ -43,6 +43,7 @@ void rec_attr_init(struct perf_event_attr *attr, const struct rec_attr_opts *o)
 	if (o->kernel_chain && !o->exclude_kernel) {
 		attr->sample_type |= PERF_SAMPLE_CALLCHAIN;
 		attr->exclude_callchain_user = 1;
+		attr->sample_max_stack = REC_KERNEL_CHAIN_MAX;
 	} else {
 		attr->exclude_callchain_kernel = 1;
 	}

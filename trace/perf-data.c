@@ -118,6 +118,7 @@ struct attr {
 	uint64_t type, sample_type, read_format, flags, branch_sample_type;
 	uint64_t sample_regs_user, period_or_freq;
 	uint32_t sample_stack_user;
+	uint16_t sample_max_stack;   /* call chain entries at most (0: the kernel's default) */
 	uint32_t nregs;              /* popcount(sample_regs_user) */
 	int8_t reg_map[64];          /* i-th value in a sample -> ours, or -1 */
 };
@@ -400,9 +401,11 @@ static int live_set(struct pr *r, uint32_t pid, struct proc *p)
  * record would pass 64 KiB (its size is a u16): then the kernel cuts the
  * copy to fit (perf_sample_ustack_size), 65,320 bytes with every user
  * register.  A copy this long may have been cut.  (Fields of variable
- * size before the stack, a call chain, make it smaller still: not
- * counted.) */
-static uint32_t attr_stack_cap(const struct attr *a)
+ * size before the stack, a call chain, make it smaller still: for the
+ * kernel frames of a live stream (CHAIN), its count is counted here, the
+ * context marker and addresses of a sample that has them by the trace's
+ * reader; not for perf.data files.) */
+static uint32_t attr_stack_cap(const struct attr *a, int chain)
 {
 	uint64_t const t = a->sample_type;
 	uint64_t head = 8 + 8u * (!!(t & S_IDENTIFIER) + !!(t & S_IP) + !!(t & S_TID) + !!(t & S_TIME) +
@@ -411,6 +414,8 @@ static uint32_t attr_stack_cap(const struct attr *a)
 	if (t & S_REGS_USER)
 		head += 8 + 8u * a->nregs;
 	head += 16; /* the stack's size and dynamic size */
+	if (chain && (t & S_CALLCHAIN)) /* nr: a sample without kernel frames */
+		head += 8;
 	if ((uint64_t)a->sample_stack_user + head <= 0xffff || head + 8 > 0xffff)
 		return a->sample_stack_user;
 	return (uint32_t)((0xffff - head - 8 + 7) & ~7ull);
@@ -433,7 +438,7 @@ static struct proc *proc_new(struct pr *r, uint32_t pid, uint32_t ppid, const ch
 	p->p.policy = STACKCAP_POLICY_ALL;
 	p->p.codec_version = STACKCAP_CODEC_VERSION;
 	if (r->n_attrs) {
-		p->p.stack_cap = attr_stack_cap(&r->attrs[0]);
+		p->p.stack_cap = attr_stack_cap(&r->attrs[0], r->live_cb != NULL);
 		if (r->attrs[0].flags & ATTR_FREQ)
 			p->p.frequency_hz = (uint32_t)r->attrs[0].period_or_freq;
 	}
@@ -903,9 +908,10 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 		if (nr > (uint64_t)(end - p) / 8)
 			goto bad;
 		/* The kernel part of a chain whose user part is ours to unwind
-		 * (stackcap record: exclude_callchain_user): after
+		 * (stackcap record's live stream, exclude_callchain_user; not
+		 * yet perf.data files): after
 		 * PERF_CONTEXT_KERNEL, up to the next marker. */
-		for (uint64_t i = 0; (a->flags & ATTR_EXCLUDE_CALLCHAIN_USER) && i < nr; i++) {
+		for (uint64_t i = 0; r->live_cb && (a->flags & ATTR_EXCLUDE_CALLCHAIN_USER) && i < nr; i++) {
 			if (su_ld64(p + 8 * i) != CONTEXT_KERNEL)
 				continue;
 			uint64_t k = i + 1;
@@ -1416,6 +1422,7 @@ static void attr_parse(struct attr *a, const uint8_t *e, size_t avail)
 	a->branch_sample_type = su_ld64(raw + 72);
 	a->sample_regs_user = su_ld64(raw + 80);
 	a->sample_stack_user = su_ld32(raw + 88);
+	a->sample_max_stack = (uint16_t)(su_ld32(raw + 108) & 0xffff);
 	memset(a->reg_map, -1, sizeof(a->reg_map));
 	for (unsigned b = 0; b < 64; b++)
 		if (a->sample_regs_user >> b & 1) {
@@ -1799,7 +1806,7 @@ int su_perf_stream_round(struct su_perf_stream *s)
 
 uint32_t su_perf_stream_stack_cap(const struct su_perf_stream *s)
 {
-	return attr_stack_cap(&s->r.attrs[0]);
+	return attr_stack_cap(&s->r.attrs[0], 1);
 }
 
 uint64_t su_perf_stream_time(const struct su_perf_stream *s)

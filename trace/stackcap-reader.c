@@ -306,6 +306,8 @@ static int on_runtime(struct reader *r, const struct raw_event *ev)
  * named by every maps generation. */
 static int on_kernel_symbols(struct reader *r, const struct raw_event *ev)
 {
+	if (!ev->kernel)
+		return 0;
 	if (r->kernel) {
 		su_kernel_free(ev->kernel);
 		return 0;
@@ -751,7 +753,10 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 		.maps = maps,
 		.image = dst,
 		.stack_capped = sec && sec->p.stack_cap &&
-				(dst->nwords + (has_seg ? t->seg.nwords : 0)) * 8 + 8 > sec->p.stack_cap,
+				/* A kernel chain (its marker and addresses) took
+				 * that much of the window (docs/trace-format.md). */
+				(dst->nwords + (has_seg ? t->seg.nwords : 0) + (has_kc ? t->kc_n + 1u : 0)) * 8 + 8 >
+					sec->p.stack_cap,
 		.full_image = has_full ? &t->full : NULL,
 		.segment = has_seg ? &t->seg : NULL,
 		.runtime_frames = has_rt ? t->rt : NULL,
