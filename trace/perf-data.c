@@ -184,10 +184,10 @@ struct pr {
 	size_t chunk_bytes;          /* inflated bytes held in chunks */
 	int warned_chunks;
 
-	uint64_t *scratch;           /* a stack not 8-aligned in the file */
-	size_t scratch_cap;
-	uint64_t *kscratch;          /* the same for a kernel call chain */
-	size_t kscratch_cap;
+	/* A stack or user call chain [0], a kernel call chain [1], not
+	 * 8-aligned in the file. */
+	uint64_t *scratch[2];
+	size_t scratch_cap[2];
 
 	char osrelease[128];
 	int vdso_tried;
@@ -845,31 +845,19 @@ static int skip_read(const struct attr *a, const uint8_t **pp, const uint8_t *en
 #define NEED(n) do { if ((uint64_t)(end - p) < (uint64_t)(n)) goto bad; } while (0)
 
 /* N 64-bit words at P: in place when P is 8-aligned (the mapping is
- * private, never written), else copied into the reader's scratch (one
- * sample's stack or call chain at a time).  NULL (and cb_rc set) when
- * out of memory. */
-static uint64_t *words_at(struct pr *r, const uint8_t *p, size_t n)
+ * private, never written), else copied into the reader's scratch SLOT
+ * (one sample's stack or user call chain at a time in 0, its kernel call
+ * chain in 1).  NULL (and cb_rc set) when out of memory. */
+static uint64_t *words_at(struct pr *r, const uint8_t *p, size_t n, int slot)
 {
 	if (((uintptr_t)p & 7) == 0)
 		return (uint64_t *)(uintptr_t)p;
-	if (su_grow((void **)&r->scratch, &r->scratch_cap, n + 1, 8)) {
+	if (su_grow((void **)&r->scratch[slot], &r->scratch_cap[slot], n + 1, 8)) {
 		r->cb_rc = -ENOMEM;
 		return NULL;
 	}
-	memcpy(r->scratch, p, n * 8);
-	return r->scratch;
-}
-
-static uint64_t *kwords_at(struct pr *r, const uint8_t *p, size_t n)
-{
-	if (((uintptr_t)p & 7) == 0)
-		return (uint64_t *)(uintptr_t)p;
-	if (su_grow((void **)&r->kscratch, &r->kscratch_cap, n + 1, 8)) {
-		r->cb_rc = -ENOMEM;
-		return NULL;
-	}
-	memcpy(r->kscratch, p, n * 8);
-	return r->kscratch;
+	memcpy(r->scratch[slot], p, n * 8);
+	return r->scratch[slot];
 }
 
 static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
@@ -1019,7 +1007,7 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 	img.sp = img.regs[STACKCAP_REG_RSP];
 	img.nwords = dyn / 8;
 	img.capacity = img.nwords;
-	if (stack && !(img.words = words_at(r, stack, img.nwords)))
+	if (stack && !(img.words = words_at(r, stack, img.nwords, 0)))
 		return;
 	struct proc *pr = proc_get(r, pid);
 	if (!pr) {
@@ -1048,12 +1036,12 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 		.stack_capped = !no_user && dyn >= size,
 	};
 	if (chain_only) {
-		if (!(s.user_chain = words_at(r, uchain, n_uchain)))
+		if (!(s.user_chain = words_at(r, uchain, n_uchain, 0)))
 			return;
 		s.n_user_chain = n_uchain;
 	}
 	if (kchain) {
-		if (!(s.kernel_chain = kwords_at(r, kchain, n_kchain)))
+		if (!(s.kernel_chain = words_at(r, kchain, n_kchain, 1)))
 			return;
 		s.n_kernel_chain = n_kchain;
 	}
@@ -1579,8 +1567,8 @@ static void pr_free(struct pr *r)
 	free(r->attrs);
 	free(r->ids);
 	free(r->q);
-	free(r->scratch);
-	free(r->kscratch);
+	free(r->scratch[0]);
+	free(r->scratch[1]);
 	while (r->chunks) {
 		struct chunk *c = r->chunks;
 		r->chunks = c->next;
