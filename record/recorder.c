@@ -450,7 +450,8 @@ int rec_record(const struct rec_options *o)
 	if (!o->user_only && !kframes)
 		fprintf(stderr, "%s: note: no kernel frames: %s (--user-only says you want none)\n", o->prog,
 			kreadable ? "kernel call chains are not permitted here (kernel.perf_event_paranoid)"
-				  : "kernel addresses are hidden from this user (kernel.kptr_restrict; root sees them)");
+				  : "kernel addresses are hidden from this user (kernel.kptr_restrict, "
+				    "kernel.perf_event_paranoid; root sees them)");
 	struct ctf_writer_opts wo = { .sz = sizeof(wo), .zstd = o->zstd, .clock_offset_ns = o->clock_offset_ns,
 				     .sampler = "kernel", .kernel_frames = kframes };
 	memcpy(wo.uuid, o->uuid, sizeof(wo.uuid));

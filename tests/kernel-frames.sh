@@ -14,7 +14,7 @@
 . "${top_srcdir:?}/tests/tap-lib.sh"
 need "linux-perf" perf
 need_perf_sampling
-need "util-linux" unshare
+need "util-linux" unshare runuser
 UNW="$B/cli/stackunwind"
 if [ "$(id -u)" != 0 ] && [ "$(cat /proc/sys/kernel/kptr_restrict)" != 0 ]; then
 	echo "1..1"
@@ -75,5 +75,21 @@ check "--user-only: exit 0, no kernel events, version 1" sh -c "[ $? = 0 ] &&
 "$UNW" stacks "$work/uo.trace" >"$work/uo.stacks" 2>/dev/null
 check "--user-only: no kernel frame in stacks" sh -c "[ -s '$work/uo.stacks' ] && ! grep -q 'kernel.kallsyms' '$work/uo.stacks'"
 check "--user-only: no note about kernel frames" sh -c "! grep -q 'kernel frames' '$work/uo.err'"
+
+# A user who may not read kernel addresses (nobody, under the machine's
+# kptr_restrict/perf_event_paranoid as root sees them readable): told
+# once, user frames recorded (version 1).
+if [ "$(runuser -u nobody -- head -c 16 /proc/kallsyms)" = "0000000000000000" ]; then
+	nb=$(mktemp -d /tmp/kframes-nobody.XXXXXX)
+	chmod 777 "$nb"
+	runuser -u nobody -- "$STACKCAP" record -o "$nb/t.trace" -- $DD >/dev/null 2>"$work/nb.err"
+	check "nobody: exit 0, user frames only (version 1)" \
+		sh -c "[ $? = 0 ] && grep -q 'stackcap_trace_version = 1;' '$nb/t.trace/metadata'"
+	check "nobody: told once that there are no kernel frames ($(grep -c 'no kernel frames' "$work/nb.err"))" \
+		[ "$(grep -c 'note: no kernel frames: kernel addresses are hidden' "$work/nb.err")" = 1 ]
+	rm -rf "$nb"
+else
+	not_ok "nobody sees kernel addresses here (kernel.kptr_restrict=0 and perf_event_paranoid<=1): the refusal is not tested"
+fi
 
 echo "1..$n"
