@@ -68,6 +68,14 @@ check "stacks: $kf kernel frames above $uf user frames, none below a user frame 
 check "stacks: a kernel frame as 'function+0xOFF ([kernel.kallsyms])'" \
 	grep -Eq '^[[:space:]]+[0-9a-f]{16} [A-Za-z_][A-Za-z0-9_.]*\+0x[0-9a-f]+ \(\[kernel\.kallsyms\]\)$' "$work/dd.stacks"
 
+# The flamegraph: kernel frames named, in their own colour (orange:
+# red high, blue low), every one of them.
+hidden "$UNW" flamegraph -o "$work/dd.svg" "$work/dd.trace" 2>/dev/null
+set -- $(awk -F'fill="rgb\\(|\\)"' '/<title>[^<]*\(\[kernel\.kallsyms\]\)/ {
+		split($2, c, ","); n++; if (c[1] >= 220 && c[2] >= 100 && c[2] <= 170 && c[3] <= 90) o++ }
+	END { print n + 0, o + 0 }' "$work/dd.svg")
+check "flamegraph: $1 kernel frames ([kernel.kallsyms]), all orange ($2)" [ "$1" -gt 0 -a "$1" = "$2" ]
+
 # --user-only: no kernel frames, the trace as before (version 1).
 "$STACKCAP" record --user-only -o "$work/uo.trace" -- $DD >/dev/null 2>"$work/uo.err"
 check "--user-only: exit 0, no kernel events, version 1" sh -c "[ $? = 0 ] &&
