@@ -860,6 +860,25 @@ static uint64_t *words_at(struct pr *r, const uint8_t *p, size_t n, int slot)
 	return r->scratch[slot];
 }
 
+/* The part of the NR-entry call chain at P after context marker MARKER,
+ * up to the next marker: its first entry and count (*N, at most MAX), or
+ * NULL when it has none. */
+static const uint8_t *chain_part(const uint8_t *p, uint64_t nr, uint64_t marker, uint32_t max, uint32_t *n)
+{
+	for (uint64_t i = 0; i < nr; i++) {
+		if (su_ld64(p + 8 * i) != marker)
+			continue;
+		uint64_t k = i + 1;
+		while (k < nr && su_ld64(p + 8 * k) < CONTEXT_MAX)
+			k++;
+		if (k == i + 1)
+			return NULL;
+		*n = (uint32_t)(k - i - 1 < max ? k - i - 1 : max);
+		return p + 8 * (i + 1);
+	}
+	return NULL;
+}
+
 static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 {
 	const uint8_t *p = rec + 8, *const end = rec + len;
@@ -897,33 +916,10 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 			goto bad;
 		/* The kernel part of a chain whose user part is ours to unwind
 		 * (stackcap record's live stream, exclude_callchain_user; not
-		 * yet perf.data files): after
-		 * PERF_CONTEXT_KERNEL, up to the next marker. */
-		for (uint64_t i = 0; r->live_cb && (a->flags & ATTR_EXCLUDE_CALLCHAIN_USER) && i < nr; i++) {
-			if (su_ld64(p + 8 * i) != CONTEXT_KERNEL)
-				continue;
-			uint64_t k = i + 1;
-			while (k < nr && su_ld64(p + 8 * k) < CONTEXT_MAX)
-				k++;
-			if (k > i + 1) {
-				kchain = p + 8 * (i + 1);
-				n_kchain = (uint32_t)(k - i - 1 < UINT16_MAX ? k - i - 1 : UINT16_MAX);
-			}
-			break;
-		}
-		/* The user part: after PERF_CONTEXT_USER, up to the next marker. */
-		for (uint64_t i = 0; i < nr; i++) {
-			if (su_ld64(p + 8 * i) != CONTEXT_USER)
-				continue;
-			uint64_t k = i + 1;
-			while (k < nr && su_ld64(p + 8 * k) < CONTEXT_MAX)
-				k++;
-			if (k > i + 1) {
-				uchain = p + 8 * (i + 1);
-				n_uchain = (uint32_t)(k - i - 1 < UINT32_MAX ? k - i - 1 : UINT32_MAX);
-			}
-			break;
-		}
+		 * yet perf.data files), and the user part. */
+		if (r->live_cb && (a->flags & ATTR_EXCLUDE_CALLCHAIN_USER))
+			kchain = chain_part(p, nr, CONTEXT_KERNEL, UINT16_MAX, &n_kchain);
+		uchain = chain_part(p, nr, CONTEXT_USER, UINT32_MAX, &n_uchain);
 		p += nr * 8;
 	}
 	if (t & S_RAW) {
