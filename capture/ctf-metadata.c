@@ -217,6 +217,38 @@ static const char metadata_runtime[] =
 	"\t};\n"
 	"};\n";
 
+/* Kernel frames (stackcap record, docs/trace-format.md "Kernel frames"):
+ * declared only by recordings that keep them, so every other trace is
+ * byte for byte as before. */
+static const char metadata_kernel[] =
+	"\n"
+	"event {\n"
+	"\tname = \"kernel_symbols\";\n"
+	"\tid = 6;\n"
+	"\tstream_id = 0;\n"
+	"\tfields := struct {\n"
+	"\t\tuint8_t _build_id_length;\n"
+	"\t\tuint8_t build_id[_build_id_length];\n"
+	"\t\tuint32_t _symbols_length;\n"
+	"\t\tstruct {\n"
+	"\t\t\tuint64_t start;\n"
+	"\t\t\tuint64_t end;\n"
+	"\t\t\tstring name;\n"
+	"\t\t\tstring module;\n"
+	"\t\t} symbols[_symbols_length];\n"
+	"\t};\n"
+	"};\n"
+	"\n"
+	"event {\n"
+	"\tname = \"kernel_chain\";\n"
+	"\tid = 4;\n"
+	"\tstream_id = 1;\n"
+	"\tfields := struct {\n"
+	"\t\tuint32_t _ips_length;\n"
+	"\t\tuint64_t ips[_ips_length];\n"
+	"\t};\n"
+	"};\n";
+
 static void uuid_str(const uint8_t u[16], char out[37])
 {
 	snprintf(out, 37,
@@ -228,7 +260,7 @@ static void uuid_str(const uint8_t u[16], char out[37])
 /* The whole metadata text, malloc'd.  Deterministic for given (uuid,
  * offset): processes sharing a directory compare it byte for byte. */
 static char *metadata_text(const uint8_t uuid[16], int64_t offset_ns, int version,
-			   const char *sampler, size_t *len)
+			   const char *sampler, int kernel, size_t *len)
 {
 	char sampler_line[64] = "";
 	if (sampler)
@@ -277,10 +309,10 @@ static char *metadata_text(const uint8_t uuid[16], int64_t offset_ns, int versio
 		"\toffset = %lld;\n"
 		"\tabsolute = FALSE;\n"
 		"};\n\n"
-		"%s%s",
+		"%s%s%s",
 		version, metadata_types, u, version, sampler_line, u,
 		(long long)off_s, (long long)off_ns, metadata_streams,
-		version >= CTF_TRACE_VERSION_RUNTIME ? metadata_runtime : "");
+		version >= CTF_TRACE_VERSION_RUNTIME ? metadata_runtime : "", kernel ? metadata_kernel : "");
 	if (n < 0)
 		return NULL;
 	*len = (size_t)n;
@@ -361,10 +393,10 @@ static int metadata_write(int dirfd, const char *text, size_t len, uint64_t *wri
 }
 
 int ctf_metadata_install(int dirfd, const uint8_t uuid[16], int64_t offset_ns, int version,
-			 const char *sampler, uint64_t *written)
+			 const char *sampler, int kernel, uint64_t *written)
 {
 	size_t len;
-	char *text = metadata_text(uuid, offset_ns, version, sampler, &len);
+	char *text = metadata_text(uuid, offset_ns, version, sampler, kernel, &len);
 	if (!text)
 		return -ENOMEM;
 	*written = 0;

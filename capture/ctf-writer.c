@@ -37,6 +37,7 @@ enum event_id { /* ids within each stream class, as in the metadata */
 	EV_PROCESS_START = 0, EV_MAPS = 1, EV_DROPS = 2, EV_PROCESS_END = 3,
 	EV_SAMPLE = 0, EV_SAMPLE_FULL = 1, EV_SAMPLE_SEGMENT = 2,
 	EV_RUNTIME = 4, EV_RUNTIME_CODE = 5, EV_RUNTIME_FRAMES = 3,
+	EV_KERNEL_SYMBOLS = 6, EV_KERNEL_CHAIN = 4,
 };
 
 struct ctf_writer {
@@ -56,6 +57,7 @@ struct ctf_writer {
 	struct ctf_stream *streams;
 	struct ctf_writer_stats st;
 	int version;            /* CTF_TRACE_VERSION or _RUNTIME */
+	int kernel;             /* the kernel events are declared */
 };
 
 struct ctf_stream {
@@ -281,8 +283,10 @@ int ctf_writer_open(const char *dir, const struct ctf_writer_opts *opts,
 		rc = -ENOMEM;
 		goto fail;
 	}
-	w->version = o.runtime_frames ? CTF_TRACE_VERSION_RUNTIME : CTF_TRACE_VERSION;
-	rc = ctf_metadata_install(w->dirfd, w->uuid, o.clock_offset_ns, w->version, o.sampler,
+	w->version = o.kernel_frames ? CTF_TRACE_VERSION_KERNEL
+		   : o.runtime_frames ? CTF_TRACE_VERSION_RUNTIME : CTF_TRACE_VERSION;
+	w->kernel = o.kernel_frames != 0;
+	rc = ctf_metadata_install(w->dirfd, w->uuid, o.clock_offset_ns, w->version, o.sampler, o.kernel_frames,
 				  &w->st.metadata_bytes);
 	if (rc)
 		goto fail;
@@ -740,6 +744,50 @@ int ctf_stream_runtime_frames(struct ctf_stream *s, uint64_t ts, uint32_t tid, u
 	p = put_le(p, len, 3);
 	if (len)
 		memcpy(p, blob, len);
+	return 0;
+}
+
+int ctf_stream_kernel_chain(struct ctf_stream *s, uint64_t ts, uint32_t tid, const uint64_t *ips, size_t n)
+{
+	if (!s || s->kind != CTF_STREAM_SAMPLES || !s->w->kernel || n > UINT16_MAX || (n && !ips))
+		return -EINVAL;
+	int rc;
+	uint8_t *p = event_begin(s, ts, tid, EV_KERNEL_CHAIN, 4 + 8 * n, &rc);
+	if (!p)
+		return rc;
+	p = put_le(p, n, 4);
+	for (size_t i = 0; i < n; i++)
+		p = put_le(p, ips[i], 8);
+	return 0;
+}
+
+int ctf_stream_kernel_symbols(struct ctf_stream *s, uint64_t ts, const uint8_t *build_id, size_t build_id_len,
+			      const struct ctf_kernel_symbol *syms, size_t n)
+{
+	if (!s || s->kind != CTF_STREAM_PROCESS || !s->w->kernel || build_id_len > UINT8_MAX ||
+	    (build_id_len && !build_id) || n > UINT32_MAX || (n && !syms))
+		return -EINVAL;
+	size_t len = 1 + build_id_len + 4;
+	for (size_t i = 0; i < n; i++)
+		len += 16 + strlen(syms[i].name ? syms[i].name : "") + 1 +
+		       strlen(syms[i].module ? syms[i].module : "") + 1;
+	int rc;
+	uint8_t *p = event_begin(s, ts, 0, EV_KERNEL_SYMBOLS, len, &rc);
+	if (!p)
+		return rc;
+	p = put_le(p, build_id_len, 1);
+	if (build_id_len)
+		memcpy(p, build_id, build_id_len);
+	p += build_id_len;
+	p = put_le(p, n, 4);
+	for (size_t i = 0; i < n; i++) {
+		const char *name = syms[i].name ? syms[i].name : "";
+		const char *mod = syms[i].module ? syms[i].module : "";
+		p = put_le(p, syms[i].start, 8);
+		p = put_le(p, syms[i].end, 8);
+		p = put_str(p, name, strlen(name));
+		p = put_str(p, mod, strlen(mod));
+	}
 	return 0;
 }
 

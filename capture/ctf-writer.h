@@ -36,6 +36,10 @@ extern "C" {
  * runtime_frames): written only by recordings that ask for runtime frames
  * (ctf_writer_opts.runtime_frames), so every other trace stays version 1. */
 #define CTF_TRACE_VERSION_RUNTIME 2
+/* Version 3 = version 2 + the kernel events (kernel_chain,
+ * kernel_symbols): written only by recordings that keep kernel frames
+ * (ctf_writer_opts.kernel_frames). */
+#define CTF_TRACE_VERSION_KERNEL 3
 
 #define CTF_PACKET_SIZE_DEFAULT (64u * 1024u)
 #define CTF_PACKET_SIZE_MIN 256u
@@ -66,6 +70,10 @@ struct ctf_writer_opts {
 	 * env.stackcap_sampler ("kernel"); NULL: none named (the capture
 	 * library's own, in process). */
 	const char *sampler;
+	/* Nonzero: the kernel events (kernel_chain, kernel_symbols) are
+	 * declared (docs/trace-format.md "Kernel frames").  Every process of
+	 * a recording must pass the same value (shared metadata). */
+	int kernel_frames;
 };
 
 /* Open (creating it and missing parents if needed) the trace directory and
@@ -187,6 +195,20 @@ int ctf_stream_runtime_code(struct ctf_stream *s, uint64_t ts, uint8_t runtime, 
  * just before it. */
 int ctf_stream_runtime_frames(struct ctf_stream *s, uint64_t ts, uint32_t tid, uint8_t runtime,
 			      const uint8_t *blob, size_t len);
+
+/* Kernel frames (ctf_writer_opts.kernel_frames writers only; -EINVAL
+ * otherwise): the kernel part of the next sample's call chain, innermost
+ * first (at most 65535 addresses), written just before it; and the kernel
+ * symbols covering the recorded addresses, with the kernel's build-id,
+ * once per recording in a process stream. */
+int ctf_stream_kernel_chain(struct ctf_stream *s, uint64_t ts, uint32_t tid, const uint64_t *ips, size_t n);
+struct ctf_kernel_symbol {
+	uint64_t start, end;   /* [start, end) */
+	const char *name;
+	const char *module;    /* "" for the kernel image, else the module's name */
+};
+int ctf_stream_kernel_symbols(struct ctf_stream *s, uint64_t ts, const uint8_t *build_id, size_t build_id_len,
+			      const struct ctf_kernel_symbol *syms, size_t n);
 
 /* Count n events lost since the last call; the next packet written carries
  * the running total in its events_discarded field (CTF's convention), and

@@ -139,6 +139,16 @@ static void format_frame(struct worker *w, uint32_t pid, const struct su_maps *m
 				text_puts(out, "[unknown python code] ([python])\n");
 			return;
 		}
+		if (r.kind == SU_RESOLVED_KERNEL) {
+			/* "function+0xOFF ([kernel.kallsyms])", as perf script */
+			text_pc(out, f->pc);
+			if (r.nsym)
+				text_printf(out, "%s+0x%" PRIx64 " (%s)\n", r.sym[0].function, r.sym[0].func_offset,
+					    r.module_name);
+			else
+				text_printf(out, "[unknown] (%s)\n", r.module_name);
+			return;
+		}
 		if (r.kind == SU_RESOLVED_JIT) {
 			text_pc(out, f->pc);
 			text_printf(out, "%s+0x%" PRIx64 " (%s)\n", r.sym[0].function, r.sym[0].func_offset, r.jit_map);

@@ -48,6 +48,9 @@ static void usage(FILE *f)
 		"  -t, --tid TID,...      attach to running threads\n"
 		"  -a, --all-cpus         every process of the machine\n"
 		"                         (these three: until CMD ends, SIGINT/SIGTERM, or they are gone)\n"
+		"      --user-only        no kernel frames (the kernel copy keeps the kernel's\n"
+		"                         part of each call chain where kernel addresses are\n"
+		"                         readable: root, kernel.kptr_restrict)\n"
 		"      --in-process       sample with the preloaded library instead of the kernel copy\n"
 		"                         (the default when perf events are not permitted)\n"
 		"      --policy f1|f2     words kept: f2 code and stack pointers (default), f1 code only\n"
@@ -352,6 +355,7 @@ static int cmd_record(int argc, char **argv)
 		{ "python", no_argument, NULL, 'Y' },
 		{ "stack-size", required_argument, NULL, 'S' },
 		{ "in-process", no_argument, NULL, 'I' },
+		{ "user-only", no_argument, NULL, 'U' },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "tid", required_argument, NULL, 't' },
 		{ "all-cpus", no_argument, NULL, 'a' },
@@ -360,7 +364,7 @@ static int cmd_record(int argc, char **argv)
 	};
 	unsigned long freq = 999, cap = 0;
 	const char *policy = "f2", *out = "stackcap.trace";
-	int zstd = 0, force = 0, nofork = 0, full = 0, lttng = 0, python = 0, in_process = 0, all = 0, c;
+	int user_only = 0, zstd = 0, force = 0, nofork = 0, full = 0, lttng = 0, python = 0, in_process = 0, all = 0, c;
 	struct pidlist pids = { 0 }, tids = { 0 };
 	char *end;
 	optind = 1;
@@ -397,6 +401,7 @@ static int cmd_record(int argc, char **argv)
 		case 'Z': zstd = 1; break;
 		case 'N': nofork = 1; break;
 		case 'C': full = 1; break;
+		case 'U': user_only = 1; break;
 		case 'o': out = optarg; break;
 		case 'f': force = 1; break;
 		case 'L': lttng = 1; break;
@@ -464,7 +469,7 @@ static int cmd_record(int argc, char **argv)
 	if (!in_process) {
 		struct rec_options ro = { .freq = (uint32_t)freq, .stack_size = (uint32_t)cap & ~7u,
 			.policy = strcmp(policy, "f1") ? STACKCAP_POLICY_F2 : STACKCAP_POLICY_F1, .zstd = zstd,
-			.full_copy = full, .pids = pids.v, .n_pids = pids.n, .tids = tids.v, .n_tids = tids.n,
+			.full_copy = full, .user_only = user_only, .pids = pids.v, .n_pids = pids.n, .tids = tids.v, .n_tids = tids.n,
 			.all = all, .argv = optind < argc ? argv + optind : NULL, .prog = PROG };
 		int refused = 0;
 		int const krc = record_kernel(&ro, out, force, &refused);

@@ -99,7 +99,7 @@ int worker_resolve(struct worker *w, uint32_t pid, const struct su_maps *maps, c
 	if (r->module)
 		worker_note_module(w, r->module);
 	if (r->kind == SU_RESOLVED_UNKNOWN || r->kind == SU_RESOLVED_MODULE ||
-	    (r->kind == SU_RESOLVED_PYTHON && !r->sym[0].function))
+	    (r->kind == SU_RESOLVED_PYTHON && !r->sym[0].function) || (r->kind == SU_RESOLVED_KERNEL && !r->nsym))
 		w->counts.unknown_frames++;
 	return rc;
 }

@@ -328,6 +328,10 @@ static struct rgb frame_colour(const char *name, const char *mod)
 	 * their own, teal, whatever the module hues are. */
 	if (!strcmp(mod, "[python]"))
 		return hsl(175, 0.55, 0.45 + (double)(v % 15) / 100);
+	/* Kernel frames (SU_RESOLVED_KERNEL): orange, as perf users know
+	 * them from flamegraph.pl's kernel colour. */
+	if (!strcmp(mod, "[kernel.kallsyms]"))
+		return hsl(28, 0.85, 0.50 + (double)(v % 12) / 100);
 	uint64_t const hm = hash_bytes(mod, strlen(mod));
 	double const hue = (double)(hm % 1000) * 0.27;
 	return hsl(hue, 0.55 + (double)(v % 30) / 100, 0.58 + (double)((v >> 16) % 16) / 100);

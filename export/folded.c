@@ -86,6 +86,10 @@ void folded_resolved(struct text *t, const struct folded_opts *o, const struct s
 	case SU_RESOLVED_MODULE:
 		folded_address(t, o, r->module_name, r->elf_addr);
 		break;
+	case SU_RESOLVED_KERNEL:
+		/* Module "[kernel.kallsyms]" (or a module's "[name]"). */
+		folded_function(t, o, r->nsym ? r->sym[0].function : "[unknown]", r->module_name);
+		break;
 	case SU_RESOLVED_PYTHON:
 		/* Its qualified name; module "[python]": its own colour. */
 		folded_function(t, o, r->sym[0].function ? r->sym[0].function : "[unknown python code]",

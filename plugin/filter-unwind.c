@@ -254,6 +254,10 @@ static int payload_tag(const bt_event_class *ec, const bt_field_class *payload, 
 	int const sk = su_bt2_stackcap_kind(name);
 	int const ours = has_member(payload, "blob") && has_member(payload, "generation");
 	*add = 0;
+	/* Kernel frames are not shown by the filter yet (their symbols come
+	 * at the end of the trace): the events pass as they are. */
+	if (sk == RAW_KERNEL_CHAIN || sk == RAW_KERNEL_SYMBOLS)
+		return TAG_NONE;
 	if (sk >= 0) {
 		if (sk == RAW_SAMPLE || sk == RAW_SAMPLE_FULL || sk == RAW_SAMPLE_SEGMENT) {
 			if (!ours)

@@ -149,6 +149,7 @@ struct meta {
 	uint64_t offset;
 	uint8_t uuid[16];
 	int have_uuid;
+	long version;      /* env.stackcap_trace_version */
 };
 
 static int parse_uuid(const char *p, uint8_t *u)
@@ -189,6 +190,8 @@ static int read_metadata(const char *dir, struct meta *m, bt_trace *trace)
 		}
 		char key[128], sval[512];
 		long long ival;
+		if (in_env && sscanf(p, "stackcap_trace_version = %lld;", &ival) == 1)
+			m->version = ival;
 		if (in_env && trace) {
 			if (sscanf(p, "%127[a-z_0-9] = \"%511[^\"]\";", key, sval) == 2)
 				bt_trace_set_environment_entry_string(trace, key, sval);
@@ -415,7 +418,19 @@ bt_component_class_initialize_method_status trace_src_init(bt_self_component_sou
 	if (!s || !(s->dir = realpath(dir, NULL)))
 		goto nomem;
 	s->self = sc;
-	if (read_metadata(dir, &m, NULL) || build_ir(s, &m) || !(s->trace = bt_trace_create(s->tc)))
+	if (read_metadata(dir, &m, NULL))
+		goto nomem;
+	if (m.version != 1) {
+		/* Version 2 (runtime frames) and 3 (kernel frames): src.ctf.fs
+		 * reads them; this source does not yet. */
+		BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(sc,
+			"%s: stackcap trace format version %ld (%s) is not read by this source yet: read it with "
+			"src.ctf.fs, or record with --user-only", dir, m.version,
+			m.version == 3 ? "kernel frames" : "runtime frames");
+		src_free(s);
+		return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_ERROR;
+	}
+	if (build_ir(s, &m) || !(s->trace = bt_trace_create(s->tc)))
 		goto nomem;
 	read_metadata(dir, &m, s->trace);
 	bt_trace_set_name(s->trace, ""); /* as src.ctf.fs names it */

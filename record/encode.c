@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "record/encode.h"
+#include "record/kallsyms.h"
 #include "trace/stackcap-reader.h"
 
 struct section {
@@ -59,7 +60,41 @@ struct rec_encoder {
 		struct stackcap_code_ranges *set;
 	} sets[RANGE_SETS];
 	uint64_t set_clock;
+	/* Kernel addresses met (kernel_frames): sorted and made unique
+	 * when full, so they hold the distinct addresses of the recording. */
+	uint64_t *kaddr;
+	size_t n_kaddr, cap_kaddr, kaddr_sorted;
 };
+
+static int by_u64(const void *a, const void *b)
+{
+	uint64_t const x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static size_t kaddr_unique(struct rec_encoder *e)
+{
+	qsort(e->kaddr, e->n_kaddr, sizeof(*e->kaddr), by_u64);
+	size_t k = 0;
+	for (size_t i = 0; i < e->n_kaddr; i++)
+		if (!k || e->kaddr[k - 1] != e->kaddr[i])
+			e->kaddr[k++] = e->kaddr[i];
+	return e->n_kaddr = e->kaddr_sorted = k;
+}
+
+static int kaddr_add(struct rec_encoder *e, const uint64_t *a, size_t n)
+{
+	if (e->n_kaddr + n > e->cap_kaddr) {
+		if (e->n_kaddr > e->kaddr_sorted)
+			kaddr_unique(e);
+		if (e->n_kaddr + n > e->cap_kaddr / 2 && /* mostly distinct: room to grow */
+		    su_grow((void **)&e->kaddr, &e->cap_kaddr, 2 * (e->n_kaddr + n) + 4096, sizeof(*e->kaddr)))
+			return -ENOMEM;
+	}
+	memcpy(e->kaddr + e->n_kaddr, a, n * sizeof(*a));
+	e->n_kaddr += n;
+	return 0;
+}
 
 /* The range set of S's maps generation, or NULL (out of memory). */
 static const struct stackcap_code_ranges *ranges_of(struct rec_encoder *e, const struct su_sample *s)
@@ -301,6 +336,12 @@ int rec_encoder_sample(struct rec_encoder *e, const struct su_sample *s)
 		return rc;
 	if (e->o.full_copy && (rc = write_full(e, t, s)) != 0)
 		return rc;
+	if (e->o.kernel_frames && s->kernel_chain && s->n_kernel_chain) {
+		if ((rc = ctf_stream_kernel_chain(t->s, s->time_ns, s->tid, s->kernel_chain, s->n_kernel_chain)) != 0 ||
+		    (rc = kaddr_add(e, s->kernel_chain, s->n_kernel_chain)) != 0)
+			return rc;
+		e->st.kernel_samples++;
+	}
 	/* As the signal handler would have filtered (F2: code pointers and
 	 * pointers into the copied stack survive), every other word is 0. */
 	if ((rc = image_copy(&t->cur, s->image)) != 0)
@@ -395,10 +436,42 @@ int rec_encoder_lost(struct rec_encoder *e, uint32_t pid, uint64_t n, int thrott
 	return 0;
 }
 
+/* The kernel symbols covering every kernel address recorded, once, in
+ * the first process stream. */
+static int write_kernel_symbols(struct rec_encoder *e, uint64_t ts)
+{
+	if (!e->n_kaddr || !e->n_sec)
+		return 0;
+	kaddr_unique(e);
+	struct rec_ksyms k;
+	int rc = rec_ksyms_cover(e->kaddr, e->n_kaddr, &k);
+	if (rc) {
+		fprintf(stderr, "stackcap: warning: kernel symbols not recorded (/proc/kallsyms: %s): kernel frames "
+			"stay unnamed\n", strerror(-rc));
+		return 0;
+	}
+	struct section *s = &e->sec[0];
+	uint64_t const at = ts > s->last_ts ? ts : s->last_ts;
+	rc = ctf_stream_kernel_symbols(s->proc, at, k.build_id, k.build_id_len, k.syms, k.n);
+	if (rc == 0) {
+		e->st.kernel_symbols = k.n;
+		e->st.kernel_symbol_bytes = 5 + k.build_id_len;
+		for (size_t i = 0; i < k.n; i++)
+			e->st.kernel_symbol_bytes += 18 + strlen(k.syms[i].name) + strlen(k.syms[i].module);
+	}
+	rec_ksyms_free(&k);
+	return rc;
+}
+
 int rec_encoder_finish(struct rec_encoder *e, uint64_t ts)
 {
 	if (!ts)
 		ts = e->last_ts;
+	if (e->o.kernel_frames) {
+		int const rc = write_kernel_symbols(e, ts);
+		if (rc)
+			return rc;
+	}
 	int first = 1;
 	for (size_t i = 0; i < e->n_sec; i++) {
 		struct section *s = &e->sec[i];
@@ -470,6 +543,7 @@ int rec_encoder_free(struct rec_encoder *e)
 	free(e->sec);
 	free(e->procs);
 	free(e->blob);
+	free(e->kaddr);
 	free(e);
 	return rc;
 }

@@ -31,6 +31,10 @@ struct rec_encoder_opts {
 	int end_all;
 	/* Words kept (enum stackcap_policy): 0 is F2. */
 	int policy;
+	/* Keep each sample's kernel call chain (the writer declares the
+	 * kernel events: ctf_writer_opts.kernel_frames), and at the end the
+	 * kernel symbols covering them (this machine's /proc/kallsyms). */
+	int kernel_frames;
 };
 
 /* What was written, per process (pid; the sections of one pid summed). */
@@ -46,6 +50,8 @@ struct rec_encoder_stats {
 	uint64_t no_user;    /* samples without user state: not written */
 	uint64_t chain_only; /* a call chain but no stack (perf -g): not written */
 	uint64_t lost, throttled;
+	uint64_t kernel_samples;  /* samples with a kernel call chain */
+	uint64_t kernel_symbols, kernel_symbol_bytes; /* what the trace holds */
 	size_t n_procs;
 	const struct rec_proc_stats *procs; /* valid until rec_encoder_free */
 };

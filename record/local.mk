@@ -5,6 +5,8 @@ noinst_LTLIBRARIES += record/librecord.la
 record_librecord_la_SOURCES = \
 	record/encode.h \
 	record/encode.c \
+	record/kallsyms.h \
+	record/kallsyms.c \
 	record/perf-events.h \
 	record/perf-events.c \
 	record/procmaps.h \

@@ -40,7 +40,13 @@ void rec_attr_init(struct perf_event_attr *attr, const struct rec_attr_opts *o)
 	attr->sample_id_all = 1;
 	attr->exclude_kernel = o->exclude_kernel ? 1 : 0;
 	attr->exclude_hv = 1;
-	attr->exclude_callchain_kernel = 1;
+	if (o->kernel_chain && !o->exclude_kernel) {
+		attr->sample_type |= PERF_SAMPLE_CALLCHAIN;
+		attr->exclude_callchain_user = 1;
+		attr->sample_max_stack = REC_KERNEL_CHAIN_MAX;
+	} else {
+		attr->exclude_callchain_kernel = 1;
+	}
 	attr->disabled = 1;
 	attr->inherit = o->inherit ? 1 : 0;
 	attr->enable_on_exec = o->enable_on_exec ? 1 : 0;

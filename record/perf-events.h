@@ -21,6 +21,10 @@
 /* The default window (docs/stack-window.md says why). */
 #define REC_STACK_DEFAULT 65528u
 #define REC_STACK_DEFAULT_S "65528"
+/* The deepest kernel call chain kept (perf_event_attr.sample_max_stack):
+ * each address of a sample's chain is 8 bytes less of its stack window
+ * when the record reaches 64 KiB. */
+#define REC_KERNEL_CHAIN_MAX 64
 
 struct rec_attr_opts {
 	uint32_t freq;        /* samples per second of CPU time */
@@ -28,6 +32,8 @@ struct rec_attr_opts {
 	int inherit;          /* children and new threads of the tasks too */
 	int enable_on_exec;   /* start at the task's next exec (a command) */
 	int exclude_kernel;   /* only time in user space */
+	int kernel_chain;     /* also the kernel part of the call chain (PERF_SAMPLE_CALLCHAIN,
+			       * exclude_callchain_user: the user part is ours to unwind) */
 };
 
 /* Fill ATTR for the sampler (disabled: rec_events_enable starts it). */

@@ -36,6 +36,7 @@
 
 #include "capture/ctf-writer.h"
 #include "record/encode.h"
+#include "record/kallsyms.h"
 #include "record/perf-events.h"
 #include "record/procmaps.h"
 #include "record/recorder.h"
@@ -325,6 +326,9 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 				"behind), %" PRIu64 " throttled\n", p->samples, p->lost, p->throttled);
 		}
 	}
+	if (st.kernel_samples)
+		fprintf(stderr, "%s: kernel frames in %" PRIu64 " samples; %" PRIu64 " kernel symbols kept (%" PRIu64
+			" bytes)\n", o->prog, st.kernel_samples, st.kernel_symbols, st.kernel_symbol_bytes);
 	uint64_t capped = 0;
 	for (size_t i = 0; i < st.n_procs; i++)
 		capped += st.procs[i].capped;
@@ -397,10 +401,16 @@ int rec_record(const struct rec_options *o)
 	 * task in a system call is sampled as perf does), else user time. */
 	size_t pages = ring_pages(o->stack_size);
 	rc = -EINVAL;
-	for (int excl = 0; excl < 2; excl++) {
+	/* Kernel frames where kernel addresses are ours to read (root,
+	 * kernel.kptr_restrict): else said once. */
+	int const kreadable = !o->user_only && rec_kallsyms_readable();
+	int kframes = 0;
+	for (int attempt = kreadable ? 0 : 1; attempt < 3; attempt++) {
+		int const excl = attempt == 2;
+		kframes = attempt == 0;
 		struct rec_attr_opts const ao = {
 			.freq = o->freq, .stack_size = o->stack_size, .inherit = !o->all,
-			.enable_on_exec = cmd_only, .exclude_kernel = excl,
+			.enable_on_exec = cmd_only, .exclude_kernel = excl, .kernel_chain = kframes,
 		};
 		rec_attr_init(&r->attr, &ao);
 		for (;;) {
@@ -437,14 +447,20 @@ int rec_record(const struct rec_options *o)
 	}
 
 	/* The trace and the record stream. */
+	if (!o->user_only && !kframes)
+		fprintf(stderr, "%s: note: no kernel frames: %s (--user-only says you want none)\n", o->prog,
+			kreadable ? "kernel call chains are not permitted here (kernel.perf_event_paranoid)"
+				  : "kernel addresses are hidden from this user (kernel.kptr_restrict, "
+				    "kernel.perf_event_paranoid; root sees them)");
 	struct ctf_writer_opts wo = { .sz = sizeof(wo), .zstd = o->zstd, .clock_offset_ns = o->clock_offset_ns,
-				     .sampler = "kernel" };
+				     .sampler = "kernel", .kernel_frames = kframes };
 	memcpy(wo.uuid, o->uuid, sizeof(wo.uuid));
 	if ((rc = ctf_writer_open(o->out, &wo, &r->w)) != 0) {
 		fprintf(stderr, "%s: cannot create the trace in %s: %s\n", o->prog, o->out, strerror(-rc));
 		goto fail_quiet;
 	}
-	struct rec_encoder_opts const eo = { .full_copy = o->full_copy, .end_all = 1, .policy = o->policy };
+	struct rec_encoder_opts const eo = { .full_copy = o->full_copy, .end_all = 1, .policy = o->policy,
+					     .kernel_frames = kframes };
 	struct su_reader_callbacks cb = { .arg = r, .process_start = on_process, .sample = on_sample, .end = on_end };
 	if ((rc = rec_encoder_new(r->w, &eo, &r->enc)) != 0 ||
 	    (rc = su_perf_stream_new(&r->attr, sizeof(r->attr), &cb, &live_cb, &r->rst, &r->ps)) != 0)

@@ -27,6 +27,7 @@ struct rec_options {
 	uint32_t stack_size;      /* bytes copied from sp, 8..REC_STACK_MAX */
 	int policy;               /* enum stackcap_policy */
 	int zstd, full_copy;
+	int user_only;            /* no kernel frames (else kept where kernel addresses are readable) */
 	const pid_t *pids;        /* -p: processes to attach to */
 	size_t n_pids;
 	const pid_t *tids;        /* -t: threads to attach to */

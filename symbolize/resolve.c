@@ -265,6 +265,40 @@ static int resolve_runtime(struct su_resolver *r, const struct su_maps *maps, co
 	return 0;
 }
 
+/* A kernel frame (SU_FRAME_KERNEL): named by the trace's own kernel
+ * symbols (maps->kernel), never by the analyzing machine's; an address
+ * no recorded symbol covers keeps no name (nsym 0). */
+static int resolve_kernel(struct su_resolver *r, const struct su_maps *maps, const struct su_frame *f,
+			  struct su_resolved *out)
+{
+	const struct su_kernel *k = maps ? maps->kernel : NULL;
+	uint64_t const pc = su_frame_lookup_pc(f);
+	out->kind = SU_RESOLVED_KERNEL;
+	out->module_name = "[kernel.kallsyms]";
+	out->elf_addr = f->pc;
+	size_t lo = 0, hi = k ? k->n : 0;
+	while (lo < hi) { /* the first symbol ending after pc */
+		size_t const mid = lo + (hi - lo) / 2;
+		if (k->syms[mid].end <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!k || lo == k->n || k->syms[lo].start > pc)
+		return 0;
+	const struct su_ksym *y = &k->syms[lo];
+	r->sym[0] = (struct su_symframe){ .function = su_resolver_text(r, y->name), .func_offset = f->pc - y->start };
+	if (y->module && y->module[0])
+		out->module_name = su_resolver_text(r, y->module);
+	if (!r->sym[0].function || !out->module_name) {
+		*out = (struct su_resolved){ .kind = SU_RESOLVED_UNKNOWN, .pc = f->pc, .activation = f->activation,
+					     .module_name = "[unknown]", .sym = r->sym };
+		return -ENOMEM;
+	}
+	out->nsym = 1;
+	return 0;
+}
+
 int su_resolve(struct su_resolver *r, uint32_t pid, const struct su_maps *maps, const struct su_frame *f,
 	       struct su_resolved *out)
 {
@@ -272,6 +306,8 @@ int su_resolve(struct su_resolver *r, uint32_t pid, const struct su_maps *maps, 
 				     .module_name = "[unknown]", .sym = r->sym };
 	if (f->how == SU_FRAME_RUNTIME)
 		return resolve_runtime(r, maps, f, out);
+	if (f->how == SU_FRAME_KERNEL)
+		return resolve_kernel(r, maps, f, out);
 	const struct su_map_entry *e = frame_entry(maps, f);
 	const char *name = NULL;
 	struct su_module *m = e ? entry_module(r, e, &name) : NULL;

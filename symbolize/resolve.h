@@ -36,7 +36,11 @@ enum su_resolved_kind {
 	SU_RESOLVED_SYMBOLS,       /* SYM[NSYM], innermost first */
 	SU_RESOLVED_JIT,           /* SYM[0]: the perf map's name, func_offset = pc - start */
 	/* Frames other unwinders will add, resolved here too. */
-	SU_RESOLVED_KERNEL,        /* kernel code (a perf sample's kernel chain) */
+	SU_RESOLVED_KERNEL,        /* kernel code (a SU_FRAME_KERNEL frame): SYM[0] has the
+	                            * function of the trace's kernel symbols and
+	                            * func_offset (nsym 0: none covers it); module_name
+	                            * "[kernel.kallsyms]" or the module's "[name]",
+	                            * elf_addr the kernel address */
 	SU_RESOLVED_PYTHON,        /* an interpreter's frame (CPython, a SU_FRAME_RUNTIME
 	                            * frame): SYM[0] has its qualified name (NULL when
 	                            * the trace does not describe its code object),

@@ -200,7 +200,7 @@ check "missing binary: frames are module+offset, the summary counts it" \
 
 # Traces that are refused.
 cp -r good.trace version.trace
-sed -i 's/stackcap_trace_version = 1;/stackcap_trace_version = 9;/' version.trace/metadata
+sed -i 's/stackcap_trace_version = [0-9]*;/stackcap_trace_version = 9;/' version.trace/metadata
 every version.trace "trace format version 9" 1 'version.trace: stackcap trace format version 9 not supported'
 mkdir foreign.trace
 printf '/* CTF 1.8 */\ntrace {\n\tmajor = 1;\n\tminor = 8;\n\tbyte_order = le;\n};\nenv {\n\tdomain = "kernel";\n\ttracer_name = "lttng-modules";\n};\n' \

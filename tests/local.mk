@@ -146,6 +146,8 @@ tests_hard_burn_CFLAGS = $(AM_CFLAGS) -O1 -g -pthread
 tests_hard_burn_LDFLAGS = -pthread
 tests_no_perf_events_SOURCES = tests/no-perf-events.c
 TESTS += tests/kernel-record.sh
+TESTS += tests/kernel-frames.sh
+EXTRA_DIST += tests/kernel-frames.sh
 EXTRA_DIST += tests/kernel-record.sh
 EXTRA_DIST += tests/record.sh tests/record-in-process.sh tests/tap-lib.sh
 

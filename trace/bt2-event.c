@@ -98,6 +98,8 @@ static const struct {
 	{ "maps", RAW_MAPS },
 	{ "drops", RAW_DROPS },
 	{ "process_end", RAW_PROCESS_END },
+	{ "kernel_chain", RAW_KERNEL_CHAIN },
+	{ "kernel_symbols", RAW_KERNEL_SYMBOLS },
 };
 
 int su_bt2_stackcap_kind(const char *name)
@@ -151,6 +153,63 @@ static int maps_of(const bt_field *pl, struct raw_event *ev)
 	return 0;
 }
 
+/* kernel_chain's addresses as little-endian bytes in *BLOB (as the native
+ * source hands them over). */
+static int kernel_chain_of(const bt_field *pl, struct raw_event *ev, uint8_t **blob, size_t *cap)
+{
+	uint64_t n = 0;
+	const bt_field *arr = su_bt2_array(pl, "ips", &n);
+	if (!arr)
+		n = 0;
+	if (8 * n + 1 > *cap) {
+		uint8_t *nb = realloc(*blob, 8 * n + 1);
+		if (!nb)
+			return -ENOMEM;
+		*blob = nb;
+		*cap = 8 * n + 1;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t const v = bt_field_integer_unsigned_get_value(bt_field_array_borrow_element_field_by_index_const(arr, i));
+		for (int b = 0; b < 8; b++)
+			(*blob)[8 * i + (uint64_t)b] = (uint8_t)(v >> (8 * b));
+	}
+	ev->blob = *blob;
+	ev->blob_len = 8 * n;
+	return 0;
+}
+
+static int kernel_symbols_of(const bt_field *pl, struct raw_event *ev)
+{
+	uint64_t n = 0;
+	const bt_field *arr = su_bt2_array(pl, "symbols", &n);
+	if (!arr)
+		n = 0;
+	struct su_kernel *k = calloc(1, sizeof(*k));
+	if (!k || !(k->syms = calloc(n ? n : 1, sizeof(*k->syms)))) {
+		free(k);
+		return -ENOMEM;
+	}
+	uint64_t const bl = su_bt2_bytes(pl, "build_id", k->build_id, SU_BUILD_ID_MAX);
+	k->build_id_len = (uint8_t)(bl <= SU_BUILD_ID_MAX ? bl : 0);
+	for (uint64_t i = 0; i < n; i++) {
+		const bt_field *e = bt_field_array_borrow_element_field_by_index_const(arr, i);
+		struct su_ksym *y = &k->syms[i];
+		y->start = su_bt2_u64_or(e, "start", 0);
+		y->end = su_bt2_u64_or(e, "end", 0);
+		k->n = i + 1;
+		if (!(y->name = dup_str(e, "name")) || !(y->module = dup_str(e, "module"))) {
+			su_kernel_free(k);
+			return -ENOMEM;
+		}
+		if (y->end <= y->start || (i && y->start < k->syms[i - 1].end)) {
+			su_kernel_free(k); /* not sorted: not ours to trust */
+			return 0;
+		}
+	}
+	ev->kernel = k;
+	return 0;
+}
+
 int su_bt2_stackcap_event(const bt_message *msg, enum raw_kind kind, struct raw_event *ev, uint8_t **blob,
 			  size_t *cap)
 {
@@ -196,6 +255,10 @@ int su_bt2_stackcap_event(const bt_message *msg, enum raw_kind kind, struct raw_
 		return 0;
 	case RAW_MAPS:
 		return maps_of(pl, ev);
+	case RAW_KERNEL_CHAIN:
+		return kernel_chain_of(pl, ev, blob, cap);
+	case RAW_KERNEL_SYMBOLS:
+		return kernel_symbols_of(pl, ev);
 	case RAW_DROPS:
 		ev->drop_tid = (uint32_t)su_bt2_u64_or(pl, "tid", 0);
 		ev->drops_total = su_bt2_u64_or(pl, "ring_full", 0) + su_bt2_u64_or(pl, "nested", 0) +

@@ -55,6 +55,7 @@ enum { F_TOTAL_TIME_ENABLED = 1, F_TOTAL_TIME_RUNNING = 2, F_ID = 4, F_GROUP = 8
 /* Call chain context markers (PERF_CONTEXT_*): the entries that follow
  * PERF_CONTEXT_USER, up to the next marker, are user addresses. */
 #define CONTEXT_USER ((uint64_t)-512)
+#define CONTEXT_KERNEL ((uint64_t)-128)
 #define CONTEXT_MAX ((uint64_t)-4095)
 
 enum {
@@ -117,6 +118,7 @@ struct attr {
 	uint64_t type, sample_type, read_format, flags, branch_sample_type;
 	uint64_t sample_regs_user, period_or_freq;
 	uint32_t sample_stack_user;
+	uint16_t sample_max_stack;   /* call chain entries at most (0: the kernel's default) */
 	uint32_t nregs;              /* popcount(sample_regs_user) */
 	int8_t reg_map[64];          /* i-th value in a sample -> ours, or -1 */
 };
@@ -182,8 +184,10 @@ struct pr {
 	size_t chunk_bytes;          /* inflated bytes held in chunks */
 	int warned_chunks;
 
-	uint64_t *scratch;           /* a stack not 8-aligned in the file */
-	size_t scratch_cap;
+	/* A stack or user call chain [0], a kernel call chain [1], not
+	 * 8-aligned in the file. */
+	uint64_t *scratch[2];
+	size_t scratch_cap[2];
 
 	char osrelease[128];
 	int vdso_tried;
@@ -397,9 +401,11 @@ static int live_set(struct pr *r, uint32_t pid, struct proc *p)
  * record would pass 64 KiB (its size is a u16): then the kernel cuts the
  * copy to fit (perf_sample_ustack_size), 65,320 bytes with every user
  * register.  A copy this long may have been cut.  (Fields of variable
- * size before the stack, a call chain, make it smaller still: not
- * counted.) */
-static uint32_t attr_stack_cap(const struct attr *a)
+ * size before the stack, a call chain, make it smaller still: for the
+ * kernel frames of a live stream (CHAIN), its count is counted here, the
+ * context marker and addresses of a sample that has them by the trace's
+ * reader; not for perf.data files.) */
+static uint32_t attr_stack_cap(const struct attr *a, int chain)
 {
 	uint64_t const t = a->sample_type;
 	uint64_t head = 8 + 8u * (!!(t & S_IDENTIFIER) + !!(t & S_IP) + !!(t & S_TID) + !!(t & S_TIME) +
@@ -408,6 +414,8 @@ static uint32_t attr_stack_cap(const struct attr *a)
 	if (t & S_REGS_USER)
 		head += 8 + 8u * a->nregs;
 	head += 16; /* the stack's size and dynamic size */
+	if (chain && (t & S_CALLCHAIN)) /* nr: a sample without kernel frames */
+		head += 8;
 	if ((uint64_t)a->sample_stack_user + head <= 0xffff || head + 8 > 0xffff)
 		return a->sample_stack_user;
 	return (uint32_t)((0xffff - head - 8 + 7) & ~7ull);
@@ -430,7 +438,7 @@ static struct proc *proc_new(struct pr *r, uint32_t pid, uint32_t ppid, const ch
 	p->p.policy = STACKCAP_POLICY_ALL;
 	p->p.codec_version = STACKCAP_CODEC_VERSION;
 	if (r->n_attrs) {
-		p->p.stack_cap = attr_stack_cap(&r->attrs[0]);
+		p->p.stack_cap = attr_stack_cap(&r->attrs[0], r->live_cb != NULL);
 		if (r->attrs[0].flags & ATTR_FREQ)
 			p->p.frequency_hz = (uint32_t)r->attrs[0].period_or_freq;
 	}
@@ -837,19 +845,38 @@ static int skip_read(const struct attr *a, const uint8_t **pp, const uint8_t *en
 #define NEED(n) do { if ((uint64_t)(end - p) < (uint64_t)(n)) goto bad; } while (0)
 
 /* N 64-bit words at P: in place when P is 8-aligned (the mapping is
- * private, never written), else copied into the reader's scratch (one
- * sample's stack or call chain at a time).  NULL (and cb_rc set) when
- * out of memory. */
-static uint64_t *words_at(struct pr *r, const uint8_t *p, size_t n)
+ * private, never written), else copied into the reader's scratch SLOT
+ * (one sample's stack or user call chain at a time in 0, its kernel call
+ * chain in 1).  NULL (and cb_rc set) when out of memory. */
+static uint64_t *words_at(struct pr *r, const uint8_t *p, size_t n, int slot)
 {
 	if (((uintptr_t)p & 7) == 0)
 		return (uint64_t *)(uintptr_t)p;
-	if (su_grow((void **)&r->scratch, &r->scratch_cap, n + 1, 8)) {
+	if (su_grow((void **)&r->scratch[slot], &r->scratch_cap[slot], n + 1, 8)) {
 		r->cb_rc = -ENOMEM;
 		return NULL;
 	}
-	memcpy(r->scratch, p, n * 8);
-	return r->scratch;
+	memcpy(r->scratch[slot], p, n * 8);
+	return r->scratch[slot];
+}
+
+/* The part of the NR-entry call chain at P after context marker MARKER,
+ * up to the next marker: its first entry and count (*N, at most MAX), or
+ * NULL when it has none. */
+static const uint8_t *chain_part(const uint8_t *p, uint64_t nr, uint64_t marker, uint32_t max, uint32_t *n)
+{
+	for (uint64_t i = 0; i < nr; i++) {
+		if (su_ld64(p + 8 * i) != marker)
+			continue;
+		uint64_t k = i + 1;
+		while (k < nr && su_ld64(p + 8 * k) < CONTEXT_MAX)
+			k++;
+		if (k == i + 1)
+			return NULL;
+		*n = (uint32_t)(k - i - 1 < max ? k - i - 1 : max);
+		return p + 8 * (i + 1);
+	}
+	return NULL;
 }
 
 static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
@@ -879,27 +906,20 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 	if (t & S_PERIOD) { NEED(8); p += 8; }
 	if ((t & S_READ) && skip_read(a, &p, end))
 		goto bad;
-	const uint8_t *uchain = NULL;
-	uint32_t n_uchain = 0;
+	const uint8_t *uchain = NULL, *kchain = NULL;
+	uint32_t n_uchain = 0, n_kchain = 0;
 	if (t & S_CALLCHAIN) {
 		NEED(8);
 		uint64_t const nr = su_ld64(p);
 		p += 8;
 		if (nr > (uint64_t)(end - p) / 8)
 			goto bad;
-		/* The user part: after PERF_CONTEXT_USER, up to the next marker. */
-		for (uint64_t i = 0; i < nr; i++) {
-			if (su_ld64(p + 8 * i) != CONTEXT_USER)
-				continue;
-			uint64_t k = i + 1;
-			while (k < nr && su_ld64(p + 8 * k) < CONTEXT_MAX)
-				k++;
-			if (k > i + 1) {
-				uchain = p + 8 * (i + 1);
-				n_uchain = (uint32_t)(k - i - 1 < UINT32_MAX ? k - i - 1 : UINT32_MAX);
-			}
-			break;
-		}
+		/* The kernel part of a chain whose user part is ours to unwind
+		 * (stackcap record's live stream, exclude_callchain_user; not
+		 * yet perf.data files), and the user part. */
+		if (r->live_cb && (a->flags & ATTR_EXCLUDE_CALLCHAIN_USER))
+			kchain = chain_part(p, nr, CONTEXT_KERNEL, UINT16_MAX, &n_kchain);
+		uchain = chain_part(p, nr, CONTEXT_USER, UINT32_MAX, &n_uchain);
 		p += nr * 8;
 	}
 	if (t & S_RAW) {
@@ -983,7 +1003,7 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 	img.sp = img.regs[STACKCAP_REG_RSP];
 	img.nwords = dyn / 8;
 	img.capacity = img.nwords;
-	if (stack && !(img.words = words_at(r, stack, img.nwords)))
+	if (stack && !(img.words = words_at(r, stack, img.nwords, 0)))
 		return;
 	struct proc *pr = proc_get(r, pid);
 	if (!pr) {
@@ -1012,9 +1032,14 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 		.stack_capped = !no_user && dyn >= size,
 	};
 	if (chain_only) {
-		if (!(s.user_chain = words_at(r, uchain, n_uchain)))
+		if (!(s.user_chain = words_at(r, uchain, n_uchain, 0)))
 			return;
 		s.n_user_chain = n_uchain;
+	}
+	if (kchain) {
+		if (!(s.kernel_chain = words_at(r, kchain, n_kchain, 1)))
+			return;
+		s.n_kernel_chain = n_kchain;
 	}
 	r->cb_rc = r->cb->sample(r->cb->arg, &s);
 	return;
@@ -1381,6 +1406,7 @@ static void attr_parse(struct attr *a, const uint8_t *e, size_t avail)
 	a->branch_sample_type = su_ld64(raw + 72);
 	a->sample_regs_user = su_ld64(raw + 80);
 	a->sample_stack_user = su_ld32(raw + 88);
+	a->sample_max_stack = (uint16_t)(su_ld32(raw + 108) & 0xffff);
 	memset(a->reg_map, -1, sizeof(a->reg_map));
 	for (unsigned b = 0; b < 64; b++)
 		if (a->sample_regs_user >> b & 1) {
@@ -1537,7 +1563,8 @@ static void pr_free(struct pr *r)
 	free(r->attrs);
 	free(r->ids);
 	free(r->q);
-	free(r->scratch);
+	free(r->scratch[0]);
+	free(r->scratch[1]);
 	while (r->chunks) {
 		struct chunk *c = r->chunks;
 		r->chunks = c->next;
@@ -1763,7 +1790,7 @@ int su_perf_stream_round(struct su_perf_stream *s)
 
 uint32_t su_perf_stream_stack_cap(const struct su_perf_stream *s)
 {
-	return attr_stack_cap(&s->r.attrs[0]);
+	return attr_stack_cap(&s->r.attrs[0], 1);
 }
 
 uint64_t su_perf_stream_time(const struct su_perf_stream *s)

@@ -22,6 +22,8 @@ enum raw_kind {
 	RAW_RUNTIME,              /* version 2: a runtime unwinder's registration */
 	RAW_RUNTIME_CODE,         /* version 2: one code object */
 	RAW_RUNTIME_FRAMES,       /* version 2: the runtime frames of the next sample */
+	RAW_KERNEL_CHAIN,         /* the kernel call chain of the next sample */
+	RAW_KERNEL_SYMBOLS,       /* the trace's kernel symbols */
 };
 
 /* One event, in time order.  Pointers are valid during the call only,
@@ -50,7 +52,13 @@ struct raw_event {
 	 * blob/blob_len. */
 	struct su_runtime runtime;
 	struct su_rt_code rt_code;
+	/* RAW_KERNEL_CHAIN: blob holds blob_len / 8 little-endian u64s.
+	 * RAW_KERNEL_SYMBOLS: malloc'ed (su_kernel_free); the core takes it. */
+	struct su_kernel *kernel;
 };
+
+/* Free K, its symbols and names (NULL: no-op). */
+void su_kernel_free(struct su_kernel *k);
 
 typedef int (*raw_emit_fn)(void *ctx, const struct raw_event *ev);
 

@@ -29,10 +29,10 @@
 #define ZHELD_MAX (128u << 20)          /* inflated packets held at once, all files */
 #define TS27_MASK ((UINT64_C(1) << 27) - 1)
 
-enum { EV_PROCESS_START = 0, EV_MAPS, EV_DROPS, EV_PROCESS_END, EV_RUNTIME, EV_RUNTIME_CODE };
-enum { EV_SAMPLE = 0, EV_SAMPLE_FULL, EV_SAMPLE_SEGMENT, EV_RUNTIME_FRAMES };
+enum { EV_PROCESS_START = 0, EV_MAPS, EV_DROPS, EV_PROCESS_END, EV_RUNTIME, EV_RUNTIME_CODE, EV_KERNEL_SYMBOLS };
+enum { EV_SAMPLE = 0, EV_SAMPLE_FULL, EV_SAMPLE_SEGMENT, EV_RUNTIME_FRAMES, EV_KERNEL_CHAIN };
 /* Version 2's runtime events included (a version-1 trace has none). */
-static const unsigned n_event_ids[2] = { 6, 4 };
+static const unsigned n_event_ids[2] = { 7, 5 };
 
 enum next_item { NEXT_NONE, NEXT_EVENT, NEXT_DISCARDED };
 
@@ -557,6 +557,58 @@ static int decode_maps(const uint8_t **pp, const uint8_t *end, struct su_maps **
 	return 0;
 }
 
+/* A kernel_symbols event at *PP: 0, 1 (cut), -ENOMEM. */
+static int decode_kernel(const uint8_t **pp, const uint8_t *end, struct su_kernel **out)
+{
+	const uint8_t *p = *pp;
+	if (end - p < 1 || (size_t)(end - p) - 1 < (size_t)p[0] + 4)
+		return 1;
+	unsigned const bl = p[0];
+	struct su_kernel *k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	memcpy(k->build_id, p + 1, bl < SU_BUILD_ID_MAX ? bl : SU_BUILD_ID_MAX);
+	k->build_id_len = (uint8_t)(bl <= SU_BUILD_ID_MAX ? bl : 0);
+	p += 1 + bl;
+	uint32_t const n = su_ld32(p);
+	p += 4;
+	/* Each symbol takes at least 18 bytes: a count beyond that is a lie. */
+	if (n > (size_t)(end - p) / 18) {
+		free(k);
+		return 1;
+	}
+	k->syms = calloc(n ? n : 1, sizeof(*k->syms));
+	if (!k->syms) {
+		free(k);
+		return -ENOMEM;
+	}
+	int rc = 0;
+	for (uint32_t i = 0; i < n && rc == 0; i++) {
+		struct su_ksym *y = &k->syms[i];
+		if (end - p < 16) {
+			rc = 1;
+			break;
+		}
+		y->start = su_ld64(p);
+		y->end = su_ld64(p + 8);
+		p += 16;
+		k->n = i + 1;
+		rc = take_str(&p, end, &y->name);
+		if (rc == 0)
+			rc = take_str(&p, end, &y->module);
+		/* Sorted, non-empty, not overlapping: else not ours to trust. */
+		if (rc == 0 && (y->end <= y->start || (i && y->start < k->syms[i - 1].end)))
+			rc = 1;
+	}
+	if (rc) {
+		su_kernel_free(k);
+		return rc;
+	}
+	*out = k;
+	*pp = p;
+	return 0;
+}
+
 /* Deliver F's next item.  @return 0, EMIT's nonzero return, -ENOMEM. */
 static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, void *ctx)
 {
@@ -586,6 +638,18 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 		ev.blob = p + 4;
 		ev.blob_len = len;
 		f->pos = (size_t)(p + 4 + len - f->buf);
+		return emit(ctx, &ev);
+	}
+	if (f->kind == 1 && f->ev_id == EV_KERNEL_CHAIN) {
+		uint32_t const n = end - p >= 4 ? su_ld32(p) : 0;
+		if (end - p < 4 || ((size_t)(end - p) - 4) / 8 < n) {
+			defect(s, f, at, "cut kernel_chain event");
+			return 0;
+		}
+		ev.kind = RAW_KERNEL_CHAIN;
+		ev.blob = p + 4;
+		ev.blob_len = (size_t)n * 8;
+		f->pos = (size_t)(p + 4 + ev.blob_len - f->buf);
 		return emit(ctx, &ev);
 	}
 	if (f->kind == 1) {
@@ -700,6 +764,14 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 			goto cut;
 		return erc;
 	}
+	case EV_KERNEL_SYMBOLS:
+		ev.kind = RAW_KERNEL_SYMBOLS;
+		rc = decode_kernel(&p, end, &ev.kernel);
+		if (rc < 0)
+			return rc;
+		if (rc)
+			goto cut;
+		break;
 	default: /* EV_PROCESS_END */
 		ev.kind = RAW_PROCESS_END;
 		if (end - p < 16)

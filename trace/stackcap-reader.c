@@ -69,6 +69,11 @@ struct thread_state {
 	size_t rt_len, rt_cap;
 	uint64_t rt_ts;
 	int rt_pending;
+	uint64_t *kc;               /* kernel call chain of the next sample */
+	uint32_t kc_n;
+	size_t kc_cap;
+	uint64_t kc_ts;
+	int kc_pending;
 };
 
 struct reader {
@@ -91,7 +96,20 @@ struct reader {
 	int cb_rc;               /* a callback's nonzero return */
 	struct su_maps *last_maps;   /* what on_maps stored (push mode tells cb->maps) */
 	int warned_blob;             /* the first undecodable blob was named */
+	struct su_kernel *kernel;    /* the trace's kernel symbols, or NULL */
 };
+
+void su_kernel_free(struct su_kernel *k)
+{
+	if (!k)
+		return;
+	for (size_t i = 0; i < k->n; i++) {
+		free(k->syms[i].name);
+		free(k->syms[i].module);
+	}
+	free(k->syms);
+	free(k);
+}
 
 void su_set_err(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -283,6 +301,48 @@ static int on_runtime(struct reader *r, const struct raw_event *ev)
 	return 0;
 }
 
+/* The trace's kernel symbols (the first event of them; one per trace),
+ * named by every maps generation. */
+static int on_kernel_symbols(struct reader *r, const struct raw_event *ev)
+{
+	if (!ev->kernel)
+		return 0;
+	if (r->kernel) {
+		su_kernel_free(ev->kernel);
+		return 0;
+	}
+	r->kernel = ev->kernel;
+	for (size_t i = 0; i < r->n_sections; i++)
+		for (size_t j = 0; j < r->sections[i].n_maps; j++)
+			r->sections[i].maps[j]->kernel = r->kernel;
+	return 0;
+}
+
+/* Held until the sample of the same time that follows it. */
+static int on_kernel_chain(struct reader *r, const struct raw_event *ev)
+{
+	if (r->opts && ((r->opts->pid && r->opts->pid != ev->pid) || (r->opts->tid && r->opts->tid != ev->tid)))
+		return 0;
+	struct thread_state *t = thread_get(r, ev->pid, ev->tid);
+	if (!t)
+		return -ENOMEM;
+	size_t const n = ev->blob_len / 8;
+	t->kc_pending = 0;
+	if (n > t->kc_cap) {
+		uint64_t *nk = realloc(t->kc, n * sizeof(*nk));
+		if (!nk)
+			return -ENOMEM;
+		t->kc = nk;
+		t->kc_cap = n;
+	}
+	for (size_t i = 0; i < n; i++)
+		t->kc[i] = su_ld64(ev->blob + 8 * i);
+	t->kc_n = (uint32_t)n;
+	t->kc_ts = ev->ts;
+	t->kc_pending = n != 0;
+	return 0;
+}
+
 /* Held until the sample of the same time that follows it. */
 static int on_runtime_frames(struct reader *r, const struct raw_event *ev)
 {
@@ -329,8 +389,10 @@ static void reader_free(struct reader *r)
 		free(r->threads[i].full.words);
 		free(r->threads[i].seg.words);
 		free(r->threads[i].rt);
+		free(r->threads[i].kc);
 	}
 	free(r->threads);
+	su_kernel_free(r->kernel);
 }
 
 /* ---- open-addressing tables (threads, pids): slots keyed by a nonzero
@@ -501,6 +563,7 @@ static int on_maps(struct reader *r, const struct raw_event *ev)
 		return 0;
 	}
 	m->runtime = s->rt;
+	m->kernel = r->kernel;
 	if (su_grow((void **)&s->maps, &s->cap_maps, s->n_maps + 1, sizeof(*s->maps))) {
 		su_maps_free(m);
 		return -ENOMEM;
@@ -672,6 +735,8 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 	int const has_full = t->full_pending && t->full_ts == ts;
 	int const has_seg = t->seg_pending && t->seg_ts == ts;
 	int const has_rt = t->rt_pending && t->rt_ts == ts;
+	int const has_kc = t->kc_pending && t->kc_ts == ts;
+	t->kc_pending = 0;
 	t->full_pending = 0;
 	t->seg_pending = 0;
 	t->rt_pending = 0;
@@ -687,11 +752,16 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 		.maps = maps,
 		.image = dst,
 		.stack_capped = sec && sec->p.stack_cap &&
-				(dst->nwords + (has_seg ? t->seg.nwords : 0)) * 8 + 8 > sec->p.stack_cap,
+				/* A kernel chain (its marker and addresses) took
+				 * that much of the window (docs/trace-format.md). */
+				(dst->nwords + (has_seg ? t->seg.nwords : 0) + (has_kc ? t->kc_n + 1u : 0)) * 8 + 8 >
+					sec->p.stack_cap,
 		.full_image = has_full ? &t->full : NULL,
 		.segment = has_seg ? &t->seg : NULL,
 		.runtime_frames = has_rt ? t->rt : NULL,
 		.runtime_frames_len = has_rt ? t->rt_len : 0,
+		.kernel_chain = has_kc ? t->kc : NULL,
+		.n_kernel_chain = has_kc ? t->kc_n : 0,
 	};
 	int const crc = r->cb->sample(r->cb->arg, &s);
 	if (crc)
@@ -715,6 +785,16 @@ static int on_event(void *ctx, const struct raw_event *ev)
 	case RAW_RUNTIME_FRAMES:
 		if (r->pass & PASS_SAMPLES)
 			rc = on_runtime_frames(r, ev);
+		break;
+	case RAW_KERNEL_CHAIN:
+		if (r->pass & PASS_SAMPLES)
+			rc = on_kernel_chain(r, ev);
+		break;
+	case RAW_KERNEL_SYMBOLS:
+		if (r->pass & PASS_PROCESS)
+			rc = on_kernel_symbols(r, ev);
+		else
+			su_kernel_free(ev->kernel);
 		break;
 	case RAW_RUNTIME:
 	case RAW_RUNTIME_CODE:
@@ -797,8 +877,8 @@ static int check_metadata(const char *dir, char *msg, size_t msglen)
 		snprintf(msg, msglen, "%s is not a stackcap trace (its metadata does not name tracer \"stackcap\")", dir);
 		return -1;
 	}
-	if (version != 1 && version != 2) {
-		snprintf(msg, msglen, "%s: stackcap trace format version %ld not supported (this reader knows 1 and 2)",
+	if (version < 1 || version > 3) {
+		snprintf(msg, msglen, "%s: stackcap trace format version %ld not supported (this reader knows 1 to 3)",
 			 dir, version);
 		return -1;
 	}

@@ -60,6 +60,20 @@ const struct su_rt_code *su_runtime_code(const struct su_runtime *rt, uint64_t c
 
 /* One maps snapshot (generation) of one process, immutable once built.
  * ENTRIES[i] describes code range i of RANGES (the codec's range index). */
+/* Kernel symbols a trace carries (docs/trace-format.md "Kernel frames"):
+ * SYMS sorted by start, each covering [start, end). */
+struct su_ksym {
+	uint64_t start, end;
+	char *name;
+	char *module;          /* "" for the kernel image */
+};
+struct su_kernel {
+	struct su_ksym *syms;
+	size_t n;
+	uint8_t build_id[SU_BUILD_ID_MAX];
+	uint8_t build_id_len;
+};
+
 struct su_maps {
 	uint32_t generation;
 	uint32_t count;
@@ -67,6 +81,8 @@ struct su_maps {
 	struct stackcap_code_range *range_list; /* sorted: stackcap_codec_decode_list's */
 	/* The process's runtime (shared by its generations), or NULL. */
 	const struct su_runtime *runtime;
+	/* The trace's kernel symbols (shared by every process), or NULL. */
+	const struct su_kernel *kernel;
 };
 
 /* Index of the entry holding PC in MAPS, or -1. */
@@ -116,6 +132,11 @@ struct su_sample {
 	 * innermost first), or NULL; named through maps->runtime. */
 	const uint8_t *runtime_frames;
 	size_t runtime_frames_len;
+	/* The kernel part of the sample's call chain (stackcap record's
+	 * kernel frames), innermost first: the interrupted kernel pc, then
+	 * return addresses; NULL when none. */
+	const uint64_t *kernel_chain;
+	uint32_t n_kernel_chain;
 };
 
 #endif

@@ -639,6 +639,22 @@ static void entry_end(struct su_unwinder *u, const struct su_sample *sample, str
 
 /* ---- entry point ------------------------------------------------------------ */
 
+/* The sample's kernel frames put before the N user frames (at most MAX
+ * in all: the outermost user frames give way). */
+static size_t kernel_prepend(const struct su_sample *sample, struct su_frame *frames, size_t n, size_t max,
+			     enum su_unwind_end *end)
+{
+	size_t const nk = sample->n_kernel_chain < max ? sample->n_kernel_chain : max;
+	size_t const keep = n < max - nk ? n : max - nk;
+	if (keep < n)
+		*end = SU_END_MAX_FRAMES;
+	memmove(frames + nk, frames, keep * sizeof(*frames));
+	for (size_t i = 0; i < nk; i++)
+		frames[i] = (struct su_frame){ .pc = sample->kernel_chain[i], .map = -1, .how = SU_FRAME_KERNEL,
+					       .activation = i == 0 };
+	return nk + keep;
+}
+
 size_t su_unwind(struct su_unwinder *u, const struct su_sample *sample,
 		 struct su_frame *frames, size_t max, enum su_unwind_end *end)
 {
@@ -693,6 +709,8 @@ size_t su_unwind(struct su_unwinder *u, const struct su_sample *sample,
 	}
 	if (sample->runtime_frames)
 		n = su_runtime_splice(u, sample, frames, n, max, end);
+	if (sample->kernel_chain && sample->n_kernel_chain && max)
+		n = kernel_prepend(sample, frames, n, max, end);
 	u->stats.frames += n;
 	if ((unsigned)*end < SU_END_COUNT)
 		u->stats.ends[*end]++;

@@ -42,6 +42,9 @@ enum su_frame_how {
 				* pc is its code object's address, map -1, rt_fp and rt_pos say
 				* which object and where in it; it replaced the native
 				* interpreter-loop frame that ran it */
+	SU_FRAME_KERNEL,       /* kernel code, from the sample's kernel call chain
+				* (su_sample.kernel_chain): map -1; these come first,
+				* innermost first, above the user frames */
 };
 
 struct su_frame {

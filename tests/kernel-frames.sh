@@ -1,0 +1,103 @@
+#!/bin/sh
+# Integration: kernel frames (issue 21, step 1).  stackcap record keeps the
+# kernel's part of each sample's call chain and the kernel symbols covering
+# it (docs/trace-format.md, "Kernel frames"); stackunwind names them from
+# the trace alone, innermost first, above the user frames.
+#
+# dd copying /dev/zero to /dev/null spends most of its CPU time in the
+# kernel's read and write paths: at least half of its samples must show a
+# kernel read or write frame above libc's read or write.  The samples are
+# CPU-time samples of dd alone, so the share does not depend on the load.
+# stackunwind reads the trace with /proc/kallsyms hidden (an empty file
+# bound over it in a private mount namespace): the names can only come from
+# the trace.
+. "${top_srcdir:?}/tests/tap-lib.sh"
+need "linux-perf" perf
+need_perf_sampling
+need "util-linux" unshare runuser
+UNW="$B/cli/stackunwind"
+if [ "$(id -u)" != 0 ] && [ "$(cat /proc/sys/kernel/kptr_restrict)" != 0 ]; then
+	echo "1..1"
+	echo "not ok 1 - kernel addresses hidden from this user: run as root or set kernel.kptr_restrict=0"
+	exit 0
+fi
+if ! unshare -m sh -c "mount --bind /dev/null /proc/kallsyms" 2>"$work/unshare.err"; then
+	echo "1..1"
+	echo "not ok 1 - cannot hide /proc/kallsyms in a mount namespace (needs root): $(head -n 1 "$work/unshare.err")"
+	exit 0
+fi
+# hidden CMD...: CMD with /proc/kallsyms an empty file.
+hidden() { unshare -m sh -c 'mount --bind /dev/null /proc/kallsyms && exec "$@"' sh "$@"; }
+
+DD="dd if=/dev/zero of=/dev/null bs=64k count=200000"
+"$STACKCAP" record -o "$work/dd.trace" -- $DD >"$work/dd.out" 2>"$work/dd.err"
+check "record dd: exit 0" [ $? = 0 ]
+check "record dd: summary counts kernel frames and symbols ($(grep 'kernel frames' "$work/dd.err"))" \
+	grep -q 'kernel frames in [1-9][0-9]* samples; [1-9][0-9]* kernel symbols' "$work/dd.err"
+check "the trace is format version 3 (kernel events declared)" \
+	grep -q 'stackcap_trace_version = 3;' "$work/dd.trace/metadata"
+# babeltrace2 reads the new events as any CTF reader would.
+babeltrace2 "$work/dd.trace" >"$work/dd.bt2" 2>"$work/dd.bt2err"
+check "babeltrace2 reads the trace: kernel_chain events" grep -q 'kernel_chain: ' "$work/dd.bt2"
+check "babeltrace2 reads the trace: one kernel_symbols event naming vfs_read or vfs_write" \
+	sh -c "[ \$(grep -c 'kernel_symbols: ' '$work/dd.bt2') = 1 ] && grep 'kernel_symbols: ' '$work/dd.bt2' | grep -Eq 'vfs_(read|write)'"
+
+# Folded, outermost first: libc's read or write, then (innermost) the
+# kernel's read or write path, with /proc/kallsyms unreadable.
+hidden "$UNW" folded "$work/dd.trace" >"$work/dd.folded" 2>"$work/dd.unw"
+check "stackunwind folded with /proc/kallsyms hidden: exit 0" [ $? = 0 ]
+check "/proc/kallsyms really hidden there (and readable outside)" \
+	[ -z "$(hidden head -c 64 /proc/kallsyms)" -a -n "$(head -c 64 /proc/kallsyms)" ]
+total=$(awk '{ n += $NF } END { print n + 0 }' "$work/dd.folded")
+kern=$(awk '$0 ~ /;(__GI___)?(__)?(libc_)?(read|write)(;[^ ;]+)*;(ksys_|vfs_|__x64_sys_)(read|write)[; ]/ { n += $NF }
+	END { print n + 0 }' "$work/dd.folded")
+check "dd: $kern of $total samples show the kernel's read/write path above libc's read/write (>= half)" \
+	awk -v a="$kern" -v b="$total" 'BEGIN { exit !(b > 0 && 2 * a >= b) }'
+
+# stacks: kernel frames are innermost, all of them before the first user
+# frame, named [kernel.kallsyms] as perf script names them.
+hidden "$UNW" stacks "$work/dd.trace" >"$work/dd.stacks" 2>/dev/null
+awk '
+	/^$/ { user = 0; next }
+	/\(\[kernel\.kallsyms\]\)$/ { k++; if (user) bad++; next }
+	/^[ \t]+[0-9a-f]+ / { user = 1; u++ }
+	END { printf "%d %d %d\n", k, u, bad }' "$work/dd.stacks" >"$work/dd.order"
+read kf uf bad <"$work/dd.order"
+check "stacks: $kf kernel frames above $uf user frames, none below a user frame ($bad)" \
+	[ "$kf" -gt 0 -a "$uf" -gt 0 -a "$bad" = 0 ]
+check "stacks: a kernel frame as 'function+0xOFF ([kernel.kallsyms])'" \
+	grep -Eq '^[[:space:]]+[0-9a-f]{16} [A-Za-z_][A-Za-z0-9_.]*\+0x[0-9a-f]+ \(\[kernel\.kallsyms\]\)$' "$work/dd.stacks"
+
+# The flamegraph: kernel frames named, in their own colour (orange:
+# red high, blue low), every one of them.
+hidden "$UNW" flamegraph -o "$work/dd.svg" "$work/dd.trace" 2>/dev/null
+set -- $(awk -F'fill="rgb\\(|\\)"' '/<title>[^<]*\(\[kernel\.kallsyms\]\)/ {
+		split($2, c, ","); n++; if (c[1] >= 220 && c[2] >= 100 && c[2] <= 170 && c[3] <= 90) o++ }
+	END { print n + 0, o + 0 }' "$work/dd.svg")
+check "flamegraph: $1 kernel frames ([kernel.kallsyms]), all orange ($2)" [ "$1" -gt 0 -a "$1" = "$2" ]
+
+# --user-only: no kernel frames, the trace as before (version 1).
+"$STACKCAP" record --user-only -o "$work/uo.trace" -- $DD >/dev/null 2>"$work/uo.err"
+check "--user-only: exit 0, no kernel events, version 1" sh -c "[ $? = 0 ] &&
+	grep -q 'stackcap_trace_version = 1;' '$work/uo.trace/metadata' && ! grep -q kernel_chain '$work/uo.trace/metadata'"
+"$UNW" stacks "$work/uo.trace" >"$work/uo.stacks" 2>/dev/null
+check "--user-only: no kernel frame in stacks" sh -c "[ -s '$work/uo.stacks' ] && ! grep -q 'kernel.kallsyms' '$work/uo.stacks'"
+check "--user-only: no note about kernel frames" sh -c "! grep -q 'kernel frames' '$work/uo.err'"
+
+# A user who may not read kernel addresses (nobody, under the machine's
+# kptr_restrict/perf_event_paranoid as root sees them readable): told
+# once, user frames recorded (version 1).
+if [ "$(runuser -u nobody -- head -c 16 /proc/kallsyms)" = "0000000000000000" ]; then
+	nb=$(mktemp -d /tmp/kframes-nobody.XXXXXX)
+	chmod 777 "$nb"
+	runuser -u nobody -- "$STACKCAP" record -o "$nb/t.trace" -- $DD >/dev/null 2>"$work/nb.err"
+	check "nobody: exit 0, user frames only (version 1)" \
+		sh -c "[ $? = 0 ] && grep -q 'stackcap_trace_version = 1;' '$nb/t.trace/metadata'"
+	check "nobody: told once that there are no kernel frames ($(grep -c 'no kernel frames' "$work/nb.err"))" \
+		[ "$(grep -c 'note: no kernel frames: kernel addresses are hidden' "$work/nb.err")" = 1 ]
+	rm -rf "$nb"
+else
+	not_ok "nobody sees kernel addresses here (kernel.kptr_restrict=0 and perf_event_paranoid<=1): the refusal is not tested"
+fi
+
+echo "1..$n"
