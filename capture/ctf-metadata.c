@@ -249,6 +249,44 @@ static const char metadata_kernel[] =
 	"\t};\n"
 	"};\n";
 
+/* Named events (stackcap record -e, docs/trace-format.md "Events"):
+ * declared only by recordings that name their events, with the table in
+ * the env. */
+static const char metadata_events[] =
+	"\n"
+	"event {\n"
+	"\tname = \"event_sample\";\n"
+	"\tid = 5;\n"
+	"\tstream_id = 1;\n"
+	"\tfields := struct {\n"
+	"\t\tinteger { size = 16; align = 8; signed = false; } event;\n"
+	"\t\tuint24_t generation;\n"
+	"\t\tuint24_t _blob_length;\n"
+	"\t\tuint8_t blob[_blob_length];\n"
+	"\t};\n"
+	"};\n";
+
+/* The env lines of the event table: stackcap_events = N, then
+ * stackcap_event_I = "NAME" (names printable, no quote nor backslash:
+ * record/events.c makes them so; any other byte is written as '_'). */
+static char *events_env(const char *const *events, size_t n)
+{
+	size_t len = 64;
+	for (size_t i = 0; i < n; i++)
+		len += 48 + strlen(events[i]);
+	char *t = malloc(len), *p = t;
+	if (!t)
+		return NULL;
+	p += sprintf(p, "\tstackcap_events = %zu;\n", n);
+	for (size_t i = 0; i < n; i++) {
+		p += sprintf(p, "\tstackcap_event_%zu = \"", i);
+		for (const char *c = events[i]; *c; c++)
+			*p++ = *c < 0x20 || *c > 0x7e || *c == '"' || *c == '\\' ? '_' : *c;
+		p += sprintf(p, "\";\n");
+	}
+	return t;
+}
+
 static void uuid_str(const uint8_t u[16], char out[37])
 {
 	snprintf(out, 37,
@@ -260,8 +298,11 @@ static void uuid_str(const uint8_t u[16], char out[37])
 /* The whole metadata text, malloc'd.  Deterministic for given (uuid,
  * offset): processes sharing a directory compare it byte for byte. */
 static char *metadata_text(const uint8_t uuid[16], int64_t offset_ns, int version,
-			   const char *sampler, int kernel, size_t *len)
+			   const char *sampler, int kernel, const char *const *events, size_t n_events, size_t *len)
 {
+	char *ev_lines = n_events ? events_env(events, n_events) : NULL;
+	if (n_events && !ev_lines)
+		return NULL;
 	char sampler_line[64] = "";
 	if (sampler)
 		snprintf(sampler_line, sizeof(sampler_line), "\tstackcap_sampler = \"%.32s\";\n", sampler);
@@ -297,7 +338,7 @@ static char *metadata_text(const uint8_t uuid[16], int64_t offset_ns, int versio
 		"\ttracer_name = \"stackcap\";\n"
 		"\ttracer_major = 0;\n"
 		"\ttracer_minor = 1;\n"
-		"%s"
+		"%s%s"
 		"};\n\n"
 		"clock {\n"
 		"\tname = \"monotonic\";\n"
@@ -309,10 +350,12 @@ static char *metadata_text(const uint8_t uuid[16], int64_t offset_ns, int versio
 		"\toffset = %lld;\n"
 		"\tabsolute = FALSE;\n"
 		"};\n\n"
-		"%s%s%s",
-		version, metadata_types, u, version, sampler_line, u,
+		"%s%s%s%s",
+		version, metadata_types, u, version, sampler_line, ev_lines ? ev_lines : "", u,
 		(long long)off_s, (long long)off_ns, metadata_streams,
-		version >= CTF_TRACE_VERSION_RUNTIME ? metadata_runtime : "", kernel ? metadata_kernel : "");
+		version >= CTF_TRACE_VERSION_RUNTIME ? metadata_runtime : "", kernel ? metadata_kernel : "",
+		n_events ? metadata_events : "");
+	free(ev_lines);
 	if (n < 0)
 		return NULL;
 	*len = (size_t)n;
@@ -393,10 +436,10 @@ static int metadata_write(int dirfd, const char *text, size_t len, uint64_t *wri
 }
 
 int ctf_metadata_install(int dirfd, const uint8_t uuid[16], int64_t offset_ns, int version,
-			 const char *sampler, int kernel, uint64_t *written)
+			 const char *sampler, int kernel, const char *const *events, size_t n_events, uint64_t *written)
 {
 	size_t len;
-	char *text = metadata_text(uuid, offset_ns, version, sampler, kernel, &len);
+	char *text = metadata_text(uuid, offset_ns, version, sampler, kernel, events, n_events, &len);
 	if (!text)
 		return -ENOMEM;
 	*written = 0;

@@ -37,7 +37,7 @@ enum event_id { /* ids within each stream class, as in the metadata */
 	EV_PROCESS_START = 0, EV_MAPS = 1, EV_DROPS = 2, EV_PROCESS_END = 3,
 	EV_SAMPLE = 0, EV_SAMPLE_FULL = 1, EV_SAMPLE_SEGMENT = 2,
 	EV_RUNTIME = 4, EV_RUNTIME_CODE = 5, EV_RUNTIME_FRAMES = 3,
-	EV_KERNEL_SYMBOLS = 6, EV_KERNEL_CHAIN = 4,
+	EV_KERNEL_SYMBOLS = 6, EV_KERNEL_CHAIN = 4, EV_EVENT_SAMPLE = 5,
 };
 
 struct ctf_writer {
@@ -58,6 +58,7 @@ struct ctf_writer {
 	struct ctf_writer_stats st;
 	int version;            /* CTF_TRACE_VERSION or _RUNTIME */
 	int kernel;             /* the kernel events are declared */
+	size_t n_events;        /* the event table's size (0: none, version < 4) */
 };
 
 struct ctf_stream {
@@ -283,11 +284,17 @@ int ctf_writer_open(const char *dir, const struct ctf_writer_opts *opts,
 		rc = -ENOMEM;
 		goto fail;
 	}
-	w->version = o.kernel_frames ? CTF_TRACE_VERSION_KERNEL
+	if (o.n_events > UINT16_MAX + 1u || (o.n_events && !o.events)) {
+		rc = -EINVAL;
+		goto fail;
+	}
+	w->version = o.n_events ? CTF_TRACE_VERSION_EVENTS
+		   : o.kernel_frames ? CTF_TRACE_VERSION_KERNEL
 		   : o.runtime_frames ? CTF_TRACE_VERSION_RUNTIME : CTF_TRACE_VERSION;
 	w->kernel = o.kernel_frames != 0;
+	w->n_events = o.n_events;
 	rc = ctf_metadata_install(w->dirfd, w->uuid, o.clock_offset_ns, w->version, o.sampler, o.kernel_frames,
-				  &w->st.metadata_bytes);
+				  o.events, o.n_events, &w->st.metadata_bytes);
 	if (rc)
 		goto fail;
 	*out = w;
@@ -668,6 +675,27 @@ int ctf_stream_sample(struct ctf_stream *s, uint64_t ts, uint32_t tid,
 	if (!rc)
 		s->nsamples++; /* in the packet in flight, counted once written */
 	return rc;
+}
+
+int ctf_stream_event_sample(struct ctf_stream *s, uint64_t ts, uint32_t tid, uint32_t event,
+			    uint32_t generation, const uint8_t *blob, size_t len)
+{
+	if (!event)
+		return ctf_stream_sample(s, ts, tid, generation, blob, len);
+	if (!s || s->kind != CTF_STREAM_SAMPLES || event >= s->w->n_events || generation >= U24_LIMIT ||
+	    len >= U24_LIMIT || (len && !blob))
+		return -EINVAL;
+	int rc;
+	uint8_t *p = event_begin(s, ts, tid, EV_EVENT_SAMPLE, 2 + 3 + 3 + len, &rc);
+	if (!p)
+		return rc;
+	p = put_le(p, event, 2);
+	p = put_le(p, generation, 3);
+	p = put_le(p, len, 3);
+	if (len)
+		memcpy(p, blob, len);
+	s->nsamples++;
+	return 0;
 }
 
 int ctf_stream_sample_segment(struct ctf_stream *s, uint64_t ts, uint32_t tid,

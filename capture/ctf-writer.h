@@ -40,6 +40,11 @@ extern "C" {
  * kernel_symbols): written only by recordings that keep kernel frames
  * (ctf_writer_opts.kernel_frames). */
 #define CTF_TRACE_VERSION_KERNEL 3
+/* Version 4 = version 3 + named events: the event table in the env
+ * (stackcap_events, stackcap_event_I) and event_sample: written only by
+ * recordings that name their events (ctf_writer_opts.events), stackcap
+ * record -e. */
+#define CTF_TRACE_VERSION_EVENTS 4
 
 #define CTF_PACKET_SIZE_DEFAULT (64u * 1024u)
 #define CTF_PACKET_SIZE_MIN 256u
@@ -74,6 +79,12 @@ struct ctf_writer_opts {
 	 * declared (docs/trace-format.md "Kernel frames").  Every process of
 	 * a recording must pass the same value (shared metadata). */
 	int kernel_frames;
+	/* The events the samples were taken on (names, printable ASCII), the
+	 * trace's event table: N_EVENTS > 0 makes a version-4 trace, whose
+	 * samples name their event (ctf_stream_event_sample; 0 is the first).
+	 * 0: no table (every sample is the default event, cpu-clock). */
+	const char *const *events;
+	size_t n_events;
 };
 
 /* Open (creating it and missing parents if needed) the trace directory and
@@ -168,6 +179,11 @@ int ctf_stream_process_end(struct ctf_stream *s, uint64_t ts,
  * A tid different from the current packet's closes that packet first. */
 int ctf_stream_sample(struct ctf_stream *s, uint64_t ts, uint32_t tid,
 		      uint32_t generation, const uint8_t *blob, size_t len);
+
+/* A sample of event EVENT of the trace's table (version 4): event 0 is
+ * written as an ordinary `sample`, the others as `event_sample`. */
+int ctf_stream_event_sample(struct ctf_stream *s, uint64_t ts, uint32_t tid, uint32_t event,
+			    uint32_t generation, const uint8_t *blob, size_t len);
 
 /* The unfiltered copy of the next sample's stack (policy ALL, never
  * elided), written just before that sample, with the same timestamp. */

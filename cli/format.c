@@ -181,7 +181,8 @@ static void format_frame(struct worker *w, uint32_t pid, const struct su_maps *m
 static void format_stacks(struct worker *w, const struct pipeline_sample *u, const char *comm,
 			  const struct su_frame *frames, struct text *out)
 {
-	/* "comm pid/tid sec.nsec:" */
+	/* "comm pid/tid sec.nsec:", then " EVENT:" when the trace names its
+	 * events (perf script prints the event after the time). */
 	text_puts(out, comm);
 	text_put(out, " ", 1);
 	text_id(out, u->pid);
@@ -191,6 +192,10 @@ static void format_stacks(struct worker *w, const struct pipeline_sample *u, con
 	text_u64(out, u->time_ns / 1000000000u, 1);
 	text_put(out, ".", 1);
 	text_u64(out, u->time_ns % 1000000000u, 9);
+	if (u->event) {
+		text_put(out, ": ", 2);
+		text_puts(out, u->event);
+	}
 	text_put(out, ":\n", 2);
 	for (size_t i = 0; i < u->nframes; i++)
 		format_frame(w, u->pid, u->maps, &frames[i], out);

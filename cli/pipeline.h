@@ -26,6 +26,7 @@ struct pipeline_sample {
 	uint32_t nframes;
 	uint8_t end;             /* enum su_unwind_end */
 	size_t frame_off;        /* in the batch's frame arena */
+	const char *event;       /* su_sample.event: valid until the read ends */
 };
 
 /* Format sample S (its FRAMES, innermost first) with context CTX, appending

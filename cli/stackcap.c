@@ -2,7 +2,7 @@
 /*
  * stackcap: the recording front end.
  *
- *   stackcap record [-F HZ] [--stack-cap BYTES] [--policy f1|f2] [--zstd]
+ *   stackcap record [-e EVENT]... [-F HZ | -c N] [--stack-cap BYTES] [--policy f1|f2] [--zstd]
  *                   [-o DIR] [--force] -- CMD [ARGS...]
  *
  * Runs CMD with libstackcap preloaded, waits for it, returns its exit
@@ -35,11 +35,18 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: " PROG " record [-F HZ] [--stack-size BYTES] [--policy f1|f2] [--zstd]\n"
+		"usage: " PROG " record [-e EVENT]... [-F HZ | -c N] [--stack-size BYTES] [--policy f1|f2] [--zstd]\n"
 		"                       [--full-copy] [--python] [-o DIR] [--force] -- CMD [ARGS...]\n"
 		"       " PROG " record -p PID[,PID...] | -t TID[,TID...] | -a [OPTIONS] [-- CMD [ARGS...]]\n"
 		"       " PROG " record --lttng [-F HZ] [--stack-cap BYTES] [--policy f1|f2] -- CMD [ARGS...]\n"
 		"\n"
+		"  -e, --event EVENT      what to sample on (repeatable; kernel copy): cpu-clock (the\n"
+		"                         default), task-clock, page-faults, context-switches, ...;\n"
+		"                         a tracepoint SYS:NAME (sched:sched_switch); a uprobe\n"
+		"                         BINARY:FUNCTION; an SDT marker sdt:PROVIDER:NAME (in the\n"
+		"                         command or the -p processes) or sdt:BINARY:PROVIDER:NAME.\n"
+		"                         Tracepoints, uprobes and markers: a stack per hit\n"
+		"  -c, --count N          a sample every N events (software events: instead of -F)\n"
 		"  -F, --freq HZ          samples per second of thread CPU time (default 999)\n"
 		"      --stack-size BYTES stack bytes copied per sample: with the kernel copy at most\n"
 		"                         and by default " REC_STACK_DEFAULT_S ", in process 65536 by default\n"
@@ -359,6 +366,8 @@ static int cmd_record(int argc, char **argv)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "tid", required_argument, NULL, 't' },
 		{ "all-cpus", no_argument, NULL, 'a' },
+		{ "event", required_argument, NULL, 'e' },
+		{ "count", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -366,10 +375,28 @@ static int cmd_record(int argc, char **argv)
 	const char *policy = "f2", *out = "stackcap.trace";
 	int user_only = 0, zstd = 0, force = 0, nofork = 0, full = 0, lttng = 0, python = 0, in_process = 0, all = 0, c;
 	struct pidlist pids = { 0 }, tids = { 0 };
+	const char *events[REC_EVENTS_MAX];
+	size_t n_events = 0;
+	unsigned long long period = 0;
 	char *end;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+F:o:p:t:ah", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+F:o:p:t:e:c:ah", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'e':
+			if (n_events == REC_EVENTS_MAX) {
+				fprintf(stderr, PROG ": -e: at most %d events\n", REC_EVENTS_MAX);
+				return 2;
+			}
+			events[n_events++] = optarg;
+			break;
+		case 'c':
+			errno = 0;
+			period = strtoull(optarg, &end, 10);
+			if (*end || !*optarg || period == 0 || errno || optarg[0] == '-') {
+				fprintf(stderr, PROG ": -c: a count of events per sample (1 or more), not '%s'\n", optarg);
+				return 2;
+			}
+			break;
 		case 'F':
 			freq = strtoul(optarg, &end, 10);
 			if (*end || freq == 0 || freq > 100000) {
@@ -425,6 +452,11 @@ static int cmd_record(int argc, char **argv)
 				"--no-fork do not apply (--python needs the hook in the process from its start)\n");
 		return 2;
 	}
+	if ((n_events || period) && (in_process || lttng || python || nofork)) {
+		fprintf(stderr, PROG ": -e and -c use the kernel copy: --in-process, --lttng, --python and --no-fork "
+				"do not apply\n");
+		return 2;
+	}
 	if (!in_process && !lttng && (python || nofork)) {
 		/* --python reads the interpreter's memory at the sample: only
 		 * code inside the process can. */
@@ -470,7 +502,8 @@ static int cmd_record(int argc, char **argv)
 		struct rec_options ro = { .freq = (uint32_t)freq, .stack_size = (uint32_t)cap & ~7u,
 			.policy = strcmp(policy, "f1") ? STACKCAP_POLICY_F2 : STACKCAP_POLICY_F1, .zstd = zstd,
 			.full_copy = full, .user_only = user_only, .pids = pids.v, .n_pids = pids.n, .tids = tids.v, .n_tids = tids.n,
-			.all = all, .argv = optind < argc ? argv + optind : NULL, .prog = PROG };
+			.all = all, .argv = optind < argc ? argv + optind : NULL, .prog = PROG,
+			.events = events, .n_events = n_events, .period = period };
 		int refused = 0;
 		int const krc = record_kernel(&ro, out, force, &refused);
 		if (!refused)

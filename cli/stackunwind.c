@@ -57,6 +57,8 @@ static void usage(FILE *f)
 		"      --time START,END     only samples in [START, END] (seconds, as printed;\n"
 		"                           either side may be empty); +START,+END: seconds\n"
 		"                           after the first sample (e.g. --time +1,+2.5)\n"
+		"      --event NAME         only samples of this event (stackcap record -e NAME;\n"
+		"                           a trace recorded without -e: cpu-clock)\n"
 		"  -j, --jobs N             unwind and symbolize on N threads (default: cores)\n"
 		"      --unwinder fast|dwfl the CFI unwinder (default fast; dwfl is elfutils' own)\n"
 		"      --reader native|babeltrace2\n"
@@ -152,11 +154,12 @@ static unsigned cores(void)
 static void parse_options(int argc, char **argv, struct options *o)
 {
 	enum { OPT_TITLE = 180, OPT_WIDTH, OPT_MIN_WIDTH, OPT_ICICLE, OPT_REVERSE,
-	       OPT_PER_PROCESS = 200, OPT_PER_THREAD, OPT_NO_INLINE, OPT_TIME = 256, OPT_UNWINDER, OPT_READER, OPT_DEBUG_DIR, OPT_SYMFS, OPT_NO_DEBUGINFOD, OPT_MAX_FRAMES, OPT_FORMAT, OPT_NO_CACHE };
+	       OPT_PER_PROCESS = 200, OPT_PER_THREAD, OPT_NO_INLINE, OPT_TIME = 256, OPT_UNWINDER, OPT_READER, OPT_DEBUG_DIR, OPT_SYMFS, OPT_NO_DEBUGINFOD, OPT_MAX_FRAMES, OPT_FORMAT, OPT_NO_CACHE, OPT_EVENT };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "tid", required_argument, NULL, 't' },
 		{ "time", required_argument, NULL, OPT_TIME },
+		{ "event", required_argument, NULL, OPT_EVENT },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "unwinder", required_argument, NULL, OPT_UNWINDER },
 		{ "reader", required_argument, NULL, OPT_READER },
@@ -237,6 +240,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 			break;
 		case 'p':
 			o->filter.pid = (uint32_t)parse_u64(optarg, "--pid");
+			break;
+		case OPT_EVENT:
+			o->event = optarg;
 			break;
 		case 't':
 			o->filter.tid = (uint32_t)parse_u64(optarg, "--tid");
@@ -413,6 +419,7 @@ struct run {
 	struct progress progress;
 	uint64_t t0;                 /* --time +...: the first sample's time (0: none yet) */
 	uint64_t skipped;            /* samples outside --time +... */
+	uint64_t other_events;       /* samples not of --event */
 };
 
 /* Text of finished samples: to the output, into the folded counts or into
@@ -433,6 +440,10 @@ static int on_sample(void *arg, const struct su_sample *s)
 	struct run *r = arg;
 	enum su_unwind_end end;
 	progress_sample(&r->progress);
+	if (r->o->event && strcmp(su_sample_event(s), r->o->event)) {
+		r->other_events++;
+		return 0;
+	}
 	if (r->o->time_rel) {
 		/* Offsets from the first sample: samples come in time order. */
 		if (!r->t0)
@@ -538,7 +549,10 @@ static int cmd_stacks(const struct options *o)
 	if (st.drops || st.discarded)
 		fprintf(stderr, ", %" PRIu64 " dropped at capture", st.drops + st.discarded);
 	fputc('\n', stderr);
-	if (!c.samples && (o->filter.pid || o->filter.tid || o->filter.time_begin || o->filter.time_end || o->time_rel))
+	if (!c.samples && o->event)
+		fprintf(stderr, PROG ": no sample of event %s (%" PRIu64 " of other events; stackunwind stats lists "
+			"them)\n", o->event, r.other_events);
+	else if (!c.samples && (o->filter.pid || o->filter.tid || o->filter.time_begin || o->filter.time_end || o->time_rel))
 		fprintf(stderr,
 			PROG ": no sample matched --pid/--tid/--time (%" PRIu64 " read outside --time +...; times "
 			"are seconds as stacks prints them, or +seconds after the first sample)\n",

@@ -39,6 +39,8 @@ struct options {
 	 * side given so is not in FILTER.  REL: bit 0 START, bit 1 END. */
 	unsigned time_rel;
 	uint64_t rel_begin, rel_end;
+	/* --event NAME: only samples of that event (su_sample_event), or NULL. */
+	const char *event;
 };
 
 /* `stackunwind stats`: sizes, savings, drops, fidelity.  @return the exit status. */

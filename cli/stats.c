@@ -29,12 +29,41 @@ struct fidelity {
 	size_t n_procs, cap_procs;
 	uint64_t capped;
 	uint32_t window;       /* the first process's stack window (cap) */
+	/* Samples per event (su_sample_event), in the order first met. */
+	struct estat {
+		char *name;
+		uint64_t samples;
+	} *events;
+	size_t n_events, cap_events;
+	uint64_t other_events; /* not of --event */
+	int perf;              /* a perf.data file: its event is not named */
 };
+
+static int count_event(struct fidelity *f, const char *name)
+{
+	for (size_t i = 0; i < f->n_events; i++)
+		if (!strcmp(f->events[i].name, name)) {
+			f->events[i].samples++;
+			return 0;
+		}
+	if (su_grow((void **)&f->events, &f->cap_events, f->n_events + 1, sizeof(*f->events)))
+		return -ENOMEM;
+	if (!(f->events[f->n_events].name = strdup(name)))
+		return -ENOMEM;
+	f->events[f->n_events++].samples = 1;
+	return 0;
+}
 
 static int fidelity_sample(void *arg, const struct su_sample *s)
 {
 	struct fidelity *f = arg;
 	progress_sample(&f->progress);
+	if (f->w.o->event && strcmp(su_sample_event(s), f->w.o->event)) {
+		f->other_events++;
+		return 0;
+	}
+	if (count_event(f, s->event || !f->perf ? su_sample_event(s) : "(unnamed: perf.data)"))
+		return -ENOMEM;
 	f->capped += s->stack_capped != 0;
 	size_t at = 0;
 	while (at < f->n_procs && f->procs[at].pid != s->pid)
@@ -77,6 +106,7 @@ int cmd_stats(const struct options *o)
 		worker_fini(&f.w);
 		return EXIT_ERROR;
 	}
+	f.perf = su_trace_probe(o->trace) == SU_TRACE_PERF;
 	struct su_reader_callbacks cb = { .arg = &f, .sample = fidelity_sample };
 	struct su_reader_stats st;
 	char err[1024];
@@ -88,6 +118,9 @@ int cmd_stats(const struct options *o)
 	if (rrc < 0) {
 		fprintf(stderr, PROG ": %s\n", err[0] ? err : strerror(-rrc));
 		free(f.procs);
+		for (size_t i = 0; i < f.n_events; i++)
+			free(f.events[i].name);
+		free(f.events);
 		return EXIT_ERROR;
 	}
 	double const per = st.samples ? (double)st.bytes_on_disk / (double)st.samples : 0;
@@ -134,6 +167,15 @@ int cmd_stats(const struct options *o)
 		       " filled the stack window  %s\n", ps->pid, ps->samples, ps->drops, ps->capped, ps->comm);
 	}
 	free(f.procs);
+	if (f.n_events)
+		printf("per event:\n");
+	for (size_t i = 0; i < f.n_events; i++) {
+		printf("  %-20s %" PRIu64 " samples\n", f.events[i].name, f.events[i].samples);
+		free(f.events[i].name);
+	}
+	free(f.events);
+	if (o->event)
+		printf("other events:         %" PRIu64 " samples not of %s (--event)\n", f.other_events, o->event);
 	if (st.bad_blobs || st.no_maps || st.truncated_files)
 		printf("unreadable:           %" PRIu64 " samples, %d files cut or corrupt\n",
 		       st.bad_blobs + st.no_maps, st.truncated_files);

@@ -64,6 +64,10 @@ struct rec_encoder {
 	 * when full, so they hold the distinct addresses of the recording. */
 	uint64_t *kaddr;
 	size_t n_kaddr, cap_kaddr, kaddr_sorted;
+	/* Samples per event of the table; the last name met and its index. */
+	uint64_t *event_samples;
+	const char *last_event;
+	uint32_t last_index;
 };
 
 static int by_u64(const void *a, const void *b)
@@ -129,6 +133,10 @@ int rec_encoder_new(struct ctf_writer *w, const struct rec_encoder_opts *o, stru
 		e->o = *o;
 	if (!e->o.policy)
 		e->o.policy = STACKCAP_POLICY_F2;
+	if (e->o.n_events && !(e->event_samples = calloc(e->o.n_events, sizeof(*e->event_samples)))) {
+		free(e);
+		return -ENOMEM;
+	}
 	*out = e;
 	return 0;
 }
@@ -311,6 +319,24 @@ static int write_full(struct rec_encoder *e, struct thread *t, const struct su_s
 	return ctf_stream_sample_full(t->s, s->time_ns, s->tid, s->maps->generation, e->blob, out);
 }
 
+/* The index of event NAME in the table (the first when not there). */
+static uint32_t event_index(struct rec_encoder *e, const char *name)
+{
+	if (!e->o.n_events || !name)
+		return 0;
+	if (name == e->last_event)
+		return e->last_index;
+	uint32_t idx = 0;
+	for (size_t i = 0; i < e->o.n_events; i++)
+		if (!strcmp(e->o.events[i], name)) {
+			idx = (uint32_t)i;
+			break;
+		}
+	e->last_event = name;
+	e->last_index = idx;
+	return idx;
+}
+
 int rec_encoder_sample(struct rec_encoder *e, const struct su_sample *s)
 {
 	if (!s->process || !s->maps)
@@ -365,7 +391,9 @@ int rec_encoder_sample(struct rec_encoder *e, const struct su_sample *s)
 	size_t const out = stackcap_codec_encode(e->blob, e->blob_cap, &in);
 	if (stackcap_codec_is_error(out))
 		return -EINVAL;
-	if ((rc = ctf_stream_sample(t->s, s->time_ns, s->tid, s->maps->generation, e->blob, out)) != 0) {
+	uint32_t const ev = event_index(e, s->event);
+	if ((rc = e->o.n_events ? ctf_stream_event_sample(t->s, s->time_ns, s->tid, ev, s->maps->generation, e->blob, out)
+				: ctf_stream_sample(t->s, s->time_ns, s->tid, s->maps->generation, e->blob, out)) != 0) {
 		t->have_prev = 0; /* not written: no later sample may refer to it */
 		return rc;
 	}
@@ -380,6 +408,8 @@ int rec_encoder_sample(struct rec_encoder *e, const struct su_sample *s)
 	ps->samples++;
 	ps->capped += s->stack_capped != 0;
 	e->st.samples++;
+	if (e->o.n_events)
+		e->event_samples[ev]++;
 	e->st.blob_bytes += out;
 	e->st.raw_stack_bytes += s->image->nwords * 8;
 	e->last_ts = s->time_ns;
@@ -518,6 +548,7 @@ void rec_encoder_get_stats(const struct rec_encoder *e, struct rec_encoder_stats
 	*st = e->st;
 	st->n_procs = e->n_procs;
 	st->procs = e->procs;
+	st->event_samples = e->event_samples;
 }
 
 int rec_encoder_free(struct rec_encoder *e)
@@ -544,6 +575,7 @@ int rec_encoder_free(struct rec_encoder *e)
 	free(e->procs);
 	free(e->blob);
 	free(e->kaddr);
+	free(e->event_samples);
 	free(e);
 	return rc;
 }

@@ -35,6 +35,12 @@ struct rec_encoder_opts {
 	 * kernel events: ctf_writer_opts.kernel_frames), and at the end the
 	 * kernel symbols covering them (this machine's /proc/kallsyms). */
 	int kernel_frames;
+	/* The trace's event table (the writer's ctf_writer_opts.events):
+	 * each sample is written with the index of its su_sample.event
+	 * (compared as strings; a name not in the table: the first).  0: no
+	 * table. */
+	const char *const *events;
+	size_t n_events;
 };
 
 /* What was written, per process (pid; the sections of one pid summed). */
@@ -54,6 +60,7 @@ struct rec_encoder_stats {
 	uint64_t kernel_symbols, kernel_symbol_bytes; /* what the trace holds */
 	size_t n_procs;
 	const struct rec_proc_stats *procs; /* valid until rec_encoder_free */
+	const uint64_t *event_samples;      /* per event of the table (n_events), or NULL */
 };
 
 /* W stays the caller's (closed after rec_encoder_free). */

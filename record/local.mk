@@ -5,6 +5,8 @@ noinst_LTLIBRARIES += record/librecord.la
 record_librecord_la_SOURCES = \
 	record/encode.h \
 	record/encode.c \
+	record/events.h \
+	record/events.c \
 	record/kallsyms.h \
 	record/kallsyms.c \
 	record/perf-events.h \
@@ -13,4 +15,5 @@ record_librecord_la_SOURCES = \
 	record/procmaps.c \
 	record/recorder.h \
 	record/recorder.c
-record_librecord_la_LIBADD = trace/libsutrace.la capture/libctfwriter.la compress/libstackcodec.la
+record_librecord_la_CFLAGS = $(AM_CFLAGS) $(LIBELF_CFLAGS)
+record_librecord_la_LIBADD = trace/libsutrace.la capture/libctfwriter.la compress/libstackcodec.la $(LIBELF_LIBS)

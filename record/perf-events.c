@@ -60,10 +60,13 @@ static int event_open(const struct perf_event_attr *attr, pid_t pid, int cpu, in
 	return fd < 0 ? -errno : (int)fd;
 }
 
-static int add_fd(struct rec_events *ev, int fd)
+static int add_fd(struct rec_events *ev, int fd, size_t attr)
 {
-	if (su_grow((void **)&ev->fds, &ev->cap_fds, ev->n_fds + 1, sizeof(*ev->fds)))
+	size_t cap = ev->cap_fds;
+	if (su_grow((void **)&ev->fds, &ev->cap_fds, ev->n_fds + 1, sizeof(*ev->fds)) ||
+	    su_grow((void **)&ev->fd_attr, &cap, ev->n_fds + 1, sizeof(*ev->fd_attr)))
 		return -ENOMEM;
+	ev->fd_attr[ev->n_fds] = attr;
 	ev->fds[ev->n_fds++] = fd;
 	return 0;
 }
@@ -83,22 +86,29 @@ static const char *open_reason(int e)
 	}
 }
 
-/* Open on every CPU for task PID; the first task's events own the rings. */
-static int open_task(struct rec_events *ev, struct perf_event_attr *attr, pid_t pid, int own_rings)
+/* Open events FIRST to N_ATTRS - 1 of ATTRS on every CPU for task PID;
+ * with OWN_RINGS, event FIRST (0) of the first task owns each CPU's ring,
+ * else they write to the rings (mapped: an event can only write to a
+ * mapped ring).  On failure *BAD is the index of the event refused. */
+static int open_task(struct rec_events *ev, struct perf_event_attr *attrs, size_t first, size_t n_attrs,
+		     pid_t pid, int own_rings, size_t *bad)
 {
 	for (size_t c = 0; c < ev->n_rings; c++) {
 		struct rec_ring *r = &ev->rings[c];
-		int const fd = event_open(attr, pid, r->cpu, -1);
-		if (fd < 0)
-			return fd;
-		if (add_fd(ev, fd)) {
-			close(fd);
-			return -ENOMEM;
-		}
-		if (own_rings) {
-			r->fd = fd;
-		} else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd)) {
-			return -errno;
+		for (size_t a = first; a < n_attrs; a++) {
+			*bad = a;
+			int const fd = event_open(&attrs[a], pid, r->cpu, -1);
+			if (fd < 0)
+				return fd;
+			if (add_fd(ev, fd, a)) {
+				close(fd);
+				return -ENOMEM;
+			}
+			if (own_rings && a == 0) {
+				r->fd = fd;
+			} else if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd)) {
+				return -errno;
+			}
 		}
 	}
 	return 0;
@@ -129,11 +139,14 @@ static int online_cpus(int **cpus)
 	return k;
 }
 
-int rec_events_open(struct rec_events *ev, const struct perf_event_attr *attr0, const pid_t *tids, size_t n,
-		    size_t data_pages, char *err, size_t errlen)
+int rec_events_open(struct rec_events *ev, const struct perf_event_attr *attrs0, const char *const *names,
+		    size_t n_attrs, const pid_t *tids, size_t n, size_t data_pages, char *err, size_t errlen)
 {
 	memset(ev, 0, sizeof(*ev));
-	struct perf_event_attr attr = *attr0;
+	if (!n_attrs || n_attrs > REC_EVENTS_MAX)
+		return -EINVAL;
+	struct perf_event_attr attrs[REC_EVENTS_MAX];
+	memcpy(attrs, attrs0, n_attrs * sizeof(*attrs));
 	long const page = sysconf(_SC_PAGESIZE);
 	int *cpus = NULL;
 	int const ncpu = online_cpus(&cpus);
@@ -154,16 +167,21 @@ int rec_events_open(struct rec_events *ev, const struct perf_event_attr *attr0, 
 		ev->rings[c].fd = -1;
 	}
 	free(cpus);
-	attr.wakeup_watermark = (uint32_t)(data_pages * (size_t)page / 4);
+	for (size_t a = 0; a < n_attrs; a++)
+		attrs[a].wakeup_watermark = (uint32_t)(data_pages * (size_t)page / 4);
 	int rc = 0;
 	for (size_t i = 0; i < (n ? n : 1); i++) {
 		pid_t const pid = n ? tids[i] : -1;
-		rc = open_task(ev, &attr, pid, i == 0);
+		size_t bad = 0;
+		rc = open_task(ev, attrs, 0, i == 0 ? 1 : n_attrs, pid, i == 0, &bad);
 		if (rc) {
+			char ename[300] = "";
+			if (names && names[bad])
+				snprintf(ename, sizeof(ename), ", event %s", names[bad]);
 			if (n)
-				snprintf(err, errlen, "perf_event_open (task %d): %s", (int)pid, open_reason(-rc));
+				snprintf(err, errlen, "perf_event_open (task %d%s): %s", (int)pid, ename, open_reason(-rc));
 			else
-				snprintf(err, errlen, "perf_event_open (every task): %s", open_reason(-rc));
+				snprintf(err, errlen, "perf_event_open (every task%s): %s", ename, open_reason(-rc));
 			goto fail;
 		}
 		if (i == 0) {
@@ -182,6 +200,15 @@ int rec_events_open(struct rec_events *ev, const struct perf_event_attr *attr0, 
 				r->data = (uint8_t *)m + page;
 				r->size = data_pages * (uint64_t)page;
 			}
+			/* The first task's other events, into the mapped rings. */
+			if (n_attrs > 1 && (rc = open_task(ev, attrs, 1, n_attrs, pid, 0, &bad)) != 0) {
+				char ename[300] = "";
+				if (names && names[bad])
+					snprintf(ename, sizeof(ename), ", event %s", names[bad]);
+				snprintf(err, errlen, "perf_event_open (%s %d%s): %s", n ? "task" : "every task, cpu",
+					 n ? (int)pid : ev->rings[0].cpu, ename, open_reason(-rc));
+				goto fail;
+			}
 		}
 	}
 	return 0;
@@ -190,13 +217,24 @@ fail:
 	return rc;
 }
 
-int rec_events_add_task(struct rec_events *ev, const struct perf_event_attr *attr0, pid_t tid)
+int rec_events_add_task(struct rec_events *ev, const struct perf_event_attr *attrs0, size_t n_attrs, pid_t tid)
 {
-	struct perf_event_attr attr = *attr0;
-	attr.wakeup_watermark = (uint32_t)(ev->data_pages * (size_t)sysconf(_SC_PAGESIZE) / 4);
-	attr.disabled = 0;
-	attr.enable_on_exec = 0;
-	return open_task(ev, &attr, tid, 0);
+	if (!n_attrs || n_attrs > REC_EVENTS_MAX)
+		return -EINVAL;
+	struct perf_event_attr attrs[REC_EVENTS_MAX];
+	memcpy(attrs, attrs0, n_attrs * sizeof(*attrs));
+	for (size_t a = 0; a < n_attrs; a++) {
+		attrs[a].wakeup_watermark = (uint32_t)(ev->data_pages * (size_t)sysconf(_SC_PAGESIZE) / 4);
+		attrs[a].disabled = 0;
+		attrs[a].enable_on_exec = 0;
+	}
+	size_t bad;
+	return open_task(ev, attrs, 0, n_attrs, tid, 0, &bad);
+}
+
+int rec_events_id(const struct rec_events *ev, size_t i, uint64_t *id)
+{
+	return ioctl(ev->fds[i], PERF_EVENT_IOC_ID, id) ? -errno : 0;
 }
 
 static int ioctl_all(struct rec_events *ev, unsigned long req)
@@ -249,5 +287,6 @@ void rec_events_close(struct rec_events *ev)
 		close(ev->fds[i]);
 	free(ev->rings);
 	free(ev->fds);
+	free(ev->fd_attr);
 	memset(ev, 0, sizeof(*ev));
 }

@@ -47,26 +47,36 @@ struct rec_ring {
 	uint64_t size;        /* bytes of the data area (a power of 2) */
 };
 
+/* The most events one recording opens (stackcap record -e, each SDT
+ * marker's sites counted). */
+#define REC_EVENTS_MAX 64
+
 struct rec_events {
 	int *fds;             /* every event */
+	size_t *fd_attr;      /* the attr each was opened with (index) */
 	size_t n_fds, cap_fds;
 	struct rec_ring *rings; /* one per CPU */
 	size_t n_rings;
 	size_t data_pages;
 };
 
-/* Open ATTR on every CPU for each of the N tasks TIDS (N 0: every task,
- * the whole machine), one ring per CPU of DATA_PAGES pages (a power of 2)
- * that every event of that CPU writes to.  @return 0, or -errno with a
- * message in ERR (EACCES/EPERM: refused by perf_event_paranoid; ESRCH: a
- * task is gone; ENOENT/EOPNOTSUPP: the kernel lacks a feature; EDQUOT:
- * the rings are over the locked-memory limit). */
-int rec_events_open(struct rec_events *ev, const struct perf_event_attr *attr, const pid_t *tids, size_t n,
-		    size_t data_pages, char *err, size_t errlen);
+/* Open the N_ATTRS events ATTRS (named NAMES in messages; NULL: none) on
+ * every CPU for each of the N tasks TIDS (N 0: every task, the whole
+ * machine), one ring per CPU of DATA_PAGES pages (a power of 2) that every
+ * event of that CPU writes to.  @return 0, or -errno with a message in
+ * ERR naming the task and the event (EACCES/EPERM: refused by
+ * perf_event_paranoid; ESRCH: a task is gone; ENOENT/EOPNOTSUPP: the
+ * kernel lacks a feature; EDQUOT: the rings are over the locked-memory
+ * limit). */
+int rec_events_open(struct rec_events *ev, const struct perf_event_attr *attrs, const char *const *names,
+		    size_t n_attrs, const pid_t *tids, size_t n, size_t data_pages, char *err, size_t errlen);
 
-/* Open ATTR for one more task TID on every CPU, writing to the rings,
- * enabled at once (a thread of an attached process).  0 or -errno. */
-int rec_events_add_task(struct rec_events *ev, const struct perf_event_attr *attr, pid_t tid);
+/* Open the events for one more task TID on every CPU, writing to the
+ * rings, enabled at once (a thread of an attached process).  0 or -errno. */
+int rec_events_add_task(struct rec_events *ev, const struct perf_event_attr *attrs, size_t n_attrs, pid_t tid);
+
+/* The kernel's id of event I (fds[I]): what its samples carry. */
+int rec_events_id(const struct rec_events *ev, size_t i, uint64_t *id);
 
 int rec_events_enable(struct rec_events *ev);
 int rec_events_disable(struct rec_events *ev);

@@ -36,6 +36,7 @@
 
 #include "capture/ctf-writer.h"
 #include "record/encode.h"
+#include "record/events.h"
 #include "record/kallsyms.h"
 #include "record/perf-events.h"
 #include "record/procmaps.h"
@@ -45,7 +46,16 @@
 
 struct recorder {
 	const struct rec_options *o;
-	struct perf_event_attr attr;
+	/* The events (-e), and the perf events they need: ATTRS[i] is a
+	 * site of EVS[ATTR_EVENT[i]], named NAMES[i]. */
+	struct rec_event *evs;
+	size_t n_evs;
+	struct perf_event_attr attrs[REC_EVENTS_MAX];
+	const char *names[REC_EVENTS_MAX];
+	size_t n_attrs;
+	const char *table[REC_EVENTS_MAX]; /* the trace's event table (n_table 0: none) */
+	size_t n_table;
+	size_t ids_known;      /* events whose ids the record stream knows */
 	struct rec_events ev;
 	struct ctf_writer *w;
 	struct rec_encoder *enc;
@@ -177,6 +187,21 @@ static int tidset_add(struct tidset *t, pid_t tid)
 	return 0;
 }
 
+/* The ids of the events opened since the last call, told to the record
+ * stream (several events: a sample is known by its id).  0 or -errno. */
+static int register_ids(struct recorder *r)
+{
+	for (; r->n_attrs > 1 && r->ids_known < r->ev.n_fds; r->ids_known++) {
+		uint64_t id;
+		int rc = rec_events_id(&r->ev, r->ids_known, &id);
+		if (!rc)
+			rc = su_perf_stream_add_id(r->ps, id, r->ev.fd_attr[r->ids_known]);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 /* Threads of the -p processes that are not followed yet: open theirs
  * (enabled at once).  Until a listing finds no new one.  0 or -errno. */
 static int follow_new_threads(struct recorder *r, struct tidset *have)
@@ -189,7 +214,9 @@ static int follow_new_threads(struct recorder *r, struct tidset *have)
 			for (int k = 0; k < n; k++) {
 				if (tidset_has(have, t[k]))
 					continue;
-				int rc = rec_events_add_task(&r->ev, &r->attr, t[k]);
+				int rc = rec_events_add_task(&r->ev, r->attrs, r->n_attrs, t[k]);
+				if (!rc)
+					rc = register_ids(r);
 				if (rc == -ESRCH) /* ended meanwhile */
 					rc = 0;
 				if (!rc)
@@ -284,6 +311,114 @@ static int reap(pid_t pid, int *status)
 	return 0;
 }
 
+/* ---- the events ------------------------------------------------------------------ */
+
+/* Where an SDT marker named without its file is looked for: the command,
+ * the attached processes' executables and the files they map executable.
+ * *OUT malloc'd (each string too); @return how many. */
+static size_t sdt_binaries(const struct rec_options *o, char ***out)
+{
+	char **v = NULL;
+	size_t n = 0, cap = 0;
+	if (o->argv && o->argv[0] && !su_grow((void **)&v, &cap, n + 1, sizeof(*v)) && (v[n] = strdup(o->argv[0])))
+		n++;
+	for (size_t i = 0; i < o->n_pids; i++) {
+		char path[64], line[4600];
+		snprintf(path, sizeof(path), "/proc/%d/maps", (int)o->pids[i]);
+		FILE *f = fopen(path, "r");
+		while (f && fgets(line, sizeof(line), f)) {
+			char perms[8] = "";
+			int at = 0;
+			if (sscanf(line, "%*s %7s %*s %*s %*s%n", perms, &at) != 1 || perms[2] != 'x')
+				continue;
+			char *file = line + at + strspn(line + at, " ");
+			file[strcspn(file, "\n")] = 0;
+			if (file[0] != '/')
+				continue;
+			int dup = 0;
+			for (size_t k = 0; k < n && !dup; k++)
+				dup = !strcmp(v[k], file);
+			if (!dup && !su_grow((void **)&v, &cap, n + 1, sizeof(*v)) && (v[n] = strdup(file)))
+				n++;
+		}
+		if (f)
+			fclose(f);
+	}
+	*out = v;
+	return n;
+}
+
+/* The events of -e (cpu-clock without), each parsed; errors printed.
+ * The trace's event table unless the one event is cpu-clock (such a
+ * trace is as it always was).  0 or -1. */
+static int events_parse(struct recorder *r)
+{
+	const struct rec_options *o = r->o;
+	static const char *const dflt[] = { "cpu-clock" };
+	const char *const *specs = o->n_events ? o->events : dflt;
+	size_t const n = o->n_events ? o->n_events : 1;
+	if (n > REC_EVENTS_MAX) {
+		fprintf(stderr, "%s: -e: at most %d events\n", o->prog, REC_EVENTS_MAX);
+		return -1;
+	}
+	if (!(r->evs = calloc(n, sizeof(*r->evs))))
+		return -1;
+	char **bins = NULL;
+	size_t const nb = sdt_binaries(o, &bins);
+	int rc = 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		char err[1024];
+		if (rec_event_parse(specs[i], (const char *const *)bins, nb, &r->evs[i], err, sizeof(err))) {
+			fprintf(stderr, "%s: %s\n", o->prog, err);
+			rc = -1;
+			break;
+		}
+		r->n_evs = i + 1;
+		for (size_t k = 0; k < i; k++)
+			if (!strcmp(r->evs[k].name, r->evs[i].name)) {
+				fprintf(stderr, "%s: -e %s: given twice\n", o->prog, specs[i]);
+				rc = -1;
+			}
+	}
+	for (size_t i = 0; i < nb; i++)
+		free(bins[i]);
+	free(bins);
+	if (rc)
+		return rc;
+	int const plain = r->n_evs == 1 && r->evs[0].kind == REC_EV_SOFTWARE &&
+			  r->evs[0].config == PERF_COUNT_SW_CPU_CLOCK;
+	for (size_t i = 0; !plain && i < r->n_evs; i++)
+		r->table[r->n_table++] = r->evs[i].name;
+	return 0;
+}
+
+/* The perf events for sampler options AO: a site of an event each, only
+ * the first also tracking maps, comm and tasks; with several, each
+ * sample carries its event's id.  0, or -1 printed. */
+static int events_attrs(struct recorder *r, const struct rec_attr_opts *ao)
+{
+	struct perf_event_attr base;
+	rec_attr_init(&base, ao);
+	r->n_attrs = 0;
+	for (size_t i = 0; i < r->n_evs; i++)
+		for (size_t site = 0; site < r->evs[i].n_sites; site++) {
+			if (r->n_attrs == REC_EVENTS_MAX) {
+				fprintf(stderr, "%s: -e: more than %d perf events (each site of an SDT marker is one)\n",
+					r->o->prog, REC_EVENTS_MAX);
+				return -1;
+			}
+			struct perf_event_attr *a = &r->attrs[r->n_attrs];
+			rec_event_attr(&r->evs[i], site, &base, r->o->freq, r->o->period, a);
+			if (r->n_attrs) {
+				a->mmap = a->mmap2 = a->build_id = a->comm = a->comm_exec = a->task = 0;
+			}
+			r->names[r->n_attrs++] = r->evs[i].name;
+		}
+	for (size_t k = 0; r->n_attrs > 1 && k < r->n_attrs; k++)
+		r->attrs[k].sample_type |= PERF_SAMPLE_IDENTIFIER;
+	return 0;
+}
+
 /* ---- the recording --------------------------------------------------------------- */
 
 static size_t ring_pages(uint32_t stack_size)
@@ -325,6 +460,12 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 			fprintf(stderr, " %" PRIu64 " samples, %" PRIu64 " lost (ring buffer full: the recorder fell "
 				"behind), %" PRIu64 " throttled\n", p->samples, p->lost, p->throttled);
 		}
+	}
+	if (r->n_table && st.event_samples) {
+		fprintf(stderr, "%s: samples per event:", o->prog);
+		for (size_t i = 0; i < r->n_table; i++)
+			fprintf(stderr, "%s %s %" PRIu64, i ? "," : "", r->table[i], st.event_samples[i]);
+		fputc('\n', stderr);
 	}
 	if (st.kernel_samples)
 		fprintf(stderr, "%s: kernel frames in %" PRIu64 " samples; %" PRIu64 " kernel symbols kept (%" PRIu64
@@ -397,9 +538,21 @@ int rec_record(const struct rec_options *o)
 		}
 	}
 
+	if (events_parse(r)) {
+		ret = REC_FAILED;
+		goto fail_cmd;
+	}
+	int hits = 0, in_kernel = 0;
+	for (size_t i = 0; i < r->n_evs; i++) {
+		hits |= r->evs[i].kind != REC_EV_SOFTWARE;
+		in_kernel |= rec_event_in_kernel(&r->evs[i]);
+	}
 	/* The events: kernel time too when permitted (the user stack of a
-	 * task in a system call is sampled as perf does), else user time. */
-	size_t pages = ring_pages(o->stack_size);
+	 * task in a system call is sampled as perf does), else user time.
+	 * A tracepoint or probe gives a sample per hit, as fast as the
+	 * program hits it: the largest rings (16 MiB per CPU) hold 1,900
+	 * samples of an 8 KiB window whatever the recorder's delay. */
+	size_t pages = hits ? 4096 : ring_pages(o->stack_size);
 	rc = -EINVAL;
 	/* Kernel frames where kernel addresses are ours to read (root,
 	 * kernel.kptr_restrict): else said once. */
@@ -407,14 +560,21 @@ int rec_record(const struct rec_options *o)
 	int kframes = 0;
 	for (int attempt = kreadable ? 0 : 1; attempt < 3; attempt++) {
 		int const excl = attempt == 2;
+		if (excl && in_kernel) /* it would never fire: say why it was refused */
+			break;
 		kframes = attempt == 0;
 		struct rec_attr_opts const ao = {
 			.freq = o->freq, .stack_size = o->stack_size, .inherit = !o->all,
 			.enable_on_exec = cmd_only, .exclude_kernel = excl, .kernel_chain = kframes,
 		};
-		rec_attr_init(&r->attr, &ao);
+		if (events_attrs(r, &ao)) {
+			rc = -EINVAL;
+			snprintf(err, sizeof(err), "-e: too many perf events");
+			break;
+		}
 		for (;;) {
-			rc = rec_events_open(&r->ev, &r->attr, have.v, o->all ? 0 : have.n, pages, err, sizeof(err));
+			rc = rec_events_open(&r->ev, r->attrs, r->names, r->n_attrs, have.v, o->all ? 0 : have.n, pages,
+					     err, sizeof(err));
 			if (rc != -EDQUOT || pages <= 8)
 				break;
 			pages /= 2; /* a smaller ring under the locked-memory limit */
@@ -428,12 +588,17 @@ int rec_record(const struct rec_options *o)
 			go = -1;
 			reap(child, &status);
 			child = -1;
-			if (rc == -EACCES || rc == -EPERM) {
+			/* Refused: the in-process sampler may take over (cpu-clock only). */
+			if ((rc == -EACCES || rc == -EPERM) && !r->n_table) {
 				ret = REC_REFUSED;
 				goto out;
 			}
 		}
-		fprintf(stderr, "%s: %s\n", o->prog, err);
+		if ((rc == -EACCES || rc == -EPERM) && in_kernel)
+			fprintf(stderr, "%s: %s (the event fires in the kernel: kernel.perf_event_paranoid must be 1 or "
+				"less, or root)\n", o->prog, err);
+		else
+			fprintf(stderr, "%s: %s\n", o->prog, err);
 		ret = REC_FAILED;
 		goto out;
 	}
@@ -453,17 +618,28 @@ int rec_record(const struct rec_options *o)
 				  : "kernel addresses are hidden from this user (kernel.kptr_restrict, "
 				    "kernel.perf_event_paranoid; root sees them)");
 	struct ctf_writer_opts wo = { .sz = sizeof(wo), .zstd = o->zstd, .clock_offset_ns = o->clock_offset_ns,
-				     .sampler = "kernel", .kernel_frames = kframes };
+				     .sampler = "kernel", .kernel_frames = kframes,
+				     .events = r->n_table ? r->table : NULL, .n_events = r->n_table };
 	memcpy(wo.uuid, o->uuid, sizeof(wo.uuid));
 	if ((rc = ctf_writer_open(o->out, &wo, &r->w)) != 0) {
 		fprintf(stderr, "%s: cannot create the trace in %s: %s\n", o->prog, o->out, strerror(-rc));
 		goto fail_quiet;
 	}
 	struct rec_encoder_opts const eo = { .full_copy = o->full_copy, .end_all = 1, .policy = o->policy,
-					     .kernel_frames = kframes };
+					     .kernel_frames = kframes, .events = r->n_table ? r->table : NULL,
+					     .n_events = r->n_table };
 	struct su_reader_callbacks cb = { .arg = r, .process_start = on_process, .sample = on_sample, .end = on_end };
 	if ((rc = rec_encoder_new(r->w, &eo, &r->enc)) != 0 ||
-	    (rc = su_perf_stream_new(&r->attr, sizeof(r->attr), &cb, &live_cb, &r->rst, &r->ps)) != 0)
+	    (rc = su_perf_stream_new(&r->attrs[0], sizeof(r->attrs[0]), &cb, &live_cb, &r->rst, &r->ps)) != 0)
+		goto fail;
+	for (size_t k = 0; r->n_table && k < r->n_attrs; k++) {
+		int const x = su_perf_stream_add_event(r->ps, &r->attrs[k], sizeof(r->attrs[k]), r->names[k]);
+		if (x < 0) {
+			rc = x;
+			goto fail;
+		}
+	}
+	if ((rc = register_ids(r)) != 0)
 		goto fail;
 	r->window = su_perf_stream_stack_cap(r->ps);
 
@@ -619,6 +795,10 @@ int rec_record(const struct rec_options *o)
 		memcpy(procs, st.procs, st.n_procs * sizeof(*procs));
 	st.procs = procs;
 	st.n_procs = procs ? st.n_procs : 0;
+	uint64_t *ev_samples = r->n_table ? calloc(r->n_table, sizeof(*ev_samples)) : NULL;
+	if (ev_samples && st.event_samples)
+		memcpy(ev_samples, st.event_samples, r->n_table * sizeof(*ev_samples));
+	st.event_samples = ev_samples;
 	int const frc = rec_encoder_free(r->enc);
 	r->enc = NULL;
 	if (frc && !r->werr)
@@ -630,6 +810,7 @@ int rec_record(const struct rec_options *o)
 		r->werr = crc;
 	summary(r, &st, bytes);
 	free(procs);
+	free(ev_samples);
 	if (WIFSIGNALED(status) && child > 0)
 		fprintf(stderr, "%s: %s was killed by signal %d (%s)\n", o->prog, o->argv[0], WTERMSIG(status),
 			strsignal(WTERMSIG(status)));
@@ -643,6 +824,7 @@ fail:
 	fprintf(stderr, "%s: %s\n", o->prog, strerror(-rc));
 fail_quiet:
 	ret = 1;
+fail_cmd: /* RET set */
 	if (go >= 0) {
 		close(go);
 		go = -1;
@@ -668,5 +850,8 @@ out:
 	free(pidfds);
 	free(have.v);
 	free(synth.p);
+	for (size_t i = 0; i < r->n_evs; i++)
+		rec_event_free(&r->evs[i]);
+	free(r->evs);
 	return ret;
 }

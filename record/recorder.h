@@ -34,6 +34,10 @@ struct rec_options {
 	size_t n_tids;
 	int all;                  /* -a: every process */
 	char **argv;              /* command to run (and record unless -p/-t/-a), or NULL */
+	const char *const *events; /* -e: what to sample on (record/events.h); none: cpu-clock */
+	size_t n_events;
+	uint64_t period;          /* -c: events per sample (0: software events at FREQ Hz,
+				   * tracepoints and probes at every hit) */
 	uint8_t uuid[16];         /* trace identity and clock offset */
 	int64_t clock_offset_ns;
 	const char *prog;         /* prefix of messages ("stackcap") */

@@ -61,6 +61,7 @@ python3.11-dbg      # tests/unit/test-cpython-layout: CPython 3.11's DWARF check
 libiberty-dev       # symbolize/: Rust names, legacy and v0 (libiberty's rust_demangle)
 rustc               # tests/names.sh: Rust programs built by Debian's compiler (names, inline frames)
 debuginfod          # tests/real-clients.sh: a real debuginfod server on loopback serves a stripped program's debug file
+systemtap-sdt-dev   # <sys/sdt.h>: the SDT markers of testdata/tdata-events (tests/events.sh: stackcap record -e sdt:...)
 busybox-static      # tests/kernel-record.sh: a static binary the kernel copy records and LD_PRELOAD cannot
 sqlite3             # bench/stack-window.sh: deep stacks (the stack window's size)
 bzip2               # bench/stack-window.sh: deep stacks (the stack window's size)

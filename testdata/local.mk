@@ -16,7 +16,8 @@ noinst_PROGRAMS += \
 	testdata/tdata-nofp \
 	testdata/tdata-sigalt \
 	testdata/tdata-inline \
-	testdata/tdata-demo
+	testdata/tdata-demo \
+	testdata/tdata-events
 
 testdata_tdata_single_SOURCES = testdata/single.c testdata/tdata.h
 testdata_tdata_single_CFLAGS = $(AM_CFLAGS) $(TDATA_CFLAGS)
@@ -49,6 +50,10 @@ testdata_tdata_sigalt_CFLAGS = $(AM_CFLAGS) $(TDATA_CFLAGS)
 testdata_tdata_inline_SOURCES = testdata/inline.c testdata/tdata.h
 testdata_tdata_inline_CFLAGS = $(AM_CFLAGS) $(TDATA_INLINE_CFLAGS)
 
+# Known counts of events (stackcap record -e): a write, a function, SDT markers.
+testdata_tdata_events_SOURCES = testdata/events.c testdata/events-sem.c testdata/tdata.h testdata/tdata-events.h
+testdata_tdata_events_CFLAGS = $(AM_CFLAGS) $(TDATA_CFLAGS)
+
 # The demo quickstart.sh records: a C++ profile several levels deep.
 testdata_tdata_demo_SOURCES = testdata/demo.cc
 testdata_tdata_demo_CXXFLAGS = $(TDATA_CFLAGS)
@@ -59,7 +64,8 @@ testdata_tdata_demo_CXXFLAGS = $(TDATA_CFLAGS)
 # documented whatever CFLAGS the tree was configured with.
 $(testdata_tdata_single_OBJECTS) $(testdata_tdata_threads_OBJECTS) \
 $(testdata_tdata_dlopen_OBJECTS) $(testdata_libtdata_plugin_la_OBJECTS) \
-$(testdata_tdata_recurse_OBJECTS) $(testdata_tdata_sigalt_OBJECTS): CFLAGS += $(TDATA_CFLAGS)
+$(testdata_tdata_recurse_OBJECTS) $(testdata_tdata_sigalt_OBJECTS) \
+$(testdata_tdata_events_OBJECTS): CFLAGS += $(TDATA_CFLAGS)
 $(testdata_tdata_nofp_OBJECTS): CFLAGS += $(TDATA_NOFP_CFLAGS)
 $(testdata_tdata_inline_OBJECTS): CFLAGS += $(TDATA_INLINE_CFLAGS)
 $(testdata_tdata_demo_OBJECTS): CXXFLAGS += $(TDATA_CFLAGS)

@@ -121,6 +121,7 @@ struct attr {
 	uint16_t sample_max_stack;   /* call chain entries at most (0: the kernel's default) */
 	uint32_t nregs;              /* popcount(sample_regs_user) */
 	int8_t reg_map[64];          /* i-th value in a sample -> ours, or -1 */
+	const char *name;            /* the event's name (a live stream's, given), or NULL */
 };
 
 struct qev {
@@ -1030,6 +1031,7 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 		.maps = maps,
 		.image = &img,
 		.stack_capped = !no_user && dyn >= size,
+		.event = a->name,
 	};
 	if (chain_only) {
 		if (!(s.user_chain = words_at(r, uchain, n_uchain, 0)))
@@ -1732,6 +1734,42 @@ int su_perf_stream_new(const void *attr, size_t attr_len, const struct su_reader
 	if (uname(&u) == 0) /* recorded here: our own vDSO's build-id applies */
 		snprintf(s->r.osrelease, sizeof(s->r.osrelease), "%s", u.release);
 	*out = s;
+	return 0;
+}
+
+int su_perf_stream_add_event(struct su_perf_stream *s, const void *attr, size_t attr_len, const char *name)
+{
+	struct pr *r = &s->r;
+	if (attr_len < 96)
+		return -EINVAL;
+	if (r->n_attrs == 1 && !r->attrs[0].name) { /* the first attr, named */
+		r->attrs[0].name = name;
+		return 0;
+	}
+	struct attr *na = realloc(r->attrs, (r->n_attrs + 1) * sizeof(*na));
+	if (!na)
+		return -ENOMEM;
+	r->attrs = na;
+	memset(&na[r->n_attrs], 0, sizeof(*na));
+	attr_parse(&na[r->n_attrs], attr, attr_len);
+	na[r->n_attrs].name = name;
+	return (int)r->n_attrs++;
+}
+
+int su_perf_stream_add_id(struct su_perf_stream *s, uint64_t id, size_t index)
+{
+	struct pr *r = &s->r;
+	if (index >= r->n_attrs)
+		return -EINVAL;
+	if (su_grow((void **)&r->ids, &r->cap_ids, r->n_ids + 1, sizeof(*r->ids)))
+		return -ENOMEM;
+	size_t i = r->n_ids;
+	while (i > 0 && r->ids[i - 1].id > id) { /* kept sorted */
+		r->ids[i] = r->ids[i - 1];
+		i--;
+	}
+	r->ids[i] = (struct id_attr){ .id = id, .attr = index };
+	r->n_ids++;
 	return 0;
 }
 

@@ -55,6 +55,15 @@ struct su_perf_stream_callbacks {
 int su_perf_stream_new(const void *attr, size_t attr_len, const struct su_reader_callbacks *cb,
 		       const struct su_perf_stream_callbacks *live, struct su_reader_stats *stats,
 		       struct su_perf_stream **out);
+/* Several events in one stream (stackcap record -e): each event's ATTR
+ * and NAME (kept by the caller while the stream lives; the first call
+ * names the attr of su_perf_stream_new and returns 0, the next ones add
+ * an attr and return its index), then every event id (PERF_EVENT_IOC_ID)
+ * with the index of its attr: a sample is told by its id (the attrs carry
+ * PERF_SAMPLE_IDENTIFIER when there are several) and delivered with its
+ * attr's name as su_sample.event.  @return the index or -errno. */
+int su_perf_stream_add_event(struct su_perf_stream *s, const void *attr, size_t attr_len, const char *name);
+int su_perf_stream_add_id(struct su_perf_stream *s, uint64_t id, size_t index);
 /* Whole records (LEN bytes).  @return 0, a callback's nonzero return, or
  * -EINVAL when a record is damaged or cut (the rest of BUF is ignored). */
 int su_perf_stream_feed(struct su_perf_stream *s, const uint8_t *buf, size_t len);

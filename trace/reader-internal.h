@@ -45,6 +45,9 @@ struct raw_event {
 	uint32_t generation;
 	const uint8_t *blob;
 	size_t blob_len;
+	/* RAW_SAMPLE: the index of its event in the trace's event table
+	 * (version 4's event_sample; 0 for a `sample`). */
+	uint32_t event;
 	/* RAW_DISCARDED: */
 	uint64_t discarded;
 	/* RAW_RUNTIME (name valid during the call), RAW_RUNTIME_CODE (the

@@ -97,6 +97,9 @@ struct reader {
 	struct su_maps *last_maps;   /* what on_maps stored (push mode tells cb->maps) */
 	int warned_blob;             /* the first undecodable blob was named */
 	struct su_kernel *kernel;    /* the trace's kernel symbols, or NULL */
+	char **events;               /* version 4: the event table (metadata env), or NULL */
+	size_t n_events;
+	int warned_event;            /* a sample named an event beyond the table */
 };
 
 void su_kernel_free(struct su_kernel *k)
@@ -369,6 +372,9 @@ static int on_runtime_frames(struct reader *r, const struct raw_event *ev)
 
 static void reader_free(struct reader *r)
 {
+	for (size_t i = 0; i < r->n_events; i++)
+		free(r->events[i]);
+	free(r->events);
 	for (size_t i = 0; i < r->n_sections; i++) {
 		struct section *s = &r->sections[i];
 		runtime_free(s->rt);
@@ -647,6 +653,20 @@ static void bad_blob(struct reader *r, const struct raw_event *ev, size_t code, 
 		       code ? stackcap_codec_error_name(code) : why);
 }
 
+/* The name of EV's event: from the table (NULL when the trace has none:
+ * every sample is cpu-clock). */
+static const char *sample_event_name(struct reader *r, const struct raw_event *ev)
+{
+	if (!r->n_events)
+		return NULL;
+	if (ev->event < r->n_events)
+		return r->events[ev->event];
+	if (!r->warned_event++)
+		su_reader_warn("pid %u tid %u: a sample names event %u, beyond the trace's %zu events: shown as "
+			       "[unknown event]", ev->pid, ev->tid, ev->event, r->n_events);
+	return "[unknown event]";
+}
+
 static int on_sample(struct reader *r, const struct raw_event *ev)
 {
 	int const kind = ev->kind;
@@ -762,6 +782,7 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 		.runtime_frames_len = has_rt ? t->rt_len : 0,
 		.kernel_chain = has_kc ? t->kc : NULL,
 		.n_kernel_chain = has_kc ? t->kc_n : 0,
+		.event = sample_event_name(r, ev),
 	};
 	int const crc = r->cb->sample(r->cb->arg, &s);
 	if (crc)
@@ -877,8 +898,8 @@ static int check_metadata(const char *dir, char *msg, size_t msglen)
 		snprintf(msg, msglen, "%s is not a stackcap trace (its metadata does not name tracer \"stackcap\")", dir);
 		return -1;
 	}
-	if (version < 1 || version > 3) {
-		snprintf(msg, msglen, "%s: stackcap trace format version %ld not supported (this reader knows 1 to 3)",
+	if (version < 1 || version > 4) {
+		snprintf(msg, msglen, "%s: stackcap trace format version %ld not supported (this reader knows 1 to 4)",
 			 dir, version);
 		return -1;
 	}
@@ -903,6 +924,65 @@ int su_stackcap_trace_sampler(const char *dir, char *buf, size_t len)
 	if (!found)
 		snprintf(buf, len, "in-process");
 	return found;
+}
+
+/* The event table of DIR's metadata (version 4: env.stackcap_events and
+ * env.stackcap_event_I, docs/trace-format.md): *OUT holds N names, or
+ * none.  0 or -ENOMEM. */
+static int read_event_table(const char *dir, char ***out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	char path[8192], line[1024];
+	snprintf(path, sizeof(path), "%s/metadata", dir);
+	int const fd = su_open_regular(path, O_NOFOLLOW);
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	long count = -1;
+	char **v = NULL;
+	int rc = 0;
+	while (fgets(line, sizeof(line), f)) {
+		const char *p = line + strspn(line, " \t");
+		unsigned long i;
+		int at = 0;
+		if (count < 0 && sscanf(p, "stackcap_events = %ld;", &count) == 1) {
+			if (count <= 0 || count > 65536) {
+				count = 0;
+				break;
+			}
+			if (!(v = calloc((size_t)count, sizeof(*v)))) {
+				rc = -ENOMEM;
+				break;
+			}
+		} else if (v && sscanf(p, "stackcap_event_%lu = \"%n", &i, &at) == 1 && at && i < (unsigned long)count &&
+			   !v[i]) {
+			size_t const len = strcspn(p + at, "\"\n");
+			if (!(v[i] = strndup(p + at, len))) {
+				rc = -ENOMEM;
+				break;
+			}
+		}
+	}
+	fclose(f);
+	/* A name missing from the table: named by its index. */
+	for (long i = 0; v && !rc && i < count; i++)
+		if (!v[i] && asprintf(&v[i], "event%ld", i) < 0) {
+			v[i] = NULL;
+			rc = -ENOMEM;
+		}
+	if (rc || count <= 0) {
+		for (long i = 0; v && i < count; i++)
+			free(v[i]);
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*n = (size_t)count;
+	return 0;
 }
 
 int su_stackcap_trace_probe(const char *dir)
@@ -984,6 +1064,8 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 	}
 	stats->bytes_on_disk = dir_bytes(dir);
 	rep.bytes_read = &stats->bytes_read;
+	if ((rc = read_event_table(dir, &r.events, &r.n_events)) != 0)
+		goto out;
 	h = src->open(abs_dir, &rep, err, errlen);
 	if (!h) {
 		rc = -1;

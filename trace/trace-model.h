@@ -137,6 +137,19 @@ struct su_sample {
 	 * return addresses; NULL when none. */
 	const uint64_t *kernel_chain;
 	uint32_t n_kernel_chain;
+	/* The event that took the sample (stackcap record -e: "cpu-clock",
+	 * "sched:sched_switch", "BINARY:FUNCTION", "sdt:PROVIDER:NAME"), from
+	 * the trace's event table; NULL when the trace has none: the default
+	 * event (a stackcap trace's cpu-clock; a perf.data file's, unnamed).
+	 * su_sample_event() names both. */
+	const char *event;
 };
+
+/* The name of S's event: its own, or "cpu-clock", what every trace
+ * without an event table was sampled on. */
+static inline const char *su_sample_event(const struct su_sample *s)
+{
+	return s->event ? s->event : "cpu-clock";
+}
 
 #endif
