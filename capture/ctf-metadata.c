@@ -259,7 +259,7 @@ static const char metadata_events[] =
 	"\tid = 5;\n"
 	"\tstream_id = 1;\n"
 	"\tfields := struct {\n"
-	"\t\tinteger { size = 16; align = 8; signed = false; } event;\n"
+	"\t\tinteger { size = 16; align = 8; signed = false; } event_index;\n"
 	"\t\tuint24_t generation;\n"
 	"\t\tuint24_t _blob_length;\n"
 	"\t\tuint8_t blob[_blob_length];\n"

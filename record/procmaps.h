@@ -18,6 +18,10 @@
 struct rec_buf {
 	uint8_t *p;
 	size_t len, cap;
+	/* The records' sample_id also holds this id (PERF_SAMPLE_IDENTIFIER:
+	 * the recorder's events are several). */
+	int with_id;
+	uint64_t id;
 };
 
 /* Append PID's COMM and MMAP2 records (sample_id: pid, tid, TS) to B.

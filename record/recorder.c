@@ -674,6 +674,12 @@ int rec_record(const struct rec_options *o)
 					procs[np++] = g;
 			}
 		}
+		/* Several events: the records carry the first one's id. */
+		if (r->n_attrs > 1 && r->ev.n_fds) {
+			synth.with_id = 1;
+			if ((rc = rec_events_id(&r->ev, 0, &synth.id)) != 0)
+				goto fail;
+		}
 		for (int i = 0; i < np; i++)
 			if (procs[i] != r->self && rec_proc_synthesize(&synth, procs[i], t0) == -ENOMEM) {
 				np = -ENOMEM;

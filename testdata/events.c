@@ -15,7 +15,9 @@
  * Those are every write(2) the program makes after exec: nothing is
  * printed but --chain's output.
  *
- * Usage: tdata-events [-k write|probe|sdt|guarded] [-n N] [--chain]
+ * Usage: tdata-events [-k write|probe|sdt|guarded] [-n N] [--wait FILE] [--chain]
+ *   --wait FILE: first wait until FILE exists (a tracer attached with -p
+ *   creates it when ready), looking every 10 ms.
  *   --chain prints the chain of the -k event (default write), leaf first:
  *   write_once event_round run_events main (libc's write above it).
  *   --sdt says whether the SDT markers were built in (exit 0) or not
@@ -83,9 +85,10 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "chain", no_argument, NULL, 'c' },
 		{ "sdt", no_argument, NULL, 's' },
+		{ "wait", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *kind = "write";
+	const char *kind = "write", *wait_for = NULL;
 	unsigned long n = 1000;
 	int want_chain = 0, c;
 	char *end;
@@ -101,6 +104,7 @@ int main(int argc, char **argv)
 			return 1;
 #endif
 		case 'k': kind = optarg; break;
+		case 'w': wait_for = optarg; break;
 		case 'n':
 			n = strtoul(optarg, &end, 10);
 			if (*end || !*optarg || n > 100000000)
@@ -120,6 +124,10 @@ int main(int argc, char **argv)
 		td_print_chain(chain, sizeof chain / sizeof chain[0]);
 		return 0;
 	}
+	while (wait_for && access(wait_for, F_OK) != 0) {
+		struct timespec const ms10 = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ms10, NULL);
+	}
 	int const fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (fd < 0) {
 		perror("/dev/null");
@@ -129,6 +137,6 @@ int main(int argc, char **argv)
 	close(fd);
 	return 0;
 usage:
-	fprintf(stderr, "usage: %s [-k write|probe|sdt|guarded] [-n N] [--chain | --sdt]\n", argv[0]);
+	fprintf(stderr, "usage: %s [-k write|probe|sdt|guarded] [-n N] [--wait FILE] [--chain | --sdt]\n", argv[0]);
 	return 2;
 }

@@ -236,7 +236,7 @@ int su_bt2_stackcap_event(const bt_message *msg, enum raw_kind kind, struct raw_
 		ev->blob_len = n > 0 ? (size_t)n : 0;
 		ev->blob = *blob;
 		ev->generation = (uint32_t)su_bt2_u64_or(pl, "generation", 0);
-		ev->event = (uint32_t)su_bt2_u64_or(pl, "event", 0);
+		ev->event = (uint32_t)su_bt2_u64_or(pl, "event_index", 0);
 		return 0;
 	}
 	case RAW_PROCESS_START:
