@@ -71,3 +71,6 @@ $(testdata_tdata_inline_OBJECTS): CFLAGS += $(TDATA_INLINE_CFLAGS)
 $(testdata_tdata_demo_OBJECTS): CXXFLAGS += $(TDATA_CFLAGS)
 
 EXTRA_DIST += testdata/README.md
+# A trace recorded by the parent commit of stackcap record -e (4015bdf,
+# format version 1): tests/events.sh reads it as cpu-clock samples.
+EXTRA_DIST += testdata/trace-v1/metadata testdata/trace-v1/proc-22377-0 testdata/trace-v1/samples-22377-0

@@ -149,6 +149,10 @@ TESTS += tests/kernel-record.sh
 TESTS += tests/kernel-frames.sh
 EXTRA_DIST += tests/kernel-frames.sh
 EXTRA_DIST += tests/kernel-record.sh
+# stackcap record -e: tracepoints, uprobes, SDT markers, software events,
+# the event per sample; a trace of the parent commit (testdata/trace-v1).
+TESTS += tests/events.sh
+EXTRA_DIST += tests/events.sh
 EXTRA_DIST += tests/record.sh tests/record-in-process.sh tests/tap-lib.sh
 
 # Integration: stackunwind on recorded traces (chains, unwinders, bad input).
