@@ -189,7 +189,7 @@ fi
 # Every chain function is a function symbol of its own (not inlined away),
 # as a symbol-table based symbolizer would need.
 missing=
-for prog in single threads dlopen recurse nofp sigalt; do
+for prog in single threads dlopen recurse nofp sigalt events; do
 	syms="$td/tdata-$prog"
 	[ "$prog" = dlopen ] && syms="$syms $td/.libs/libtdata-plugin.so"
 	# shellcheck disable=SC2086
@@ -355,5 +355,18 @@ else
 	not_ok "tdata-inline: inl_leaf and inl_middle have no symbol, inline_hot and inline_outer do" \
 		"$tmp/bad" "$tmp/err"
 fi
+
+# --- tdata-events -------------------------------------------------------------
+p=$td/tdata-events
+runs "tdata-events -n 100 exits 0" "$p" -n 100
+for k in write probe sdt guarded; do
+	leaf=$("$p" -k $k --chain | head -n 1)
+	chain_is events-$k "tdata-events -k $k --chain" "$leaf event_round run_events main" "$p" -k $k --chain
+	# The marker sites are no functions of their own: gdb stops at the
+	# function holding each (tdata:guarded's only while its semaphore is up:
+	# never here, so gdb stops at guarded_site's entry).
+	check_bt events-$k "tdata-events: gdb backtraces at $leaf (3 rounds) are the -k $k chain" \
+		"$tmp/events-$k.chain" 3 main "$leaf" "$p" -n 3
+done
 
 echo "1..$n"

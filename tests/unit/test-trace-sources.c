@@ -879,6 +879,101 @@ START_TEST(t_reader_core)
 }
 END_TEST
 
+/* Version 4 (stackcap record -e): the event table in the metadata and
+ * event_sample; both sources name each sample's event alike. */
+struct event_log {
+	char names[64][32];
+	size_t n;
+	uint64_t per[3], unnamed;
+};
+
+static int on_sample_event(void *arg, const struct su_sample *s)
+{
+	struct event_log *l = arg;
+	if (!s->event) {
+		l->unnamed++;
+		return 0;
+	}
+	if (l->n < 64)
+		snprintf(l->names[l->n++], sizeof(l->names[0]), "%s", s->event);
+	for (int i = 0; i < 3; i++)
+		l->per[i] += !strcmp(s->event, (const char *const[]){ "sys:enter", "cpu-clock", "sdt:p:n" }[i]);
+	return 0;
+}
+
+START_TEST(t_events)
+{
+	static const char *const table[] = { "sys:enter", "cpu-clock", "sdt:p:n" };
+	struct tb t;
+	memset(&t, 0, sizeof(t));
+	const char *base = getenv("TMPDIR");
+	t.dir = xasprintf("%s/stackcap-src-XXXXXX", base && *base ? base : "/tmp");
+	ck_assert_ptr_nonnull(mkdtemp(t.dir));
+	struct ctf_writer_opts o = { .sz = sizeof(o), .zstd = _i, .packet_size = 1024, .events = table, .n_events = 3 };
+	memcpy(o.uuid, test_uuid, 16);
+	ck_assert_int_eq(ctf_writer_open(t.dir, &o, &t.w), 0);
+	int p = tb_stream(&t, 0, "proc-77-0", 77);
+	int s0 = tb_stream(&t, 1, "samples-77-0", 77);
+	tb_process_start(&t, p, T0, 1, "ev", "/ev");
+	write_maps(&t, p, T0, 1, 4);
+	struct stackcap_code_range rl[4];
+	for (uint32_t i = 0; i < 4; i++)
+		rl[i] = (struct stackcap_code_range){ 0x400000 + i * 0x10000, 0x400000 + i * 0x10000 + 0x8000, i };
+	ck_assert_int_eq(stackcap_code_ranges_init(&code_ranges, rl, 4), 0);
+	uint64_t words[16], regs[STACKCAP_NREGS] = { 0 };
+	uint8_t blob[STACKCAP_CODEC_BOUND(16)];
+	for (int i = 0; i < 60; i++) {
+		uint64_t const sp = 0x7ffd0000;
+		for (int w = 0; w < 16; w++)
+			words[w] = w % 2 ? 0x400000 + (uint64_t)(w * 16 + i) : sp + (uint64_t)w * 8;
+		regs[STACKCAP_REG_RIP] = 0x410000 + (uint64_t)i;
+		regs[STACKCAP_REG_RSP] = sp;
+		struct stackcap_codec_input in = { .words = words, .nwords = 16, .sp = sp, .regs = regs,
+			.ranges = &code_ranges, .policy = STACKCAP_POLICY_F2, .encoding = STACKCAP_WORDS_RELATIVE };
+		size_t const n = stackcap_codec_encode(blob, sizeof(blob), &in);
+		ck_assert(!stackcap_codec_is_error(n));
+		ck_assert_int_eq(ctf_stream_event_sample(t.st[s0].s, T0 + 100 + (uint64_t)i * 1000, 78, (uint32_t)(i % 3),
+							 1, blob, n), 0);
+	}
+	/* An index beyond the table is refused. */
+	ck_assert_int_eq(ctf_stream_event_sample(t.st[s0].s, T0 + 100000, 78, 3, 1, blob, 4), -EINVAL);
+	tb_end(&t, p, T0 + 10000000);
+	tb_close(&t);
+	char meta[512], line[256];
+	snprintf(meta, sizeof(meta), "%s/metadata", t.dir);
+	FILE *f = fopen(meta, "r");
+	int v4 = 0, named = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		v4 |= strstr(line, "stackcap_trace_version = 4;") != NULL;
+		named |= strstr(line, "stackcap_event_2 = \"sdt:p:n\";") != NULL;
+	}
+	if (f)
+		fclose(f);
+	ck_assert(v4 && named);
+
+	struct event_log ln = { 0 }, lb = { 0 };
+	struct su_reader_callbacks cbn = { .arg = &ln, .sample = on_sample_event };
+	struct su_reader_callbacks cbb = { .arg = &lb, .sample = on_sample_event };
+	struct su_reader_opts on = { .source = SU_READER_NATIVE }, ob = { .source = SU_READER_BABELTRACE2 };
+	struct su_reader_stats sn, sb;
+	char err[256];
+	ck_assert_int_eq(su_stackcap_trace_read(t.dir, &on, &cbn, &sn, err, sizeof(err)), 0);
+	ck_assert_int_eq(su_stackcap_trace_read(t.dir, &ob, &cbb, &sb, err, sizeof(err)), 0);
+	ck_assert_uint_eq(sn.samples, 60);
+	ck_assert_uint_eq(ln.unnamed, 0);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_uint_eq(ln.per[i], 20);
+		ck_assert_uint_eq(lb.per[i], 20);
+	}
+	ck_assert_uint_eq(ln.n, lb.n);
+	for (size_t i = 0; i < ln.n; i++) {
+		ck_assert_str_eq(ln.names[i], table[i % 3]);
+		ck_assert_str_eq(lb.names[i], ln.names[i]);
+	}
+	tb_free(&t);
+}
+END_TEST
+
 /* ---- damaged traces ---------------------------------------------------------------- */
 
 /* Packet offsets of plain stream file BUF: up to MAX, @return the count. */
@@ -1307,6 +1402,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, t_big_events, 0, 2);
 	tcase_add_loop_test(tc, t_discarded, 0, 2);
 	tcase_add_loop_test(tc, t_reader_core, 0, 2);
+	tcase_add_loop_test(tc, t_events, 0, 2);
 	suite_add_tcase(s, tc);
 	TCase *td = tcase_create("damage");
 	tcase_set_timeout(td, 120);
