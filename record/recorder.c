@@ -460,6 +460,15 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 			fprintf(stderr, " %" PRIu64 " samples, %" PRIu64 " lost (ring buffer full: the recorder fell "
 				"behind), %" PRIu64 " throttled\n", p->samples, p->lost, p->throttled);
 		}
+		int hits = 0;
+		for (size_t i = 0; i < r->n_evs; i++)
+			hits |= r->evs[i].kind != REC_EV_SOFTWARE;
+		/* A record is the whole window, however little of it the stack
+		 * used: bursts of hits fill the rings at that size. */
+		if (hits && st.lost)
+			fprintf(stderr, "%s: note: a tracepoint or probe hit in bursts fills the rings with %u-byte "
+				"samples faster than they drain: a smaller --stack-size (8192 is 8 times smaller) "
+				"keeps more\n", o->prog, window);
 	}
 	if (r->n_table && st.event_samples) {
 		fprintf(stderr, "%s: samples per event:", o->prog);
