@@ -9,3 +9,8 @@ void cli_warn_stderr(void *prog, const char *msg)
 	/* One write: stderr is unbuffered. */
 	fprintf(stderr, "%s: warning: %s\n", (const char *)prog, msg);
 }
+
+void cli_print_stderr(void *prog, const char *line)
+{
+	fprintf(stderr, "%s: %s\n", (const char *)prog, line);
+}

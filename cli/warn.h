@@ -9,6 +9,8 @@
 
 /* "PROG: warning: MSG\n" on stderr in one write, PROG being ARG (a string). */
 void cli_warn_stderr(void *prog, const char *msg);
+/* "PROG: LINE\n" on stderr in one write (the recorder's say hook). */
+void cli_print_stderr(void *prog, const char *line);
 
 /* The hook printing as cli_warn_stderr with PROG. */
 static inline struct su_warn_hook cli_warn_hook(const char *prog)

@@ -18,6 +18,7 @@
 
 #include <stdint.h>
 #include "capture/ctf-writer.h"
+#include "trace/stackcap-reader.h" /* su_warn_hook */
 #include "trace/trace-model.h"
 
 struct rec_encoder;
@@ -35,6 +36,8 @@ struct rec_encoder_opts {
 	 * kernel events: ctf_writer_opts.kernel_frames), and at the end the
 	 * kernel symbols covering them (this machine's /proc/kallsyms). */
 	int kernel_frames;
+	/* Warnings (kernel symbols not recorded); zeroed: none. */
+	struct su_warn_hook warn;
 };
 
 /* What was written, per process (pid; the sections of one pid summed). */

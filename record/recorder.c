@@ -24,6 +24,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,7 @@ struct recorder {
 	struct rec_encoder *enc;
 	struct su_perf_stream *ps;
 	struct su_reader_stats rst;
+	struct su_perf_stream_callbacks live; /* the record stream's own callbacks */
 	pid_t self;
 	uint64_t self_samples; /* -a: our own samples, left out */
 	uint64_t ring_bytes;
@@ -115,7 +117,6 @@ static int on_exit_task(void *arg, uint32_t pid, uint32_t tid)
 	return 0;
 }
 
-static const struct su_perf_stream_callbacks live_cb = { .lost = on_lost, .exit = on_exit_task };
 
 static int on_end(void *arg)
 {
@@ -229,11 +230,34 @@ static int task_alive(pid_t tid)
 	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
 }
 
+/* ---- messages ------------------------------------------------------------------- */
+
+/* One line to the user through O's say hook (the caller prints it after
+ * "PROG: "): the recorder never prints. */
+static void say(const struct rec_options *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(const struct rec_options *o, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	if (!o->say)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	o->say(o->say_arg, line);
+}
+
+/* The record stream's and the encoder's warnings (su_warn_hook; ARG: O). */
+static void warn_line(void *arg, const char *msg)
+{
+	say(arg, "warning: %s", msg);
+}
+
 /* ---- the child ------------------------------------------------------------------- */
 
 /* Fork ARGV; it waits for a byte on *GO before exec when GO is given
  * (its events are opened meanwhile).  @return its pid or -errno. */
-static pid_t spawn(char **argv, int *go, const char *prog)
+static pid_t spawn(char **argv, int *go, const struct rec_options *o)
 {
 	int p[2] = { -1, -1 };
 	if (go && pipe2(p, O_CLOEXEC))
@@ -264,9 +288,9 @@ static pid_t spawn(char **argv, int *go, const char *prog)
 		int const e = errno;
 		/* The shell's messages and statuses. */
 		if (e == ENOENT)
-			fprintf(stderr, "%s: %s: command not found\n", prog, argv[0]);
+			say(o, "%s: command not found", argv[0]);
 		else
-			fprintf(stderr, "%s: %s: %s\n", prog, argv[0], strerror(e));
+			say(o, "%s: %s", argv[0], strerror(e));
 		_exit(e == ENOENT ? 127 : 126);
 	}
 	if (go) {
@@ -309,8 +333,8 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
 		      ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e-6;
-	fprintf(stderr, "%s: kernel copy (%u Hz, %u-byte stack window): %" PRIu64 " samples, %" PRIu64
-		" drops, %" PRIu64 " bytes (%.1f B/sample) in %s; recorder CPU %.3f s (%.1f us/sample)\n", o->prog,
+	say(o, "kernel copy (%u Hz, %u-byte stack window): %" PRIu64 " samples, %" PRIu64
+		" drops, %" PRIu64 " bytes (%.1f B/sample) in %s; recorder CPU %.3f s (%.1f us/sample)",
 		o->freq, window, st.samples, drops, bytes, st.samples ? (double)bytes / (double)st.samples : 0.0,
 		o->out, cpu, st.samples ? cpu * 1e6 / (double)st.samples : 0.0);
 	if (drops) {
@@ -318,32 +342,32 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 			const struct rec_proc_stats *p = &st.procs[i];
 			if (!p->lost && !p->throttled)
 				continue;
-			if (p->pid == UINT32_MAX)
-				fprintf(stderr, "%s:   unknown process:", o->prog);
-			else
-				fprintf(stderr, "%s:   pid %" PRIu32 " (%s):", o->prog, p->pid, p->comm[0] ? p->comm : "?");
-			fprintf(stderr, " %" PRIu64 " samples, %" PRIu64 " lost (ring buffer full: the recorder fell "
-				"behind), %" PRIu64 " throttled\n", p->samples, p->lost, p->throttled);
+			char who[64] = "unknown process";
+			if (p->pid != UINT32_MAX)
+				snprintf(who, sizeof(who), "pid %" PRIu32 " (%.*s)", p->pid, (int)sizeof(p->comm),
+					 p->comm[0] ? p->comm : "?");
+			say(o, "  %s: %" PRIu64 " samples, %" PRIu64 " lost (ring buffer full: the recorder fell "
+			    "behind), %" PRIu64 " throttled", who, p->samples, p->lost, p->throttled);
 		}
 	}
 	if (st.kernel_samples)
-		fprintf(stderr, "%s: kernel frames in %" PRIu64 " samples; %" PRIu64 " kernel symbols kept (%" PRIu64
-			" bytes)\n", o->prog, st.kernel_samples, st.kernel_symbols, st.kernel_symbol_bytes);
+		say(o, "kernel frames in %" PRIu64 " samples; %" PRIu64 " kernel symbols kept (%" PRIu64
+			" bytes)", st.kernel_samples, st.kernel_symbols, st.kernel_symbol_bytes);
 	uint64_t capped = 0;
 	for (size_t i = 0; i < st.n_procs; i++)
 		capped += st.procs[i].capped;
 	if (capped)
-		fprintf(stderr, "%s: %" PRIu64 " of %" PRIu64 " samples filled the %u-byte window: their stacks "
-			"may be cut (--stack-size, up to %u)\n", o->prog, capped, st.samples, window,
+		say(o, "%" PRIu64 " of %" PRIu64 " samples filled the %u-byte window: their stacks "
+			"may be cut (--stack-size, up to %u)", capped, st.samples, window,
 			REC_STACK_MAX);
 	if (st.no_user && (o->all || o->n_pids || o->n_tids))
-		fprintf(stderr, "%s: %" PRIu64 " samples without user state (kernel threads, exiting tasks) left out\n",
-			o->prog, st.no_user);
+		say(o, "%" PRIu64 " samples without user state (kernel threads, exiting tasks) left out", st.no_user);
 }
 
 int rec_record(const struct rec_options *o)
 {
-	struct recorder R = { .o = o, .self = getpid() };
+	struct recorder R = { .o = o, .self = getpid(),
+			      .live = { .lost = on_lost, .exit = on_exit_task, .warn = { warn_line, (void *)o } } };
 	struct recorder *r = &R;
 	int const attach = o->n_pids || o->n_tids;
 	int const cmd_only = o->argv && !attach && !o->all;
@@ -362,9 +386,9 @@ int rec_record(const struct rec_options *o)
 		/* Like time(1): the terminal's signals go to the command. */
 		signal(SIGINT, SIG_IGN);
 		signal(SIGQUIT, SIG_IGN);
-		child = spawn(o->argv, &go, o->prog);
+		child = spawn(o->argv, &go, o);
 		if (child < 0) {
-			fprintf(stderr, "%s: fork: %s\n", o->prog, strerror((int)-child));
+			say(o, "fork: %s", strerror((int)-child));
 			return REC_FAILED;
 		}
 		if ((rc = tidset_add(&have, child)) != 0)
@@ -374,7 +398,7 @@ int rec_record(const struct rec_options *o)
 			pid_t *t = NULL;
 			int const n = rec_proc_threads(o->pids[i], &t);
 			if (n <= 0) {
-				fprintf(stderr, "%s: -p %d: no such process\n", o->prog, (int)o->pids[i]);
+				say(o, "-p %d: no such process", (int)o->pids[i]);
 				free(t);
 				ret = REC_FAILED;
 				goto out;
@@ -388,7 +412,7 @@ int rec_record(const struct rec_options *o)
 		}
 		for (size_t i = 0; i < o->n_tids; i++) {
 			if (rec_proc_tgid(o->tids[i]) < 0) {
-				fprintf(stderr, "%s: -t %d: no such thread\n", o->prog, (int)o->tids[i]);
+				say(o, "-t %d: no such thread", (int)o->tids[i]);
 				ret = REC_FAILED;
 				goto out;
 			}
@@ -433,7 +457,7 @@ int rec_record(const struct rec_options *o)
 				goto out;
 			}
 		}
-		fprintf(stderr, "%s: %s\n", o->prog, err);
+		say(o, "%s", err);
 		ret = REC_FAILED;
 		goto out;
 	}
@@ -441,29 +465,29 @@ int rec_record(const struct rec_options *o)
 	{
 		uint64_t const ring = r->ev.data_pages * (uint64_t)sysconf(_SC_PAGESIZE);
 		if (ring < 8 * ((uint64_t)o->stack_size + 512))
-			fprintf(stderr, "%s: note: ring buffers of %" PRIu64 " KiB per CPU (the locked-memory limit, "
-				"kernel.perf_event_mlock_kb) hold few samples of a %u-byte window: samples may be lost "
-				"(a smaller --stack-size holds more)\n", o->prog, ring / 1024, o->stack_size);
+			say(o, "note: ring buffers of %" PRIu64 " KiB per CPU (the locked-memory limit, "
+			    "kernel.perf_event_mlock_kb) hold few samples of a %u-byte window: samples may be lost "
+			    "(a smaller --stack-size holds more)", ring / 1024, o->stack_size);
 	}
 
 	/* The trace and the record stream. */
 	if (!o->user_only && !kframes)
-		fprintf(stderr, "%s: note: no kernel frames: %s (--user-only says you want none)\n", o->prog,
-			kreadable ? "kernel call chains are not permitted here (kernel.perf_event_paranoid)"
+		say(o, "note: no kernel frames: %s (--user-only says you want none)",
+		    kreadable ? "kernel call chains are not permitted here (kernel.perf_event_paranoid)"
 				  : "kernel addresses are hidden from this user (kernel.kptr_restrict, "
 				    "kernel.perf_event_paranoid; root sees them)");
 	struct ctf_writer_opts wo = { .sz = sizeof(wo), .zstd = o->zstd, .clock_offset_ns = o->clock_offset_ns,
 				     .sampler = "kernel", .kernel_frames = kframes };
 	memcpy(wo.uuid, o->uuid, sizeof(wo.uuid));
 	if ((rc = ctf_writer_open(o->out, &wo, &r->w)) != 0) {
-		fprintf(stderr, "%s: cannot create the trace in %s: %s\n", o->prog, o->out, strerror(-rc));
+		say(o, "cannot create the trace in %s: %s", o->out, strerror(-rc));
 		goto fail_quiet;
 	}
 	struct rec_encoder_opts const eo = { .full_copy = o->full_copy, .end_all = 1, .policy = o->policy,
-					     .kernel_frames = kframes };
+					     .kernel_frames = kframes, .warn = { warn_line, (void *)o } };
 	struct su_reader_callbacks cb = { .arg = r, .process_start = on_process, .sample = on_sample, .end = on_end };
 	if ((rc = rec_encoder_new(r->w, &eo, &r->enc)) != 0 ||
-	    (rc = su_perf_stream_new(&r->attr, sizeof(r->attr), &cb, &live_cb, &r->rst, &r->ps)) != 0)
+	    (rc = su_perf_stream_new(&r->attr, sizeof(r->attr), &cb, &r->live, &r->rst, &r->ps)) != 0)
 		goto fail;
 	r->window = su_perf_stream_stack_cap(r->ps);
 
@@ -513,7 +537,7 @@ int rec_record(const struct rec_options *o)
 		free(synth.p);
 		synth.p = NULL;
 		if (o->argv) { /* -p/-t/-a -- CMD: record until it ends */
-			child = spawn(o->argv, NULL, o->prog);
+			child = spawn(o->argv, NULL, o);
 			if (child < 0) {
 				rc = (int)child;
 				child = -1;
@@ -631,16 +655,15 @@ int rec_record(const struct rec_options *o)
 	summary(r, &st, bytes);
 	free(procs);
 	if (WIFSIGNALED(status) && child > 0)
-		fprintf(stderr, "%s: %s was killed by signal %d (%s)\n", o->prog, o->argv[0], WTERMSIG(status),
-			strsignal(WTERMSIG(status)));
+		say(o, "%s was killed by signal %d (%s)", o->argv[0], WTERMSIG(status), strsignal(WTERMSIG(status)));
 	if (r->werr)
-		fprintf(stderr, "%s: recording stopped by an error: %s; the trace holds what was written before it\n",
-			o->prog, strerror(-r->werr));
+		say(o, "recording stopped by an error: %s; the trace holds what was written before it",
+		    strerror(-r->werr));
 	ret = child > 0 ? (WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)) : r->werr ? 1 : 0;
 	goto out;
 
 fail:
-	fprintf(stderr, "%s: %s\n", o->prog, strerror(-rc));
+	say(o, "%s", strerror(-rc));
 fail_quiet:
 	ret = 1;
 	if (go >= 0) {
