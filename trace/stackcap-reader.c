@@ -845,7 +845,7 @@ static int on_event(void *ctx, const struct raw_event *ev)
 /* ---- entry points -------------------------------------------------------- */
 
 /* Read DIR/metadata and check it names a stackcap trace of a version we
- * know.  @return 0, or -1 with a message. */
+ * know.  @return 0, or -EINVAL with a message. */
 static int check_metadata(const char *dir, char *msg, size_t msglen)
 {
 	char path[8192];
@@ -858,7 +858,7 @@ static int check_metadata(const char *dir, char *msg, size_t msglen)
 			close(fd);
 		snprintf(msg, msglen, "%s is not a stackcap trace: %s: %s", dir, path,
 			 e == EINVAL ? "not a regular file" : e == ELOOP ? "a symbolic link" : strerror(e));
-		return -1;
+		return -EINVAL;
 	}
 	char line[1024];
 	int tracer = 0;
@@ -879,16 +879,16 @@ static int check_metadata(const char *dir, char *msg, size_t msglen)
 	if (!tracer && other[0]) {
 		snprintf(msg, msglen, "%s is not a stackcap trace (its metadata names tracer \"%s\", not \"stackcap\")",
 			 dir, other);
-		return -1;
+		return -EINVAL;
 	}
 	if (!tracer) {
 		snprintf(msg, msglen, "%s is not a stackcap trace (its metadata does not name tracer \"stackcap\")", dir);
-		return -1;
+		return -EINVAL;
 	}
 	if (version < 1 || version > 3) {
 		snprintf(msg, msglen, "%s: stackcap trace format version %ld not supported (this reader knows 1 to 3)",
 			 dir, version);
-		return -1;
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -967,8 +967,9 @@ int su_stackcap_trace_read(const char *dir, const struct su_reader_opts *opts,
 		su_set_err(r.err, r.errlen, "%s is not a trace directory", dir);
 		return -ENOTDIR;
 	}
-	if (check_metadata(dir, err, errlen))
-		return -EINVAL;
+	int const mrc = check_metadata(dir, err, errlen);
+	if (mrc)
+		return mrc;
 	return su_reader_run_source(dir, src, opts, cb, stats, err, errlen);
 }
 
