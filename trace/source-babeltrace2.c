@@ -258,7 +258,8 @@ static int stage_file(struct bt2_source *r, const char *dir, const char *name, c
 	}
 	close(fd);
 	if (good < size) {
-		su_reader_warn(r->rep->warn, "%s/%s: cut or malformed packet at byte %llu of %llu: only the packets before it are read",
+		su_reader_warn(r->rep->warn, "%s/%s: cut or malformed packet at byte %llu of %llu: only the packets "
+			       "before it are read",
 		     dir, name, (unsigned long long)good, (unsigned long long)size);
 		r->rep->truncated_files++;
 	}

@@ -124,8 +124,8 @@ static void defect(struct native_source *s, struct nfile *f, uint64_t off, const
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
 	if (f->zst)
-		su_reader_warn(s->rep->warn, "%s/%s: %s at byte %llu of the inflated stream (zstd frame at byte %llu): "
-			       "the rest of the file is skipped", s->dir, f->name, what,
+		su_reader_warn(s->rep->warn, "%s/%s: %s at byte %llu of the inflated stream (zstd frame at byte "
+			       "%llu): the rest of the file is skipped", s->dir, f->name, what,
 			       (unsigned long long)off, (unsigned long long)f->frame_off);
 	else
 		su_reader_warn(s->rep->warn, "%s/%s: %s at byte %llu: the rest of the file is skipped",

@@ -566,7 +566,8 @@ static int on_maps(struct reader *r, const struct raw_event *ev)
 		return 0;
 	}
 	if (section_maps(s, m->generation)) {
-		su_reader_warn(r->warn, "pid %u: maps generation %u recorded twice: the first is kept", ev->pid, m->generation);
+		su_reader_warn(r->warn, "pid %u: maps generation %u recorded twice: the first is kept", ev->pid,
+			       m->generation);
 		su_maps_free(m);
 		return 0;
 	}
@@ -987,9 +988,8 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 			 const struct su_reader_callbacks *cb, struct su_reader_stats *stats, char *err,
 			 size_t errlen)
 {
-	static const struct su_warn_hook no_warn;
 	struct reader r = { .opts = opts, .cb = cb, .st = stats, .err = err, .errlen = errlen,
-			    .warn = opts ? &opts->warn : &no_warn };
+			    .warn = opts ? &opts->warn : NULL };
 	struct source_report rep = { .warn = r.warn };
 	void *h = NULL;
 	char *abs_dir = NULL;
