@@ -81,9 +81,9 @@ static struct result run_once(const char *dir, enum su_reader_source which, int 
 		struct source_report rep = { 0 };
 		struct count c = { 0 };
 		char *abs = realpath(dir, NULL);
-		void *h = abs ? src->open(abs, &rep, err, sizeof(err)) : NULL;
-		r.rc = h ? 0 : -1;
-		if (h) {
+		void *h = NULL;
+		r.rc = abs ? src->open(abs, &rep, &h, err, sizeof(err)) : -errno;
+		if (!r.rc) {
 			r.rc = src->run(h, PASS_PROCESS, on_raw, &c, err, sizeof(err));
 			if (!r.rc)
 				r.rc = src->run(h, PASS_SAMPLES, on_raw, &c, err, sizeof(err));

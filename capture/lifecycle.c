@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,6 +322,33 @@ static int env_int(const char *name, int dflt)
 	return v && *v ? atoi(v) : dflt;
 }
 
+/* One line appended to the file STACKCAP_SUMMARY_FILE names, if any: the
+ * report path of a preloaded library, whose caller (stackcap record) reads
+ * and prints it; the library itself never writes to the program's stderr
+ * (a user preloading it by hand may name /dev/stderr). */
+static void summary_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void summary_line(const char *fmt, ...)
+{
+	const char *sf = secure_getenv("STACKCAP_SUMMARY_FILE");
+	if (!sf || !*sf)
+		return;
+	char line[256];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(line))
+		n = (int)sizeof(line) - 1;
+	int const fd = open(sf, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t const w = write(fd, line, (size_t)n); /* O_APPEND: one line, whole */
+		(void)w;
+		close(fd);
+	}
+}
+
 __attribute__((constructor)) static void preload_start(void)
 {
 	if (secure_process())
@@ -347,9 +375,9 @@ __attribute__((constructor)) static void preload_start(void)
 		.lttng = lttng,
 	};
 	int const rc = stackcap_init(&o);
-	if (rc < 0 && secure_getenv("STACKCAP_VERBOSE"))
-		fprintf(stderr, "stackcap: cannot start recording into %s: %s\n", lttng ? "the LTTng session" : dir,
-			strerror(-rc));
+	if (rc < 0)
+		summary_line("stackcap: cannot start recording into %s: %s\n", lttng ? "the LTTng session" : dir,
+			     strerror(-rc));
 }
 
 __attribute__((destructor)) static void preload_stop(void)
@@ -360,19 +388,11 @@ __attribute__((destructor)) static void preload_stop(void)
 	int const rc = stackcap_shutdown();
 	/* LTTng mode has no trace directory for `stackcap record --lttng` to
 	 * read a summary from: one line per process into its file. */
-	const char *sf = secure_getenv("STACKCAP_SUMMARY_FILE");
-	if (lttng && sf && *sf) {
+	if (lttng) {
 		struct stackcap_stats st;
 		stackcap_get_stats(&st);
-		int const fd = open(sf, O_WRONLY | O_APPEND | O_CLOEXEC);
-		if (fd >= 0) {
-			char line[128];
-			int const n = snprintf(line, sizeof(line), "samples %llu drops %llu error %d\n",
-					       (unsigned long long)st.samples, (unsigned long long)st.drops, rc);
-			ssize_t const w = write(fd, line, (size_t)n); /* O_APPEND: one line, whole */
-			(void)w;
-			close(fd);
-		}
+		summary_line("samples %llu drops %llu error %d\n", (unsigned long long)st.samples,
+			     (unsigned long long)st.drops, rc);
 	}
 }
 

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 
 #include "cli/convert.h"
+#include "cli/warn.h"
 #include "capture/ctf-writer.h"
 #include "record/encode.h"
 #include "trace/perf-data.h"
@@ -91,7 +92,6 @@ int stackcap_convert(int argc, char **argv)
 		return 2;
 	}
 	const char *in = argv[optind];
-	su_reader_set_prog(PROG);
 	FILE *probe = fopen(in, "r");
 	if (!probe) { /* missing or unreadable: say so, not "not a perf.data" */
 		fprintf(stderr, PROG ": %s: %s\n", in, strerror(errno));
@@ -126,7 +126,8 @@ int stackcap_convert(int argc, char **argv)
 	}
 	struct su_reader_callbacks cb = { .arg = &c, .sample = on_sample, .end = on_end };
 	char err[1024];
-	int rrc = su_perf_data_read(in, NULL, &cb, &st, err, sizeof(err));
+	struct su_reader_opts ro = { .warn = cli_warn_hook(PROG) };
+	int rrc = su_perf_data_read(in, &ro, &cb, &st, err, sizeof(err));
 	struct rec_encoder_stats es;
 	rec_encoder_get_stats(c.enc, &es);
 	uint64_t const samples = es.samples, blob_bytes = es.blob_bytes;

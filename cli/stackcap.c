@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cli/convert.h"
+#include "cli/warn.h"
 #include "record/perf-events.h"
 #include "record/recorder.h"
 #include "stack-codec.h"
@@ -502,7 +503,8 @@ static int cmd_record(int argc, char **argv)
 		struct rec_options ro = { .freq = (uint32_t)freq, .stack_size = (uint32_t)cap & ~7u,
 			.policy = strcmp(policy, "f1") ? STACKCAP_POLICY_F2 : STACKCAP_POLICY_F1, .zstd = zstd,
 			.full_copy = full, .user_only = user_only, .pids = pids.v, .n_pids = pids.n, .tids = tids.v, .n_tids = tids.n,
-			.all = all, .argv = optind < argc ? argv + optind : NULL, .prog = PROG,
+			.all = all, .argv = optind < argc ? argv + optind : NULL,
+			.say = cli_print_stderr, .say_arg = (void *)(uintptr_t)PROG,
 			.events = events, .n_events = n_events, .period = period };
 		int refused = 0;
 		int const krc = record_kernel(&ro, out, force, &refused);
@@ -684,10 +686,17 @@ static int record_lttng(char **argv, unsigned long freq, unsigned long cap, cons
 	unsigned long long samples = 0, drops = 0, s, d;
 	int procs = 0, err;
 	FILE *f = fopen(summary, "r");
-	while (f && fscanf(f, "samples %llu drops %llu error %d\n", &s, &d, &err) == 3) {
-		samples += s;
-		drops += d;
-		procs++;
+	char line[512];
+	/* A line per process that finished ("samples N drops N error E"), and
+	 * the messages of those that could not start, printed as they are. */
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "samples %llu drops %llu error %d", &s, &d, &err) == 3) {
+			samples += s;
+			drops += d;
+			procs++;
+		} else {
+			fputs(line, stderr);
+		}
 	}
 	if (f)
 		fclose(f);

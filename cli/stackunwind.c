@@ -27,6 +27,7 @@
 #include "cli/format.h"
 #include "cli/pipeline.h"
 #include "cli/progress.h"
+#include "cli/warn.h"
 #include "cli/worker.h"
 #include "debuginfo/inflate-cache.h"
 
@@ -182,6 +183,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ NULL, 0, NULL, 0 },
 	};
 	memset(o, 0, sizeof(*o));
+	o->filter.warn = cli_warn_hook(PROG);
 	o->jobs = cores();
 	o->max_frames = MAX_FRAMES;
 	o->unwinder = SU_UNWINDER_FAST;

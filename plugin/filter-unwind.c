@@ -795,7 +795,8 @@ bt_message_iterator_class_initialize_method_status unwind_iter_init(bt_self_mess
 	it->self = self;
 	struct su_reader_callbacks cb = { .arg = it, .sample = on_sample };
 	it->copy = ir_copy_new(sc, extend_payload, it);
-	it->reader = su_reader_new(NULL, &cb);
+	struct su_reader_opts const ro = { .warn = { .fn = sc_log_warning, .arg = sc } };
+	it->reader = su_reader_new(&ro, &cb);
 	it->join = su_lttng_join_new();
 	it->modules = su_modcache_new(&it->comp->di);
 	it->resolver = it->modules ? su_resolver_new(it->modules, it->comp->di.symfs) : NULL;

@@ -30,6 +30,12 @@ int sc_param_bool(const bt_value *params, const char *name);
 /* An error cause per key of PARAMS not in KNOWN (N names): -EINVAL, else 0. */
 int sc_check_params(bt_self_component *self, const bt_value *params, const char *const *known, size_t n);
 
+/* The trace readers' warnings (a su_warn_hook's fn; ARG: the
+ * bt_self_component *) as the component's warning log: shown when its
+ * logging level lets warnings through, as babeltrace2's log lines on
+ * stderr ("MM-DD HH:MM:SS.mmm PID TID W PLUGIN/FLT.STACKCAP.UNWIND [NAME] MSG"). */
+void sc_log_warning(void *self_component, const char *msg);
+
 /* filter-unwind.c */
 bt_component_class_initialize_method_status unwind_init(bt_self_component_filter *self,
 	bt_self_component_filter_configuration *config, const bt_value *params, void *init_data);

@@ -488,7 +488,8 @@ bt_message_iterator_class_initialize_method_status trace_src_iter_init(bt_self_m
 	it->self = self;
 	size_t const n = strlen(s->dir) + strlen(s->files[i]) + 2;
 	it->path = malloc(n);
-	it->file = su_native_file_open(s->dir, s->files[i]);
+	struct su_warn_hook const warn = { .fn = sc_log_warning, .arg = s->self };
+	it->file = su_native_file_open(s->dir, s->files[i], &warn);
 	if (!it->path || !it->file) {
 		iter_free(it);
 		return BT_MESSAGE_ITERATOR_CLASS_INITIALIZE_METHOD_STATUS_MEMORY_ERROR;

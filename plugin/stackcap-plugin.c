@@ -2,8 +2,12 @@
  * babeltrace2 finds them in this shared object's descriptor sections, so
  * every BT_PLUGIN_* declaration lives in this one file. */
 #include <errno.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 #include <babeltrace2/babeltrace.h>
 
 #include "plugin/plugin.h"
@@ -94,4 +98,26 @@ int sc_check_params(bt_self_component *self, const bt_value *params, const char 
 	if (u.bad)
 		BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(self, "unknown parameter '%s'", u.key);
 	return u.bad ? -EINVAL : 0;
+}
+
+void sc_log_warning(void *self_component, const char *msg)
+{
+	const bt_component *c = bt_self_component_as_component(self_component);
+	if (bt_component_get_logging_level(c) > BT_LOGGING_LEVEL_WARNING)
+		return;
+	bt_component_class_type const t = bt_component_get_class_type(c);
+	const char *const kind = t == BT_COMPONENT_CLASS_TYPE_SOURCE ? "SRC" :
+				 t == BT_COMPONENT_CLASS_TYPE_FILTER ? "FLT" : "SINK";
+	char cls[64];
+	snprintf(cls, sizeof(cls), "%s", bt_component_class_get_name(bt_component_borrow_class_const(c)));
+	for (char *p = cls; *p; p++)
+		*p = (char)toupper((unsigned char)*p);
+	struct timespec ts;
+	struct tm tm;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	localtime_r(&ts.tv_sec, &tm);
+	/* One write: stderr is unbuffered. */
+	fprintf(stderr, "%02d-%02d %02d:%02d:%02d.%03ld %d %ld W PLUGIN/%s.STACKCAP.%s [%s] %s\n", tm.tm_mon + 1,
+		tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, (int)getpid(),
+		(long)syscall(SYS_gettid), kind, cls, bt_component_get_name(c), msg);
 }

@@ -476,8 +476,12 @@ static int write_kernel_symbols(struct rec_encoder *e, uint64_t ts)
 	struct rec_ksyms k;
 	int rc = rec_ksyms_cover(e->kaddr, e->n_kaddr, &k);
 	if (rc) {
-		fprintf(stderr, "stackcap: warning: kernel symbols not recorded (/proc/kallsyms: %s): kernel frames "
-			"stay unnamed\n", strerror(-rc));
+		if (e->o.warn.fn) {
+			char msg[256];
+			snprintf(msg, sizeof(msg), "kernel symbols not recorded (/proc/kallsyms: %s): kernel frames "
+				 "stay unnamed", strerror(-rc));
+			e->o.warn.fn(e->o.warn.arg, msg);
+		}
 		return 0;
 	}
 	struct section *s = &e->sec[0];

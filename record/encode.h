@@ -18,6 +18,7 @@
 
 #include <stdint.h>
 #include "capture/ctf-writer.h"
+#include "trace/stackcap-reader.h" /* su_warn_hook */
 #include "trace/trace-model.h"
 
 struct rec_encoder;
@@ -41,6 +42,8 @@ struct rec_encoder_opts {
 	 * table. */
 	const char *const *events;
 	size_t n_events;
+	/* Warnings (kernel symbols not recorded); zeroed: none. */
+	struct su_warn_hook warn;
 };
 
 /* What was written, per process (pid; the sections of one pid summed). */

@@ -24,6 +24,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,7 @@ struct recorder {
 	struct rec_encoder *enc;
 	struct su_perf_stream *ps;
 	struct su_reader_stats rst;
+	struct su_perf_stream_callbacks live; /* the record stream's own callbacks */
 	pid_t self;
 	uint64_t self_samples; /* -a: our own samples, left out */
 	uint64_t ring_bytes;
@@ -125,7 +127,6 @@ static int on_exit_task(void *arg, uint32_t pid, uint32_t tid)
 	return 0;
 }
 
-static const struct su_perf_stream_callbacks live_cb = { .lost = on_lost, .exit = on_exit_task };
 
 static int on_end(void *arg)
 {
@@ -256,11 +257,34 @@ static int task_alive(pid_t tid)
 	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
 }
 
+/* ---- messages ------------------------------------------------------------------- */
+
+/* One line to the user through O's say hook (the caller prints it after
+ * "PROG: "): the recorder never prints. */
+static void say(const struct rec_options *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(const struct rec_options *o, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	if (!o->say)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	o->say(o->say_arg, line);
+}
+
+/* The record stream's and the encoder's warnings (su_warn_hook; ARG: O). */
+static void warn_line(void *arg, const char *msg)
+{
+	say(arg, "warning: %s", msg);
+}
+
 /* ---- the child ------------------------------------------------------------------- */
 
 /* Fork ARGV; it waits for a byte on *GO before exec when GO is given
  * (its events are opened meanwhile).  @return its pid or -errno. */
-static pid_t spawn(char **argv, int *go, const char *prog)
+static pid_t spawn(char **argv, int *go, const struct rec_options *o)
 {
 	int p[2] = { -1, -1 };
 	if (go && pipe2(p, O_CLOEXEC))
@@ -291,9 +315,9 @@ static pid_t spawn(char **argv, int *go, const char *prog)
 		int const e = errno;
 		/* The shell's messages and statuses. */
 		if (e == ENOENT)
-			fprintf(stderr, "%s: %s: command not found\n", prog, argv[0]);
+			say(o, "%s: command not found", argv[0]);
 		else
-			fprintf(stderr, "%s: %s: %s\n", prog, argv[0], strerror(e));
+			say(o, "%s: %s", argv[0], strerror(e));
 		_exit(e == ENOENT ? 127 : 126);
 	}
 	if (go) {
@@ -358,7 +382,7 @@ static int events_parse(struct recorder *r)
 	const char *const *specs = o->n_events ? o->events : dflt;
 	size_t const n = o->n_events ? o->n_events : 1;
 	if (n > REC_EVENTS_MAX) {
-		fprintf(stderr, "%s: -e: at most %d events\n", o->prog, REC_EVENTS_MAX);
+		say(o, "-e: at most %d events", REC_EVENTS_MAX);
 		return -1;
 	}
 	if (!(r->evs = calloc(n, sizeof(*r->evs))))
@@ -369,14 +393,14 @@ static int events_parse(struct recorder *r)
 	for (size_t i = 0; i < n && !rc; i++) {
 		char err[1024];
 		if (rec_event_parse(specs[i], (const char *const *)bins, nb, &r->evs[i], err, sizeof(err))) {
-			fprintf(stderr, "%s: %s\n", o->prog, err);
+			say(o, "%s", err);
 			rc = -1;
 			break;
 		}
 		r->n_evs = i + 1;
 		for (size_t k = 0; k < i; k++)
 			if (!strcmp(r->evs[k].name, r->evs[i].name)) {
-				fprintf(stderr, "%s: -e %s: given twice\n", o->prog, specs[i]);
+				say(o, "-e %s: given twice", specs[i]);
 				rc = -1;
 			}
 	}
@@ -403,8 +427,8 @@ static int events_attrs(struct recorder *r, const struct rec_attr_opts *ao)
 	for (size_t i = 0; i < r->n_evs; i++)
 		for (size_t site = 0; site < r->evs[i].n_sites; site++) {
 			if (r->n_attrs == REC_EVENTS_MAX) {
-				fprintf(stderr, "%s: -e: more than %d perf events (each site of an SDT marker is one)\n",
-					r->o->prog, REC_EVENTS_MAX);
+				say(r->o, "-e: more than %d perf events (each site of an SDT marker is one)",
+				    REC_EVENTS_MAX);
 				return -1;
 			}
 			struct perf_event_attr *a = &r->attrs[r->n_attrs];
@@ -444,8 +468,8 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 	if (getrusage(RUSAGE_SELF, &ru) == 0)
 		cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
 		      ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e-6;
-	fprintf(stderr, "%s: kernel copy (%u Hz, %u-byte stack window): %" PRIu64 " samples, %" PRIu64
-		" drops, %" PRIu64 " bytes (%.1f B/sample) in %s; recorder CPU %.3f s (%.1f us/sample)\n", o->prog,
+	say(o, "kernel copy (%u Hz, %u-byte stack window): %" PRIu64 " samples, %" PRIu64
+		" drops, %" PRIu64 " bytes (%.1f B/sample) in %s; recorder CPU %.3f s (%.1f us/sample)",
 		o->freq, window, st.samples, drops, bytes, st.samples ? (double)bytes / (double)st.samples : 0.0,
 		o->out, cpu, st.samples ? cpu * 1e6 / (double)st.samples : 0.0);
 	if (drops) {
@@ -453,12 +477,12 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 			const struct rec_proc_stats *p = &st.procs[i];
 			if (!p->lost && !p->throttled)
 				continue;
-			if (p->pid == UINT32_MAX)
-				fprintf(stderr, "%s:   unknown process:", o->prog);
-			else
-				fprintf(stderr, "%s:   pid %" PRIu32 " (%s):", o->prog, p->pid, p->comm[0] ? p->comm : "?");
-			fprintf(stderr, " %" PRIu64 " samples, %" PRIu64 " lost (ring buffer full: the recorder fell "
-				"behind), %" PRIu64 " throttled\n", p->samples, p->lost, p->throttled);
+			char who[64] = "unknown process";
+			if (p->pid != UINT32_MAX)
+				snprintf(who, sizeof(who), "pid %" PRIu32 " (%.*s)", p->pid, (int)sizeof(p->comm),
+					 p->comm[0] ? p->comm : "?");
+			say(o, "  %s: %" PRIu64 " samples, %" PRIu64 " lost (ring buffer full: the recorder fell "
+			    "behind), %" PRIu64 " throttled", who, p->samples, p->lost, p->throttled);
 		}
 		int hits = 0;
 		for (size_t i = 0; i < r->n_evs; i++)
@@ -466,34 +490,36 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 		/* A record is the whole window, however little of it the stack
 		 * used: bursts of hits fill the rings at that size. */
 		if (hits && st.lost)
-			fprintf(stderr, "%s: note: a tracepoint or probe hit in bursts fills the rings with %u-byte "
-				"samples faster than they drain: a smaller --stack-size (8192 is 8 times smaller) "
-				"keeps more\n", o->prog, window);
+			say(o, "note: a tracepoint or probe hit in bursts fills the rings with %u-byte "
+			    "samples faster than they drain: a smaller --stack-size (8192 is 8 times smaller) "
+			    "keeps more", window);
 	}
 	if (r->n_table && st.event_samples) {
-		fprintf(stderr, "%s: samples per event:", o->prog);
-		for (size_t i = 0; i < r->n_table; i++)
-			fprintf(stderr, "%s %s %" PRIu64, i ? "," : "", r->table[i], st.event_samples[i]);
-		fputc('\n', stderr);
+		char line[1024];
+		size_t at = (size_t)snprintf(line, sizeof(line), "samples per event:");
+		for (size_t i = 0; i < r->n_table && at < sizeof(line); i++)
+			at += (size_t)snprintf(line + at, sizeof(line) - at, "%s %s %" PRIu64, i ? "," : "", r->table[i],
+					       st.event_samples[i]);
+		say(o, "%s", line);
 	}
 	if (st.kernel_samples)
-		fprintf(stderr, "%s: kernel frames in %" PRIu64 " samples; %" PRIu64 " kernel symbols kept (%" PRIu64
-			" bytes)\n", o->prog, st.kernel_samples, st.kernel_symbols, st.kernel_symbol_bytes);
+		say(o, "kernel frames in %" PRIu64 " samples; %" PRIu64 " kernel symbols kept (%" PRIu64
+			" bytes)", st.kernel_samples, st.kernel_symbols, st.kernel_symbol_bytes);
 	uint64_t capped = 0;
 	for (size_t i = 0; i < st.n_procs; i++)
 		capped += st.procs[i].capped;
 	if (capped)
-		fprintf(stderr, "%s: %" PRIu64 " of %" PRIu64 " samples filled the %u-byte window: their stacks "
-			"may be cut (--stack-size, up to %u)\n", o->prog, capped, st.samples, window,
+		say(o, "%" PRIu64 " of %" PRIu64 " samples filled the %u-byte window: their stacks "
+			"may be cut (--stack-size, up to %u)", capped, st.samples, window,
 			REC_STACK_MAX);
 	if (st.no_user && (o->all || o->n_pids || o->n_tids))
-		fprintf(stderr, "%s: %" PRIu64 " samples without user state (kernel threads, exiting tasks) left out\n",
-			o->prog, st.no_user);
+		say(o, "%" PRIu64 " samples without user state (kernel threads, exiting tasks) left out", st.no_user);
 }
 
 int rec_record(const struct rec_options *o)
 {
-	struct recorder R = { .o = o, .self = getpid() };
+	struct recorder R = { .o = o, .self = getpid(),
+			      .live = { .lost = on_lost, .exit = on_exit_task, .warn = { warn_line, (void *)o } } };
 	struct recorder *r = &R;
 	int const attach = o->n_pids || o->n_tids;
 	int const cmd_only = o->argv && !attach && !o->all;
@@ -512,9 +538,9 @@ int rec_record(const struct rec_options *o)
 		/* Like time(1): the terminal's signals go to the command. */
 		signal(SIGINT, SIG_IGN);
 		signal(SIGQUIT, SIG_IGN);
-		child = spawn(o->argv, &go, o->prog);
+		child = spawn(o->argv, &go, o);
 		if (child < 0) {
-			fprintf(stderr, "%s: fork: %s\n", o->prog, strerror((int)-child));
+			say(o, "fork: %s", strerror((int)-child));
 			return REC_FAILED;
 		}
 		if ((rc = tidset_add(&have, child)) != 0)
@@ -524,7 +550,7 @@ int rec_record(const struct rec_options *o)
 			pid_t *t = NULL;
 			int const n = rec_proc_threads(o->pids[i], &t);
 			if (n <= 0) {
-				fprintf(stderr, "%s: -p %d: no such process\n", o->prog, (int)o->pids[i]);
+				say(o, "-p %d: no such process", (int)o->pids[i]);
 				free(t);
 				ret = REC_FAILED;
 				goto out;
@@ -538,7 +564,7 @@ int rec_record(const struct rec_options *o)
 		}
 		for (size_t i = 0; i < o->n_tids; i++) {
 			if (rec_proc_tgid(o->tids[i]) < 0) {
-				fprintf(stderr, "%s: -t %d: no such thread\n", o->prog, (int)o->tids[i]);
+				say(o, "-t %d: no such thread", (int)o->tids[i]);
 				ret = REC_FAILED;
 				goto out;
 			}
@@ -604,10 +630,10 @@ int rec_record(const struct rec_options *o)
 			}
 		}
 		if ((rc == -EACCES || rc == -EPERM) && in_kernel)
-			fprintf(stderr, "%s: %s (the event fires in the kernel: kernel.perf_event_paranoid must be 1 or "
-				"less, or root)\n", o->prog, err);
+			say(o, "%s (the event fires in the kernel: kernel.perf_event_paranoid must be 1 or "
+			    "less, or root)", err);
 		else
-			fprintf(stderr, "%s: %s\n", o->prog, err);
+			say(o, "%s", err);
 		ret = REC_FAILED;
 		goto out;
 	}
@@ -615,15 +641,15 @@ int rec_record(const struct rec_options *o)
 	{
 		uint64_t const ring = r->ev.data_pages * (uint64_t)sysconf(_SC_PAGESIZE);
 		if (ring < 8 * ((uint64_t)o->stack_size + 512))
-			fprintf(stderr, "%s: note: ring buffers of %" PRIu64 " KiB per CPU (the locked-memory limit, "
-				"kernel.perf_event_mlock_kb) hold few samples of a %u-byte window: samples may be lost "
-				"(a smaller --stack-size holds more)\n", o->prog, ring / 1024, o->stack_size);
+			say(o, "note: ring buffers of %" PRIu64 " KiB per CPU (the locked-memory limit, "
+			    "kernel.perf_event_mlock_kb) hold few samples of a %u-byte window: samples may be lost "
+			    "(a smaller --stack-size holds more)", ring / 1024, o->stack_size);
 	}
 
 	/* The trace and the record stream. */
 	if (!o->user_only && !kframes)
-		fprintf(stderr, "%s: note: no kernel frames: %s (--user-only says you want none)\n", o->prog,
-			kreadable ? "kernel call chains are not permitted here (kernel.perf_event_paranoid)"
+		say(o, "note: no kernel frames: %s (--user-only says you want none)",
+		    kreadable ? "kernel call chains are not permitted here (kernel.perf_event_paranoid)"
 				  : "kernel addresses are hidden from this user (kernel.kptr_restrict, "
 				    "kernel.perf_event_paranoid; root sees them)");
 	struct ctf_writer_opts wo = { .sz = sizeof(wo), .zstd = o->zstd, .clock_offset_ns = o->clock_offset_ns,
@@ -631,15 +657,15 @@ int rec_record(const struct rec_options *o)
 				     .events = r->n_table ? r->table : NULL, .n_events = r->n_table };
 	memcpy(wo.uuid, o->uuid, sizeof(wo.uuid));
 	if ((rc = ctf_writer_open(o->out, &wo, &r->w)) != 0) {
-		fprintf(stderr, "%s: cannot create the trace in %s: %s\n", o->prog, o->out, strerror(-rc));
+		say(o, "cannot create the trace in %s: %s", o->out, strerror(-rc));
 		goto fail_quiet;
 	}
 	struct rec_encoder_opts const eo = { .full_copy = o->full_copy, .end_all = 1, .policy = o->policy,
 					     .kernel_frames = kframes, .events = r->n_table ? r->table : NULL,
-					     .n_events = r->n_table };
+					     .n_events = r->n_table, .warn = { warn_line, (void *)o } };
 	struct su_reader_callbacks cb = { .arg = r, .process_start = on_process, .sample = on_sample, .end = on_end };
 	if ((rc = rec_encoder_new(r->w, &eo, &r->enc)) != 0 ||
-	    (rc = su_perf_stream_new(&r->attrs[0], sizeof(r->attrs[0]), &cb, &live_cb, &r->rst, &r->ps)) != 0)
+	    (rc = su_perf_stream_new(&r->attrs[0], sizeof(r->attrs[0]), &cb, &r->live, &r->rst, &r->ps)) != 0)
 		goto fail;
 	for (size_t k = 0; r->n_table && k < r->n_attrs; k++) {
 		int const x = su_perf_stream_add_event(r->ps, &r->attrs[k], sizeof(r->attrs[k]), r->names[k]);
@@ -704,7 +730,7 @@ int rec_record(const struct rec_options *o)
 		free(synth.p);
 		synth.p = NULL;
 		if (o->argv) { /* -p/-t/-a -- CMD: record until it ends */
-			child = spawn(o->argv, NULL, o->prog);
+			child = spawn(o->argv, NULL, o);
 			if (child < 0) {
 				rc = (int)child;
 				child = -1;
@@ -827,16 +853,15 @@ int rec_record(const struct rec_options *o)
 	free(procs);
 	free(ev_samples);
 	if (WIFSIGNALED(status) && child > 0)
-		fprintf(stderr, "%s: %s was killed by signal %d (%s)\n", o->prog, o->argv[0], WTERMSIG(status),
-			strsignal(WTERMSIG(status)));
+		say(o, "%s was killed by signal %d (%s)", o->argv[0], WTERMSIG(status), strsignal(WTERMSIG(status)));
 	if (r->werr)
-		fprintf(stderr, "%s: recording stopped by an error: %s; the trace holds what was written before it\n",
-			o->prog, strerror(-r->werr));
+		say(o, "recording stopped by an error: %s; the trace holds what was written before it",
+		    strerror(-r->werr));
 	ret = child > 0 ? (WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)) : r->werr ? 1 : 0;
 	goto out;
 
 fail:
-	fprintf(stderr, "%s: %s\n", o->prog, strerror(-rc));
+	say(o, "%s", strerror(-rc));
 fail_quiet:
 	ret = 1;
 fail_cmd: /* RET set */

@@ -18,7 +18,7 @@
  * (perf_event_paranoid): the caller may use the in-process sampler. */
 #define REC_REFUSED (-1000)
 /* rec_record's return when it failed before anything was recorded (the
- * reason printed): the caller exits 1 and keeps no trace. */
+ * reason said): the caller exits 1 and keeps no trace. */
 #define REC_FAILED (-1001)
 
 struct rec_options {
@@ -40,13 +40,18 @@ struct rec_options {
 				   * tracepoints and probes at every hit) */
 	uint8_t uuid[16];         /* trace identity and clock offset */
 	int64_t clock_offset_ns;
-	const char *prog;         /* prefix of messages ("stackcap") */
+	/* Where the recorder's messages go (errors, notes, warnings, the
+	 * summary): each one line, without a newline, that the caller prints
+	 * after its "PROG: " (cli_print_stderr).  NULL: none.  Called from
+	 * the forked command too (its exec failed). */
+	void (*say)(void *arg, const char *line);
+	void *say_arg;
 };
 
-/* Record as O says; prints errors and a summary on stderr.  @return the
- * command's exit status (or 0 with no command), 1 on an error while
- * recording (printed; the trace holds what came before), REC_FAILED, or
- * REC_REFUSED (nothing printed, nothing run) when perf events are not
+/* Record as O says; says errors and a summary through o->say.  @return
+ * the command's exit status (or 0 with no command), 1 on an error while
+ * recording (said; the trace holds what came before), REC_FAILED, or
+ * REC_REFUSED (nothing said, nothing run) when perf events are not
  * permitted here and O asks for a command only. */
 int rec_record(const struct rec_options *o);
 

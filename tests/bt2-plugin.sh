@@ -237,7 +237,11 @@ head -c $((size - size / 2)) /dev/zero | tr '\0' '\377' | dd of="$f" bs=1 seek=$
 run dmg $BT -c source.stackcap.trace -p "inputs=[\"$work/dmg.trace\"]" -c filter.stackcap.unwind
 ndmg=$(grep -c 'unwind_end = ' "$work/dmg.out")
 check "damaged plain samples file: the samples before the damage ($ndmg of $nsamples), a warning, no crash" \
-	all_of "[ \"$(rc dmg)\" = 0 ] && [ $ndmg -ge 1 ] && [ $ndmg -lt $nsamples ] && grep -q warning '$work/dmg.err' && no_crash dmg"
+	all_of "[ \"$(rc dmg)\" = 0 ] && [ $ndmg -ge 1 ] && [ $ndmg -lt $nsamples ] && grep -q ' W PLUGIN/SRC.STACKCAP.TRACE \\[.*samples-.*skipped' '$work/dmg.err' && no_crash dmg"
+# The readers' warnings are the component's log: its logging level rules them.
+run dmg-quiet $BT --log-level=E -c source.stackcap.trace -p "inputs=[\"$work/dmg.trace\"]" -c filter.stackcap.unwind
+check "the same at --log-level=E: the same samples, no warning ($(wc -l <"$work/dmg-quiet.err") lines)" \
+	all_of "[ \"$(rc dmg-quiet)\" = 0 ] && cmp -s '$work/dmg.out' '$work/dmg-quiet.out' && [ ! -s '$work/dmg-quiet.err' ]"
 # A trace with kernel frames (version 3): the source refuses it by name;
 # src.ctf.fs + the filter pass its kernel events and unwind its samples.
 "$STACKCAP" record -o "$work/kf.trace" -- "$TD/tdata-single" 0.2 2>"$work/kf.rerr"

@@ -256,6 +256,17 @@ bad=$(find "$work/privz" -printf '%y%m\n' | grep -v -x -e d700 -e f600 | tr '\n'
 check "umask 000, libstackcap preloaded, missing parents: directories 0700, files 0600${bad:+ (not: $bad)}" \
 	sh -c "[ -f '$work/privz/sub/t/metadata' ] && [ -z '$bad' ]"
 
+# A preloaded library that cannot start says so in the report file the
+# caller named (stackcap record --lttng prints it), never on the traced
+# program's stderr.
+: >"$work/afile"
+: >"$work/startfail.summary"
+LD_PRELOAD="$B/capture/.libs/libstackcap.so" STACKCAP_OUTPUT="$work/afile/t" \
+	STACKCAP_SUMMARY_FILE="$work/startfail.summary" "$TD/tdata-single" 0.1 >/dev/null 2>"$work/startfail.err"
+rc=$?
+check "preloaded, the trace cannot be created: the program runs (exit $rc), its stderr stays empty, the reason is in the report file ($(cat "$work/startfail.summary"))" \
+	sh -c "[ $rc = 0 ] && [ ! -s '$work/startfail.err' ] && grep -qx 'stackcap: cannot start recording into $work/afile/t: Not a directory' '$work/startfail.summary'"
+
 # 8. the library exports its API and the interposers, nothing else
 LIB="$B/capture/.libs/libstackcap.so"
 objdump -T "$LIB" | awk '$2 == "g" && $4 == ".text" {print $NF}' | sort >"$work/exports"

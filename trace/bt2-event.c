@@ -15,14 +15,14 @@ int su_bt2_u64(const bt_field *st, const char *name, uint64_t *out)
 {
 	const bt_field *f = su_bt2_member(st, name);
 	if (!f)
-		return -1;
+		return -ENOENT;
 	bt_field_class_type const t = bt_field_get_class_type(f);
 	if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_SIGNED_INTEGER))
 		*out = (uint64_t)bt_field_integer_signed_get_value(f);
 	else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER))
 		*out = bt_field_integer_unsigned_get_value(f);
 	else
-		return -1;
+		return -EINVAL;
 	return 0;
 }
 
@@ -66,7 +66,7 @@ int64_t su_bt2_copy_bytes(const bt_field *st, const char *name, uint8_t **buf, s
 {
 	uint64_t n = 0;
 	if (!su_bt2_array(st, name, &n))
-		return -1;
+		return -ENOENT;
 	if (n + 1 > *cap) {
 		uint8_t *nb = realloc(*buf, n + 1);
 		if (!nb)

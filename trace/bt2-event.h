@@ -13,7 +13,7 @@
 /* Member NAME of structure ST (NULL when ST is NULL or not a structure,
  * or has no such member). */
 const bt_field *su_bt2_member(const bt_field *st, const char *name);
-/* Integer member NAME into *OUT: 0, or -1 when absent or not an integer. */
+/* Integer member NAME into *OUT: 0, -ENOENT when absent, -EINVAL when not an integer. */
 int su_bt2_u64(const bt_field *st, const char *name, uint64_t *out);
 /* Integer member NAME, or DFLT. */
 uint64_t su_bt2_u64_or(const bt_field *st, const char *name, uint64_t dflt);
@@ -25,7 +25,7 @@ const bt_field *su_bt2_array(const bt_field *st, const char *name, uint64_t *n);
  * bytes).  @return its length (0 when absent or not unsigned integers). */
 uint64_t su_bt2_bytes(const bt_field *st, const char *name, uint8_t *buf, uint64_t cap);
 /* The unsigned integer array member NAME copied into *BUF (grown to *CAP
- * bytes as needed).  @return its length, -1 when absent, or -ENOMEM. */
+ * bytes as needed).  @return its length, -ENOENT when absent, or -ENOMEM. */
 int64_t su_bt2_copy_bytes(const bt_field *st, const char *name, uint8_t **buf, size_t *cap);
 /* The event's default clock value (0 without a clock). */
 uint64_t su_bt2_event_ts(const bt_message *msg);

@@ -77,7 +77,7 @@ int su_bt2_read_ctf(const char *const *dirs, size_t n, const char *what, su_bt2_
 {
 	struct run r = { .fn = fn, .arg = arg, .err = err, .errlen = errlen };
 	char msg[160];
-	int rc = -1;
+	int rc = -EIO;              /* babeltrace2 failed: its cause says why */
 	bt_graph *g = bt_graph_create(0);
 	const bt_plugin *ctf = find_plugin("ctf");
 	const bt_plugin *utils = find_plugin("utils");
@@ -90,10 +90,12 @@ int su_bt2_read_ctf(const char *const *dirs, size_t n, const char *what, su_bt2_
 
 	if (!src_cls || !mux_cls) {
 		su_set_err(r.err, r.errlen, "babeltrace2 plugins ctf and utils not found (apt-get install babeltrace2)");
+		rc = -ENOENT;
 		goto out;
 	}
 	if (!g) {
 		su_set_err(r.err, r.errlen, "out of memory");
+		rc = -ENOMEM;
 		goto out;
 	}
 	if (bt_graph_add_filter_component(g, mux_cls, "mux", NULL, BT_LOGGING_LEVEL_NONE, &mux) ||
@@ -111,6 +113,7 @@ int su_bt2_read_ctf(const char *const *dirs, size_t n, const char *what, su_bt2_
 		    bt_value_array_append_string_element(inputs, dirs[t])) {
 			bt_value_put_ref(params);
 			su_set_err(r.err, r.errlen, "out of memory");
+			rc = -ENOMEM;
 			goto out;
 		}
 		int const arc = bt_graph_add_source_component(g, src_cls, name, params, BT_LOGGING_LEVEL_NONE, &src);

@@ -14,7 +14,8 @@ typedef int (*su_bt2_message_fn)(void *arg, const bt_message *msg);
 
 /* Read the N CTF trace directories DIRS through FN; WHAT names them in
  * messages ("the trace").  @return 0 when read to the end or stopped, FN's
- * negative return, or -1; a message in ERR unless it already holds one. */
+ * negative return, or -errno (-EIO: babeltrace2 failed, -ENOENT: its
+ * plugins are missing); a message in ERR unless it already holds one. */
 int su_bt2_read_ctf(const char *const *dirs, size_t n, const char *what, su_bt2_message_fn fn, void *arg,
 		    char *err, size_t errlen);
 

@@ -88,7 +88,7 @@ int su_lttng_event_ids(const bt_message *msg, uint32_t *vpid, uint32_t *vtid)
 	const bt_field *cc = bt_event_borrow_common_context_field_const(bt_message_event_borrow_event_const(msg));
 	uint64_t p, t;
 	if (su_bt2_u64(cc, "vpid", &p) || su_bt2_u64(cc, "vtid", &t))
-		return -1;
+		return -ENOENT;
 	*vpid = (uint32_t)p;
 	*vtid = (uint32_t)t;
 	return 0;

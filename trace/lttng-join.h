@@ -24,8 +24,8 @@ enum su_lttng_event {
 /* What the event class NAME is to the join. */
 enum su_lttng_event su_lttng_event_of(const char *name);
 
-/* The vpid and vtid contexts of event message MSG: 0, or -1 when the
- * session did not add them. */
+/* The vpid and vtid contexts of event message MSG: 0, or -ENOENT when
+ * the session did not add them. */
 int su_lttng_event_ids(const bt_message *msg, uint32_t *vpid, uint32_t *vtid);
 
 struct su_lttng_join;

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "trace/stackcap-reader.h"
 
 struct su_native_file;
 
@@ -26,9 +27,10 @@ struct su_native_item {
 	int stream_class;           /* 0 process, 1 samples */
 };
 
-/* Open stream file NAME of trace directory DIR (its kind from the name).
- * A file that cannot be read is an empty one (warned).  NULL + errno. */
-struct su_native_file *su_native_file_open(const char *dir, const char *name);
+/* Open stream file NAME of trace directory DIR (its kind from the name);
+ * warnings go to WARN (copied; NULL: none).  A file that cannot be read
+ * is an empty one (warned).  NULL + errno. */
+struct su_native_file *su_native_file_open(const char *dir, const char *name, const struct su_warn_hook *warn);
 void su_native_file_close(struct su_native_file *f);
 
 /* The next item.  @return 1, 0 at the end (or after the first defect), or

@@ -151,6 +151,7 @@ struct pr {
 	char *err;
 	size_t errlen;
 	const char *name;
+	const struct su_warn_hook *warn; /* NULL: none */
 
 	const uint8_t *map;          /* the whole file, read-only private */
 	uint64_t file_size;
@@ -1183,7 +1184,7 @@ static size_t queue_chunk(struct pr *r, struct chunk *c, const char *what, int *
 		if (rsize < 8) {
 			/* Events queued before the damage still point into C: it
 			 * is kept by the caller, not freed here (a fuzzing finding). */
-			su_reader_warn("%s: damaged record inside %s: the rest is ignored", r->name, what);
+			su_reader_warn(r->warn, "%s: damaged record inside %s: the rest is ignored", r->name, what);
 			r->malformed = 1;
 			*damaged = 1;
 			break;
@@ -1217,7 +1218,7 @@ static int on_compressed(struct pr *r, const uint8_t *rec, uint16_t size)
 		if (len == cap) {
 			if (cap * 2 > COMPRESSED_RECORD_MAX) {
 				free(c);
-				su_reader_warn("%s: a compressed record inflates past %u MiB: the rest is ignored", r->name,
+				su_reader_warn(r->warn, "%s: a compressed record inflates past %u MiB: the rest is ignored", r->name,
 					       COMPRESSED_RECORD_MAX >> 20);
 				r->malformed = 1;
 				return -EINVAL;
@@ -1234,7 +1235,7 @@ static int on_compressed(struct pr *r, const uint8_t *rec, uint16_t size)
 		size_t const zr = ZSTD_decompressStream(r->dctx, &out, &in);
 		if (ZSTD_isError(zr)) {
 			free(c);
-			su_reader_warn("%s: compressed record does not decompress (%s): the rest is ignored",
+			su_reader_warn(r->warn, "%s: compressed record does not decompress (%s): the rest is ignored",
 				       r->name, ZSTD_getErrorName(zr));
 			r->malformed = 1;
 			return -EINVAL;
@@ -1255,7 +1256,7 @@ static int on_compressed(struct pr *r, const uint8_t *rec, uint16_t size)
 	 * chunks with them: a file without rounds would hold them all. */
 	if (r->chunk_bytes > COMPRESSED_HELD_MAX && !r->cb_rc) {
 		if (!r->warned_chunks++)
-			su_reader_warn("%s: more than %u MiB of compressed records without a FINISHED_ROUND: "
+			su_reader_warn(r->warn, "%s: more than %u MiB of compressed records without a FINISHED_ROUND: "
 				       "the events so far are delivered, later ones may be out of time order",
 				       r->name, COMPRESSED_HELD_MAX >> 20);
 		flush_until(r, UINT64_MAX);
@@ -1298,7 +1299,7 @@ static void run_data(struct pr *r)
 		}
 		if (r->data_size - pos < 8) {
 			r->malformed = 1;
-			su_reader_warn("%s: data section ends inside a record header at offset %" PRIu64
+			su_reader_warn(r->warn, "%s: data section ends inside a record header at offset %" PRIu64
 				       ": the rest is ignored", r->name, r->data_off + pos);
 			break;
 		}
@@ -1307,7 +1308,7 @@ static void run_data(struct pr *r)
 		uint16_t const size = su_ld16(rec + 6);
 		if (size < 8 || size > r->data_size - pos) {
 			r->malformed = 1;
-			su_reader_warn("%s: damaged record (type %u, size %u) at offset %" PRIu64
+			su_reader_warn(r->warn, "%s: damaged record (type %u, size %u) at offset %" PRIu64
 				       ": the rest of the data section is ignored",
 				       r->name, type, size, r->data_off + pos);
 			break;
@@ -1493,7 +1494,7 @@ static void read_build_ids(struct pr *r, const uint8_t *p, uint64_t size)
 	while (size - off >= 8 + 4 + 24) {
 		uint16_t const misc = su_ld16(p + off + 4), len = su_ld16(p + off + 6);
 		if (len < 8 + 4 + 24 + 1 || len > size - off) {
-			su_reader_warn("%s: damaged build-id table: the rest is ignored", r->name);
+			su_reader_warn(r->warn, "%s: damaged build-id table: the rest is ignored", r->name);
 			return;
 		}
 		const uint8_t *id = p + off + 12;
@@ -1520,12 +1521,12 @@ static int read_features(struct pr *r, const uint8_t *bits)
 			continue;
 		uint64_t const at = sec + 16u * n++;
 		if (at > r->file_size || r->file_size - at < 16) {
-			su_reader_warn("%s: feature sections cut short: build-ids and the rest are ignored", r->name);
+			su_reader_warn(r->warn, "%s: feature sections cut short: build-ids and the rest are ignored", r->name);
 			return 1;
 		}
 		uint64_t const off = su_ld64(r->map + at), size = su_ld64(r->map + at + 8);
 		if (off > r->file_size || size > r->file_size - off) {
-			su_reader_warn("%s: feature %u points outside the file: ignored", r->name, feat);
+			su_reader_warn(r->warn, "%s: feature %u points outside the file: ignored", r->name, feat);
 			continue;
 		}
 		const uint8_t *p = r->map + off;
@@ -1593,7 +1594,8 @@ int su_perf_data_read_fd(int fd, const char *name, const struct su_reader_opts *
 			 const struct su_reader_callbacks *cb,
 			 struct su_reader_stats *stats, char *err, size_t errlen)
 {
-	struct pr r = { .opts = opts, .cb = cb, .st = stats, .err = err, .errlen = errlen, .name = name };
+	struct pr r = { .opts = opts, .cb = cb, .st = stats, .err = err, .errlen = errlen, .name = name,
+			.warn = opts ? &opts->warn : NULL };
 	int rc = 0;
 	void *map = MAP_FAILED;
 	struct stat sb;
@@ -1649,12 +1651,12 @@ int su_perf_data_read_fd(int fd, const char *name, const struct su_reader_opts *
 		goto out;
 	int partial = 0;
 	if (r.data_size == 0 && r.file_size > r.data_off) {
-		su_reader_warn("%s: data size is 0 (perf record did not finish?): reading to the end of the file",
+		su_reader_warn(r.warn, "%s: data size is 0 (perf record did not finish?): reading to the end of the file",
 			       name);
 		r.data_size = r.file_size - r.data_off;
 		partial = 1;
 	} else if (r.data_size > r.file_size - r.data_off) {
-		su_reader_warn("%s: data section cut short (%" PRIu64 " of %" PRIu64 " bytes): reading what is there",
+		su_reader_warn(r.warn, "%s: data section cut short (%" PRIu64 " of %" PRIu64 " bytes): reading what is there",
 			       name, r.file_size - r.data_off, r.data_size);
 		r.data_size = r.file_size - r.data_off;
 		partial = 1;
@@ -1671,11 +1673,11 @@ int su_perf_data_read_fd(int fd, const char *name, const struct su_reader_opts *
 		rc = cb->end(cb->arg);
 	stats->bad_blobs = r.bad_samples + r.unknown_ids;
 	if (r.bad_samples)
-		su_reader_warn("%s: %" PRIu64 " damaged records skipped", name, r.bad_samples);
+		su_reader_warn(r.warn, "%s: %" PRIu64 " damaged records skipped", name, r.bad_samples);
 	if (r.unknown_ids)
-		su_reader_warn("%s: %" PRIu64 " samples of an unknown event id skipped", name, r.unknown_ids);
+		su_reader_warn(r.warn, "%s: %" PRIu64 " samples of an unknown event id skipped", name, r.unknown_ids);
 	if (r.compat_regs)
-		su_reader_warn("%s: %" PRIu64 " samples of 32-bit tasks not unwound (no-user)", name, r.compat_regs);
+		su_reader_warn(r.warn, "%s: %" PRIu64 " samples of 32-bit tasks not unwound (no-user)", name, r.compat_regs);
 	stats->truncated_files = r.malformed || partial;
 	if (!rc && (stats->truncated_files || stats->bad_blobs))
 		rc = 1;
@@ -1726,6 +1728,7 @@ int su_perf_stream_new(const void *attr, size_t attr_len, const struct su_reader
 	s->r.cb = cb;
 	s->r.st = stats;
 	s->r.live_cb = live;
+	s->r.warn = live ? &live->warn : NULL;
 	s->r.name = "live recording";
 	s->r.n_attrs = 1;
 	attr_parse(&s->r.attrs[0], attr, attr_len);

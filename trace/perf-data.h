@@ -16,7 +16,7 @@ int su_perf_data_probe(const char *path);
 
 /* Read the perf.data file PATH with su_stackcap_trace_read()'s contract:
  * callbacks in time order; 0 when all was read, >0 when some of it could
- * not be (warnings on stderr, the readable part delivered), a callback's
+ * not be (warnings through opts->warn, the readable part delivered), a callback's
  * nonzero return, or <0 with a message in ERR when nothing can be read
  * (not a perf.data file, pipe mode, other byte order, damaged header or
  * attributes).  opts->source is ignored. */
@@ -47,6 +47,8 @@ struct su_perf_stream_callbacks {
 	int (*lost)(void *arg, uint32_t pid, uint32_t tid, uint64_t n, int throttled);
 	/* A thread (or, TID == PID, a process) ended, after its last sample. */
 	int (*exit)(void *arg, uint32_t pid, uint32_t tid);
+	/* Where the stream's warnings go (zeroed: none). */
+	struct su_warn_hook warn;
 };
 
 /* ATTR: the struct perf_event_attr the events were opened with (ATTR_LEN

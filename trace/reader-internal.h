@@ -67,6 +67,7 @@ typedef int (*raw_emit_fn)(void *ctx, const struct raw_event *ev);
 
 /* What a source says of the files it read. */
 struct source_report {
+	const struct su_warn_hook *warn; /* where warnings go (NULL: nowhere) */
 	int truncated_files;      /* files cut short or corrupt (warned) */
 	uint64_t *bytes_read;     /* stream bytes consumed so far, kept up to date
 				   * (progress), or NULL */
@@ -76,11 +77,12 @@ enum source_pass { PASS_PROCESS = 1, PASS_SAMPLES = 2 };
 
 struct event_source {
 	const char *name;
-	/* Prepare DIR (absolute).  NULL with a message in ERR on failure. */
-	void *(*open)(const char *dir, struct source_report *rep, char *err, size_t errlen);
+	/* Prepare DIR (absolute) into *H.  @return 0, or -errno with a message
+	 * in ERR. */
+	int (*open)(const char *dir, struct source_report *rep, void **h, char *err, size_t errlen);
 	/* Emit every event of the process streams (PASS_PROCESS) or sample
 	 * streams (PASS_SAMPLES) in time order.  @return 0, EMIT's nonzero
-	 * return, or -errno / -1 with a message in ERR. */
+	 * return, or -errno with a message in ERR. */
 	int (*run)(void *h, enum source_pass pass, raw_emit_fn emit, void *ctx, char *err, size_t errlen);
 	void (*close)(void *h);
 	/* The format has no process_end event (LTTng: a process's end is
@@ -122,17 +124,23 @@ static inline uint64_t su_ld64(const uint8_t *p)
 }
 
 /* Shared helpers. */
-/* A warning on stderr, "PROG: warning: ...": control characters (from
+/* A warning to hook W (NULL or no fn: dropped): control characters (from
  * recorded paths and names) are written as \xNN, never raw. */
-void su_reader_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void su_reader_warn(const struct su_warn_hook *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Open PATH, named by a trace, read-only: never blocks on a FIFO or device,
  * never becomes a controlling tty, adds FLAGS (O_NOFOLLOW for the files of
  * a trace directory).  @return an fd of a regular file, or -1 with errno
  * (ELOOP: a symlink under O_NOFOLLOW; EINVAL: not a regular file). */
 int su_open_regular(const char *path, int flags);
-/* The message of a failure into ERR (ERRLEN bytes), unless ERR is NULL or
+/* Errors as layers (babeltrace2's causes, innermost first): the layer
+ * that fails sets the cause with su_set_err(), and each layer it returns
+ * through may put its own context before it with su_err_context().
+ * su_set_err: the cause into ERR (ERRLEN bytes), unless ERR is NULL or
  * already holds one (the first cause is the one to tell). */
 void su_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* "CONTEXT: " before the message in ERR; when ERR holds none yet, the
+ * cause is strerror(-RC).  Cut at ERRLEN (the innermost end goes first). */
+void su_err_context(char *err, size_t errlen, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void su_maps_free(struct su_maps *m);
 /* Bytes of the complete packets at the start of the plain stream file FD
  * of SIZE bytes (stops at the first cut or malformed packet). */

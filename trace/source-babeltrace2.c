@@ -220,7 +220,7 @@ static int stage_file(struct bt2_source *r, const char *dir, const char *name, c
 	/* As the native source: no symlink followed, no FIFO or device read. */
 	int const fd0 = su_open_regular(src, O_NOFOLLOW);
 	if (fd0 < 0) {
-		su_reader_warn("%s: %s: file skipped", src, errno == ELOOP ? "a symbolic link, not followed" :
+		su_reader_warn(r->rep->warn, "%s: %s: file skipped", src, errno == ELOOP ? "a symbolic link, not followed" :
 			       errno == EINVAL ? "not a regular file" : strerror(errno));
 		r->rep->truncated_files++;
 		return 0;
@@ -229,10 +229,10 @@ static int stage_file(struct bt2_source *r, const char *dir, const char *name, c
 	if (zst) {
 		int rc = ctf_zstd_inflate_file(src, dst);
 		if (rc == -EBADMSG) {
-			su_reader_warn("%s: corrupt or truncated zstd frame: only the packets before it are read", src);
+			su_reader_warn(r->rep->warn, "%s: corrupt or truncated zstd frame: only the packets before it are read", src);
 			r->rep->truncated_files++;
 		} else if (rc) {
-			su_reader_warn("%s: cannot inflate: %s: file skipped", src, strerror(-rc));
+			su_reader_warn(r->rep->warn, "%s: cannot inflate: %s: file skipped", src, strerror(-rc));
 			r->rep->truncated_files++;
 			unlink(dst);
 			return 0;
@@ -242,7 +242,7 @@ static int stage_file(struct bt2_source *r, const char *dir, const char *name, c
 	}
 	int fd = open(src, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		su_reader_warn("%s: %s: file skipped", src, strerror(errno));
+		su_reader_warn(r->rep->warn, "%s: %s: file skipped", src, strerror(errno));
 		r->rep->truncated_files++;
 		return 0;
 	}
@@ -258,7 +258,8 @@ static int stage_file(struct bt2_source *r, const char *dir, const char *name, c
 	}
 	close(fd);
 	if (good < size) {
-		su_reader_warn("%s/%s: cut or malformed packet at byte %llu of %llu: only the packets before it are read",
+		su_reader_warn(r->rep->warn, "%s/%s: cut or malformed packet at byte %llu of %llu: only the packets "
+			       "before it are read",
 		     dir, name, (unsigned long long)good, (unsigned long long)size);
 		r->rep->truncated_files++;
 	}
@@ -277,9 +278,11 @@ static int stage(struct bt2_source *r, const char *dir, struct bt2_source *sg)
 	const char *tmp = getenv("TMPDIR");
 	snprintf(sg->root, sizeof(sg->root), "%s/stackunwind.XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(sg->root)) {
-		su_set_err(r->err, r->errlen, "cannot create a staging directory in %s: %s", tmp && *tmp ? tmp : "/tmp", strerror(errno));
+		int const e = errno;
+		su_set_err(r->err, r->errlen, "cannot create a staging directory in %s: %s", tmp && *tmp ? tmp : "/tmp",
+			   strerror(e));
 		sg->root[0] = 0;
-		return -errno;
+		return -e;
 	}
 	snprintf(sg->proc, sizeof(sg->proc), "%s/proc", sg->root);
 	snprintf(sg->samples, sizeof(sg->samples), "%s/samples", sg->root);
@@ -299,8 +302,10 @@ static int stage(struct bt2_source *r, const char *dir, struct bt2_source *sg)
 		return -errno;
 	struct dirent *e;
 	int rc = 0;
+	char n_failed[256] = "";
 	while (!rc && (e = readdir(d))) {
 		const char *n = e->d_name;
+		snprintf(n_failed, sizeof(n_failed), "%s", n);
 		if (n[0] == '.' || strcmp(n, "metadata") == 0)
 			continue;
 		if (strncmp(n, "proc-", 5) == 0) {
@@ -310,12 +315,12 @@ static int stage(struct bt2_source *r, const char *dir, struct bt2_source *sg)
 			rc = stage_file(r, dir, n, sg->samples);
 			sg->n_samples++;
 		} else {
-			su_reader_warn("%s/%s: not a stackcap stream file: ignored", dir, n);
+			su_reader_warn(r->rep->warn, "%s/%s: not a stackcap stream file: ignored", dir, n);
 		}
 	}
 	closedir(d);
 	if (rc)
-		su_set_err(r->err, r->errlen, "cannot stage the trace in %s: %s", sg->root, strerror(-rc));
+		su_err_context(r->err, r->errlen, rc, "%s", n_failed);
 	return rc;
 }
 
@@ -333,21 +338,25 @@ static void bt2_close(void *h)
 	free(s);
 }
 
-static void *bt2_open(const char *dir, struct source_report *rep, char *err, size_t errlen)
+static int bt2_open(const char *dir, struct source_report *rep, void **h, char *err, size_t errlen)
 {
 	struct bt2_source *s = calloc(1, sizeof(*s));
 	if (!s) {
 		snprintf(err, errlen, "out of memory");
-		return NULL;
+		return -ENOMEM;
 	}
 	s->rep = rep;
 	s->err = err;
 	s->errlen = errlen;
-	if (stage(s, dir, s)) {
+	int const rc = stage(s, dir, s);
+	if (rc) {
+		if (s->root[0]) /* else the staging directory's own message */
+			su_err_context(err, errlen, rc, "cannot stage the trace in %s", s->root);
 		bt2_close(s);
-		return NULL;
+		return rc;
 	}
-	return s;
+	*h = s;
+	return 0;
 }
 
 static int bt2_run(void *h, enum source_pass pass, raw_emit_fn emit, void *ctx, char *err, size_t errlen)

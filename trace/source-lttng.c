@@ -53,8 +53,8 @@ static int handle_event(struct lt_source *s, const bt_message *msg)
 	if (su_lttng_event_ids(msg, &vpid, &vtid)) {
 		if (kind == SU_LTTNG_MODULES)
 			return 0;
-		su_set_err(s->err, s->errlen, "%s: stackcap events without the vpid and vtid contexts: record with "
-			   "`lttng add-context -u -t vpid -t vtid` (docs/lttng.md)", s->dir);
+		su_set_err(s->err, s->errlen, "stackcap events without the vpid and vtid contexts: record with "
+			   "`lttng add-context -u -t vpid -t vtid` (docs/lttng.md)");
 		return -EINVAL;
 	}
 	uint64_t const ts = su_bt2_event_ts(msg);
@@ -195,7 +195,7 @@ static int stage_if_damaged(struct lt_source *s, char **dir)
 			if (good < (uint64_t)sb.st_size) {
 				damaged = 1;
 				if (round == 1) {
-					su_reader_warn("%s: cut or malformed packet at byte %llu of %llu: only the "
+					su_reader_warn(s->rep->warn, "%s: cut or malformed packet at byte %llu of %llu: only the "
 						       "packets before it are read", src, (unsigned long long)good,
 						       (unsigned long long)sb.st_size);
 					s->rep->truncated_files++;
@@ -255,35 +255,36 @@ static void lt_close(void *h)
 	free(s);
 }
 
-static void *lt_open(const char *dir, struct source_report *rep, char *err, size_t errlen)
+static int lt_open(const char *dir, struct source_report *rep, void **h, char *err, size_t errlen)
 {
 	struct lt_source *s = calloc(1, sizeof(*s));
 	if (!s) {
 		snprintf(err, errlen, "out of memory");
-		return NULL;
+		return -ENOMEM;
 	}
 	s->rep = rep;
 	if (!(s->join = su_lttng_join_new())) {
 		snprintf(err, errlen, "out of memory");
 		lt_close(s);
-		return NULL;
+		return -ENOMEM;
 	}
 	snprintf(s->dir, sizeof(s->dir), "%s", dir);
 	int const n = find_lttng_ust(s, dir, 6);
 	if (n <= 0) {
 		snprintf(err, errlen, n < 0 ? "out of memory" : "%s holds no LTTng-UST trace", dir);
 		lt_close(s);
-		return NULL;
+		return n < 0 ? -ENOMEM : -ENOENT;
 	}
 	for (size_t i = 0; i < s->n_traces; i++) {
 		int const rc = stage_if_damaged(s, &s->traces[i]);
 		if (rc) {
 			snprintf(err, errlen, "cannot stage the damaged trace %s: %s", s->traces[i], strerror(-rc));
 			lt_close(s);
-			return NULL;
+			return rc;
 		}
 	}
-	return s;
+	*h = s;
+	return 0;
 }
 
 static int lt_run(void *h, enum source_pass pass, raw_emit_fn emit, void *ctx, char *err, size_t errlen)
@@ -300,11 +301,11 @@ static int lt_run(void *h, enum source_pass pass, raw_emit_fn emit, void *ctx, c
 		return rc;
 	if (pass == PASS_PROCESS) {
 		if (!su_lttng_join_has_generations(s->join)) {
-			su_set_err(s->err, s->errlen, "%s: no stackcap:code_ranges event (%llu stackcap:sample events): enable "
+			su_set_err(s->err, s->errlen, "no stackcap:code_ranges event (%llu stackcap:sample events): enable "
 				   "`stackcap:*` in the LTTng session and record with stackcap record --lttng or "
 				   "liblttng-stackcap.so (docs/lttng.md)",
-				s->dir, (unsigned long long)s->samples_seen);
-			return -1;
+				(unsigned long long)s->samples_seen);
+			return -ENODATA;
 		}
 		/* Every generation now: all of the trace is known. */
 		rc = su_lttng_join_flush(s->join, 0, 0, 1, s->emit, s->ctx);

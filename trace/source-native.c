@@ -125,11 +125,11 @@ static void defect(struct native_source *s, struct nfile *f, uint64_t off, const
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
 	if (f->zst)
-		su_reader_warn("%s/%s: %s at byte %llu of the inflated stream (zstd frame at byte %llu): "
-			       "the rest of the file is skipped", s->dir, f->name, what,
+		su_reader_warn(s->rep->warn, "%s/%s: %s at byte %llu of the inflated stream (zstd frame at byte "
+			       "%llu): the rest of the file is skipped", s->dir, f->name, what,
 			       (unsigned long long)off, (unsigned long long)f->frame_off);
 	else
-		su_reader_warn("%s/%s: %s at byte %llu: the rest of the file is skipped",
+		su_reader_warn(s->rep->warn, "%s/%s: %s at byte %llu: the rest of the file is skipped",
 			       s->dir, f->name, what, (unsigned long long)off);
 	s->rep->truncated_files++;
 	f->done = 1;
@@ -835,20 +835,20 @@ static int file_open(struct native_source *s, struct nfile *f)
 	f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 	struct stat sb;
 	if (f->fd < 0 && errno == ELOOP) {
-		su_reader_warn("%s: a symbolic link: not followed, file skipped", path);
+		su_reader_warn(s->rep->warn, "%s: a symbolic link: not followed, file skipped", path);
 		s->rep->truncated_files++;
 		f->done = 1;
 		return 0;
 	}
 	if (f->fd < 0 || fstat(f->fd, &sb)) {
-		su_reader_warn("%s: %s: file skipped", path, strerror(errno));
+		su_reader_warn(s->rep->warn, "%s: %s: file skipped", path, strerror(errno));
 		s->rep->truncated_files++;
 		f->done = 1;
 		file_release(f);
 		return 0;
 	}
 	if (!S_ISREG(sb.st_mode)) {
-		su_reader_warn("%s: not a regular file: skipped", path);
+		su_reader_warn(s->rep->warn, "%s: not a regular file: skipped", path);
 		s->rep->truncated_files++;
 		f->done = 1;
 		file_release(f);
@@ -877,12 +877,14 @@ static int nat_run(void *h, enum source_pass pass, raw_emit_fn emit, void *ctx, 
 	s->err = err;
 	s->errlen = errlen;
 	s->n_heap = 0;
+	struct nfile *failed = NULL; /* the file whose reading failed */
 	for (size_t i = 0; i < n && !rc; i++) {
 		struct nfile *f = &files[i];
 		if (f->done)
 			continue; /* read by an earlier run */
 		file_open(s, f);
-		rc = advance(s, f);
+		if ((rc = advance(s, f)) != 0)
+			failed = f;
 		if (!rc && !f->done)
 			s->heap[s->n_heap++] = f;
 	}
@@ -893,7 +895,8 @@ static int nat_run(void *h, enum source_pass pass, raw_emit_fn emit, void *ctx, 
 		rc = deliver(s, f, emit, ctx);
 		if (!rc && !f->done) {
 			f->next = NEXT_NONE;
-			rc = advance(s, f);
+			if ((rc = advance(s, f)) != 0)
+				failed = f;
 		}
 		if (f->done)
 			s->heap[0] = s->heap[--s->n_heap];
@@ -906,6 +909,8 @@ static int nat_run(void *h, enum source_pass pass, raw_emit_fn emit, void *ctx, 
 	pass_close(s, pi);
 	if (rc == -ENOMEM)
 		su_set_err(s->err, s->errlen, "out of memory");
+	if (rc < 0 && failed)
+		su_err_context(s->err, s->errlen, rc, "%s", failed->name);
 	return rc;
 }
 
@@ -986,7 +991,7 @@ static void nat_close(void *h)
 	free(s);
 }
 
-static void *nat_open(const char *dir, struct source_report *rep, char *err, size_t errlen)
+static int nat_open(const char *dir, struct source_report *rep, void **h, char *err, size_t errlen)
 {
 	struct native_source *s = calloc(1, sizeof(*s));
 	size_t cap[2] = { 0, 0 };
@@ -996,9 +1001,10 @@ static void *nat_open(const char *dir, struct source_report *rep, char *err, siz
 	s->rep = rep;
 	d = opendir(dir);
 	if (!d) {
-		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		int const e = errno;
+		snprintf(err, errlen, "%s: %s", dir, strerror(e));
 		nat_close(s);
-		return NULL;
+		return -e;
 	}
 	int any_zst = 0;
 	struct dirent *e;
@@ -1012,7 +1018,7 @@ static void *nat_open(const char *dir, struct source_report *rep, char *err, siz
 		else if (strncmp(nm, "samples-", 8) == 0)
 			kind = 1;
 		else {
-			su_reader_warn("%s/%s: not a stackcap stream file: ignored", dir, nm);
+			su_reader_warn(rep->warn, "%s/%s: not a stackcap stream file: ignored", dir, nm);
 			continue;
 		}
 		if (s->n_files[kind] == cap[kind]) {
@@ -1058,13 +1064,14 @@ static void *nat_open(const char *dir, struct source_report *rep, char *err, siz
 		ZSTD_DCtx_setParameter(s->dctx, ZSTD_d_windowLogMax, 26);
 	}
 	metadata_uuid(s);
-	return s;
+	*h = s;
+	return 0;
 nomem:
 	if (d)
 		closedir(d);
 	snprintf(err, errlen, "out of memory");
 	nat_close(s);
-	return NULL;
+	return -ENOMEM;
 }
 
 const struct event_source su_source_native = {
@@ -1082,13 +1089,17 @@ struct su_native_file {
 	struct native_source s;
 	struct nfile f;
 	struct source_report rep;
+	struct su_warn_hook warn;
 };
 
-struct su_native_file *su_native_file_open(const char *dir, const char *name)
+struct su_native_file *su_native_file_open(const char *dir, const char *name, const struct su_warn_hook *warn)
 {
 	struct su_native_file *nf = calloc(1, sizeof(*nf));
 	if (!nf)
 		return NULL;
+	if (warn)
+		nf->warn = *warn;
+	nf->rep.warn = &nf->warn;
 	nf->s.rep = &nf->rep;
 	nf->f.fd = -1;
 	nf->f.kind = strncmp(name, "samples-", 8) == 0;

@@ -83,6 +83,7 @@ struct reader {
 	struct su_reader_stats *st;
 	char *err;
 	size_t errlen;
+	const struct su_warn_hook *warn; /* opts->warn, or NULL */
 
 	struct section *sections;
 	size_t n_sections, cap_sections;
@@ -124,22 +125,29 @@ void su_set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-static const char *warn_prog = "stackunwind";
-
-void su_reader_set_prog(const char *prog)
+void su_err_context(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
-	warn_prog = prog;
+	char ctx[1024], cause[1024];
+	va_list ap;
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(ctx, sizeof(ctx), fmt, ap);
+	va_end(ap);
+	snprintf(cause, sizeof(cause), "%s", err[0] ? err : strerror(rc < 0 ? -rc : rc));
+	snprintf(err, errlen, "%s: %s", ctx, cause);
 }
 
-void su_reader_warn(const char *fmt, ...)
+void su_reader_warn(const struct su_warn_hook *w, const char *fmt, ...)
 {
 	char msg[2048], out[4 * sizeof(msg) + 2];
 	va_list ap;
+	if (!w || !w->fn)
+		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	/* A recorded path may hold escape sequences meant for the terminal.
-	 * One write: stderr is unbuffered. */
+	/* A recorded path may hold escape sequences meant for the terminal. */
 	size_t n = 0;
 	for (const unsigned char *c = (const unsigned char *)msg; *c; c++) {
 		if (*c < 0x20 || *c == 0x7f)
@@ -148,7 +156,7 @@ void su_reader_warn(const char *fmt, ...)
 			out[n++] = (char)*c;
 	}
 	out[n] = 0;
-	fprintf(stderr, "%s: warning: %s\n", warn_prog, out);
+	w->fn(w->arg, out);
 }
 
 int su_open_regular(const char *path, int flags)
@@ -543,7 +551,7 @@ static int on_process_start(struct reader *r, const struct raw_event *ev)
 	ps->idx[ps->n++] = r->n_sections - 1;
 	r->st->processes++;
 	if (s->p.codec_version != STACKCAP_CODEC_VERSION)
-		su_reader_warn("process %u: stack codec version %u not supported (this reader knows %u); "
+		su_reader_warn(r->warn, "process %u: stack codec version %u not supported (this reader knows %u); "
 			       "its samples are skipped", s->p.pid, s->p.codec_version, STACKCAP_CODEC_VERSION);
 	return 0;
 }
@@ -553,18 +561,19 @@ static int on_maps(struct reader *r, const struct raw_event *ev)
 	struct su_maps *m = ev->maps;
 	struct section *s = section_of_stream(r, ev->stream_id, ev->pid);
 	if (!s) {
-		su_reader_warn("maps event of pid %u without process_start: ignored", ev->pid);
+		su_reader_warn(r->warn, "maps event of pid %u without process_start: ignored", ev->pid);
 		su_maps_free(m);
 		return 0;
 	}
 	if (stackcap_code_list_check(m->range_list, m->count)) {
-		su_reader_warn("pid %u: maps generation %u has unsorted or overlapping ranges: ignored",
+		su_reader_warn(r->warn, "pid %u: maps generation %u has unsorted or overlapping ranges: ignored",
 			       ev->pid, m->generation);
 		su_maps_free(m);
 		return 0;
 	}
 	if (section_maps(s, m->generation)) {
-		su_reader_warn("pid %u: maps generation %u recorded twice: the first is kept", ev->pid, m->generation);
+		su_reader_warn(r->warn, "pid %u: maps generation %u recorded twice: the first is kept", ev->pid,
+			       m->generation);
 		su_maps_free(m);
 		return 0;
 	}
@@ -647,7 +656,7 @@ static void bad_blob(struct reader *r, const struct raw_event *ev, size_t code, 
 	r->st->bad_blobs++;
 	if (r->warned_blob++)
 		return;
-	su_reader_warn("pid %u tid %u: the stack of the sample at %" PRIu64 ".%09" PRIu64
+	su_reader_warn(r->warn, "pid %u tid %u: the stack of the sample at %" PRIu64 ".%09" PRIu64
 		       " does not decode (%s: damaged trace?): it and the samples that refer to it are skipped",
 		       ev->pid, ev->tid, ev->ts / 1000000000u, ev->ts % 1000000000u,
 		       code ? stackcap_codec_error_name(code) : why);
@@ -662,7 +671,7 @@ static const char *sample_event_name(struct reader *r, const struct raw_event *e
 	if (ev->event < r->n_events)
 		return r->events[ev->event];
 	if (!r->warned_event++)
-		su_reader_warn("pid %u tid %u: a sample names event %u, beyond the trace's %zu events: shown as "
+		su_reader_warn(r->warn, "pid %u tid %u: a sample names event %u, beyond the trace's %zu events: shown as "
 			       "[unknown event]", ev->pid, ev->tid, ev->event, r->n_events);
 	return "[unknown event]";
 }
@@ -858,7 +867,7 @@ static int on_event(void *ctx, const struct raw_event *ev)
 /* ---- entry points -------------------------------------------------------- */
 
 /* Read DIR/metadata and check it names a stackcap trace of a version we
- * know.  @return 0, or -1 with a message. */
+ * know.  @return 0, or -EINVAL with a message. */
 static int check_metadata(const char *dir, char *msg, size_t msglen)
 {
 	char path[8192];
@@ -871,7 +880,7 @@ static int check_metadata(const char *dir, char *msg, size_t msglen)
 			close(fd);
 		snprintf(msg, msglen, "%s is not a stackcap trace: %s: %s", dir, path,
 			 e == EINVAL ? "not a regular file" : e == ELOOP ? "a symbolic link" : strerror(e));
-		return -1;
+		return -EINVAL;
 	}
 	char line[1024];
 	int tracer = 0;
@@ -892,16 +901,16 @@ static int check_metadata(const char *dir, char *msg, size_t msglen)
 	if (!tracer && other[0]) {
 		snprintf(msg, msglen, "%s is not a stackcap trace (its metadata names tracer \"%s\", not \"stackcap\")",
 			 dir, other);
-		return -1;
+		return -EINVAL;
 	}
 	if (!tracer) {
 		snprintf(msg, msglen, "%s is not a stackcap trace (its metadata does not name tracer \"stackcap\")", dir);
-		return -1;
+		return -EINVAL;
 	}
 	if (version < 1 || version > 4) {
 		snprintf(msg, msglen, "%s: stackcap trace format version %ld not supported (this reader knows 1 to 4)",
 			 dir, version);
-		return -1;
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -1039,17 +1048,29 @@ int su_stackcap_trace_read(const char *dir, const struct su_reader_opts *opts,
 		su_set_err(r.err, r.errlen, "%s is not a trace directory", dir);
 		return -ENOTDIR;
 	}
-	if (check_metadata(dir, err, errlen))
-		return -EINVAL;
+	int const mrc = check_metadata(dir, err, errlen);
+	if (mrc)
+		return mrc;
 	return su_reader_run_source(dir, src, opts, cb, stats, err, errlen);
+}
+
+/* A source's failure RC (not a callback's stop): the layer it happened in,
+ * before its cause ("TRACE: reading its sample streams (native parser):
+ * FILE: cause"). */
+static void source_context(struct reader *r, const struct event_source *src, int rc, const char *dir,
+			   const char *streams)
+{
+	if (rc < 0 && rc != r->cb_rc)
+		su_err_context(r->err, r->errlen, rc, "%s: reading its %s (%s source)", dir, streams, src->name);
 }
 
 int su_reader_run_source(const char *dir, const struct event_source *src, const struct su_reader_opts *opts,
 			 const struct su_reader_callbacks *cb, struct su_reader_stats *stats, char *err,
 			 size_t errlen)
 {
-	struct reader r = { .opts = opts, .cb = cb, .st = stats, .err = err, .errlen = errlen };
-	struct source_report rep = { 0 };
+	struct reader r = { .opts = opts, .cb = cb, .st = stats, .err = err, .errlen = errlen,
+			    .warn = opts ? &opts->warn : NULL };
+	struct source_report rep = { .warn = r.warn };
 	void *h = NULL;
 	char *abs_dir = NULL;
 	int rc;
@@ -1059,30 +1080,30 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 	memset(stats, 0, sizeof(*stats));
 	abs_dir = realpath(dir, NULL);
 	if (!abs_dir) {
-		su_set_err(r.err, r.errlen, "%s: %s", dir, strerror(errno));
-		return -errno;
+		int const e = errno;
+		su_set_err(r.err, r.errlen, "%s: %s", dir, strerror(e));
+		return -e;
 	}
 	stats->bytes_on_disk = dir_bytes(dir);
 	rep.bytes_read = &stats->bytes_read;
 	if ((rc = read_event_table(dir, &r.events, &r.n_events)) != 0)
 		goto out;
-	h = src->open(abs_dir, &rep, err, errlen);
-	if (!h) {
-		rc = -1;
+	if ((rc = src->open(abs_dir, &rep, &h, err, errlen)) != 0)
+		goto out;
+	r.pass = PASS_PROCESS;
+	if ((rc = src->run(h, PASS_PROCESS, on_event, &r, err, errlen)) != 0) {
+		source_context(&r, src, rc, dir, "process streams");
 		goto out;
 	}
-	r.pass = PASS_PROCESS;
-	if ((rc = src->run(h, PASS_PROCESS, on_event, &r, err, errlen)) != 0)
-		goto out;
 	if (!r.n_sections)
-		su_reader_warn("%s: no process_start event: samples cannot be decoded", dir);
+		su_reader_warn(r.warn, "%s: no process_start event: samples cannot be decoded", dir);
 	/* A process image without process_end was killed (or its trace cut):
 	 * its last packets are missing.  One replaced by exec ends without one
 	 * too, and a later image of the same pid follows it. */
 	for (size_t i = 0; i < r.n_sections; i++) {
 		if (!r.sections[i].p.ended && !r.sections[i].has_later && !src->no_process_end) {
 			stats->unended++;
-			su_reader_warn("process %u (%s) has no process_end: it was killed or its trace was cut, "
+			su_reader_warn(r.warn, "process %u (%s) has no process_end: it was killed or its trace was cut, "
 				       "its last samples are missing", r.sections[i].p.pid,
 				       r.sections[i].p.comm ? r.sections[i].p.comm : "?");
 		}
@@ -1096,8 +1117,10 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 		goto out;
 	}
 	r.pass = PASS_SAMPLES;
-	if ((rc = src->run(h, PASS_SAMPLES, on_event, &r, err, errlen)) != 0)
+	if ((rc = src->run(h, PASS_SAMPLES, on_event, &r, err, errlen)) != 0) {
+		source_context(&r, src, rc, dir, "sample streams");
 		goto out;
+	}
 	if (cb->end)
 		rc = cb->end(cb->arg);
 	for (size_t i = 0; i < r.cap_drops; i++)
@@ -1133,6 +1156,7 @@ struct su_reader *su_reader_new(const struct su_reader_opts *opts, const struct 
 	p->r.opts = &p->opts;
 	p->r.cb = &p->cb;
 	p->r.st = &p->st;
+	p->r.warn = &p->opts.warn;
 	p->r.pass = PUSH_PASSES;
 	return p;
 }

@@ -43,6 +43,19 @@ struct su_reader_stats {
 	int truncated_files;        /* stream files cut short or corrupt (zstd frames, partial packets) */
 };
 
+/* Where a reader's warnings go (libbpf's print hook, but per reader, set
+ * in the options a read is opened with): something of the trace is
+ * damaged or unreadable and reading goes on.  MSG is one line without a
+ * newline, its control characters written as \xNN (recorded paths and
+ * names may hold terminal escapes); ARG is the hook's.  FN NULL: warnings
+ * are dropped.  The tools install one: cli/ prints "PROG: warning: MSG"
+ * (cli_warn_stderr), the babeltrace2 plugin logs it as its component's
+ * warning. */
+struct su_warn_hook {
+	void (*fn)(void *arg, const char *msg);
+	void *arg;
+};
+
 struct su_reader_opts {
 	/* Only deliver samples of this pid/tid (0: all). */
 	uint32_t pid, tid;
@@ -54,6 +67,8 @@ struct su_reader_opts {
 		SU_READER_NATIVE,      /* ours: the format we write, fast */
 		SU_READER_BABELTRACE2, /* babeltrace2's src.ctf.fs: the reference */
 	} source;
+	/* Warnings (zeroed: none). */
+	struct su_warn_hook warn;
 };
 
 /* Nonzero when DIR looks like a stackcap trace (metadata naming tracer stackcap). */
@@ -67,16 +82,13 @@ int su_stackcap_trace_sampler(const char *dir, char *buf, size_t len);
 
 /* Read the trace in DIR, calling CB in time order.  @return 0 when the
  * whole trace was read, a positive value when some of it could not be
- * (warnings printed to stderr; what was readable was delivered), a callback's
- * nonzero return, or -errno / -1 on a fatal error with a message in ERR. */
+ * (warnings through opts->warn; what was readable was delivered), a
+ * callback's nonzero return, or -errno on a fatal error with a message in
+ * ERR: its cause, each layer's context before it ("DIR: FILE: cause"). */
 int su_stackcap_trace_read(const char *dir, const struct su_reader_opts *opts,
 			   const struct su_reader_callbacks *cb,
 			   struct su_reader_stats *stats,
 			   char *err, size_t errlen);
-
-/* The program name the readers' warnings start with (default
- * "stackunwind"); PROG must stay valid. */
-void su_reader_set_prog(const char *prog);
 
 /* Grow the zeroed array *ARR of *CAP elements of ELEM bytes to hold NEED
  * (doubling); shared by the readers and the tools built on them.

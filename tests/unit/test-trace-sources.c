@@ -307,51 +307,82 @@ struct readres {
 	struct evlog log;
 	int truncated;
 	int rc;
-	char *warnings;             /* what the source printed */
+	char *warnings;             /* what the source warned, "warning: MSG\n" each */
+	char *printed;              /* what it wrote to stderr (nothing, ever) */
 };
 
 static void readres_free(struct readres *r)
 {
 	log_free(&r->log);
 	free(r->warnings);
+	free(r->printed);
 }
 
-static void read_source(const struct event_source *src, const char *dir, struct readres *r)
+/* A warning hook: each message appended to the string *ARG as
+ * "warning: MSG\n". */
+static void collect_warning(void *arg, const char *msg)
 {
-	memset(r, 0, sizeof(*r));
-	char *wpath = xasprintf("%s.warn", dir);
+	char **acc = arg;
+	size_t const n = *acc ? strlen(*acc) : 0;
+	char *p = realloc(*acc, n + strlen(msg) + 11);
+	ck_assert_ptr_nonnull(p);
+	sprintf(p + n, "warning: %s\n", msg);
+	*acc = p;
+}
+
+/* stderr into the file PATH until stderr_release(); @return the saved fd. */
+static int stderr_capture(const char *path)
+{
 	fflush(stderr);
 	int const saved = dup(2);
-	int const wfd = open(wpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	int const wfd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	ck_assert_int_ge(wfd, 0);
 	dup2(wfd, 2);
 	close(wfd);
 #ifdef __SANITIZE_ADDRESS__
 	__sanitizer_set_report_fd((void *)(intptr_t)saved); /* reports stay visible */
 #endif
-	struct source_report rep = { 0 };
-	char err[512] = "";
-	void *h = src->open(dir, &rep, err, sizeof(err));
-	if (!h) {
-		r->rc = -1;
-	} else {
-		r->rc = src->run(h, PASS_PROCESS, collect, &r->log, err, sizeof(err));
-		if (!r->rc)
-			r->rc = src->run(h, PASS_SAMPLES, collect, &r->log, err, sizeof(err));
-		src->close(h);
-	}
+	return saved;
+}
+
+/* stderr back to SAVED; what went to PATH (removed) into *TEXT.  @return its length. */
+static size_t stderr_release(int saved, const char *path, char **text)
+{
+	size_t len;
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
 #ifdef __SANITIZE_ADDRESS__
 	__sanitizer_set_report_fd((void *)(intptr_t)2);
 #endif
-	size_t wl;
-	r->warnings = (char *)read_all(wpath, &wl);
-	unlink(wpath);
+	*text = (char *)read_all(path, &len);
+	unlink(path);
+	return len;
+}
+
+static void read_source(const struct event_source *src, const char *dir, struct readres *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->warnings = strdup("");
+	char *wpath = xasprintf("%s.stderr", dir);
+	int const saved = stderr_capture(wpath);
+	struct su_warn_hook const warn = { .fn = collect_warning, .arg = &r->warnings };
+	struct source_report rep = { .warn = &warn };
+	char err[512] = "";
+	void *h = NULL;
+	r->rc = src->open(dir, &rep, &h, err, sizeof(err));
+	if (!r->rc) {
+		r->rc = src->run(h, PASS_PROCESS, collect, &r->log, err, sizeof(err));
+		if (!r->rc)
+			r->rc = src->run(h, PASS_SAMPLES, collect, &r->log, err, sizeof(err));
+		src->close(h);
+	}
+	size_t const wl = stderr_release(saved, wpath, &r->printed);
 	free(wpath);
 	r->truncated = rep.truncated_files;
 	ck_assert_msg(r->rc == 0, "%s source: rc %d: %s", src->name, r->rc, err);
+	/* The libraries never print: warnings reach the hook, stderr stays empty. */
+	ck_assert_msg(wl == 0, "%s source wrote to stderr: %s", src->name, r->printed);
 }
 
 static int count_str(const char *hay, const char *needle)
@@ -1390,6 +1421,94 @@ START_TEST(t_random_damage)
 }
 END_TEST
 
+/* ---- warnings and errors of the whole reader ----------------------------------- */
+
+/* A reader with a warning hook: every warning reaches it, escaped, and
+ * nothing is printed; without one, warnings are dropped, still unprinted. */
+START_TEST(t_warn_hook)
+{
+	struct tb t;
+	write_victim(&t, _i);
+	char *path = xstrdup(tb_file(&t, 1));
+	size_t len;
+	free(read_all(path, &len));
+	ck_assert_int_eq(truncate(path, (off_t)(len - 37)), 0);
+	/* a stray file whose name holds an escape sequence */
+	char *odd = xasprintf("%s/notes\x1b]0;x\a.txt", t.dir);
+	write_all(odd, "hello", 5);
+	char *wpath = xasprintf("%s.stderr", t.dir);
+	struct su_reader_callbacks const cb = { 0 };
+	struct su_reader_stats st;
+	char err[512] = "", *printed = NULL, *warnings = strdup("");
+	struct su_reader_opts const opts = { .warn = { .fn = collect_warning, .arg = &warnings } };
+	int saved = stderr_capture(wpath);
+	int rc = su_stackcap_trace_read(t.dir, &opts, &cb, &st, err, sizeof(err));
+	ck_assert_uint_eq(stderr_release(saved, wpath, &printed), 0);
+	ck_assert_msg(rc == 1, "rc %d (%s): the trace is read in part", rc, err);
+	ck_assert_int_eq(st.truncated_files, 1);
+	ck_assert_int_eq(count_str(warnings, "warning:"), 2);
+	ck_assert_msg(strstr(warnings, t.st[1].name) && strstr(warnings, "at byte "), "%s", warnings);
+	ck_assert_msg(strstr(warnings, "notes\\x1b]0;x\\x07.txt: not a stackcap stream file"), "%s", warnings);
+	ck_assert_msg(!strchr(warnings, 0x1b), "raw escape in %s", warnings);
+	free(printed);
+	/* No hook: the same read, nothing printed. */
+	saved = stderr_capture(wpath);
+	rc = su_stackcap_trace_read(t.dir, NULL, &cb, &st, err, sizeof(err));
+	ck_assert_uint_eq(stderr_release(saved, wpath, &printed), 0);
+	ck_assert_int_eq(rc, 1);
+	free(printed);
+	free(warnings);
+	free(wpath);
+	free(odd);
+	free(path);
+	tb_free(&t);
+}
+END_TEST
+
+/* Layered errors: each layer puts its context before the cause. */
+START_TEST(t_error_layers)
+{
+	char err[64] = "";
+	su_set_err(err, sizeof(err), "cause %d", 1);
+	su_set_err(err, sizeof(err), "cause %d", 2); /* the first cause stays */
+	su_err_context(err, sizeof(err), -EIO, "file %s", "f");
+	su_err_context(err, sizeof(err), -EIO, "trace");
+	ck_assert_str_eq(err, "trace: file f: cause 1");
+	err[0] = 0;
+	su_err_context(err, sizeof(err), -ENOSPC, "samples-1-0");
+	ck_assert_str_eq(err, "samples-1-0: No space left on device");
+	su_err_context(err, 12, -ENOSPC, "outer");
+	ck_assert_str_eq(err, "outer: samp"); /* cut: the innermost end goes */
+}
+END_TEST
+
+/* A failure inside a source reaches the user with every layer named: the
+ * trace, the streams being read and by which source, then the cause.
+ * Here babeltrace2 cannot parse the metadata we check only for its
+ * tracer and version. */
+START_TEST(t_error_context)
+{
+	struct tb t;
+	write_victim(&t, 0);
+	char *meta = xasprintf("%s/metadata", t.dir);
+	const char *bad = "/* CTF 1.8 */\ntrace {\n\ttracer_name = \"stackcap\";\n"
+			  "\tstackcap_trace_version = 1;\n\tthis is no TSDL\n";
+	write_all(meta, bad, strlen(bad));
+	struct su_reader_callbacks const cb = { 0 };
+	struct su_reader_stats st;
+	struct su_reader_opts const opts = { .source = SU_READER_BABELTRACE2 };
+	char err[1024] = "";
+	int const rc = su_stackcap_trace_read(t.dir, &opts, &cb, &st, err, sizeof(err));
+	ck_assert_int_eq(rc, -EIO);
+	char *want = xasprintf("%s: reading its process streams (babeltrace2 source): "
+			       "cannot open the trace with babeltrace2", t.dir);
+	ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "%s", err);
+	free(want);
+	free(meta);
+	tb_free(&t);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("trace-sources");
@@ -1417,6 +1536,12 @@ static Suite *suite(void)
 	tcase_add_loop_test(td, t_wrong_class, 0, 2);
 	tcase_add_loop_test(td, t_random_damage, 0, 2);
 	suite_add_tcase(s, td);
+	TCase *te = tcase_create("warnings and errors");
+	tcase_set_timeout(te, 120);
+	tcase_add_loop_test(te, t_warn_hook, 0, 2);
+	tcase_add_test(te, t_error_layers);
+	tcase_add_test(te, t_error_context);
+	suite_add_tcase(s, te);
 	return s;
 }
 
