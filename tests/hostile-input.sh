@@ -37,7 +37,7 @@ crafted() {
 	echo "# $what ($(du -sk "$2" | cut -f1) KB): exit $(rc "$name"), peak $(kb "$name") KB"
 }
 
-plan=21
+plan=24
 echo "1..$plan"
 
 # ---- 1. FIFOs and devices named by a trace --------------------------------
@@ -73,6 +73,29 @@ mkdir -p "$work/symfs/tmp"
 mkfifo "$work/symfs/tmp/perf-100.map"
 run fifo-perfmap "$SU" stacks --symfs "$work/symfs" "$work/jit.trace"
 check "a FIFO as /tmp/perf-PID.map does not hang (exit $(rc fifo-perfmap))" finished fifo-perfmap
+
+# An LTTng trace directory is handed to babeltrace2's src.ctf.fs, which
+# opens its files and its index/ itself: a FIFO there made it wait for
+# ever.  The directory is walked first (lstat only) and refused.  The
+# trace: a crafted one whose metadata names tracer "lttng-ust" (what the
+# LTTng probe looks for), still valid CTF for src.ctf.fs.
+lttng_like() {
+	"$GEN" trace "$1" /victim || exit 1
+	sed -i 's/tracer_name = "stackcap"/tracer_name = "lttng-ust"/' "$1/metadata"
+	mkdir "$1/index"
+}
+lttng_like "$work/lttfifo.trace"
+mkfifo "$work/lttfifo.trace/index/samples-100-100.idx"
+run ltt-fifo "$SU" stats "$work/lttfifo.trace"
+check "a FIFO in an LTTng trace's index/ does not hang (exit $(rc ltt-fifo))" finished ltt-fifo
+check "... refused before babeltrace2 opens anything, named: exit 1" \
+	sh -c "[ $(rc ltt-fifo) = 1 ] && grep -q 'index/samples-100-100.idx: a FIFO, not a regular file: refused' '$work/ltt-fifo.err'"
+lttng_like "$work/lttlink.trace"
+echo 'root:secret' >"$work/outside"
+ln -s "$work/outside" "$work/lttlink.trace/channel0_0"
+run ltt-link "$SU" stats "$work/lttlink.trace"
+check "a symlink out of an LTTng trace directory is refused, named: exit 1" \
+	sh -c "[ $(rc ltt-link) = 1 ] && grep -q 'channel0_0: a symbolic link leaving the trace directory' '$work/ltt-link.err'"
 
 # ---- 6. a stream file that is a symlink -------------------------------------
 printf 'root:$y$j9T$secretsecret:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\nbin:*:19000:0:99999:7:::\n' >"$work/shadow"
