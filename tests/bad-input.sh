@@ -30,12 +30,6 @@ norm() {
 crashed() { # crashed NAME: a signal exit or a sanitizer/runtime report
 	[ "$(cat "$1.rc")" -ge 128 ] || grep -q -E 'Sanitizer|runtime error|Segmentation|core dumped' "$1.err"
 }
-# run NAME CMD...: NAME.out/.err/.rc
-run() {
-	name=$1; shift
-	"$@" >"$name.out" 2>"$name.err"
-	echo $? >"$name.rc"
-}
 first() { head -n 1 "$1.err"; }
 
 # every INPUT LABEL RC REGEX: every stackunwind command on INPUT; each must
