@@ -13,8 +13,19 @@ n=0
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
 not_ok() { n=$((n + 1)); echo "not ok $n - $*"; }
 check() { desc=$1; shift; if "$@"; then ok "$desc"; else not_ok "$desc"; fi; }
+# not_ok_show DESCRIPTION [FILE...]: a failure, with the first lines of
+# each FILE shown as TAP diagnostics.
+not_ok_show() {
+	not_ok "$1"
+	shift
+	for f in "$@"; do
+		[ -f "$f" ] && head -n 40 "$f" | sed 's/^/#   /'
+	done
+	return 0
+}
 
-if ! command -v babeltrace2 >/dev/null; then
+# A script that does not need babeltrace2 sets TAP_NO_BABELTRACE2=1 first.
+if [ "${TAP_NO_BABELTRACE2:-}" != 1 ] && ! command -v babeltrace2 >/dev/null; then
 	echo "1..1"
 	echo "not ok 1 - babeltrace2 missing: apt-get install babeltrace2 (scripts/install-deps.sh)"
 	exit 0
