@@ -13,7 +13,7 @@ count() { grep -c "$2" "$work/$1.txt"; }
 # The secret of tdata-single, little-endian, in both byte orders.
 SECRET1=$(printf '\302\136\347\302\136\347\302\136')
 SECRET2=$(printf '\136\302\347\136\302\347\136\302')
-has_secret() { LC_ALL=C grep -r -a -q -F -e "$SECRET1" -e "$SECRET2" "$1"; }
+holds_secret() { LC_ALL=C grep -r -a -q -F -e "$SECRET1" -e "$SECRET2" "$1"; }
 
 # 1. one thread
 record single -- "$TD/tdata-single" 1
@@ -26,8 +26,8 @@ check "tdata-single: process_start, maps and process_end present" \
 check "tdata-single: summary line on stderr, no drops" grep -q "$s samples, 0 drops" "$work/single.rerr"
 check "tdata-single: maps list the executable with its build-id" \
 	sh -c "grep ' maps: ' '$work/single.txt' | grep -q 'tdata-single'"
-check "secret test is sound: the pattern is in the program itself" has_secret "$TD/tdata-single"
-check "tdata-single: the secret never appears in the trace" sh -c "! has_secret() { LC_ALL=C grep -r -a -q -F -e \"\$1\" -e \"\$2\" \"\$3\"; }; ! has_secret '$SECRET1' '$SECRET2' '$work/single.trace'"
+check "secret test is sound: the pattern is in the program itself" holds_secret "$TD/tdata-single"
+check "tdata-single: the secret never appears in the trace" sh -c "! holds_secret() { LC_ALL=C grep -r -a -q -F -e \"\$1\" -e \"\$2\" \"\$3\"; }; ! holds_secret '$SECRET1' '$SECRET2' '$work/single.trace'"
 bps=$(sed -n 's/.*(\([0-9.]*\) B\/sample).*/\1/p' "$work/single.rerr")
 check "tdata-single: bytes per sample ($bps) below 84 (100x under perf's 8.4 KB)" \
 	awk -v b="$bps" 'BEGIN { exit !(b > 0 && b < 84) }'

@@ -55,7 +55,7 @@ record_traces() {
 }
 
 
-outputs() {
+write_outputs() {
 	B=$1 D=$2 O=$3
 	mkdir -p "$O"
 	run_dir=$O
@@ -95,7 +95,7 @@ outputs() {
 
 case $cmd in
 record) record_traces "$@" ;;
-outputs) outputs "$@" ;;
+outputs) write_outputs "$@" ;;
 compare)
 	if diff -r -q "$1" "$2"; then
 		echo "identical: $(ls "$1" | wc -l) files"

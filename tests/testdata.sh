@@ -89,7 +89,7 @@ gdb_bt() {
 
 # frames LOG: the frame names of each listing in a gdb log, one a line, each
 # listing after a "--" line.
-frames() {
+gdb_frames() {
 	sed -n -e 's/^==BT==$/--/p' -e 's/^F //p' "$1"
 }
 
@@ -117,7 +117,7 @@ check_bt() {
 		not_ok_show "$d" "$tmp/msg"; return
 	fi
 	gdb_bt "$log" "$brk" "$hits" "$@"
-	frames "$log" >"$tmp/$name.frames"
+	gdb_frames "$log" >"$tmp/$name.frames"
 	len=$(wc -l <"$chain")
 	k=1 bad=
 	while [ "$k" -le "$hits" ]; do
