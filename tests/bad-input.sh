@@ -30,12 +30,6 @@ norm() {
 crashed() { # crashed NAME: a signal exit or a sanitizer/runtime report
 	[ "$(cat "$1.rc")" -ge 128 ] || grep -q -E 'Sanitizer|runtime error|Segmentation|core dumped' "$1.err"
 }
-# run NAME CMD...: NAME.out/.err/.rc
-run() {
-	name=$1; shift
-	"$@" >"$name.out" 2>"$name.err"
-	echo $? >"$name.rc"
-}
 first() { head -n 1 "$1.err"; }
 
 # every INPUT LABEL RC REGEX: every stackunwind command on INPUT; each must
@@ -91,8 +85,8 @@ convert() {
 	fi
 	printf '| %s | stackcap convert | %s | %s |\n' "$label" "$(first "$id" | norm)" "$got" >>"$work/table"
 }
-# samples_of ID: sample headers in a stacks output.
-samples_of() { grep -c '^tdata-single ' "$1.out"; }
+# stacks_samples ID: sample headers in a stacks output.
+stacks_samples() { grep -c '^tdata-single ' "$1.out"; }
 
 # ---- the recordings ---------------------------------------------------------
 "$STACKCAP" record -o good.trace -- "$TD/tdata-single" 0.5 2>/dev/null
@@ -108,7 +102,7 @@ perf record -q -k monotonic -e cpu-clock --call-graph dwarf -o - -- "$TD/tdata-s
 perf record -q -k monotonic -e cpu-clock -o nocg.data -- "$TD/tdata-single" 0.1 >/dev/null 2>&1
 perf record -q -k monotonic -e cpu-clock -g -o fp.data -- "$TD/tdata-single" 0.1 >/dev/null 2>&1
 run good "$SU" stacks good.trace
-ngood=$(samples_of good)
+ngood=$(stacks_samples good)
 check "controls: the good trace reads with exit 0 ($ngood samples), the perf.data too" \
 	sh -c "[ $(cat good.rc) = 0 ] && [ $ngood -ge 200 ] && '$SU' stacks good.data >/dev/null 2>&1"
 
@@ -128,7 +122,7 @@ while :; do
 done
 truncate -s $((pos + 80 + (psz - 80) / 2)) "$f"
 every cut.trace "samples file cut in a packet" 3 'warning: .*samples-.*cut by the end of the file'
-ns=$(samples_of "samples_file_cut_in_a_packet-stacks")
+ns=$(stacks_samples "samples_file_cut_in_a_packet-stacks")
 check "cut samples file: $ns samples before the cut still unwound" [ "$ns" -ge 50 ]
 
 # Corrupted bytes: the first event's blob (80-byte packet header and
@@ -137,7 +131,7 @@ cp -r good.trace corrupt.trace
 f=$(ls corrupt.trace/samples-*)
 printf '\377' | dd of="$f" bs=1 seek=90 conv=notrunc 2>/dev/null
 every corrupt.trace "corrupted bytes in a samples file" 3 'warning: .*does not decode'
-ns=$(samples_of "corrupted_bytes_in_a_samples_file-stacks")
+ns=$(stacks_samples "corrupted_bytes_in_a_samples_file-stacks")
 check "corrupted blob: the samples that do not depend on it ($ns) still unwound" [ "$ns" -ge 50 ]
 
 # A zstd stream file damaged: the last frame's checksum.
@@ -145,7 +139,7 @@ cp -r zgood.trace zdamaged.trace
 f=$(ls zdamaged.trace/samples-*.zst)
 printf '\377\377\377\377' | dd of="$f" bs=1 seek=$(($(stat -c %s "$f") - 4)) conv=notrunc 2>/dev/null
 every zdamaged.trace "zstd samples file damaged" 3 "warning: .*samples-.*zst: .*checksum.*zstd frame at byte"
-ns=$(samples_of "zstd_samples_file_damaged-stacks")
+ns=$(stacks_samples "zstd_samples_file_damaged-stacks")
 check "damaged zstd file: the frames before the damage read ($ns samples)" [ "$ns" -ge 50 ]
 
 # An empty stream file is read as empty, no warning (a process that exec()s
@@ -221,7 +215,7 @@ head -c 4096 "$TD/tdata-single" >notperf.data
 every notperf.data "file that is no perf.data" 1 'notperf.data is neither a stackcap trace directory nor a perf.data file'
 head -c $(($(stat -c %s good.data) / 2 + 5)) good.data >cut.data
 every cut.data "perf.data cut in the middle" 3 'warning: cut.data: data section cut short'
-ns=$(samples_of "perf.data_cut_in_the_middle-stacks")
+ns=$(stacks_samples "perf.data_cut_in_the_middle-stacks")
 check "cut perf.data: the samples before the cut ($ns) still unwound" [ "$ns" -ge 50 ]
 # A record whose size field is zeroed in the middle of the data section.
 cp good.data damaged.data
@@ -236,7 +230,7 @@ while [ $pos -lt $((dsize / 2)) ]; do
 done
 dd if=/dev/zero of=damaged.data bs=1 seek=$((off + pos + 6)) count=2 conv=notrunc 2>/dev/null
 every damaged.data "perf.data with a damaged record" 3 'warning: damaged.data: damaged record \(type [0-9]+, size 0\) at offset'
-ns=$(samples_of "perf.data_with_a_damaged_record-stacks")
+ns=$(stacks_samples "perf.data_with_a_damaged_record-stacks")
 check "damaged perf.data record: the samples before it ($ns) still unwound" [ "$ns" -ge 50 ]
 every pipe.data "perf.data in pipe mode" 1 'pipe.data: perf.data in pipe mode .*perf inject'
 every nocg.data "perf.data recorded without call graphs" 1 'nocg.data: recorded without call graphs: its samples hold IP\|TID\|TIME\|PERIOD, .*record with `perf record --call-graph dwarf` \(or -g\)'

@@ -28,18 +28,8 @@ if ! command -v zstd >/dev/null; then
 fi
 
 # The plugin does not read kernel frames yet (trace format version 3):
-# its traces are recorded without them.
-record() {
-	name=$1; shift
-	"$STACKCAP" record --user-only -o "$work/$name.trace" "$@" 2>"$work/$name.rerr"
-}
-# run NAME CMD...: stdout, stderr and exit status of CMD into $work/NAME.*
-run() {
-	rn=$1; shift
-	"$@" >"$work/$rn.out" 2>"$work/$rn.err"
-	echo $? >"$work/$rn.rc"
-}
-rc() { cat "$work/$1.rc"; }
+# its traces are recorded without them (record NAME, tap-lib.sh).
+RECORD_OPTS=--user-only
 # A crash is an exit status of 128 or more (or a babeltrace2 abort).
 no_crash() { [ "$(rc "$1")" -lt 128 ] && ! grep -q 'Aborting' "$work/$1.err"; }
 # all_of "SHELL CONDITION": for check, evaluated here (it may call the functions above).

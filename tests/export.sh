@@ -12,17 +12,12 @@ PPROF_CHECK="$B/tests/pprof-check"
 SS_CHECK="$top_srcdir/tests/speedscope-check.js"
 NODE_CACHE="$B/tests/node-cache"
 
-record() {
-	name=$1; shift
-	"$STACKCAP" record -o "$work/$name.trace" "$@" 2>"$work/$name.rerr"
-}
 # xp OUT FORMAT TRACE [OPTIONS]: export TRACE.trace into OUT (exit status in OUT.rc)
 xp() {
 	out=$1; fmt=$2; tr=$3; shift 3
 	"$SU" export --format "$fmt" -o "$work/$out" "$@" "$work/$tr.trace" 2>"$work/$out.err"
 	echo $? >"$work/$out.rc"
 }
-rc() { cat "$work/$1.rc"; }
 # samples_of TRACE [OPTIONS]: the samples `stackunwind stacks` prints (headers)
 samples_of() {
 	tr=$1; shift

@@ -14,7 +14,7 @@ if ! command -v xmllint >/dev/null 2>&1; then
 fi
 
 # frames SVG: one line per frame, "depth start count y<TAB>name (module)".
-frames() {
+svg_frames() {
 	awk '/^<g class="f">/ {
 		t = $0; sub(/.*<title>/, "", t); sub(/ \xe2\x80\x94 .*/, "", t)
 		split("data-d data-s data-n y", K, " "); out = ""
@@ -31,7 +31,7 @@ frames() {
 rc=$?
 check "flamegraph: exit 0 and an SVG written ($rc)" sh -c "[ $rc = 0 ] && [ -s '$work/single.svg' ]"
 check "flamegraph: valid XML (xmllint)" xmllint --noout "$work/single.svg"
-frames "$work/single.svg" >"$work/single.frames"
+svg_frames "$work/single.svg" >"$work/single.frames"
 
 nsamp=$("$SU" stacks -j 1 "$work/single.trace" 2>/dev/null | grep -c '^tdata-single')
 root=$(awk -F '\t' '$2 == "all" { split($1, v, " "); print v[1], v[2], v[3] }' "$work/single.frames")
@@ -65,14 +65,14 @@ ry=$(awk -F '\t' '$2 == "all" { split($1, v, " "); print v[4] }' "$work/single.f
 ly=$(awk -F '\t' '$2 ~ /^hot_leaf / { split($1, v, " "); print v[4] }' "$work/single.frames")
 check "default: flames grow up (root y $ry below leaf y $ly)" [ "${ry:-0}" -gt "${ly:-0}" ]
 "$SU" flamegraph -j 1 --icicle -o "$work/icicle.svg" "$work/single.trace" 2>/dev/null
-frames "$work/icicle.svg" >"$work/icicle.frames"
+svg_frames "$work/icicle.svg" >"$work/icicle.frames"
 ry=$(awk -F '\t' '$2 == "all" { split($1, v, " "); print v[4] }' "$work/icicle.frames")
 ly=$(awk -F '\t' '$2 ~ /^hot_leaf / { split($1, v, " "); print v[4] }' "$work/icicle.frames")
 check "--icicle: stacks grow down (root y $ry above leaf y $ly)" [ "${ry:-1}" -lt "${ly:-0}" ]
 
 # --reverse: merged from the leaf, so the hot function is at the root level.
 "$SU" flamegraph -j 1 --reverse -o "$work/reverse.svg" "$work/single.trace" 2>/dev/null
-frames "$work/reverse.svg" >"$work/reverse.frames"
+svg_frames "$work/reverse.svg" >"$work/reverse.frames"
 top=$(awk -F '\t' '{ split($1, v, " ") } v[1] == 1 && v[3] > best { best = v[3]; name = $2 } END { print name }' "$work/reverse.frames")
 check "--reverse: the leaf is at the root level, the heaviest there ($top)" [ "$top" = "hot_leaf (tdata-single)" ]
 check "--reverse: main is deeper than the leaf" \

@@ -13,16 +13,13 @@ SU="${HOSTILE_STACKUNWIND:-$B/cli/stackunwind}"
 GEN="$B/tests/hostile-gen"
 LIMIT_KB=262144
 
-# run NAME CMD...: CMD under the guard and /usr/bin/time; NAME.out, .err,
-# .rc (124: hung), .kb (peak RSS).
-run() {
+# guarded NAME CMD...: run (tap-lib.sh) CMD under the guard and
+# /usr/bin/time; NAME.out, .err, .rc (137 or 124: hung), .kb (peak RSS).
+guarded() {
 	name=$1
 	shift
-	/usr/bin/time -f %M -o "$work/$name.kb" timeout -s KILL "${HOSTILE_GUARD:-120}" "$@" \
-		>"$work/$name.out" 2>"$work/$name.err" </dev/null
-	echo $? >"$work/$name.rc"
+	run "$name" /usr/bin/time -f %M -o "$work/$name.kb" timeout -s KILL "${HOSTILE_GUARD:-120}" "$@"
 }
-rc() { cat "$work/$1.rc"; }
 kb() { tail -n 1 "$work/$1.kb"; }
 finished() { r=$(rc "$1"); [ "$r" != 137 ] && [ "$r" != 124 ] && [ "$r" -lt 128 ]; }
 small() { [ "$(kb "$1")" -lt $LIMIT_KB ]; }
@@ -33,26 +30,26 @@ crafted() {
 	name=$1 cmd=$2 what=$3
 	shift 3
 	"$GEN" "$@" || exit 1
-	run "$name" "$SU" "$cmd" "$2"
+	guarded "$name" "$SU" "$cmd" "$2"
 	echo "# $what ($(du -sk "$2" | cut -f1) KB): exit $(rc "$name"), peak $(kb "$name") KB"
 }
 
-plan=21
+plan=24
 echo "1..$plan"
 
 # ---- 1. FIFOs and devices named by a trace --------------------------------
 mkfifo "$work/fifo"
 "$GEN" trace "$work/fifo.trace" "$work/fifo" || exit 1
-run fifo-bin "$SU" stacks "$work/fifo.trace"
+guarded fifo-bin "$SU" stacks "$work/fifo.trace"
 check "a FIFO as a recorded binary path does not hang stacks (exit $(rc fifo-bin))" finished fifo-bin
 
 "$GEN" trace "$work/dev.trace" /dev/zero || exit 1
-run dev-bin "$SU" stacks "$work/dev.trace"
+guarded dev-bin "$SU" stacks "$work/dev.trace"
 check "a device as a recorded binary path is not read (exit $(rc dev-bin))" finished dev-bin
 
 "$GEN" trace "$work/fifostream.trace" /victim || exit 1
 mkfifo "$work/fifostream.trace/samples-100-999"
-run fifo-stream "$SU" stats "$work/fifostream.trace"
+guarded fifo-stream "$SU" stats "$work/fifostream.trace"
 check "a FIFO as a stream file does not hang stats (exit $(rc fifo-stream))" finished fifo-stream
 check "... and is skipped as not a regular file, exit 3" \
 	sh -c "grep -q 'samples-100-999: not a regular file' '$work/fifo-stream.err' && [ $(rc fifo-stream) = 3 ]"
@@ -60,25 +57,48 @@ check "... and is skipped as not a regular file, exit 3" \
 mkfifo "$work/fifometa"
 mkdir "$work/fifometa.trace"
 mkfifo "$work/fifometa.trace/metadata"
-run fifo-meta "$SU" stats "$work/fifometa.trace"
+guarded fifo-meta "$SU" stats "$work/fifometa.trace"
 check "a FIFO as the metadata does not hang (exit $(rc fifo-meta), refused)" \
 	sh -c "[ $(rc fifo-meta) = 1 ]"
 
-run fifo-arg "$SU" stats "$work/fifo"
+guarded fifo-arg "$SU" stats "$work/fifo"
 check "a FIFO given as the trace does not hang (exit $(rc fifo-arg), refused)" \
 	sh -c "[ $(rc fifo-arg) = 1 ] && grep -q 'not a regular file' '$work/fifo-arg.err'"
 
 "$GEN" trace "$work/jit.trace" anon || exit 1
 mkdir -p "$work/symfs/tmp"
 mkfifo "$work/symfs/tmp/perf-100.map"
-run fifo-perfmap "$SU" stacks --symfs "$work/symfs" "$work/jit.trace"
+guarded fifo-perfmap "$SU" stacks --symfs "$work/symfs" "$work/jit.trace"
 check "a FIFO as /tmp/perf-PID.map does not hang (exit $(rc fifo-perfmap))" finished fifo-perfmap
+
+# An LTTng trace directory is handed to babeltrace2's src.ctf.fs, which
+# opens its files and its index/ itself: a FIFO there made it wait for
+# ever.  The directory is walked first (lstat only) and refused.  The
+# trace: a crafted one whose metadata names tracer "lttng-ust" (what the
+# LTTng probe looks for), still valid CTF for src.ctf.fs.
+lttng_like() {
+	"$GEN" trace "$1" /victim || exit 1
+	sed -i 's/tracer_name = "stackcap"/tracer_name = "lttng-ust"/' "$1/metadata"
+	mkdir "$1/index"
+}
+lttng_like "$work/lttfifo.trace"
+mkfifo "$work/lttfifo.trace/index/samples-100-100.idx"
+guarded ltt-fifo "$SU" stats "$work/lttfifo.trace"
+check "a FIFO in an LTTng trace's index/ does not hang (exit $(rc ltt-fifo))" finished ltt-fifo
+check "... refused before babeltrace2 opens anything, named: exit 1" \
+	sh -c "[ $(rc ltt-fifo) = 1 ] && grep -q 'index/samples-100-100.idx: a FIFO, not a regular file: refused' '$work/ltt-fifo.err'"
+lttng_like "$work/lttlink.trace"
+echo 'root:secret' >"$work/outside"
+ln -s "$work/outside" "$work/lttlink.trace/channel0_0"
+guarded ltt-link "$SU" stats "$work/lttlink.trace"
+check "a symlink out of an LTTng trace directory is refused, named: exit 1" \
+	sh -c "[ $(rc ltt-link) = 1 ] && grep -q 'channel0_0: a symbolic link leaving the trace directory' '$work/ltt-link.err'"
 
 # ---- 6. a stream file that is a symlink -------------------------------------
 printf 'root:$y$j9T$secretsecret:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\nbin:*:19000:0:99999:7:::\n' >"$work/shadow"
 "$GEN" trace "$work/link.trace" /victim || exit 1
 ln -s "$work/shadow" "$work/link.trace/samples-100-555"
-run link "$SU" stats "$work/link.trace"
+guarded link "$SU" stats "$work/link.trace"
 check "a symlinked stream file is not followed (warning, exit $(rc link))" \
 	sh -c "grep -q 'samples-100-555: a symbolic link' '$work/link.err' && [ $(rc link) = 3 ]"
 check "... and nothing of its target is printed" \
@@ -87,14 +107,14 @@ check "... and nothing of its target is printed" \
 cp "$work/shadow" "$work/link.trace/samples-100-555.tmp"
 rm "$work/link.trace/samples-100-555"
 mv "$work/link.trace/samples-100-555.tmp" "$work/link.trace/samples-100-555"
-run magic "$SU" stats "$work/link.trace"
+guarded magic "$SU" stats "$work/link.trace"
 check "the bad-magic warning prints no byte of the file" \
 	sh -c "grep -q 'bad packet magic' '$work/magic.err' && ! grep -qi -e root -e 746f6f72 -e 726f6f74 '$work/magic.err'"
 
 # ---- 5. control characters of a trace's names reach no terminal -------------
 "$GEN" trace "$work/osc.trace" /victim || exit 1
 : >"$work/osc.trace/$(printf 'x\033]52;c;SGVsbG8=\007')"
-run osc "$SU" stats "$work/osc.trace"
+guarded osc "$SU" stats "$work/osc.trace"
 check "a file name with an OSC 52 sequence is escaped in the warning" \
 	sh -c "grep -q 'x\\\\x1b\\]52;c;SGVsbG8=\\\\x07: not a stackcap stream file' '$work/osc.err' && ! grep -q \"\$(printf '\\033')\" '$work/osc.err'"
 

@@ -37,7 +37,7 @@ perfrec() {
 total() { awk '{ n += $NF } END { print n + 0 }' "$1"; }
 # with FILE PATTERN: samples whose folded stack matches PATTERN (awk regex).
 with() { awk -v p="$2" '$0 ~ p { n += $NF } END { print n + 0 }' "$1"; }
-ratio_ok() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(b > 0 && a >= 0.9 * b) }'; }
+near_perf() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(b > 0 && a >= 0.9 * b) }'; }
 pct_ok() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { exit !(b > 0 && a * 100 >= b * p) }'; }
 
 CHAIN='burner;hard_compute;hard_leaf( |;)'
@@ -51,7 +51,7 @@ for v in block-signals exit-group close-fds; do
 	w=$(with "$work/$v.folded" 'start_thread;'); c=$(with "$work/$v.folded" "$CHAIN")
 	check "--$v: exit 0 and the program's output ($(cat "$work/$v.out"))" \
 		sh -c "[ \"\$(cat '$work/$v.rc')\" = 0 ] && [ \"\$(cat '$work/$v.out')\" = 'hard-burn 2 threads' ]"
-	check "--$v: $s samples, >= 90% of perf record's $p" ratio_ok "$s" "$p"
+	check "--$v: $s samples, >= 90% of perf record's $p" near_perf "$s" "$p"
 	# The workers' samples (main's own, e.g. closing 65536 fds, are not).
 	check "--$v: burner;hard_compute;hard_leaf in >= 99% of the workers' samples ($c of $w)" pct_ok "$c" "$w" 99
 done
@@ -63,7 +63,7 @@ rec bb -- busybox gzip -c "$work/bb.in"
 perfrec bb busybox gzip -c "$work/bb.in"
 s=$(total "$work/bb.folded"); p=$(total "$work/bb.pfolded")
 b=$(with "$work/bb.folded" '^busybox;')
-check "busybox-static gzip: $s samples, >= 90% of perf record's $p" ratio_ok "$s" "$p"
+check "busybox-static gzip: $s samples, >= 90% of perf record's $p" near_perf "$s" "$p"
 check "busybox-static gzip: every sample in busybox ($b of $s)" [ "$b" = "$s" -a "$s" -gt 0 ]
 check "busybox-static gzip: summary names the kernel copy" grep -q "kernel copy" "$work/bb.err"
 
@@ -140,7 +140,7 @@ for g in gostatic gocgo; do
 	perfrec "$g" "$work/go/$g" 1
 	s=$(total "$work/$g.folded"); p=$(total "$work/$g.pfolded"); c=$(with "$work/$g.folded" "$GOCHAIN")
 	check "$g: exit 0, output unchanged" sh -c "[ \"\$(cat '$work/$g.rc')\" = 0 ] && [ \"\$(cat '$work/$g.out')\" = true ]"
-	check "$g: $s samples, >= 90% of perf record's $p" ratio_ok "$s" "$p"
+	check "$g: $s samples, >= 90% of perf record's $p" near_perf "$s" "$p"
 	check "$g: $GOCHAIN (Go frames named) in >= 90% of them ($c of $s)" pct_ok "$c" "$s" 90
 done
 

@@ -52,7 +52,8 @@ TESTS += tests/unit/test-trace-sources-asan
 check-sanitize:
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS="tests/unit/test-stack-codec-asan tests/unit/test-ctf-writer-asan \
 		tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan tests/unit/test-unwind-asan \
-		tests/unit/test-trace-sources-asan tests/unit/test-export-asan tests/unit/test-flamegraph-asan"
+		tests/unit/test-trace-sources-asan tests/unit/test-export-asan tests/unit/test-flamegraph-asan \
+		tests/unit/test-ir-copy-asan"
 .PHONY: check-sanitize
 
 # Fuzz targets: replayed over the committed corpus by every `make check`
@@ -273,6 +274,28 @@ tests_unit_test_resolve_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS)
 tests_unit_test_resolve_LDADD = export/libsuexport.la symbolize/libsusymbolize.la debuginfo/libsudebuginfo.la \
 	trace/libsutrace.la $(CHECK_LIBS)
 TESTS += tests/unit/test-resolve
+
+# Code fed babeltrace2 messages, on a graph made in the test
+# (bt2-fixture.[ch]: a scripted source, no trace on disk): the LTTng join
+# and the babeltrace2 plugin's IR copier (compiled in: the plugin is a
+# loadable module).
+check_PROGRAMS += tests/unit/test-lttng-join tests/unit/test-ir-copy
+tests_unit_test_lttng_join_SOURCES = tests/unit/test-lttng-join.c tests/unit/bt2-fixture.c tests/unit/bt2-fixture.h \
+	tests/unit/check-main.h
+tests_unit_test_lttng_join_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(BABELTRACE2_CFLAGS)
+tests_unit_test_lttng_join_LDADD = trace/libsutrace.la $(BABELTRACE2_LIBS) $(CHECK_LIBS)
+tests_unit_test_ir_copy_SOURCES = tests/unit/test-ir-copy.c tests/unit/bt2-fixture.c tests/unit/bt2-fixture.h \
+	tests/unit/check-main.h plugin/ir-copy.c plugin/ir-copy.h
+tests_unit_test_ir_copy_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(BABELTRACE2_CFLAGS)
+tests_unit_test_ir_copy_LDADD = $(BABELTRACE2_LIBS) $(CHECK_LIBS)
+TESTS += tests/unit/test-lttng-join tests/unit/test-ir-copy
+# The IR copier under ASan+UBSan (its own code instrumented; babeltrace2 not).
+check_PROGRAMS += tests/unit/test-ir-copy-asan
+tests_unit_test_ir_copy_asan_SOURCES = $(tests_unit_test_ir_copy_SOURCES)
+tests_unit_test_ir_copy_asan_CFLAGS = $(tests_unit_test_ir_copy_CFLAGS) $(SANITIZE_FLAGS) -O1
+tests_unit_test_ir_copy_asan_LDFLAGS = $(SANITIZE_FLAGS)
+tests_unit_test_ir_copy_asan_LDADD = $(tests_unit_test_ir_copy_LDADD)
+TESTS += tests/unit/test-ir-copy-asan
 # Integration: perf.data from perf record --call-graph dwarf, beside perf script.
 TESTS += tests/perf.sh
 EXTRA_DIST += tests/perf.sh tests/perf-compare.sh

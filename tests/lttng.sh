@@ -57,7 +57,6 @@ else
 fi
 
 daemon_pid=
-stop_daemon() { stop_process "$daemon_pid"; daemon_pid=; }
 trap 'stop_daemon; rm -rf "$work"' EXIT
 
 # Before any daemon: --lttng must say so.
@@ -97,23 +96,6 @@ end_session() {
 
 # chain_match FILE CHAIN...: "good total" over samples whose leaf is CHAIN[1]
 # (as in unwind.sh).
-chain_match() {
-	f=$1; shift
-	awk -v chain="$*" '
-	BEGIN { nc = split(chain, C, " ") }
-	function done() {
-		if (k > 0 && F[1] == C[1]) {
-			tot++; good1 = 1
-			for (i = 1; i <= nc; i++) if (F[i] != C[i]) good1 = 0
-			good += good1
-		}
-		k = 0
-	}
-	/^\t/ { fn = $2; sub(/\+0x[0-9a-f]+$/, "", fn); F[++k] = fn; next }
-	/^$/ { done(); next }
-	{ k = 0 }
-	END { done(); printf "%d %d\n", good, tot }' "$f"
-}
 
 # lttng_chain NAME PROGRAM ARGS: one session, record, unwind, expect the
 # chain (libc's signal trampoline named, or as libc.so.6+offset without

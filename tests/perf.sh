@@ -217,7 +217,6 @@ bad() { # bad NAME: stackunwind stacks on NAME.data -> NAME.out/.err/.rc
 	"$SU" stacks "$work/$1.data" >"$work/$1.out" 2>"$work/$1.err"
 	echo $? >"$work/$1.rc"
 }
-rc() { cat "$work/$1.rc"; }
 size=$(stat -c %s "$work/single.data")
 head -c $((size / 2 + 5)) "$work/single.data" >"$work/cut.data"
 bad cut

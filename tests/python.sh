@@ -16,8 +16,8 @@ if ! [ -x $PY ] || ! $PY -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11
 	exit 0
 fi
 
-# record MODE: trace, output, status and folded stacks of chains.py MODE.
-record() {
+# record_python MODE: trace, output, status and folded stacks of chains.py MODE.
+record_python() {
 	"$STACKCAP" record --python -o "$work/$1.trace" -- $PY "$CH" "$1" 0.5 >"$work/$1.out" 2>"$work/$1.err"
 	echo $? >"$work/$1.rc"
 	"$SU" folded --no-debuginfod "$work/$1.trace" >"$work/$1.folded" 2>"$work/$1.uerr"
@@ -44,7 +44,7 @@ chain() {
 # ---- output and exit status unchanged -------------------------------------------
 $PY "$CH" main 0.5 >"$work/plain.out" 2>&1
 plain_rc=$?
-record main
+record_python main
 check "main: exit status as without stackcap ($(cat "$work/main.rc"), plain $plain_rc)" \
 	[ "$(cat "$work/main.rc")" = "$plain_rc" ] 
 check "main: output as without stackcap" cmp -s "$work/plain.out" "$work/main.out"
@@ -76,7 +76,7 @@ check "main: pprof names main_leaf and its file" \
 	sh -c "gzip -dc '$work/main.pb.gz' | LC_ALL=C grep -a -q main_leaf && gzip -dc '$work/main.pb.gz' | LC_ALL=C grep -a -q -F '$CH'"
 
 for m in thread sort zlib gen raise recurse exec; do
-	record $m
+	record_python $m
 	check "$m: recorded, exit status 0, output '$(cat "$work/$m.out")'" \
 		sh -c "[ \"\$(cat '$work/$m.rc')\" = 0 ] && grep -q ' True\$\\|^thread done\$' '$work/$m.out'"
 done

@@ -5,20 +5,15 @@
 # runs the same with SAMPLER=--in-process.
 . "${top_srcdir:?}/tests/tap-lib.sh"
 SAMPLER=${SAMPLER:-}
+RECORD_OPTS=$SAMPLER # record NAME (tap-lib.sh): stderr in NAME.rerr, status in NAME.rc
 
-# record NAME ARGS...: record into $work/NAME.trace, keep stderr and status.
-record() {
-	name=$1; shift
-	"$STACKCAP" record $SAMPLER -o "$work/$name.trace" "$@" 2>"$work/$name.err"
-	echo $? >"$work/$name.rc"
-}
 bt() { babeltrace2 "$work/$1.trace" >"$work/$1.txt" 2>"$work/$1.bterr"; }
 count() { grep -c "$2" "$work/$1.txt"; }
 
 # The secret of tdata-single, little-endian, in both byte orders.
 SECRET1=$(printf '\302\136\347\302\136\347\302\136')
 SECRET2=$(printf '\136\302\347\136\302\347\136\302')
-has_secret() { LC_ALL=C grep -r -a -q -F -e "$SECRET1" -e "$SECRET2" "$1"; }
+holds_secret() { LC_ALL=C grep -r -a -q -F -e "$SECRET1" -e "$SECRET2" "$1"; }
 
 # 1. one thread
 record single -- "$TD/tdata-single" 1
@@ -28,12 +23,12 @@ s=$(count single ' sample: ')
 check "tdata-single: $s samples for 1 s of CPU at 999 Hz (800..1200)" [ "$s" -ge 800 -a "$s" -le 1200 ]
 check "tdata-single: process_start, maps and process_end present" \
 	sh -c "grep -q process_start '$work/single.txt' && grep -q ' maps: ' '$work/single.txt' && grep -q process_end '$work/single.txt'"
-check "tdata-single: summary line on stderr, no drops" grep -q "$s samples, 0 drops" "$work/single.err"
+check "tdata-single: summary line on stderr, no drops" grep -q "$s samples, 0 drops" "$work/single.rerr"
 check "tdata-single: maps list the executable with its build-id" \
 	sh -c "grep ' maps: ' '$work/single.txt' | grep -q 'tdata-single'"
-check "secret test is sound: the pattern is in the program itself" has_secret "$TD/tdata-single"
-check "tdata-single: the secret never appears in the trace" sh -c "! has_secret() { LC_ALL=C grep -r -a -q -F -e \"\$1\" -e \"\$2\" \"\$3\"; }; ! has_secret '$SECRET1' '$SECRET2' '$work/single.trace'"
-bps=$(sed -n 's/.*(\([0-9.]*\) B\/sample).*/\1/p' "$work/single.err")
+check "secret test is sound: the pattern is in the program itself" holds_secret "$TD/tdata-single"
+check "tdata-single: the secret never appears in the trace" sh -c "! holds_secret() { LC_ALL=C grep -r -a -q -F -e \"\$1\" -e \"\$2\" \"\$3\"; }; ! holds_secret '$SECRET1' '$SECRET2' '$work/single.trace'"
+bps=$(sed -n 's/.*(\([0-9.]*\) B\/sample).*/\1/p' "$work/single.rerr")
 check "tdata-single: bytes per sample ($bps) below 84 (100x under perf's 8.4 KB)" \
 	awk -v b="$bps" 'BEGIN { exit !(b > 0 && b < 84) }'
 
@@ -52,7 +47,7 @@ min=$(tail -n 4 "$work/threads.tids" | head -n 1 | awk '{print $1}')
 max=$(tail -n 1 "$work/threads.tids" | awk '{print $1}')
 check "tdata-threads: each worker ~0.5 s x 999 Hz (min $min, max $max samples; 350..650)" \
 	awk -v a="$min" -v b="$max" 'BEGIN { exit !(a >= 350 && b <= 650) }'
-check "tdata-threads: no drops" grep -q " 0 drops" "$work/threads.err"
+check "tdata-threads: no drops" grep -q " 0 drops" "$work/threads.rerr"
 
 # 3b. thread churn: 64 threads one after the other reuse a few streams
 record churn -- "$B/tests/thread-churn" 64 20
@@ -61,7 +56,7 @@ ntid=$(grep ' sample: ' "$work/churn.txt" | sed -n 's/.*tid = \([0-9]*\) }.*/\1/
 check "thread churn: samples from >= 60 of 64 threads ($ntid)" [ "$ntid" -ge 60 ]
 nfiles=$(ls "$work/churn.trace" | grep -c '^samples-')
 check "thread churn: streams reused ($nfiles sample files for 64 threads, <= 8)" [ "$nfiles" -le 8 ]
-check "thread churn: no drops" grep -q " 0 drops" "$work/churn.err"
+check "thread churn: no drops" grep -q " 0 drops" "$work/churn.rerr"
 
 # 4. dlopen'd plugin, reloaded: a maps generation per change
 record dlopen -- "$TD/tdata-dlopen" --reload 0.5
@@ -83,7 +78,7 @@ check "tdata-dlopen: the plugin is in the maps" sh -c "grep ' maps: ' '$work/dlo
 # 5. deep recursion, no frame pointers, sigaltstack
 record recurse -- "$TD/tdata-recurse" -d 1000 0.3
 check "tdata-recurse 1000: exit 0 and readable" sh -c "[ \"\$(cat '$work/recurse.rc')\" = 0 ] && babeltrace2 '$work/recurse.trace' >/dev/null"
-check "tdata-recurse 1000: no drops" grep -q " 0 drops" "$work/recurse.err"
+check "tdata-recurse 1000: no drops" grep -q " 0 drops" "$work/recurse.rerr"
 record nofp -- "$TD/tdata-nofp" 0.3
 check "tdata-nofp: exit 0 and readable" sh -c "[ \"\$(cat '$work/nofp.rc')\" = 0 ] && babeltrace2 '$work/nofp.trace' >/dev/null"
 record sigalt -- "$TD/tdata-sigalt" 0.3
@@ -284,7 +279,7 @@ exit 0
 EOF
 record execchain -- sh "$work/execchain.sh" 3
 check "exec chain: exit status 0, no write error" \
-	sh -c "[ \"\$(cat '$work/execchain.rc')\" = 0 ] && ! grep -q 'write error' '$work/execchain.err'"
+	sh -c "[ \"\$(cat '$work/execchain.rc')\" = 0 ] && ! grep -q 'write error' '$work/execchain.rerr'"
 ns=$(ls "$work/execchain.trace" | grep -c '^samples-')
 check "exec chain: each of the three images of one pid has its own sample stream ($ns)" [ "$ns" -ge 3 ]
 

@@ -15,6 +15,10 @@
 set -u
 cmd=${1:?usage: record|outputs|compare}
 shift
+# run NAME CMD... (tap-lib.sh): into $run_dir, set by outputs.
+top_srcdir=$(cd "$(dirname "$0")/.." && pwd)
+top_builddir=${1:-.}
+. "$top_srcdir/tests/tap-lib.sh"
 
 record_traces() {
 	B=$1 D=$2
@@ -50,16 +54,11 @@ record_traces() {
 	ls "$T"
 }
 
-# run NAME CMD...: stdout, stderr and status into $O/NAME.{out,err,rc}
-run() {
-	rn=$1; shift
-	"$@" >"$O/$rn.out" 2>"$O/$rn.err"
-	echo $? >"$O/$rn.rc"
-}
 
-outputs() {
+write_outputs() {
 	B=$1 D=$2 O=$3
 	mkdir -p "$O"
+	run_dir=$O
 	SU="nice $B/cli/stackunwind"
 	BT="nice babeltrace2 --plugin-path=$B/plugin/.libs"
 	unset DEBUGINFOD_URLS
@@ -96,7 +95,7 @@ outputs() {
 
 case $cmd in
 record) record_traces "$@" ;;
-outputs) outputs "$@" ;;
+outputs) write_outputs "$@" ;;
 compare)
 	if diff -r -q "$1" "$2"; then
 		echo "identical: $(ls "$1" | wc -l) files"

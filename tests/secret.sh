@@ -211,7 +211,6 @@ lttng_part() {
 	done
 }
 daemon_pid=
-stop_daemon() { stop_process "$daemon_pid"; daemon_pid=; }
 trap 'stop_daemon; rm -rf "$work"' EXIT
 lttng_part
 echo "1..$n"

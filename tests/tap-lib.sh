@@ -1,6 +1,7 @@
-# Sourced by the integration scripts (record.sh, unwind.sh): the build
-# paths, a private work directory removed on exit, TAP helpers, and a
-# failing TAP line when babeltrace2 is missing.
+# Sourced by the integration scripts (record.sh, unwind.sh...): the build
+# paths, a private work directory removed on exit, TAP helpers, a failing
+# TAP line when babeltrace2 is missing, and the helpers more than one
+# script uses (one definition each: a script defines only its own).
 set -u
 : "${top_builddir:?}" "${top_srcdir:?}"
 B=$top_builddir
@@ -12,8 +13,19 @@ n=0
 ok() { n=$((n + 1)); echo "ok $n - $*"; }
 not_ok() { n=$((n + 1)); echo "not ok $n - $*"; }
 check() { desc=$1; shift; if "$@"; then ok "$desc"; else not_ok "$desc"; fi; }
+# not_ok_show DESCRIPTION [FILE...]: a failure, with the first lines of
+# each FILE shown as TAP diagnostics.
+not_ok_show() {
+	not_ok "$1"
+	shift
+	for f in "$@"; do
+		[ -f "$f" ] && head -n 40 "$f" | sed 's/^/#   /'
+	done
+	return 0
+}
 
-if ! command -v babeltrace2 >/dev/null; then
+# A script that does not need babeltrace2 sets TAP_NO_BABELTRACE2=1 first.
+if [ "${TAP_NO_BABELTRACE2:-}" != 1 ] && ! command -v babeltrace2 >/dev/null; then
 	echo "1..1"
 	echo "not ok 1 - babeltrace2 missing: apt-get install babeltrace2 (scripts/install-deps.sh)"
 	exit 0
@@ -100,3 +112,51 @@ sigtramp_sed() {
 		done
 	done
 }
+
+# record NAME [OPTIONS] -- CMD...: stackcap record $RECORD_OPTS OPTIONS into
+# $work/NAME.trace; its stderr in NAME.rerr, its exit status in NAME.rc
+# (and returned).
+record() {
+	rec_name=$1
+	shift
+	"$STACKCAP" record ${RECORD_OPTS:-} -o "$work/$rec_name.trace" "$@" 2>"$work/$rec_name.rerr"
+	rec_rc=$?
+	echo $rec_rc >"$work/$rec_name.rc"
+	return $rec_rc
+}
+# run NAME CMD...: CMD with stdin from /dev/null, its stdout, stderr and
+# exit status in ${run_dir:-$work}/NAME.out, .err, .rc.
+run() {
+	run_name=$1
+	shift
+	"$@" >"${run_dir:-$work}/$run_name.out" 2>"${run_dir:-$work}/$run_name.err" </dev/null
+	echo $? >"${run_dir:-$work}/$run_name.rc"
+}
+# rc NAME: the exit status that record or run (or a script's own helper)
+# left in $work/NAME.rc.
+rc() { cat "${run_dir:-$work}/$1.rc"; }
+
+# chain_match FILE FUNC...: of the samples in FILE (`stackunwind stacks`
+# text) whose innermost function is the first FUNC, how many have exactly
+# FUNC... as their innermost frames: "GOOD TOTAL".
+chain_match() {
+	f=$1; shift
+	awk -v chain="$*" '
+	BEGIN { nc = split(chain, C, " ") }
+	function done() {
+		if (k > 0 && F[1] == C[1]) {
+			tot++; good1 = 1
+			for (i = 1; i <= nc; i++) if (F[i] != C[i]) good1 = 0
+			good += good1
+		}
+		k = 0
+	}
+	/^\t/ { fn = $2; sub(/\+0x[0-9a-f]+$/, "", fn); F[++k] = fn; next }
+	/^$/ { done(); next }
+	{ k = 0 }
+	END { done(); printf "%d %d\n", good, tot }' "$f"
+}
+
+# stop_daemon: stop the daemon whose pid is in $daemon_pid (the scripts'
+# own lttng-sessiond), and forget it.
+stop_daemon() { stop_process "${daemon_pid:-}"; daemon_pid=; }

@@ -4,23 +4,11 @@
 # of ours -- shows exactly that chain at a breakpoint on the hot function.
 # TAP output.  Needs gdb (scripts/install-deps.sh); nothing is skipped: a
 # missing tool makes the tests that need it fail.
-set -u
-: "${top_srcdir:?}" "${top_builddir:?}"
+TAP_NO_BABELTRACE2=1
+. "${top_srcdir:?}/tests/tap-lib.sh"
 td=$top_builddir/testdata
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
+tmp=$work
 RUN_SECS=0.2
-n=0
-
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-# not_ok DESCRIPTION [FILE...]: a failure, with FILEs shown as diagnostics.
-not_ok() {
-	n=$((n + 1)); echo "not ok $n - $1"; shift
-	for f in "$@"; do
-		[ -f "$f" ] && head -n 40 "$f" | sed 's/^/#   /'
-	done
-	return 0
-}
 
 # Run with a time limit when coreutils' timeout is there (it is on Debian).
 if command -v timeout >/dev/null 2>&1; then T="timeout 120"; else T=; fi
@@ -29,23 +17,23 @@ if command -v timeout >/dev/null 2>&1; then T="timeout 120"; else T=; fi
 runs() {
 	d=$1; shift
 	if $T "$@" >"$tmp/out" 2>"$tmp/err"; then ok "$d"; else
-		echo "exit status $?" >"$tmp/status"; not_ok "$d" "$tmp/status" "$tmp/err"; fi
+		echo "exit status $?" >"$tmp/status"; not_ok_show "$d" "$tmp/status" "$tmp/err"; fi
 }
 
 # --- tools ---------------------------------------------------------------
 have_gdb=no
 if ! command -v gdb >/dev/null 2>&1; then
 	echo "gdb not found: install gdb (scripts/install-deps.sh)" >"$tmp/msg"
-	not_ok "gdb (with Python) is installed" "$tmp/msg"
+	not_ok_show "gdb (with Python) is installed" "$tmp/msg"
 elif [ "$(gdb -nx -batch -ex 'python print("py" + "ok")' 2>&1)" != pyok ]; then
 	echo "this gdb has no Python: install Debian's gdb (scripts/install-deps.sh)" >"$tmp/msg"
-	not_ok "gdb (with Python) is installed" "$tmp/msg"
+	not_ok_show "gdb (with Python) is installed" "$tmp/msg"
 else
 	have_gdb=yes; ok "gdb (with Python) is installed"
 fi
 if command -v nm >/dev/null 2>&1; then ok "nm is installed"; else
 	echo "nm not found: install binutils (scripts/install-deps.sh)" >"$tmp/msg"
-	not_ok "nm is installed" "$tmp/msg"; fi
+	not_ok_show "nm is installed" "$tmp/msg"; fi
 
 # The frames gdb unwinds, printed by a gdb Python function rather than parsed
 # from `bt`: bt also lists inlined calls as frames, and a chain function that
@@ -101,7 +89,7 @@ gdb_bt() {
 
 # frames LOG: the frame names of each listing in a gdb log, one a line, each
 # listing after a "--" line.
-frames() {
+gdb_frames() {
 	sed -n -e 's/^==BT==$/--/p' -e 's/^F //p' "$1"
 }
 
@@ -126,10 +114,10 @@ check_bt() {
 	log=$tmp/$name.gdb
 	if [ "$have_gdb" != yes ]; then
 		echo "gdb not found: install gdb (scripts/install-deps.sh)" >"$tmp/msg"
-		not_ok "$d" "$tmp/msg"; return
+		not_ok_show "$d" "$tmp/msg"; return
 	fi
 	gdb_bt "$log" "$brk" "$hits" "$@"
-	frames "$log" >"$tmp/$name.frames"
+	gdb_frames "$log" >"$tmp/$name.frames"
 	len=$(wc -l <"$chain")
 	k=1 bad=
 	while [ "$k" -le "$hits" ]; do
@@ -161,7 +149,7 @@ check_bt() {
 		sed 's/^/  /' "$chain" >>"$tmp/msg"
 		echo "gdb backtraces:" >>"$tmp/msg"
 		sed 's/^/  /' "$tmp/$name.frames" >>"$tmp/msg"
-		not_ok "$d" "$tmp/msg" "$log"
+		not_ok_show "$d" "$tmp/msg" "$log"
 	fi
 }
 
@@ -172,7 +160,7 @@ chain_is() {
 	if "$@" >"$tmp/$name.chain" 2>"$tmp/err" && cmp -s "$tmp/$name.want" "$tmp/$name.chain"; then
 		ok "$d"
 	else
-		not_ok "$d" "$tmp/$name.chain" "$tmp/err"
+		not_ok_show "$d" "$tmp/$name.chain" "$tmp/err"
 	fi
 }
 
@@ -183,7 +171,7 @@ if nm "$td"/tdata-* "$td"/.libs/libtdata-plugin.so >"$tmp/nm" 2>"$tmp/err" &&
 	! grep -E '\.(constprop|isra|part|cold|clone)' "$tmp/nm" >"$tmp/bad"; then
 	ok "no cloned or split chain functions in the testdata programs"
 else
-	not_ok "no cloned or split chain functions in the testdata programs" "$tmp/bad" "$tmp/err"
+	not_ok_show "no cloned or split chain functions in the testdata programs" "$tmp/bad" "$tmp/err"
 fi
 
 # Every chain function is a function symbol of its own (not inlined away),
@@ -203,7 +191,7 @@ if [ -z "$missing" ] && [ -s "$tmp/syms" ]; then
 	ok "every chain function has a function symbol of its own"
 else
 	echo "no symbol for:$missing" >"$tmp/msg"
-	not_ok "every chain function has a function symbol of its own" "$tmp/msg"
+	not_ok_show "every chain function has a function symbol of its own" "$tmp/msg"
 fi
 
 # --- tdata-single -------------------------------------------------------------
@@ -227,7 +215,7 @@ fi
 if [ "$(grep -c '^16 patterns found' "$tmp/secret.gdb" 2>/dev/null)" = 2 ]; then
 	ok "tdata-single: the secret and its byte-reversed form are on hot_leaf's stack"
 else
-	not_ok "tdata-single: the secret and its byte-reversed form are on hot_leaf's stack (needs gdb)" \
+	not_ok_show "tdata-single: the secret and its byte-reversed form are on hot_leaf's stack (needs gdb)" \
 		"$tmp/secret.gdb"
 fi
 
@@ -249,7 +237,7 @@ runs "tdata-dlopen --reload $RUN_SECS exits 0 (unmapped, reloaded elsewhere)" \
 runs "tdata-dlopen -p PATH exits 0" env -u TDATA_PLUGIN "$p" -p "$plugin" "$RUN_SECS"
 runs "tdata-dlopen with TDATA_PLUGIN exits 0" env TDATA_PLUGIN="$plugin" "$p" "$RUN_SECS"
 if env -u TDATA_PLUGIN "$p" -p "$tmp/no-such-plugin.so" 0.01 >/dev/null 2>"$tmp/err"; then
-	echo "exited 0" >"$tmp/msg"; not_ok "tdata-dlopen -p with a wrong path fails" "$tmp/msg"
+	echo "exited 0" >"$tmp/msg"; not_ok_show "tdata-dlopen -p with a wrong path fails" "$tmp/msg"
 else
 	ok "tdata-dlopen -p with a wrong path fails"
 fi
@@ -267,7 +255,7 @@ if "$p" --chain >"$tmp/r1000" && [ "$(wc -l <"$tmp/r1000")" -eq 1002 ] &&
 	[ "$(grep -c '^recurse$' "$tmp/r1000")" -eq 1000 ]; then
 	ok "tdata-recurse --chain lists recurse 1000 times by default"
 else
-	not_ok "tdata-recurse --chain lists recurse 1000 times by default"
+	not_ok_show "tdata-recurse --chain lists recurse 1000 times by default"
 fi
 "$p" -d 50 --chain >"$tmp/recurse50.chain"
 check_bt recurse50 "tdata-recurse -d 50: gdb backtrace at recurse_leaf is the chain" \
@@ -287,7 +275,7 @@ set -- $sps
 if [ $# -eq 2 ] && [ $(($2 - $1)) -ge 64 ]; then
 	ok "tdata-recurse: a recurse frame is $(($2 - $1)) bytes (>= 64)"
 else
-	not_ok "tdata-recurse: a recurse frame is >= 64 bytes (needs gdb)" "$tmp/sp.gdb"
+	not_ok_show "tdata-recurse: a recurse frame is >= 64 bytes (needs gdb)" "$tmp/sp.gdb"
 fi
 
 # --- tdata-nofp ---------------------------------------------------------------
@@ -305,7 +293,7 @@ if [ "$(grep -c '^End of assembler dump' "$tmp/nofp.dis" 2>/dev/null)" = 4 ] &&
 	! grep -E 'mov +%rsp,%rbp' "$tmp/nofp.dis" >"$tmp/bad"; then
 	ok "tdata-nofp: no chain function sets up a frame pointer"
 else
-	not_ok "tdata-nofp: no chain function sets up a frame pointer (needs gdb)" "$tmp/bad" "$tmp/nofp.dis"
+	not_ok_show "tdata-nofp: no chain function sets up a frame pointer (needs gdb)" "$tmp/bad" "$tmp/nofp.dis"
 fi
 
 # --- tdata-sigalt -------------------------------------------------------------
@@ -333,7 +321,7 @@ set -- $offs
 if [ $# -eq 2 ] && [ "$1" -lt 262144 ] && [ "$2" -ge 262144 ]; then
 	ok "tdata-sigalt: handler_hot runs on the sigaltstack, trigger_loop on another stack"
 else
-	not_ok "tdata-sigalt: handler_hot runs on the sigaltstack, trigger_loop on another stack (needs gdb)" \
+	not_ok_show "tdata-sigalt: handler_hot runs on the sigaltstack, trigger_loop on another stack (needs gdb)" \
 		"$tmp/alt.gdb"
 fi
 
@@ -352,7 +340,7 @@ if grep -qx inline_hot "$tmp/syms" && grep -qx inline_outer "$tmp/syms" &&
 	! grep -E '^inl_(leaf|middle)' "$tmp/syms" >"$tmp/bad"; then
 	ok "tdata-inline: inl_leaf and inl_middle have no symbol, inline_hot and inline_outer do"
 else
-	not_ok "tdata-inline: inl_leaf and inl_middle have no symbol, inline_hot and inline_outer do" \
+	not_ok_show "tdata-inline: inl_leaf and inl_middle have no symbol, inline_hot and inline_outer do" \
 		"$tmp/bad" "$tmp/err"
 fi
 

@@ -6,10 +6,6 @@
 . "${top_srcdir:?}/tests/tap-lib.sh"
 SU="$B/cli/stackunwind"
 
-record() {
-	name=$1; shift
-	"$STACKCAP" record -o "$work/$name.trace" "$@" 2>"$work/$name.rerr"
-}
 # stacks_of OUT TRACE [OPTIONS]: stackunwind stacks of TRACE.trace into OUT.out/.err/.rc
 stacks_of() {
 	out=$1; tr=$2; shift 2
@@ -17,26 +13,7 @@ stacks_of() {
 	echo $? >"$work/$out.rc"
 }
 stacks() { name=$1; shift; stacks_of "$name" "$name" "$@"; }
-rc() { cat "$work/$1.rc"; }
 
-# chain_match FILE CHAIN...: "good total" over samples whose leaf is CHAIN[1].
-chain_match() {
-	f=$1; shift
-	awk -v chain="$*" '
-	BEGIN { nc = split(chain, C, " ") }
-	function done() {
-		if (k > 0 && F[1] == C[1]) {
-			tot++; good1 = 1
-			for (i = 1; i <= nc; i++) if (F[i] != C[i]) good1 = 0
-			good += good1
-		}
-		k = 0
-	}
-	/^\t/ { fn = $2; sub(/\+0x[0-9a-f]+$/, "", fn); F[++k] = fn; next }
-	/^$/ { done(); next }
-	{ k = 0 }
-	END { done(); printf "%d %d\n", good, tot }' "$f"
-}
 
 # chain_test NAME PROGRAM [ARGS]: record (with $REC_OPTS), unwind, expect
 # the chain in >= 99%.  libc's signal trampoline counts as __restore_rt

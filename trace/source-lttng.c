@@ -234,6 +234,65 @@ static int stage_if_damaged(struct lt_source *s, char **dir)
 	return rc;
 }
 
+/* ---- what babeltrace2 may open ------------------------------------------- */
+
+static const char *file_kind(mode_t m)
+{
+	return S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device" :
+	       S_ISSOCK(m) ? "a socket" : S_ISLNK(m) ? "a symbolic link" : "not a regular file";
+}
+
+/* src.ctf.fs opens the files of a trace directory and of its index/
+ * itself, blocking: a FIFO there (or a symlink to one) makes it wait for
+ * ever, a device or a link out of the directory makes it read what the
+ * trace does not hold.  So every entry of DIR (the trace directory ROOT,
+ * whose realpath is REAL, or a directory below it) must be a regular file
+ * or a directory, or a symlink to a regular file inside ROOT; checked with
+ * lstat/stat and realpath only, no file is opened.  @return 0, or -EINVAL
+ * with ERR saying which entry, -errno when DIR cannot be listed. */
+static int check_trace_files(const char *dir, const char *real, int depth, char *err, size_t errlen)
+{
+	DIR *d = opendir(dir);
+	if (!d) {
+		int const e = errno;
+		snprintf(err, errlen, "%s: %s", dir, strerror(e));
+		return -e;
+	}
+	size_t const rl = strlen(real);
+	struct dirent *e;
+	int rc = 0;
+	char p[8192];
+	while (!rc && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		struct stat sb;
+		if (lstat(p, &sb)) {
+			rc = -errno;
+			snprintf(err, errlen, "%s: %s", p, strerror(errno));
+		} else if (S_ISDIR(sb.st_mode)) {
+			if (depth > 0)
+				rc = check_trace_files(p, real, depth - 1, err, errlen);
+		} else if (S_ISLNK(sb.st_mode)) {
+			char *const to = realpath(p, NULL);
+			struct stat tb;
+			if (!to || stat(to, &tb) || !S_ISREG(tb.st_mode) || strncmp(to, real, rl) || to[rl] != '/') {
+				snprintf(err, errlen, "%s: a symbolic link %s: refused, the trace is not read", p,
+					 !to ? "to nothing" : stat(to, &tb) || !S_ISREG(tb.st_mode) ?
+					 "to something not a regular file" : "leaving the trace directory");
+				rc = -EINVAL;
+			}
+			free(to);
+		} else if (!S_ISREG(sb.st_mode)) {
+			snprintf(err, errlen, "%s: %s, not a regular file: refused, the trace is not read", p,
+				 file_kind(sb.st_mode));
+			rc = -EINVAL;
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
 /* ---- the source ----------------------------------------------------------- */
 
 static int find_lttng_ust(struct lt_source *s, const char *dir, int depth);
@@ -274,6 +333,17 @@ static int lt_open(const char *dir, struct source_report *rep, void **h, char *e
 		snprintf(err, errlen, n < 0 ? "out of memory" : "%s holds no LTTng-UST trace", dir);
 		lt_close(s);
 		return n < 0 ? -ENOMEM : -ENOENT;
+	}
+	for (size_t i = 0; i < s->n_traces; i++) {
+		char *const real = realpath(s->traces[i], NULL);
+		int const frc = real ? check_trace_files(s->traces[i], real, 4, err, errlen) : -errno;
+		if (!real)
+			snprintf(err, errlen, "%s: %s", s->traces[i], strerror(-frc));
+		free(real);
+		if (frc) {
+			lt_close(s);
+			return NULL;
+		}
 	}
 	for (size_t i = 0; i < s->n_traces; i++) {
 		int const rc = stage_if_damaged(s, &s->traces[i]);
