@@ -342,7 +342,7 @@ static int lt_open(const char *dir, struct source_report *rep, void **h, char *e
 		free(real);
 		if (frc) {
 			lt_close(s);
-			return NULL;
+			return frc < 0 ? frc : -EINVAL;
 		}
 	}
 	for (size_t i = 0; i < s->n_traces; i++) {
