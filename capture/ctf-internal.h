@@ -14,6 +14,6 @@ int ctf_write_all(int fd, const void *data, size_t len);
  * atomically if absent (*written = its size), accept an identical one
  * (*written = 0), else -EEXIST. */
 int ctf_metadata_install(int dirfd, const uint8_t uuid[16], int64_t offset_ns, int version,
-			 const char *sampler, int kernel, uint64_t *written);
+			 const char *sampler, int kernel, int off_cpu, uint64_t *written);
 
 #endif

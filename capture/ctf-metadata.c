@@ -249,6 +249,19 @@ static const char metadata_kernel[] =
 	"\t};\n"
 	"};\n";
 
+/* Off-CPU time (stackcap record --off-cpu, docs/trace-format.md
+ * "Version 4"): declared only by recordings of it. */
+static const char metadata_off_cpu[] =
+	"\n"
+	"event {\n"
+	"\tname = \"off_cpu\";\n"
+	"\tid = 5;\n"
+	"\tstream_id = 1;\n"
+	"\tfields := struct {\n"
+	"\t\tuint64_t duration;\n"
+	"\t};\n"
+	"};\n";
+
 static void uuid_str(const uint8_t u[16], char out[37])
 {
 	snprintf(out, 37,
@@ -260,7 +273,7 @@ static void uuid_str(const uint8_t u[16], char out[37])
 /* The whole metadata text, malloc'd.  Deterministic for given (uuid,
  * offset): processes sharing a directory compare it byte for byte. */
 static char *metadata_text(const uint8_t uuid[16], int64_t offset_ns, int version,
-			   const char *sampler, int kernel, size_t *len)
+			   const char *sampler, int kernel, int off_cpu, size_t *len)
 {
 	char sampler_line[64] = "";
 	if (sampler)
@@ -309,10 +322,11 @@ static char *metadata_text(const uint8_t uuid[16], int64_t offset_ns, int versio
 		"\toffset = %lld;\n"
 		"\tabsolute = FALSE;\n"
 		"};\n\n"
-		"%s%s%s",
+		"%s%s%s%s",
 		version, metadata_types, u, version, sampler_line, u,
 		(long long)off_s, (long long)off_ns, metadata_streams,
-		version >= CTF_TRACE_VERSION_RUNTIME ? metadata_runtime : "", kernel ? metadata_kernel : "");
+		version >= CTF_TRACE_VERSION_RUNTIME ? metadata_runtime : "", kernel ? metadata_kernel : "",
+		off_cpu ? metadata_off_cpu : "");
 	if (n < 0)
 		return NULL;
 	*len = (size_t)n;
@@ -393,10 +407,10 @@ static int metadata_write(int dirfd, const char *text, size_t len, uint64_t *wri
 }
 
 int ctf_metadata_install(int dirfd, const uint8_t uuid[16], int64_t offset_ns, int version,
-			 const char *sampler, int kernel, uint64_t *written)
+			 const char *sampler, int kernel, int off_cpu, uint64_t *written)
 {
 	size_t len;
-	char *text = metadata_text(uuid, offset_ns, version, sampler, kernel, &len);
+	char *text = metadata_text(uuid, offset_ns, version, sampler, kernel, off_cpu, &len);
 	if (!text)
 		return -ENOMEM;
 	*written = 0;

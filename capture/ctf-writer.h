@@ -40,6 +40,10 @@ extern "C" {
  * kernel_symbols): written only by recordings that keep kernel frames
  * (ctf_writer_opts.kernel_frames). */
 #define CTF_TRACE_VERSION_KERNEL 3
+/* Version 4 = version 3's events (the kernel ones where kernel_frames) +
+ * the off-CPU event (off_cpu): written only by recordings of off-CPU time
+ * (ctf_writer_opts.off_cpu). */
+#define CTF_TRACE_VERSION_OFF_CPU 4
 
 #define CTF_PACKET_SIZE_DEFAULT (64u * 1024u)
 #define CTF_PACKET_SIZE_MIN 256u
@@ -74,6 +78,9 @@ struct ctf_writer_opts {
 	 * declared (docs/trace-format.md "Kernel frames").  Every process of
 	 * a recording must pass the same value (shared metadata). */
 	int kernel_frames;
+	/* Nonzero: format version 4, the off_cpu event declared
+	 * (docs/trace-format.md "Version 4").  Same rule as kernel_frames. */
+	int off_cpu;
 };
 
 /* Open (creating it and missing parents if needed) the trace directory and
@@ -209,6 +216,12 @@ struct ctf_kernel_symbol {
 };
 int ctf_stream_kernel_symbols(struct ctf_stream *s, uint64_t ts, const uint8_t *build_id, size_t build_id_len,
 			      const struct ctf_kernel_symbol *syms, size_t n);
+
+/* Off-CPU time (ctf_writer_opts.off_cpu writers only; -EINVAL
+ * otherwise): the next sample of TID is a stack where the thread blocked
+ * (switched out while not runnable), DURATION_NS the time until it ran
+ * again; written just before that sample, with its timestamp. */
+int ctf_stream_off_cpu(struct ctf_stream *s, uint64_t ts, uint32_t tid, uint64_t duration_ns);
 
 /* Count n events lost since the last call; the next packet written carries
  * the running total in its events_discarded field (CTF's convention), and

@@ -426,7 +426,7 @@ bt_component_class_initialize_method_status trace_src_init(bt_self_component_sou
 		BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(sc,
 			"%s: stackcap trace format version %ld (%s) is not read by this source yet: read it with "
 			"src.ctf.fs, or record with --user-only", dir, m.version,
-			m.version == 3 ? "kernel frames" : "runtime frames");
+			m.version == 4 ? "off-CPU time" : m.version == 3 ? "kernel frames" : "runtime frames");
 		src_free(s);
 		return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_ERROR;
 	}

@@ -7,6 +7,8 @@ record_librecord_la_SOURCES = \
 	record/encode.c \
 	record/kallsyms.h \
 	record/kallsyms.c \
+	record/offcpu.h \
+	record/offcpu.c \
 	record/perf-events.h \
 	record/perf-events.c \
 	record/procmaps.h \

@@ -199,6 +199,30 @@ int rec_events_add_task(struct rec_events *ev, const struct perf_event_attr *att
 	return open_task(ev, &attr, tid, 0);
 }
 
+int rec_events_open_more(struct rec_events *ev, const struct perf_event_attr *attr0, pid_t tid, int enabled,
+			 uint64_t **ids, size_t *n, size_t *cap)
+{
+	struct perf_event_attr attr = *attr0;
+	attr.wakeup_watermark = (uint32_t)(ev->data_pages * (size_t)sysconf(_SC_PAGESIZE) / 4);
+	if (enabled) {
+		attr.disabled = 0;
+		attr.enable_on_exec = 0;
+	}
+	size_t const first = ev->n_fds;
+	int const rc = open_task(ev, &attr, tid, 0);
+	if (rc)
+		return rc;
+	for (size_t i = first; i < ev->n_fds; i++) {
+		uint64_t id;
+		if (ioctl(ev->fds[i], PERF_EVENT_IOC_ID, &id))
+			return -errno;
+		if (su_grow((void **)ids, cap, *n + 1, sizeof(**ids)))
+			return -ENOMEM;
+		(*ids)[(*n)++] = id;
+	}
+	return 0;
+}
+
 static int ioctl_all(struct rec_events *ev, unsigned long req)
 {
 	for (size_t i = 0; i < ev->n_fds; i++)

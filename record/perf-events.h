@@ -68,6 +68,14 @@ int rec_events_open(struct rec_events *ev, const struct perf_event_attr *attr, c
  * enabled at once (a thread of an attached process).  0 or -errno. */
 int rec_events_add_task(struct rec_events *ev, const struct perf_event_attr *attr, pid_t tid);
 
+/* Open ATTR too, for task TID (-1 with every task: -a) on every CPU,
+ * writing to the rings of rec_events_open: a second event beside the
+ * sampler (its records told apart by PERF_SAMPLE_IDENTIFIER).  ENABLED:
+ * at once (a thread found later), else with the others.  Each new
+ * event's id is appended to IDS (*N of *CAP).  0 or -errno. */
+int rec_events_open_more(struct rec_events *ev, const struct perf_event_attr *attr, pid_t tid, int enabled,
+			 uint64_t **ids, size_t *n, size_t *cap);
+
 int rec_events_enable(struct rec_events *ev);
 int rec_events_disable(struct rec_events *ev);
 

@@ -37,6 +37,7 @@
 #include "capture/ctf-writer.h"
 #include "record/encode.h"
 #include "record/kallsyms.h"
+#include "record/offcpu.h"
 #include "record/perf-events.h"
 #include "record/procmaps.h"
 #include "record/recorder.h"
@@ -46,6 +47,8 @@
 struct recorder {
 	const struct rec_options *o;
 	struct perf_event_attr attr;
+	struct perf_event_attr off_attr; /* --off-cpu: the context-switch event */
+	struct rec_offcpu_ids off_ids;
 	struct rec_events ev;
 	struct ctf_writer *w;
 	struct rec_encoder *enc;
@@ -84,7 +87,8 @@ static int on_sample(void *arg, const struct su_sample *s)
 		r->self_samples++;
 		return 0;
 	}
-	int const rc = rec_encoder_sample(r->enc, s);
+	int const rc = r->off_ids.n && rec_offcpu_ids_has(&r->off_ids, su_perf_stream_sample_id(r->ps))
+			       ? rec_encoder_hold(r->enc, s) : rec_encoder_sample(r->enc, s);
 	if (rc && !r->werr)
 		r->werr = rc;
 	return rc;
@@ -115,7 +119,32 @@ static int on_exit_task(void *arg, uint32_t pid, uint32_t tid)
 	return 0;
 }
 
-static const struct su_perf_stream_callbacks live_cb = { .lost = on_lost, .exit = on_exit_task };
+static int on_switch(void *arg, uint32_t pid, uint32_t tid, uint64_t time, int out, int preempted)
+{
+	struct recorder *r = arg;
+	if (pid == (uint32_t)r->self)
+		return 0;
+	int const rc = rec_encoder_switch(r->enc, pid, tid, time, out, preempted);
+	if (rc && !r->werr)
+		r->werr = rc;
+	return rc;
+}
+
+static const struct su_perf_stream_callbacks live_cb = {
+	.lost = on_lost, .exit = on_exit_task, .context_switch = on_switch,
+};
+
+/* --off-cpu: the context-switch event on the rings, for task TID (-1:
+ * every task), at once when ENABLED.  0 or -errno. */
+static int open_off_cpu(struct recorder *r, pid_t tid, int enabled)
+{
+	if (!r->o->off_cpu)
+		return 0;
+	int const rc = rec_events_open_more(&r->ev, &r->off_attr, tid, enabled, &r->off_ids.v, &r->off_ids.n,
+					    &r->off_ids.cap);
+	rec_offcpu_ids_sort(&r->off_ids);
+	return rc;
+}
 
 static int on_end(void *arg)
 {
@@ -190,6 +219,8 @@ static int follow_new_threads(struct recorder *r, struct tidset *have)
 				if (tidset_has(have, t[k]))
 					continue;
 				int rc = rec_events_add_task(&r->ev, &r->attr, t[k]);
+				if (!rc)
+					rc = open_off_cpu(r, t[k], 1);
 				if (rc == -ESRCH) /* ended meanwhile */
 					rc = 0;
 				if (!rc)
@@ -326,6 +357,11 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 				"behind), %" PRIu64 " throttled\n", p->samples, p->lost, p->throttled);
 		}
 	}
+	if (o->off_cpu)
+		fprintf(stderr, "%s: off-CPU: %" PRIu64 " stacks where threads blocked, %.6f s blocked in all (%" PRIu64
+			" of them still blocked at the end, counted until then); %" PRIu64 " preemptions left out\n",
+			o->prog, st.off_cpu_samples, (double)st.off_cpu_ns * 1e-9, st.off_cpu_unfinished,
+			st.off_cpu_preempted);
 	if (st.kernel_samples)
 		fprintf(stderr, "%s: kernel frames in %" PRIu64 " samples; %" PRIu64 " kernel symbols kept (%" PRIu64
 			" bytes)\n", o->prog, st.kernel_samples, st.kernel_symbols, st.kernel_symbol_bytes);
@@ -413,6 +449,8 @@ int rec_record(const struct rec_options *o)
 			.enable_on_exec = cmd_only, .exclude_kernel = excl, .kernel_chain = kframes,
 		};
 		rec_attr_init(&r->attr, &ao);
+		if (o->off_cpu)
+			rec_offcpu_sampler_attr(&r->attr);
 		for (;;) {
 			rc = rec_events_open(&r->ev, &r->attr, have.v, o->all ? 0 : have.n, pages, err, sizeof(err));
 			if (rc != -EDQUOT || pages <= 8)
@@ -437,6 +475,26 @@ int rec_record(const struct rec_options *o)
 		ret = REC_FAILED;
 		goto out;
 	}
+	if (o->off_cpu) {
+		rec_offcpu_attr(&r->off_attr, &r->attr);
+		for (size_t i = 0; i < (o->all ? 1 : have.n) && !rc; i++)
+			rc = open_off_cpu(r, o->all ? -1 : have.v[i], 0);
+		if (rc) {
+			fprintf(stderr, "%s: --off-cpu: the context-switch event: %s\n", o->prog,
+				rc == -EACCES || rc == -EPERM
+					? "not permitted (it samples in the kernel: kernel.perf_event_paranoid <= 1, "
+					  "or root / CAP_PERFMON)"
+					: strerror(-rc));
+			if (cmd_only) {
+				close(go);
+				go = -1;
+				reap(child, &status);
+				child = -1;
+			}
+			ret = REC_FAILED;
+			goto out;
+		}
+	}
 
 	{
 		uint64_t const ring = r->ev.data_pages * (uint64_t)sysconf(_SC_PAGESIZE);
@@ -453,7 +511,7 @@ int rec_record(const struct rec_options *o)
 				  : "kernel addresses are hidden from this user (kernel.kptr_restrict, "
 				    "kernel.perf_event_paranoid; root sees them)");
 	struct ctf_writer_opts wo = { .sz = sizeof(wo), .zstd = o->zstd, .clock_offset_ns = o->clock_offset_ns,
-				     .sampler = "kernel", .kernel_frames = kframes };
+				     .sampler = "kernel", .kernel_frames = kframes, .off_cpu = o->off_cpu };
 	memcpy(wo.uuid, o->uuid, sizeof(wo.uuid));
 	if ((rc = ctf_writer_open(o->out, &wo, &r->w)) != 0) {
 		fprintf(stderr, "%s: cannot create the trace in %s: %s\n", o->prog, o->out, strerror(-rc));
@@ -668,5 +726,6 @@ out:
 	free(pidfds);
 	free(have.v);
 	free(synth.p);
+	free(r->off_ids.v);
 	return ret;
 }

@@ -60,7 +60,7 @@ enum { F_TOTAL_TIME_ENABLED = 1, F_TOTAL_TIME_RUNNING = 2, F_ID = 4, F_GROUP = 8
 
 enum {
 	R_MMAP = 1, R_LOST = 2, R_COMM = 3, R_EXIT = 4, R_THROTTLE = 5, R_FORK = 7, R_SAMPLE = 9,
-	R_MMAP2 = 10, R_LOST_SAMPLES = 13,
+	R_MMAP2 = 10, R_LOST_SAMPLES = 13, R_SWITCH = 14,
 	R_FINISHED_ROUND = 68, R_AUXTRACE = 71, R_COMPRESSED = 81,
 };
 #define MISC_CPUMODE_MASK 7u
@@ -199,6 +199,7 @@ struct pr {
 	 * process, thread exits; NULL for a file. */
 	const struct su_perf_stream_callbacks *live_cb;
 	uint64_t now;                /* time of the record being delivered */
+	uint64_t sample_id;          /* PERF_SAMPLE_IDENTIFIER of the sample delivered */
 	int cb_rc;
 	int malformed;               /* the data section ended at a damaged record */
 };
@@ -895,7 +896,7 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 	uint64_t const t = a->sample_type;
 	uint32_t pid = 0, tid = 0;
 	uint64_t ts = 0;
-	if (t & S_IDENTIFIER) { NEED(8); p += 8; }
+	if (t & S_IDENTIFIER) { NEED(8); r->sample_id = su_ld64(p); p += 8; }
 	if (t & S_IP) { NEED(8); p += 8; }
 	if (t & S_TID) { NEED(8); pid = su_ld32(p); tid = su_ld32(p + 4); p += 8; }
 	if (t & S_TIME) { NEED(8); ts = su_ld64(p); p += 8; }
@@ -1063,6 +1064,24 @@ static void lost_told(struct pr *r, const uint8_t *rec, size_t len, uint64_t n, 
 	r->cb_rc = r->live_cb->lost(r->cb->arg, pid, tid, n, throttled);
 }
 
+/* A live stream's context switch (PERF_RECORD_SWITCH), told with the
+ * pid and tid of its sample_id trailer: the task switched in or out. */
+static void switch_told(struct pr *r, const uint8_t *rec, size_t len)
+{
+	if (!r->live_cb || !r->live_cb->context_switch || r->cb_rc)
+		return;
+	const struct attr *a = record_attr(r, rec, len);
+	size_t const tl = trailer_size(a);
+	if (!tl || !(a->sample_type & S_TID) || !(a->sample_type & S_TIME) || len < 8 + tl)
+		return;
+	uint16_t const misc = su_ld16(rec + 4);
+	int const out = !!(misc & (1u << 13));       /* PERF_RECORD_MISC_SWITCH_OUT */
+	int const preempted = !!(misc & (1u << 14)); /* PERF_RECORD_MISC_SWITCH_OUT_PREEMPT */
+	const uint8_t *const id = rec + len - tl;
+	r->cb_rc = r->live_cb->context_switch(r->cb->arg, su_ld32(id), su_ld32(id + 4), su_ld64(id + 8), out,
+					      preempted);
+}
+
 static void deliver(struct pr *r, const uint8_t *rec, size_t len)
 {
 	switch (su_ld32(rec)) {
@@ -1086,6 +1105,9 @@ static void deliver(struct pr *r, const uint8_t *rec, size_t len)
 		break;
 	case R_THROTTLE:
 		lost_told(r, rec, len, 0, 1);
+		break;
+	case R_SWITCH:
+		switch_told(r, rec, len);
 		break;
 	default: break; /* KSYMBOL, BPF_EVENT...: nothing for user stacks */
 	}
@@ -1796,6 +1818,11 @@ uint32_t su_perf_stream_stack_cap(const struct su_perf_stream *s)
 uint64_t su_perf_stream_time(const struct su_perf_stream *s)
 {
 	return s->r.now;
+}
+
+uint64_t su_perf_stream_sample_id(const struct su_perf_stream *s)
+{
+	return s->r.sample_id;
 }
 
 int su_perf_stream_end(struct su_perf_stream *s)

@@ -47,6 +47,10 @@ struct su_perf_stream_callbacks {
 	int (*lost)(void *arg, uint32_t pid, uint32_t tid, uint64_t n, int throttled);
 	/* A thread (or, TID == PID, a process) ended, after its last sample. */
 	int (*exit)(void *arg, uint32_t pid, uint32_t tid);
+	/* A context switch of PID/TID at TIME (PERF_RECORD_SWITCH: events
+	 * opened with context_switch): switched in, or OUT; PREEMPTED: out
+	 * while still runnable (PERF_RECORD_MISC_SWITCH_OUT_PREEMPT). */
+	int (*context_switch)(void *arg, uint32_t pid, uint32_t tid, uint64_t time, int out, int preempted);
 };
 
 /* ATTR: the struct perf_event_attr the events were opened with (ATTR_LEN
@@ -68,6 +72,9 @@ int su_perf_stream_round(struct su_perf_stream *s);
 uint32_t su_perf_stream_stack_cap(const struct su_perf_stream *s);
 /* The time of the record being delivered (in a callback). */
 uint64_t su_perf_stream_time(const struct su_perf_stream *s);
+/* The event id of the sample being delivered (PERF_SAMPLE_IDENTIFIER:
+ * which of the events opened took it), 0 when the attr has none. */
+uint64_t su_perf_stream_sample_id(const struct su_perf_stream *s);
 /* Every queued record delivered, then cb->end. */
 int su_perf_stream_end(struct su_perf_stream *s);
 void su_perf_stream_free(struct su_perf_stream *s);

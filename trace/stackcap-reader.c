@@ -74,6 +74,9 @@ struct thread_state {
 	size_t kc_cap;
 	uint64_t kc_ts;
 	int kc_pending;
+	uint64_t oc_ns;             /* off-CPU time of the next sample */
+	uint64_t oc_ts;
+	int oc_pending;
 };
 
 struct reader {
@@ -315,6 +318,20 @@ static int on_kernel_symbols(struct reader *r, const struct raw_event *ev)
 	for (size_t i = 0; i < r->n_sections; i++)
 		for (size_t j = 0; j < r->sections[i].n_maps; j++)
 			r->sections[i].maps[j]->kernel = r->kernel;
+	return 0;
+}
+
+/* Held until the sample of the same time that follows it. */
+static int on_off_cpu(struct reader *r, const struct raw_event *ev)
+{
+	if (r->opts && ((r->opts->pid && r->opts->pid != ev->pid) || (r->opts->tid && r->opts->tid != ev->tid)))
+		return 0;
+	struct thread_state *t = thread_get(r, ev->pid, ev->tid);
+	if (!t)
+		return -ENOMEM;
+	t->oc_ns = ev->off_cpu_ns;
+	t->oc_ts = ev->ts;
+	t->oc_pending = ev->off_cpu_ns != 0;
 	return 0;
 }
 
@@ -736,7 +753,9 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 	int const has_seg = t->seg_pending && t->seg_ts == ts;
 	int const has_rt = t->rt_pending && t->rt_ts == ts;
 	int const has_kc = t->kc_pending && t->kc_ts == ts;
+	int const has_oc = t->oc_pending && t->oc_ts == ts;
 	t->kc_pending = 0;
+	t->oc_pending = 0;
 	t->full_pending = 0;
 	t->seg_pending = 0;
 	t->rt_pending = 0;
@@ -762,6 +781,7 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 		.runtime_frames_len = has_rt ? t->rt_len : 0,
 		.kernel_chain = has_kc ? t->kc : NULL,
 		.n_kernel_chain = has_kc ? t->kc_n : 0,
+		.off_cpu_ns = has_oc ? t->oc_ns : 0,
 	};
 	int const crc = r->cb->sample(r->cb->arg, &s);
 	if (crc)
@@ -789,6 +809,10 @@ static int on_event(void *ctx, const struct raw_event *ev)
 	case RAW_KERNEL_CHAIN:
 		if (r->pass & PASS_SAMPLES)
 			rc = on_kernel_chain(r, ev);
+		break;
+	case RAW_OFF_CPU:
+		if (r->pass & PASS_SAMPLES)
+			rc = on_off_cpu(r, ev);
 		break;
 	case RAW_KERNEL_SYMBOLS:
 		if (r->pass & PASS_PROCESS)
@@ -877,8 +901,8 @@ static int check_metadata(const char *dir, char *msg, size_t msglen)
 		snprintf(msg, msglen, "%s is not a stackcap trace (its metadata does not name tracer \"stackcap\")", dir);
 		return -1;
 	}
-	if (version < 1 || version > 3) {
-		snprintf(msg, msglen, "%s: stackcap trace format version %ld not supported (this reader knows 1 to 3)",
+	if (version < 1 || version > 4) {
+		snprintf(msg, msglen, "%s: stackcap trace format version %ld not supported (this reader knows 1 to 4)",
 			 dir, version);
 		return -1;
 	}

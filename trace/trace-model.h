@@ -137,6 +137,10 @@ struct su_sample {
 	 * return addresses; NULL when none. */
 	const uint64_t *kernel_chain;
 	uint32_t n_kernel_chain;
+	/* Off-CPU time (stackcap record --off-cpu): nonzero, the stack is
+	 * where the thread blocked and this many ns passed until it ran
+	 * again; 0: an ordinary (on-CPU) sample. */
+	uint64_t off_cpu_ns;
 };
 
 #endif
