@@ -37,12 +37,13 @@ static void st32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 static void st64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
 
 /* A record: header, BODY (LEN bytes, padded to 8), the sample_id of
- * TID|TIME.  Records hold at most 64 KiB: names are cut well below. */
+ * TID|TIME (|IDENTIFIER: B->id_word).  Records hold at most 64 KiB:
+ * names are cut well below. */
 static int put_record(struct rec_buf *b, uint32_t type, uint16_t misc, const void *body, size_t len,
 		      pid_t pid, uint64_t ts)
 {
 	size_t const padded = (len + 7) & ~(size_t)7;
-	size_t const size = 8 + padded + 16;
+	size_t const size = 8 + padded + 16 + (b->id_word ? 8 : 0);
 	uint8_t *r = buf_add(b, size);
 	if (!r)
 		return -ENOMEM;
@@ -54,6 +55,8 @@ static int put_record(struct rec_buf *b, uint32_t type, uint16_t misc, const voi
 	st32(r + 8 + padded, (uint32_t)pid);
 	st32(r + 12 + padded, (uint32_t)pid);
 	st64(r + 16 + padded, ts);
+	if (b->id_word)
+		st64(r + 24 + padded, 0);
 	return 0;
 }
 

@@ -18,6 +18,7 @@
 struct rec_buf {
 	uint8_t *p;
 	size_t len, cap;
+	int id_word; /* the events carry PERF_SAMPLE_IDENTIFIER: each sample_id ends in an id (0) */
 };
 
 /* Append PID's COMM and MMAP2 records (sample_id: pid, tid, TS) to B.

@@ -541,6 +541,7 @@ int rec_record(const struct rec_options *o)
 			goto fail;
 		pid_t *procs = NULL;
 		int np = 0;
+		synth.id_word = o->off_cpu; /* rec_offcpu_sampler_attr's sample_id */
 		if (o->all) {
 			np = rec_proc_all(&procs);
 		} else {

@@ -148,6 +148,8 @@ tests_no_perf_events_SOURCES = tests/no-perf-events.c
 TESTS += tests/kernel-record.sh
 TESTS += tests/kernel-frames.sh
 EXTRA_DIST += tests/kernel-frames.sh
+TESTS += tests/off-cpu.sh
+EXTRA_DIST += tests/off-cpu.sh
 EXTRA_DIST += tests/kernel-record.sh
 EXTRA_DIST += tests/record.sh tests/record-in-process.sh tests/tap-lib.sh
 

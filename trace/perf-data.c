@@ -60,7 +60,7 @@ enum { F_TOTAL_TIME_ENABLED = 1, F_TOTAL_TIME_RUNNING = 2, F_ID = 4, F_GROUP = 8
 
 enum {
 	R_MMAP = 1, R_LOST = 2, R_COMM = 3, R_EXIT = 4, R_THROTTLE = 5, R_FORK = 7, R_SAMPLE = 9,
-	R_MMAP2 = 10, R_LOST_SAMPLES = 13, R_SWITCH = 14,
+	R_MMAP2 = 10, R_LOST_SAMPLES = 13, R_SWITCH = 14, R_SWITCH_CPU_WIDE = 15,
 	R_FINISHED_ROUND = 68, R_AUXTRACE = 71, R_COMPRESSED = 81,
 };
 #define MISC_CPUMODE_MASK 7u
@@ -1064,8 +1064,9 @@ static void lost_told(struct pr *r, const uint8_t *rec, size_t len, uint64_t n, 
 	r->cb_rc = r->live_cb->lost(r->cb->arg, pid, tid, n, throttled);
 }
 
-/* A live stream's context switch (PERF_RECORD_SWITCH), told with the
- * pid and tid of its sample_id trailer: the task switched in or out. */
+/* A live stream's context switch (PERF_RECORD_SWITCH, or _CPU_WIDE for
+ * a CPU's events), told with the pid and tid of its sample_id trailer:
+ * the task switched in or out. */
 static void switch_told(struct pr *r, const uint8_t *rec, size_t len)
 {
 	if (!r->live_cb || !r->live_cb->context_switch || r->cb_rc)
@@ -1107,6 +1108,7 @@ static void deliver(struct pr *r, const uint8_t *rec, size_t len)
 		lost_told(r, rec, len, 0, 1);
 		break;
 	case R_SWITCH:
+	case R_SWITCH_CPU_WIDE: /* -a: the same, with the other task's ids (not needed) */
 		switch_told(r, rec, len);
 		break;
 	default: break; /* KSYMBOL, BPF_EVENT...: nothing for user stacks */
