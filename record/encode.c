@@ -406,7 +406,10 @@ int rec_encoder_sample(struct rec_encoder *e, const struct su_sample *s)
 	struct thread *t = thread_of(e, sec, s->tid, &rc);
 	if (!t)
 		return rc;
-	t->held = 0; /* running again: a held stack's switch-in was lost */
+	if (t->held) { /* running again: the held stack's switch records were lost */
+		t->held = 0;
+		e->st.off_cpu_unpaired++;
+	}
 	if (e->o.full_copy && (rc = write_full(e, t, s)) != 0)
 		return rc;
 	if (e->o.kernel_frames && s->kernel_chain && s->n_kernel_chain) {
@@ -440,7 +443,10 @@ int rec_encoder_hold(struct rec_encoder *e, const struct su_sample *s)
 	struct thread *t = thread_of(e, sec, s->tid, &rc);
 	if (!t)
 		return rc;
-	t->held = 0;
+	if (t->held) { /* the previous one's switch records were lost */
+		t->held = 0;
+		e->st.off_cpu_unpaired++;
+	}
 	size_t out;
 	if ((rc = encode_stack(e, t, s, &out)) != 0)
 		return rc;
@@ -519,6 +525,7 @@ int rec_encoder_switch(struct rec_encoder *e, uint32_t pid, uint32_t tid, uint64
 	}
 	if (!t->blocked_at || time < t->blocked_at) { /* its switch-out was lost */
 		t->held = 0;
+		e->st.off_cpu_unpaired++;
 		return 0;
 	}
 	return hold_write(e, t, time - t->blocked_at);

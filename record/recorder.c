@@ -359,9 +359,10 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 	}
 	if (o->off_cpu)
 		fprintf(stderr, "%s: off-CPU: %" PRIu64 " stacks where threads blocked, %.6f s blocked in all (%" PRIu64
-			" of them still blocked at the end, counted until then); %" PRIu64 " preemptions left out\n",
+			" of them still blocked at the end, counted until then); %" PRIu64 " preemptions left out; %"
+			PRIu64 " stacks whose switch records were lost (ring full) left out\n",
 			o->prog, st.off_cpu_samples, (double)st.off_cpu_ns * 1e-9, st.off_cpu_unfinished,
-			st.off_cpu_preempted);
+			st.off_cpu_preempted, st.off_cpu_unpaired);
 	if (st.kernel_samples)
 		fprintf(stderr, "%s: kernel frames in %" PRIu64 " samples; %" PRIu64 " kernel symbols kept (%" PRIu64
 			" bytes)\n", o->prog, st.kernel_samples, st.kernel_symbols, st.kernel_symbol_bytes);

@@ -14,6 +14,7 @@
  *                     two pipes RATE times a second in all (default 10000)
  *                     for SECONDS (default 2): a program that switches
  *                     RATE times a second; prints the round trips made
+ *                     and its CPU time (user + system, every thread)
  *
  * --chain prints the sleep mode's expected chain, leaf first.
  */
@@ -22,6 +23,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "tdata.h"
@@ -210,9 +212,10 @@ static int mode_switch(double seconds, long rate)
 	struct pingpong back = { a[0], b[1], 0, 0, 0 };
 	if (pthread_create(&th, NULL, pong_main, &back) != 0)
 		return 1;
-	/* Each round trip is two switches out of each thread; paced to RATE
-	 * switches a second (both threads') by sleeping between trips. */
-	double const period = 4.0 / (double)rate;
+	/* Each round trip is three switches out: this thread blocks in read,
+	 * the other in its next read, this one in nanosleep; paced to RATE
+	 * switches a second (both threads') by that sleep. */
+	double const period = 3.0 / (double)rate;
 	double next = now_s();
 	char c;
 	while (now_s() < pp.end) {
@@ -229,7 +232,11 @@ static int mode_switch(double seconds, long rate)
 	if (write(pp.out, "e", 1) != 1)
 		return 1;
 	pthread_join(th, NULL);
-	printf("switch: %ld round trips in %.3f s\n", pp.trips, seconds);
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	double const cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+			   ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e-6;
+	printf("switch: %ld round trips in %.3f s, %.3f s CPU\n", pp.trips, seconds, cpu);
 	return 0;
 }
 
