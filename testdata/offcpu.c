@@ -6,10 +6,6 @@
  *   pipe [N] [MS]     a writer thread writes one byte N times (default 10),
  *                     MS ms apart (default 100); main reads them:
  *                     main -> pipe_reader -> pipe_read_one -> read
- *   sleepers [N]      N rounds (default 300) of nanosleep, poll and
- *                     epoll_wait of 1 ms and a read of a pipe a thread
- *                     feeds every 1 ms, a thread burning CPU meanwhile;
- *                     prints how many of each failed (EINTR)
  *   switch [SECONDS] [RATE]  two threads hand a byte back and forth over
  *                     two pipes RATE times a second in all (default 10000)
  *                     for SECONDS (default 2): a program that switches
@@ -19,10 +15,8 @@
  * --chain prints the sleep mode's expected chain, leaf first.
  */
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -121,61 +115,6 @@ static int mode_pipe(long n, long ms)
 	return got == n ? 0 : 1;
 }
 
-/* ---- sleeping calls never fail because of a recorder ---------------------- */
-
-static volatile int stop;
-
-static void *burner_main(void *arg)
-{
-	(void)arg;
-	volatile uint64_t x = 1;
-	while (!stop)
-		x = TD_MIX(x);
-	return NULL;
-}
-
-static void *ticker_main(void *arg)
-{
-	int const fd = *(int *)arg;
-	while (!stop) {
-		sleep_ms(1);
-		if (write(fd, "t", 1) != 1)
-			break;
-	}
-	return NULL;
-}
-
-static int mode_sleepers(long n)
-{
-	int const ep = epoll_create1(EPOLL_CLOEXEC);
-	int p[2];
-	if (ep < 0 || pipe(p))
-		return 1;
-	pthread_t burner, ticker;
-	if (pthread_create(&burner, NULL, burner_main, NULL) != 0 ||
-	    pthread_create(&ticker, NULL, ticker_main, &p[1]) != 0)
-		return 1;
-	long f_nanosleep = 0, f_poll = 0, f_epoll = 0, f_read = 0;
-	for (long i = 0; i < n; i++) {
-		struct timespec ts = { 0, 1000000 };
-		f_nanosleep += nanosleep(&ts, NULL) != 0;
-		f_poll += poll(NULL, 0, 1) != 0;
-		struct epoll_event ev;
-		f_epoll += epoll_wait(ep, &ev, 1, 1) != 0;
-		char c;
-		f_read += read(p[0], &c, 1) != 1;
-	}
-	stop = 1;
-	pthread_join(burner, NULL);
-	pthread_join(ticker, NULL);
-	close(ep);
-	close(p[0]);
-	close(p[1]);
-	printf("sleepers: %ld rounds; failed: nanosleep %ld, poll %ld, epoll_wait %ld, read %ld\n", n, f_nanosleep,
-	       f_poll, f_epoll, f_read);
-	return 0;
-}
-
 /* ---- a program that switches RATE times a second -------------------------- */
 
 struct pingpong {
@@ -262,12 +201,6 @@ int main(int argc, char **argv)
 			goto usage;
 		return mode_pipe(n, ms);
 	}
-	if (argc >= 2 && !strcmp(argv[1], "sleepers") && argc <= 3) {
-		n = 300;
-		if (argc == 3 && td_parse_count(argv[2], 10000000, &n))
-			goto usage;
-		return mode_sleepers(n);
-	}
 	if (argc >= 2 && !strcmp(argv[1], "switch") && argc <= 4) {
 		seconds = 2;
 		n = 10000;
@@ -277,7 +210,7 @@ int main(int argc, char **argv)
 		return mode_switch(seconds, n);
 	}
 usage:
-	fprintf(stderr, "usage: %s --chain | sleep [SECONDS] | pipe [N] [MS] | sleepers [N] | switch [SECONDS] [RATE]\n",
+	fprintf(stderr, "usage: %s --chain | sleep [SECONDS] | pipe [N] [MS] | switch [SECONDS] [RATE]\n",
 		argv[0]);
 	return 2;
 }

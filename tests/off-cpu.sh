@@ -102,8 +102,11 @@ check "-a --off-cpu: the reader's blocked reads are there among every process's"
 	grep -q '^tdata-offcpu-[0-9]*;.*;pipe_reader;pipe_read_one;' "$work/all.folded"
 
 # -- no recording mode makes sleeping calls fail -------------------------------------------
+# tests/stress.sh's sleepers scenario (in-process, with its options) under
+# every sampler.
 for mode in --off-cpu "" --in-process; do
-	"$STACKCAP" record $mode -o "$work/eintr$mode.trace" -- "$P" sleepers 300 >"$work/eintr$mode.out" 2>"$work/eintr$mode.err"
+	"$STACKCAP" record $mode -o "$work/eintr$mode.trace" -- "$B/tests/stress/stress" sleepers 300 \
+		>"$work/eintr$mode.out" 2>"$work/eintr$mode.err"
 	check "sleepers under record${mode:+ $mode}: exit 0, no nanosleep, poll, epoll_wait or read failed ($(cat "$work/eintr$mode.out"))" \
 		grep -q 'failed: nanosleep 0, poll 0, epoll_wait 0, read 0$' "$work/eintr$mode.out"
 done
