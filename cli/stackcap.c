@@ -401,8 +401,8 @@ static int cmd_record(int argc, char **argv)
 			/* Its timer signals reached threads blocked in nanosleep, poll,
 			 * epoll_wait: those fail with EINTR whatever SA_RESTART says. */
 			fprintf(stderr, PROG ": --wall-clock was removed: its signals made the program's "
-					"nanosleep, poll and epoll_wait fail with EINTR; off-CPU and wall-clock "
-					"time will come from the kernel-side recorder (--off-cpu, issue 21)\n");
+					"nanosleep, poll and epoll_wait fail with EINTR; off-CPU time (where "
+					"threads block, and for how long) comes from the kernel copy: --off-cpu\n");
 			return 2;
 		case 'Z': zstd = 1; break;
 		case 'N': nofork = 1; break;
