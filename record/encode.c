@@ -383,6 +383,23 @@ static int sample_written(struct rec_encoder *e, struct section *sec, struct thr
 	return 0;
 }
 
+/* The section (*SEC) and thread of S, its maps generation written first.
+ * A stack the thread holds is dropped: a sample of it means its switch
+ * records were lost (a full ring).  NULL with *RC on an error. */
+static struct thread *sample_thread(struct rec_encoder *e, const struct su_sample *s, struct section **sec, int *rc)
+{
+	if (!(*sec = section_open(e, s->process, s->time_ns, rc)))
+		return NULL;
+	if ((*sec)->last_maps != s->maps && (*rc = write_maps(*sec, s->maps, s->time_ns)) != 0)
+		return NULL;
+	struct thread *t = thread_of(e, *sec, s->tid, rc);
+	if (t && t->held) {
+		t->held = 0;
+		e->st.off_cpu_unpaired++;
+	}
+	return t;
+}
+
 int rec_encoder_sample(struct rec_encoder *e, const struct su_sample *s)
 {
 	if (!s->process || !s->maps)
@@ -398,18 +415,10 @@ int rec_encoder_sample(struct rec_encoder *e, const struct su_sample *s)
 		return 0;
 	}
 	int rc = 0;
-	struct section *sec = section_open(e, s->process, s->time_ns, &rc);
-	if (!sec)
-		return rc;
-	if (sec->last_maps != s->maps && (rc = write_maps(sec, s->maps, s->time_ns)) != 0)
-		return rc;
-	struct thread *t = thread_of(e, sec, s->tid, &rc);
+	struct section *sec;
+	struct thread *t = sample_thread(e, s, &sec, &rc);
 	if (!t)
 		return rc;
-	if (t->held) { /* running again: the held stack's switch records were lost */
-		t->held = 0;
-		e->st.off_cpu_unpaired++;
-	}
 	if (e->o.full_copy && (rc = write_full(e, t, s)) != 0)
 		return rc;
 	if (e->o.kernel_frames && s->kernel_chain && s->n_kernel_chain) {
@@ -435,18 +444,10 @@ int rec_encoder_hold(struct rec_encoder *e, const struct su_sample *s)
 	if (!s->process || !s->maps || !(s->image->regs_kept >> STACKCAP_REG_RIP & 1))
 		return 0; /* a kernel thread or an exiting task: no user stack */
 	int rc = 0;
-	struct section *sec = section_open(e, s->process, s->time_ns, &rc);
-	if (!sec)
-		return rc;
-	if (sec->last_maps != s->maps && (rc = write_maps(sec, s->maps, s->time_ns)) != 0)
-		return rc;
-	struct thread *t = thread_of(e, sec, s->tid, &rc);
+	struct section *sec;
+	struct thread *t = sample_thread(e, s, &sec, &rc);
 	if (!t)
 		return rc;
-	if (t->held) { /* the previous one's switch records were lost */
-		t->held = 0;
-		e->st.off_cpu_unpaired++;
-	}
 	size_t out;
 	if ((rc = encode_stack(e, t, s, &out)) != 0)
 		return rc;

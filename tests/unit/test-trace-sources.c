@@ -788,6 +788,15 @@ END_TEST
 
 static struct stackcap_code_ranges code_ranges;
 
+/* CODE_RANGES: the 4 code ranges write_maps(..., 4) records. */
+static void init_code_ranges(void)
+{
+	struct stackcap_code_range rl[4];
+	for (uint32_t i = 0; i < 4; i++)
+		rl[i] = (struct stackcap_code_range){ 0x400000 + i * 0x10000, 0x400000 + i * 0x10000 + 0x8000, i };
+	ck_assert_int_eq(stackcap_code_ranges_init(&code_ranges, rl, 4), 0);
+}
+
 struct sample_log {
 	size_t n;
 	uint64_t hash;
@@ -818,10 +827,7 @@ START_TEST(t_reader_core)
 	int s1 = tb_stream(&t, 1, "samples-77-1", 77);
 	tb_process_start(&t, p, T0, 1, "core", "/core");
 	write_maps(&t, p, T0, 1, 4);
-	struct stackcap_code_range rl[4];
-	for (uint32_t i = 0; i < 4; i++)
-		rl[i] = (struct stackcap_code_range){ 0x400000 + i * 0x10000, 0x400000 + i * 0x10000 + 0x8000, i };
-	ck_assert_int_eq(stackcap_code_ranges_init(&code_ranges, rl, 4), 0);
+	init_code_ranges();
 	uint64_t words[64], regs[STACKCAP_NREGS] = { 0 };
 	uint8_t blob[STACKCAP_CODEC_BOUND(64)];
 	for (int i = 0; i < 300; i++) {
@@ -910,10 +916,7 @@ START_TEST(t_off_cpu)
 	int s0 = tb_stream(&t, 1, "samples-55-0", 55);
 	tb_process_start(&t, p, T0, 1, "off", "/off");
 	write_maps(&t, p, T0, 1, 4);
-	struct stackcap_code_range rl[4];
-	for (uint32_t i = 0; i < 4; i++)
-		rl[i] = (struct stackcap_code_range){ 0x400000 + i * 0x10000, 0x400000 + i * 0x10000 + 0x8000, i };
-	ck_assert_int_eq(stackcap_code_ranges_init(&code_ranges, rl, 4), 0);
+	init_code_ranges();
 	uint64_t words[16], regs[STACKCAP_NREGS] = { 0 }, want = 0;
 	uint8_t blob[STACKCAP_CODEC_BOUND(16)];
 	for (int i = 0; i < 100; i++) {
