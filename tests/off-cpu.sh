@@ -13,6 +13,11 @@ need "linux-perf" perf
 need_perf_sampling
 need "libxml2-utils" xmllint
 need "golang-go" go
+[ -e "$B/plugin/.libs/babeltrace-plugin-stackcap.so" ] || {
+	echo "1..1"
+	echo "not ok 1 - the babeltrace2 plugin was not built (babeltrace2 development files: scripts/install-deps.sh)"
+	exit 0
+}
 UNW="$B/cli/stackunwind"
 P="$TD/tdata-offcpu"
 
@@ -66,6 +71,21 @@ ns=$(HOME=$work GOCACHE=$work/go go tool pprof -sample_index=off-cpu -top -nodec
 ms=$(echo "$ns" | awk '/ms$/ { print int($1) } /[0-9]s$/ && !/ms$/ { print int($1 * 1000) }')
 check "pprof -sample_index=off-cpu: sleeper_wait's cumulative time is 1.6 s to 1.76 s ($ns)" \
 	within 1600 1760 "${ms:-0}"
+
+# -- CPU and off-CPU samples in one trace: the babeltrace2 plugin's folded
+# sink leaves the off-CPU ones out as stackunwind folded does (user frames
+# only: the plugin does not show kernel frames yet).
+"$STACKCAP" record --off-cpu --user-only -o "$work/mix.trace" -- \
+	sh -c "'$TD/tdata-single' 0.3 && '$P' sleep 0.2" >/dev/null 2>"$work/mix.err"
+check "mixed recording: exit 0" [ $? = 0 ]
+"$UNW" folded "$work/mix.trace" >"$work/mix.folded" 2>/dev/null
+"$UNW" folded --off-cpu "$work/mix.trace" >"$work/mix.off" 2>/dev/null
+babeltrace2 --plugin-path="$B/plugin/.libs" "$work/mix.trace" -c filter.stackcap.unwind -c sink.stackcap.folded \
+	>"$work/mix.sink" 2>"$work/mix.sinkerr"
+check "mixed: folded has tdata-single's CPU samples, folded --off-cpu the sleeps" \
+	sh -c "grep -q ';hot_leaf ' '$work/mix.folded' && ! grep -q sleeper_wait '$work/mix.folded' && grep -q ';sleeper_wait;' '$work/mix.off'"
+check "mixed: sink.stackcap.folded gives the bytes of stackunwind folded (off-CPU stacks left out)" \
+	cmp -s "$work/mix.folded" "$work/mix.sink"
 
 # -- a reader waiting for a slow writer: 10 bytes 100 ms apart --------------------------
 "$STACKCAP" record --off-cpu -o "$work/pipe.trace" -- "$P" pipe 10 100 >"$work/pipe.out" 2>"$work/pipe.err"
