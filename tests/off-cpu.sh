@@ -87,6 +87,16 @@ check "mixed: folded has tdata-single's CPU samples, folded --off-cpu the sleeps
 check "mixed: sink.stackcap.folded gives the bytes of stackunwind folded (off-CPU stacks left out)" \
 	cmp -s "$work/mix.folded" "$work/mix.sink"
 
+# -- preempted is not off-CPU: one thread more than there are CPUs, each
+# burning CPU, are switched out while runnable; none of that is off-CPU.
+"$STACKCAP" record --off-cpu -o "$work/burn.trace" -- "$TD/tdata-threads" -t $(($(nproc) + 1)) 0.5 \
+	>/dev/null 2>"$work/burn.err"
+check "burners: exit 0" [ $? = 0 ]
+pre=$(sed -n 's/.*; \([0-9]*\) preemptions left out.*/\1/p' "$work/burn.err")
+"$UNW" folded --off-cpu "$work/burn.trace" >"$work/burn.folded" 2>/dev/null
+check "burners: their preemptions left out (${pre:-?} of them), no off-CPU stack under worker_main" \
+	sh -c "[ '${pre:-0}' -gt 0 ] && ! grep -q worker_main '$work/burn.folded'"
+
 # -- a reader waiting for a slow writer: 10 bytes 100 ms apart --------------------------
 "$STACKCAP" record --off-cpu -o "$work/pipe.trace" -- "$P" pipe 10 100 >"$work/pipe.out" 2>"$work/pipe.err"
 check "pipe: record exit 0, the program read its 10 bytes" \
