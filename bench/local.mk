@@ -22,6 +22,8 @@ bench-lttng: all
 	$(SHELL) $(srcdir)/bench/lttng.sh $(abs_top_builddir)
 endif
 EXTRA_DIST += bench/lttng.sh
+# Off-CPU recording beside perf's sched_switch (testdata/tdata-offcpu switch).
+EXTRA_DIST += bench/offcpu.sh
 
 # A fixed amount of CPU work through 12..24-frame call chains, timed by
 # bench/slowdown.sh with no profiler, stackcap record and perf record.

@@ -15,6 +15,6 @@ int ctf_write_all(int fd, const void *data, size_t len);
  * (*written = 0), else -EEXIST. */
 int ctf_metadata_install(int dirfd, const uint8_t uuid[16], int64_t offset_ns, int version,
 			 const char *sampler, int kernel, const char *const *events, size_t n_events,
-			 uint64_t *written);
+			 int off_cpu, uint64_t *written);
 
 #endif

@@ -287,6 +287,19 @@ static char *events_env(const char *const *events, size_t n)
 	return t;
 }
 
+/* Off-CPU time (stackcap record --off-cpu, docs/trace-format.md
+ * "Version 5"): declared only by recordings of it. */
+static const char metadata_off_cpu[] =
+	"\n"
+	"event {\n"
+	"\tname = \"off_cpu\";\n"
+	"\tid = 6;\n"
+	"\tstream_id = 1;\n"
+	"\tfields := struct {\n"
+	"\t\tuint64_t duration;\n"
+	"\t};\n"
+	"};\n";
+
 static void uuid_str(const uint8_t u[16], char out[37])
 {
 	snprintf(out, 37,
@@ -298,7 +311,8 @@ static void uuid_str(const uint8_t u[16], char out[37])
 /* The whole metadata text, malloc'd.  Deterministic for given (uuid,
  * offset): processes sharing a directory compare it byte for byte. */
 static char *metadata_text(const uint8_t uuid[16], int64_t offset_ns, int version,
-			   const char *sampler, int kernel, const char *const *events, size_t n_events, size_t *len)
+			   const char *sampler, int kernel, const char *const *events, size_t n_events, int off_cpu,
+			   size_t *len)
 {
 	char *ev_lines = n_events ? events_env(events, n_events) : NULL;
 	if (n_events && !ev_lines)
@@ -350,11 +364,11 @@ static char *metadata_text(const uint8_t uuid[16], int64_t offset_ns, int versio
 		"\toffset = %lld;\n"
 		"\tabsolute = FALSE;\n"
 		"};\n\n"
-		"%s%s%s%s",
+		"%s%s%s%s%s",
 		version, metadata_types, u, version, sampler_line, ev_lines ? ev_lines : "", u,
 		(long long)off_s, (long long)off_ns, metadata_streams,
 		version >= CTF_TRACE_VERSION_RUNTIME ? metadata_runtime : "", kernel ? metadata_kernel : "",
-		n_events ? metadata_events : "");
+		n_events ? metadata_events : "", off_cpu ? metadata_off_cpu : "");
 	free(ev_lines);
 	if (n < 0)
 		return NULL;
@@ -436,10 +450,11 @@ static int metadata_write(int dirfd, const char *text, size_t len, uint64_t *wri
 }
 
 int ctf_metadata_install(int dirfd, const uint8_t uuid[16], int64_t offset_ns, int version,
-			 const char *sampler, int kernel, const char *const *events, size_t n_events, uint64_t *written)
+			 const char *sampler, int kernel, const char *const *events, size_t n_events, int off_cpu,
+			 uint64_t *written)
 {
 	size_t len;
-	char *text = metadata_text(uuid, offset_ns, version, sampler, kernel, events, n_events, &len);
+	char *text = metadata_text(uuid, offset_ns, version, sampler, kernel, events, n_events, off_cpu, &len);
 	if (!text)
 		return -ENOMEM;
 	*written = 0;

@@ -37,7 +37,7 @@ enum event_id { /* ids within each stream class, as in the metadata */
 	EV_PROCESS_START = 0, EV_MAPS = 1, EV_DROPS = 2, EV_PROCESS_END = 3,
 	EV_SAMPLE = 0, EV_SAMPLE_FULL = 1, EV_SAMPLE_SEGMENT = 2,
 	EV_RUNTIME = 4, EV_RUNTIME_CODE = 5, EV_RUNTIME_FRAMES = 3,
-	EV_KERNEL_SYMBOLS = 6, EV_KERNEL_CHAIN = 4, EV_EVENT_SAMPLE = 5,
+	EV_KERNEL_SYMBOLS = 6, EV_KERNEL_CHAIN = 4, EV_EVENT_SAMPLE = 5, EV_OFF_CPU = 6,
 };
 
 struct ctf_writer {
@@ -59,6 +59,7 @@ struct ctf_writer {
 	int version;            /* CTF_TRACE_VERSION or _RUNTIME */
 	int kernel;             /* the kernel events are declared */
 	size_t n_events;        /* the event table's size (0: none, version < 4) */
+	int off_cpu;            /* the off_cpu event is declared */
 };
 
 struct ctf_stream {
@@ -288,13 +289,15 @@ int ctf_writer_open(const char *dir, const struct ctf_writer_opts *opts,
 		rc = -EINVAL;
 		goto fail;
 	}
-	w->version = o.n_events ? CTF_TRACE_VERSION_EVENTS
+	w->version = o.off_cpu ? CTF_TRACE_VERSION_OFF_CPU
+		   : o.n_events ? CTF_TRACE_VERSION_EVENTS
 		   : o.kernel_frames ? CTF_TRACE_VERSION_KERNEL
 		   : o.runtime_frames ? CTF_TRACE_VERSION_RUNTIME : CTF_TRACE_VERSION;
 	w->kernel = o.kernel_frames != 0;
 	w->n_events = o.n_events;
+	w->off_cpu = o.off_cpu != 0;
 	rc = ctf_metadata_install(w->dirfd, w->uuid, o.clock_offset_ns, w->version, o.sampler, o.kernel_frames,
-				  o.events, o.n_events, &w->st.metadata_bytes);
+				  o.events, o.n_events, o.off_cpu, &w->st.metadata_bytes);
 	if (rc)
 		goto fail;
 	*out = w;
@@ -786,6 +789,18 @@ int ctf_stream_kernel_chain(struct ctf_stream *s, uint64_t ts, uint32_t tid, con
 	p = put_le(p, n, 4);
 	for (size_t i = 0; i < n; i++)
 		p = put_le(p, ips[i], 8);
+	return 0;
+}
+
+int ctf_stream_off_cpu(struct ctf_stream *s, uint64_t ts, uint32_t tid, uint64_t duration_ns)
+{
+	if (!s || s->kind != CTF_STREAM_SAMPLES || !s->w->off_cpu)
+		return -EINVAL;
+	int rc;
+	uint8_t *p = event_begin(s, ts, tid, EV_OFF_CPU, 8, &rc);
+	if (!p)
+		return rc;
+	put_le(p, duration_ns, 8);
 	return 0;
 }
 

@@ -45,6 +45,11 @@ extern "C" {
  * recordings that name their events (ctf_writer_opts.events), stackcap
  * record -e. */
 #define CTF_TRACE_VERSION_EVENTS 4
+/* Version 5 = version 4's events (the event table where events are named)
+ * and version 3's (the kernel ones where kernel_frames) +
+ * the off-CPU event (off_cpu): written only by recordings of off-CPU time
+ * (ctf_writer_opts.off_cpu). */
+#define CTF_TRACE_VERSION_OFF_CPU 5
 
 #define CTF_PACKET_SIZE_DEFAULT (64u * 1024u)
 #define CTF_PACKET_SIZE_MIN 256u
@@ -80,11 +85,15 @@ struct ctf_writer_opts {
 	 * a recording must pass the same value (shared metadata). */
 	int kernel_frames;
 	/* The events the samples were taken on (names, printable ASCII), the
-	 * trace's event table: N_EVENTS > 0 makes a version-4 trace, whose
-	 * samples name their event (ctf_stream_event_sample; 0 is the first).
+	 * trace's event table: N_EVENTS > 0 makes a version-4 trace (5 with
+	 * off_cpu), whose samples name their event (ctf_stream_event_sample;
+	 * 0 is the first).
 	 * 0: no table (every sample is the default event, cpu-clock). */
 	const char *const *events;
 	size_t n_events;
+	/* Nonzero: format version 5, the off_cpu event declared
+	 * (docs/trace-format.md "Version 5").  Same rule as kernel_frames. */
+	int off_cpu;
 };
 
 /* Open (creating it and missing parents if needed) the trace directory and
@@ -180,7 +189,7 @@ int ctf_stream_process_end(struct ctf_stream *s, uint64_t ts,
 int ctf_stream_sample(struct ctf_stream *s, uint64_t ts, uint32_t tid,
 		      uint32_t generation, const uint8_t *blob, size_t len);
 
-/* A sample of event EVENT of the trace's table (version 4): event 0 is
+/* A sample of event EVENT of the trace's table (versions 4, 5): event 0 is
  * written as an ordinary `sample`, the others as `event_sample`. */
 int ctf_stream_event_sample(struct ctf_stream *s, uint64_t ts, uint32_t tid, uint32_t event,
 			    uint32_t generation, const uint8_t *blob, size_t len);
@@ -225,6 +234,12 @@ struct ctf_kernel_symbol {
 };
 int ctf_stream_kernel_symbols(struct ctf_stream *s, uint64_t ts, const uint8_t *build_id, size_t build_id_len,
 			      const struct ctf_kernel_symbol *syms, size_t n);
+
+/* Off-CPU time (ctf_writer_opts.off_cpu writers only; -EINVAL
+ * otherwise): the next sample of TID is a stack where the thread blocked
+ * (switched out while not runnable), DURATION_NS the time until it ran
+ * again; written just before that sample, with its timestamp. */
+int ctf_stream_off_cpu(struct ctf_stream *s, uint64_t ts, uint32_t tid, uint64_t duration_ns);
 
 /* Count n events lost since the last call; the next packet written carries
  * the running total in its events_discarded field (CTF's convention), and

@@ -449,7 +449,8 @@ static long add_sample(struct export_model *m, const unsigned char *p, size_t le
 		return -EINVAL;
 	memcpy(&s, p, sizeof(s));
 	size_t off = sizeof(s);
-	struct export_sample out = { .time_ns = s.time_ns, .loc_off = m->n_locs };
+	struct export_sample out = { .time_ns = s.time_ns, .loc_off = m->n_locs, .off_cpu_ns = s.off_cpu_ns };
+	m->n_off_cpu += s.off_cpu_ns != 0;
 	int rc = thread_of(m, &s, &out.thread);
 	if (rc)
 		return rc;

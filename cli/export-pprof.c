@@ -86,6 +86,7 @@ int export_pprof_write(struct export_model *m, const struct export_info *info, F
 	int rc = -ENOMEM;
 	uint32_t const s_samples = export_model_string(m, "samples"), s_count = export_model_string(m, "count"),
 		       s_cpu = export_model_string(m, "cpu"), s_ns = export_model_string(m, "nanoseconds"),
+		       s_off = m->n_off_cpu ? export_model_string(m, "off-cpu") : 0,
 		       s_pid = export_model_string(m, "pid"), s_tid = export_model_string(m, "tid"),
 		       s_comm = export_model_string(m, "comm"), s_thread = export_model_string(m, "thread"),
 		       s_exporter = export_model_string(m, info->exporter),
@@ -108,7 +109,10 @@ int export_pprof_write(struct export_model *m, const struct export_info *info, F
 	Sample *samples = calloc(m->n_samples + 1, sizeof(*samples));
 	Sample **psamples = calloc(m->n_samples + 1, sizeof(*psamples));
 	uint64_t *loc_ids = calloc(m->n_locs + 1, sizeof(*loc_ids));
-	int64_t *values = calloc(2 * m->n_samples + 1, sizeof(*values));
+	/* samples/count, cpu/nanoseconds, and off-cpu/nanoseconds when
+	 * the trace has off-CPU stacks (their blocked time; 0 cpu). */
+	size_t const nv = m->n_off_cpu ? 3 : 2;
+	int64_t *values = calloc(nv * m->n_samples + 1, sizeof(*values));
 	struct agg agg = { .cap = 2 };
 	while (agg.cap < 2 * m->n_samples)
 		agg.cap *= 2;
@@ -116,6 +120,7 @@ int export_pprof_write(struct export_model *m, const struct export_info *info, F
 	uint8_t *packed = NULL;
 	size_t n_samples = 0, n_ids = 0;
 	if (s_samples == UINT32_MAX || s_count == UINT32_MAX || s_cpu == UINT32_MAX || s_ns == UINT32_MAX ||
+	    s_off == UINT32_MAX ||
 	    s_pid == UINT32_MAX || s_tid == UINT32_MAX || s_comm == UINT32_MAX || s_thread == UINT32_MAX ||
 	    s_exporter == UINT32_MAX || s_name == UINT32_MAX || !mappings || !pmappings || !functions ||
 	    !pfunctions || !lines || !plines || !locations || !plocations || !labels || !plabels || !samples ||
@@ -232,8 +237,8 @@ int export_pprof_write(struct export_model *m, const struct export_info *info, F
 			x->location_id = loc_ids + n_ids;
 			for (uint32_t k = 0; k < s->nlocs; k++)
 				loc_ids[n_ids++] = m->locs[s->loc_off + k] + 1;
-			x->n_value = 2;
-			x->value = values + 2 * n_samples;
+			x->n_value = nv;
+			x->value = values + nv * n_samples;
 			x->n_label = 4;
 			x->label = plabels + 4 * s->thread;
 			psamples[n_samples] = x;
@@ -242,7 +247,10 @@ int export_pprof_write(struct export_model *m, const struct export_info *info, F
 		}
 		Sample *x = &samples[agg.slot[h] - 1];
 		x->value[0] += 1;
-		x->value[1] += (int64_t)th->period_ns;
+		if (s->off_cpu_ns)
+			x->value[2] += (int64_t)s->off_cpu_ns;
+		else
+			x->value[1] += (int64_t)th->period_ns;
 	}
 	free(first);
 
@@ -265,17 +273,19 @@ int export_pprof_write(struct export_model *m, const struct export_info *info, F
 		}
 	}
 	ValueType vt_samples = PERFTOOLS__PROFILES__VALUE_TYPE__INIT, vt_cpu = PERFTOOLS__PROFILES__VALUE_TYPE__INIT,
-		  vt_period = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
+		  vt_period = PERFTOOLS__PROFILES__VALUE_TYPE__INIT, vt_off = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
 	vt_samples.type = s_samples;
 	vt_samples.unit = s_count;
 	vt_cpu.type = s_cpu;
 	vt_cpu.unit = s_ns;
 	vt_period = vt_cpu;
-	ValueType *sample_types[2] = { &vt_samples, &vt_cpu };
+	vt_off.type = s_off;
+	vt_off.unit = s_ns;
+	ValueType *sample_types[3] = { &vt_samples, &vt_cpu, &vt_off };
 	int64_t comments[2] = { s_exporter, s_name };
 
 	Profile p = PERFTOOLS__PROFILES__PROFILE__INIT;
-	p.n_sample_type = 2;
+	p.n_sample_type = nv;
 	p.sample_type = sample_types;
 	p.n_sample = n_samples;
 	p.sample = psamples;

@@ -28,6 +28,7 @@ struct export_rec_sample {
 	uint32_t pid, tid;
 	uint32_t nframes;                  /* export_rec_frame records that follow */
 	uint8_t end;                       /* enum su_unwind_end */
+	uint64_t off_cpu_ns;               /* su_sample.off_cpu_ns */
 };
 
 struct export_rec_frame {
@@ -94,6 +95,7 @@ struct export_sample {
 	uint64_t loc_off;                  /* in LOCS: location indexes, leaf first */
 	uint32_t nlocs;
 	uint32_t thread;
+	uint64_t off_cpu_ns;               /* an off-CPU stack: its blocked time */
 };
 
 struct export_model {
@@ -112,6 +114,7 @@ struct export_model {
 	size_t n_threads, cap_threads;
 	struct export_sample *samples;
 	size_t n_samples, cap_samples;
+	size_t n_off_cpu;                  /* samples with off_cpu_ns */
 	uint32_t *locs;
 	size_t n_locs, cap_locs;
 	void *index;                       /* export-model.c's hash tables */

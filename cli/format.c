@@ -196,6 +196,13 @@ static void format_stacks(struct worker *w, const struct pipeline_sample *u, con
 		text_put(out, ": ", 2);
 		text_puts(out, u->event);
 	}
+	if (u->off_cpu_ns) { /* "off-cpu 800.123456 ms": blocked this long */
+		text_puts(out, ": off-cpu ");
+		text_u64(out, u->off_cpu_ns / 1000000u, 1);
+		text_put(out, ".", 1);
+		text_u64(out, u->off_cpu_ns % 1000000u, 6);
+		text_puts(out, " ms");
+	}
 	text_put(out, ":\n", 2);
 	for (size_t i = 0; i < u->nframes; i++)
 		format_frame(w, u->pid, u->maps, &frames[i], out);
@@ -212,7 +219,9 @@ static void format_stacks(struct worker *w, const struct pipeline_sample *u, con
 static void format_folded(struct worker *w, const struct pipeline_sample *u, const char *comm,
 			  const struct su_frame *frames, struct text *out)
 {
-	folded_root(out, &w->o->fold, comm, u->pid, u->tid,
+	struct folded_opts fo = w->o->fold;
+	fo.off_cpu_mark = w->o->off_cpu == OFF_CPU_WITH && u->off_cpu_ns;
+	folded_root(out, &fo, comm, u->pid, u->tid,
 		    u->end != SU_END_OUTERMOST ? su_unwind_end_name((enum su_unwind_end)u->end) : NULL);
 	for (size_t i = u->nframes; i-- > 0;) {
 		struct su_resolved r;
@@ -220,7 +229,14 @@ static void format_folded(struct worker *w, const struct pipeline_sample *u, con
 			out->oom = 1;
 			return;
 		}
-		folded_resolved(out, &w->o->fold, &r);
+		folded_resolved(out, &fo, &r);
+	}
+	if (w->o->weigh) {
+		/* Microseconds: blocked (at least 1), or a CPU sample's period. */
+		uint32_t const hz = u->process && u->process->frequency_hz ? u->process->frequency_hz : 1000;
+		uint64_t const us = u->off_cpu_ns ? (u->off_cpu_ns + 500) / 1000 : (1000000u + hz / 2) / hz;
+		text_put(out, " ", 1);
+		text_u64(out, us ? us : 1, 1);
 	}
 	text_put(out, "\n", 1);
 }
@@ -231,7 +247,8 @@ static void format_export(struct worker *w, const struct pipeline_sample *u, con
 			  const struct su_frame *frames, struct text *out)
 {
 	struct export_rec_sample const h = { .time_ns = u->time_ns, .process = u->process, .comm = comm,
-					     .pid = u->pid, .tid = u->tid, .nframes = u->nframes, .end = u->end };
+					     .pid = u->pid, .tid = u->tid, .nframes = u->nframes, .end = u->end,
+					     .off_cpu_ns = u->off_cpu_ns };
 	text_put(out, (const char *)&h, sizeof(h));
 	for (size_t i = 0; i < u->nframes; i++) {
 		struct su_resolved r;

@@ -55,8 +55,8 @@ struct pipeline {
 static void sample_of(struct pipeline_sample *u, const struct su_sample *s, size_t n, enum su_unwind_end end)
 {
 	*u = (struct pipeline_sample){ .process = s->process, .maps = s->maps, .pid = s->pid, .tid = s->tid,
-				       .time_ns = s->time_ns, .nframes = (uint32_t)n, .end = (uint8_t)end,
-				       .event = s->event };
+				       .time_ns = s->time_ns, .off_cpu_ns = s->off_cpu_ns, .nframes = (uint32_t)n,
+				       .end = (uint8_t)end, .event = s->event };
 }
 
 static void *worker_thread(void *arg)

@@ -23,6 +23,7 @@ struct pipeline_sample {
 	const struct su_maps *maps;
 	uint32_t pid, tid;
 	uint64_t time_ns;
+	uint64_t off_cpu_ns;     /* su_sample.off_cpu_ns */
 	uint32_t nframes;
 	uint8_t end;             /* enum su_unwind_end */
 	size_t frame_off;        /* in the batch's frame arena */

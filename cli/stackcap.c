@@ -59,6 +59,10 @@ static void usage(FILE *f)
 		"      --user-only        no kernel frames (the kernel copy keeps the kernel's\n"
 		"                         part of each call chain where kernel addresses are\n"
 		"                         readable: root, kernel.kptr_restrict)\n"
+		"      --off-cpu          also where threads block and for how long: each switch\n"
+		"                         out while not runnable, its stack and the time until the\n"
+		"                         thread runs again (the kernel copy; stackunwind folded\n"
+		"                         --off-cpu)\n"
 		"      --in-process       sample with the preloaded library instead of the kernel copy\n"
 		"                         (the default when perf events are not permitted)\n"
 		"      --policy f1|f2     words kept: f2 code and stack pointers (default), f1 code only\n"
@@ -364,6 +368,7 @@ static int cmd_record(int argc, char **argv)
 		{ "stack-size", required_argument, NULL, 'S' },
 		{ "in-process", no_argument, NULL, 'I' },
 		{ "user-only", no_argument, NULL, 'U' },
+		{ "off-cpu", no_argument, NULL, 'O' },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "tid", required_argument, NULL, 't' },
 		{ "all-cpus", no_argument, NULL, 'a' },
@@ -374,6 +379,7 @@ static int cmd_record(int argc, char **argv)
 	};
 	unsigned long freq = 999, cap = 0;
 	const char *policy = "f2", *out = "stackcap.trace";
+	int off_cpu = 0;
 	int user_only = 0, zstd = 0, force = 0, nofork = 0, full = 0, lttng = 0, python = 0, in_process = 0, all = 0, c;
 	struct pidlist pids = { 0 }, tids = { 0 };
 	const char *events[REC_EVENTS_MAX];
@@ -423,13 +429,14 @@ static int cmd_record(int argc, char **argv)
 			/* Its timer signals reached threads blocked in nanosleep, poll,
 			 * epoll_wait: those fail with EINTR whatever SA_RESTART says. */
 			fprintf(stderr, PROG ": --wall-clock was removed: its signals made the program's "
-					"nanosleep, poll and epoll_wait fail with EINTR; off-CPU and wall-clock "
-					"time will come from the kernel-side recorder (--off-cpu, issue 21)\n");
+					"nanosleep, poll and epoll_wait fail with EINTR; off-CPU time (where "
+					"threads block, and for how long) comes from the kernel copy: --off-cpu\n");
 			return 2;
 		case 'Z': zstd = 1; break;
 		case 'N': nofork = 1; break;
 		case 'C': full = 1; break;
 		case 'U': user_only = 1; break;
+		case 'O': off_cpu = 1; break;
 		case 'o': out = optarg; break;
 		case 'f': force = 1; break;
 		case 'L': lttng = 1; break;
@@ -458,6 +465,11 @@ static int cmd_record(int argc, char **argv)
 				"do not apply\n");
 		return 2;
 	}
+	if (off_cpu && (in_process || lttng || python || nofork)) {
+		fprintf(stderr, PROG ": --off-cpu comes from the kernel copy: --in-process, --lttng, --python and "
+				"--no-fork do not apply\n");
+		return 2;
+	}
 	if (!in_process && !lttng && (python || nofork)) {
 		/* --python reads the interpreter's memory at the sample: only
 		 * code inside the process can. */
@@ -466,7 +478,7 @@ static int cmd_record(int argc, char **argv)
 		in_process = 1;
 	}
 	if (!in_process && !lttng && cap > REC_STACK_MAX) {
-		if (attach) {
+		if (attach || off_cpu) {
 			fprintf(stderr, PROG ": --stack-size: the kernel copies at most %u bytes\n", REC_STACK_MAX);
 			return 2;
 		}
@@ -502,14 +514,19 @@ static int cmd_record(int argc, char **argv)
 	if (!in_process) {
 		struct rec_options ro = { .freq = (uint32_t)freq, .stack_size = (uint32_t)cap & ~7u,
 			.policy = strcmp(policy, "f1") ? STACKCAP_POLICY_F2 : STACKCAP_POLICY_F1, .zstd = zstd,
-			.full_copy = full, .user_only = user_only, .pids = pids.v, .n_pids = pids.n, .tids = tids.v, .n_tids = tids.n,
-			.all = all, .argv = optind < argc ? argv + optind : NULL,
+			.full_copy = full, .user_only = user_only, .off_cpu = off_cpu, .pids = pids.v, .n_pids = pids.n,
+			.tids = tids.v, .n_tids = tids.n, .all = all, .argv = optind < argc ? argv + optind : NULL,
 			.say = cli_print_stderr, .say_arg = (void *)(uintptr_t)PROG,
 			.events = events, .n_events = n_events, .period = period };
 		int refused = 0;
 		int const krc = record_kernel(&ro, out, force, &refused);
 		if (!refused)
 			return krc;
+		if (off_cpu) {
+			fprintf(stderr, PROG ": --off-cpu: perf_event_open refused (kernel.perf_event_paranoid = %s): "
+					"off-CPU time needs the kernel copy\n", paranoid_level());
+			return 1;
+		}
 		fprintf(stderr, PROG ": perf_event_open refused (kernel.perf_event_paranoid = %s): recording with "
 				"the in-process sampler (--in-process)\n", paranoid_level());
 		force = 1; /* the directory record_kernel made, empty */

@@ -72,7 +72,15 @@ static void usage(FILE *f)
 		"                           than keep inflated copies (default: kept under\n"
 		"                           $STACKCAP_CACHE_DIR, else ~/.cache/stackcap)\n"
 		"      --max-frames N       frames per sample (default %d)\n"
+		"  stacks, folded and flamegraph:\n"
+		"      --off-cpu            only the stacks where threads blocked (stackcap record\n"
+		"                           --off-cpu), each counting its blocked time in\n"
+		"                           microseconds (stacks: just the filter)\n"
 		"  folded and flamegraph:\n"
+		"      --with-off-cpu       CPU and off-CPU stacks together, both in microseconds\n"
+		"                           (a CPU sample counts its sampling period); each frame of\n"
+		"                           an off-CPU stack ends in " FOLDED_OFF_CPU_MARK " (drawn blue)\n"
+		"                           (default: CPU samples only, counted)\n"
 		"      --per-process        root each stack at 'comm-PID' (default: comm)\n"
 		"      --per-thread         root each stack at 'comm-PID/TID'\n"
 		"      --no-inline          leave out inlined functions (flamegraph, export too)\n"
@@ -155,7 +163,8 @@ static unsigned cores(void)
 static void parse_options(int argc, char **argv, struct options *o)
 {
 	enum { OPT_TITLE = 180, OPT_WIDTH, OPT_MIN_WIDTH, OPT_ICICLE, OPT_REVERSE,
-	       OPT_PER_PROCESS = 200, OPT_PER_THREAD, OPT_NO_INLINE, OPT_TIME = 256, OPT_UNWINDER, OPT_READER, OPT_DEBUG_DIR, OPT_SYMFS, OPT_NO_DEBUGINFOD, OPT_MAX_FRAMES, OPT_FORMAT, OPT_NO_CACHE, OPT_EVENT };
+	       OPT_PER_PROCESS = 200, OPT_PER_THREAD, OPT_NO_INLINE, OPT_TIME = 256, OPT_UNWINDER, OPT_READER, OPT_DEBUG_DIR, OPT_SYMFS, OPT_NO_DEBUGINFOD, OPT_MAX_FRAMES, OPT_FORMAT, OPT_NO_CACHE, OPT_EVENT,
+	       OPT_OFF_CPU = 300, OPT_WITH_OFF_CPU };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "tid", required_argument, NULL, 't' },
@@ -179,6 +188,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ "min-width", required_argument, NULL, OPT_MIN_WIDTH },
 		{ "icicle", no_argument, NULL, OPT_ICICLE },
 		{ "reverse", no_argument, NULL, OPT_REVERSE },
+		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
+		{ "with-off-cpu", no_argument, NULL, OPT_WITH_OFF_CPU },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -327,6 +338,12 @@ static void parse_options(int argc, char **argv, struct options *o)
 			else
 				die_usage("--format: speedscope or pprof, not '%s'", optarg);
 			break;
+		case OPT_OFF_CPU:
+		case OPT_WITH_OFF_CPU:
+			if (o->off_cpu)
+				die_usage("--off-cpu or --with-off-cpu, once");
+			o->off_cpu = c == OPT_OFF_CPU ? OFF_CPU_ONLY : OFF_CPU_WITH;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(EXIT_OK);
@@ -348,6 +365,13 @@ static void parse_options(int argc, char **argv, struct options *o)
 		die_usage("-o goes with flamegraph and export only");
 	if (!o->flamegraph && flame_opt)
 		die_usage("--title, --width, --min-width, --icicle and --reverse go with flamegraph only");
+	if (o->off_cpu == OFF_CPU_ONLY && !o->folded && strcmp(o->command, "stacks"))
+		die_usage("--off-cpu goes with stacks, folded and flamegraph only");
+	if (o->off_cpu == OFF_CPU_WITH && !o->folded)
+		die_usage("--with-off-cpu goes with folded and flamegraph only");
+	o->weigh = o->folded && o->off_cpu;
+	if (o->weigh)
+		o->flame.unit = "us";
 	if (is_export && !o->export_format)
 		die_usage("export: missing --format speedscope|pprof");
 	if (is_export && !o->output)
@@ -422,6 +446,7 @@ struct run {
 	uint64_t t0;                 /* --time +...: the first sample's time (0: none yet) */
 	uint64_t skipped;            /* samples outside --time +... */
 	uint64_t other_events;       /* samples not of --event */
+	uint64_t other_kind;         /* off-CPU (or CPU) samples the command leaves out */
 };
 
 /* Text of finished samples: to the output, into the folded counts or into
@@ -432,7 +457,8 @@ static int emit(void *arg, const char *buf, size_t len)
 	if (r->exp)
 		return export_model_add(r->exp, buf, len);
 	if (r->fold)
-		return folded_counts_add_lines(r->fold, buf, len);
+		return r->o->weigh ? folded_counts_add_weighted_lines(r->fold, buf, len)
+				   : folded_counts_add_lines(r->fold, buf, len);
 	fwrite(buf, 1, len, stdout);
 	return 0;
 }
@@ -444,6 +470,13 @@ static int on_sample(void *arg, const struct su_sample *s)
 	progress_sample(&r->progress);
 	if (r->o->event && strcmp(su_sample_event(s), r->o->event)) {
 		r->other_events++;
+		return 0;
+	}
+	/* CPU samples, off-CPU ones or both, as the command shows them. */
+	int const off_cpu = s->off_cpu_ns != 0;
+	if ((r->o->off_cpu == OFF_CPU_ONLY && !off_cpu) ||
+	    (r->o->off_cpu == OFF_CPU_CPU && off_cpu && (r->o->folded || r->o->export_format == EXPORT_SPEEDSCOPE))) {
+		r->other_kind++;
 		return 0;
 	}
 	if (r->o->time_rel) {
@@ -559,6 +592,11 @@ static int cmd_stacks(const struct options *o)
 			PROG ": no sample matched --pid/--tid/--time (%" PRIu64 " read outside --time +...; times "
 			"are seconds as stacks prints them, or +seconds after the first sample)\n",
 			r.skipped);
+	if (r.other_kind && o->off_cpu == OFF_CPU_CPU)
+		fprintf(stderr, PROG ": %" PRIu64 " off-CPU stacks left out (%s)\n", r.other_kind,
+			o->folded ? "--off-cpu shows them, --with-off-cpu both kinds" : "speedscope shows CPU samples only");
+	if (!c.samples && r.other_kind && o->off_cpu == OFF_CPU_ONLY)
+		fprintf(stderr, PROG ": no off-CPU stack in %s (stackcap record --off-cpu records them)\n", o->trace);
 	if (ferror(stdout)) {
 		fprintf(stderr, PROG ": write error on standard output\n");
 		goto out;

@@ -41,6 +41,13 @@ struct options {
 	uint64_t rel_begin, rel_end;
 	/* --event NAME: only samples of that event (su_sample_event), or NULL. */
 	const char *event;
+	/* Off-CPU stacks (stackcap record --off-cpu): OFF_CPU_CPU: folded and
+	 * flamegraph count CPU samples only, stacks and export show both;
+	 * OFF_CPU_ONLY (--off-cpu): only them, weighed by their blocked time;
+	 * OFF_CPU_WITH (--with-off-cpu): both, weighed by time (a CPU sample:
+	 * its sampling period), off-CPU frames marked (FOLDED_OFF_CPU_MARK). */
+	enum { OFF_CPU_CPU = 0, OFF_CPU_ONLY, OFF_CPU_WITH } off_cpu;
+	int weigh;               /* folded, flamegraph: counts are microseconds */
 };
 
 /* `stackunwind stats`: sizes, savings, drops, fidelity.  @return the exit status. */

@@ -28,6 +28,7 @@ struct fidelity {
 	} *procs;
 	size_t n_procs, cap_procs;
 	uint64_t capped;
+	uint64_t off_cpu, off_cpu_ns; /* stacks where threads blocked, their time */
 	uint32_t window;       /* the first process's stack window (cap) */
 	/* Samples per event (su_sample_event), in the order first met. */
 	struct estat {
@@ -65,6 +66,8 @@ static int fidelity_sample(void *arg, const struct su_sample *s)
 	if (count_event(f, s->event || !f->perf ? su_sample_event(s) : "(unnamed: perf.data)"))
 		return -ENOMEM;
 	f->capped += s->stack_capped != 0;
+	f->off_cpu += s->off_cpu_ns != 0;
+	f->off_cpu_ns += s->off_cpu_ns;
 	size_t at = 0;
 	while (at < f->n_procs && f->procs[at].pid != s->pid)
 		at++;
@@ -159,6 +162,9 @@ int cmd_stats(const struct options *o)
 		       kernel ? "window from sp" : "cap");
 	}
 	printf("stack window full:    %" PRIu64 " samples (their stacks may be cut)\n", f.capped);
+	if (f.off_cpu)
+		printf("off-CPU:              %" PRIu64 " of the samples are stacks where threads blocked, %.6f s "
+		       "blocked in all\n", f.off_cpu, (double)f.off_cpu_ns * 1e-9);
 	if (f.n_procs)
 		printf("per process sampled:\n");
 	for (size_t i = 0; i < f.n_procs; i++) {

@@ -322,6 +322,11 @@ static struct rgb hsl(double h, double s, double l)
 static struct rgb frame_colour(const char *name, const char *mod)
 {
 	uint64_t const v = hash_bytes(name, strlen(name));
+	/* Off-CPU time beside CPU time (FLAME_OFF_CPU_MARK): blue, as in
+	 * flamegraph.pl's off-CPU graphs, whatever the module. */
+	size_t const nl = strlen(name), ml = sizeof(FLAME_OFF_CPU_MARK) - 1;
+	if (nl >= ml && !memcmp(name + nl - ml, FLAME_OFF_CPU_MARK, ml))
+		return hsl(215, 0.60, 0.55 + (double)(v % 15) / 100);
 	if (!mod[0])
 		return hsl(0, 0, 0.72 + (double)(v % 10) / 100);
 	/* Interpreter frames (resolve.h SU_RESOLVED_PYTHON): one colour of
@@ -415,8 +420,18 @@ static void put_percent(FILE *out, uint64_t part, uint64_t total)
 	fprintf(out, "%.2f%%", total ? 100.0 * (double)part / (double)total : 0.0);
 }
 
+/* N of UNIT (NULL: samples). */
+static void put_count(FILE *out, uint64_t n, const char *unit)
+{
+	if (unit)
+		fprintf(out, "%llu %s", (unsigned long long)n, unit);
+	else
+		fprintf(out, "%llu sample%s", (unsigned long long)n, n == 1 ? "" : "s");
+}
+
 /* The details of a frame: "name (module) — N samples, P%". */
-static void put_details(FILE *out, const char *name, const char *mod, uint64_t n, uint64_t total)
+static void put_details(FILE *out, const char *name, const char *mod, uint64_t n, uint64_t total,
+			const char *unit)
 {
 	xml_put(out, name);
 	if (mod[0]) {
@@ -424,7 +439,9 @@ static void put_details(FILE *out, const char *name, const char *mod, uint64_t n
 		xml_put(out, mod);
 		fputc(')', out);
 	}
-	fprintf(out, " \xe2\x80\x94 %llu sample%s, ", (unsigned long long)n, n == 1 ? "" : "s");
+	fputs(" \xe2\x80\x94 ", out);
+	put_count(out, n, unit);
+	fputs(", ", out);
 	put_percent(out, n, total);
 }
 
@@ -654,8 +671,9 @@ static int write_svg(FILE *out, struct flame *f, const struct flame_opts *o, str
 	fprintf(out, "<text id=\"title\" x=\"%.1f\" y=\"22\">", o->width / 2.0);
 	xml_put(out, o->title ? o->title : "Flame Graph");
 	fputs("</text>\n", out);
-	fprintf(out, "<text id=\"subtitle\" x=\"%.1f\" y=\"40\">%llu samples%s%s", o->width / 2.0,
-		(unsigned long long)L.total, o->reverse ? ", reversed (merged from the leaf)" : "",
+	fprintf(out, "<text id=\"subtitle\" x=\"%.1f\" y=\"40\">", o->width / 2.0);
+	put_count(out, L.total, o->unit);
+	fprintf(out, "%s%s", o->reverse ? ", reversed (merged from the leaf)" : "",
 		o->icicle ? ", icicle" : "");
 	if (res->omitted)
 		fprintf(out, "; %llu frames narrower than %g px left out", (unsigned long long)res->omitted,
@@ -679,7 +697,7 @@ static int write_svg(FILE *out, struct flame *f, const struct flame_opts *o, str
 		const char *mod = id == 0 ? "" : f->str[x->mod];
 		struct rgb const c = id == 0 ? (struct rgb){ 200, 200, 200 } : frame_colour(name, mod);
 		fputs("<g class=\"f\"><title>", out);
-		put_details(out, name, mod, x->total, L.total);
+		put_details(out, name, mod, x->total, L.total, o->unit);
 		fprintf(out, "</title><rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%d\" rx=\"2\" "
 			"fill=\"rgb(%u,%u,%u)\" data-s=\"%llu\" data-n=\"%llu\" data-d=\"%u\" data-m=\"%u\"/>"
 			"<text x=\"%.2f\" y=\"%.0f\">",

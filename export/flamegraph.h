@@ -13,6 +13,9 @@
 /* In a stack key, frames are separated by ';'; a frame's name is followed
  * by this byte and its module (none: the frame has no module, grey). */
 #define FLAME_MODSEP '\x1f'
+/* A frame name ending so is off-CPU time shown beside CPU time: blue. */
+#define FLAME_OFF_CPU_MARK "_[o]"
+
 
 struct flame_stack {
 	const char *key;      /* "root;...;leaf", outermost first */
@@ -25,6 +28,7 @@ struct flame_opts {
 	double min_width;     /* frames narrower than this (px) are left out; < 0: 0.1 */
 	int icicle;           /* the root at the top, stacks growing down */
 	int reverse;          /* stacks merged from the leaf: callee-rooted */
+	const char *unit;     /* what a count is (NULL: "samples"; "us": microseconds) */
 };
 
 struct flame_result {

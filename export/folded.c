@@ -51,10 +51,17 @@ void folded_root(struct text *t, const struct folded_opts *o, const char *comm, 
 	}
 }
 
+static void put_mark(struct text *t, const struct folded_opts *o)
+{
+	if (o->off_cpu_mark)
+		text_puts(t, FOLDED_OFF_CPU_MARK);
+}
+
 void folded_function(struct text *t, const struct folded_opts *o, const char *fn, const char *module)
 {
 	text_put(t, ";", 1);
 	put_name(t, fn);
+	put_mark(t, o);
 	put_module(t, o, module);
 }
 
@@ -63,6 +70,7 @@ void folded_address(struct text *t, const struct folded_opts *o, const char *mod
 	text_put(t, ";", 1);
 	put_name(t, base_name(module));
 	text_printf(t, "+0x%" PRIx64, addr);
+	put_mark(t, o);
 	put_module(t, o, module);
 }
 
@@ -97,6 +105,7 @@ void folded_resolved(struct text *t, const struct folded_opts *o, const struct s
 		break;
 	default:
 		folded_unknown(t);
+		put_mark(t, o);
 	}
 }
 
@@ -111,6 +120,11 @@ static uint64_t fold_hash(const char *s, size_t n)
 }
 
 int folded_counts_add(struct folded_counts *c, const char *s, size_t len)
+{
+	return folded_counts_add_n(c, s, len, 1);
+}
+
+int folded_counts_add_n(struct folded_counts *c, const char *s, size_t len, uint64_t n)
 {
 	if ((c->n + 1) * 2 > c->cap) {
 		size_t const ncap = c->cap ? 2 * c->cap : 1024;
@@ -132,13 +146,13 @@ int folded_counts_add(struct folded_counts *c, const char *s, size_t len)
 	size_t h = hash & (c->cap - 1);
 	for (; c->tab[h].stack; h = (h + 1) & (c->cap - 1))
 		if (c->tab[h].hash == hash && !strncmp(c->tab[h].stack, s, len) && !c->tab[h].stack[len]) {
-			c->tab[h].count++;
+			c->tab[h].count += n;
 			return 0;
 		}
 	char *k = strndup(s, len);
 	if (!k)
 		return -ENOMEM;
-	c->tab[h] = (struct folded_entry){ k, hash, 1 };
+	c->tab[h] = (struct folded_entry){ k, hash, n };
 	c->n++;
 	return 0;
 }
@@ -149,6 +163,30 @@ int folded_counts_add_lines(struct folded_counts *c, const char *buf, size_t len
 		const char *nl = memchr(buf, '\n', len);
 		size_t const n = nl ? (size_t)(nl - buf) : len;
 		if (folded_counts_add(c, buf, n))
+			return -ENOMEM;
+		len -= n + (nl != NULL);
+		buf += n + (nl != NULL);
+	}
+	return 0;
+}
+
+int folded_counts_add_weighted_lines(struct folded_counts *c, const char *buf, size_t len)
+{
+	while (len) {
+		const char *nl = memchr(buf, '\n', len);
+		size_t const n = nl ? (size_t)(nl - buf) : len;
+		size_t sp = n;
+		while (sp && buf[sp - 1] != ' ')
+			sp--;
+		if (!sp || sp == n)
+			return -EINVAL;
+		uint64_t w = 0;
+		for (size_t i = sp; i < n; i++) {
+			if (buf[i] < '0' || buf[i] > '9')
+				return -EINVAL;
+			w = w * 10 + (uint64_t)(buf[i] - '0');
+		}
+		if (folded_counts_add_n(c, buf, sp - 1, w))
 			return -ENOMEM;
 		len -= n + (nl != NULL);
 		buf += n + (nl != NULL);

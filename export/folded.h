@@ -25,6 +25,11 @@
 #include "export/text.h"
 #include "symbolize/resolve.h"
 
+/* After each frame name of an off-CPU stack shown beside CPU stacks
+ * (OFF_CPU_MARK): as flamegraph.pl's annotations (_[k], _[w]) are; our
+ * flamegraph draws such frames blue. */
+#define FOLDED_OFF_CPU_MARK FLAME_OFF_CPU_MARK
+
 /* Between a frame's name and its module (MODULES): the flamegraph's. */
 #define FOLDED_MODSEP FLAME_MODSEP
 
@@ -34,6 +39,7 @@ struct folded_opts {
 	enum folded_root root;
 	int no_inline;            /* only the real function of each address */
 	int modules;              /* each name followed by FOLDED_MODSEP and its module */
+	int off_cpu_mark;         /* each frame name followed by FOLDED_OFF_CPU_MARK */
 };
 
 /* ---- the line, appended to a text --------------------------------------------- */
@@ -65,6 +71,12 @@ struct folded_counts {
 
 /* Count the line S (LEN bytes, no '\n').  @return 0 or -ENOMEM. */
 int folded_counts_add(struct folded_counts *c, const char *s, size_t len);
+/* The same, N at once (a weight: off-CPU microseconds). */
+int folded_counts_add_n(struct folded_counts *c, const char *s, size_t len, uint64_t n);
+/* Each '\n'-terminated line "STACK N" of BUF counted N times (the
+ * weighted lines of time: off-CPU).  @return 0, -ENOMEM or -EINVAL (a
+ * line without its count). */
+int folded_counts_add_weighted_lines(struct folded_counts *c, const char *buf, size_t len);
 /* Count each '\n'-terminated line of BUF.  @return 0 or -ENOMEM. */
 int folded_counts_add_lines(struct folded_counts *c, const char *buf, size_t len);
 /* The entries at the start of the table, sorted by stack, so the output is

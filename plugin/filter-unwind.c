@@ -256,7 +256,7 @@ static int payload_tag(const bt_event_class *ec, const bt_field_class *payload, 
 	*add = 0;
 	/* Kernel frames are not shown by the filter yet (their symbols come
 	 * at the end of the trace): the events pass as they are. */
-	if (sk == RAW_KERNEL_CHAIN || sk == RAW_KERNEL_SYMBOLS)
+	if (sk == RAW_KERNEL_CHAIN || sk == RAW_KERNEL_SYMBOLS || sk == RAW_OFF_CPU)
 		return TAG_NONE;
 	if (sk >= 0) {
 		if (sk == RAW_SAMPLE || sk == RAW_SAMPLE_FULL || sk == RAW_SAMPLE_SEGMENT) {

@@ -25,7 +25,24 @@ struct folded_sink {
 	struct text line;            /* the line being built */
 	uint64_t samples;
 	uint64_t bare;               /* `sample` events without a callstack */
+	/* The last off_cpu event (format version 5): the sample of its stream
+	 * and time is off-CPU time, left out as `stackunwind folded` does. */
+	const bt_stream *off_stream;
+	int64_t off_ts;
+	uint64_t off_cpu;
 };
+
+/* The event's time (ns from the clock's origin), or INT64_MIN. */
+static int64_t event_ns(const bt_message *msg)
+{
+	const bt_clock_snapshot *cs;
+	int64_t ns;
+	if (!bt_message_event_borrow_stream_class_default_clock_class_const(msg))
+		return INT64_MIN;
+	cs = bt_message_event_borrow_default_clock_snapshot_const(msg);
+	return bt_clock_snapshot_get_ns_from_origin(cs, &ns) == BT_CLOCK_SNAPSHOT_GET_NS_FROM_ORIGIN_STATUS_OK
+		? ns : INT64_MIN;
+}
 
 /* ---- events -------------------------------------------------------------------- */
 
@@ -94,8 +111,18 @@ static int on_event(struct folded_sink *s, const bt_message *msg)
 	const char *comm = member_str(pl, SC_FIELD_COMM);
 	const char *end = member_str(pl, SC_FIELD_UNWIND_END);
 	const char *name = bt_event_class_get_name(bt_event_borrow_class_const(e));
+	if (name && !strcmp(name, "off_cpu")) {
+		s->off_stream = bt_event_borrow_stream_const(e);
+		s->off_ts = event_ns(msg);
+		return 0;
+	}
 	if (!SC_IS_SAMPLE_EVENT(name))
 		return 0; /* a user's event with its sample's stack: counted there */
+	if (s->off_stream && s->off_stream == bt_event_borrow_stream_const(e) && s->off_ts == event_ns(msg)) {
+		s->off_stream = NULL;
+		s->off_cpu++;
+		return 0;
+	}
 	if (!cs) {
 		s->bare++;
 		return 0;

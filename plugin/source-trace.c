@@ -421,12 +421,15 @@ bt_component_class_initialize_method_status trace_src_init(bt_self_component_sou
 	if (read_metadata(dir, &m, NULL))
 		goto nomem;
 	if (m.version != 1) {
-		/* Version 2 (runtime frames) and 3 (kernel frames): src.ctf.fs
-		 * reads them; this source does not yet. */
+		/* Version 2 (runtime frames), 3 (kernel frames), 4 (named
+		 * events) and 5 (off-CPU time): src.ctf.fs reads them; this
+		 * source does not yet. */
 		BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(sc,
 			"%s: stackcap trace format version %ld (%s) is not read by this source yet: read it with "
-			"src.ctf.fs, or record with --user-only", dir, m.version,
-			m.version == 3 ? "kernel frames" : "runtime frames");
+			"src.ctf.fs%s", dir, m.version,
+			m.version == 5 ? "off-CPU time" : m.version == 4 ? "named events, record -e"
+			: m.version == 3 ? "kernel frames" : m.version == 2 ? "runtime frames" : "unknown",
+			m.version == 3 ? ", or record with --user-only" : "");
 		src_free(s);
 		return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_ERROR;
 	}

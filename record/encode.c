@@ -26,6 +26,18 @@ struct thread {
 	struct ctf_stream *s;
 	struct stackcap_image prev, cur;
 	int have_prev;
+	/* An off-CPU stack held until the thread runs again (rec_encoder_hold):
+	 * its encoded sample (against prev when hold_ref), kernel chain and
+	 * the time it blocked (0: the switch-out not seen yet).  cur holds
+	 * its filtered image, prev is not moved until it is written. */
+	int held, hold_ref, hold_capped;
+	uint64_t hold_ts, blocked_at;
+	uint32_t hold_generation, hold_event;
+	uint8_t *hold_blob;
+	size_t hold_len, hold_cap;
+	uint64_t *hold_kc;
+	uint32_t hold_nkc;
+	size_t hold_kc_cap;
 };
 
 /* Packets of at most this many samples, as the capture library writes
@@ -337,39 +349,13 @@ static uint32_t event_index(struct rec_encoder *e, const char *name)
 	return idx;
 }
 
-int rec_encoder_sample(struct rec_encoder *e, const struct su_sample *s)
+/* S's stack filtered into T's cur image and encoded into e->blob against
+ * T's previous sample (top-elided): *OUT bytes.  0 or -errno. */
+static int encode_stack(struct rec_encoder *e, struct thread *t, const struct su_sample *s, size_t *out)
 {
-	if (!s->process || !s->maps)
-		return 0;
-	if (!(s->image->regs_kept >> STACKCAP_REG_RIP & 1)) {
-		/* A kernel thread or an exiting task, or a call chain perf
-		 * took without the stack (-g): no user stack to keep (a
-		 * stackcap trace has no such samples). */
-		if (s->user_chain)
-			e->st.chain_only++;
-		else
-			e->st.no_user++;
-		return 0;
-	}
-	int rc = 0;
-	struct section *sec = section_open(e, s->process, s->time_ns, &rc);
-	if (!sec)
-		return rc;
-	if (sec->last_maps != s->maps && (rc = write_maps(sec, s->maps, s->time_ns)) != 0)
-		return rc;
-	struct thread *t = thread_of(e, sec, s->tid, &rc);
-	if (!t)
-		return rc;
-	if (e->o.full_copy && (rc = write_full(e, t, s)) != 0)
-		return rc;
-	if (e->o.kernel_frames && s->kernel_chain && s->n_kernel_chain) {
-		if ((rc = ctf_stream_kernel_chain(t->s, s->time_ns, s->tid, s->kernel_chain, s->n_kernel_chain)) != 0 ||
-		    (rc = kaddr_add(e, s->kernel_chain, s->n_kernel_chain)) != 0)
-			return rc;
-		e->st.kernel_samples++;
-	}
 	/* As the signal handler would have filtered (F2: code pointers and
 	 * pointers into the copied stack survive), every other word is 0. */
+	int rc;
 	if ((rc = image_copy(&t->cur, s->image)) != 0)
 		return rc;
 	const struct stackcap_code_ranges *ranges = ranges_of(e, s);
@@ -388,35 +374,219 @@ int rec_encoder_sample(struct rec_encoder *e, const struct su_sample *s)
 	};
 	if ((rc = blob_room(e, t->cur.nwords)) != 0)
 		return rc;
-	size_t const out = stackcap_codec_encode(e->blob, e->blob_cap, &in);
-	if (stackcap_codec_is_error(out))
-		return -EINVAL;
-	uint32_t const ev = event_index(e, s->event);
-	if ((rc = e->o.n_events ? ctf_stream_event_sample(t->s, s->time_ns, s->tid, ev, s->maps->generation, e->blob, out)
-				: ctf_stream_sample(t->s, s->time_ns, s->tid, s->maps->generation, e->blob, out)) != 0) {
-		t->have_prev = 0; /* not written: no later sample may refer to it */
-		return rc;
-	}
+	*out = stackcap_codec_encode(e->blob, e->blob_cap, &in);
+	return stackcap_codec_is_error(*out) ? -EINVAL : 0;
+}
+
+/* T's sample of event EV (of the table; 0 without one) and LEN bytes of
+ * BLOB at TS written as the trace has it (with a table: event_sample). */
+static int put_sample(struct rec_encoder *e, struct thread *t, uint64_t ts, uint32_t ev, uint32_t generation,
+		      const uint8_t *blob, size_t len)
+{
+	return e->o.n_events ? ctf_stream_event_sample(t->s, ts, t->tid, ev, generation, blob, len)
+			     : ctf_stream_sample(t->s, ts, t->tid, generation, blob, len);
+}
+
+/* T's sample of event EV and OUT bytes at TS written: counted, the packet
+ * closed when full, cur becomes the reference of the next sample. */
+static int sample_written(struct rec_encoder *e, struct section *sec, struct thread *t, uint64_t ts, uint32_t ev,
+			  size_t out, int capped, uint64_t nwords)
+{
+	int rc;
+	int packet_full = 0;
 	if (++t->in_packet >= SAMPLES_PER_PACKET) {
 		/* Each packet decodes alone: the next sample refers to none. */
 		t->in_packet = 0;
-		t->have_prev = 0;
-		if ((rc = ctf_stream_flush(t->s)) != 0)
+		packet_full = 1;
+		if ((rc = ctf_stream_flush(t->s)) != 0) {
+			t->have_prev = 0;
 			return rc;
+		}
 	}
 	struct rec_proc_stats *ps = &e->procs[sec->stats];
 	ps->samples++;
-	ps->capped += s->stack_capped != 0;
+	ps->capped += capped != 0;
 	e->st.samples++;
 	if (e->o.n_events)
 		e->event_samples[ev]++;
 	e->st.blob_bytes += out;
-	e->st.raw_stack_bytes += s->image->nwords * 8;
-	e->last_ts = s->time_ns;
+	e->st.raw_stack_bytes += nwords * 8;
+	if (ts > e->last_ts)
+		e->last_ts = ts;
 	struct stackcap_image const tmp = t->prev;
 	t->prev = t->cur;
 	t->cur = tmp;
-	t->have_prev = 1;
+	t->have_prev = !packet_full;
+	return 0;
+}
+
+/* The section (*SEC) and thread of S, its maps generation written first.
+ * A stack the thread holds is dropped: a sample of it means its switch
+ * records were lost (a full ring).  NULL with *RC on an error. */
+static struct thread *sample_thread(struct rec_encoder *e, const struct su_sample *s, struct section **sec, int *rc)
+{
+	if (!(*sec = section_open(e, s->process, s->time_ns, rc)))
+		return NULL;
+	if ((*sec)->last_maps != s->maps && (*rc = write_maps(*sec, s->maps, s->time_ns)) != 0)
+		return NULL;
+	struct thread *t = thread_of(e, *sec, s->tid, rc);
+	if (t && t->held) {
+		t->held = 0;
+		e->st.off_cpu_unpaired++;
+	}
+	return t;
+}
+
+int rec_encoder_sample(struct rec_encoder *e, const struct su_sample *s)
+{
+	if (!s->process || !s->maps)
+		return 0;
+	if (!(s->image->regs_kept >> STACKCAP_REG_RIP & 1)) {
+		/* A kernel thread or an exiting task, or a call chain perf
+		 * took without the stack (-g): no user stack to keep (a
+		 * stackcap trace has no such samples). */
+		if (s->user_chain)
+			e->st.chain_only++;
+		else
+			e->st.no_user++;
+		return 0;
+	}
+	int rc = 0;
+	struct section *sec;
+	struct thread *t = sample_thread(e, s, &sec, &rc);
+	if (!t)
+		return rc;
+	if (e->o.full_copy && (rc = write_full(e, t, s)) != 0)
+		return rc;
+	if (e->o.kernel_frames && s->kernel_chain && s->n_kernel_chain) {
+		if ((rc = ctf_stream_kernel_chain(t->s, s->time_ns, s->tid, s->kernel_chain, s->n_kernel_chain)) != 0 ||
+		    (rc = kaddr_add(e, s->kernel_chain, s->n_kernel_chain)) != 0)
+			return rc;
+		e->st.kernel_samples++;
+	}
+	size_t out;
+	if ((rc = encode_stack(e, t, s, &out)) != 0)
+		return rc;
+	uint32_t const ev = event_index(e, s->event);
+	if ((rc = put_sample(e, t, s->time_ns, ev, s->maps->generation, e->blob, out)) != 0) {
+		t->have_prev = 0; /* not written: no later sample may refer to it */
+		return rc;
+	}
+	return sample_written(e, sec, t, s->time_ns, ev, out, s->stack_capped, s->image->nwords);
+}
+
+/* ---- off-CPU time ------------------------------------------------------------- */
+
+int rec_encoder_hold(struct rec_encoder *e, const struct su_sample *s)
+{
+	if (!s->process || !s->maps || !(s->image->regs_kept >> STACKCAP_REG_RIP & 1))
+		return 0; /* a kernel thread or an exiting task: no user stack */
+	int rc = 0;
+	struct section *sec;
+	struct thread *t = sample_thread(e, s, &sec, &rc);
+	if (!t)
+		return rc;
+	size_t out;
+	if ((rc = encode_stack(e, t, s, &out)) != 0)
+		return rc;
+	if (out > t->hold_cap) {
+		uint8_t *nb = realloc(t->hold_blob, out);
+		if (!nb)
+			return -ENOMEM;
+		t->hold_blob = nb;
+		t->hold_cap = out;
+	}
+	memcpy(t->hold_blob, e->blob, out);
+	t->hold_len = out;
+	t->hold_nkc = 0;
+	if (e->o.kernel_frames && s->kernel_chain && s->n_kernel_chain) {
+		if (su_grow((void **)&t->hold_kc, &t->hold_kc_cap, s->n_kernel_chain, sizeof(*t->hold_kc)))
+			return -ENOMEM;
+		memcpy(t->hold_kc, s->kernel_chain, s->n_kernel_chain * sizeof(*t->hold_kc));
+		t->hold_nkc = s->n_kernel_chain;
+	}
+	t->hold_ref = t->have_prev;
+	t->hold_ts = s->time_ns;
+	t->hold_generation = s->maps->generation;
+	t->hold_event = event_index(e, s->event);
+	t->hold_capped = s->stack_capped;
+	t->blocked_at = 0;
+	t->held = 1;
+	return 0;
+}
+
+/* T's held stack written as off-CPU time of DURATION ns. */
+static int hold_write(struct rec_encoder *e, struct thread *t, uint64_t duration)
+{
+	t->held = 0;
+	int rc = 0;
+	struct section *sec = section_open(e, t->p, t->hold_ts, &rc);
+	if (!sec)
+		return rc;
+	if (t->hold_ref && !t->have_prev)
+		return 0; /* cannot happen: a held thread's packet stays open */
+	if (t->hold_nkc) {
+		if ((rc = ctf_stream_kernel_chain(t->s, t->hold_ts, t->tid, t->hold_kc, t->hold_nkc)) != 0 ||
+		    (rc = kaddr_add(e, t->hold_kc, t->hold_nkc)) != 0)
+			return rc;
+		e->st.kernel_samples++;
+	}
+	if ((rc = ctf_stream_off_cpu(t->s, t->hold_ts, t->tid, duration)) != 0 ||
+	    (rc = put_sample(e, t, t->hold_ts, t->hold_event, t->hold_generation, t->hold_blob, t->hold_len)) != 0) {
+		t->have_prev = 0;
+		return rc;
+	}
+	e->st.off_cpu_samples++;
+	e->st.off_cpu_ns += duration;
+	return sample_written(e, sec, t, t->hold_ts, t->hold_event, t->hold_len, t->hold_capped, t->cur.nwords);
+}
+
+static struct thread *held_thread(struct rec_encoder *e, uint32_t pid, uint32_t tid)
+{
+	for (size_t i = e->n_th; i-- > 0;)
+		if (e->th[i].held && e->th[i].tid == tid && e->th[i].p->pid == pid && !e->th[i].ended)
+			return &e->th[i];
+	return NULL;
+}
+
+int rec_encoder_switch(struct rec_encoder *e, uint32_t pid, uint32_t tid, uint64_t time, int out, int preempted)
+{
+	struct thread *t = held_thread(e, pid, tid);
+	if (!t)
+		return 0;
+	if (out && preempted) { /* still runnable: CPU time, not off-CPU */
+		t->held = 0;
+		e->st.off_cpu_preempted++;
+		return 0;
+	}
+	if (out) {
+		t->blocked_at = time;
+		return 0;
+	}
+	if (!t->blocked_at || time < t->blocked_at) { /* its switch-out was lost */
+		t->held = 0;
+		e->st.off_cpu_unpaired++;
+		return 0;
+	}
+	return hold_write(e, t, time - t->blocked_at);
+}
+
+/* Threads still blocked when the recording ends: their time until TS. */
+static int holds_finish(struct rec_encoder *e, uint64_t ts)
+{
+	for (size_t i = 0; i < e->n_th; i++) {
+		struct thread *t = &e->th[i];
+		if (!t->held)
+			continue;
+		if (!t->blocked_at || ts <= t->blocked_at) {
+			t->held = 0;
+			continue;
+		}
+		e->st.off_cpu_unfinished++;
+		int const rc = hold_write(e, t, ts - t->blocked_at);
+		if (rc)
+			return rc;
+	}
 	return 0;
 }
 
@@ -429,8 +599,10 @@ int rec_encoder_process(struct rec_encoder *e, const struct su_process *p, uint6
 void rec_encoder_thread_exit(struct rec_encoder *e, uint32_t pid, uint32_t tid)
 {
 	for (size_t i = 0; i < e->n_th; i++)
-		if (e->th[i].p->pid == pid && (e->th[i].tid == tid || pid == tid))
+		if (e->th[i].p->pid == pid && (e->th[i].tid == tid || pid == tid)) {
 			e->th[i].ended = 1;
+			e->th[i].held = 0;
+		}
 }
 
 int rec_encoder_flush(struct rec_encoder *e)
@@ -441,7 +613,9 @@ int rec_encoder_flush(struct rec_encoder *e)
 		rc = rc ? rc : r;
 	}
 	for (size_t i = 0; i < e->n_th; i++) {
-		if (!e->th[i].in_packet)
+		/* A held stack may refer to the last sample: its packet
+		 * stays open until the stack is written. */
+		if (!e->th[i].in_packet || e->th[i].held)
 			continue;
 		e->th[i].in_packet = 0;
 		e->th[i].have_prev = 0;
@@ -501,6 +675,9 @@ int rec_encoder_finish(struct rec_encoder *e, uint64_t ts)
 {
 	if (!ts)
 		ts = e->last_ts;
+	int const hrc = holds_finish(e, ts);
+	if (hrc)
+		return hrc;
 	if (e->o.kernel_frames) {
 		int const rc = write_kernel_symbols(e, ts);
 		if (rc)
@@ -568,6 +745,8 @@ int rec_encoder_free(struct rec_encoder *e)
 			rc = r;
 		free(e->th[i].prev.words);
 		free(e->th[i].cur.words);
+		free(e->th[i].hold_blob);
+		free(e->th[i].hold_kc);
 	}
 	for (size_t i = 0; i < e->n_sec; i++) {
 		int const r = ctf_stream_close(e->sec[i].proc);

@@ -61,6 +61,11 @@ struct rec_encoder_stats {
 	uint64_t lost, throttled;
 	uint64_t kernel_samples;  /* samples with a kernel call chain */
 	uint64_t kernel_symbols, kernel_symbol_bytes; /* what the trace holds */
+	uint64_t off_cpu_samples;    /* off-CPU stacks written (counted in samples too) */
+	uint64_t off_cpu_ns;         /* their blocked time */
+	uint64_t off_cpu_preempted;  /* switched out while runnable: not off-CPU, left out */
+	uint64_t off_cpu_unfinished; /* still blocked at the end: counted until then */
+	uint64_t off_cpu_unpaired;   /* a switch record lost (ring full): the stack left out */
 	size_t n_procs;
 	const struct rec_proc_stats *procs; /* valid until rec_encoder_free */
 	const uint64_t *event_samples;      /* per event of the table (n_events), or NULL */
@@ -81,6 +86,19 @@ int rec_encoder_lost(struct rec_encoder *e, uint32_t pid, uint64_t n, int thrott
  * stream is written now (a recording of one command tree writes every
  * process, as the in-process hook does; -a only those sampled). */
 int rec_encoder_process(struct rec_encoder *e, const struct su_process *p, uint64_t ts);
+
+/* Off-CPU time (stackcap record --off-cpu).  S is a stack taken as its
+ * thread was switched out (the context-switch event, named in the event
+ * table like any other when the trace has one): encoded now, held until
+ * rec_encoder_switch says what the switch was.  0 or -errno. */
+int rec_encoder_hold(struct rec_encoder *e, const struct su_sample *s);
+
+/* A context switch of PID/TID at TIME (OUT, else in; PREEMPTED: out while
+ * runnable).  A held stack is dropped when its thread was preempted, and
+ * written when the thread runs again, with the time it stayed blocked
+ * (an off_cpu event before the sample; docs/trace-format.md "Version 5").
+ * A thread still blocked at rec_encoder_finish counts until then. */
+int rec_encoder_switch(struct rec_encoder *e, uint32_t pid, uint32_t tid, uint64_t time, int out, int preempted);
 
 /* Thread TID of PID ended (PID == TID: the process): its sample stream
  * takes the next new thread of the process. */

@@ -9,6 +9,8 @@ record_librecord_la_SOURCES = \
 	record/events.c \
 	record/kallsyms.h \
 	record/kallsyms.c \
+	record/offcpu.h \
+	record/offcpu.c \
 	record/perf-events.h \
 	record/perf-events.c \
 	record/procmaps.h \

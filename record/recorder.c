@@ -2,7 +2,11 @@
 /*
  * The kernel sampler of `stackcap record` (recorder.h).
  *
- * Events: cpu-clock, one per CPU and task (record/perf-events.c).  For a
+ * Events: cpu-clock, or those of -e (record/events.c), and with --off-cpu
+ * the context-switch event (record/offcpu.h), each one per CPU and task
+ * (record/perf-events.c), all writing to one ring per CPU; with several,
+ * each sample carries its event's id (PERF_SAMPLE_IDENTIFIER), which the
+ * record stream turns into the event's name.  For a
  * command: the child is forked and waits on a pipe while its events are
  * opened with inherit (its threads and children) and enable_on_exec, then
  * execs: that is how perf record starts a workload (an inherited event
@@ -39,6 +43,7 @@
 #include "record/encode.h"
 #include "record/events.h"
 #include "record/kallsyms.h"
+#include "record/offcpu.h"
 #include "record/perf-events.h"
 #include "record/procmaps.h"
 #include "record/recorder.h"
@@ -48,12 +53,14 @@
 struct recorder {
 	const struct rec_options *o;
 	/* The events (-e), and the perf events they need: ATTRS[i] is a
-	 * site of EVS[ATTR_EVENT[i]], named NAMES[i]. */
+	 * site of EVS[ATTR_EVENT[i]], named NAMES[i]; with --off-cpu the
+	 * last one is the context-switch event (OFF_ATTR). */
 	struct rec_event *evs;
 	size_t n_evs;
 	struct perf_event_attr attrs[REC_EVENTS_MAX];
 	const char *names[REC_EVENTS_MAX];
 	size_t n_attrs;
+	size_t off_attr;       /* --off-cpu: the index of its attr, else n_attrs */
 	const char *table[REC_EVENTS_MAX]; /* the trace's event table (n_table 0: none) */
 	size_t n_table;
 	size_t ids_known;      /* events whose ids the record stream knows */
@@ -96,7 +103,10 @@ static int on_sample(void *arg, const struct su_sample *s)
 		r->self_samples++;
 		return 0;
 	}
-	int const rc = rec_encoder_sample(r->enc, s);
+	/* The context-switch event's samples (--off-cpu) are where threads
+	 * block: held until their switch records tell for how long. */
+	int const rc = r->off_attr < r->n_attrs && s->event == r->names[r->off_attr] ? rec_encoder_hold(r->enc, s)
+										       : rec_encoder_sample(r->enc, s);
 	if (rc && !r->werr)
 		r->werr = rc;
 	return rc;
@@ -127,6 +137,16 @@ static int on_exit_task(void *arg, uint32_t pid, uint32_t tid)
 	return 0;
 }
 
+static int on_switch(void *arg, uint32_t pid, uint32_t tid, uint64_t time, int out, int preempted)
+{
+	struct recorder *r = arg;
+	if (pid == (uint32_t)r->self)
+		return 0;
+	int const rc = rec_encoder_switch(r->enc, pid, tid, time, out, preempted);
+	if (rc && !r->werr)
+		r->werr = rc;
+	return rc;
+}
 
 static int on_end(void *arg)
 {
@@ -381,8 +401,8 @@ static int events_parse(struct recorder *r)
 	static const char *const dflt[] = { "cpu-clock" };
 	const char *const *specs = o->n_events ? o->events : dflt;
 	size_t const n = o->n_events ? o->n_events : 1;
-	if (n > REC_EVENTS_MAX) {
-		say(o, "-e: at most %d events", REC_EVENTS_MAX);
+	if (n + (o->off_cpu != 0) > REC_EVENTS_MAX) {
+		say(o, "-e: at most %d events%s", REC_EVENTS_MAX - (o->off_cpu != 0), o->off_cpu ? " with --off-cpu" : "");
 		return -1;
 	}
 	if (!(r->evs = calloc(n, sizeof(*r->evs))))
@@ -413,12 +433,17 @@ static int events_parse(struct recorder *r)
 			  r->evs[0].config == PERF_COUNT_SW_CPU_CLOCK;
 	for (size_t i = 0; !plain && i < r->n_evs; i++)
 		r->table[r->n_table++] = r->evs[i].name;
+	/* --off-cpu beside named events: its stacks are one more event of
+	 * the table (without a table their off_cpu events alone mark them). */
+	if (!plain && o->off_cpu)
+		r->table[r->n_table++] = REC_OFFCPU_EVENT;
 	return 0;
 }
 
-/* The perf events for sampler options AO: a site of an event each, only
- * the first also tracking maps, comm and tasks; with several, each
- * sample carries its event's id.  0, or -1 printed. */
+/* The perf events for sampler options AO: a site of an event each, then
+ * with --off-cpu the context-switch event (record/offcpu.h); only the
+ * first also tracking maps, comm and tasks; with several, each sample
+ * carries its event's id.  0, or -1 said. */
 static int events_attrs(struct recorder *r, const struct rec_attr_opts *ao)
 {
 	struct perf_event_attr base;
@@ -438,6 +463,15 @@ static int events_attrs(struct recorder *r, const struct rec_attr_opts *ao)
 			}
 			r->names[r->n_attrs++] = r->evs[i].name;
 		}
+	r->off_attr = r->n_attrs;
+	if (r->o->off_cpu) {
+		if (r->n_attrs == REC_EVENTS_MAX) {
+			say(r->o, "-e: more than %d perf events with --off-cpu's", REC_EVENTS_MAX);
+			return -1;
+		}
+		rec_offcpu_attr(&r->attrs[r->n_attrs], &base);
+		r->names[r->n_attrs++] = REC_OFFCPU_EVENT;
+	}
 	for (size_t k = 0; r->n_attrs > 1 && k < r->n_attrs; k++)
 		r->attrs[k].sample_type |= PERF_SAMPLE_IDENTIFIER;
 	return 0;
@@ -502,6 +536,11 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 					       st.event_samples[i]);
 		say(o, "%s", line);
 	}
+	if (o->off_cpu)
+		say(o, "off-CPU: %" PRIu64 " stacks where threads blocked, %.6f s blocked in all (%" PRIu64
+		    " of them still blocked at the end, counted until then); %" PRIu64 " preemptions left out; %" PRIu64
+		    " stacks whose switch records were lost (ring full) left out", st.off_cpu_samples,
+		    (double)st.off_cpu_ns * 1e-9, st.off_cpu_unfinished, st.off_cpu_preempted, st.off_cpu_unpaired);
 	if (st.kernel_samples)
 		say(o, "kernel frames in %" PRIu64 " samples; %" PRIu64 " kernel symbols kept (%" PRIu64
 			" bytes)", st.kernel_samples, st.kernel_symbols, st.kernel_symbol_bytes);
@@ -519,7 +558,8 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 int rec_record(const struct rec_options *o)
 {
 	struct recorder R = { .o = o, .self = getpid(),
-			      .live = { .lost = on_lost, .exit = on_exit_task, .warn = { warn_line, (void *)o } } };
+			      .live = { .lost = on_lost, .exit = on_exit_task, .context_switch = on_switch,
+					.warn = { warn_line, (void *)o } } };
 	struct recorder *r = &R;
 	int const attach = o->n_pids || o->n_tids;
 	int const cmd_only = o->argv && !attach && !o->all;
@@ -582,6 +622,7 @@ int rec_record(const struct rec_options *o)
 		hits |= r->evs[i].kind != REC_EV_SOFTWARE;
 		in_kernel |= rec_event_in_kernel(&r->evs[i]);
 	}
+	in_kernel |= o->off_cpu != 0; /* the context switch is taken in the kernel */
 	/* The events: kernel time too when permitted (the user stack of a
 	 * task in a system call is sampled as perf does), else user time.
 	 * A tracepoint or probe gives a sample per hit, as fast as the
@@ -623,7 +664,8 @@ int rec_record(const struct rec_options *o)
 			go = -1;
 			reap(child, &status);
 			child = -1;
-			/* Refused: the in-process sampler may take over (cpu-clock only). */
+			/* Refused: the in-process sampler may take over (cpu-clock
+			 * only; the caller refuses --off-cpu there, saying why). */
 			if ((rc == -EACCES || rc == -EPERM) && !r->n_table) {
 				ret = REC_REFUSED;
 				goto out;
@@ -654,7 +696,7 @@ int rec_record(const struct rec_options *o)
 				    "kernel.perf_event_paranoid; root sees them)");
 	struct ctf_writer_opts wo = { .sz = sizeof(wo), .zstd = o->zstd, .clock_offset_ns = o->clock_offset_ns,
 				     .sampler = "kernel", .kernel_frames = kframes,
-				     .events = r->n_table ? r->table : NULL, .n_events = r->n_table };
+				     .events = r->n_table ? r->table : NULL, .n_events = r->n_table, .off_cpu = o->off_cpu };
 	memcpy(wo.uuid, o->uuid, sizeof(wo.uuid));
 	if ((rc = ctf_writer_open(o->out, &wo, &r->w)) != 0) {
 		say(o, "cannot create the trace in %s: %s", o->out, strerror(-rc));
@@ -667,7 +709,7 @@ int rec_record(const struct rec_options *o)
 	if ((rc = rec_encoder_new(r->w, &eo, &r->enc)) != 0 ||
 	    (rc = su_perf_stream_new(&r->attrs[0], sizeof(r->attrs[0]), &cb, &r->live, &r->rst, &r->ps)) != 0)
 		goto fail;
-	for (size_t k = 0; r->n_table && k < r->n_attrs; k++) {
+	for (size_t k = 0; (r->n_table || r->n_attrs > 1) && k < r->n_attrs; k++) {
 		int const x = su_perf_stream_add_event(r->ps, &r->attrs[k], sizeof(r->attrs[k]), r->names[k]);
 		if (x < 0) {
 			rc = x;

@@ -28,6 +28,7 @@ struct rec_options {
 	int policy;               /* enum stackcap_policy */
 	int zstd, full_copy;
 	int user_only;            /* no kernel frames (else kept where kernel addresses are readable) */
+	int off_cpu;              /* also where threads block and for how long (record/offcpu.h) */
 	const pid_t *pids;        /* -p: processes to attach to */
 	size_t n_pids;
 	const pid_t *tids;        /* -t: threads to attach to */

@@ -16,6 +16,7 @@ noinst_PROGRAMS += \
 	testdata/tdata-nofp \
 	testdata/tdata-sigalt \
 	testdata/tdata-inline \
+	testdata/tdata-offcpu \
 	testdata/tdata-demo \
 	testdata/tdata-events
 
@@ -47,6 +48,11 @@ testdata_tdata_nofp_CFLAGS = $(AM_CFLAGS) $(TDATA_NOFP_CFLAGS)
 testdata_tdata_sigalt_SOURCES = testdata/sigalt.c testdata/tdata.h
 testdata_tdata_sigalt_CFLAGS = $(AM_CFLAGS) $(TDATA_CFLAGS)
 
+# Threads blocking in known functions (off-CPU time).
+testdata_tdata_offcpu_SOURCES = testdata/offcpu.c testdata/tdata.h
+testdata_tdata_offcpu_CFLAGS = $(AM_CFLAGS) $(TDATA_CFLAGS) -pthread
+testdata_tdata_offcpu_LDFLAGS = -pthread
+
 testdata_tdata_inline_SOURCES = testdata/inline.c testdata/tdata.h
 testdata_tdata_inline_CFLAGS = $(AM_CFLAGS) $(TDATA_INLINE_CFLAGS)
 
@@ -65,7 +71,7 @@ testdata_tdata_demo_CXXFLAGS = $(TDATA_CFLAGS)
 $(testdata_tdata_single_OBJECTS) $(testdata_tdata_threads_OBJECTS) \
 $(testdata_tdata_dlopen_OBJECTS) $(testdata_libtdata_plugin_la_OBJECTS) \
 $(testdata_tdata_recurse_OBJECTS) $(testdata_tdata_sigalt_OBJECTS) \
-$(testdata_tdata_events_OBJECTS): CFLAGS += $(TDATA_CFLAGS)
+$(testdata_tdata_events_OBJECTS) $(testdata_tdata_offcpu_OBJECTS): CFLAGS += $(TDATA_CFLAGS)
 $(testdata_tdata_nofp_OBJECTS): CFLAGS += $(TDATA_NOFP_CFLAGS)
 $(testdata_tdata_inline_OBJECTS): CFLAGS += $(TDATA_INLINE_CFLAGS)
 $(testdata_tdata_demo_OBJECTS): CXXFLAGS += $(TDATA_CFLAGS)

@@ -194,8 +194,8 @@ if want eintr; then
 	for opts in "" "--zstd" "--full-copy" "--policy f1" "--no-fork" "--stack-cap 512"; do
 		name=sleepers$(echo "$opts" | tr -d ' -')
 		REC_OPTS=$opts scenario "$name" 10000 sleepers 300
-		check "$name: no nanosleep, poll or epoll_wait failed under record${opts:+ $opts}" \
-			grep -q "failed: nanosleep 0, poll 0, epoll_wait 0$" "$work/$name/rec.out"
+		check "$name: no nanosleep, poll, epoll_wait or read failed under record${opts:+ $opts}" \
+			grep -q "failed: nanosleep 0, poll 0, epoll_wait 0, read 0$" "$work/$name/rec.out"
 	done
 	"$STACKCAP" record --wall-clock -o "$work/wall.trace" -- "$P" sleepers 10 >"$work/wall.out" 2>"$work/wall.err"
 	wrc=$?

@@ -101,6 +101,7 @@ static const struct {
 	{ "process_end", RAW_PROCESS_END },
 	{ "kernel_chain", RAW_KERNEL_CHAIN },
 	{ "kernel_symbols", RAW_KERNEL_SYMBOLS },
+	{ "off_cpu", RAW_OFF_CPU },
 };
 
 int su_bt2_stackcap_kind(const char *name)
@@ -261,6 +262,9 @@ int su_bt2_stackcap_event(const bt_message *msg, enum raw_kind kind, struct raw_
 		return kernel_chain_of(pl, ev, blob, cap);
 	case RAW_KERNEL_SYMBOLS:
 		return kernel_symbols_of(pl, ev);
+	case RAW_OFF_CPU:
+		ev->off_cpu_ns = su_bt2_u64_or(pl, "duration", 0);
+		return 0;
 	case RAW_DROPS:
 		ev->drop_tid = (uint32_t)su_bt2_u64_or(pl, "tid", 0);
 		ev->drops_total = su_bt2_u64_or(pl, "ring_full", 0) + su_bt2_u64_or(pl, "nested", 0) +

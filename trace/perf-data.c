@@ -60,7 +60,7 @@ enum { F_TOTAL_TIME_ENABLED = 1, F_TOTAL_TIME_RUNNING = 2, F_ID = 4, F_GROUP = 8
 
 enum {
 	R_MMAP = 1, R_LOST = 2, R_COMM = 3, R_EXIT = 4, R_THROTTLE = 5, R_FORK = 7, R_SAMPLE = 9,
-	R_MMAP2 = 10, R_LOST_SAMPLES = 13,
+	R_MMAP2 = 10, R_LOST_SAMPLES = 13, R_SWITCH = 14, R_SWITCH_CPU_WIDE = 15,
 	R_FINISHED_ROUND = 68, R_AUXTRACE = 71, R_COMPRESSED = 81,
 };
 #define MISC_CPUMODE_MASK 7u
@@ -1066,6 +1066,25 @@ static void lost_told(struct pr *r, const uint8_t *rec, size_t len, uint64_t n, 
 	r->cb_rc = r->live_cb->lost(r->cb->arg, pid, tid, n, throttled);
 }
 
+/* A live stream's context switch (PERF_RECORD_SWITCH, or _CPU_WIDE for
+ * a CPU's events), told with the pid and tid of its sample_id trailer:
+ * the task switched in or out. */
+static void switch_told(struct pr *r, const uint8_t *rec, size_t len)
+{
+	if (!r->live_cb || !r->live_cb->context_switch || r->cb_rc)
+		return;
+	const struct attr *a = record_attr(r, rec, len);
+	size_t const tl = trailer_size(a);
+	if (!tl || !(a->sample_type & S_TID) || !(a->sample_type & S_TIME) || len < 8 + tl)
+		return;
+	uint16_t const misc = su_ld16(rec + 4);
+	int const out = !!(misc & (1u << 13));       /* PERF_RECORD_MISC_SWITCH_OUT */
+	int const preempted = !!(misc & (1u << 14)); /* PERF_RECORD_MISC_SWITCH_OUT_PREEMPT */
+	const uint8_t *const id = rec + len - tl;
+	r->cb_rc = r->live_cb->context_switch(r->cb->arg, su_ld32(id), su_ld32(id + 4), su_ld64(id + 8), out,
+					      preempted);
+}
+
 static void deliver(struct pr *r, const uint8_t *rec, size_t len)
 {
 	switch (su_ld32(rec)) {
@@ -1089,6 +1108,10 @@ static void deliver(struct pr *r, const uint8_t *rec, size_t len)
 		break;
 	case R_THROTTLE:
 		lost_told(r, rec, len, 0, 1);
+		break;
+	case R_SWITCH:
+	case R_SWITCH_CPU_WIDE: /* -a: the same, with the other task's ids (not needed) */
+		switch_told(r, rec, len);
 		break;
 	default: break; /* KSYMBOL, BPF_EVENT...: nothing for user stacks */
 	}

@@ -49,6 +49,10 @@ struct su_perf_stream_callbacks {
 	int (*exit)(void *arg, uint32_t pid, uint32_t tid);
 	/* Where the stream's warnings go (zeroed: none). */
 	struct su_warn_hook warn;
+	/* A context switch of PID/TID at TIME (PERF_RECORD_SWITCH: events
+	 * opened with context_switch): switched in, or OUT; PREEMPTED: out
+	 * while still runnable (PERF_RECORD_MISC_SWITCH_OUT_PREEMPT). */
+	int (*context_switch)(void *arg, uint32_t pid, uint32_t tid, uint64_t time, int out, int preempted);
 };
 
 /* ATTR: the struct perf_event_attr the events were opened with (ATTR_LEN

@@ -24,6 +24,7 @@ enum raw_kind {
 	RAW_RUNTIME_FRAMES,       /* version 2: the runtime frames of the next sample */
 	RAW_KERNEL_CHAIN,         /* the kernel call chain of the next sample */
 	RAW_KERNEL_SYMBOLS,       /* the trace's kernel symbols */
+	RAW_OFF_CPU,              /* version 5: the next sample is off-CPU time */
 };
 
 /* One event, in time order.  Pointers are valid during the call only,
@@ -58,6 +59,8 @@ struct raw_event {
 	/* RAW_KERNEL_CHAIN: blob holds blob_len / 8 little-endian u64s.
 	 * RAW_KERNEL_SYMBOLS: malloc'ed (su_kernel_free); the core takes it. */
 	struct su_kernel *kernel;
+	/* RAW_OFF_CPU: the time the thread stayed blocked. */
+	uint64_t off_cpu_ns;
 };
 
 /* Free K, its symbols and names (NULL: no-op). */

@@ -30,10 +30,10 @@
 #define TS27_MASK ((UINT64_C(1) << 27) - 1)
 
 enum { EV_PROCESS_START = 0, EV_MAPS, EV_DROPS, EV_PROCESS_END, EV_RUNTIME, EV_RUNTIME_CODE, EV_KERNEL_SYMBOLS };
-enum { EV_SAMPLE = 0, EV_SAMPLE_FULL, EV_SAMPLE_SEGMENT, EV_RUNTIME_FRAMES, EV_KERNEL_CHAIN, EV_EVENT_SAMPLE };
+enum { EV_SAMPLE = 0, EV_SAMPLE_FULL, EV_SAMPLE_SEGMENT, EV_RUNTIME_FRAMES, EV_KERNEL_CHAIN, EV_EVENT_SAMPLE, EV_OFF_CPU };
 /* Every version's events included (a version-1 trace has none of the
  * later ones). */
-static const unsigned n_event_ids[2] = { 7, 6 };
+static const unsigned n_event_ids[2] = { 7, 7 };
 
 enum next_item { NEXT_NONE, NEXT_EVENT, NEXT_DISCARDED };
 
@@ -651,6 +651,16 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 		ev.blob = p + 4;
 		ev.blob_len = (size_t)n * 8;
 		f->pos = (size_t)(p + 4 + ev.blob_len - f->buf);
+		return emit(ctx, &ev);
+	}
+	if (f->kind == 1 && f->ev_id == EV_OFF_CPU) {
+		if (end - p < 8) {
+			defect(s, f, at, "cut off_cpu event");
+			return 0;
+		}
+		ev.kind = RAW_OFF_CPU;
+		ev.off_cpu_ns = su_ld64(p);
+		f->pos = (size_t)(p + 8 - f->buf);
 		return emit(ctx, &ev);
 	}
 	if (f->kind == 1 && f->ev_id == EV_EVENT_SAMPLE) {

@@ -74,6 +74,9 @@ struct thread_state {
 	size_t kc_cap;
 	uint64_t kc_ts;
 	int kc_pending;
+	uint64_t oc_ns;             /* off-CPU time of the next sample */
+	uint64_t oc_ts;
+	int oc_pending;
 };
 
 struct reader {
@@ -98,7 +101,7 @@ struct reader {
 	struct su_maps *last_maps;   /* what on_maps stored (push mode tells cb->maps) */
 	int warned_blob;             /* the first undecodable blob was named */
 	struct su_kernel *kernel;    /* the trace's kernel symbols, or NULL */
-	char **events;               /* version 4: the event table (metadata env), or NULL */
+	char **events;               /* versions 4, 5: the event table (metadata env), or NULL */
 	size_t n_events;
 	int warned_event;            /* a sample named an event beyond the table */
 };
@@ -326,6 +329,20 @@ static int on_kernel_symbols(struct reader *r, const struct raw_event *ev)
 	for (size_t i = 0; i < r->n_sections; i++)
 		for (size_t j = 0; j < r->sections[i].n_maps; j++)
 			r->sections[i].maps[j]->kernel = r->kernel;
+	return 0;
+}
+
+/* Held until the sample of the same time that follows it. */
+static int on_off_cpu(struct reader *r, const struct raw_event *ev)
+{
+	if (r->opts && ((r->opts->pid && r->opts->pid != ev->pid) || (r->opts->tid && r->opts->tid != ev->tid)))
+		return 0;
+	struct thread_state *t = thread_get(r, ev->pid, ev->tid);
+	if (!t)
+		return -ENOMEM;
+	t->oc_ns = ev->off_cpu_ns;
+	t->oc_ts = ev->ts;
+	t->oc_pending = ev->off_cpu_ns != 0;
 	return 0;
 }
 
@@ -765,7 +782,9 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 	int const has_seg = t->seg_pending && t->seg_ts == ts;
 	int const has_rt = t->rt_pending && t->rt_ts == ts;
 	int const has_kc = t->kc_pending && t->kc_ts == ts;
+	int const has_oc = t->oc_pending && t->oc_ts == ts;
 	t->kc_pending = 0;
+	t->oc_pending = 0;
 	t->full_pending = 0;
 	t->seg_pending = 0;
 	t->rt_pending = 0;
@@ -792,6 +811,7 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 		.kernel_chain = has_kc ? t->kc : NULL,
 		.n_kernel_chain = has_kc ? t->kc_n : 0,
 		.event = sample_event_name(r, ev),
+		.off_cpu_ns = has_oc ? t->oc_ns : 0,
 	};
 	int const crc = r->cb->sample(r->cb->arg, &s);
 	if (crc)
@@ -819,6 +839,10 @@ static int on_event(void *ctx, const struct raw_event *ev)
 	case RAW_KERNEL_CHAIN:
 		if (r->pass & PASS_SAMPLES)
 			rc = on_kernel_chain(r, ev);
+		break;
+	case RAW_OFF_CPU:
+		if (r->pass & PASS_SAMPLES)
+			rc = on_off_cpu(r, ev);
 		break;
 	case RAW_KERNEL_SYMBOLS:
 		if (r->pass & PASS_PROCESS)
@@ -907,8 +931,8 @@ static int check_metadata(const char *dir, char *msg, size_t msglen)
 		snprintf(msg, msglen, "%s is not a stackcap trace (its metadata does not name tracer \"stackcap\")", dir);
 		return -EINVAL;
 	}
-	if (version < 1 || version > 4) {
-		snprintf(msg, msglen, "%s: stackcap trace format version %ld not supported (this reader knows 1 to 4)",
+	if (version < 1 || version > 5) {
+		snprintf(msg, msglen, "%s: stackcap trace format version %ld not supported (this reader knows 1 to 5)",
 			 dir, version);
 		return -EINVAL;
 	}
@@ -935,8 +959,8 @@ int su_stackcap_trace_sampler(const char *dir, char *buf, size_t len)
 	return found;
 }
 
-/* The event table of DIR's metadata (version 4: env.stackcap_events and
- * env.stackcap_event_I, docs/trace-format.md): *OUT holds N names, or
+/* The event table of DIR's metadata (versions 4, 5: env.stackcap_events
+ * and env.stackcap_event_I, docs/trace-format.md): *OUT holds N names, or
  * none.  0 or -ENOMEM. */
 static int read_event_table(const char *dir, char ***out, size_t *n)
 {

@@ -143,6 +143,10 @@ struct su_sample {
 	 * event (a stackcap trace's cpu-clock; a perf.data file's, unnamed).
 	 * su_sample_event() names both. */
 	const char *event;
+	/* Off-CPU time (stackcap record --off-cpu): nonzero, the stack is
+	 * where the thread blocked and this many ns passed until it ran
+	 * again; 0: an ordinary (on-CPU) sample. */
+	uint64_t off_cpu_ns;
 };
 
 /* The name of S's event: its own, or "cpu-clock", what every trace

@@ -457,17 +457,34 @@ static void *sleepers_burner(void *arg)
 	return NULL;
 }
 
-/* N rounds of nanosleep, poll and epoll_wait of 1 ms each, between units
- * of work, with a thread working meanwhile: none may fail (EINTR). */
+/* Writes a byte to the pipe every 1 ms until told to stop. */
+static void *sleepers_ticker(void *arg)
+{
+	int const fd = *(int *)arg;
+	while (!sleepers_stop) {
+		struct timespec ts = { 0, 1000000 };
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+			;
+		if (write(fd, "t", 1) != 1)
+			break;
+	}
+	return NULL;
+}
+
+/* N rounds of nanosleep, poll and epoll_wait of 1 ms each and a read of a
+ * pipe another thread feeds every 1 ms, between units of work, with a
+ * thread working meanwhile: none may fail (EINTR). */
 static int mode_sleepers(int n)
 {
 	int const ep = epoll_create1(EPOLL_CLOEXEC);
-	if (ep < 0)
+	int p[2];
+	if (ep < 0 || pipe2(p, O_CLOEXEC))
 		return 1;
-	pthread_t th;
-	if (pthread_create(&th, NULL, sleepers_burner, NULL) != 0)
+	pthread_t th, tick;
+	if (pthread_create(&th, NULL, sleepers_burner, NULL) != 0 ||
+	    pthread_create(&tick, NULL, sleepers_ticker, &p[1]) != 0)
 		return 1;
-	int fail_nanosleep = 0, fail_poll = 0, fail_epoll = 0;
+	int fail_nanosleep = 0, fail_poll = 0, fail_epoll = 0, fail_read = 0;
 	for (int i = 0; i < n; i++) {
 		work((uint64_t)i, 2);
 		struct timespec ts = { 0, 1000000 };
@@ -475,12 +492,17 @@ static int mode_sleepers(int n)
 		fail_poll += poll(NULL, 0, 1) != 0;
 		struct epoll_event ev;
 		fail_epoll += epoll_wait(ep, &ev, 1, 1) != 0;
+		char c;
+		fail_read += read(p[0], &c, 1) != 1;
 	}
 	sleepers_stop = 1;
 	pthread_join(th, NULL);
+	pthread_join(tick, NULL);
 	close(ep);
-	printf("sleepers: %d rounds; failed: nanosleep %d, poll %d, epoll_wait %d\n", n, fail_nanosleep,
-	       fail_poll, fail_epoll);
+	close(p[0]);
+	close(p[1]);
+	printf("sleepers: %d rounds; failed: nanosleep %d, poll %d, epoll_wait %d, read %d\n", n, fail_nanosleep,
+	       fail_poll, fail_epoll, fail_read);
 	return 0;
 }
 

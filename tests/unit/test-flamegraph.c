@@ -89,6 +89,32 @@ START_TEST(invalid_names_sanitized)
 }
 END_TEST
 
+/* Counts of time (unit "us") and off-CPU frames (FLAME_OFF_CPU_MARK): the
+ * unit in the subtitle and titles, the marked frames blue. */
+START_TEST(off_cpu_time)
+{
+	struct flame_stack st[] = {
+		{ "p;main\x1fm;read_[o]\x1fm", 1500 },
+		{ "p;main\x1fm;work\x1fm", 500 },
+	};
+	struct flame_opts o = { .min_width = -1, .unit = "us" };
+	char *svg = svg_of(st, 2, &o, NULL);
+	ck_assert_ptr_nonnull(strstr(svg, ">2000 us"));
+	const char *rd = frame_line(svg, "read_[o] (m) \xe2\x80\x94 1500 us, 75.00%");
+	const char *wk = frame_line(svg, "work (m) \xe2\x80\x94 500 us, 25.00%");
+	ck_assert_ptr_nonnull(rd);
+	ck_assert_ptr_nonnull(wk);
+	/* Blue: more blue than red in the off-CPU frame's fill. */
+	unsigned r = 0, g = 0, b = 0;
+	const char *fill = strstr(rd, "fill=\"rgb(");
+	ck_assert_ptr_nonnull(fill);
+	ck_assert_int_eq(sscanf(fill, "fill=\"rgb(%u,%u,%u)", &r, &g, &b), 3);
+	ck_assert_uint_gt(b, r);
+	ck_assert_uint_eq(count_of(svg, " sample"), 0);
+	free(svg);
+}
+END_TEST
+
 START_TEST(counts_and_nesting)
 {
 	struct flame_stack st[] = {
@@ -221,6 +247,7 @@ static Suite *flamegraph_suite(void)
 	TCase *tc = tcase_create("svg");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, escapes_markup);
+	tcase_add_test(tc, off_cpu_time);
 	tcase_add_test(tc, invalid_names_sanitized);
 	tcase_add_test(tc, counts_and_nesting);
 	tcase_add_test(tc, reverse_merges_from_leaf);

@@ -3,6 +3,7 @@
  * characters, C1 controls, ill-formed UTF-8 as \xHH; clean text as it is,
  * by pointer) and export/folded.c's lines and counts.  TAP through Check. */
 #include <check.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,6 +141,37 @@ START_TEST(folded_counts_sorted)
 }
 END_TEST
 
+/* Off-CPU folded lines: each frame marked (the root not), and lines
+ * weighed by their trailing count ("STACK N"). */
+START_TEST(folded_off_cpu)
+{
+	struct text t = { 0 };
+	struct folded_opts o = { .modules = 1, .off_cpu_mark = 1 };
+	folded_root(&t, &o, "c", 1, 2, NULL);
+	folded_function(&t, &o, "f", "/lib/libx.so");
+	folded_address(&t, &o, "/usr/bin/prog", 0x10);
+	folded_unknown(&t);
+	char const want[] = "c;f_[o]\x1flibx.so;prog+0x10_[o]\x1fprog;[unknown]";
+	ck_assert_uint_eq(t.len, sizeof(want) - 1);
+	ck_assert_int_eq(memcmp(t.buf, want, t.len), 0);
+	free(t.buf);
+
+	struct folded_counts c = { 0 };
+	char const lines[] = "a;read 800000\nb;x y 5\na;read 1\n";
+	ck_assert_int_eq(folded_counts_add_weighted_lines(&c, lines, sizeof(lines) - 1), 0);
+	ck_assert_uint_eq(folded_counts_sort(&c), 2);
+	ck_assert_str_eq(c.tab[0].stack, "a;read");
+	ck_assert_uint_eq(c.tab[0].count, 800001);
+	ck_assert_str_eq(c.tab[1].stack, "b;x y"); /* a name with a space: the count is the last word */
+	ck_assert_uint_eq(c.tab[1].count, 5);
+	char const bad[] = "a;read\n";
+	ck_assert_int_eq(folded_counts_add_weighted_lines(&c, bad, sizeof(bad) - 1), -EINVAL);
+	char const bad2[] = "a;read 12x\n";
+	ck_assert_int_eq(folded_counts_add_weighted_lines(&c, bad2, sizeof(bad2) - 1), -EINVAL);
+	folded_counts_free(&c);
+}
+END_TEST
+
 static Suite *resolve_suite(void)
 {
 	Suite *s = suite_create("resolve");
@@ -150,6 +182,7 @@ static Suite *resolve_suite(void)
 	tcase_add_test(tc, resolver_keeps_one_copy);
 	tcase_add_test(tc, folded_line);
 	tcase_add_test(tc, folded_counts_sorted);
+	tcase_add_test(tc, folded_off_cpu);
 	suite_add_tcase(s, tc);
 	return s;
 }

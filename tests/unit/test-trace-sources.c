@@ -414,6 +414,9 @@ struct tb {
 	int n;
 };
 
+/* Writers opened by tb_open declare the off_cpu event (version 5). */
+static int tb_off_cpu;
+
 static void tb_open(struct tb *t, int zstd, size_t packet_size)
 {
 	memset(t, 0, sizeof(*t));
@@ -421,7 +424,8 @@ static void tb_open(struct tb *t, int zstd, size_t packet_size)
 	t->dir = xasprintf("%s/stackcap-src-XXXXXX", base && *base ? base : "/tmp");
 	ck_assert_ptr_nonnull(mkdtemp(t->dir));
 	t->zstd = zstd;
-	struct ctf_writer_opts o = { .sz = sizeof(o), .zstd = zstd, .packet_size = packet_size };
+	struct ctf_writer_opts o = { .sz = sizeof(o), .zstd = zstd, .packet_size = packet_size,
+				     .off_cpu = tb_off_cpu };
 	memcpy(o.uuid, test_uuid, 16);
 	ck_assert_int_eq(ctf_writer_open(t->dir, &o, &t->w), 0);
 }
@@ -815,6 +819,15 @@ END_TEST
 
 static struct stackcap_code_ranges code_ranges;
 
+/* CODE_RANGES: the 4 code ranges write_maps(..., 4) records. */
+static void init_code_ranges(void)
+{
+	struct stackcap_code_range rl[4];
+	for (uint32_t i = 0; i < 4; i++)
+		rl[i] = (struct stackcap_code_range){ 0x400000 + i * 0x10000, 0x400000 + i * 0x10000 + 0x8000, i };
+	ck_assert_int_eq(stackcap_code_ranges_init(&code_ranges, rl, 4), 0);
+}
+
 struct sample_log {
 	size_t n;
 	uint64_t hash;
@@ -845,10 +858,7 @@ START_TEST(t_reader_core)
 	int s1 = tb_stream(&t, 1, "samples-77-1", 77);
 	tb_process_start(&t, p, T0, 1, "core", "/core");
 	write_maps(&t, p, T0, 1, 4);
-	struct stackcap_code_range rl[4];
-	for (uint32_t i = 0; i < 4; i++)
-		rl[i] = (struct stackcap_code_range){ 0x400000 + i * 0x10000, 0x400000 + i * 0x10000 + 0x8000, i };
-	ck_assert_int_eq(stackcap_code_ranges_init(&code_ranges, rl, 4), 0);
+	init_code_ranges();
 	uint64_t words[64], regs[STACKCAP_NREGS] = { 0 };
 	uint8_t blob[STACKCAP_CODEC_BOUND(64)];
 	for (int i = 0; i < 300; i++) {
@@ -911,11 +921,13 @@ START_TEST(t_reader_core)
 END_TEST
 
 /* Version 4 (stackcap record -e): the event table in the metadata and
- * event_sample; both sources name each sample's event alike. */
+ * event_sample; both sources name each sample's event alike.  With the
+ * off_cpu event too (-e with --off-cpu: version 5), an off-CPU sample
+ * keeps its event's name and carries its duration. */
 struct event_log {
 	char names[64][32];
 	size_t n;
-	uint64_t per[3], unnamed;
+	uint64_t per[3], unnamed, off, off_other, off_sum;
 };
 
 static int on_sample_event(void *arg, const struct su_sample *s)
@@ -929,6 +941,11 @@ static int on_sample_event(void *arg, const struct su_sample *s)
 		snprintf(l->names[l->n++], sizeof(l->names[0]), "%s", s->event);
 	for (int i = 0; i < 3; i++)
 		l->per[i] += !strcmp(s->event, (const char *const[]){ "sys:enter", "cpu-clock", "sdt:p:n" }[i]);
+	if (s->off_cpu_ns) {
+		l->off++;
+		l->off_sum += s->off_cpu_ns;
+		l->off_other += strcmp(s->event, "sdt:p:n") != 0;
+	}
 	return 0;
 }
 
@@ -940,7 +957,9 @@ START_TEST(t_events)
 	const char *base = getenv("TMPDIR");
 	t.dir = xasprintf("%s/stackcap-src-XXXXXX", base && *base ? base : "/tmp");
 	ck_assert_ptr_nonnull(mkdtemp(t.dir));
-	struct ctf_writer_opts o = { .sz = sizeof(o), .zstd = _i, .packet_size = 1024, .events = table, .n_events = 3 };
+	int const zstd = _i & 1, off = _i >> 1; /* off: the off_cpu event declared too */
+	struct ctf_writer_opts o = { .sz = sizeof(o), .zstd = zstd, .packet_size = 1024, .events = table, .n_events = 3,
+				     .off_cpu = off };
 	memcpy(o.uuid, test_uuid, 16);
 	ck_assert_int_eq(ctf_writer_open(t.dir, &o, &t.w), 0);
 	int p = tb_stream(&t, 0, "proc-77-0", 77);
@@ -953,6 +972,7 @@ START_TEST(t_events)
 	ck_assert_int_eq(stackcap_code_ranges_init(&code_ranges, rl, 4), 0);
 	uint64_t words[16], regs[STACKCAP_NREGS] = { 0 };
 	uint8_t blob[STACKCAP_CODEC_BOUND(16)];
+	uint64_t want = 0;
 	for (int i = 0; i < 60; i++) {
 		uint64_t const sp = 0x7ffd0000;
 		for (int w = 0; w < 16; w++)
@@ -963,6 +983,13 @@ START_TEST(t_events)
 			.ranges = &code_ranges, .policy = STACKCAP_POLICY_F2, .encoding = STACKCAP_WORDS_RELATIVE };
 		size_t const n = stackcap_codec_encode(blob, sizeof(blob), &in);
 		ck_assert(!stackcap_codec_is_error(n));
+		/* Every sdt:p:n sample is off-CPU time when the event is declared;
+		 * refused otherwise. */
+		if (i % 3 == 2) {
+			ck_assert_int_eq(ctf_stream_off_cpu(t.st[s0].s, T0 + 100 + (uint64_t)i * 1000, 78,
+							    5000 + (uint64_t)i), off ? 0 : -EINVAL);
+			want += off ? 5000 + (uint64_t)i : 0;
+		}
 		ck_assert_int_eq(ctf_stream_event_sample(t.st[s0].s, T0 + 100 + (uint64_t)i * 1000, 78, (uint32_t)(i % 3),
 							 1, blob, n), 0);
 	}
@@ -975,7 +1002,7 @@ START_TEST(t_events)
 	FILE *f = fopen(meta, "r");
 	int v4 = 0, named = 0;
 	while (f && fgets(line, sizeof(line), f)) {
-		v4 |= strstr(line, "stackcap_trace_version = 4;") != NULL;
+		v4 |= strstr(line, off ? "stackcap_trace_version = 5;" : "stackcap_trace_version = 4;") != NULL;
 		named |= strstr(line, "stackcap_event_2 = \"sdt:p:n\";") != NULL;
 	}
 	if (f)
@@ -992,6 +1019,11 @@ START_TEST(t_events)
 	ck_assert_int_eq(su_stackcap_trace_read(t.dir, &ob, &cbb, &sb, err, sizeof(err)), 0);
 	ck_assert_uint_eq(sn.samples, 60);
 	ck_assert_uint_eq(ln.unnamed, 0);
+	ck_assert_uint_eq(ln.off, off ? 20 : 0);
+	ck_assert_uint_eq(lb.off, ln.off);
+	ck_assert_uint_eq(ln.off_sum, want);
+	ck_assert_uint_eq(lb.off_sum, want);
+	ck_assert_uint_eq(ln.off_other + lb.off_other, 0);
 	for (int i = 0; i < 3; i++) {
 		ck_assert_uint_eq(ln.per[i], 20);
 		ck_assert_uint_eq(lb.per[i], 20);
@@ -1001,6 +1033,88 @@ START_TEST(t_events)
 		ck_assert_str_eq(ln.names[i], table[i % 3]);
 		ck_assert_str_eq(lb.names[i], ln.names[i]);
 	}
+	tb_free(&t);
+}
+END_TEST
+
+struct off_log {
+	size_t n, off;
+	uint64_t sum;
+};
+
+static int on_sample_off(void *arg, const struct su_sample *s)
+{
+	struct off_log *l = arg;
+	l->n++;
+	l->off += s->off_cpu_ns != 0;
+	l->sum += s->off_cpu_ns;
+	return 0;
+}
+
+/* Off-CPU stacks (format version 5): a sample after an off_cpu event of
+ * its time carries the duration, through both sources, every other sample
+ * none; a writer that did not declare the event refuses it. */
+START_TEST(t_off_cpu)
+{
+	struct tb t;
+	tb_off_cpu = 1;
+	tb_open(&t, _i, 1024);
+	tb_off_cpu = 0;
+	int p = tb_stream(&t, 0, "proc-55-0", 55);
+	int s0 = tb_stream(&t, 1, "samples-55-0", 55);
+	tb_process_start(&t, p, T0, 1, "off", "/off");
+	write_maps(&t, p, T0, 1, 4);
+	init_code_ranges();
+	uint64_t words[16], regs[STACKCAP_NREGS] = { 0 }, want = 0;
+	uint8_t blob[STACKCAP_CODEC_BOUND(16)];
+	for (int i = 0; i < 100; i++) {
+		uint64_t const sp = 0x7ffd0000;
+		for (int w = 0; w < 16; w++)
+			words[w] = 0x400000 + (uint64_t)(w * 16 + i);
+		regs[STACKCAP_REG_RIP] = 0x410000 + (uint64_t)i;
+		regs[STACKCAP_REG_RSP] = sp;
+		struct stackcap_codec_input in = {
+			.words = words, .nwords = 16, .sp = sp, .regs = regs, .ranges = &code_ranges,
+			.policy = STACKCAP_POLICY_F2, .encoding = STACKCAP_WORDS_RELATIVE,
+		};
+		size_t const n = stackcap_codec_encode(blob, sizeof(blob), &in);
+		ck_assert(!stackcap_codec_is_error(n));
+		uint64_t const ts = T0 + 100 + (uint64_t)i * 1000;
+		if (i % 3 == 0) {
+			ck_assert_int_eq(ctf_stream_off_cpu(t.st[s0].s, ts, 56, 1000000 + (uint64_t)i), 0);
+			want += 1000000 + (uint64_t)i;
+		}
+		tb_sample(&t, s0, RAW_SAMPLE, ts, 56, 1, blob, n);
+	}
+	tb_end(&t, p, T0 + 10000000);
+	tb_close(&t);
+	char meta[512], text[8192];
+	snprintf(meta, sizeof(meta), "%s/metadata", t.dir);
+	FILE *f = fopen(meta, "r");
+	ck_assert_ptr_nonnull(f);
+	size_t const ml = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[ml] = 0;
+	ck_assert_ptr_nonnull(strstr(text, "stackcap_trace_version = 5;"));
+	for (int src = 0; src < 2; src++) {
+		struct off_log l = { 0 };
+		struct su_reader_callbacks cb = { .arg = &l, .sample = on_sample_off };
+		struct su_reader_opts o = { .source = src ? SU_READER_BABELTRACE2 : SU_READER_NATIVE };
+		struct su_reader_stats st;
+		char err[256];
+		ck_assert_int_eq(su_stackcap_trace_read(t.dir, &o, &cb, &st, err, sizeof(err)), 0);
+		ck_assert_uint_eq(l.n, 100);
+		ck_assert_uint_eq(l.off, 34);
+		ck_assert_uint_eq(l.sum, want);
+		ck_assert_uint_eq(st.bad_blobs, 0);
+	}
+	tb_free(&t);
+
+	/* Not declared: refused, nothing written. */
+	tb_open(&t, _i, 1024);
+	int q = tb_stream(&t, 1, "samples-56-0", 56);
+	ck_assert_int_eq(ctf_stream_off_cpu(t.st[q].s, T0, 57, 1), -EINVAL);
+	tb_close(&t);
 	tb_free(&t);
 }
 END_TEST
@@ -1521,7 +1635,8 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, t_big_events, 0, 2);
 	tcase_add_loop_test(tc, t_discarded, 0, 2);
 	tcase_add_loop_test(tc, t_reader_core, 0, 2);
-	tcase_add_loop_test(tc, t_events, 0, 2);
+	tcase_add_loop_test(tc, t_events, 0, 4);
+	tcase_add_loop_test(tc, t_off_cpu, 0, 2);
 	suite_add_tcase(s, tc);
 	TCase *td = tcase_create("damage");
 	tcase_set_timeout(td, 120);
