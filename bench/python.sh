@@ -7,9 +7,12 @@
 # samples, the extra CPU time per sample that --python
 # costs (the runtime unwinder in the handler plus the writer's code-object
 # descriptions), and bytes per sample on disk.  docs/BENCHMARKS.md keeps the
-# figures.
+# figures.  With a second build BASEDIR (e.g. the commit before a change),
+# each depth also runs BASEDIR's --python, in the same loop, and prints its
+# extra cost per sample beside ours.
 set -eu
-B=${1:?usage: bench/python.sh BUILDDIR}
+B=${1:?usage: bench/python.sh BUILDDIR [BASEDIR]}
+BASE=${2:-}
 PY=/usr/bin/python3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -49,6 +52,14 @@ for d in 10 50 200; do
 	run "$work/plain" $PY "$work/depth.py" $d
 	run "$work/off" "$B/cli/stackcap" record -F 999 -o "$work/t.trace" -- $PY "$work/depth.py" $d
 	run "$work/on" "$B/cli/stackcap" record --python -F 999 -o "$work/t.trace" -- $PY "$work/depth.py" $d
+	if [ -n "$BASE" ]; then
+		run "$work/base" "$BASE/cli/stackcap" record --python -F 999 -o "$work/t.trace" -- $PY "$work/depth.py" $d
+		read -r oc os _ <"$work/off"
+		read -r bc bs bb <"$work/base"
+		awk -v d=$d -v oc=$oc -v os=$os -v bc=$bc -v bs=$bs -v bb=$bb 'BEGIN {
+			printf "%-6d base --python %s/%s: %.1f us extra per sample; %.1f B/sample\n", d, bc, bs,
+				bs ? (bc - oc) / bs * 1e6 : 0, bs ? bb / bs : 0 }'
+	fi
 	read -r pc _ _ <"$work/plain"
 	read -r oc os ob <"$work/off"
 	read -r nc ns nb <"$work/on"

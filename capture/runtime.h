@@ -59,7 +59,7 @@
 #define CAPTURE_RT_MAX_FRAMES 256
 #define CAPTURE_RT_MAX_BYTES 4096
 #define CAPTURE_RT_FIXED_READS 8
-#define CAPTURE_RT_SCRATCH (40 * 1024)
+#define CAPTURE_RT_SCRATCH (72 * 1024)
 
 /* Runtime ids in the trace (`runtime` field of the runtime events). */
 enum capture_rt_kind {
