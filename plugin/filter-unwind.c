@@ -21,7 +21,8 @@
  *
  * Events reach the reader core one at a time (trace/reader-push.h).  A
  * sample may come before the maps of its generation (the writer stamps a
- * snapshot when it writes it), a user's event before its sample: such a
+ * snapshot when it writes it), a sample's runtime frames before the
+ * runtime_code events that name them, a user's event before its sample: such a
  * message and every message after it wait in a queue until what they
  * wait for arrives, or until the trace time has moved WAIT_NS past them,
  * or the queue holds MAX_QUEUE messages, or the input ends; then a sample
@@ -410,7 +411,10 @@ static int fill_sample(struct unwind_iter *it, bt_message *msg, const struct su_
 		fo.module = r.module_name;
 		fo.offset = r.elf_addr;
 		for (size_t k = it->comp->no_inline ? r.nsym - 1 : 0; k < r.nsym; k++) {
-			fo.function = r.sym[k].function ? r.sym[k].function : "[unknown]";
+			/* A runtime frame whose code object was never described
+			 * is named as stackunwind folded names it. */
+			fo.function = r.sym[k].function ? r.sym[k].function
+				    : r.kind == SU_RESOLVED_PYTHON ? "[unknown python code]" : "[unknown]";
 			fo.file = r.sym[k].file ? r.sym[k].file : "";
 			fo.line = r.sym[k].line;
 			fo.inlined = k + 1 < r.nsym;
@@ -536,7 +540,9 @@ static int resolve(struct unwind_iter *it, int force)
 		struct qitem *qi = &it->q[(it->qhead + i) % it->qcap];
 		if (!qi->pending)
 			continue;
-		if (!force && !su_reader_can_decode(it->reader, &qi->ev) &&
+		int const ready = qi->ev.kind == RAW_RUNTIME_FRAMES ? su_reader_can_name_runtime(it->reader, &qi->ev)
+								   : su_reader_can_decode(it->reader, &qi->ev);
+		if (!force && !ready &&
 		    it->last_ts < qi->ev.ts + WAIT_NS && it->qlen < MAX_QUEUE)
 			break;
 		int rc = decode_now(it, qi->msg, &qi->ev, qi->has_seg ? &qi->seg : NULL,
@@ -738,6 +744,20 @@ static int handle(struct unwind_iter *it, const bt_message *in)
 		if (!qi)
 			return -ENOMEM;
 		if (it->n_pending || !su_reader_can_decode(it->reader, &ev))
+			return q_hold(it, qi, &ev, NULL);
+		return decode_now(it, out, &ev, NULL, NULL);
+	}
+	case RAW_RUNTIME_FRAMES: {
+		/* The next sample of its thread's: it waits with the samples
+		 * ahead of it, so that it reaches the core just before its own,
+		 * and for the runtime_code events of the objects it names (the
+		 * writer writes them after the sample: its process stream may
+		 * be behind), so that its sample names them as stackunwind
+		 * does. */
+		struct qitem *qi = q_push(it, out);
+		if (!qi)
+			return -ENOMEM;
+		if (it->n_pending || !su_reader_can_name_runtime(it->reader, &ev))
 			return q_hold(it, qi, &ev, NULL);
 		return decode_now(it, out, &ev, NULL, NULL);
 	}
