@@ -27,7 +27,9 @@
  *    (the record's room), CAPTURE_RT_MAX_FRAMES frames, and in time at most
  *    CAPTURE_RT_MAX_FRAMES + CAPTURE_RT_FIXED_READS read calls (each one
  *    system call, about 0.3-1 us here: docs/BENCHMARKS.md has the measured
- *    cost per depth).  Scratch memory is handed to it (SCRATCH, at least
+ *    cost per depth); an unwinder should batch (capture_rt_readv) and copy
+ *    contiguous frame storage whole (CPython: one read per data-stack
+ *    chunk, about 6 calls per sample at any depth).  Scratch memory is handed to it (SCRATCH, at least
  *    CAPTURE_RT_SCRATCH bytes, 8-aligned, never written to the trace).
  *    What does not fit is cut and flagged RT_FRAMES_TRUNCATED.
  *
@@ -125,6 +127,14 @@ __attribute__((visibility("hidden"))) int capture_rt_write_info(struct ctf_strea
 __attribute__((visibility("hidden"))) int capture_rt_write(struct ctf_stream *proc, uint64_t proc_ts,
 							    struct ctf_stream *samples, uint64_t ts, uint32_t tid,
 							    const uint8_t *blob, size_t len);
+
+/* LTTng mode, writer thread: the `stackcap:runtime` event (registration
+ * and counts; repeated for sessions started later), and a
+ * `stackcap:runtime_code` event for each code object of the frames BLOB
+ * not described yet (the capture path commits each sample's frames to
+ * the ring for this, and nothing else). */
+__attribute__((visibility("hidden"))) void capture_rt_lttng_info(void);
+__attribute__((visibility("hidden"))) void capture_rt_lttng_codes(const uint8_t *blob, size_t len);
 
 /* Read LEN bytes at ADDR of our own memory into DST without ever faulting.
  * Async-signal-safe.  @return 0, -1 when any byte was not readable. */

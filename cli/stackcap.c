@@ -239,7 +239,7 @@ static int is_python(const char *cmd)
 }
 
 static int record_lttng(char **argv, unsigned long freq, unsigned long cap, const char *policy,
-			int nofork);
+			int nofork, int python);
 
 /* The output directory OUT, new and empty (FORCE: replacing what is
  * there), its absolute path, and the recording's identity (one for every
@@ -448,10 +448,6 @@ static int cmd_record(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (lttng && python) {
-		fprintf(stderr, PROG ": --python records into a trace directory, not an LTTng session\n");
-		return 2;
-	}
 	if (!python && optind < argc && is_python(argv[optind]))
 		fprintf(stderr, PROG ": note: %s is a Python interpreter; add --python to see Python functions "
 				"and lines instead of _PyEval_EvalFrameDefault\n", argv[optind]);
@@ -461,7 +457,7 @@ static int cmd_record(int argc, char **argv)
 					"-o, --force, --zstd and --full-copy do not apply\n");
 			return 2;
 		}
-		return record_lttng(argv + optind, freq, cap, policy, nofork);
+		return record_lttng(argv + optind, freq, cap, policy, nofork, python);
 	}
 	if (full) /* the filters exist to keep data words out: say they are bypassed */
 		fprintf(stderr, PROG ": warning: --full-copy stores every stack word (local variables, "
@@ -585,7 +581,7 @@ static char *lttng_list(int *exit_out)
  * tracing) preloaded.  The user's session receives everything; we only
  * check that there is one to receive it. */
 static int record_lttng(char **argv, unsigned long freq, unsigned long cap, const char *policy,
-			int nofork)
+			int nofork, int python)
 {
 	char lib[PATH_MAX];
 	if (find_library("liblttng-stackcap.so", "STACKCAP_LTTNG_LIBRARY", lib, sizeof(lib)) != 0) {
@@ -640,6 +636,7 @@ static int record_lttng(char **argv, unsigned long freq, unsigned long cap, cons
 	setenv_u("STACKCAP_STACK_CAP", cap);
 	setenv("STACKCAP_POLICY", policy, 1);
 	setenv_u("STACKCAP_NO_FORK", (unsigned)nofork);
+	setenv_u("STACKCAP_RUNTIME_FRAMES", (unsigned)python); /* stackcap:runtime_frames (docs/lttng.md) */
 	setenv("LD_PRELOAD", preload, 1);
 	free(preload);
 	int status;
