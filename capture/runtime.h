@@ -29,8 +29,9 @@
  *    system call, about 0.3-1 us here: docs/BENCHMARKS.md has the measured
  *    cost per depth); an unwinder should batch (capture_rt_readv) and copy
  *    contiguous frame storage whole (CPython: one read per data-stack
- *    chunk, about 6 calls per sample at any depth).  Scratch memory is handed to it (SCRATCH, at least
- *    CAPTURE_RT_SCRATCH bytes, 8-aligned, never written to the trace).
+ *    chunk, about 6 calls per sample at any depth).  Scratch memory is
+ *    handed to it (SCRATCH, at least CAPTURE_RT_SCRATCH bytes, 8-aligned,
+ *    never written to the trace).
  *    What does not fit is cut and flagged RT_FRAMES_TRUNCATED.
  *
  * 4. How its frames are stored: unwind() writes one rt-frames blob
@@ -40,7 +41,9 @@
  *    chain could not be read at all (the sample keeps its native stack,
  *    the runtime frames are dropped and counted: dropped_runtime).  The
  *    writer stores the blob as a `runtime_frames` event just before its
- *    `sample`.
+ *    `sample`; in LTTng mode the sampled thread records it as
+ *    `stackcap:runtime_frames` right before its `stackcap:sample`, and
+ *    commits it to its ring only for the writer's descriptions (5).
  *
  * 5. How they are decoded: the writer thread calls describe() once for
  *    each (code, fingerprint) it has not met; describe() reads the object
