@@ -3,10 +3,11 @@
 # --python, issue 18).  A Python program spins a fixed amount of work at
 # recursion depth 10, 50 and 200; each run is recorded at 999 Hz with the
 # in-process hook (what --python uses) without and with --python.
-# Reported per depth: the process's CPU time (user + sys, best of 5; GNU time's 10 ms resolution: the work takes about 1.3 s),
-# samples, the extra CPU time per sample that --python
-# costs (the runtime unwinder in the handler plus the writer's code-object
-# descriptions), and bytes per sample on disk.  docs/BENCHMARKS.md keeps the
+# Reported per depth: the process's CPU time (user + sys, best of 5; GNU
+# time's 10 ms resolution: the work takes about 1.3 s), samples, the extra
+# CPU time per sample that --python costs (the runtime unwinder in the
+# handler plus the writer's code-object descriptions), and bytes per
+# sample on disk (part 2, at the end, times the capture path alone).  docs/BENCHMARKS.md keeps the
 # figures.  With a second build BASEDIR (e.g. the commit before a change),
 # each depth also runs BASEDIR's --python, in the same loop, and prints its
 # extra cost per sample beside ours.
