@@ -230,10 +230,23 @@ static int code_to_lttng(void *ctx, const struct capture_rt_code *c)
 	return 0;
 }
 
+/* A forked child (stackcap_g.pid changed) describes again what its parent
+ * described: readers file descriptions per process. */
+static void lttng_forget_parent(void)
+{
+	static pid_t described_in;
+	if (described_in == stackcap_g.pid)
+		return;
+	free(seen.t);
+	memset(&seen, 0, sizeof(seen));
+	described_in = stackcap_g.pid;
+}
+
 void capture_rt_lttng_info(void)
 {
 	if (!have_active || !&capture_lttng_sink)
 		return;
+	lttng_forget_parent();
 	uint64_t chains, dropped;
 	capture_rt_counts(&chains, &dropped);
 	capture_lttng_sink.runtime((uint8_t)active.kind, active.version, active.eval_lo, active.eval_hi, chains,
@@ -242,6 +255,8 @@ void capture_rt_lttng_info(void)
 
 void capture_rt_lttng_codes(const uint8_t *blob, size_t len)
 {
-	if (have_active && &capture_lttng_sink)
-		describe_new(blob, len, code_to_lttng, NULL);
+	if (!have_active || !&capture_lttng_sink)
+		return;
+	lttng_forget_parent();
+	describe_new(blob, len, code_to_lttng, NULL);
 }
