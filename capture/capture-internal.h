@@ -103,14 +103,21 @@ struct capture_sink {
 	/* Per thread, before its sampling timer is armed (not from a handler). */
 	void (*thread_init)(void);
 	/* In the sampled thread, from the signal handler or stackcap_capture:
-	 * async-signal-safe, no malloc.  SEG: a second segment or NULL. */
+	 * async-signal-safe, no malloc.  SEG: a second segment or NULL; RT:
+	 * the runtime frames of RUNTIME (capture/runtime.h) or NULL. */
 	void (*sample)(uint32_t generation, const uint8_t *blob, size_t len,
-		       const uint8_t *seg, size_t seg_len);
+		       const uint8_t *seg, size_t seg_len, uint8_t runtime, const uint8_t *rt, size_t rt_len);
 	/* The range list of a generation, and the vDSO's build-id (LTTng's
 	 * state dump has none for it) (writer thread). */
 	int (*code_ranges)(uint32_t generation, const struct stackcap_code_range *ranges,
 			   uint32_t count, const uint8_t *vdso_build_id, uint8_t vdso_build_id_len,
 			   const struct stackcap_config *cfg); /* 1: recorded (enabled), 0: not */
+	/* The registered runtime and one code object's description (writer
+	 * thread; capture/runtime.c). */
+	void (*runtime)(uint8_t runtime, uint32_t version, uint64_t eval_start, uint64_t eval_end,
+			uint64_t chains, uint64_t dropped, const char *name);
+	void (*runtime_code)(uint8_t runtime, uint64_t code, uint32_t fp, uint32_t first_line, const char *name,
+			     const char *file, const uint8_t *line_table, uint32_t line_table_len);
 };
 extern const struct capture_sink capture_lttng_sink __attribute__((weak, visibility("hidden")));
 

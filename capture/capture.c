@@ -157,8 +157,21 @@ static int capture_regs(struct thread_state *t, const uint64_t *regs)
 		/* LTTng mode: the record becomes tracepoints right here, in
 		 * this thread; the ring was only scratch space (never
 		 * committed).  The blob is self-contained: no writer stage. */
-		const uint8_t *const blob = (const uint8_t *)(rec + 1);
-		capture_lttng_sink.sample(rec->generation, blob, len, seg_len ? blob + len : NULL, seg_len);
+		uint8_t *const blob = (uint8_t *)(rec + 1);
+		/* Runtime frames (--python): their code objects are described
+		 * by the writer, which gets the frames as a record of their
+		 * own (moved to the record's start; nothing else committed). */
+		size_t const rt_len = capture_rt_sample(blob + len + seg_len, need - sizeof(*rec) - len - seg_len);
+		const struct capture_runtime *const rt = capture_rt_active();
+		capture_lttng_sink.sample(rec->generation, blob, len, seg_len ? blob + len : NULL, seg_len,
+					  rt ? (uint8_t)rt->kind : 0, rt_len ? blob + len + seg_len : NULL, rt_len);
+		if (rt_len) {
+			memmove(blob, blob + len + seg_len, rt_len);
+			rec->ts = capture_now_ns();
+			rec->seg_len = 0;
+			rec->rt_len = (uint32_t)rt_len;
+			ring_commit(&t->ring, rec, sizeof(*rec) + rt_len);
+		}
 		atomic_fetch_add_explicit(&t->samples, 1, memory_order_relaxed);
 		return 0;
 	}

@@ -17,6 +17,10 @@ struct cpy_layout {
 	uint32_t rt_tss;               /* _PyRuntime.gilstate.autoTSSkey (Py_tss_t: int, pthread_key_t) */
 	uint32_t ts_cframe;            /* PyThreadState.cframe */
 	uint32_t cf_current;           /* _PyCFrame.current_frame */
+	/* The thread's data stack, where every frame not owned by a
+	 * generator lives, contiguously: PyThreadState.datastack_chunk and
+	 * .datastack_top (adjacent), _PyStackChunk.previous and .data. */
+	uint32_t ts_chunk, ts_top, ck_previous, ck_data;
 	/* _PyInterpreterFrame; the read covers [fr_lo, fr_hi). */
 	uint32_t fr_code, fr_previous, fr_instr, fr_entry, fr_lo, fr_hi;
 	/* PyCodeObject */
@@ -37,6 +41,7 @@ static const struct cpy_layout cpy_layouts[] = {
 		.rt_tss = 0x250,
 		.ts_cframe = 56,
 		.cf_current = 8,
+		.ts_chunk = 296, .ts_top = 304, .ck_previous = 0, .ck_data = 24,
 		.fr_code = 32, .fr_previous = 48, .fr_instr = 56, .fr_entry = 68, .fr_lo = 32, .fr_hi = 69,
 		.co_adaptive = 184, .co_firstlineno = 72, .co_filename = 112, .co_qualname = 128,
 		.co_linetable = 136,

@@ -98,7 +98,7 @@ static int config_from_opts(struct stackcap_config *c, const struct stackcap_opt
 	c->no_sampling = OPT(o, no_sampling, 0);
 	c->no_follow_fork = OPT(o, no_follow_fork, 0);
 	c->lttng = OPT(o, lttng, 0);
-	c->runtime_frames = OPT(o, runtime_frames, 0) && !c->lttng;
+	c->runtime_frames = OPT(o, runtime_frames, 0);
 	if (c->lttng && !&capture_lttng_sink)
 		return -ENOTSUP; /* this is libstackcap.so, not liblttng-stackcap.so */
 	if (c->lttng && c->full_copy)

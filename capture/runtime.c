@@ -165,36 +165,98 @@ int capture_rt_write_info(struct ctf_stream *proc, uint64_t proc_ts, int start)
 	return ctf_stream_runtime(proc, proc_ts, &info);
 }
 
-int capture_rt_write(struct ctf_stream *proc, uint64_t proc_ts, struct ctf_stream *samples, uint64_t ts,
-		     uint32_t tid, const uint8_t *blob, size_t len)
+/* Describe each code object of BLOB's frames not met yet, handing each
+ * description to OUT.  @return 0, -errno (OUT's, or out of memory). */
+static int describe_new(const uint8_t *blob, size_t len,
+			int (*out)(void *ctx, const struct capture_rt_code *c), void *ctx)
 {
-	if (!have_active)
-		return 0;
 	struct rt_frames_dec d;
 	struct rt_frame f;
 	if (rt_frames_open(&d, blob, len))
 		return 0;
-	int r;
-	while ((r = rt_frames_next(&d, &f)) == 1) {
+	while (rt_frames_next(&d, &f) == 1) {
 		if (!f.fp)
 			continue;
 		int const isnew = seen_add(f.code, f.fp);
-		if (isnew < 0)
-			return isnew;
-		if (!isnew)
+		if (isnew <= 0) {
+			if (isnew < 0)
+				return isnew;
 			continue;
+		}
 		struct capture_rt_code c;
 		int const drc = active.describe(&active, f.code, f.fp, &c);
 		if (drc == -ESTALE) {
 			seen.stale++;
 			continue;
 		}
-		if (drc < 0)
-			return drc;
-		int const wrc = ctf_stream_runtime_code(proc, proc_ts, (uint8_t)active.kind, c.code, c.fp,
-							c.first_line, c.name, c.file, c.line_table, c.line_table_len);
-		if (wrc < 0)
-			return wrc;
+		int const orc = drc < 0 ? drc : out(ctx, &c);
+		if (orc < 0)
+			return orc;
 	}
+	return 0;
+}
+
+struct ctf_out {
+	struct ctf_stream *proc;
+	uint64_t ts;
+};
+
+static int code_to_ctf(void *ctx, const struct capture_rt_code *c)
+{
+	const struct ctf_out *o = ctx;
+	return ctf_stream_runtime_code(o->proc, o->ts, (uint8_t)active.kind, c->code, c->fp, c->first_line, c->name,
+				       c->file, c->line_table, c->line_table_len);
+}
+
+int capture_rt_write(struct ctf_stream *proc, uint64_t proc_ts, struct ctf_stream *samples, uint64_t ts,
+		     uint32_t tid, const uint8_t *blob, size_t len)
+{
+	if (!have_active)
+		return 0;
+	struct ctf_out o = { proc, proc_ts };
+	int const rc = describe_new(blob, len, code_to_ctf, &o);
+	if (rc < 0)
+		return rc;
 	return ctf_stream_runtime_frames(samples, ts, tid, (uint8_t)active.kind, blob, len);
+}
+
+/* ---- LTTng mode (the writer thread) -------------------------------------------- */
+
+static int code_to_lttng(void *ctx, const struct capture_rt_code *c)
+{
+	(void)ctx;
+	capture_lttng_sink.runtime_code((uint8_t)active.kind, c->code, c->fp, c->first_line, c->name, c->file,
+					c->line_table, (uint32_t)c->line_table_len);
+	return 0;
+}
+
+/* A forked child (stackcap_g.pid changed) describes again what its parent
+ * described: readers file descriptions per process. */
+static void lttng_forget_parent(void)
+{
+	static pid_t described_in;
+	if (described_in == stackcap_g.pid)
+		return;
+	free(seen.t);
+	memset(&seen, 0, sizeof(seen));
+	described_in = stackcap_g.pid;
+}
+
+void capture_rt_lttng_info(void)
+{
+	if (!have_active || !&capture_lttng_sink)
+		return;
+	lttng_forget_parent();
+	uint64_t chains, dropped;
+	capture_rt_counts(&chains, &dropped);
+	capture_lttng_sink.runtime((uint8_t)active.kind, active.version, active.eval_lo, active.eval_hi, chains,
+				   dropped, active.name);
+}
+
+void capture_rt_lttng_codes(const uint8_t *blob, size_t len)
+{
+	if (!have_active || !&capture_lttng_sink)
+		return;
+	lttng_forget_parent();
+	describe_new(blob, len, code_to_lttng, NULL);
 }

@@ -27,8 +27,11 @@
  *    (the record's room), CAPTURE_RT_MAX_FRAMES frames, and in time at most
  *    CAPTURE_RT_MAX_FRAMES + CAPTURE_RT_FIXED_READS read calls (each one
  *    system call, about 0.3-1 us here: docs/BENCHMARKS.md has the measured
- *    cost per depth).  Scratch memory is handed to it (SCRATCH, at least
- *    CAPTURE_RT_SCRATCH bytes, 8-aligned, never written to the trace).
+ *    cost per depth); an unwinder should batch (capture_rt_readv) and copy
+ *    contiguous frame storage whole (CPython: one read per data-stack
+ *    chunk, about 6 calls per sample at any depth).  Scratch memory is
+ *    handed to it (SCRATCH, at least CAPTURE_RT_SCRATCH bytes, 8-aligned,
+ *    never written to the trace).
  *    What does not fit is cut and flagged RT_FRAMES_TRUNCATED.
  *
  * 4. How its frames are stored: unwind() writes one rt-frames blob
@@ -38,7 +41,9 @@
  *    chain could not be read at all (the sample keeps its native stack,
  *    the runtime frames are dropped and counted: dropped_runtime).  The
  *    writer stores the blob as a `runtime_frames` event just before its
- *    `sample`.
+ *    `sample`; in LTTng mode the sampled thread records it as
+ *    `stackcap:runtime_frames` right before its `stackcap:sample`, and
+ *    commits it to its ring only for the writer's descriptions (5).
  *
  * 5. How they are decoded: the writer thread calls describe() once for
  *    each (code, fingerprint) it has not met; describe() reads the object
@@ -59,7 +64,7 @@
 #define CAPTURE_RT_MAX_FRAMES 256
 #define CAPTURE_RT_MAX_BYTES 4096
 #define CAPTURE_RT_FIXED_READS 8
-#define CAPTURE_RT_SCRATCH (40 * 1024)
+#define CAPTURE_RT_SCRATCH (72 * 1024)
 
 /* Runtime ids in the trace (`runtime` field of the runtime events). */
 enum capture_rt_kind {
@@ -125,6 +130,14 @@ __attribute__((visibility("hidden"))) int capture_rt_write_info(struct ctf_strea
 __attribute__((visibility("hidden"))) int capture_rt_write(struct ctf_stream *proc, uint64_t proc_ts,
 							    struct ctf_stream *samples, uint64_t ts, uint32_t tid,
 							    const uint8_t *blob, size_t len);
+
+/* LTTng mode, writer thread: the `stackcap:runtime` event (registration
+ * and counts; repeated for sessions started later), and a
+ * `stackcap:runtime_code` event for each code object of the frames BLOB
+ * not described yet (the capture path commits each sample's frames to
+ * the ring for this, and nothing else). */
+__attribute__((visibility("hidden"))) void capture_rt_lttng_info(void);
+__attribute__((visibility("hidden"))) void capture_rt_lttng_codes(const uint8_t *blob, size_t len);
 
 /* Read LEN bytes at ADDR of our own memory into DST without ever faulting.
  * Async-signal-safe.  @return 0, -1 when any byte was not readable. */

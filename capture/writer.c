@@ -336,6 +336,14 @@ static void drain_thread(struct thread_state *t)
 {
 	const struct ring_rec *rec;
 	struct wthread *w = NULL;
+	if (stackcap_g.cfg.lttng) {
+		/* Only runtime frames are committed here: their code objects. */
+		while ((rec = ring_peek(&t->ring))) {
+			capture_rt_lttng_codes((const uint8_t *)(rec + 1), rec->rt_len);
+			ring_pop(&t->ring, rec);
+		}
+		return;
+	}
 	while ((rec = ring_peek(&t->ring))) {
 		if (!w && !(w = wthread_get(t, rec->ts))) {
 			ring_pop(&t->ring, rec); /* cannot write: drop, counted below */
@@ -402,6 +410,7 @@ static void lttng_repeat_ranges(int now)
 	if (cur)
 		lttng_emit(cur);
 	snapshot_leave();
+	capture_rt_lttng_info();
 }
 
 static void summary_running(void);

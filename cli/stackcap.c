@@ -39,7 +39,7 @@ static void usage(FILE *f)
 		"usage: " PROG " record [-e EVENT]... [-F HZ | -c N] [--stack-size BYTES] [--policy f1|f2] [--zstd]\n"
 		"                       [--full-copy] [--python] [-o DIR] [--force] -- CMD [ARGS...]\n"
 		"       " PROG " record -p PID[,PID...] | -t TID[,TID...] | -a [OPTIONS] [-- CMD [ARGS...]]\n"
-		"       " PROG " record --lttng [-F HZ] [--stack-cap BYTES] [--policy f1|f2] -- CMD [ARGS...]\n"
+		"       " PROG " record --lttng [-F HZ] [--stack-cap BYTES] [--policy f1|f2] [--python] -- CMD [ARGS...]\n"
 		"\n"
 		"  -e, --event EVENT      what to sample on (repeatable; kernel copy): cpu-clock (the\n"
 		"                         default), task-clock, page-faults, context-switches, ...;\n"
@@ -73,7 +73,8 @@ static void usage(FILE *f)
 		"                         (registers stay filtered)\n"
 		"      --python           also record Python frames (CPython 3.11): each\n"
 		"                         _PyEval_EvalFrameDefault becomes the Python functions\n"
-		"                         and lines it ran; needs the in-process hook\n"
+		"                         and lines it ran; needs the in-process hook (also\n"
+		"                         with --lttng: stackcap:runtime_frames events)\n"
 		"  -o, --output DIR       trace directory (default ./stackcap.trace)\n"
 		"      --force            replace an existing output directory\n"
 		"      --lttng            record into the active LTTng session instead, as\n"
@@ -251,7 +252,7 @@ static int is_python(const char *cmd)
 }
 
 static int record_lttng(char **argv, unsigned long freq, unsigned long cap, const char *policy,
-			int nofork);
+			int nofork, int python);
 
 /* The output directory OUT, new and empty (FORCE: replacing what is
  * there), its absolute path, and the recording's identity (one for every
@@ -493,10 +494,6 @@ static int cmd_record(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (lttng && python) {
-		fprintf(stderr, PROG ": --python records into a trace directory, not an LTTng session\n");
-		return 2;
-	}
 	if (!python && optind < argc && is_python(argv[optind]))
 		fprintf(stderr, PROG ": note: %s is a Python interpreter; add --python to see Python functions "
 				"and lines instead of _PyEval_EvalFrameDefault\n", argv[optind]);
@@ -506,7 +503,7 @@ static int cmd_record(int argc, char **argv)
 					"-o, --force, --zstd and --full-copy do not apply\n");
 			return 2;
 		}
-		return record_lttng(argv + optind, freq, cap, policy, nofork);
+		return record_lttng(argv + optind, freq, cap, policy, nofork, python);
 	}
 	if (full) /* the filters exist to keep data words out: say they are bypassed */
 		fprintf(stderr, PROG ": warning: --full-copy stores every stack word (local variables, "
@@ -637,7 +634,7 @@ static char *lttng_list(int *exit_out)
  * tracing) preloaded.  The user's session receives everything; we only
  * check that there is one to receive it. */
 static int record_lttng(char **argv, unsigned long freq, unsigned long cap, const char *policy,
-			int nofork)
+			int nofork, int python)
 {
 	char lib[PATH_MAX];
 	if (find_library("liblttng-stackcap.so", "STACKCAP_LTTNG_LIBRARY", lib, sizeof(lib)) != 0) {
@@ -692,6 +689,7 @@ static int record_lttng(char **argv, unsigned long freq, unsigned long cap, cons
 	setenv_u("STACKCAP_STACK_CAP", cap);
 	setenv("STACKCAP_POLICY", policy, 1);
 	setenv_u("STACKCAP_NO_FORK", (unsigned)nofork);
+	setenv_u("STACKCAP_RUNTIME_FRAMES", (unsigned)python); /* stackcap:runtime_frames (docs/lttng.md) */
 	setenv("LD_PRELOAD", preload, 1);
 	free(preload);
 	int status;

@@ -21,7 +21,8 @@
  *
  * Events reach the reader core one at a time (trace/reader-push.h).  A
  * sample may come before the maps of its generation (the writer stamps a
- * snapshot when it writes it), a user's event before its sample: such a
+ * snapshot when it writes it), a sample's runtime frames before the
+ * runtime_code events that name them, a user's event before its sample: such a
  * message and every message after it wait in a queue until what they
  * wait for arrives, or until the trace time has moved WAIT_NS past them,
  * or the queue holds MAX_QUEUE messages, or the input ends; then a sample
@@ -74,6 +75,8 @@ struct qitem {
 	struct raw_event ev;         /* of a pending sample; blob malloc'ed */
 	int has_seg;                 /* LTTng: its segment, pushed just before it */
 	struct raw_event seg;        /* blob malloc'ed */
+	int has_rt;                  /* LTTng: its runtime frames, pushed just before it */
+	struct raw_event rt;         /* blob malloc'ed */
 	int has_partner;             /* LTTng: the user's event this sample belongs to */
 	uint64_t partner;            /* its queue number */
 };
@@ -410,7 +413,10 @@ static int fill_sample(struct unwind_iter *it, bt_message *msg, const struct su_
 		fo.module = r.module_name;
 		fo.offset = r.elf_addr;
 		for (size_t k = it->comp->no_inline ? r.nsym - 1 : 0; k < r.nsym; k++) {
-			fo.function = r.sym[k].function ? r.sym[k].function : "[unknown]";
+			/* A runtime frame whose code object was never described
+			 * is named as stackunwind folded names it. */
+			fo.function = r.sym[k].function ? r.sym[k].function
+				    : r.kind == SU_RESOLVED_PYTHON ? "[unknown python code]" : "[unknown]";
 			fo.file = r.sym[k].file ? r.sym[k].file : "";
 			fo.line = r.sym[k].line;
 			fo.inlined = k + 1 < r.nsym;
@@ -487,8 +493,10 @@ static int copy_blob(struct raw_event *dst, const struct raw_event *src)
 	return 0;
 }
 
-/* QI waits to be decoded: sample EV (and segment SEG) copied. */
-static int q_hold(struct unwind_iter *it, struct qitem *qi, const struct raw_event *ev, const struct raw_event *seg)
+/* QI waits to be decoded: sample EV (and segment SEG, runtime frames RT)
+ * copied. */
+static int q_hold(struct unwind_iter *it, struct qitem *qi, const struct raw_event *ev, const struct raw_event *seg,
+		  const struct raw_event *rt)
 {
 	if (copy_blob(&qi->ev, ev))
 		return -ENOMEM;
@@ -496,20 +504,29 @@ static int q_hold(struct unwind_iter *it, struct qitem *qi, const struct raw_eve
 		free((void *)qi->ev.blob);
 		return -ENOMEM;
 	}
+	if (rt && copy_blob(&qi->rt, rt)) {
+		free((void *)qi->ev.blob);
+		if (seg)
+			free((void *)qi->seg.blob);
+		return -ENOMEM;
+	}
 	qi->has_seg = seg != NULL;
+	qi->has_rt = rt != NULL;
 	qi->pending = 1;
 	it->n_pending++;
 	return 0;
 }
 
-/* Decode sample EV (after its segment SEG) into MSG now, and into the
- * user's event PARTNER that it belongs to. */
+/* Decode sample EV (after its segment SEG and runtime frames RT) into MSG
+ * now, and into the user's event PARTNER that it belongs to. */
 static int decode_now(struct unwind_iter *it, bt_message *msg, const struct raw_event *ev, const struct raw_event *seg,
-		      struct qitem *partner)
+		      const struct raw_event *rt, struct qitem *partner)
 {
 	it->cur = NULL;
 	it->cur_partner = NULL;
 	int rc = seg ? su_reader_push(it->reader, seg) : 0;
+	if (rc == 0 && rt)
+		rc = su_reader_push(it->reader, rt);
 	it->cur = ev->kind == RAW_SAMPLE ? msg : NULL;
 	it->cur_partner = partner && it->cur ? partner->msg : NULL;
 	it->cur_done = 0;
@@ -536,16 +553,22 @@ static int resolve(struct unwind_iter *it, int force)
 		struct qitem *qi = &it->q[(it->qhead + i) % it->qcap];
 		if (!qi->pending)
 			continue;
-		if (!force && !su_reader_can_decode(it->reader, &qi->ev) &&
+		int const ready = qi->ev.kind == RAW_RUNTIME_FRAMES ? su_reader_can_name_runtime(it->reader, &qi->ev)
+				  : su_reader_can_decode(it->reader, &qi->ev) &&
+					    (!qi->has_rt || su_reader_can_name_runtime(it->reader, &qi->rt));
+		if (!force && !ready &&
 		    it->last_ts < qi->ev.ts + WAIT_NS && it->qlen < MAX_QUEUE)
 			break;
-		int rc = decode_now(it, qi->msg, &qi->ev, qi->has_seg ? &qi->seg : NULL,
+		int rc = decode_now(it, qi->msg, &qi->ev, qi->has_seg ? &qi->seg : NULL, qi->has_rt ? &qi->rt : NULL,
 				    qi->has_partner ? q_at(it, qi->partner) : NULL);
 		free((void *)qi->ev.blob);
 		if (qi->has_seg)
 			free((void *)qi->seg.blob);
+		if (qi->has_rt)
+			free((void *)qi->rt.blob);
 		qi->pending = 0;
 		qi->has_seg = 0;
+		qi->has_rt = 0;
 		it->n_pending--;
 		if (rc)
 			return rc;
@@ -650,7 +673,7 @@ static int handle_lttng(struct unwind_iter *it, const bt_message *in, bt_message
 	}
 	/* This event comes next in its thread: a user's event waiting there
 	 * gets this sample's stack, or none. */
-	struct waiter *w = lk != SU_LTTNG_SEGMENT ? waiter_find(it, vpid, vtid) : NULL;
+	struct waiter *w = lk != SU_LTTNG_SEGMENT && lk != SU_LTTNG_RUNTIME_FRAMES ? waiter_find(it, vpid, vtid) : NULL;
 	int has_partner = 0;
 	uint64_t partner = 0;
 	if (w && lk == SU_LTTNG_SAMPLE) {
@@ -660,12 +683,13 @@ static int handle_lttng(struct unwind_iter *it, const bt_message *in, bt_message
 	} else if (w) {
 		rc = waiter_release(it, w);
 	}
-	struct raw_event ev, seg;
-	int got = 0, has_seg = 0;
-	if (!rc && (lk == SU_LTTNG_MODULES || lk == SU_LTTNG_CODE_RANGES))
+	struct raw_event ev;
+	struct su_lttng_extra x = { .has_seg = 0 };
+	int got = 0;
+	if (!rc && (lk == SU_LTTNG_MODULES || lk == SU_LTTNG_CODE_RANGES || lk == SU_LTTNG_RUNTIME))
 		rc = su_lttng_join_add(it->join, in, lk, vpid, ts);
-	else if (!rc && (lk == SU_LTTNG_SAMPLE || lk == SU_LTTNG_SEGMENT))
-		rc = got = su_lttng_join_sample(it->join, in, lk, vpid, vtid, ts, &ev, &seg, &has_seg);
+	else if (!rc && (lk == SU_LTTNG_SAMPLE || lk == SU_LTTNG_SEGMENT || lk == SU_LTTNG_RUNTIME_FRAMES))
+		rc = got = su_lttng_join_sample(it->join, in, lk, vpid, vtid, ts, &ev, &x);
 	if (rc < 0) {
 		bt_message_put_ref(out);
 		return rc;
@@ -687,10 +711,12 @@ static int handle_lttng(struct unwind_iter *it, const bt_message *in, bt_message
 		qi->await = 1;
 		it->n_await++;
 	} else if (lk == SU_LTTNG_SAMPLE && got == 1) {
-		if (!it->n_pending && su_reader_can_decode(it->reader, &ev)) {
-			rc = decode_now(it, out, &ev, has_seg ? &seg : NULL, has_partner ? q_at(it, partner) : NULL);
+		if (!it->n_pending && su_reader_can_decode(it->reader, &ev) &&
+		    (!x.has_rt || su_reader_can_name_runtime(it->reader, &x.rt))) {
+			rc = decode_now(it, out, &ev, x.has_seg ? &x.seg : NULL, x.has_rt ? &x.rt : NULL,
+					has_partner ? q_at(it, partner) : NULL);
 		} else {
-			rc = q_hold(it, qi, &ev, has_seg ? &seg : NULL);
+			rc = q_hold(it, qi, &ev, x.has_seg ? &x.seg : NULL, x.has_rt ? &x.rt : NULL);
 			qi->has_partner = has_partner;
 			qi->partner = partner;
 		}
@@ -738,8 +764,22 @@ static int handle(struct unwind_iter *it, const bt_message *in)
 		if (!qi)
 			return -ENOMEM;
 		if (it->n_pending || !su_reader_can_decode(it->reader, &ev))
-			return q_hold(it, qi, &ev, NULL);
-		return decode_now(it, out, &ev, NULL, NULL);
+			return q_hold(it, qi, &ev, NULL, NULL);
+		return decode_now(it, out, &ev, NULL, NULL, NULL);
+	}
+	case RAW_RUNTIME_FRAMES: {
+		/* The next sample of its thread's: it waits with the samples
+		 * ahead of it, so that it reaches the core just before its own,
+		 * and for the runtime_code events of the objects it names (the
+		 * writer writes them after the sample: its process stream may
+		 * be behind), so that its sample names them as stackunwind
+		 * does. */
+		struct qitem *qi = q_push(it, out);
+		if (!qi)
+			return -ENOMEM;
+		if (it->n_pending || !su_reader_can_name_runtime(it->reader, &ev))
+			return q_hold(it, qi, &ev, NULL, NULL);
+		return decode_now(it, out, &ev, NULL, NULL, NULL);
 	}
 	default:
 		/* The core takes process strings and maps, even on error. */
@@ -767,6 +807,8 @@ static void iter_free(struct unwind_iter *it)
 			free((void *)qi->ev.blob);
 		if (qi->has_seg)
 			free((void *)qi->seg.blob);
+		if (qi->has_rt)
+			free((void *)qi->rt.blob);
 	}
 	free(it->q);
 	free(it->waiters);

@@ -8,8 +8,9 @@
  * their underscore), one stream per stream file (id = stream_instance_id,
  * named by its path) on an output port of its own, packets with their
  * time range, discarded events between packets.  The trace class is
- * built here for format version 1 (the metadata names it; another version
- * is refused), not parsed from TSDL.  Empty packets carry nothing but a
+ * built here for format versions 1 to 3 (the metadata names it: version 2
+ * adds the runtime events, 3 the kernel ones; another version is
+ * refused), not parsed from TSDL.  Empty packets carry nothing but a
  * discarded count and are not announced as packets. */
 #include <dirent.h>
 #include <errno.h>
@@ -28,7 +29,7 @@ struct trace_src {
 	char *dir;
 	bt_trace_class *tc;
 	bt_stream_class *sc[2];
-	bt_event_class *ec[2][4];
+	bt_event_class *ec[2][7];
 	unsigned n_ec[2];
 	bt_trace *trace;
 	char **files;                /* stream file names, sorted; port i reads files[i] */
@@ -85,7 +86,21 @@ static bt_field_class *payload_fc(bt_trace_class *tc, int cls, unsigned id)
 	int rc = !st;
 	if (rc)
 		return NULL;
-	if (cls == 1) { /* sample, sample_full, sample_segment */
+	if (cls == 1 && id == 3) { /* runtime_frames (version 2) */
+		rc |= add(st, "runtime", uint_fc(tc, 8));
+		rc |= add(st, "blob_length", uint_fc(tc, 24));
+		if (!rc)
+			rc |= add(st, "blob", bytes_fc(tc, st, "blob_length"));
+	} else if (cls == 1 && id == 4) { /* kernel_chain (version 3) */
+		rc |= add(st, "ips_length", uint_fc(tc, 32));
+		if (!rc) {
+			bt_field_class *len = bt_field_class_structure_member_borrow_field_class(
+				bt_field_class_structure_borrow_member_by_name(st, "ips_length"));
+			bt_field_class *e = uint_fc(tc, 64);
+			rc |= add(st, "ips", e && len ? bt_field_class_array_dynamic_create(tc, e, len) : NULL);
+			bt_field_class_put_ref(e);
+		}
+	} else if (cls == 1) { /* sample, sample_full, sample_segment */
 		rc |= add(st, "generation", uint_fc(tc, 24));
 		rc |= add(st, "blob_length", uint_fc(tc, 24));
 		if (!rc)
@@ -126,6 +141,45 @@ static bt_field_class *payload_fc(bt_trace_class *tc, int cls, unsigned id)
 			rc |= add(st, "entries", bt_field_class_array_dynamic_create(tc, entry, len));
 		}
 		bt_field_class_put_ref(entry);
+	} else if (id == 4) { /* runtime (version 2) */
+		rc |= add(st, "runtime", uint_fc(tc, 8));
+		rc |= add(st, "version", uint_fc(tc, 32));
+		rc |= add(st, "eval_start", uint_fc(tc, 64));
+		rc |= add(st, "eval_end", uint_fc(tc, 64));
+		rc |= add(st, "chains", uint_fc(tc, 64));
+		rc |= add(st, "dropped", uint_fc(tc, 64));
+		rc |= add(st, "stale", uint_fc(tc, 64));
+		rc |= add(st, "name", bt_field_class_string_create(tc));
+	} else if (id == 5) { /* runtime_code (version 2) */
+		rc |= add(st, "runtime", uint_fc(tc, 8));
+		rc |= add(st, "code", uint_fc(tc, 64));
+		rc |= add(st, "fingerprint", uint_fc(tc, 32));
+		rc |= add(st, "first_line", uint_fc(tc, 32));
+		rc |= add(st, "name", bt_field_class_string_create(tc));
+		rc |= add(st, "file", bt_field_class_string_create(tc));
+		rc |= add(st, "line_table_length", uint_fc(tc, 32));
+		if (!rc)
+			rc |= add(st, "line_table", bytes_fc(tc, st, "line_table_length"));
+	} else if (id == 6) { /* kernel_symbols (version 3) */
+		bt_field_class *sym = bt_field_class_structure_create(tc);
+		rc |= add(st, "build_id_length", uint_fc(tc, 8));
+		if (!rc)
+			rc |= add(st, "build_id", bytes_fc(tc, st, "build_id_length"));
+		rc |= add(st, "symbols_length", uint_fc(tc, 32));
+		if (!sym)
+			rc = 1;
+		if (!rc) {
+			rc |= add(sym, "start", uint_fc(tc, 64));
+			rc |= add(sym, "end", uint_fc(tc, 64));
+			rc |= add(sym, "name", bt_field_class_string_create(tc));
+			rc |= add(sym, "module", bt_field_class_string_create(tc));
+		}
+		if (!rc) {
+			bt_field_class *len = bt_field_class_structure_member_borrow_field_class(
+				bt_field_class_structure_borrow_member_by_name(st, "symbols_length"));
+			rc |= add(st, "symbols", bt_field_class_array_dynamic_create(tc, sym, len));
+		}
+		bt_field_class_put_ref(sym);
 	} else if (id == 2) { /* drops */
 		rc |= add(st, "tid", uint_fc(tc, 32));
 		rc |= add(st, "ring_full", uint_fc(tc, 64));
@@ -212,10 +266,13 @@ static int read_metadata(const char *dir, struct meta *m, bt_trace *trace)
 
 static int build_ir(struct trace_src *s, const struct meta *m)
 {
-	static const char *const names[2][4] = {
-		{ "process_start", "maps", "drops", "process_end" },
-		{ "sample", "sample_full", "sample_segment", NULL },
+	/* Version 2 adds the runtime events, 3 the kernel ones (after them:
+	 * ids are the metadata's). */
+	static const char *const names[2][7] = {
+		{ "process_start", "maps", "drops", "process_end", "runtime", "runtime_code", "kernel_symbols" },
+		{ "sample", "sample_full", "sample_segment", "runtime_frames", "kernel_chain", NULL, NULL },
 	};
+	static const unsigned counts[4][2] = { { 0, 0 }, { 4, 3 }, { 6, 4 }, { 7, 5 } };
 	bt_trace_class *tc = s->tc = bt_trace_class_create(s->self);
 	bt_clock_class *cc = bt_clock_class_create(s->self);
 	if (!tc || !cc)
@@ -246,7 +303,7 @@ static int build_ir(struct trace_src *s, const struct meta *m)
 			goto fail;
 		}
 		bt_field_class_put_ref(ctx);
-		for (unsigned id = 0; id < 4 && names[cls][id]; id++) {
+		for (unsigned id = 0; id < counts[m->version][cls]; id++) {
 			bt_event_class *ec = s->ec[cls][id] = bt_event_class_create_with_id(sc, id);
 			bt_field_class *pl = ec ? payload_fc(tc, cls, id) : NULL;
 			if (!pl || bt_event_class_set_name(ec, names[cls][id]) ||
@@ -409,8 +466,8 @@ bt_component_class_initialize_method_status trace_src_init(bt_self_component_sou
 	}
 	if (!su_stackcap_trace_probe(dir)) {
 		BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(sc,
-			"%s is not a stackcap trace of format version 1 (its metadata must name tracer "
-			"\"stackcap\" and stackcap_trace_version 1)", dir);
+			"%s is not a stackcap trace of format version 1 to 3 (its metadata must name tracer "
+			"\"stackcap\" and its stackcap_trace_version)", dir);
 		return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_ERROR;
 	}
 	struct trace_src *s = calloc(1, sizeof(*s));
@@ -420,16 +477,13 @@ bt_component_class_initialize_method_status trace_src_init(bt_self_component_sou
 	s->self = sc;
 	if (read_metadata(dir, &m, NULL))
 		goto nomem;
-	if (m.version != 1) {
-		/* Version 2 (runtime frames), 3 (kernel frames), 4 (named
-		 * events) and 5 (off-CPU time): src.ctf.fs reads them; this
-		 * source does not yet. */
+	if (m.version < 1 || m.version > 3) {
+		/* Version 4 (named events) and 5 (off-CPU time): src.ctf.fs
+		 * reads them; this source does not yet. */
 		BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(sc,
-			"%s: stackcap trace format version %ld (%s) is not read by this source yet: read it with "
-			"src.ctf.fs%s", dir, m.version,
-			m.version == 5 ? "off-CPU time" : m.version == 4 ? "named events, record -e"
-			: m.version == 3 ? "kernel frames" : m.version == 2 ? "runtime frames" : "unknown",
-			m.version == 3 ? ", or record with --user-only" : "");
+			"%s: stackcap trace format version %ld (%s) is not read by this source yet (it reads 1 to 3): "
+			"read it with src.ctf.fs", dir, m.version,
+			m.version == 5 ? "off-CPU time" : m.version == 4 ? "named events, record -e" : "unknown");
 		src_free(s);
 		return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_ERROR;
 	}

@@ -8,7 +8,8 @@
 # babeltrace2 plugin (filter.stackcap.unwind: the same chains on the
 # stackcap:sample events and the user's own probe event; the folded sink =
 # stackunwind folded; a trace without stackcap events passes unchanged; a
-# live session through our own lttng-relayd on private ports),
+# live session through our own lttng-relayd on private ports), Python
+# frames (record --lttng --python: the main chain of tests/python.sh),
 # checks the error paths, and stops the daemon (also on failure: trap).
 . "${top_srcdir:?}/tests/tap-lib.sh"
 SU="$B/cli/stackunwind"
@@ -31,8 +32,8 @@ fi
 
 lt="$work/lt"
 mkdir -p "$lt/home"
-# What the recording user runs: RUN_STACKCAP, RUN_TD/<program>, RUN_PROBE.
-RUN_STACKCAP=$STACKCAP RUN_TD=$TD RUN_TESTS=$B/tests
+# What the recording user runs: RUN_STACKCAP, RUN_TD/<program>, RUN_PROBE, RUN_CH.
+RUN_STACKCAP=$STACKCAP RUN_TD=$TD RUN_TESTS=$B/tests RUN_CH=$top_srcdir/tests/python/chains.py
 RUN_PROBE="env LD_LIBRARY_PATH=$B/capture/.libs $B/tests/.libs/lttng-probe"
 if [ "$(id -u)" = 0 ]; then
 	# nobody must reach what it runs, and the build tree may sit in a
@@ -45,10 +46,11 @@ if [ "$(id -u)" = 0 ]; then
 	cp -P "$B"/capture/.libs/liblttng-stackcap.so* "$X/capture/.libs/" &&
 	cp "$TD/tdata-single" "$TD/tdata-threads" "$TD/tdata-dlopen" "$TD/tdata-sigalt" "$X/testdata/" &&
 	cp "$TD/.libs/libtdata-plugin.so" "$X/testdata/.libs/" &&
-	cp "$B/tests/.libs/lttng-probe" "$B/tests/fork-burn" "$B/tests/jit-burn" "$X/tests/" || {
+	cp "$B/tests/.libs/lttng-probe" "$B/tests/fork-burn" "$B/tests/jit-burn" "$top_srcdir/tests/python/chains.py" \
+		"$X/tests/" || {
 		echo "1..1"; echo "not ok 1 - cannot copy the programs to run as nobody into $X"; exit 0; }
 	chmod -R a+rX "$X"
-	RUN_STACKCAP=$X/cli/stackcap RUN_TD=$X/testdata RUN_TESTS=$X/tests
+	RUN_STACKCAP=$X/cli/stackcap RUN_TD=$X/testdata RUN_TESTS=$X/tests RUN_CH=$X/tests/chains.py
 	RUN_PROBE="env LD_LIBRARY_PATH=$X/capture/.libs $X/tests/lttng-probe"
 	chown -R 65534:65534 "$lt"
 	as_user() { setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$lt/home" LTTNG_HOME="$lt/home" "$@"; }
@@ -235,6 +237,28 @@ check "lttng-probe: every sample unwinds to '$chain' (the caller of stackcap_cap
 	[ "$1 $2" = "200 200" ]
 
 
+# ---- Python frames (record --lttng --python, tests/python.sh's main chain) ------------
+# Each sample's interpreter frames as stackcap:runtime_frames just before it,
+# each code object once as stackcap:runtime_code: stackunwind splices and
+# names them as in a trace directory (and the plugin, below).
+PY=/usr/bin/python3
+if session python "-t vpid -t vtid"; then
+	as_user "$RUN_STACKCAP" record --lttng --python -- $PY "$RUN_CH" main 0.5 >"$work/python.rout" 2>"$work/python.rerr"
+	prc=$?
+	end_session
+	$PY "$RUN_CH" main 0.1 >/dev/null 2>&1
+	plain=$?
+	check "python: record --lttng --python exits as python3 alone does ($prc, plain $plain)" [ "$prc" = "$plain" ]
+	"$SU" folded "$lt/python" >"$work/python.folded" 2>"$work/python.err"
+	set -- $(RE=';PyEval_EvalCode;([^;]*;)*<module>;main_driver;cpu_loop;main_mid;main_leaf(;|$)' awk '
+		/;main_leaf(;| )/ { c = $NF; line = $0; sub(/ [0-9]+$/, "", line); h += c; if (line ~ ENVIRON["RE"]) m += c }
+		END { print m + 0, h + 0 }' "$work/python.folded")
+	check "python: <module>;main_driver;cpu_loop;main_mid;main_leaf under PyEval_EvalCode in $1 of $2 samples through main_leaf (>= 95%, >= 50)" \
+		sh -c "[ $2 -ge 50 ] && [ \$(( $1 * 100 )) -ge \$(( $2 * 95 )) ]"
+else
+	not_ok "python: LTTng session set up"
+fi
+
 # ---- the babeltrace2 plugin on the LTTng traces (docs/babeltrace2-plugin.md):
 # filter.stackcap.unwind adds the callstack to stackcap:sample (and to the
 # user's own event that stackcap_lttng_tracepoint follows with a sample);
@@ -278,7 +302,7 @@ nall=$(grep -c 'stackcap:sample:' "$work/single.flt")
 nother=$(grep -v 'stackcap:sample:' "$work/single.flt" | grep -c 'callstack = ')
 check "single: all $nall stackcap:sample events carry a callstack ($ns), no other event does ($nother)" \
 	sh -c "[ $nall -ge 100 ] && [ $ns = $nall ] && [ $nother = 0 ]"
-for name in single threads dlopen sigalt exec fork jit probe; do
+for name in single threads dlopen sigalt exec fork jit probe python; do
 	"$SU" folded "$lt/$name" >"$work/$name.su.folded" 2>/dev/null
 	$BT "$lt/$name" -c filter.stackcap.unwind -c sink.stackcap.folded >"$work/$name.bt.folded" 2>"$work/$name.bt.err"
 	r=$?

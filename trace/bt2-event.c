@@ -102,6 +102,9 @@ static const struct {
 	{ "kernel_chain", RAW_KERNEL_CHAIN },
 	{ "kernel_symbols", RAW_KERNEL_SYMBOLS },
 	{ "off_cpu", RAW_OFF_CPU },
+	{ "runtime", RAW_RUNTIME },
+	{ "runtime_code", RAW_RUNTIME_CODE },
+	{ "runtime_frames", RAW_RUNTIME_FRAMES },
 };
 
 int su_bt2_stackcap_kind(const char *name)
@@ -265,6 +268,40 @@ int su_bt2_stackcap_event(const bt_message *msg, enum raw_kind kind, struct raw_
 	case RAW_OFF_CPU:
 		ev->off_cpu_ns = su_bt2_u64_or(pl, "duration", 0);
 		return 0;
+	case RAW_RUNTIME:
+		/* The strings stay the field's, valid during the call. */
+		ev->runtime.kind = (uint8_t)su_bt2_u64_or(pl, "runtime", 0);
+		ev->runtime.version = (uint32_t)su_bt2_u64_or(pl, "version", 0);
+		ev->runtime.eval_start = su_bt2_u64_or(pl, "eval_start", 0);
+		ev->runtime.eval_end = su_bt2_u64_or(pl, "eval_end", 0);
+		ev->runtime.chains = su_bt2_u64_or(pl, "chains", 0);
+		ev->runtime.dropped = su_bt2_u64_or(pl, "dropped", 0);
+		ev->runtime.stale = su_bt2_u64_or(pl, "stale", 0);
+		ev->runtime.name = (char *)(uintptr_t)su_bt2_str(pl, "name");
+		return 0;
+	case RAW_RUNTIME_CODE: {
+		ev->rt_code.code = su_bt2_u64_or(pl, "code", 0);
+		ev->rt_code.fp = (uint32_t)su_bt2_u64_or(pl, "fingerprint", 0);
+		ev->rt_code.first_line = (uint32_t)su_bt2_u64_or(pl, "first_line", 0);
+		ev->rt_code.name = (char *)(uintptr_t)su_bt2_str(pl, "name");
+		ev->rt_code.file = (char *)(uintptr_t)su_bt2_str(pl, "file");
+		int64_t const n = su_bt2_copy_bytes(pl, "line_table", blob, cap);
+		if (n == -ENOMEM)
+			return -ENOMEM;
+		ev->rt_code.line_table = *blob;
+		ev->rt_code.line_table_len = n > 0 ? (uint32_t)n : 0;
+		if (!ev->rt_code.name || !ev->rt_code.file)
+			ev->rt_code.fp = 0; /* not one of ours: never named */
+		return 0;
+	}
+	case RAW_RUNTIME_FRAMES: {
+		int64_t const n = su_bt2_copy_bytes(pl, "blob", blob, cap);
+		if (n == -ENOMEM)
+			return -ENOMEM;
+		ev->blob_len = n > 0 ? (size_t)n : 0;
+		ev->blob = *blob;
+		return 0;
+	}
 	case RAW_DROPS:
 		ev->drop_tid = (uint32_t)su_bt2_u64_or(pl, "tid", 0);
 		ev->drops_total = su_bt2_u64_or(pl, "ring_full", 0) + su_bt2_u64_or(pl, "nested", 0) +

@@ -4,7 +4,9 @@
  * lttng_ust_dl: base address, size, path, build-id, load and unload
  * times) and our `stackcap:code_ranges` generations; each generation
  * becomes a maps event whose entries join the ranges to the modules by
- * address (and time). */
+ * address (and time).  A --python recording's stackcap:runtime and
+ * stackcap:runtime_code events go out after their process's start; its
+ * stackcap:runtime_frames go with their thread's next sample. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +37,19 @@ struct lt_gen {
 	int delivered;                 /* its maps went out (flush) */
 };
 
+/* A stackcap:runtime or stackcap:runtime_code event, kept until its
+ * process has started (the core files them under the process). */
+struct lt_rtev {
+	enum raw_kind kind;
+	uint64_t ts;
+	struct su_runtime runtime;     /* name malloc'ed */
+	struct su_rt_code code;        /* name, file, line_table malloc'ed */
+};
+
 struct lt_proc {
 	uint32_t vpid;
+	struct lt_rtev *rtevs;
+	size_t n_rtevs, cap_rtevs, rt_sent;
 	uint64_t first_ts;
 	char *procname;
 	struct lt_module *mods;
@@ -48,13 +61,16 @@ struct lt_proc {
 	uint64_t dump_end_ts;
 };
 
-/* A pending sample_segment of one thread. */
+/* A pending sample_segment and runtime_frames of one thread. */
 struct lt_seg {
 	uint32_t vpid, vtid;
 	uint8_t *blob;
 	size_t len, cap;
 	uint32_t generation;
 	int pending;
+	uint8_t *rt;
+	size_t rt_len, rt_cap;
+	int rt_pending;
 };
 
 struct su_lttng_join {
@@ -63,6 +79,7 @@ struct su_lttng_join {
 	struct lt_seg *segs;
 	size_t n_segs, cap_segs;
 	size_t undelivered;            /* generations not flushed yet */
+	size_t rt_unsent;              /* runtime events kept */
 	uint8_t *blob;
 	size_t blob_cap;
 };
@@ -77,6 +94,10 @@ enum su_lttng_event su_lttng_event_of(const char *name)
 		return SU_LTTNG_SEGMENT;
 	if (!strcmp(name, "stackcap:code_ranges"))
 		return SU_LTTNG_CODE_RANGES;
+	if (!strcmp(name, "stackcap:runtime") || !strcmp(name, "stackcap:runtime_code"))
+		return SU_LTTNG_RUNTIME;
+	if (!strcmp(name, "stackcap:runtime_frames"))
+		return SU_LTTNG_RUNTIME_FRAMES;
 	if (!strncmp(name, "lttng_ust_statedump:", 20) || !strncmp(name, "lttng_ust_dl:", 13) ||
 	    !strncmp(name, "lttng_ust_lib:", 14))
 		return SU_LTTNG_MODULES;
@@ -112,10 +133,19 @@ void su_lttng_join_free(struct su_lttng_join *j)
 		free(p->mods);
 		free(p->gens);
 		free(p->procname);
+		for (size_t k = 0; k < p->n_rtevs; k++) {
+			free(p->rtevs[k].runtime.name);
+			free(p->rtevs[k].code.name);
+			free(p->rtevs[k].code.file);
+			free(p->rtevs[k].code.line_table);
+		}
+		free(p->rtevs);
 	}
 	free(j->procs);
-	for (size_t i = 0; i < j->n_segs; i++)
+	for (size_t i = 0; i < j->n_segs; i++) {
 		free(j->segs[i].blob);
+		free(j->segs[i].rt);
+	}
 	free(j->segs);
 	free(j->blob);
 	free(j);
@@ -234,6 +264,48 @@ static int on_code_ranges(struct su_lttng_join *j, struct lt_proc *p, const bt_f
 	return 0;
 }
 
+/* A stackcap:runtime or stackcap:runtime_code event (NAME) of P, kept. */
+static int on_runtime(struct su_lttng_join *j, struct lt_proc *p, const char *name, const bt_field *pl, uint64_t ts)
+{
+	if (su_grow((void **)&p->rtevs, &p->cap_rtevs, p->n_rtevs + 1, sizeof(*p->rtevs)))
+		return -ENOMEM;
+	struct lt_rtev *e = &p->rtevs[p->n_rtevs];
+	memset(e, 0, sizeof(*e));
+	e->ts = ts;
+	const char *n = su_bt2_str(pl, "name");
+	if (!strcmp(name, "stackcap:runtime")) {
+		e->kind = RAW_RUNTIME;
+		e->runtime.kind = (uint8_t)su_bt2_u64_or(pl, "runtime", 0);
+		e->runtime.version = (uint32_t)su_bt2_u64_or(pl, "version", 0);
+		e->runtime.eval_start = su_bt2_u64_or(pl, "eval_start", 0);
+		e->runtime.eval_end = su_bt2_u64_or(pl, "eval_end", 0);
+		e->runtime.chains = su_bt2_u64_or(pl, "chains", 0);
+		e->runtime.dropped = su_bt2_u64_or(pl, "dropped", 0);
+		if (!(e->runtime.name = strdup(n ? n : "")))
+			return -ENOMEM;
+	} else {
+		e->kind = RAW_RUNTIME_CODE;
+		const char *f = su_bt2_str(pl, "file");
+		e->code.code = su_bt2_u64_or(pl, "code", 0);
+		e->code.fp = n && f ? (uint32_t)su_bt2_u64_or(pl, "fingerprint", 0) : 0; /* not ours: never named */
+		e->code.first_line = (uint32_t)su_bt2_u64_or(pl, "first_line", 0);
+		size_t cap = 0;
+		int64_t const lt = su_bt2_copy_bytes(pl, "line_table", &e->code.line_table, &cap);
+		e->code.name = strdup(n ? n : "");
+		e->code.file = strdup(f ? f : "");
+		if (lt == -ENOMEM || !e->code.name || !e->code.file) {
+			free(e->code.line_table);
+			free(e->code.name);
+			free(e->code.file);
+			return -ENOMEM;
+		}
+		e->code.line_table_len = lt > 0 ? (uint32_t)lt : 0;
+	}
+	p->n_rtevs++;
+	j->rt_unsent++;
+	return 0;
+}
+
 int su_lttng_join_add(struct su_lttng_join *j, const bt_message *msg, enum su_lttng_event kind, uint32_t vpid,
 		      uint64_t ts)
 {
@@ -245,6 +317,8 @@ int su_lttng_join_add(struct su_lttng_join *j, const bt_message *msg, enum su_lt
 		return -ENOMEM;
 	if (kind == SU_LTTNG_CODE_RANGES)
 		return on_code_ranges(j, p, pl, ts);
+	if (kind == SU_LTTNG_RUNTIME)
+		return name ? on_runtime(j, p, name, pl, ts) : 0;
 	if (kind != SU_LTTNG_MODULES || !name)
 		return 0;
 	if (!strcmp(name, "lttng_ust_statedump:start")) {
@@ -419,16 +493,32 @@ static int start_process(struct lt_proc *p, raw_emit_fn emit, void *ctx)
 	return emit(ctx, &ev);
 }
 
+/* P's runtime events not sent yet (P has started). */
+static int send_runtime(struct su_lttng_join *j, struct lt_proc *p, raw_emit_fn emit, void *ctx)
+{
+	for (; p->rt_sent < p->n_rtevs; p->rt_sent++) {
+		const struct lt_rtev *e = &p->rtevs[p->rt_sent];
+		struct raw_event ev = { .kind = e->kind, .ts = e->ts, .pid = p->vpid, .stream_id = p->vpid,
+					.runtime = e->runtime, .rt_code = e->code };
+		j->rt_unsent--;
+		int const rc = emit(ctx, &ev);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 int su_lttng_join_flush(struct su_lttng_join *j, uint64_t now, uint64_t wait_ns, int force, raw_emit_fn emit,
 			void *ctx)
 {
+	int rc = 0;
 	for (size_t i = 0; i < j->n_procs && j->undelivered; i++) {
 		struct lt_proc *p = &j->procs[i];
 		for (size_t k = 0; k < p->n_gens; k++) {
 			struct lt_gen *g = &p->gens[k];
 			if (g->delivered || (!force && !settled(p, g, now, wait_ns)))
 				continue;
-			int rc = p->started ? 0 : start_process(p, emit, ctx);
+			rc = p->started ? 0 : start_process(p, emit, ctx);
 			if (rc)
 				return rc;
 			struct raw_event mev = { .kind = RAW_MAPS, .ts = g->ts, .pid = p->vpid, .stream_id = p->vpid };
@@ -441,7 +531,10 @@ int su_lttng_join_flush(struct su_lttng_join *j, uint64_t now, uint64_t wait_ns,
 				return rc;
 		}
 	}
-	return 0;
+	for (size_t i = 0; i < j->n_procs && j->rt_unsent && !rc; i++)
+		if (j->procs[i].started)
+			rc = send_runtime(j, &j->procs[i], emit, ctx);
+	return rc;
 }
 
 int su_lttng_join_has_generations(const struct su_lttng_join *j)
@@ -468,11 +561,22 @@ static struct lt_seg *seg_get(struct su_lttng_join *j, uint32_t vpid, uint32_t v
 }
 
 int su_lttng_join_sample(struct su_lttng_join *j, const bt_message *msg, enum su_lttng_event kind, uint32_t vpid,
-			 uint32_t vtid, uint64_t ts, struct raw_event *ev, struct raw_event *seg, int *has_seg)
+			 uint32_t vtid, uint64_t ts, struct raw_event *ev, struct su_lttng_extra *x)
 {
 	const bt_field *pl = bt_event_borrow_payload_field_const(bt_message_event_borrow_event_const(msg));
 	uint64_t gen;
-	*has_seg = 0;
+	x->has_seg = x->has_rt = 0;
+	if (kind == SU_LTTNG_RUNTIME_FRAMES) {
+		struct lt_seg *g = seg_get(j, vpid, vtid);
+		if (!g)
+			return -ENOMEM;
+		int64_t const n = su_bt2_copy_bytes(pl, "blob", &g->rt, &g->rt_cap);
+		if (n == -ENOMEM)
+			return -ENOMEM;
+		g->rt_pending = n >= 0;
+		g->rt_len = n >= 0 ? (size_t)n : 0;
+		return 0;
+	}
 	if (su_bt2_u64(pl, "generation", &gen))
 		return 0;
 	if (kind == SU_LTTNG_SEGMENT) {
@@ -492,17 +596,26 @@ int su_lttng_join_sample(struct su_lttng_join *j, const bt_message *msg, enum su
 		return -ENOMEM;
 	if (n < 0)
 		return 0;
-	/* Its segment was recorded just before it in the same thread. */
+	/* Its segment and runtime frames were recorded just before it in
+	 * the same thread. */
 	for (size_t i = 0; i < j->n_segs; i++) {
 		struct lt_seg *g = &j->segs[i];
-		if (g->pending && g->vpid == vpid && g->vtid == vtid) {
+		if (g->vpid != vpid || g->vtid != vtid)
+			continue;
+		if (g->pending) {
 			g->pending = 0;
-			*seg = (struct raw_event){ .kind = RAW_SAMPLE_SEGMENT, .ts = ts, .pid = vpid, .tid = vtid,
-						   .stream_id = vpid, .generation = g->generation,
-						   .blob = g->blob, .blob_len = g->len };
-			*has_seg = 1;
-			break;
+			x->seg = (struct raw_event){ .kind = RAW_SAMPLE_SEGMENT, .ts = ts, .pid = vpid, .tid = vtid,
+						     .stream_id = vpid, .generation = g->generation,
+						     .blob = g->blob, .blob_len = g->len };
+			x->has_seg = 1;
 		}
+		if (g->rt_pending) {
+			g->rt_pending = 0;
+			x->rt = (struct raw_event){ .kind = RAW_RUNTIME_FRAMES, .ts = ts, .pid = vpid, .tid = vtid,
+						    .stream_id = vpid, .blob = g->rt, .blob_len = g->rt_len };
+			x->has_rt = 1;
+		}
+		break;
 	}
 	*ev = (struct raw_event){ .kind = RAW_SAMPLE, .ts = ts, .pid = vpid, .tid = vtid, .stream_id = vpid,
 				  .generation = (uint32_t)gen, .blob = j->blob, .blob_len = (size_t)n };

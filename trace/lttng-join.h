@@ -19,6 +19,8 @@ enum su_lttng_event {
 	SU_LTTNG_CODE_RANGES,    /* stackcap:code_ranges */
 	SU_LTTNG_SAMPLE,         /* stackcap:sample */
 	SU_LTTNG_SEGMENT,        /* stackcap:sample_segment */
+	SU_LTTNG_RUNTIME,        /* stackcap:runtime, stackcap:runtime_code (--python) */
+	SU_LTTNG_RUNTIME_FRAMES, /* stackcap:runtime_frames (--python) */
 };
 
 /* What the event class NAME is to the join. */
@@ -33,22 +35,30 @@ struct su_lttng_join;
 struct su_lttng_join *su_lttng_join_new(void);
 void su_lttng_join_free(struct su_lttng_join *j);
 
-/* Take in MSG, an SU_LTTNG_MODULES or SU_LTTNG_CODE_RANGES event of process
- * VPID at time TS.  @return 0 or -ENOMEM. */
+/* Take in MSG, an SU_LTTNG_MODULES, SU_LTTNG_CODE_RANGES or SU_LTTNG_RUNTIME
+ * event of process VPID at time TS.  @return 0 or -ENOMEM. */
 int su_lttng_join_add(struct su_lttng_join *j, const bt_message *msg, enum su_lttng_event kind, uint32_t vpid,
 		      uint64_t ts);
 
-/* MSG, an SU_LTTNG_SAMPLE or SU_LTTNG_SEGMENT event of thread VPID/VTID at
- * TS.  A segment is kept for its thread's next sample.  A sample fills *EV
- * and, when its thread's segment is waiting, *SEG (stamped with the
- * sample's time: the core pairs them by time) with *HAS_SEG = 1.  Blobs
- * stay valid until the next call.  @return 1 when *EV is a sample, 0
- * when there is nothing to deliver, -ENOMEM. */
+/* What a sample brings: its segment and its runtime frames, each when its
+ * thread recorded one just before it (stamped with the sample's time: the
+ * core pairs them by time). */
+struct su_lttng_extra {
+	struct raw_event seg, rt;
+	int has_seg, has_rt;
+};
+
+/* MSG, an SU_LTTNG_SAMPLE, SU_LTTNG_SEGMENT or SU_LTTNG_RUNTIME_FRAMES event
+ * of thread VPID/VTID at TS.  A segment or runtime frames are kept for
+ * their thread's next sample.  A sample fills *EV and *X.  Blobs stay
+ * valid until the next call.  @return 1 when *EV is a sample, 0 when
+ * there is nothing to deliver, -ENOMEM. */
 int su_lttng_join_sample(struct su_lttng_join *j, const bt_message *msg, enum su_lttng_event kind, uint32_t vpid,
-			 uint32_t vtid, uint64_t ts, struct raw_event *ev, struct raw_event *seg, int *has_seg);
+			 uint32_t vtid, uint64_t ts, struct raw_event *ev, struct su_lttng_extra *x);
 
 /* Deliver through EMIT each process's process_start (once, before its
- * first maps) and the maps of each generation not delivered yet that is
+ * first maps), its runtime and runtime_code events once it has started,
+ * and the maps of each generation not delivered yet that is
  * settled at trace time NOW: every range lies in a module with a size, or
  * the process finished a state dump since the generation, or WAIT_NS
  * passed, or FORCE.  A range in no module is anonymous code ([anon:exec]).

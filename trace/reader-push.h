@@ -32,6 +32,13 @@ int su_reader_push(struct su_reader *r, const struct raw_event *ev);
  * generation it names: pushed now it is decoded, not skipped. */
 int su_reader_can_decode(const struct su_reader *r, const struct raw_event *ev);
 
+/* Nonzero when every code object that EV (a RAW_RUNTIME_FRAMES) names has
+ * its runtime_code event in: the writer writes it to the process stream
+ * after the first sample that meets the object, so the frames may come
+ * first.  An object never described (gone before the writer read it)
+ * keeps this 0: hold, then give up as for maps. */
+int su_reader_can_name_runtime(const struct su_reader *r, const struct raw_event *ev);
+
 /* The counts so far (drops: the latest totals of every thread). */
 void su_reader_get_stats(const struct su_reader *r, struct su_reader_stats *stats);
 

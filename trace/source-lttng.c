@@ -58,19 +58,21 @@ static int handle_event(struct lt_source *s, const bt_message *msg)
 		return -EINVAL;
 	}
 	uint64_t const ts = su_bt2_event_ts(msg);
-	int const sample = kind == SU_LTTNG_SAMPLE || kind == SU_LTTNG_SEGMENT;
+	int const sample = kind == SU_LTTNG_SAMPLE || kind == SU_LTTNG_SEGMENT || kind == SU_LTTNG_RUNTIME_FRAMES;
 	if (s->pass == PASS_PROCESS) {
-		s->samples_seen += sample;
+		s->samples_seen += kind == SU_LTTNG_SAMPLE || kind == SU_LTTNG_SEGMENT;
 		return sample ? 0 : su_lttng_join_add(s->join, msg, kind, vpid, ts);
 	}
 	if (!sample)
 		return 0;
-	struct raw_event ev, seg;
-	int has_seg;
-	int rc = su_lttng_join_sample(s->join, msg, kind, vpid, vtid, ts, &ev, &seg, &has_seg);
+	struct raw_event ev;
+	struct su_lttng_extra x;
+	int rc = su_lttng_join_sample(s->join, msg, kind, vpid, vtid, ts, &ev, &x);
 	if (rc <= 0)
 		return rc;
-	rc = has_seg ? s->emit(s->ctx, &seg) : 0;
+	rc = x.has_seg ? s->emit(s->ctx, &x.seg) : 0;
+	if (!rc && x.has_rt)
+		rc = s->emit(s->ctx, &x.rt);
 	if (!rc)
 		rc = s->emit(s->ctx, &ev);
 	if (rc)

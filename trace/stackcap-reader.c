@@ -23,6 +23,7 @@
 
 #include "trace/reader-internal.h"
 #include "trace/reader-push.h"
+#include "rt-frames.h"
 
 /* reader.pass in push mode: every event kind at once. */
 #define PUSH_PASSES (PASS_PROCESS | PASS_SAMPLES)
@@ -1208,6 +1209,23 @@ int su_reader_can_decode(const struct su_reader *p, const struct raw_event *ev)
 	if (sec->p.codec_version != STACKCAP_CODEC_VERSION)
 		return 1; /* skipped whatever comes later */
 	return section_maps(sec, ev->generation) != NULL;
+}
+
+int su_reader_can_name_runtime(const struct su_reader *p, const struct raw_event *ev)
+{
+	struct reader *r = (struct reader *)&p->r; /* section_at only reads */
+	struct section *sec = section_at(r, ev->pid, ev->ts);
+	struct rt_frames_dec d;
+	struct rt_frame f;
+	if (!sec || !sec->rt)
+		return 0;
+	if (rt_frames_open(&d, ev->blob, ev->blob_len))
+		return 1; /* not decodable: nothing to wait for */
+	int rc;
+	while ((rc = rt_frames_next(&d, &f)) == 1)
+		if (f.fp && !su_runtime_code(sec->rt, f.code, f.fp))
+			return 0;
+	return 1;
 }
 
 void su_reader_get_stats(const struct su_reader *p, struct su_reader_stats *stats)

@@ -72,10 +72,14 @@ size_t su_runtime_splice(struct su_unwinder *u, const struct su_sample *s, struc
 		shift = 0;
 		lo_a = matched, lo_b = ng;
 	}
-	size_t total = n - matched + (lo_b - lo_a);
-	for (size_t g = 0; g < ng; g++)
-		if (g < lo_a || g >= lo_b)
-			total += ge[g] - gs[g];
+	/* Room: every native frame and every runtime frame at most once (a
+	 * native frame replaced by its group is not kept; groups are each
+	 * written once, matched or left over).  The count of the left-over
+	 * groups, not their frames, was added here before: a sample whose
+	 * left-over groups held more frames than there were groups wrote
+	 * past the buffer (an LTTng trace without LTTng's state dump showed
+	 * it: no native frame found, every group left over). */
+	size_t const total = n + np;
 	if (total > u->splice_cap) {
 		struct su_frame *nb = realloc(u->splice, total * sizeof(*nb));
 		if (!nb)

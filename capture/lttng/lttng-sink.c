@@ -26,8 +26,10 @@ static void sink_thread_init(void)
 /* In the signal handler or stackcap_capture(): the tracepoint is lock-free
  * and reentrant (nested events use their own nesting level). */
 static void sink_sample(uint32_t generation, const uint8_t *blob, size_t len, const uint8_t *seg,
-			size_t seg_len)
+			size_t seg_len, uint8_t runtime, const uint8_t *rt, size_t rt_len)
 {
+	if (rt && rt_len)
+		lttng_ust_tracepoint(stackcap, runtime_frames, runtime, rt, (uint32_t)rt_len);
 	if (seg && seg_len)
 		lttng_ust_tracepoint(stackcap, sample_segment, generation, seg, (uint32_t)seg_len);
 	lttng_ust_tracepoint(stackcap, sample, generation, blob, (uint32_t)len);
@@ -53,8 +55,24 @@ static int sink_code_ranges(uint32_t generation, const struct stackcap_code_rang
 	return 1;
 }
 
+/* Writer thread. */
+static void sink_runtime(uint8_t runtime, uint32_t version, uint64_t eval_start, uint64_t eval_end,
+			 uint64_t chains, uint64_t dropped, const char *name)
+{
+	lttng_ust_tracepoint(stackcap, runtime, runtime, version, eval_start, eval_end, chains, dropped, name);
+}
+
+static void sink_runtime_code(uint8_t runtime, uint64_t code, uint32_t fp, uint32_t first_line, const char *name,
+			      const char *file, const uint8_t *line_table, uint32_t line_table_len)
+{
+	lttng_ust_tracepoint(stackcap, runtime_code, runtime, code, fp, first_line, name, file, line_table,
+			     line_table_len);
+}
+
 HIDDEN const struct capture_sink capture_lttng_sink = {
 	.thread_init = sink_thread_init,
 	.sample = sink_sample,
 	.code_ranges = sink_code_ranges,
+	.runtime = sink_runtime,
+	.runtime_code = sink_runtime_code,
 };

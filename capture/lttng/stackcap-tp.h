@@ -48,6 +48,48 @@ LTTNG_UST_TRACEPOINT_EVENT(stackcap, code_ranges,
 	)
 )
 
+/* Runtime frames (record --python --lttng): the sampled thread's
+ * interpreter frames (compress/rt-frames.h), right before its
+ * stackcap:sample in the same thread. */
+LTTNG_UST_TRACEPOINT_EVENT(stackcap, runtime_frames,
+	LTTNG_UST_TP_ARGS(uint8_t, runtime, const uint8_t *, blob, uint32_t, len),
+	LTTNG_UST_TP_FIELDS(
+		lttng_ust_field_integer(uint8_t, runtime, runtime)
+		lttng_ust_field_sequence(uint8_t, blob, blob, uint32_t, len)
+	)
+)
+
+/* The runtime registered in the process (docs/trace-format.md `runtime`),
+ * again about once a second with its counts. */
+LTTNG_UST_TRACEPOINT_EVENT(stackcap, runtime,
+	LTTNG_UST_TP_ARGS(uint8_t, runtime, uint32_t, version, uint64_t, eval_start, uint64_t, eval_end,
+			  uint64_t, chains, uint64_t, dropped, const char *, name),
+	LTTNG_UST_TP_FIELDS(
+		lttng_ust_field_integer(uint8_t, runtime, runtime)
+		lttng_ust_field_integer_hex(uint32_t, version, version)
+		lttng_ust_field_integer_hex(uint64_t, eval_start, eval_start)
+		lttng_ust_field_integer_hex(uint64_t, eval_end, eval_end)
+		lttng_ust_field_integer(uint64_t, chains, chains)
+		lttng_ust_field_integer(uint64_t, dropped, dropped)
+		lttng_ust_field_string(name, name)
+	)
+)
+
+/* One code object, described once (docs/trace-format.md `runtime_code`). */
+LTTNG_UST_TRACEPOINT_EVENT(stackcap, runtime_code,
+	LTTNG_UST_TP_ARGS(uint8_t, runtime, uint64_t, code, uint32_t, fingerprint, uint32_t, first_line,
+			  const char *, name, const char *, file, const uint8_t *, line_table, uint32_t, line_table_len),
+	LTTNG_UST_TP_FIELDS(
+		lttng_ust_field_integer(uint8_t, runtime, runtime)
+		lttng_ust_field_integer_hex(uint64_t, code, code)
+		lttng_ust_field_integer(uint32_t, fingerprint, fingerprint)
+		lttng_ust_field_integer(uint32_t, first_line, first_line)
+		lttng_ust_field_string(name, name)
+		lttng_ust_field_string(file, file)
+		lttng_ust_field_sequence(uint8_t, line_table, line_table, uint32_t, line_table_len)
+	)
+)
+
 #endif /* STACKCAP_TP_H */
 
 #include <lttng/tracepoint-event.h>

@@ -174,6 +174,11 @@ START_TEST(thread_state)
 	ck_assert_int_eq(member("_Py_tss_t", "_key"), 4);
 	SAME(ts_cframe, member("_ts", "cframe"));
 	SAME(cf_current, member("_PyCFrame", "current_frame"));
+	SAME(ts_chunk, member("_ts", "datastack_chunk"));
+	SAME(ts_top, member("_ts", "datastack_top"));
+	ck_assert_int_eq(L311()->ts_top, L311()->ts_chunk + 8); /* read together */
+	SAME(ck_previous, member("_stack_chunk", "previous"));
+	SAME(ck_data, member("_stack_chunk", "data"));
 }
 END_TEST
 

@@ -84,14 +84,17 @@ static int feed(void *arg, const bt_message *msg)
 		return 0;
 	}
 	uint64_t const ts = bt_clock_snapshot_get_value(bt_message_event_borrow_default_clock_snapshot_const(msg));
-	if (kind != SU_LTTNG_SAMPLE && kind != SU_LTTNG_SEGMENT) {
+	if (kind != SU_LTTNG_SAMPLE && kind != SU_LTTNG_SEGMENT && kind != SU_LTTNG_RUNTIME_FRAMES) {
 		if (su_lttng_join_add(r->j, msg, kind, vpid, ts))
 			r->add_err++;
 		return 0;
 	}
 	struct out_sample *s = &r->samples[r->n_samples];
-	int const rc = su_lttng_join_sample(r->j, msg, kind, vpid, vtid, ts, &s->ev, &s->seg, &s->has_seg);
+	struct su_lttng_extra x;
+	int const rc = su_lttng_join_sample(r->j, msg, kind, vpid, vtid, ts, &s->ev, &x);
 	ck_assert_int_ge(rc, 0);
+	s->seg = x.seg;
+	s->has_seg = x.has_seg;
 	if (rc == 0) {
 		r->sample_zero++;
 		return 0;

@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "unwind/unwind.h"
+#include "unwind/unwind-internal.h"
+#include "rt-frames.h"
 #include "tests/unit/check-main.h"
 #include "tests/unit/uw-sample.h"
 
@@ -867,6 +869,38 @@ START_TEST(test_bad_args)
 }
 END_TEST
 
+/* Runtime frames with no native interpreter-loop frame to replace (an LTTng
+ * trace without LTTng's state dump: nothing named): every group is left
+ * over and appended after the native frames, all of them, in order; the
+ * splice buffer holds them (it was sized by the number of groups, and
+ * overran). */
+START_TEST(test_runtime_splice_leftovers)
+{
+	struct su_runtime rt = { .kind = 1, .eval_start = 0x1000, .eval_end = 0x2000 };
+	struct su_maps m = { .runtime = &rt };
+	uint8_t blob[512];
+	struct rt_frames_enc e;
+	ck_assert_int_eq(rt_frames_begin(&e, blob, sizeof(blob)), 0);
+	for (int i = 0; i < 12; i++) {
+		struct rt_frame const f = { .code = 0x50000 + 64 * (uint64_t)i, .fp = 7, .pos = i, .entry = i % 4 == 3 };
+		ck_assert_int_eq(rt_frames_add(&e, &f), 0);
+	}
+	struct su_sample const s = { .maps = &m, .runtime_frames = blob, .runtime_frames_len = rt_frames_end(&e, 0) };
+	struct su_frame fr[32] = { { .pc = 0x9000, .map = -1, .activation = 1 }, { .pc = 0x9100, .map = -1 } };
+	enum su_unwind_end end = SU_END_TRUNCATED;
+	size_t const n = su_runtime_splice(fast, &s, fr, 2, 32, &end);
+	ck_assert_uint_eq(n, 14);
+	ck_assert_uint_eq(fr[0].pc, 0x9000);
+	ck_assert_uint_eq(fr[1].pc, 0x9100);
+	for (int i = 0; i < 12; i++) {
+		ck_assert_int_eq(fr[2 + i].how, SU_FRAME_RUNTIME);
+		ck_assert_uint_eq(fr[2 + i].pc, 0x50000 + 64 * (uint64_t)i);
+		ck_assert_int_eq(fr[2 + i].rt_pos, i);
+	}
+	ck_assert_int_eq(end, SU_END_TRUNCATED);
+}
+END_TEST
+
 static Suite *unwind_suite(void)
 {
 	Suite *s = suite_create("unwind");
@@ -889,6 +923,7 @@ static Suite *unwind_suite(void)
 	tcase_add_test(tc, test_module_mismatch);
 	tcase_add_test(tc, test_forget_maps);
 	tcase_add_test(tc, test_bad_args);
+	tcase_add_test(tc, test_runtime_splice_leftovers);
 	suite_add_tcase(s, tc);
 	return s;
 }
