@@ -10,8 +10,8 @@
 
 #include <zstd.h>
 
-#include "ctf-writer.h"
-#include "ctf-internal.h"
+#include "capture/ctf-writer.h"
+#include "capture/ctf-internal.h"
 
 int ctf_zstd_inflate_file(const char *src, const char *dst)
 {

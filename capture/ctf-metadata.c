@@ -12,8 +12,8 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "ctf-writer.h"
-#include "ctf-internal.h"
+#include "capture/ctf-writer.h"
+#include "capture/ctf-internal.h"
 
 int ctf_write_all(int fd, const void *data, size_t len)
 {

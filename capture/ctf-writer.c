@@ -22,8 +22,8 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
-#include "ctf-writer.h"
-#include "ctf-internal.h"
+#include "capture/ctf-writer.h"
+#include "capture/ctf-internal.h"
 
 #define CTF_MAGIC 0xC1FC1FC1u
 #define PKT_HDR 80u          /* packet header (32) + packet context (48) */

@@ -23,8 +23,8 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "capture-internal.h"
-#include "ctf-writer.h"
+#include "capture/capture-internal.h"
+#include "capture/ctf-writer.h"
 
 static _Atomic(struct snapshot *) current;
 static _Atomic long readers;

@@ -18,9 +18,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "capture-internal.h"
-#include "ctf-writer.h"
-#include "runtime.h"
+#include "capture/capture-internal.h"
+#include "capture/ctf-writer.h"
+#include "capture/runtime.h"
 
 #define WRITER_PERIOD_MS 20
 /* Samples per packet before the writer cuts one: each packet starts with a

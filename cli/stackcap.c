@@ -28,7 +28,7 @@
 #include "cli/convert.h"
 #include "record/perf-events.h"
 #include "record/recorder.h"
-#include "stack-codec.h"
+#include "compress/stack-codec.h"
 
 #define PROG "stackcap"
 

@@ -87,7 +87,7 @@ fuzz-seeds: tests/fuzz/make-seeds
 	tests/fuzz/make-seeds $(srcdir)/tests/fuzz/corpus/decode $(srcdir)/tests/fuzz/corpus/roundtrip
 
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	-I$(top_srcdir)/compress -I$(top_srcdir)
+	-I$(top_srcdir)
 FUZZ_CODEC_SRC = $(top_srcdir)/compress/stack-codec.c
 # The whole reader with the native source (babeltrace2's source is linked, never run).
 FUZZ_READER_SRC = $(top_srcdir)/trace/stackcap-reader.c $(top_srcdir)/trace/source-native.c \
@@ -104,10 +104,10 @@ tests/fuzz/fuzz-decode$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-decode.c $(FUZZ_C
 tests/fuzz/fuzz-roundtrip$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-roundtrip.c $(FUZZ_CODEC_SRC)
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -o $@ $^
 tests/fuzz/fuzz-native-source$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-native-source.c $(top_srcdir)/tests/fuzz/fuzz-reader.h $(FUZZ_READER_SRC)
-	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -D_GNU_SOURCE -I$(top_srcdir)/capture \
+	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -D_GNU_SOURCE \
 		$(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS) -o $@ $(filter %.c,$^) $(BABELTRACE2_LIBS) $(ZSTD_LIBS)
 tests/fuzz/fuzz-perf-data$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-perf-data.c $(top_srcdir)/tests/fuzz/fuzz-reader.h $(top_srcdir)/trace/perf-data.c $(FUZZ_READER_SRC)
-	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -D_GNU_SOURCE -I$(top_srcdir)/capture \
+	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -D_GNU_SOURCE \
 		$(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS) -o $@ $(filter %.c,$^) $(BABELTRACE2_LIBS) $(ZSTD_LIBS)
 TESTS += tests/fuzz/run-fuzzers.sh
 endif
@@ -215,7 +215,7 @@ EXTRA_DIST += tests/export.sh tests/speedscope-check.js
 check_PROGRAMS += tests/unit/test-export
 tests_unit_test_export_SOURCES = tests/unit/test-export.c tests/unit/check-main.h \
 	cli/export-model.c cli/export-speedscope.c cli/export-pprof.c
-tests_unit_test_export_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+tests_unit_test_export_CPPFLAGS = $(AM_CPPFLAGS)
 tests_unit_test_export_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(PROTOBUF_C_CFLAGS) $(ZLIB_CFLAGS)
 tests_unit_test_export_LDADD = cli/libpprofproto.la unwind/libsuunwind.la debuginfo/libsudebuginfo.la trace/libsutrace.la \
 	$(ZLIB_LIBS) $(CHECK_LIBS)
@@ -238,7 +238,8 @@ EXTRA_DIST += tests/lttng.sh tests/lttng-probe.c tests/lttng-probe-tp.h
 if HAVE_LTTNG_UST
 check_PROGRAMS += tests/lttng-probe
 tests_lttng_probe_SOURCES = tests/lttng-probe.c tests/lttng-probe-tp.h
-tests_lttng_probe_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/capture/lttng
+# The installed headers, included as a user's program includes them.
+tests_lttng_probe_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/capture -I$(top_srcdir)/capture/lttng
 tests_lttng_probe_CFLAGS = $(AM_CFLAGS) $(LTTNG_UST_CFLAGS)
 tests_lttng_probe_LDADD = capture/liblttng-stackcap.la $(LTTNG_UST_LIBS)
 endif

@@ -20,7 +20,7 @@
 #include "trace/reader-internal.h"
 #include "trace/bt2-event.h"
 #include "trace/bt2-graph.h"
-#include "ctf-writer.h"
+#include "capture/ctf-writer.h"
 
 struct bt2_source {
 	struct source_report *rep;

@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
-#include "stack-codec.h"
+#include "compress/stack-codec.h"
 
 struct su_module; /* debuginfo/module.h: an opened binary, keyed by build-id */
 

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stack-codec.h"
-#include "varint.h"
+#include "compress/stack-codec.h"
+#include "compress/varint.h"
 #include "tests/unit/check-main.h"
 
 /* xorshift64*: reproducible pseudo-random inputs. */
