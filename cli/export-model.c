@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "cli/export.h"
-#include "trace/stackcap-reader.h"
+#include "common/grow.h"
+#include "common/hash.h"
+#include "common/hashmap.h"
 #include "unwind/unwind.h"
 
 /* ---- valid UTF-8 ------------------------------------------------------------ */

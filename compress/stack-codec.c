@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "compress/varint.h"
+#include "common/varint.h"
 
 /* Header flag bits (byte 1). */
 #define F_POLICY_MASK 0x03u

@@ -13,7 +13,7 @@
 #include <linux/perf_event.h>
 
 #include "record/procmaps.h"
-#include "trace/stackcap-reader.h" /* su_grow */
+#include "common/grow.h"
 
 static uint8_t *buf_add(struct rec_buf *b, size_t n)
 {

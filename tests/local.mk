@@ -33,7 +33,7 @@ TESTS += tests/unit/test-stack-codec-asan
 
 check_PROGRAMS += tests/unit/test-ctf-writer-asan
 tests_unit_test_ctf_writer_asan_SOURCES = $(tests_unit_test_ctf_writer_SOURCES) \
-	capture/ctf-writer.c capture/ctf-metadata.c capture/ctf-inflate.c
+	capture/ctf-writer.c capture/ctf-metadata.c $(common_libsucommon_la_SOURCES)
 tests_unit_test_ctf_writer_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(ZSTD_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_ctf_writer_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_ctf_writer_asan_LDADD = $(ZSTD_LIBS) $(CHECK_LIBS)
@@ -42,7 +42,7 @@ TESTS += tests/unit/test-ctf-writer-asan
 check_PROGRAMS += tests/unit/test-trace-sources-asan
 tests_unit_test_trace_sources_asan_SOURCES = $(tests_unit_test_trace_sources_SOURCES) \
 	trace/stackcap-reader.c trace/source-native.c trace/source-babeltrace2.c trace/bt2-event.c trace/bt2-graph.c \
-	capture/ctf-writer.c capture/ctf-metadata.c capture/ctf-inflate.c compress/stack-codec.c
+	capture/ctf-writer.c capture/ctf-metadata.c $(common_libsucommon_la_SOURCES) compress/stack-codec.c
 tests_unit_test_trace_sources_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(ZSTD_CFLAGS) $(BABELTRACE2_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_trace_sources_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_trace_sources_asan_LDADD = $(BABELTRACE2_LIBS) $(ZSTD_LIBS) $(CHECK_LIBS)
@@ -91,8 +91,9 @@ FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=u
 FUZZ_CODEC_SRC = $(top_srcdir)/compress/stack-codec.c
 # The whole reader with the native source (babeltrace2's source is linked, never run).
 FUZZ_READER_SRC = $(top_srcdir)/trace/stackcap-reader.c $(top_srcdir)/trace/source-native.c \
-	$(top_srcdir)/trace/source-babeltrace2.c $(top_srcdir)/trace/bt2-event.c $(top_srcdir)/trace/bt2-graph.c $(top_srcdir)/capture/ctf-inflate.c \
-	$(top_srcdir)/capture/ctf-metadata.c $(FUZZ_CODEC_SRC)
+	$(top_srcdir)/trace/source-babeltrace2.c $(top_srcdir)/trace/bt2-event.c $(top_srcdir)/trace/bt2-graph.c $(top_srcdir)/common/zstd-frame.c \
+	$(top_srcdir)/common/io.c $(top_srcdir)/common/grow.c $(top_srcdir)/common/hashmap.c \
+	$(FUZZ_CODEC_SRC)
 if ENABLE_FUZZING
 check_PROGRAMS += tests/fuzz/fuzz-decode tests/fuzz/fuzz-roundtrip tests/fuzz/fuzz-native-source tests/fuzz/fuzz-perf-data
 tests_fuzz_fuzz_decode_SOURCES =

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/grow.h"
 #include "trace/reader-internal.h"
 #include "trace/reader-push.h"
 
@@ -161,22 +162,6 @@ int su_open_regular(const char *path, int flags)
 		return -1;
 	}
 	return fd;
-}
-
-int su_grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap * 2 : 8;
-	while (n < need)
-		n *= 2;
-	void *p = realloc(*arr, n * elem);
-	if (!p)
-		return -ENOMEM;
-	memset((char *)p + *cap * elem, 0, (n - *cap) * elem);
-	*arr = p;
-	*cap = n;
-	return 0;
 }
 
 void su_maps_free(struct su_maps *m)
@@ -877,9 +862,9 @@ static int check_metadata(const char *dir, char *msg, size_t msglen)
 		snprintf(msg, msglen, "%s is not a stackcap trace (its metadata does not name tracer \"stackcap\")", dir);
 		return -1;
 	}
-	if (version < 1 || version > 3) {
-		snprintf(msg, msglen, "%s: stackcap trace format version %ld not supported (this reader knows 1 to 3)",
-			 dir, version);
+	if (version < CTF_TRACE_VERSION || version > CTF_TRACE_VERSION_KERNEL) {
+		snprintf(msg, msglen, "%s: stackcap trace format version %ld not supported (this reader knows %d to %d)",
+			 dir, version, CTF_TRACE_VERSION, CTF_TRACE_VERSION_KERNEL);
 		return -1;
 	}
 	return 0;

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "compress/stack-codec.h"
-#include "compress/varint.h"
+#include "common/varint.h"
 #include "tests/unit/check-main.h"
 
 /* xorshift64*: reproducible pseudo-random inputs. */
