@@ -85,14 +85,6 @@ static uint64_t mix(uint64_t h, uint64_t v)
 	return h * 0xC2B2AE3D27D4EB4Full;
 }
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 static int itab_grow(struct itab *t)
 {
 	size_t const ncap = t->cap ? 2 * t->cap : 1024;
@@ -167,7 +159,7 @@ uint32_t export_model_string(struct export_model *m, const char *s)
 		return UINT32_MAX;
 	if ((x->strings.n + 1) * 2 > x->strings.cap && itab_grow(&x->strings))
 		goto oom;
-	uint64_t const h = hash_str(clean);
+	uint64_t const h = su_fnv1a_str(clean);
 	struct eqarg a = { m, clean };
 	size_t const slot = itab_find(&x->strings, h, str_eq, &a);
 	if (x->strings.idx[slot]) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/export.h"
+#include "common/hash.h"
 
 void export_json_string(FILE *f, const char *s)
 {
@@ -58,14 +59,6 @@ static int frames_add(struct frames *fr, struct frame f)
 	return 0;
 }
 
-static uint64_t hash_name(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 /* Frame of an address without symbols, by its name. */
 static int frame_unknown(const struct export_model *m, struct frames *fr, uint32_t li, uint32_t *out)
 {
@@ -77,7 +70,7 @@ static int frame_unknown(const struct export_model *m, struct frames *fr, uint32
 	char name[4200];
 	export_unknown_name(m, loc, name, sizeof(name));
 	size_t const cap = 2 * m->n_locations + 2;  /* never more than one frame per location */
-	size_t h = hash_name(name) % cap;
+	size_t h = su_fnv1a_str(name) % cap;
 	while (fr->byname[h] && strcmp(fr->tab[fr->byname[h] - 1].name, name))
 		h = (h + 1) % cap;
 	if (!fr->byname[h]) {

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
 #include "export/flamegraph.h"
 
 #define PAD 10          /* px left and right of the frames */
@@ -46,14 +47,6 @@ struct flame {
 	size_t n_mod_self;
 	uint32_t *mod_index;           /* by string id: index in the script's MODS */
 };
-
-static uint64_t hash_bytes(const char *s, size_t n)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-	return h;
-}
 
 /* Length of the valid UTF-8 sequence at S (at most N bytes), 0 if none. */
 static size_t utf8_len(const unsigned char *s, size_t n)
@@ -144,7 +137,7 @@ static long intern(struct flame *f, const char *s, size_t n)
 		f->str_tab = nt;
 		f->cap_str_tab = ncap;
 	}
-	uint64_t const hash = hash_bytes(s, n);
+	uint64_t const hash = su_fnv1a(s, n);
 	size_t h = hash & (f->cap_str_tab - 1);
 	for (; f->str_tab[h]; h = (h + 1) & (f->cap_str_tab - 1)) {
 		uint32_t const k = f->str_tab[h] - 1;
@@ -321,7 +314,7 @@ static struct rgb hsl(double h, double s, double l)
  * a shade per function; frames with no module are grey. */
 static struct rgb frame_colour(const char *name, const char *mod)
 {
-	uint64_t const v = hash_bytes(name, strlen(name));
+	uint64_t const v = su_fnv1a_str(name);
 	if (!mod[0])
 		return hsl(0, 0, 0.72 + (double)(v % 10) / 100);
 	/* Interpreter frames (resolve.h SU_RESOLVED_PYTHON): one colour of
@@ -332,14 +325,14 @@ static struct rgb frame_colour(const char *name, const char *mod)
 	 * them from flamegraph.pl's kernel colour. */
 	if (!strcmp(mod, "[kernel.kallsyms]"))
 		return hsl(28, 0.85, 0.50 + (double)(v % 12) / 100);
-	uint64_t const hm = hash_bytes(mod, strlen(mod));
+	uint64_t const hm = su_fnv1a_str(mod);
 	double const hue = (double)(hm % 1000) * 0.27;
 	return hsl(hue, 0.55 + (double)(v % 30) / 100, 0.58 + (double)((v >> 16) % 16) / 100);
 }
 
 static struct rgb module_colour(const char *mod)
 {
-	uint64_t const hm = hash_bytes(mod, strlen(mod));
+	uint64_t const hm = su_fnv1a_str(mod);
 	return hsl((double)(hm % 1000) * 0.27, 0.7, 0.65);
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
 #include "export/folded.h"
 
 static const char *base_name(const char *path)
@@ -102,14 +103,6 @@ void folded_resolved(struct text *t, const struct folded_opts *o, const struct s
 
 /* ---- counts ------------------------------------------------------------------ */
 
-static uint64_t fold_hash(const char *s, size_t n)
-{
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-	return h;
-}
-
 int folded_counts_add(struct folded_counts *c, const char *s, size_t len)
 {
 	if ((c->n + 1) * 2 > c->cap) {
@@ -128,7 +121,7 @@ int folded_counts_add(struct folded_counts *c, const char *s, size_t len)
 		c->tab = nt;
 		c->cap = ncap;
 	}
-	uint64_t const hash = fold_hash(s, len);
+	uint64_t const hash = su_fnv1a(s, len);
 	size_t h = hash & (c->cap - 1);
 	for (; c->tab[h].stack; h = (h + 1) & (c->cap - 1))
 		if (c->tab[h].hash == hash && !strncmp(c->tab[h].stack, s, len) && !c->tab[h].stack[len]) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
 #include "symbolize/resolve.h"
 #include "symbolize/perfmap.h"
 #include "symbolize/pyline.h"
@@ -145,14 +146,6 @@ size_t su_text_escape(char *dst, size_t cap, const char *s)
 	return len;
 }
 
-static uint64_t str_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325u; /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3u;
-	return h;
-}
-
 static int esc_grow(struct su_resolver *r)
 {
 	size_t const ncap = r->cap_esc ? 2 * r->cap_esc : 64;
@@ -179,7 +172,7 @@ const char *su_resolver_text(struct su_resolver *r, const char *s)
 		return s;
 	if ((r->n_esc + 1) * 2 > r->cap_esc && esc_grow(r))
 		return NULL;
-	uint64_t const hash = str_hash(s);
+	uint64_t const hash = su_fnv1a_str(s);
 	size_t h = hash & (r->cap_esc - 1);
 	for (; r->esc[h].orig; h = (h + 1) & (r->cap_esc - 1))
 		if (r->esc[h].hash == hash && !strcmp(r->esc[h].orig, s))

@@ -11,6 +11,7 @@
 #include <elfutils/libdwfl.h>
 #include <libiberty/demangle.h>
 
+#include "common/hash.h"
 #include "symbolize/symbolize.h"
 
 /* libstdc++'s demangler (the Itanium C++ ABI entry point). */
@@ -28,14 +29,6 @@ struct strpool {
 	size_t nslots, count;
 };
 
-static uint64_t hash_bytes(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325u; /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3u;
-	return h;
-}
-
 static int pool_grow(struct strpool *p)
 {
 	size_t n = p->nslots ? 2 * p->nslots : 256;
@@ -45,7 +38,7 @@ static int pool_grow(struct strpool *p)
 	for (size_t i = 0; i < p->nslots; i++) {
 		if (!p->slots[i])
 			continue;
-		size_t j = hash_bytes(p->slots[i]) & (n - 1);
+		size_t j = su_fnv1a_str(p->slots[i]) & (n - 1);
 		while (s[j])
 			j = (j + 1) & (n - 1);
 		s[j] = p->slots[i];
@@ -63,7 +56,7 @@ static const char *intern(struct strpool *p, const char *s)
 		return NULL;
 	if (2 * (p->count + 1) > p->nslots && pool_grow(p) != 0)
 		return NULL;
-	size_t j = hash_bytes(s) & (p->nslots - 1);
+	size_t j = su_fnv1a_str(s) & (p->nslots - 1);
 	while (p->slots[j]) {
 		if (strcmp(p->slots[j], s) == 0)
 			return p->slots[j];
