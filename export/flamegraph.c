@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "common/hash.h"
 #include "export/flamegraph.h"
 
@@ -179,14 +180,8 @@ static uint64_t child_hash(uint32_t parent, uint32_t name, uint32_t mod)
 
 static long new_node(struct flame *f, uint32_t parent, uint32_t name, uint32_t mod)
 {
-	if (f->n_node == f->cap_node) {
-		size_t const ncap = f->cap_node ? 2 * f->cap_node : 1024;
-		struct node *nn = realloc(f->node, ncap * sizeof(*nn));
-		if (!nn)
-			return -ENOMEM;
-		f->node = nn;
-		f->cap_node = ncap;
-	}
+	if (SU_GROW(f->node, f->cap_node, f->n_node + 1))
+		return -ENOMEM;
 	struct node *x = &f->node[f->n_node];
 	*x = (struct node){ .parent = parent, .first = NONE, .next = NONE, .name = name, .mod = mod,
 			    .depth = parent == NONE ? 0 : f->node[parent].depth + 1 };
@@ -243,14 +238,8 @@ static int add_stack(struct flame *f, const char *key, uint64_t count, int rever
 		long const mod = intern(f, sep ? sep + 1 : "", sep ? len - nlen - 1 : 0);
 		if (name < 0 || mod < 0)
 			return -ENOMEM;
-		if (n == *cap) {
-			size_t const ncap = *cap ? 2 * *cap : 256;
-			struct frame_ref *nb = realloc(*buf, ncap * sizeof(*nb));
-			if (!nb)
-				return -ENOMEM;
-			*buf = nb;
-			*cap = ncap;
-		}
+		if (SU_GROW(*buf, *cap, n + 1))
+			return -ENOMEM;
 		(*buf)[n++] = (struct frame_ref){ (uint32_t)name, (uint32_t)mod };
 		if (!end)
 			break;

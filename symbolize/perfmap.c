@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/grow.h"
 #include "symbolize/perfmap.h"
 
 struct pm_entry {
@@ -106,14 +107,8 @@ static void load(struct su_perfmaps *pm, struct pm_proc *p)
 		name[strcspn(name, "\r\n")] = '\0';
 		if (!*name)
 			continue;
-		if (p->n == cap) {
-			size_t const ncap = cap ? cap * 2 : 64;
-			struct pm_entry *ne = realloc(p->e, ncap * sizeof(*ne));
-			if (!ne)
-				break;
-			p->e = ne;
-			cap = ncap;
-		}
+		if (SU_GROW(p->e, cap, p->n + 1))
+			break;
 		char *copy = strdup(name);
 		if (!copy)
 			break;

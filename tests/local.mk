@@ -256,7 +256,7 @@ distclean-browser-cache:
 # The SVG writer alone, on hand-made stacks (and under ASan+UBSan).
 check_PROGRAMS += tests/unit/test-flamegraph tests/unit/test-flamegraph-asan
 tests_unit_test_flamegraph_SOURCES = tests/unit/test-flamegraph.c tests/unit/check-main.h \
-	export/flamegraph.c export/flamegraph.h
+	export/flamegraph.c export/flamegraph.h common/grow.c
 tests_unit_test_flamegraph_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_test_flamegraph_LDADD = $(CHECK_LIBS) -lm
 tests_unit_test_flamegraph_asan_SOURCES = $(tests_unit_test_flamegraph_SOURCES)
@@ -315,7 +315,7 @@ tests_unit_test_symbolize_SOURCES = tests/unit/test-symbolize.c tests/unit/check
 	tests/unit/oracle-client.c tests/unit/dwarf-oracle.h
 tests_unit_test_symbolize_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS)
 tests_unit_test_symbolize_LDADD = symbolize/libsusymbolize.la debuginfo/libsudebuginfo.la \
-	$(LIBDW_LIBS) $(LIBELF_LIBS) $(CHECK_LIBS)
+	common/libsucommon.la $(LIBDW_LIBS) $(LIBELF_LIBS) $(CHECK_LIBS)
 EXTRA_tests_unit_test_symbolize_DEPENDENCIES = tests/unit/cxx-fixture tests/unit/dwarf-oracle testdata/tdata-single \
 	testdata/tdata-nofp testdata/tdata-inline testdata/libtdata-plugin.la
 TESTS += tests/unit/test-symbolize
@@ -328,7 +328,7 @@ tests_unit_test_debuginfo_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_debuginfo_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS) $(CHECK_LIBS)
 EXTRA_tests_unit_test_debuginfo_asan_DEPENDENCIES = $(EXTRA_tests_unit_test_debuginfo_DEPENDENCIES)
 tests_unit_test_symbolize_asan_SOURCES = $(tests_unit_test_symbolize_SOURCES) debuginfo/module.c debuginfo/inflate-cache.c \
-	symbolize/symbolize.c
+	symbolize/symbolize.c common/grow.c
 tests_unit_test_symbolize_asan_CFLAGS = $(tests_unit_test_symbolize_CFLAGS) $(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_symbolize_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_symbolize_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS) $(IBERTY_LIBS) -lstdc++ $(CHECK_LIBS)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <babeltrace2/babeltrace.h>
 
+#include "common/grow.h"
 #include "trace/reader-internal.h"
 #include "trace/bt2-event.h"
 #include "trace/bt2-graph.h"
@@ -138,14 +139,8 @@ static int remember_first_discards(struct bt2_source *r, int fd)
 	d.count = su_ld64(h + CTF_PACKET_HEADER_SIZE + CTF_PC_DISCARDED);
 	if (!d.count)
 		return 0;
-	if (r->n_first == r->cap_first) {
-		size_t const n = r->cap_first ? 2 * r->cap_first : 16;
-		struct first_discards *nf = realloc(r->first, n * sizeof(*nf));
-		if (!nf)
-			return -ENOMEM;
-		r->first = nf;
-		r->cap_first = n;
-	}
+	if (SU_GROW(r->first, r->cap_first, r->n_first + 1))
+		return -ENOMEM;
 	r->first[r->n_first++] = d;
 	return 0;
 }
