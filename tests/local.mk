@@ -7,6 +7,17 @@ tests_unit_test_stack_codec_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_test_stack_codec_LDADD = compress/libstackcodec.la $(CHECK_LIBS)
 TESTS += tests/unit/test-stack-codec
 
+# common/: grow, hash, hash map, varints (and under ASan+UBSan).
+check_PROGRAMS += tests/unit/test-common tests/unit/test-common-asan
+tests_unit_test_common_SOURCES = tests/unit/test-common.c tests/unit/check-main.h
+tests_unit_test_common_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_test_common_LDADD = common/libsucommon.la $(CHECK_LIBS)
+tests_unit_test_common_asan_SOURCES = $(tests_unit_test_common_SOURCES) common/grow.c common/hashmap.c
+tests_unit_test_common_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(SANITIZE_FLAGS) -O1
+tests_unit_test_common_asan_LDFLAGS = $(SANITIZE_FLAGS)
+tests_unit_test_common_asan_LDADD = $(CHECK_LIBS)
+TESTS += tests/unit/test-common tests/unit/test-common-asan
+
 check_PROGRAMS += tests/unit/test-ctf-writer
 tests_unit_test_ctf_writer_SOURCES = tests/unit/test-ctf-writer.c tests/unit/check-main.h
 tests_unit_test_ctf_writer_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(ZSTD_CFLAGS)
@@ -50,7 +61,7 @@ TESTS += tests/unit/test-trace-sources-asan
 
 # `make check-sanitize`: only the sanitizer builds.
 check-sanitize:
-	$(MAKE) $(AM_MAKEFLAGS) check TESTS="tests/unit/test-stack-codec-asan tests/unit/test-ctf-writer-asan \
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS="tests/unit/test-common-asan tests/unit/test-stack-codec-asan tests/unit/test-ctf-writer-asan \
 		tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan tests/unit/test-unwind-asan \
 		tests/unit/test-trace-sources-asan tests/unit/test-export-asan tests/unit/test-flamegraph-asan"
 .PHONY: check-sanitize
