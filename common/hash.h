@@ -21,14 +21,19 @@ static inline uint64_t su_fnv1a_add(uint64_t h, uint64_t v)
 	return (h ^ v) * SU_FNV_PRIME;
 }
 
-/* FNV-1a of the N bytes at P. */
-static inline uint64_t su_fnv1a(const void *p, size_t n)
+/* The N bytes at P into the running hash H. */
+static inline uint64_t su_fnv1a_from(uint64_t h, const void *p, size_t n)
 {
 	const unsigned char *s = p;
-	uint64_t h = SU_FNV_SEED;
 	for (size_t i = 0; i < n; i++)
 		h = su_fnv1a_add(h, s[i]);
 	return h;
+}
+
+/* FNV-1a of the N bytes at P. */
+static inline uint64_t su_fnv1a(const void *p, size_t n)
+{
+	return su_fnv1a_from(SU_FNV_SEED, p, n);
 }
 
 /* FNV-1a of the bytes of the string S (not its NUL). */

@@ -267,7 +267,7 @@ distclean-browser-cache:
 # The SVG writer alone, on hand-made stacks (and under ASan+UBSan).
 check_PROGRAMS += tests/unit/test-flamegraph tests/unit/test-flamegraph-asan
 tests_unit_test_flamegraph_SOURCES = tests/unit/test-flamegraph.c tests/unit/check-main.h \
-	export/flamegraph.c export/flamegraph.h common/grow.c
+	export/flamegraph.c export/flamegraph.h common/grow.c common/hashmap.c
 tests_unit_test_flamegraph_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_test_flamegraph_LDADD = $(CHECK_LIBS) -lm
 tests_unit_test_flamegraph_asan_SOURCES = $(tests_unit_test_flamegraph_SOURCES)
