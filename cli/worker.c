@@ -28,9 +28,10 @@ void worker_fini(struct worker *w)
 	su_modcache_free(w->modules);
 	free(w->frames);
 	free(w->bad);
-	for (size_t i = 0; i < w->cap_ftext; i++)
+	for (size_t i = 0; i < w->n_ftext; i++)
 		free(w->ftext[i].text);
 	free(w->ftext);
+	su_hmap_free(&w->ftext_map);
 }
 
 void worker_note_module(struct worker *w, const struct su_module *m)
