@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "stackcap.h"
+#include "capture/stackcap.h"
 
 #define ITERS 2000
 

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "stack-codec.h"
+#include "compress/stack-codec.h"
 
 #define ITERS 3000
 #define MAX_RANGES 256

@@ -12,9 +12,9 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "ring.h"
-#include "stack-codec.h"
-#include "stackcap.h"
+#include "capture/ring.h"
+#include "compress/stack-codec.h"
+#include "capture/stackcap.h"
 
 #define HIDDEN __attribute__((visibility("hidden")))
 

@@ -19,8 +19,8 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "capture-internal.h"
-#include "runtime.h"
+#include "capture/capture-internal.h"
+#include "capture/runtime.h"
 
 /* The calling thread's state; initial-exec TLS so that reading it in a
  * signal handler never allocates. */

@@ -6,9 +6,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* write() all of data, retrying on EINTR; 0 or -errno. */
-int ctf_write_all(int fd, const void *data, size_t len);
-
 /* Make sure dirfd holds our metadata for (uuid, clock offset, sampler
  * or NULL): write it
  * atomically if absent (*written = its size), accept an identical one

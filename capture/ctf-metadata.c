@@ -12,24 +12,9 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "ctf-writer.h"
-#include "ctf-internal.h"
-
-int ctf_write_all(int fd, const void *data, size_t len)
-{
-	const uint8_t *p = data;
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
+#include "capture/ctf-writer.h"
+#include "capture/ctf-internal.h"
+#include "common/io.h"
 
 static const char metadata_types[] =
 	"typealias integer { size = 5; align = 1; signed = false; } := uint5_t;\n"
@@ -423,7 +408,7 @@ static int metadata_write(int dirfd, const char *text, size_t len, uint64_t *wri
 	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	rc = ctf_write_all(fd, text, len);
+	rc = su_write_all(fd, text, len);
 	if (!rc && fsync(fd) < 0)
 		rc = -errno;
 	if (close(fd) < 0 && !rc)

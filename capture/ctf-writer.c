@@ -2,8 +2,8 @@
 /*
  * ctf-writer.c: standalone CTF 1.8 trace writer (docs/trace-format.md).
  *
- * The metadata text lives in ctf-metadata.c, the zstd reader in
- * ctf-inflate.c.
+ * The metadata text lives in ctf-metadata.c, the binary layout in
+ * common/ctf-layout.h, the zstd reader in common/zstd-frame.c.
  *
  * Each stream builds one packet at a time in memory: the 80-byte packet
  * header + context is reserved at the front and filled in when the packet
@@ -22,23 +22,13 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
-#include "ctf-writer.h"
-#include "ctf-internal.h"
+#include "capture/ctf-writer.h"
+#include "capture/ctf-internal.h"
+#include "common/hash.h"
 
-#define CTF_MAGIC 0xC1FC1FC1u
-#define PKT_HDR 80u          /* packet header (32) + packet context (48) */
-#define HDR_COMPACT 4u       /* 5-bit id + 27-bit timestamp */
-#define HDR_EXTENDED 13u     /* id 31 byte + u32 id + u64 timestamp */
-#define COMPACT_MAX_ID 30u
-#define TS27 (UINT64_C(1) << 27)
+#define PKT_HDR CTF_PACKET_PREAMBLE
+#define TS27 (UINT64_C(1) << CTF_EV_TS_BITS)
 #define U24_LIMIT (UINT32_C(1) << 24)
-
-enum event_id { /* ids within each stream class, as in the metadata */
-	EV_PROCESS_START = 0, EV_MAPS = 1, EV_DROPS = 2, EV_PROCESS_END = 3,
-	EV_SAMPLE = 0, EV_SAMPLE_FULL = 1, EV_SAMPLE_SEGMENT = 2,
-	EV_RUNTIME = 4, EV_RUNTIME_CODE = 5, EV_RUNTIME_FRAMES = 3,
-	EV_KERNEL_SYMBOLS = 6, EV_KERNEL_CHAIN = 4, EV_EVENT_SAMPLE = 5, EV_OFF_CPU = 6,
-};
 
 struct ctf_writer {
 	int dirfd;
@@ -352,10 +342,7 @@ int ctf_writer_close(struct ctf_writer *w)
  * the directory, across processes and exec()s; file names are (O_EXCL). */
 static uint64_t name_hash(const char *name)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *name; name++)
-		h = (h ^ (uint8_t)*name) * 0x100000001b3ull;
-	return h;
+	return su_fnv1a_str(name);
 }
 
 int ctf_writer_open_stream(struct ctf_writer *w, enum ctf_stream_kind kind,
@@ -520,9 +507,9 @@ static uint8_t *event_begin(struct ctf_stream *s, uint64_t ts, uint32_t tid,
 			return NULL;
 	}
 	for (;;) {
-		int compact = id <= COMPACT_MAX_ID &&
+		int compact = id <= CTF_EV_COMPACT_MAX_ID &&
 			      (!s->nevents || ts - s->last_ts < TS27);
-		size_t need = (compact ? HDR_COMPACT : HDR_EXTENDED) + payload;
+		size_t need = (compact ? CTF_EV_COMPACT_SIZE : CTF_EV_EXTENDED_SIZE) + payload;
 		if (need <= s->cap - s->used) {
 			if (!s->nevents) {
 				s->ts_begin = ts;
@@ -532,7 +519,7 @@ static uint8_t *event_begin(struct ctf_stream *s, uint64_t ts, uint32_t tid,
 			if (compact) {
 				p = put_le(p, id | ((ts & (TS27 - 1)) << 5), 4);
 			} else {
-				*p++ = 31;
+				*p++ = CTF_EV_EXTENDED_MARK;
 				p = put_le(p, id, 4);
 				p = put_le(p, ts, 8);
 			}
@@ -572,7 +559,7 @@ int ctf_stream_process_start(struct ctf_stream *s, uint64_t ts,
 	const char *exe = info->exe ? info->exe : "";
 	size_t lc = strlen(comm), le = strlen(exe);
 	int rc;
-	uint8_t *p = event_begin(s, ts, 0, EV_PROCESS_START, 4 + 4 + lc + 1 + le + 1 + 8 + 4 + 4 + 1 + 1, &rc);
+	uint8_t *p = event_begin(s, ts, 0, CTF_EV_PROCESS_START, 4 + 4 + lc + 1 + le + 1 + 8 + 4 + 4 + 1 + 1, &rc);
 	if (!p)
 		return rc;
 	p = put_le(p, info->pid, 4);
@@ -603,7 +590,7 @@ int ctf_stream_maps(struct ctf_stream *s, uint64_t ts, uint32_t generation,
 		payload += 8 * 4 + 1 + 1 + e[i].build_id_len + lp + 1;
 	}
 	int rc;
-	uint8_t *p = event_begin(s, ts, 0, EV_MAPS, payload, &rc);
+	uint8_t *p = event_begin(s, ts, 0, CTF_EV_MAPS, payload, &rc);
 	if (!p)
 		return rc;
 	p = put_le(p, generation, 4);
@@ -629,7 +616,7 @@ int ctf_stream_drops(struct ctf_stream *s, uint64_t ts, const struct ctf_drops *
 	if (!s || !d || s->kind != CTF_STREAM_PROCESS)
 		return -EINVAL;
 	int rc;
-	uint8_t *p = event_begin(s, ts, 0, EV_DROPS, 4 + 4 * 8, &rc);
+	uint8_t *p = event_begin(s, ts, 0, CTF_EV_DROPS, 4 + 4 * 8, &rc);
 	if (!p)
 		return rc;
 	p = put_le(p, d->tid, 4);
@@ -646,7 +633,7 @@ int ctf_stream_process_end(struct ctf_stream *s, uint64_t ts,
 	if (!s || s->kind != CTF_STREAM_PROCESS)
 		return -EINVAL;
 	int rc;
-	uint8_t *p = event_begin(s, ts, 0, EV_PROCESS_END, 16, &rc);
+	uint8_t *p = event_begin(s, ts, 0, CTF_EV_PROCESS_END, 16, &rc);
 	if (!p)
 		return rc;
 	p = put_le(p, samples, 8);
@@ -674,7 +661,7 @@ static int sample_event(struct ctf_stream *s, uint64_t ts, uint32_t tid, int id,
 int ctf_stream_sample(struct ctf_stream *s, uint64_t ts, uint32_t tid,
 		      uint32_t generation, const uint8_t *blob, size_t len)
 {
-	int const rc = sample_event(s, ts, tid, EV_SAMPLE, generation, blob, len);
+	int const rc = sample_event(s, ts, tid, CTF_EV_SAMPLE, generation, blob, len);
 	if (!rc)
 		s->nsamples++; /* in the packet in flight, counted once written */
 	return rc;
@@ -689,7 +676,7 @@ int ctf_stream_event_sample(struct ctf_stream *s, uint64_t ts, uint32_t tid, uin
 	    len >= U24_LIMIT || (len && !blob))
 		return -EINVAL;
 	int rc;
-	uint8_t *p = event_begin(s, ts, tid, EV_EVENT_SAMPLE, 2 + 3 + 3 + len, &rc);
+	uint8_t *p = event_begin(s, ts, tid, CTF_EV_EVENT_SAMPLE, 2 + 3 + 3 + len, &rc);
 	if (!p)
 		return rc;
 	p = put_le(p, event, 2);
@@ -704,13 +691,13 @@ int ctf_stream_event_sample(struct ctf_stream *s, uint64_t ts, uint32_t tid, uin
 int ctf_stream_sample_segment(struct ctf_stream *s, uint64_t ts, uint32_t tid,
 			      uint32_t generation, const uint8_t *blob, size_t len)
 {
-	return sample_event(s, ts, tid, EV_SAMPLE_SEGMENT, generation, blob, len);
+	return sample_event(s, ts, tid, CTF_EV_SAMPLE_SEGMENT, generation, blob, len);
 }
 
 int ctf_stream_sample_full(struct ctf_stream *s, uint64_t ts, uint32_t tid,
 			   uint32_t generation, const uint8_t *blob, size_t len)
 {
-	return sample_event(s, ts, tid, EV_SAMPLE_FULL, generation, blob, len);
+	return sample_event(s, ts, tid, CTF_EV_SAMPLE_FULL, generation, blob, len);
 }
 
 int ctf_stream_runtime(struct ctf_stream *s, uint64_t ts, const struct ctf_runtime_info *info)
@@ -720,7 +707,7 @@ int ctf_stream_runtime(struct ctf_stream *s, uint64_t ts, const struct ctf_runti
 	const char *name = info->name ? info->name : "";
 	size_t const ln = strlen(name);
 	int rc;
-	uint8_t *p = event_begin(s, ts, 0, EV_RUNTIME, 1 + 4 + 5 * 8 + ln + 1, &rc);
+	uint8_t *p = event_begin(s, ts, 0, CTF_EV_RUNTIME, 1 + 4 + 5 * 8 + ln + 1, &rc);
 	if (!p)
 		return rc;
 	p = put_le(p, info->runtime, 1);
@@ -745,7 +732,7 @@ int ctf_stream_runtime_code(struct ctf_stream *s, uint64_t ts, uint8_t runtime, 
 	file = file ? file : "";
 	size_t const ln = strlen(name), lf = strlen(file);
 	int rc;
-	uint8_t *p = event_begin(s, ts, 0, EV_RUNTIME_CODE, 1 + 8 + 4 + 4 + ln + 1 + lf + 1 + 4 + line_table_len,
+	uint8_t *p = event_begin(s, ts, 0, CTF_EV_RUNTIME_CODE, 1 + 8 + 4 + 4 + ln + 1 + lf + 1 + 4 + line_table_len,
 				 &rc);
 	if (!p)
 		return rc;
@@ -768,7 +755,7 @@ int ctf_stream_runtime_frames(struct ctf_stream *s, uint64_t ts, uint32_t tid, u
 	    len >= U24_LIMIT || (len && !blob))
 		return -EINVAL;
 	int rc;
-	uint8_t *p = event_begin(s, ts, tid, EV_RUNTIME_FRAMES, 1 + 3 + len, &rc);
+	uint8_t *p = event_begin(s, ts, tid, CTF_EV_RUNTIME_FRAMES, 1 + 3 + len, &rc);
 	if (!p)
 		return rc;
 	p = put_le(p, runtime, 1);
@@ -783,7 +770,7 @@ int ctf_stream_kernel_chain(struct ctf_stream *s, uint64_t ts, uint32_t tid, con
 	if (!s || s->kind != CTF_STREAM_SAMPLES || !s->w->kernel || n > UINT16_MAX || (n && !ips))
 		return -EINVAL;
 	int rc;
-	uint8_t *p = event_begin(s, ts, tid, EV_KERNEL_CHAIN, 4 + 8 * n, &rc);
+	uint8_t *p = event_begin(s, ts, tid, CTF_EV_KERNEL_CHAIN, 4 + 8 * n, &rc);
 	if (!p)
 		return rc;
 	p = put_le(p, n, 4);
@@ -797,7 +784,7 @@ int ctf_stream_off_cpu(struct ctf_stream *s, uint64_t ts, uint32_t tid, uint64_t
 	if (!s || s->kind != CTF_STREAM_SAMPLES || !s->w->off_cpu)
 		return -EINVAL;
 	int rc;
-	uint8_t *p = event_begin(s, ts, tid, EV_OFF_CPU, 8, &rc);
+	uint8_t *p = event_begin(s, ts, tid, CTF_EV_OFF_CPU, 8, &rc);
 	if (!p)
 		return rc;
 	put_le(p, duration_ns, 8);
@@ -815,7 +802,7 @@ int ctf_stream_kernel_symbols(struct ctf_stream *s, uint64_t ts, const uint8_t *
 		len += 16 + strlen(syms[i].name ? syms[i].name : "") + 1 +
 		       strlen(syms[i].module ? syms[i].module : "") + 1;
 	int rc;
-	uint8_t *p = event_begin(s, ts, 0, EV_KERNEL_SYMBOLS, len, &rc);
+	uint8_t *p = event_begin(s, ts, 0, CTF_EV_KERNEL_SYMBOLS, len, &rc);
 	if (!p)
 		return rc;
 	p = put_le(p, build_id_len, 1);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ctf-writer.h: the standalone CTF 1.8 trace writer (format version 1,
- * docs/trace-format.md).
+ * ctf-writer.h: the standalone CTF 1.8 trace writer (docs/trace-format.md;
+ * the binary layout it writes: common/ctf-layout.h).
  *
  * Used by the capture library's writer thread, never by a signal handler:
  * it allocates and does file I/O.  A writer and its streams belong to one
@@ -25,31 +25,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/ctf-layout.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Value of the metadata's env.stackcap_trace_version.  Readers reject any
- * other value (docs/trace-format.md). */
-#define CTF_TRACE_VERSION 1
-/* Version 2 = version 1 + the runtime events (runtime, runtime_code,
- * runtime_frames): written only by recordings that ask for runtime frames
- * (ctf_writer_opts.runtime_frames), so every other trace stays version 1. */
-#define CTF_TRACE_VERSION_RUNTIME 2
-/* Version 3 = version 2 + the kernel events (kernel_chain,
- * kernel_symbols): written only by recordings that keep kernel frames
- * (ctf_writer_opts.kernel_frames). */
-#define CTF_TRACE_VERSION_KERNEL 3
-/* Version 4 = version 3 + named events: the event table in the env
- * (stackcap_events, stackcap_event_I) and event_sample: written only by
- * recordings that name their events (ctf_writer_opts.events), stackcap
- * record -e. */
-#define CTF_TRACE_VERSION_EVENTS 4
-/* Version 5 = version 4's events (the event table where events are named)
- * and version 3's (the kernel ones where kernel_frames) +
- * the off-CPU event (off_cpu): written only by recordings of off-CPU time
- * (ctf_writer_opts.off_cpu). */
-#define CTF_TRACE_VERSION_OFF_CPU 5
+/* The format versions, stream kinds, map flags: common/ctf-layout.h. */
 
 #define CTF_PACKET_SIZE_DEFAULT (64u * 1024u)
 #define CTF_PACKET_SIZE_MIN 256u
@@ -122,11 +104,6 @@ void ctf_writer_get_stats(const struct ctf_writer *w, struct ctf_writer_stats *s
 /* Total bytes this writer put on disk (metadata + streams). */
 uint64_t ctf_writer_bytes_written(const struct ctf_writer *w);
 
-enum ctf_stream_kind {
-	CTF_STREAM_PROCESS = 0, /* stream class 0: process_start, maps, drops, process_end */
-	CTF_STREAM_SAMPLES = 1, /* stream class 1: sample */
-};
-
 /* Create stream file `name` in the trace directory (".zst" appended in
  * zstd mode).  The name must be a plain file name, not "metadata" nor
  * starting with '.'; the file must not exist yet (-EEXIST), so that
@@ -156,10 +133,6 @@ struct ctf_process_info {
 };
 int ctf_stream_process_start(struct ctf_stream *s, uint64_t ts,
 			     const struct ctf_process_info *info);
-
-#define CTF_MAP_ANON 0x1u /* anonymous / JIT code */
-#define CTF_MAP_MAIN 0x2u /* the main executable */
-#define CTF_MAP_VDSO 0x4u
 
 struct ctf_map_entry {
 	uint64_t start, end;
@@ -251,13 +224,6 @@ int ctf_stream_flush(struct ctf_stream *s);
 
 /* Flush, close and free the stream (freed even on error).  NULL: no-op. */
 int ctf_stream_close(struct ctf_stream *s);
-
-/* ---- reading -------------------------------------------------------------
- * Decompress a zstd stream file into a plain stream file (dst is created or
- * truncated).  Streaming, bounded memory.  A corrupt or truncated frame
- * gives -EBADMSG, and dst then holds exactly the complete packets before
- * it, so it is still a valid stream file. */
-int ctf_zstd_inflate_file(const char *src, const char *dst);
 
 #ifdef __cplusplus
 }

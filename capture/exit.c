@@ -12,7 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "capture-internal.h"
+#include "capture/capture-internal.h"
 
 /* How long a process ending without exit() waits for its trace. */
 #define EXIT_FLUSH_TIMEOUT_MS 1000

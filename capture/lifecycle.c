@@ -18,8 +18,8 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "capture-internal.h"
-#include "runtime.h"
+#include "capture/capture-internal.h"
+#include "capture/runtime.h"
 
 HIDDEN struct stackcap_global stackcap_g;
 

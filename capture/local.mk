@@ -1,14 +1,13 @@
-# capture/: libstackcap.  For now the standalone CTF trace writer, a
-# convenience library used by the writer thread and the tests.
+# capture/: libstackcap.  The standalone CTF trace writer first, a
+# convenience library used by the writer thread, record/ and the tests.
 noinst_LTLIBRARIES += capture/libctfwriter.la
 capture_libctfwriter_la_SOURCES = \
 	capture/ctf-writer.c \
 	capture/ctf-writer.h \
 	capture/ctf-metadata.c \
-	capture/ctf-inflate.c \
 	capture/ctf-internal.h
 capture_libctfwriter_la_CFLAGS = $(AM_CFLAGS) $(ZSTD_CFLAGS) -fvisibility=hidden
-capture_libctfwriter_la_LIBADD = $(ZSTD_LIBS)
+capture_libctfwriter_la_LIBADD = common/libsucommon.la $(ZSTD_LIBS)
 
 # libstackcap: the capture library, preloadable or linked.
 lib_LTLIBRARIES += capture/libstackcap.la
@@ -56,7 +55,7 @@ endif
 # and tests/stress-tsan.sh (preloaded after the sanitizer runtime).  Built
 # by `make check` only; -rpath makes libtool build shared objects.
 STACKCAP_SAN_SOURCES = $(capture_libstackcap_la_SOURCES) $(capture_libctfwriter_la_SOURCES) \
-	compress/stack-codec.c
+	$(common_libsucommon_la_SOURCES) compress/stack-codec.c
 check_LTLIBRARIES = capture/libstackcap-asan.la capture/libstackcap-tsan.la
 capture_libstackcap_asan_la_SOURCES = $(STACKCAP_SAN_SOURCES)
 capture_libstackcap_asan_la_CFLAGS = $(AM_CFLAGS) $(ZSTD_CFLAGS) -fvisibility=hidden -pthread \

@@ -38,11 +38,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture-internal.h"
-#include "runtime.h"
-#include "rt-frames.h"
+#include "capture/capture-internal.h"
+#include "capture/runtime.h"
+#include "compress/rt-frames.h"
 
-#include "cpython-layout.h"
+#include "capture/cpython-layout.h"
 
 /* What probe found (set once at init, read by the handler). */
 static struct {

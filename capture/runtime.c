@@ -9,10 +9,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "capture-internal.h"
-#include "ctf-writer.h"
-#include "rt-frames.h"
-#include "runtime.h"
+#include "capture/capture-internal.h"
+#include "capture/ctf-writer.h"
+#include "compress/rt-frames.h"
+#include "capture/runtime.h"
 
 static const struct capture_runtime *const known[] = { &capture_rt_cpython };
 static struct capture_runtime active;

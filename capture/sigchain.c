@@ -20,7 +20,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "capture-internal.h"
+#include "capture/capture-internal.h"
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 

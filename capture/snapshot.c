@@ -23,8 +23,9 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "capture-internal.h"
-#include "ctf-writer.h"
+#include "capture/capture-internal.h"
+#include "capture/ctf-writer.h"
+#include "common/hash.h"
 
 static _Atomic(struct snapshot *) current;
 static _Atomic long readers;
@@ -144,7 +145,7 @@ static int phdr_cb(struct dl_phdr_info *info, size_t size, void *data)
  * fingerprint of the set, to notice JIT code mapped later. */
 static uint64_t scan_anon_exec(int (*fn)(unsigned long lo, unsigned long hi, void *arg), void *arg)
 {
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = SU_FNV_SEED;
 	FILE *f = fopen("/proc/self/maps", "re");
 	if (!f)
 		return 0;
@@ -162,8 +163,8 @@ static uint64_t scan_anon_exec(int (*fn)(unsigned long lo, unsigned long hi, voi
 		 * by dl_iterate_phdr or hold no user code to sample. */
 		if (path_at && *path && *path != '\n')
 			continue;
-		h = (h ^ lo) * 1099511628211ull;
-		h = (h ^ hi) * 1099511628211ull;
+		h = su_fnv1a_add(h, lo);
+		h = su_fnv1a_add(h, hi);
 		if (fn && fn(lo, hi, arg))
 			break;
 	}

@@ -18,9 +18,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "capture-internal.h"
-#include "ctf-writer.h"
-#include "runtime.h"
+#include "capture/capture-internal.h"
+#include "capture/ctf-writer.h"
+#include "capture/runtime.h"
+#include "common/grow.h"
 
 #define WRITER_PERIOD_MS 20
 /* Samples per packet before the writer cuts one: each packet starts with a
@@ -373,14 +374,8 @@ static void wthread_close(struct thread_state *t, int keep)
 	struct wthread *w = t->writer_priv;
 	if (!w)
 		return;
-	if (keep && W.n_free == W.cap_free) {
-		size_t const ncap = W.cap_free ? 2 * W.cap_free : 16;
-		struct free_stream *f = realloc(W.free_streams, ncap * sizeof(*f));
-		if (f) {
-			W.free_streams = f;
-			W.cap_free = ncap;
-		}
-	}
+	if (keep)
+		(void)SU_GROW(W.free_streams, W.cap_free, W.n_free + 1); /* else closed below */
 	if (keep && W.n_free < W.cap_free) {
 		/* The next thread starts a new packet (tid switch) with a
 		 * self-contained sample. */

@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "cli/export.h"
-#include "trace/stackcap-reader.h"
+#include "common/grow.h"
+#include "common/hash.h"
+#include "common/hashmap.h"
 #include "unwind/unwind.h"
 
 /* ---- valid UTF-8 ------------------------------------------------------------ */
@@ -70,71 +72,14 @@ char *export_utf8_sanitize(const char *s, size_t len)
 
 /* ---- hash tables of indexes ------------------------------------------------- */
 
-/* Open addressing over (hash, index + 1); the caller compares entries. */
-struct itab {
-	uint64_t *hash;
-	uint32_t *idx;   /* 0: empty, else index + 1 */
-	size_t n, cap;
-};
-
 static uint64_t mix(uint64_t h, uint64_t v)
 {
 	h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
 	return h * 0xC2B2AE3D27D4EB4Full;
 }
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
-static int itab_grow(struct itab *t)
-{
-	size_t const ncap = t->cap ? 2 * t->cap : 1024;
-	uint64_t *nh = calloc(ncap, sizeof(*nh));
-	uint32_t *ni = calloc(ncap, sizeof(*ni));
-	if (!nh || !ni) {
-		free(nh);
-		free(ni);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < t->cap; i++)
-		if (t->idx[i]) {
-			size_t h = t->hash[i] & (ncap - 1);
-			while (ni[h])
-				h = (h + 1) & (ncap - 1);
-			nh[h] = t->hash[i];
-			ni[h] = t->idx[i];
-		}
-	free(t->hash);
-	free(t->idx);
-	t->hash = nh;
-	t->idx = ni;
-	t->cap = ncap;
-	return 0;
-}
-
-/* The slot of HASH where EQ(arg, index) holds, or the empty slot to fill. */
-static size_t itab_find(const struct itab *t, uint64_t hash, int (*eq)(const void *, uint32_t),
-			const void *arg)
-{
-	size_t h = hash & (t->cap - 1);
-	while (t->idx[h] && !(t->hash[h] == hash && eq(arg, t->idx[h] - 1)))
-		h = (h + 1) & (t->cap - 1);
-	return h;
-}
-
-static void itab_free(struct itab *t)
-{
-	free(t->hash);
-	free(t->idx);
-}
-
 struct index {
-	struct itab strings, mappings, functions, locations, threads;
+	struct su_hmap strings, mappings, functions, locations, threads;
 	/* The mapping of a maps entry by address: entries live until the
 	 * reader's end, and the model is built before it. */
 	struct { const struct su_map_entry *e; uint32_t mapping; } emap[1024];
@@ -163,21 +108,19 @@ uint32_t export_model_string(struct export_model *m, const char *s)
 	char *clean = export_utf8_sanitize(s, strlen(s));
 	if (!clean)
 		return UINT32_MAX;
-	if ((x->strings.n + 1) * 2 > x->strings.cap && itab_grow(&x->strings))
+	if (su_hmap_reserve(&x->strings))
 		goto oom;
-	uint64_t const h = hash_str(clean);
+	uint64_t const h = su_fnv1a_str(clean);
 	struct eqarg a = { m, clean };
-	size_t const slot = itab_find(&x->strings, h, str_eq, &a);
-	if (x->strings.idx[slot]) {
+	size_t const slot = su_hmap_find(&x->strings, h, str_eq, &a);
+	if (su_hmap_used(&x->strings, slot)) {
 		free(clean);
-		return x->strings.idx[slot] - 1;
+		return su_hmap_value(&x->strings, slot);
 	}
 	if (GROW(m, strings))
 		goto oom;
 	m->strings[m->n_strings] = clean;
-	x->strings.hash[slot] = h;
-	x->strings.idx[slot] = (uint32_t)++m->n_strings;
-	x->strings.n++;
+	su_hmap_set(&x->strings, slot, h, (uint32_t)m->n_strings++);
 	return (uint32_t)m->n_strings - 1;
 oom:
 	free(clean);
@@ -207,11 +150,11 @@ void export_model_free(struct export_model *m)
 		return;
 	struct index *x = m->index;
 	if (x) {
-		itab_free(&x->strings);
-		itab_free(&x->mappings);
-		itab_free(&x->functions);
-		itab_free(&x->locations);
-		itab_free(&x->threads);
+		su_hmap_free(&x->strings);
+		su_hmap_free(&x->mappings);
+		su_hmap_free(&x->functions);
+		su_hmap_free(&x->locations);
+		su_hmap_free(&x->threads);
 		free(x);
 	}
 	for (size_t i = 0; i < m->n_strings; i++)
@@ -257,20 +200,18 @@ static uint32_t mapping_of(struct export_model *m, const struct su_map_entry *e,
 	};
 	if (key.filename == UINT32_MAX || key.build_id == UINT32_MAX)
 		return -ENOMEM;
-	if ((x->mappings.n + 1) * 2 > x->mappings.cap && itab_grow(&x->mappings))
+	if (su_hmap_reserve(&x->mappings))
 		return -ENOMEM;
 	uint64_t const h = mix(mix(mix(mix(key.start, key.limit), key.offset), key.filename), key.build_id);
 	struct eqarg a = { m, &key };
-	size_t const t = itab_find(&x->mappings, h, mapping_eq, &a);
-	if (!x->mappings.idx[t]) {
+	size_t const t = su_hmap_find(&x->mappings, h, mapping_eq, &a);
+	if (!su_hmap_used(&x->mappings, t)) {
 		if (GROW(m, mappings))
 			return -ENOMEM;
 		m->mappings[m->n_mappings] = key;
-		x->mappings.hash[t] = h;
-		x->mappings.idx[t] = (uint32_t)++m->n_mappings;
-		x->mappings.n++;
+		su_hmap_set(&x->mappings, t, h, (uint32_t)m->n_mappings++);
 	}
-	*out = x->mappings.idx[t] - 1;
+	*out = su_hmap_value(&x->mappings, t);
 	x->emap[slot].e = e;
 	x->emap[slot].mapping = *out;
 	return 0;
@@ -296,20 +237,18 @@ static int function_of(struct export_model *m, const char *name, const char *fil
 	};
 	if (key.name == UINT32_MAX || key.filename == UINT32_MAX)
 		return -ENOMEM;
-	if ((x->functions.n + 1) * 2 > x->functions.cap && itab_grow(&x->functions))
+	if (su_hmap_reserve(&x->functions))
 		return -ENOMEM;
 	uint64_t const h = mix(mix(mix(7, key.name), key.filename), key.start_line);
 	struct eqarg a = { m, &key };
-	size_t const t = itab_find(&x->functions, h, function_eq, &a);
-	if (!x->functions.idx[t]) {
+	size_t const t = su_hmap_find(&x->functions, h, function_eq, &a);
+	if (!su_hmap_used(&x->functions, t)) {
 		if (GROW(m, functions))
 			return -ENOMEM;
 		m->functions[m->n_functions] = key;
-		x->functions.hash[t] = h;
-		x->functions.idx[t] = (uint32_t)++m->n_functions;
-		x->functions.n++;
+		su_hmap_set(&x->functions, t, h, (uint32_t)m->n_functions++);
 	}
-	*out = x->functions.idx[t] - 1;
+	*out = su_hmap_value(&x->functions, t);
 	return 0;
 }
 
@@ -336,12 +275,12 @@ static int location_eq(const void *arg, uint32_t i)
 static int location_of(struct export_model *m, const struct loc_key *k, uint32_t *out, int *fresh)
 {
 	struct index *x = m->index;
-	if ((x->locations.n + 1) * 2 > x->locations.cap && itab_grow(&x->locations))
+	if (su_hmap_reserve(&x->locations))
 		return -ENOMEM;
 	uint64_t const h = mix(mix(mix(k->mapping, k->address), k->pseudo), ((uint64_t)k->rt_fp << 32) ^ (uint32_t)k->rt_pos);
 	struct eqarg a = { m, k };
-	size_t const t = itab_find(&x->locations, h, location_eq, &a);
-	*fresh = !x->locations.idx[t];
+	size_t const t = su_hmap_find(&x->locations, h, location_eq, &a);
+	*fresh = !su_hmap_used(&x->locations, t);
 	if (*fresh) {
 		if (GROW(m, locations))
 			return -ENOMEM;
@@ -349,11 +288,9 @@ static int location_of(struct export_model *m, const struct loc_key *k, uint32_t
 			.address = k->address, .mapping = k->mapping, .activation = k->activation,
 			.pseudo = k->pseudo, .first_line = (uint32_t)m->n_lines, .rt_fp = k->rt_fp, .rt_pos = k->rt_pos,
 		};
-		x->locations.hash[t] = h;
-		x->locations.idx[t] = (uint32_t)++m->n_locations;
-		x->locations.n++;
+		su_hmap_set(&x->locations, t, h, (uint32_t)m->n_locations++);
 	}
-	*out = x->locations.idx[t] - 1;
+	*out = su_hmap_value(&x->locations, t);
 	return 0;
 }
 
@@ -404,12 +341,12 @@ static int thread_eq(const void *arg, uint32_t i)
 static int thread_of(struct export_model *m, const struct export_rec_sample *s, uint32_t *out)
 {
 	struct index *x = m->index;
-	if ((x->threads.n + 1) * 2 > x->threads.cap && itab_grow(&x->threads))
+	if (su_hmap_reserve(&x->threads))
 		return -ENOMEM;
 	uint64_t const h = mix(mix((uint64_t)(uintptr_t)s->process, s->pid), s->tid);
 	struct eqarg a = { m, s };
-	size_t const t = itab_find(&x->threads, h, thread_eq, &a);
-	if (!x->threads.idx[t]) {
+	size_t const t = su_hmap_find(&x->threads, h, thread_eq, &a);
+	if (!su_hmap_used(&x->threads, t)) {
 		const struct su_process *p = s->process;
 		uint32_t const comm = export_model_string(m, s->comm);
 		if (comm == UINT32_MAX || GROW(m, threads))
@@ -420,11 +357,9 @@ static int thread_of(struct export_model *m, const struct export_rec_sample *s, 
 			.clock_offset_ns = p ? p->clock_offset_ns : 0,
 			.first_ns = s->time_ns,
 		};
-		x->threads.hash[t] = h;
-		x->threads.idx[t] = (uint32_t)++m->n_threads;
-		x->threads.n++;
+		su_hmap_set(&x->threads, t, h, (uint32_t)m->n_threads++);
 	}
-	*out = x->threads.idx[t] - 1;
+	*out = su_hmap_value(&x->threads, t);
 	struct export_thread *th = &m->threads[*out];
 	th->last_ns = s->time_ns;
 	th->samples++;

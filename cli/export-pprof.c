@@ -10,6 +10,7 @@
 
 #include "cli/export.h"
 #include "cli/profile.pb-c.h"
+#include "common/hash.h"
 
 typedef Perftools__Profiles__Profile Profile;
 typedef Perftools__Profiles__Sample Sample;
@@ -29,9 +30,9 @@ struct agg {
 
 static uint64_t stack_hash(const struct export_model *m, const struct export_sample *s)
 {
-	uint64_t h = 1469598103934665603ull ^ s->thread;
+	uint64_t h = SU_FNV_SEED ^ s->thread;
 	for (uint32_t i = 0; i < s->nlocs; i++)
-		h = (h ^ m->locs[s->loc_off + i]) * 1099511628211ull;
+		h = su_fnv1a_add(h, m->locs[s->loc_off + i]);
 	return h;
 }
 

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "cli/export.h"
+#include "common/grow.h"
+#include "common/hash.h"
 
 void export_json_string(FILE *f, const char *s)
 {
@@ -46,24 +48,10 @@ struct frames {
 
 static int frames_add(struct frames *fr, struct frame f)
 {
-	if (fr->n == fr->cap) {
-		size_t const ncap = fr->cap ? 2 * fr->cap : 256;
-		struct frame *nt = realloc(fr->tab, ncap * sizeof(*nt));
-		if (!nt)
-			return -ENOMEM;
-		fr->tab = nt;
-		fr->cap = ncap;
-	}
+	if (SU_GROW(fr->tab, fr->cap, fr->n + 1))
+		return -ENOMEM;
 	fr->tab[fr->n++] = f;
 	return 0;
-}
-
-static uint64_t hash_name(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
 }
 
 /* Frame of an address without symbols, by its name. */
@@ -77,7 +65,7 @@ static int frame_unknown(const struct export_model *m, struct frames *fr, uint32
 	char name[4200];
 	export_unknown_name(m, loc, name, sizeof(name));
 	size_t const cap = 2 * m->n_locations + 2;  /* never more than one frame per location */
-	size_t h = hash_name(name) % cap;
+	size_t h = su_fnv1a_str(name) % cap;
 	while (fr->byname[h] && strcmp(fr->tab[fr->byname[h] - 1].name, name))
 		h = (h + 1) % cap;
 	if (!fr->byname[h]) {
@@ -115,16 +103,8 @@ static int sample_frames(const struct export_model *m, struct frames *fr, const 
 		uint32_t const li = m->locs[s->loc_off + i];
 		const struct export_location *loc = &m->locations[li];
 		size_t const need = *n + (loc->nlines ? loc->nlines : 1);
-		if (need > *cap) {
-			size_t ncap = *cap ? 2 * *cap : 256;
-			while (ncap < need)
-				ncap *= 2;
-			uint32_t *nb = realloc(*buf, ncap * sizeof(**buf));
-			if (!nb)
-				return -ENOMEM;
-			*buf = nb;
-			*cap = ncap;
-		}
+		if (su_grow((void **)buf, cap, need, sizeof(**buf)))
+			return -ENOMEM;
 		if (!loc->nlines) {
 			if (frame_unknown(m, fr, li, &(*buf)[(*n)++]))
 				return -ENOMEM;
@@ -176,16 +156,8 @@ int export_speedscope_write(const struct export_model *m, const struct export_in
 		uint32_t const i = order[k];
 		if (sample_frames(m, &fr, &m->samples[i], &stack, &stack_cap, &depth))
 			goto out;
-		if (n_stacks + depth > cap_stacks) {
-			size_t ncap = cap_stacks ? 2 * cap_stacks : 4096;
-			while (ncap < n_stacks + depth)
-				ncap *= 2;
-			uint32_t *ns = realloc(stacks, ncap * sizeof(*ns));
-			if (!ns)
-				goto out;
-			stacks = ns;
-			cap_stacks = ncap;
-		}
+		if (SU_GROW(stacks, cap_stacks, n_stacks + depth))
+			goto out;
 		soff[i] = n_stacks;
 		sdepth[i] = (uint32_t)depth;
 		memcpy(stacks + n_stacks, stack, depth * sizeof(*stack));

@@ -7,6 +7,7 @@
 
 #include "cli/format.h"
 #include "cli/export.h"
+#include "common/grow.h"
 
 static const char *base_name(const char *path)
 {
@@ -40,34 +41,36 @@ static uint64_t frame_hash(const void *m, const char *path, uint64_t addr, int a
 	return h ^ (h >> 29);
 }
 
-static struct frame_text *frame_cache_slot(struct worker *w, const struct su_module *m, const char *path,
-					   uint64_t addr, int act)
+struct ftext_key {
+	const struct worker *w;
+	const struct su_module *m;
+	const char *path;
+	uint64_t addr;
+	int act;
+};
+
+static int ftext_eq(const void *arg, uint32_t i)
 {
-	if ((w->n_ftext + 1) * 2 > w->cap_ftext) {
-		size_t ncap = w->cap_ftext ? w->cap_ftext * 2 : 1024;
-		struct frame_text *nt = calloc(ncap, sizeof(*nt));
-		if (!nt)
-			return NULL;
-		for (size_t i = 0; i < w->cap_ftext; i++) {
-			struct frame_text *o = &w->ftext[i];
-			if (!o->m)
-				continue;
-			size_t h = frame_hash(o->m, o->path, o->addr, o->activation) & (ncap - 1);
-			while (nt[h].m)
-				h = (h + 1) & (ncap - 1);
-			nt[h] = *o;
-		}
-		free(w->ftext);
-		w->ftext = nt;
-		w->cap_ftext = ncap;
-	}
-	size_t h = frame_hash(m, path, addr, act) & (w->cap_ftext - 1);
-	for (;;) {
-		struct frame_text *f = &w->ftext[h];
-		if (!f->m || (f->m == m && f->path == path && f->addr == addr && f->activation == act))
-			return f;
-		h = (h + 1) & (w->cap_ftext - 1);
-	}
+	const struct ftext_key *k = arg;
+	const struct frame_text *f = &k->w->ftext[i];
+	return f->m == k->m && f->path == k->path && f->addr == k->addr && f->activation == k->act;
+}
+
+/* The cached text of (M, PATH, ADDR, ACT), or the empty entry after the
+ * cache's last, to fill and then add at *SLOT with *HASH.  NULL: out of
+ * memory. */
+static struct frame_text *frame_cache_slot(struct worker *w, const struct su_module *m, const char *path,
+					   uint64_t addr, int act, size_t *slot, uint64_t *hash)
+{
+	if (su_hmap_reserve(&w->ftext_map) || w->n_ftext >= UINT32_MAX ||
+	    SU_GROW(w->ftext, w->cap_ftext, w->n_ftext + 1))
+		return NULL;
+	struct ftext_key const key = { w, m, path, addr, act };
+	*hash = frame_hash(m, path, addr, act);
+	*slot = su_hmap_find(&w->ftext_map, *hash, ftext_eq, &key);
+	if (su_hmap_used(&w->ftext_map, *slot))
+		return &w->ftext[su_hmap_value(&w->ftext_map, *slot)];
+	return &w->ftext[w->n_ftext];
 }
 
 /* The text of resolved frame R: one line per function (inlined ones
@@ -112,8 +115,10 @@ static void format_frame(struct worker *w, uint32_t pid, const struct su_maps *m
 	const struct su_map_entry *e;
 	struct su_module *m = su_resolver_module(w->resolver, maps, f, &e);
 	/* Code of a file: its text is cached per (module, name, address). */
+	size_t slot = 0;
+	uint64_t hash = 0;
 	struct frame_text *ft = m && m->status != SU_MODULE_NO_FILE
-		? frame_cache_slot(w, m, e->path, f->pc - e->bias, f->activation) : NULL;
+		? frame_cache_slot(w, m, e->path, f->pc - e->bias, f->activation, &slot, &hash) : NULL;
 	struct frame_text tmp = { 0 };
 	if (ft && ft->m) {
 		if (ft->unknown)
@@ -164,7 +169,7 @@ static void format_frame(struct worker *w, uint32_t pid, const struct su_maps *m
 		dst->addr = r.elf_addr;
 		dst->activation = f->activation;
 		if (ft)
-			w->n_ftext++;
+			su_hmap_set(&w->ftext_map, slot, hash, (uint32_t)w->n_ftext++);
 		ft = dst;
 	}
 	const char *p = ft->text;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/pipeline.h"
+#include "common/grow.h"
 
 #define BATCH 1024
 #define DIRECT_FLUSH (1u << 16)
@@ -153,16 +154,8 @@ static void submit(struct pipeline *p, struct batch *b)
 static int batch_add(struct batch *b, const struct su_sample *s, const struct su_frame *frames, size_t n,
 		     enum su_unwind_end end)
 {
-	if (b->used + n > b->cap) {
-		size_t ncap = b->cap ? b->cap * 2 : 4096;
-		while (ncap < b->used + n)
-			ncap *= 2;
-		struct su_frame *nf = realloc(b->frames, ncap * sizeof(*nf));
-		if (!nf)
-			return -ENOMEM;
-		b->frames = nf;
-		b->cap = ncap;
-	}
+	if (SU_GROW(b->frames, b->cap, b->used + n))
+		return -ENOMEM;
 	struct pipeline_sample *u = &b->samples[b->n++];
 	sample_of(u, s, n, end);
 	u->frame_off = b->used;

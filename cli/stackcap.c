@@ -29,7 +29,7 @@
 #include "cli/warn.h"
 #include "record/perf-events.h"
 #include "record/recorder.h"
-#include "stack-codec.h"
+#include "compress/stack-codec.h"
 
 #define PROG "stackcap"
 

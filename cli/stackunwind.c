@@ -127,6 +127,25 @@ static uint64_t parse_u64(const char *s, const char *what)
 	return v;
 }
 
+/* The number S of option WHAT, between LO and HI. */
+static uint64_t parse_range(const char *s, const char *what, uint64_t lo, uint64_t hi)
+{
+	uint64_t const v = parse_u64(s, what);
+	if (v < lo || v > hi)
+		die_usage("%s: between %" PRIu64 " and %" PRIu64, what, lo, hi);
+	return v;
+}
+
+/* The value of the name S of option WHAT: A (VA) or B (VB). */
+static int one_of(const char *s, const char *what, const char *a, int va, const char *b, int vb)
+{
+	if (!strcmp(s, a))
+		return va;
+	if (!strcmp(s, b))
+		return vb;
+	die_usage("%s: %s or %s, not '%s'", what, a, b, s);
+}
+
 /* "SEC[.FRACTION]" in seconds -> ns; empty -> DFLT. */
 static uint64_t parse_time(const char *s, size_t len, uint64_t dflt)
 {
@@ -230,9 +249,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 			flame_opt = 1;
 			break;
 		case OPT_WIDTH:
-			o->flame.width = (unsigned)parse_u64(optarg, "--width");
-			if (o->flame.width < 100 || o->flame.width > 100000)
-				die_usage("--width: between 100 and 100000");
+			o->flame.width = (unsigned)parse_range(optarg, "--width", 100, 100000);
 			flame_opt = 1;
 			break;
 		case OPT_MIN_WIDTH: {
@@ -284,17 +301,10 @@ static void parse_options(int argc, char **argv, struct options *o)
 			break;
 		}
 		case 'j':
-			o->jobs = (unsigned)parse_u64(optarg, "--jobs");
-			if (o->jobs < 1 || o->jobs > 1024)
-				die_usage("--jobs: between 1 and 1024");
+			o->jobs = (unsigned)parse_range(optarg, "--jobs", 1, 1024);
 			break;
 		case OPT_UNWINDER:
-			if (!strcmp(optarg, "fast"))
-				o->unwinder = SU_UNWINDER_FAST;
-			else if (!strcmp(optarg, "dwfl"))
-				o->unwinder = SU_UNWINDER_DWFL;
-			else
-				die_usage("--unwinder: fast or dwfl, not '%s'", optarg);
+			o->unwinder = one_of(optarg, "--unwinder", "fast", SU_UNWINDER_FAST, "dwfl", SU_UNWINDER_DWFL);
 			break;
 		case OPT_PER_PROCESS:
 			o->roots = o->roots > 1 ? o->roots : 1;
@@ -306,12 +316,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 			o->no_inline = 1;
 			break;
 		case OPT_READER:
-			if (!strcmp(optarg, "native"))
-				o->filter.source = SU_READER_NATIVE;
-			else if (!strcmp(optarg, "babeltrace2"))
-				o->filter.source = SU_READER_BABELTRACE2;
-			else
-				die_usage("--reader: native or babeltrace2, not '%s'", optarg);
+			o->filter.source = one_of(optarg, "--reader", "native", SU_READER_NATIVE, "babeltrace2",
+						  SU_READER_BABELTRACE2);
 			break;
 		case OPT_DEBUG_DIR:
 			o->debug_dirs[o->n_debug_dirs++] = optarg;
@@ -326,17 +332,10 @@ static void parse_options(int argc, char **argv, struct options *o)
 			no_cache = 1;
 			break;
 		case OPT_MAX_FRAMES:
-			o->max_frames = (size_t)parse_u64(optarg, "--max-frames");
-			if (o->max_frames < 1 || o->max_frames > 65536)
-				die_usage("--max-frames: between 1 and 65536");
+			o->max_frames = (size_t)parse_range(optarg, "--max-frames", 1, 65536);
 			break;
 		case OPT_FORMAT:
-			if (!strcmp(optarg, "speedscope"))
-				o->export_format = EXPORT_SPEEDSCOPE;
-			else if (!strcmp(optarg, "pprof"))
-				o->export_format = EXPORT_PPROF;
-			else
-				die_usage("--format: speedscope or pprof, not '%s'", optarg);
+			o->export_format = one_of(optarg, "--format", "speedscope", EXPORT_SPEEDSCOPE, "pprof", EXPORT_PPROF);
 			break;
 		case OPT_OFF_CPU:
 		case OPT_WITH_OFF_CPU:

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/grow.h"
 #include "cli/stackunwind.h"
 #include "cli/worker.h"
 #include "cli/progress.h"

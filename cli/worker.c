@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/worker.h"
+#include "common/grow.h"
 
 int worker_init(struct worker *w, const struct options *o)
 {
@@ -27,9 +28,10 @@ void worker_fini(struct worker *w)
 	su_modcache_free(w->modules);
 	free(w->frames);
 	free(w->bad);
-	for (size_t i = 0; i < w->cap_ftext; i++)
+	for (size_t i = 0; i < w->n_ftext; i++)
 		free(w->ftext[i].text);
 	free(w->ftext);
+	su_hmap_free(&w->ftext_map);
 }
 
 void worker_note_module(struct worker *w, const struct su_module *m)
@@ -39,14 +41,8 @@ void worker_note_module(struct worker *w, const struct su_module *m)
 	for (size_t i = 0; i < w->n_bad; i++)
 		if (w->bad[i].m == m)
 			return;
-	if (w->n_bad == w->cap_bad) {
-		size_t n = w->cap_bad ? 2 * w->cap_bad : 8;
-		struct bad_module *nb = realloc(w->bad, n * sizeof(*nb));
-		if (!nb)
-			return; /* only the warning is lost */
-		w->bad = nb;
-		w->cap_bad = n;
-	}
+	if (SU_GROW(w->bad, w->cap_bad, w->n_bad + 1))
+		return; /* only the warning is lost */
 	w->bad[w->n_bad++].m = m;
 }
 

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 #include "cli/stackunwind.h"
+#include "common/hashmap.h"
 #include "symbolize/resolve.h"
 
 struct counts {
@@ -24,7 +25,7 @@ struct counts {
 /* The text after the address of every line a frame prints (several when
  * functions were inlined there), cached: a long trace repeats its pcs. */
 struct frame_text {
-	const struct su_module *m;   /* NULL: empty slot */
+	const struct su_module *m;   /* NULL: not filled yet */
 	const char *path;            /* the maps entry's path (module name shown) */
 	uint64_t addr;               /* ELF address looked up */
 	uint8_t activation;
@@ -42,8 +43,9 @@ struct worker {
 	const struct options *o;
 	struct bad_module *bad;
 	size_t n_bad, cap_bad;
-	struct frame_text *ftext;    /* open addressing, power of two */
+	struct frame_text *ftext;    /* in first-use order (FTEXT_MAP finds them) */
 	size_t n_ftext, cap_ftext;
+	struct su_hmap ftext_map;
 	struct su_modcache *modules;
 	struct su_resolver *resolver;
 	struct su_unwinder *unwinder;

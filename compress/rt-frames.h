@@ -35,7 +35,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "varint.h"
+#include "common/varint.h"
 
 #define RT_FRAMES_TRUNCATED 0x1u
 #define RT_FRAMES_UNREADABLE 0x2u

@@ -3,11 +3,11 @@
  * stack-codec.c: classify, zero, run-length encode; and the strict decoder.
  * The wire format is specified in docs/stack-codec.md.
  */
-#include "stack-codec.h"
+#include "compress/stack-codec.h"
 
 #include <string.h>
 
-#include "varint.h"
+#include "common/varint.h"
 
 /* Header flag bits (byte 1). */
 #define F_POLICY_MASK 0x03u

@@ -12,6 +12,7 @@
 #include <libelf.h>
 #include <elfutils/libdwelf.h>
 
+#include "common/hash.h"
 #include "debuginfo/inflate-cache.h"
 #include "debuginfo/module.h"
 
@@ -160,11 +161,7 @@ int su_inflate_cached(const char *dir, int fd)
 		return -1;
 	uint64_t const who[] = { (uint64_t)st.st_dev, (uint64_t)st.st_ino, (uint64_t)st.st_size,
 				 (uint64_t)st.st_mtim.tv_sec, (uint64_t)st.st_mtim.tv_nsec };
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-	for (size_t i = 0; i < sizeof(who); i++) {
-		h ^= ((const uint8_t *)who)[i];
-		h *= 0x100000001b3ull;
-	}
+	uint64_t const h = su_fnv1a(who, sizeof(who));
 	char rel[2 * SU_BUILD_ID_MAX + 2], path[PATH_MAX];
 	su_build_id_rel(rel, id, (size_t)len);
 	if (snprintf(path, sizeof(path), "%s/debug/%s-%016llx.debug", dir, rel, (unsigned long long)h) >=

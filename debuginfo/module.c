@@ -18,6 +18,7 @@
 #include <elfutils/debuginfod.h>
 #endif
 
+#include "common/hash.h"
 #include "debuginfo/module.h"
 #include "debuginfo/inflate-cache.h"
 
@@ -708,14 +709,6 @@ static void open_module(struct modpriv *p)
 
 /* ---- the cache ------------------------------------------------------------ */
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325u; /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3u;
-	return h;
-}
-
 /* The cache key: build-id when recorded, else kind + path. */
 static char *entry_key(const struct su_map_entry *e)
 {
@@ -833,7 +826,7 @@ static void grow(struct su_modcache *c)
 		struct modpriv *p = c->buckets[i];
 		while (p) {
 			struct modpriv *next = p->next;
-			size_t h = hash_str(p->key) & (n - 1);
+			size_t h = su_fnv1a_str(p->key) & (n - 1);
 			p->next = b[h];
 			b[h] = p;
 			p = next;
@@ -855,7 +848,7 @@ struct su_module *su_modcache_get(struct su_modcache *c, const struct su_map_ent
 		errno = ENOMEM;
 		return NULL;
 	}
-	size_t h = hash_str(key) & (c->nbuckets - 1);
+	size_t h = su_fnv1a_str(key) & (c->nbuckets - 1);
 	for (struct modpriv *p = c->buckets[h]; p; p = p->next) {
 		if (strcmp(p->key, key) == 0) {
 			free(key);

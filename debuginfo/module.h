@@ -36,7 +36,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <elfutils/libdwfl.h>
-#include "trace/trace-model.h"
+#include "common/map-entry.h"
 
 enum su_module_status {
 	SU_MODULE_OK = 0,          /* ELF found, build-id matches (or none recorded and path exists) */

@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
+#include "common/hash.h"
+#include "common/hashmap.h"
 #include "export/flamegraph.h"
 
 #define PAD 10          /* px left and right of the frames */
@@ -34,26 +37,15 @@ struct node {
 struct flame {
 	/* interned strings, sanitized to valid UTF-8 without control bytes */
 	char **str;
-	uint64_t *str_hash;
 	size_t n_str, cap_str;
-	uint32_t *str_tab;             /* open addressing: id + 1 */
-	size_t cap_str_tab;
+	struct su_hmap str_map;        /* string -> id */
 	struct node *node;
 	size_t n_node, cap_node;
-	uint32_t *child_tab;           /* (parent, name, mod) -> node + 1 */
-	size_t cap_child_tab;
+	struct su_hmap child_map;      /* (parent, name, mod) -> node */
 	uint64_t *mod_self;            /* by string id: samples whose leaf is in it */
 	size_t n_mod_self;
 	uint32_t *mod_index;           /* by string id: index in the script's MODS */
 };
-
-static uint64_t hash_bytes(const char *s, size_t n)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-	return h;
-}
 
 /* Length of the valid UTF-8 sequence at S (at most N bytes), 0 if none. */
 static size_t utf8_len(const unsigned char *s, size_t n)
@@ -119,6 +111,18 @@ static int is_clean(const char *s, size_t n)
 	return 1;
 }
 
+struct str_key {
+	const struct flame *f;
+	const char *s;
+	size_t n;
+};
+
+static int str_eq(const void *arg, uint32_t id)
+{
+	const struct str_key *k = arg;
+	return !strncmp(k->f->str[id], k->s, k->n) && !k->f->str[id][k->n];
+}
+
 /* The id of string S[0..N), sanitized (see sanitize()). */
 static long intern(struct flame *f, const char *s, size_t n)
 {
@@ -129,48 +133,22 @@ static long intern(struct flame *f, const char *s, size_t n)
 			return -ENOMEM;
 		s = clean;
 	}
-	if ((f->n_str + 1) * 2 > f->cap_str_tab) {
-		size_t const ncap = f->cap_str_tab ? 2 * f->cap_str_tab : 1024;
-		uint32_t *nt = calloc(ncap, sizeof(*nt));
-		if (!nt)
-			goto out;
-		for (size_t i = 0; i < f->n_str; i++) {
-			size_t h = f->str_hash[i] & (ncap - 1);
-			while (nt[h])
-				h = (h + 1) & (ncap - 1);
-			nt[h] = (uint32_t)i + 1;
-		}
-		free(f->str_tab);
-		f->str_tab = nt;
-		f->cap_str_tab = ncap;
+	if (su_hmap_reserve(&f->str_map))
+		goto out;
+	uint64_t const hash = su_fnv1a(s, n);
+	struct str_key key = { f, s, n };
+	size_t const slot = su_hmap_find(&f->str_map, hash, str_eq, &key);
+	if (su_hmap_used(&f->str_map, slot)) {
+		id = su_hmap_value(&f->str_map, slot);
+		goto out;
 	}
-	uint64_t const hash = hash_bytes(s, n);
-	size_t h = hash & (f->cap_str_tab - 1);
-	for (; f->str_tab[h]; h = (h + 1) & (f->cap_str_tab - 1)) {
-		uint32_t const k = f->str_tab[h] - 1;
-		if (f->str_hash[k] == hash && !strncmp(f->str[k], s, n) && !f->str[k][n]) {
-			id = k;
-			goto out;
-		}
-	}
-	if (f->n_str == f->cap_str) {
-		size_t const ncap = f->cap_str ? 2 * f->cap_str : 256;
-		char **ns = realloc(f->str, ncap * sizeof(*ns));
-		if (!ns)
-			goto out;
-		f->str = ns;
-		uint64_t *nh = realloc(f->str_hash, ncap * sizeof(*nh));
-		if (!nh)
-			goto out;
-		f->str_hash = nh;
-		f->cap_str = ncap;
-	}
+	if (SU_GROW(f->str, f->cap_str, f->n_str + 1))
+		goto out;
 	char *copy = strndup(s, n);
 	if (!copy)
 		goto out;
 	f->str[f->n_str] = copy;
-	f->str_hash[f->n_str] = hash;
-	f->str_tab[h] = (uint32_t)f->n_str + 1;
+	su_hmap_set(&f->str_map, slot, hash, (uint32_t)f->n_str);
 	id = (long)f->n_str++;
 out:
 	free(clean);
@@ -186,48 +164,39 @@ static uint64_t child_hash(uint32_t parent, uint32_t name, uint32_t mod)
 
 static long new_node(struct flame *f, uint32_t parent, uint32_t name, uint32_t mod)
 {
-	if (f->n_node == f->cap_node) {
-		size_t const ncap = f->cap_node ? 2 * f->cap_node : 1024;
-		struct node *nn = realloc(f->node, ncap * sizeof(*nn));
-		if (!nn)
-			return -ENOMEM;
-		f->node = nn;
-		f->cap_node = ncap;
-	}
+	if (SU_GROW(f->node, f->cap_node, f->n_node + 1))
+		return -ENOMEM;
 	struct node *x = &f->node[f->n_node];
 	*x = (struct node){ .parent = parent, .first = NONE, .next = NONE, .name = name, .mod = mod,
 			    .depth = parent == NONE ? 0 : f->node[parent].depth + 1 };
 	return (long)f->n_node++;
 }
 
+struct child_key {
+	const struct flame *f;
+	uint32_t parent, name, mod;
+};
+
+static int child_eq(const void *arg, uint32_t id)
+{
+	const struct child_key *k = arg;
+	const struct node *x = &k->f->node[id];
+	return x->parent == k->parent && x->name == k->name && x->mod == k->mod;
+}
+
 /* The child of PARENT named NAME in MOD, made if new. */
 static long child(struct flame *f, uint32_t parent, uint32_t name, uint32_t mod)
 {
-	if ((f->n_node + 1) * 2 > f->cap_child_tab) {
-		size_t const ncap = f->cap_child_tab ? 2 * f->cap_child_tab : 2048;
-		uint32_t *nt = calloc(ncap, sizeof(*nt));
-		if (!nt)
-			return -ENOMEM;
-		for (size_t i = 1; i < f->n_node; i++) {
-			const struct node *x = &f->node[i];
-			size_t h = child_hash(x->parent, x->name, x->mod) & (ncap - 1);
-			while (nt[h])
-				h = (h + 1) & (ncap - 1);
-			nt[h] = (uint32_t)i + 1;
-		}
-		free(f->child_tab);
-		f->child_tab = nt;
-		f->cap_child_tab = ncap;
-	}
-	size_t h = child_hash(parent, name, mod) & (f->cap_child_tab - 1);
-	for (; f->child_tab[h]; h = (h + 1) & (f->cap_child_tab - 1)) {
-		const struct node *x = &f->node[f->child_tab[h] - 1];
-		if (x->parent == parent && x->name == name && x->mod == mod)
-			return f->child_tab[h] - 1;
-	}
+	if (su_hmap_reserve(&f->child_map))
+		return -ENOMEM;
+	uint64_t const h = child_hash(parent, name, mod);
+	struct child_key key = { f, parent, name, mod };
+	size_t const slot = su_hmap_find(&f->child_map, h, child_eq, &key);
+	if (su_hmap_used(&f->child_map, slot))
+		return su_hmap_value(&f->child_map, slot);
 	long const id = new_node(f, parent, name, mod);
 	if (id >= 0)
-		f->child_tab[h] = (uint32_t)id + 1;
+		su_hmap_set(&f->child_map, slot, h, (uint32_t)id);
 	return id;
 }
 
@@ -250,14 +219,8 @@ static int add_stack(struct flame *f, const char *key, uint64_t count, int rever
 		long const mod = intern(f, sep ? sep + 1 : "", sep ? len - nlen - 1 : 0);
 		if (name < 0 || mod < 0)
 			return -ENOMEM;
-		if (n == *cap) {
-			size_t const ncap = *cap ? 2 * *cap : 256;
-			struct frame_ref *nb = realloc(*buf, ncap * sizeof(*nb));
-			if (!nb)
-				return -ENOMEM;
-			*buf = nb;
-			*cap = ncap;
-		}
+		if (SU_GROW(*buf, *cap, n + 1))
+			return -ENOMEM;
 		(*buf)[n++] = (struct frame_ref){ (uint32_t)name, (uint32_t)mod };
 		if (!end)
 			break;
@@ -317,11 +280,19 @@ static struct rgb hsl(double h, double s, double l)
 			     (unsigned)lround((b + m) * 255) };
 }
 
+/* The hash colours are drawn from: FNV-1a steps from a seed a digit short
+ * of FNV's offset basis, the one every flamegraph so far was drawn with
+ * (another seed would change every colour). */
+static uint64_t colour_hash(const char *s)
+{
+	return su_fnv1a_from(UINT64_C(1469598103934665603), s, strlen(s));
+}
+
 /* A stable hue per module (0-270 degrees: magenta is the search colour),
  * a shade per function; frames with no module are grey. */
 static struct rgb frame_colour(const char *name, const char *mod)
 {
-	uint64_t const v = hash_bytes(name, strlen(name));
+	uint64_t const v = colour_hash(name);
 	/* Off-CPU time beside CPU time (FLAME_OFF_CPU_MARK): blue, as in
 	 * flamegraph.pl's off-CPU graphs, whatever the module. */
 	size_t const nl = strlen(name), ml = sizeof(FLAME_OFF_CPU_MARK) - 1;
@@ -337,14 +308,14 @@ static struct rgb frame_colour(const char *name, const char *mod)
 	 * them from flamegraph.pl's kernel colour. */
 	if (!strcmp(mod, "[kernel.kallsyms]"))
 		return hsl(28, 0.85, 0.50 + (double)(v % 12) / 100);
-	uint64_t const hm = hash_bytes(mod, strlen(mod));
+	uint64_t const hm = colour_hash(mod);
 	double const hue = (double)(hm % 1000) * 0.27;
 	return hsl(hue, 0.55 + (double)(v % 30) / 100, 0.58 + (double)((v >> 16) % 16) / 100);
 }
 
 static struct rgb module_colour(const char *mod)
 {
-	uint64_t const hm = hash_bytes(mod, strlen(mod));
+	uint64_t const hm = colour_hash(mod);
 	return hsl((double)(hm % 1000) * 0.27, 0.7, 0.65);
 }
 
@@ -771,10 +742,9 @@ out:
 	for (size_t i = 0; i < f.n_str; i++)
 		free(f.str[i]);
 	free(f.str);
-	free(f.str_hash);
-	free(f.str_tab);
+	su_hmap_free(&f.str_map);
 	free(f.node);
-	free(f.child_tab);
+	su_hmap_free(&f.child_map);
 	free(f.mod_self);
 	free(f.mod_index);
 	return rc;

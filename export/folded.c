@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
+#include "common/hash.h"
 #include "export/folded.h"
 
 static const char *base_name(const char *path)
@@ -111,12 +113,17 @@ void folded_resolved(struct text *t, const struct folded_opts *o, const struct s
 
 /* ---- counts ------------------------------------------------------------------ */
 
-static uint64_t fold_hash(const char *s, size_t n)
+struct line_key {
+	const struct folded_counts *c;
+	const char *s;
+	size_t len;
+};
+
+static int line_eq(const void *arg, uint32_t i)
 {
-	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-	return h;
+	const struct line_key *k = arg;
+	const char *stack = k->c->tab[i].stack;
+	return !strncmp(stack, k->s, k->len) && !stack[k->len];
 }
 
 int folded_counts_add(struct folded_counts *c, const char *s, size_t len)
@@ -126,34 +133,22 @@ int folded_counts_add(struct folded_counts *c, const char *s, size_t len)
 
 int folded_counts_add_n(struct folded_counts *c, const char *s, size_t len, uint64_t n)
 {
-	if ((c->n + 1) * 2 > c->cap) {
-		size_t const ncap = c->cap ? 2 * c->cap : 1024;
-		struct folded_entry *nt = calloc(ncap, sizeof(*nt));
-		if (!nt)
-			return -ENOMEM;
-		for (size_t i = 0; i < c->cap; i++)
-			if (c->tab[i].stack) {
-				size_t h = c->tab[i].hash & (ncap - 1);
-				while (nt[h].stack)
-					h = (h + 1) & (ncap - 1);
-				nt[h] = c->tab[i];
-			}
-		free(c->tab);
-		c->tab = nt;
-		c->cap = ncap;
+	if (su_hmap_reserve(&c->map))
+		return -ENOMEM;
+	uint64_t const hash = su_fnv1a(s, len);
+	struct line_key key = { c, s, len };
+	size_t const slot = su_hmap_find(&c->map, hash, line_eq, &key);
+	if (su_hmap_used(&c->map, slot)) {
+		c->tab[su_hmap_value(&c->map, slot)].count += n;
+		return 0;
 	}
-	uint64_t const hash = fold_hash(s, len);
-	size_t h = hash & (c->cap - 1);
-	for (; c->tab[h].stack; h = (h + 1) & (c->cap - 1))
-		if (c->tab[h].hash == hash && !strncmp(c->tab[h].stack, s, len) && !c->tab[h].stack[len]) {
-			c->tab[h].count += n;
-			return 0;
-		}
+	if (c->n >= UINT32_MAX || SU_GROW(c->tab, c->cap, c->n + 1))
+		return -ENOMEM;
 	char *k = strndup(s, len);
 	if (!k)
 		return -ENOMEM;
-	c->tab[h] = (struct folded_entry){ k, hash, n };
-	c->n++;
+	c->tab[c->n] = (struct folded_entry){ k, n };
+	su_hmap_set(&c->map, slot, hash, (uint32_t)c->n++);
 	return 0;
 }
 
@@ -201,16 +196,10 @@ static int entry_cmp(const void *a, const void *b)
 
 size_t folded_counts_sort(struct folded_counts *c)
 {
-	size_t n = 0;
-	for (size_t i = 0; i < c->cap; i++)
-		if (c->tab[i].stack) {
-			c->tab[n] = c->tab[i];
-			if (i != n++)
-				c->tab[i].stack = NULL;
-		}
-	if (n)
-		qsort(c->tab, n, sizeof(*c->tab), entry_cmp);
-	return n;
+	su_hmap_free(&c->map); /* its indexes die with the order */
+	if (c->n)
+		qsort(c->tab, c->n, sizeof(*c->tab), entry_cmp);
+	return c->n;
 }
 
 void folded_counts_print(struct folded_counts *c, FILE *out)
@@ -222,8 +211,9 @@ void folded_counts_print(struct folded_counts *c, FILE *out)
 
 void folded_counts_free(struct folded_counts *c)
 {
-	for (size_t i = 0; i < c->cap; i++)
+	for (size_t i = 0; i < c->n; i++)
 		free(c->tab[i].stack);
 	free(c->tab);
+	su_hmap_free(&c->map);
 	memset(c, 0, sizeof(*c));
 }

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "common/hashmap.h"
 #include "export/flamegraph.h"
 #include "export/text.h"
 #include "symbolize/resolve.h"
@@ -60,13 +61,14 @@ void folded_resolved(struct text *t, const struct folded_opts *o, const struct s
 /* ---- counts: distinct line -> samples ----------------------------------------- */
 
 struct folded_entry {
-	char *stack;              /* the line without its '\n'; NULL: empty slot */
-	uint64_t hash, count;
+	char *stack;              /* the line without its '\n' */
+	uint64_t count;
 };
 
 struct folded_counts {
-	struct folded_entry *tab; /* open addressing, power of two */
+	struct folded_entry *tab; /* the N distinct lines, first seen first */
 	size_t n, cap;
+	struct su_hmap map;       /* line -> its entry in TAB */
 };
 
 /* Count the line S (LEN bytes, no '\n').  @return 0 or -ENOMEM. */
@@ -79,8 +81,8 @@ int folded_counts_add_n(struct folded_counts *c, const char *s, size_t len, uint
 int folded_counts_add_weighted_lines(struct folded_counts *c, const char *buf, size_t len);
 /* Count each '\n'-terminated line of BUF.  @return 0 or -ENOMEM. */
 int folded_counts_add_lines(struct folded_counts *c, const char *buf, size_t len);
-/* The entries at the start of the table, sorted by stack, so the output is
- * the same whatever the order of samples.  @return their number. */
+/* The entries sorted by stack, so the output is the same whatever the order
+ * of samples; no line is counted after.  @return their number. */
 size_t folded_counts_sort(struct folded_counts *c);
 /* Sorted "STACK COUNT" lines to OUT (write errors are OUT's). */
 void folded_counts_print(struct folded_counts *c, FILE *out);

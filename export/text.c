@@ -5,22 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "export/text.h"
 
 int text_reserve(struct text *t, size_t n)
 {
 	if (t->len + n < t->cap)
 		return 0;
-	size_t ncap = t->cap ? t->cap * 2 : 65536;
-	while (ncap < t->len + n + 1)
-		ncap *= 2;
-	char *nb = realloc(t->buf, ncap);
-	if (!nb) {
+	if (n > SIZE_MAX - t->len - 1 || SU_GROW(t->buf, t->cap, t->len + n + 1)) {
 		t->oom = 1;
 		return -1;
 	}
-	t->buf = nb;
-	t->cap = ncap;
 	return 0;
 }
 

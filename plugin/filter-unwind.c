@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "plugin/plugin.h"
 #include "plugin/ir-copy.h"
 #include "trace/reader-push.h"
@@ -591,14 +592,8 @@ static struct waiter *waiter_new(struct unwind_iter *it)
 	for (size_t i = 0; i < it->n_waiters; i++)
 		if (!it->waiters[i].active)
 			return &it->waiters[i];
-	if (it->n_waiters == it->cap_waiters) {
-		size_t const n = it->cap_waiters ? 2 * it->cap_waiters : 16;
-		struct waiter *nw = realloc(it->waiters, n * sizeof(*nw));
-		if (!nw)
-			return NULL;
-		it->waiters = nw;
-		it->cap_waiters = n;
-	}
+	if (SU_GROW(it->waiters, it->cap_waiters, it->n_waiters + 1))
+		return NULL;
 	return &it->waiters[it->n_waiters++];
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "plugin/ir-copy.h"
 
 struct pair {
@@ -583,15 +584,9 @@ static struct stream_pair *map_stream(struct ir_copy *c, const bt_stream *in)
 		return NULL;
 	if (bt_stream_get_name(in))
 		bt_stream_set_name(out, bt_stream_get_name(in));
-	if (c->n_streams == c->cap_streams) {
-		size_t n = c->cap_streams ? 2 * c->cap_streams : 16;
-		struct stream_pair *ns = realloc(c->streams, n * sizeof(*ns));
-		if (!ns) {
-			bt_stream_put_ref(out);
-			return NULL;
-		}
-		c->streams = ns;
-		c->cap_streams = n;
+	if (SU_GROW(c->streams, c->cap_streams, c->n_streams + 1)) {
+		bt_stream_put_ref(out);
+		return NULL;
 	}
 	bt_stream_get_ref(in);
 	sp = &c->streams[c->n_streams++];
@@ -707,6 +702,57 @@ static bt_message *copy_event(struct ir_copy *c, bt_self_message_iterator *it, c
 	return out;
 }
 
+/* Discarded events and discarded packets messages: one copy, through the
+ * functions of each kind. */
+struct discarded_kind {
+	const bt_stream *(*stream)(const bt_message *);
+	bt_bool (*have_cs)(const bt_stream_class *);
+	bt_message *(*create_cs)(bt_self_message_iterator *, const bt_stream *, uint64_t, uint64_t);
+	bt_message *(*create)(bt_self_message_iterator *, const bt_stream *);
+	const bt_clock_snapshot *(*begin_cs)(const bt_message *);
+	const bt_clock_snapshot *(*end_cs)(const bt_message *);
+	bt_property_availability (*get_count)(const bt_message *, uint64_t *);
+	void (*set_count)(bt_message *, uint64_t);
+};
+
+static const struct discarded_kind discarded_events = {
+	bt_message_discarded_events_borrow_stream_const,
+	bt_stream_class_discarded_events_have_default_clock_snapshots,
+	bt_message_discarded_events_create_with_default_clock_snapshots,
+	bt_message_discarded_events_create,
+	bt_message_discarded_events_borrow_beginning_default_clock_snapshot_const,
+	bt_message_discarded_events_borrow_end_default_clock_snapshot_const,
+	bt_message_discarded_events_get_count,
+	bt_message_discarded_events_set_count,
+};
+
+static const struct discarded_kind discarded_packets = {
+	bt_message_discarded_packets_borrow_stream_const,
+	bt_stream_class_discarded_packets_have_default_clock_snapshots,
+	bt_message_discarded_packets_create_with_default_clock_snapshots,
+	bt_message_discarded_packets_create,
+	bt_message_discarded_packets_borrow_beginning_default_clock_snapshot_const,
+	bt_message_discarded_packets_borrow_end_default_clock_snapshot_const,
+	bt_message_discarded_packets_get_count,
+	bt_message_discarded_packets_set_count,
+};
+
+static bt_message *copy_discarded(struct ir_copy *c, bt_self_message_iterator *it, const bt_message *in,
+				  const struct discarded_kind *k)
+{
+	const bt_stream *is = k->stream(in);
+	struct stream_pair *sp = map_stream(c, is);
+	if (!sp)
+		return NULL;
+	bt_message *out = k->have_cs(bt_stream_borrow_class_const(is))
+		? k->create_cs(it, sp->out, cs_value(k->begin_cs(in)), cs_value(k->end_cs(in)))
+		: k->create(it, sp->out);
+	uint64_t n;
+	if (out && k->get_count(in, &n) == BT_PROPERTY_AVAILABILITY_AVAILABLE)
+		k->set_count(out, n);
+	return out;
+}
+
 bt_message *ir_copy_message(struct ir_copy *c, bt_self_message_iterator *it, const bt_message *in, int *tag)
 {
 	bt_message *out = NULL;
@@ -784,36 +830,12 @@ bt_message *ir_copy_message(struct ir_copy *c, bt_self_message_iterator *it, con
 		sp->in_pkt = NULL;
 		break;
 	}
-	case BT_MESSAGE_TYPE_DISCARDED_EVENTS: {
-		const bt_stream *is = bt_message_discarded_events_borrow_stream_const(in);
-		const bt_stream_class *isc = bt_stream_borrow_class_const(is);
-		if (!(sp = map_stream(c, is)))
-			break;
-		out = bt_stream_class_discarded_events_have_default_clock_snapshots(isc)
-			? bt_message_discarded_events_create_with_default_clock_snapshots(it, sp->out,
-				cs_value(bt_message_discarded_events_borrow_beginning_default_clock_snapshot_const(in)),
-				cs_value(bt_message_discarded_events_borrow_end_default_clock_snapshot_const(in)))
-			: bt_message_discarded_events_create(it, sp->out);
-		uint64_t n;
-		if (out && bt_message_discarded_events_get_count(in, &n) == BT_PROPERTY_AVAILABILITY_AVAILABLE)
-			bt_message_discarded_events_set_count(out, n);
+	case BT_MESSAGE_TYPE_DISCARDED_EVENTS:
+		out = copy_discarded(c, it, in, &discarded_events);
 		break;
-	}
-	case BT_MESSAGE_TYPE_DISCARDED_PACKETS: {
-		const bt_stream *is = bt_message_discarded_packets_borrow_stream_const(in);
-		const bt_stream_class *isc = bt_stream_borrow_class_const(is);
-		if (!(sp = map_stream(c, is)))
-			break;
-		out = bt_stream_class_discarded_packets_have_default_clock_snapshots(isc)
-			? bt_message_discarded_packets_create_with_default_clock_snapshots(it, sp->out,
-				cs_value(bt_message_discarded_packets_borrow_beginning_default_clock_snapshot_const(in)),
-				cs_value(bt_message_discarded_packets_borrow_end_default_clock_snapshot_const(in)))
-			: bt_message_discarded_packets_create(it, sp->out);
-		uint64_t n;
-		if (out && bt_message_discarded_packets_get_count(in, &n) == BT_PROPERTY_AVAILABILITY_AVAILABLE)
-			bt_message_discarded_packets_set_count(out, n);
+	case BT_MESSAGE_TYPE_DISCARDED_PACKETS:
+		out = copy_discarded(c, it, in, &discarded_packets);
 		break;
-	}
 	case BT_MESSAGE_TYPE_MESSAGE_ITERATOR_INACTIVITY: {
 		const bt_clock_snapshot *cs = bt_message_message_iterator_inactivity_borrow_clock_snapshot_const(in);
 		bt_clock_class *cc = map_clock_class(c, bt_clock_snapshot_borrow_clock_class_const(cs));

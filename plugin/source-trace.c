@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/grow.h"
 #include "plugin/plugin.h"
 #include "trace/stackcap-reader.h"
 #include "trace/native-file.h"
@@ -421,14 +422,9 @@ static int list_files(struct trace_src *s)
 		const char *n = e->d_name;
 		if (strncmp(n, "proc-", 5) && strncmp(n, "samples-", 8))
 			continue;
-		if (s->n_files == cap) {
-			cap = cap ? 2 * cap : 16;
-			char **nf = realloc(s->files, cap * sizeof(*nf));
-			if (!nf) {
-				rc = -ENOMEM;
-				break;
-			}
-			s->files = nf;
+		if (SU_GROW(s->files, cap, s->n_files + 1)) {
+			rc = -ENOMEM;
+			break;
 		}
 		if (!(s->files[s->n_files] = strdup(n))) {
 			rc = -ENOMEM;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "record/encode.h"
 #include "record/kallsyms.h"
 #include "trace/stackcap-reader.h"

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "record/kallsyms.h"
 
 int rec_kallsyms_readable(void)
@@ -90,14 +91,8 @@ int rec_ksyms_cover(const uint64_t *addrs0, size_t n, struct rec_ksyms *out)
 			goto out;
 		}
 		size_t const ln = strlen(name) + 1, lm = strlen(mod) + 1;
-		if (n_all == cap_all) {
-			size_t const nc = cap_all ? 2 * cap_all : 65536;
-			struct ksym *na = realloc(all, nc * sizeof(*na));
-			if (!na)
-				goto out;
-			all = na;
-			cap_all = nc;
-		}
+		if (SU_GROW(all, cap_all, n_all + 1))
+			goto out;
 		while (n_pool + ln + lm > cap_pool) {
 			size_t const nc = cap_pool ? 2 * cap_pool : 1 << 20;
 			char *np = realloc(pool, nc);

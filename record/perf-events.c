@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "record/perf-events.h"
-#include "trace/stackcap-reader.h" /* su_grow */
+#include "common/grow.h"
 
 /* x86-64's user registers as perf numbers them (PERF_REG_X86_AX..R15):
  * every general-purpose register, flags and the segment selectors perf

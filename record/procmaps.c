@@ -13,20 +13,12 @@
 #include <linux/perf_event.h>
 
 #include "record/procmaps.h"
-#include "trace/stackcap-reader.h" /* su_grow */
+#include "common/grow.h"
 
 static uint8_t *buf_add(struct rec_buf *b, size_t n)
 {
-	if (b->len + n > b->cap) {
-		size_t ncap = b->cap ? b->cap * 2 : 4096;
-		while (ncap < b->len + n)
-			ncap *= 2;
-		uint8_t *p = realloc(b->p, ncap);
-		if (!p)
-			return NULL;
-		b->p = p;
-		b->cap = ncap;
-	}
+	if (SU_GROW(b->p, b->cap, b->len + n))
+		return NULL;
 	uint8_t *at = b->p + b->len;
 	memset(at, 0, n);
 	b->len += n;

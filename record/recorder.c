@@ -48,7 +48,7 @@
 #include "record/procmaps.h"
 #include "record/recorder.h"
 #include "trace/perf-data.h"
-#include "trace/stackcap-reader.h" /* su_grow */
+#include "common/grow.h"
 
 struct recorder {
 	const struct rec_options *o;

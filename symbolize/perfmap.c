@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/grow.h"
+#include "common/hashmap.h"
 #include "symbolize/perfmap.h"
 
 struct pm_entry {
@@ -18,7 +20,6 @@ struct pm_entry {
 
 struct pm_proc {
 	uint32_t pid;
-	int used;
 	char map[32];              /* "/tmp/perf-PID.map" */
 	struct pm_entry *e;
 	size_t n;
@@ -26,8 +27,9 @@ struct pm_proc {
 
 struct su_perfmaps {
 	char *symfs;
-	struct pm_proc *procs;     /* open addressing by pid */
+	struct pm_proc *procs;     /* each process asked for, first asked first */
 	size_t cap, count;
+	struct su_hmap by_pid;     /* pid -> its entry in PROCS */
 };
 
 struct su_perfmaps *su_perfmaps_new(const char *symfs)
@@ -36,9 +38,7 @@ struct su_perfmaps *su_perfmaps_new(const char *symfs)
 	if (!pm)
 		return NULL;
 	pm->symfs = strdup(symfs ? symfs : "");
-	pm->cap = 64;
-	pm->procs = calloc(pm->cap, sizeof(*pm->procs));
-	if (!pm->symfs || !pm->procs) {
+	if (!pm->symfs) {
 		su_perfmaps_free(pm);
 		return NULL;
 	}
@@ -56,10 +56,10 @@ void su_perfmaps_free(struct su_perfmaps *pm)
 {
 	if (!pm)
 		return;
-	for (size_t i = 0; pm->procs && i < pm->cap; i++)
-		if (pm->procs[i].used)
-			proc_clear(&pm->procs[i]);
+	for (size_t i = 0; i < pm->count; i++)
+		proc_clear(&pm->procs[i]);
 	free(pm->procs);
+	su_hmap_free(&pm->by_pid);
 	free(pm->symfs);
 	free(pm);
 }
@@ -106,14 +106,8 @@ static void load(struct su_perfmaps *pm, struct pm_proc *p)
 		name[strcspn(name, "\r\n")] = '\0';
 		if (!*name)
 			continue;
-		if (p->n == cap) {
-			size_t const ncap = cap ? cap * 2 : 64;
-			struct pm_entry *ne = realloc(p->e, ncap * sizeof(*ne));
-			if (!ne)
-				break;
-			p->e = ne;
-			cap = ncap;
-		}
+		if (SU_GROW(p->e, cap, p->n + 1))
+			break;
 		char *copy = strdup(name);
 		if (!copy)
 			break;
@@ -125,36 +119,31 @@ static void load(struct su_perfmaps *pm, struct pm_proc *p)
 		qsort(p->e, p->n, sizeof(*p->e), entry_cmp);
 }
 
+struct pid_key {
+	const struct su_perfmaps *pm;
+	uint32_t pid;
+};
+
+static int pid_eq(const void *arg, uint32_t i)
+{
+	const struct pid_key *k = arg;
+	return k->pm->procs[i].pid == k->pid;
+}
+
+/* PID's entry, its map read at the first ask.  NULL: out of memory. */
 static struct pm_proc *proc_of(struct su_perfmaps *pm, uint32_t pid)
 {
-	size_t i = (pid * 2654435761u) & (pm->cap - 1);
-	while (pm->procs[i].used && pm->procs[i].pid != pid)
-		i = (i + 1) & (pm->cap - 1);
-	if (pm->procs[i].used)
-		return &pm->procs[i];
-	if ((pm->count + 1) * 2 > pm->cap) {
-		/* Grow, then look again. */
-		size_t const ncap = pm->cap * 2;
-		struct pm_proc *np = calloc(ncap, sizeof(*np));
-		if (!np)
-			return NULL;
-		for (size_t k = 0; k < pm->cap; k++) {
-			if (!pm->procs[k].used)
-				continue;
-			size_t j = (pm->procs[k].pid * 2654435761u) & (ncap - 1);
-			while (np[j].used)
-				j = (j + 1) & (ncap - 1);
-			np[j] = pm->procs[k];
-		}
-		free(pm->procs);
-		pm->procs = np;
-		pm->cap = ncap;
-		return proc_of(pm, pid);
-	}
-	struct pm_proc *p = &pm->procs[i];
-	*p = (struct pm_proc){ .pid = pid, .used = 1 };
+	if (su_hmap_reserve(&pm->by_pid) || pm->count >= UINT32_MAX || SU_GROW(pm->procs, pm->cap, pm->count + 1))
+		return NULL;
+	uint64_t const h = pid * 2654435761u;
+	struct pid_key const key = { pm, pid };
+	size_t const slot = su_hmap_find(&pm->by_pid, h, pid_eq, &key);
+	if (su_hmap_used(&pm->by_pid, slot))
+		return &pm->procs[su_hmap_value(&pm->by_pid, slot)];
+	struct pm_proc *p = &pm->procs[pm->count];
+	*p = (struct pm_proc){ .pid = pid };
 	snprintf(p->map, sizeof(p->map), "/tmp/perf-%" PRIu32 ".map", pid);
-	pm->count++;
+	su_hmap_set(&pm->by_pid, slot, h, (uint32_t)pm->count++);
 	load(pm, p);
 	return p;
 }

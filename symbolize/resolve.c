@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
+#include "common/hash.h"
+#include "common/hashmap.h"
 #include "symbolize/resolve.h"
 #include "symbolize/perfmap.h"
 #include "symbolize/pyline.h"
@@ -13,9 +16,8 @@
 
 /* An escaped string, by the content of its original. */
 struct escaped {
-	char *orig;                  /* NULL: empty slot */
+	char *orig;
 	char *text;
-	uint64_t hash;
 };
 
 struct su_resolver {
@@ -28,8 +30,9 @@ struct su_resolver {
 		struct su_module *m;
 		const char *name;        /* the entry's module name, safe */
 	} emod[ENTRY_SLOTS];
-	struct escaped *esc;         /* open addressing, power of two */
+	struct escaped *esc;         /* each text escaped so far */
 	size_t n_esc, cap_esc;
+	struct su_hmap esc_map;      /* original text -> its entry in ESC */
 	struct su_symframe raw[SU_RESOLVE_MAX_SYM];
 	struct su_symframe sym[SU_RESOLVE_MAX_SYM];
 };
@@ -54,11 +57,12 @@ void su_resolver_free(struct su_resolver *r)
 	if (!r)
 		return;
 	su_perfmaps_free(r->perfmaps);
-	for (size_t i = 0; i < r->cap_esc; i++) {
+	for (size_t i = 0; i < r->n_esc; i++) {
 		free(r->esc[i].orig);
 		free(r->esc[i].text);
 	}
 	free(r->esc);
+	su_hmap_free(&r->esc_map);
 	free(r);
 }
 
@@ -145,45 +149,28 @@ size_t su_text_escape(char *dst, size_t cap, const char *s)
 	return len;
 }
 
-static uint64_t str_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325u; /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3u;
-	return h;
-}
+struct esc_key {
+	const struct su_resolver *r;
+	const char *s;
+};
 
-static int esc_grow(struct su_resolver *r)
+static int esc_eq(const void *arg, uint32_t i)
 {
-	size_t const ncap = r->cap_esc ? 2 * r->cap_esc : 64;
-	struct escaped *nt = calloc(ncap, sizeof(*nt));
-	if (!nt)
-		return -ENOMEM;
-	for (size_t i = 0; i < r->cap_esc; i++) {
-		if (!r->esc[i].orig)
-			continue;
-		size_t h = r->esc[i].hash & (ncap - 1);
-		while (nt[h].orig)
-			h = (h + 1) & (ncap - 1);
-		nt[h] = r->esc[i];
-	}
-	free(r->esc);
-	r->esc = nt;
-	r->cap_esc = ncap;
-	return 0;
+	const struct esc_key *k = arg;
+	return !strcmp(k->r->esc[i].orig, k->s);
 }
 
 const char *su_resolver_text(struct su_resolver *r, const char *s)
 {
 	if (!s || !su_text_needs_escape(s))
 		return s;
-	if ((r->n_esc + 1) * 2 > r->cap_esc && esc_grow(r))
+	if (su_hmap_reserve(&r->esc_map) || r->n_esc >= UINT32_MAX || SU_GROW(r->esc, r->cap_esc, r->n_esc + 1))
 		return NULL;
-	uint64_t const hash = str_hash(s);
-	size_t h = hash & (r->cap_esc - 1);
-	for (; r->esc[h].orig; h = (h + 1) & (r->cap_esc - 1))
-		if (r->esc[h].hash == hash && !strcmp(r->esc[h].orig, s))
-			return r->esc[h].text;
+	uint64_t const hash = su_fnv1a_str(s);
+	struct esc_key key = { r, s };
+	size_t const slot = su_hmap_find(&r->esc_map, hash, esc_eq, &key);
+	if (su_hmap_used(&r->esc_map, slot))
+		return r->esc[su_hmap_value(&r->esc_map, slot)].text;
 	size_t const len = su_text_escape(NULL, 0, s);
 	char *orig = strdup(s), *text = malloc(len + 1);
 	if (!orig || !text) {
@@ -192,8 +179,8 @@ const char *su_resolver_text(struct su_resolver *r, const char *s)
 		return NULL;
 	}
 	su_text_escape(text, len + 1, s);
-	r->esc[h] = (struct escaped){ orig, text, hash };
-	r->n_esc++;
+	r->esc[r->n_esc] = (struct escaped){ orig, text };
+	su_hmap_set(&r->esc_map, slot, hash, (uint32_t)r->n_esc++);
 	return text;
 }
 

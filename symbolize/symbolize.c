@@ -11,6 +11,8 @@
 #include <elfutils/libdwfl.h>
 #include <libiberty/demangle.h>
 
+#include "common/grow.h"
+#include "common/hash.h"
 #include "symbolize/symbolize.h"
 
 /* libstdc++'s demangler (the Itanium C++ ABI entry point). */
@@ -28,14 +30,6 @@ struct strpool {
 	size_t nslots, count;
 };
 
-static uint64_t hash_bytes(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325u; /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3u;
-	return h;
-}
-
 static int pool_grow(struct strpool *p)
 {
 	size_t n = p->nslots ? 2 * p->nslots : 256;
@@ -45,7 +39,7 @@ static int pool_grow(struct strpool *p)
 	for (size_t i = 0; i < p->nslots; i++) {
 		if (!p->slots[i])
 			continue;
-		size_t j = hash_bytes(p->slots[i]) & (n - 1);
+		size_t j = su_fnv1a_str(p->slots[i]) & (n - 1);
 		while (s[j])
 			j = (j + 1) & (n - 1);
 		s[j] = p->slots[i];
@@ -63,7 +57,7 @@ static const char *intern(struct strpool *p, const char *s)
 		return NULL;
 	if (2 * (p->count + 1) > p->nslots && pool_grow(p) != 0)
 		return NULL;
-	size_t j = hash_bytes(s) & (p->nslots - 1);
+	size_t j = su_fnv1a_str(s) & (p->nslots - 1);
 	while (p->slots[j]) {
 		if (strcmp(p->slots[j], s) == 0)
 			return p->slots[j];
@@ -239,17 +233,7 @@ static int slot_insert(struct symcache *c, const struct slot *s)
 
 static int frames_reserve(struct symcache *c, size_t more)
 {
-	if (c->nframes + more <= c->capframes)
-		return 0;
-	size_t n = c->capframes ? 2 * c->capframes : 1024;
-	while (n < c->nframes + more)
-		n *= 2;
-	struct su_symframe *f = realloc(c->frames, n * sizeof *f);
-	if (!f)
-		return -ENOMEM;
-	c->frames = f;
-	c->capframes = n;
-	return 0;
+	return SU_GROW(c->frames, c->capframes, c->nframes + more);
 }
 
 /* ---- names --------------------------------------------------------------- */
@@ -473,14 +457,8 @@ static void reloc_index_build(Elf *elf, struct reloc_index *x)
 				pname[i] = name;
 				pok[i] = 1;
 			}
-			if (x->nslot == cap) {
-				size_t const ncap = cap ? 2 * cap : 256;
-				struct reloc_ent *t = realloc(x->by_slot, ncap * sizeof *t);
-				if (!t)
-					goto done;
-				x->by_slot = t;
-				cap = ncap;
-			}
+			if (SU_GROW(x->by_slot, cap, x->nslot + 1))
+				goto done;
 			x->by_slot[x->nslot++] = (struct reloc_ent){ r.r_offset, seq++, name };
 		}
 	}
@@ -585,14 +563,8 @@ static void plt_build(struct symcache *c, Dwfl_Module *mod)
 			free(full);
 			if (!name)
 				continue;
-			if (c->nplt == cap) {
-				size_t const ncap = cap ? 2 * cap : 32;
-				struct plt_stub *t = realloc(c->plt, ncap * sizeof *t);
-				if (!t)
-					goto done;
-				c->plt = t;
-				cap = ncap;
-			}
+			if (SU_GROW(c->plt, cap, c->nplt + 1))
+				goto done;
 			c->plt[c->nplt++] = (struct plt_stub){ sh.sh_addr + off, (uint32_t)esize, name };
 		}
 	}
@@ -685,15 +657,9 @@ static void tops_collect(Dwarf_Die *parent, int depth, struct tops_build *b)
 			while ((it = dwarf_ranges(&child, it, &base, &lo, &hi)) > 0) {
 				if (lo >= hi)
 					continue;
-				if (b->n == b->cap) {
-					size_t const ncap = b->cap ? 2 * b->cap : 64;
-					struct code_top *t = realloc(b->tops, ncap * sizeof *t);
-					if (!t) {
-						b->oom = 1;
-						return;
-					}
-					b->tops = t;
-					b->cap = ncap;
+				if (SU_GROW(b->tops, b->cap, b->n + 1)) {
+					b->oom = 1;
+					return;
 				}
 				b->tops[b->n++] = (struct code_top){ lo, hi, order, depth, child };
 			}
@@ -726,14 +692,8 @@ static struct cu_index *cu_index_get(struct symcache *c, Dwarf_Die *cu)
 			c->lastcu = i;
 			return &c->cuidx[i];
 		}
-	if (c->ncuidx == c->capcuidx) {
-		size_t const ncap = c->capcuidx ? 2 * c->capcuidx : 16;
-		struct cu_index *t = realloc(c->cuidx, ncap * sizeof *t);
-		if (!t)
-			return NULL;
-		c->cuidx = t;
-		c->capcuidx = ncap;
-	}
+	if (SU_GROW(c->cuidx, c->capcuidx, c->ncuidx + 1))
+		return NULL;
 	struct tops_build b = { 0 };
 	tops_collect(cu, 0, &b);
 	struct cu_index *x = &c->cuidx[c->ncuidx];
@@ -820,14 +780,8 @@ static void cus_build(struct symcache *c, Dwarf *dw)
 			while ((it = dwarf_ranges(&die, it, &base, &lo, &hi)) > 0) {
 				if (lo >= hi)
 					continue;
-				if (c->ncus == cap) {
-					size_t const ncap = cap ? 2 * cap : 64;
-					struct cu_range *t = realloc(c->cus, ncap * sizeof *t);
-					if (!t)
-						goto done;
-					c->cus = t;
-					cap = ncap;
-				}
+				if (SU_GROW(c->cus, cap, c->ncus + 1))
+					goto done;
 				c->cus[c->ncus++] = (struct cu_range){ lo, hi, off + hsize };
 			}
 		}
@@ -919,14 +873,8 @@ static int cells_add_sections(Elf *elf, GElf_Addr bias, uint64_t **p, size_t *n,
 		GElf_Shdr sh;
 		if (!gelf_getshdr(scn, &sh))
 			continue;
-		if (*n + 2 > *cap) {
-			size_t const ncap = 2 * *cap + 64;
-			uint64_t *t = realloc(*p, ncap * sizeof *t);
-			if (!t)
-				return -ENOMEM;
-			*p = t;
-			*cap = ncap;
-		}
+		if (SU_GROW(*p, *cap, *n + 2))
+			return -ENOMEM;
 		(*p)[(*n)++] = sh.sh_addr + bias;
 		(*p)[(*n)++] = sh.sh_addr + bias + sh.sh_size;
 	}
@@ -1015,14 +963,8 @@ static const char *addr_symbol(struct symcache *c, Dwfl_Module *mod, uint64_t ad
 		return x->ans[a].name;
 	}
 	const char *name = dwfl_module_addrinfo(mod, addr, off, &sym, NULL, NULL, NULL);
-	if (x->nans == x->capans) {
-		size_t const ncap = x->capans ? 2 * x->capans : 256;
-		void *t = realloc(x->ans, ncap * sizeof *x->ans);
-		if (!t)
-			return name;
-		x->ans = t;
-		x->capans = ncap;
-	}
+	if (SU_GROW(x->ans, x->capans, x->nans + 1))
+		return name;
 	x->ans[x->nans].name = name;
 	x->ans[x->nans].value = addr - *off;
 	x->cell[cell] = (uint32_t)++x->nans;

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "stackcap.h"
+#include "capture/stackcap.h"
 
 static int n;
 static void ok(int cond, const char *what)

@@ -7,6 +7,17 @@ tests_unit_test_stack_codec_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_test_stack_codec_LDADD = compress/libstackcodec.la $(CHECK_LIBS)
 TESTS += tests/unit/test-stack-codec
 
+# common/: grow, hash, hash map, varints (and under ASan+UBSan).
+check_PROGRAMS += tests/unit/test-common tests/unit/test-common-asan
+tests_unit_test_common_SOURCES = tests/unit/test-common.c tests/unit/check-main.h
+tests_unit_test_common_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_test_common_LDADD = common/libsucommon.la $(CHECK_LIBS)
+tests_unit_test_common_asan_SOURCES = $(tests_unit_test_common_SOURCES) common/grow.c common/hashmap.c
+tests_unit_test_common_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(SANITIZE_FLAGS) -O1
+tests_unit_test_common_asan_LDFLAGS = $(SANITIZE_FLAGS)
+tests_unit_test_common_asan_LDADD = $(CHECK_LIBS)
+TESTS += tests/unit/test-common tests/unit/test-common-asan
+
 check_PROGRAMS += tests/unit/test-ctf-writer
 tests_unit_test_ctf_writer_SOURCES = tests/unit/test-ctf-writer.c tests/unit/check-main.h
 tests_unit_test_ctf_writer_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(ZSTD_CFLAGS)
@@ -33,7 +44,7 @@ TESTS += tests/unit/test-stack-codec-asan
 
 check_PROGRAMS += tests/unit/test-ctf-writer-asan
 tests_unit_test_ctf_writer_asan_SOURCES = $(tests_unit_test_ctf_writer_SOURCES) \
-	capture/ctf-writer.c capture/ctf-metadata.c capture/ctf-inflate.c
+	capture/ctf-writer.c capture/ctf-metadata.c $(common_libsucommon_la_SOURCES)
 tests_unit_test_ctf_writer_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(ZSTD_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_ctf_writer_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_ctf_writer_asan_LDADD = $(ZSTD_LIBS) $(CHECK_LIBS)
@@ -42,7 +53,7 @@ TESTS += tests/unit/test-ctf-writer-asan
 check_PROGRAMS += tests/unit/test-trace-sources-asan
 tests_unit_test_trace_sources_asan_SOURCES = $(tests_unit_test_trace_sources_SOURCES) \
 	trace/stackcap-reader.c trace/source-native.c trace/source-babeltrace2.c trace/bt2-event.c trace/bt2-graph.c \
-	capture/ctf-writer.c capture/ctf-metadata.c capture/ctf-inflate.c compress/stack-codec.c
+	capture/ctf-writer.c capture/ctf-metadata.c $(common_libsucommon_la_SOURCES) compress/stack-codec.c
 tests_unit_test_trace_sources_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(ZSTD_CFLAGS) $(BABELTRACE2_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_trace_sources_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_trace_sources_asan_LDADD = $(BABELTRACE2_LIBS) $(ZSTD_LIBS) $(CHECK_LIBS)
@@ -50,7 +61,7 @@ TESTS += tests/unit/test-trace-sources-asan
 
 # `make check-sanitize`: only the sanitizer builds.
 check-sanitize:
-	$(MAKE) $(AM_MAKEFLAGS) check TESTS="tests/unit/test-stack-codec-asan tests/unit/test-ctf-writer-asan \
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS="tests/unit/test-common-asan tests/unit/test-stack-codec-asan tests/unit/test-ctf-writer-asan \
 		tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan tests/unit/test-unwind-asan \
 		tests/unit/test-trace-sources-asan tests/unit/test-export-asan tests/unit/test-flamegraph-asan \
 		tests/unit/test-ir-copy-asan"
@@ -88,12 +99,13 @@ fuzz-seeds: tests/fuzz/make-seeds
 	tests/fuzz/make-seeds $(srcdir)/tests/fuzz/corpus/decode $(srcdir)/tests/fuzz/corpus/roundtrip
 
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	-I$(top_srcdir)/compress -I$(top_srcdir)
+	-I$(top_srcdir)
 FUZZ_CODEC_SRC = $(top_srcdir)/compress/stack-codec.c
 # The whole reader with the native source (babeltrace2's source is linked, never run).
 FUZZ_READER_SRC = $(top_srcdir)/trace/stackcap-reader.c $(top_srcdir)/trace/source-native.c \
-	$(top_srcdir)/trace/source-babeltrace2.c $(top_srcdir)/trace/bt2-event.c $(top_srcdir)/trace/bt2-graph.c $(top_srcdir)/capture/ctf-inflate.c \
-	$(top_srcdir)/capture/ctf-metadata.c $(FUZZ_CODEC_SRC)
+	$(top_srcdir)/trace/source-babeltrace2.c $(top_srcdir)/trace/bt2-event.c $(top_srcdir)/trace/bt2-graph.c $(top_srcdir)/common/zstd-frame.c \
+	$(top_srcdir)/common/io.c $(top_srcdir)/common/grow.c $(top_srcdir)/common/hashmap.c \
+	$(FUZZ_CODEC_SRC)
 if ENABLE_FUZZING
 check_PROGRAMS += tests/fuzz/fuzz-decode tests/fuzz/fuzz-roundtrip tests/fuzz/fuzz-native-source tests/fuzz/fuzz-perf-data
 tests_fuzz_fuzz_decode_SOURCES =
@@ -105,10 +117,10 @@ tests/fuzz/fuzz-decode$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-decode.c $(FUZZ_C
 tests/fuzz/fuzz-roundtrip$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-roundtrip.c $(FUZZ_CODEC_SRC)
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -o $@ $^
 tests/fuzz/fuzz-native-source$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-native-source.c $(top_srcdir)/tests/fuzz/fuzz-reader.h $(FUZZ_READER_SRC)
-	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -D_GNU_SOURCE -I$(top_srcdir)/capture \
+	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -D_GNU_SOURCE \
 		$(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS) -o $@ $(filter %.c,$^) $(BABELTRACE2_LIBS) $(ZSTD_LIBS)
 tests/fuzz/fuzz-perf-data$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-perf-data.c $(top_srcdir)/tests/fuzz/fuzz-reader.h $(top_srcdir)/trace/perf-data.c $(FUZZ_READER_SRC)
-	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -D_GNU_SOURCE -I$(top_srcdir)/capture \
+	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -D_GNU_SOURCE \
 		$(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS) -o $@ $(filter %.c,$^) $(BABELTRACE2_LIBS) $(ZSTD_LIBS)
 TESTS += tests/fuzz/run-fuzzers.sh
 endif
@@ -222,7 +234,7 @@ EXTRA_DIST += tests/export.sh tests/speedscope-check.js
 check_PROGRAMS += tests/unit/test-export
 tests_unit_test_export_SOURCES = tests/unit/test-export.c tests/unit/check-main.h \
 	cli/export-model.c cli/export-speedscope.c cli/export-pprof.c
-tests_unit_test_export_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/unit
+tests_unit_test_export_CPPFLAGS = $(AM_CPPFLAGS)
 tests_unit_test_export_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(PROTOBUF_C_CFLAGS) $(ZLIB_CFLAGS)
 tests_unit_test_export_LDADD = cli/libpprofproto.la unwind/libsuunwind.la debuginfo/libsudebuginfo.la trace/libsutrace.la \
 	$(ZLIB_LIBS) $(CHECK_LIBS)
@@ -245,7 +257,8 @@ EXTRA_DIST += tests/lttng.sh tests/lttng-probe.c tests/lttng-probe-tp.h
 if HAVE_LTTNG_UST
 check_PROGRAMS += tests/lttng-probe
 tests_lttng_probe_SOURCES = tests/lttng-probe.c tests/lttng-probe-tp.h
-tests_lttng_probe_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/capture/lttng
+# The installed headers, included as a user's program includes them.
+tests_lttng_probe_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/capture -I$(top_srcdir)/capture/lttng
 tests_lttng_probe_CFLAGS = $(AM_CFLAGS) $(LTTNG_UST_CFLAGS)
 tests_lttng_probe_LDADD = capture/liblttng-stackcap.la $(LTTNG_UST_LIBS)
 endif
@@ -261,7 +274,7 @@ distclean-browser-cache:
 # The SVG writer alone, on hand-made stacks (and under ASan+UBSan).
 check_PROGRAMS += tests/unit/test-flamegraph tests/unit/test-flamegraph-asan
 tests_unit_test_flamegraph_SOURCES = tests/unit/test-flamegraph.c tests/unit/check-main.h \
-	export/flamegraph.c export/flamegraph.h
+	export/flamegraph.c export/flamegraph.h common/grow.c common/hashmap.c
 tests_unit_test_flamegraph_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_test_flamegraph_LDADD = $(CHECK_LIBS) -lm
 tests_unit_test_flamegraph_asan_SOURCES = $(tests_unit_test_flamegraph_SOURCES)
@@ -287,7 +300,7 @@ tests_unit_test_lttng_join_SOURCES = tests/unit/test-lttng-join.c tests/unit/bt2
 tests_unit_test_lttng_join_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(BABELTRACE2_CFLAGS)
 tests_unit_test_lttng_join_LDADD = trace/libsutrace.la $(BABELTRACE2_LIBS) $(CHECK_LIBS)
 tests_unit_test_ir_copy_SOURCES = tests/unit/test-ir-copy.c tests/unit/bt2-fixture.c tests/unit/bt2-fixture.h \
-	tests/unit/check-main.h plugin/ir-copy.c plugin/ir-copy.h
+	tests/unit/check-main.h plugin/ir-copy.c plugin/ir-copy.h common/grow.c common/grow.h
 tests_unit_test_ir_copy_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(BABELTRACE2_CFLAGS)
 tests_unit_test_ir_copy_LDADD = $(BABELTRACE2_LIBS) $(CHECK_LIBS)
 TESTS += tests/unit/test-lttng-join tests/unit/test-ir-copy
@@ -342,7 +355,7 @@ tests_unit_test_symbolize_SOURCES = tests/unit/test-symbolize.c tests/unit/check
 	tests/unit/oracle-client.c tests/unit/dwarf-oracle.h
 tests_unit_test_symbolize_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS)
 tests_unit_test_symbolize_LDADD = symbolize/libsusymbolize.la debuginfo/libsudebuginfo.la \
-	$(LIBDW_LIBS) $(LIBELF_LIBS) $(CHECK_LIBS)
+	common/libsucommon.la $(LIBDW_LIBS) $(LIBELF_LIBS) $(CHECK_LIBS)
 EXTRA_tests_unit_test_symbolize_DEPENDENCIES = tests/unit/cxx-fixture tests/unit/dwarf-oracle testdata/tdata-single \
 	testdata/tdata-nofp testdata/tdata-inline testdata/libtdata-plugin.la
 TESTS += tests/unit/test-symbolize
@@ -355,7 +368,7 @@ tests_unit_test_debuginfo_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_debuginfo_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS) $(CHECK_LIBS)
 EXTRA_tests_unit_test_debuginfo_asan_DEPENDENCIES = $(EXTRA_tests_unit_test_debuginfo_DEPENDENCIES)
 tests_unit_test_symbolize_asan_SOURCES = $(tests_unit_test_symbolize_SOURCES) debuginfo/module.c debuginfo/inflate-cache.c \
-	symbolize/symbolize.c
+	symbolize/symbolize.c common/grow.c
 tests_unit_test_symbolize_asan_CFLAGS = $(tests_unit_test_symbolize_CFLAGS) $(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_symbolize_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_symbolize_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS) $(IBERTY_LIBS) -lstdc++ $(CHECK_LIBS)

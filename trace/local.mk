@@ -24,4 +24,4 @@ trace_libsutrace_la_SOURCES = \
 	trace/perf-data.h \
 	trace/perf-data.c
 trace_libsutrace_la_CFLAGS = $(AM_CFLAGS) $(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS)
-trace_libsutrace_la_LIBADD = compress/libstackcodec.la capture/libctfwriter.la $(BABELTRACE2_LIBS) $(ZSTD_LIBS)
+trace_libsutrace_la_LIBADD = common/libsucommon.la compress/libstackcodec.la $(BABELTRACE2_LIBS) $(ZSTD_LIBS)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "trace/lttng-join.h"
 #include "trace/bt2-event.h"
 

@@ -30,6 +30,7 @@
 
 #include <zstd.h>
 
+#include "common/grow.h"
 #include "trace/perf-data.h"
 #include "trace/reader-internal.h"
 

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <string.h>
+#include "common/ctf-layout.h"
 #include "trace/stackcap-reader.h"
 
 enum raw_kind {
@@ -148,9 +149,5 @@ void su_maps_free(struct su_maps *m);
 /* Bytes of the complete packets at the start of the plain stream file FD
  * of SIZE bytes (stops at the first cut or malformed packet). */
 uint64_t su_ctf_complete_packets(int fd, uint64_t size);
-
-#define SU_PACKET_HEADER_SIZE 32u
-#define SU_PACKET_CONTEXT_SIZE 48u
-#define SU_PACKET_MAGIC 0xC1FC1FC1u
 
 #endif

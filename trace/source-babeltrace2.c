@@ -17,10 +17,11 @@
 #include <unistd.h>
 #include <babeltrace2/babeltrace.h>
 
+#include "common/grow.h"
 #include "trace/reader-internal.h"
 #include "trace/bt2-event.h"
 #include "trace/bt2-graph.h"
-#include "ctf-writer.h"
+#include "common/zstd-frame.h"
 
 struct bt2_source {
 	struct source_report *rep;
@@ -109,16 +110,14 @@ static int run_graph(struct bt2_source *r, const char *dir)
 uint64_t su_ctf_complete_packets(int fd, uint64_t size)
 {
 	uint64_t off = 0;
-	uint8_t h[SU_PACKET_HEADER_SIZE + SU_PACKET_CONTEXT_SIZE];
+	uint8_t h[CTF_PACKET_PREAMBLE];
 	while (off + sizeof(h) <= size) {
 		if (pread(fd, h, sizeof(h), (off_t)off) != (ssize_t)sizeof(h))
 			break;
-		uint32_t magic;
-		uint64_t bits;
-		memcpy(&magic, h, 4);
-		memcpy(&bits, h + SU_PACKET_HEADER_SIZE + 24, 8); /* packet_size */
+		uint32_t const magic = su_ld32(h + CTF_PH_MAGIC);
+		uint64_t const bits = su_ld64(h + CTF_PACKET_HEADER_SIZE + CTF_PC_PACKET_SIZE);
 		uint64_t const bytes = bits / 8;
-		if (magic != SU_PACKET_MAGIC || bits % 8 || bytes < sizeof(h) || bytes > size - off)
+		if (magic != CTF_MAGIC || bits % 8 || bytes < sizeof(h) || bytes > size - off)
 			break;
 		off += bytes;
 	}
@@ -132,22 +131,16 @@ uint64_t su_ctf_complete_packets(int fd, uint64_t size)
  * message that comes before it. */
 static int remember_first_discards(struct bt2_source *r, int fd)
 {
-	uint8_t h[SU_PACKET_HEADER_SIZE + SU_PACKET_CONTEXT_SIZE];
+	uint8_t h[CTF_PACKET_PREAMBLE];
 	if (pread(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h))
 		return 0;
 	struct first_discards d;
-	memcpy(&d.stream_id, h + 24, 8);
-	memcpy(&d.count, h + SU_PACKET_HEADER_SIZE + 32, 8);
+	d.stream_id = su_ld64(h + CTF_PH_INSTANCE_ID);
+	d.count = su_ld64(h + CTF_PACKET_HEADER_SIZE + CTF_PC_DISCARDED);
 	if (!d.count)
 		return 0;
-	if (r->n_first == r->cap_first) {
-		size_t const n = r->cap_first ? 2 * r->cap_first : 16;
-		struct first_discards *nf = realloc(r->first, n * sizeof(*nf));
-		if (!nf)
-			return -ENOMEM;
-		r->first = nf;
-		r->cap_first = n;
-	}
+	if (SU_GROW(r->first, r->cap_first, r->n_first + 1))
+		return -ENOMEM;
 	r->first[r->n_first++] = d;
 	return 0;
 }
@@ -252,7 +245,7 @@ static int stage_file(struct bt2_source *r, const char *dir, const char *name, c
 		size = (uint64_t)sb.st_size;
 		good = su_ctf_complete_packets(fd, size);
 	}
-	if (good >= SU_PACKET_HEADER_SIZE + SU_PACKET_CONTEXT_SIZE && remember_first_discards(r, fd)) {
+	if (good >= CTF_PACKET_PREAMBLE && remember_first_discards(r, fd)) {
 		close(fd);
 		return -ENOMEM;
 	}

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <babeltrace2/babeltrace.h>
 
+#include "common/grow.h"
 #include "trace/reader-internal.h"
 #include "trace/lttng-reader.h"
 #include "trace/lttng-join.h"

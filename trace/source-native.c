@@ -22,18 +22,16 @@
 
 #include "trace/reader-internal.h"
 
-#define PKT_HDR (SU_PACKET_HEADER_SIZE + SU_PACKET_CONTEXT_SIZE)
+#define PKT_HDR CTF_PACKET_PREAMBLE
 #define PKT_READ 65536u                 /* first read of a plain packet */
 #define PKT_MAX (64u << 20)             /* a bigger packet is corrupt */
 #define ZIN_SIZE 65536u                 /* compressed bytes read at a time */
 #define ZHELD_MAX (128u << 20)          /* inflated packets held at once, all files */
-#define TS27_MASK ((UINT64_C(1) << 27) - 1)
+#define TS27_MASK ((UINT64_C(1) << CTF_EV_TS_BITS) - 1)
 
-enum { EV_PROCESS_START = 0, EV_MAPS, EV_DROPS, EV_PROCESS_END, EV_RUNTIME, EV_RUNTIME_CODE, EV_KERNEL_SYMBOLS };
-enum { EV_SAMPLE = 0, EV_SAMPLE_FULL, EV_SAMPLE_SEGMENT, EV_RUNTIME_FRAMES, EV_KERNEL_CHAIN, EV_EVENT_SAMPLE, EV_OFF_CPU };
-/* Every version's events included (a version-1 trace has none of the
- * later ones). */
-static const unsigned n_event_ids[2] = { 7, 7 };
+/* Every version's events included (an older trace has none of the later
+ * ones). */
+static const unsigned n_event_ids[2] = { CTF_EV_KERNEL_SYMBOLS + 1, CTF_EV_OFF_CPU + 1 };
 
 enum next_item { NEXT_NONE, NEXT_EVENT, NEXT_DISCARDED };
 
@@ -282,23 +280,23 @@ static int load_packet(struct native_source *s, struct nfile *f)
 		}
 	}
 	const uint8_t *h = f->buf;
-	uint32_t const magic = su_ld32(h);
-	uint32_t const cls = su_ld32(h + 20);
-	uint64_t const inst = su_ld64(h + 24);
-	const uint8_t *ctx = h + SU_PACKET_HEADER_SIZE;
-	uint64_t const begin = su_ld64(ctx), end = su_ld64(ctx + 8);
-	uint64_t const content_bits = su_ld64(ctx + 16), packet_bits = su_ld64(ctx + 24);
-	uint64_t const discarded = su_ld64(ctx + 32);
-	uint32_t const pid = su_ld32(ctx + 40), tid = su_ld32(ctx + 44);
-	if (magic != SU_PACKET_MAGIC) {
+	uint32_t const magic = su_ld32(h + CTF_PH_MAGIC);
+	uint32_t const cls = su_ld32(h + CTF_PH_STREAM_ID);
+	uint64_t const inst = su_ld64(h + CTF_PH_INSTANCE_ID);
+	const uint8_t *ctx = h + CTF_PACKET_HEADER_SIZE;
+	uint64_t const begin = su_ld64(ctx + CTF_PC_TS_BEGIN), end = su_ld64(ctx + CTF_PC_TS_END);
+	uint64_t const content_bits = su_ld64(ctx + CTF_PC_CONTENT_SIZE), packet_bits = su_ld64(ctx + CTF_PC_PACKET_SIZE);
+	uint64_t const discarded = su_ld64(ctx + CTF_PC_DISCARDED);
+	uint32_t const pid = su_ld32(ctx + CTF_PC_PID), tid = su_ld32(ctx + CTF_PC_TID);
+	if (magic != CTF_MAGIC) {
 		/* No file bytes in the message: the file may be anything. */
 		defect(s, f, off, "bad packet magic (not a stackcap packet)");
 		return 0;
 	}
 	if (!s->have_uuid) {
-		memcpy(s->uuid, h + 4, 16);
+		memcpy(s->uuid, h + CTF_PH_UUID, 16);
 		s->have_uuid = 1;
-	} else if (memcmp(s->uuid, h + 4, 16)) {
+	} else if (memcmp(s->uuid, h + CTF_PH_UUID, 16)) {
 		defect(s, f, off, "packet of another trace (uuid differs)");
 		return 0;
 	}
@@ -436,12 +434,12 @@ static int advance(struct native_source *s, struct nfile *f)
 		uint64_t const at = f->poff + f->pos;
 		uint32_t id;
 		uint64_t ts;
-		if (avail < 4) {
+		if (avail < CTF_EV_COMPACT_SIZE) {
 			defect(s, f, at, "cut event header");
 			return 0;
 		}
 		uint32_t const v = su_ld32(p);
-		if ((v & 31) != 31) {
+		if ((v & 31) != CTF_EV_EXTENDED_MARK) {
 			id = v & 31;
 			uint64_t const low = v >> 5;
 			ts = f->cur_ts;
@@ -449,16 +447,16 @@ static int advance(struct native_source *s, struct nfile *f)
 				ts += TS27_MASK + 1; /* wrapped once */
 			ts = (ts & ~TS27_MASK) | low;
 			f->hdr_off = f->pos;
-			f->pos += 4;
+			f->pos += CTF_EV_COMPACT_SIZE;
 		} else {
-			if (avail < 13) {
+			if (avail < CTF_EV_EXTENDED_SIZE) {
 				defect(s, f, at, "cut event header");
 				return 0;
 			}
 			id = su_ld32(p + 1);
 			ts = su_ld64(p + 5);
 			f->hdr_off = f->pos;
-			f->pos += 13;
+			f->pos += CTF_EV_EXTENDED_SIZE;
 		}
 		if (id >= n_event_ids[f->kind]) {
 			defect(s, f, at, "unknown event id %u", id);
@@ -629,7 +627,7 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 	const uint8_t *const end = f->buf + f->end;
 	uint64_t const at = f->poff + f->hdr_off;
 	int rc = 0;
-	if (f->kind == 1 && f->ev_id == EV_RUNTIME_FRAMES) {
+	if (f->kind == 1 && f->ev_id == CTF_EV_RUNTIME_FRAMES) {
 		uint32_t const len = end - p >= 4 ? le24(p + 1) : 0;
 		if (end - p < 4 || (size_t)(end - p) - 4 < len) {
 			defect(s, f, at, "cut runtime_frames event");
@@ -641,7 +639,7 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 		f->pos = (size_t)(p + 4 + len - f->buf);
 		return emit(ctx, &ev);
 	}
-	if (f->kind == 1 && f->ev_id == EV_KERNEL_CHAIN) {
+	if (f->kind == 1 && f->ev_id == CTF_EV_KERNEL_CHAIN) {
 		uint32_t const n = end - p >= 4 ? su_ld32(p) : 0;
 		if (end - p < 4 || ((size_t)(end - p) - 4) / 8 < n) {
 			defect(s, f, at, "cut kernel_chain event");
@@ -653,7 +651,7 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 		f->pos = (size_t)(p + 4 + ev.blob_len - f->buf);
 		return emit(ctx, &ev);
 	}
-	if (f->kind == 1 && f->ev_id == EV_OFF_CPU) {
+	if (f->kind == 1 && f->ev_id == CTF_EV_OFF_CPU) {
 		if (end - p < 8) {
 			defect(s, f, at, "cut off_cpu event");
 			return 0;
@@ -663,7 +661,7 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 		f->pos = (size_t)(p + 8 - f->buf);
 		return emit(ctx, &ev);
 	}
-	if (f->kind == 1 && f->ev_id == EV_EVENT_SAMPLE) {
+	if (f->kind == 1 && f->ev_id == CTF_EV_EVENT_SAMPLE) {
 		/* Version 4: the event's index, then a sample. */
 		if (end - p < 8) {
 			defect(s, f, at, "cut event_sample event");
@@ -671,7 +669,7 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 		}
 		ev.event = su_ld16(p);
 		p += 2;
-		f->ev_id = EV_SAMPLE;
+		f->ev_id = CTF_EV_SAMPLE;
 	}
 	if (f->kind == 1) {
 		if (end - p < 6) {
@@ -683,8 +681,8 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 			defect(s, f, at, "sample blob of %u bytes beyond the packet content", len);
 			return 0;
 		}
-		ev.kind = f->ev_id == EV_SAMPLE ? RAW_SAMPLE :
-			  f->ev_id == EV_SAMPLE_FULL ? RAW_SAMPLE_FULL : RAW_SAMPLE_SEGMENT;
+		ev.kind = f->ev_id == CTF_EV_SAMPLE ? RAW_SAMPLE :
+			  f->ev_id == CTF_EV_SAMPLE_FULL ? RAW_SAMPLE_FULL : RAW_SAMPLE_SEGMENT;
 		ev.generation = le24(p);
 		ev.blob = p + 6;
 		ev.blob_len = len;
@@ -692,7 +690,7 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 		return emit(ctx, &ev);
 	}
 	switch (f->ev_id) {
-	case EV_PROCESS_START:
+	case CTF_EV_PROCESS_START:
 		ev.kind = RAW_PROCESS_START;
 		if (end - p < 8)
 			goto cut;
@@ -719,7 +717,7 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 		ev.proc.codec_version = p[17];
 		p += 18;
 		break;
-	case EV_MAPS:
+	case CTF_EV_MAPS:
 		ev.kind = RAW_MAPS;
 		rc = decode_maps(&p, end, &ev.maps);
 		if (rc < 0)
@@ -727,7 +725,7 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 		if (rc)
 			goto cut;
 		break;
-	case EV_DROPS:
+	case CTF_EV_DROPS:
 		ev.kind = RAW_DROPS;
 		if (end - p < 36)
 			goto cut;
@@ -735,7 +733,7 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 		ev.drops_total = su_ld64(p + 4) + su_ld64(p + 12) + su_ld64(p + 20) + su_ld64(p + 28);
 		p += 36;
 		break;
-	case EV_RUNTIME:
+	case CTF_EV_RUNTIME:
 		ev.kind = RAW_RUNTIME;
 		if (end - p < 45)
 			goto cut;
@@ -756,7 +754,7 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 		rc = emit(ctx, &ev);
 		free(ev.runtime.name);
 		return rc;
-	case EV_RUNTIME_CODE: {
+	case CTF_EV_RUNTIME_CODE: {
 		ev.kind = RAW_RUNTIME_CODE;
 		if (end - p < 17)
 			goto cut;
@@ -785,7 +783,7 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 			goto cut;
 		return erc;
 	}
-	case EV_KERNEL_SYMBOLS:
+	case CTF_EV_KERNEL_SYMBOLS:
 		ev.kind = RAW_KERNEL_SYMBOLS;
 		rc = decode_kernel(&p, end, &ev.kernel);
 		if (rc < 0)
@@ -793,7 +791,7 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 		if (rc)
 			goto cut;
 		break;
-	default: /* EV_PROCESS_END */
+	default: /* CTF_EV_PROCESS_END */
 		ev.kind = RAW_PROCESS_END;
 		if (end - p < 16)
 			goto cut;

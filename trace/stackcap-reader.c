@@ -21,9 +21,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/grow.h"
+#include "compress/rt-frames.h"
 #include "trace/reader-internal.h"
 #include "trace/reader-push.h"
-#include "rt-frames.h"
 
 /* reader.pass in push mode: every event kind at once. */
 #define PUSH_PASSES (PASS_PROCESS | PASS_SAMPLES)
@@ -176,22 +177,6 @@ int su_open_regular(const char *path, int flags)
 		return -1;
 	}
 	return fd;
-}
-
-int su_grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap * 2 : 8;
-	while (n < need)
-		n *= 2;
-	void *p = realloc(*arr, n * elem);
-	if (!p)
-		return -ENOMEM;
-	memset((char *)p + *cap * elem, 0, (n - *cap) * elem);
-	*arr = p;
-	*cap = n;
-	return 0;
 }
 
 void su_maps_free(struct su_maps *m)
@@ -932,9 +917,9 @@ static int check_metadata(const char *dir, char *msg, size_t msglen)
 		snprintf(msg, msglen, "%s is not a stackcap trace (its metadata does not name tracer \"stackcap\")", dir);
 		return -EINVAL;
 	}
-	if (version < 1 || version > 5) {
-		snprintf(msg, msglen, "%s: stackcap trace format version %ld not supported (this reader knows 1 to 5)",
-			 dir, version);
+	if (version < CTF_TRACE_VERSION || version > CTF_TRACE_VERSION_OFF_CPU) {
+		snprintf(msg, msglen, "%s: stackcap trace format version %ld not supported (this reader knows %d to %d)",
+			 dir, version, CTF_TRACE_VERSION, CTF_TRACE_VERSION_OFF_CPU);
 		return -EINVAL;
 	}
 	return 0;

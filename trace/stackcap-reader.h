@@ -90,9 +90,5 @@ int su_stackcap_trace_read(const char *dir, const struct su_reader_opts *opts,
 			   struct su_reader_stats *stats,
 			   char *err, size_t errlen);
 
-/* Grow the zeroed array *ARR of *CAP elements of ELEM bytes to hold NEED
- * (doubling); shared by the readers and the tools built on them.
- * @return 0 or -ENOMEM. */
-int su_grow(void **arr, size_t *cap, size_t need, size_t elem);
 
 #endif

@@ -1,35 +1,16 @@
 /* The sample model every trace reader produces and every later stage reads:
  * processes, their maps timelines, and samples (registers + stack image).
- * Readers (stackcap CTF today; LTTng and perf.data later) fill it; the
+ * Readers (stackcap CTF, LTTng-UST, perf.data) fill it; the
  * unwinder and symbolizer never know which format a sample came from. */
 #ifndef STACKCAP_TRACE_MODEL_H
 #define STACKCAP_TRACE_MODEL_H
 
 #include <stdint.h>
 #include <stddef.h>
-#include "stack-codec.h"
+#include "common/map-entry.h"
+#include "compress/stack-codec.h"
 
 struct su_module; /* debuginfo/module.h: an opened binary, keyed by build-id */
-
-#define SU_BUILD_ID_MAX 64
-
-/* Flags of a maps entry (docs/trace-format.md, `maps` event). */
-enum {
-	SU_MAP_ANON = 1u << 0, /* anonymous/JIT code: no file */
-	SU_MAP_MAIN = 1u << 1, /* the main executable */
-	SU_MAP_VDSO = 1u << 2, /* [vdso] */
-};
-
-/* One executable range of a process, as recorded. */
-struct su_map_entry {
-	uint64_t start, end;   /* [start, end) */
-	uint64_t offset;       /* file offset mapped at start */
-	uint64_t bias;         /* load bias: ELF address = pc - bias */
-	uint32_t flags;        /* SU_MAP_* */
-	uint8_t build_id_len;  /* 0: none recorded */
-	uint8_t build_id[SU_BUILD_ID_MAX];
-	char *path;            /* recorded path ("" for anonymous) */
-};
 
 /* A runtime unwinder's description of a process (docs/trace-format.md,
  * `runtime` and `runtime_code` events; capture/runtime.h): which

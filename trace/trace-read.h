@@ -1,6 +1,6 @@
-/* Opening any trace stackunwind reads: a stackcap trace directory today;
- * perf.data files and LTTng traces plug in here with readers of the same
- * signature, so every command works on every format. */
+/* Opening any trace stackunwind reads: a stackcap trace directory, an
+ * LTTng-UST trace with stackcap:* events or a perf.data file, each through a
+ * reader of the same signature, so every command works on every format. */
 #ifndef STACKCAP_TRACE_READ_H
 #define STACKCAP_TRACE_READ_H
 

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "unwind/unwind-internal.h"
-#include "rt-frames.h"
+#include "compress/rt-frames.h"
 
 #define SPLICE_MAX_RT 1024
 

@@ -13,7 +13,7 @@
 #include <lttng/ust-thread.h>
 #include <stdlib.h>
 
-#include "capture-internal.h"
+#include "capture/capture-internal.h"
 
 /* LTTng-UST 2.13 lets signal handlers use tracepoints once the thread's
  * LTTng-UST state exists (lttng/ust-thread.h): done here for every thread

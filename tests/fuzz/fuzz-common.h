@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stack-codec.h"
+#include "compress/stack-codec.h"
 
 static const struct stackcap_code_range fuzz_ranges_tab[] = {
 	{ 0x0000555555554000ull, 0x0000555555580000ull, 0 },

@@ -4,7 +4,7 @@
  * reference image.  A blob that decodes must re-encode to an image that
  * decodes identically, and no write may pass the image's capacity.
  */
-#include "fuzz-common.h"
+#include "tests/fuzz/fuzz-common.h"
 
 #define CAP 4096
 

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "trace/stackcap-reader.h"
-#include "fuzz-reader.h"
+#include "tests/fuzz/fuzz-reader.h"
 
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

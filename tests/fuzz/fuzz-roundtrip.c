@@ -5,7 +5,7 @@
  * registers.  Checks: the blob fits STACKCAP_CODEC_BOUND, decodes to the
  * policy-filtered input, and encoding is deterministic.
  */
-#include "fuzz-common.h"
+#include "tests/fuzz/fuzz-common.h"
 
 #define MAXW 8192
 

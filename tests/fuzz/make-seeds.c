@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "fuzz-common.h"
+#include "tests/fuzz/fuzz-common.h"
 
 static void write_file(const char *dir, const char *name, const void *p, size_t n)
 {

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check-main.h"
-#include "cpython-layout.h"
+#include "tests/unit/check-main.h"
+#include "capture/cpython-layout.h"
 
 #define PYTHON "/usr/bin/python3.11"
 

@@ -22,7 +22,8 @@
 
 #include <zstd.h>
 
-#include "ctf-writer.h"
+#include "capture/ctf-writer.h"
+#include "common/zstd-frame.h"
 #include "tests/unit/check-main.h"
 
 #define TS27 (UINT64_C(1) << 27)

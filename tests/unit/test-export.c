@@ -9,7 +9,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "check-main.h"
+#include "tests/unit/check-main.h"
 #include "cli/export.h"
 #include "cli/profile.pb-c.h"
 #include "unwind/unwind.h"

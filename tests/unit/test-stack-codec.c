@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of compress/: varints, code ranges, classifier, encoder,
+ * Unit tests of compress/: code ranges, classifier, encoder,
  * decoder, round trips over random and adversarial stacks, and every class
  * of malformed blob.  Check runs each case in its own process and reports
  * TAP, so a crash fails one case and the others still run.
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stack-codec.h"
-#include "varint.h"
+#include "compress/stack-codec.h"
+#include "common/varint.h"
 #include "tests/unit/check-main.h"
 
 /* xorshift64*: reproducible pseudo-random inputs. */
@@ -163,39 +163,6 @@ static void check_decodes_to(const uint8_t *blob, size_t n, const struct sample 
 	image_check_canary(&b);
 	image_free(&b);
 }
-
-/* ---- varints ------------------------------------------------------------ */
-
-START_TEST(varint_round_trip)
-{
-	uint8_t buf[VARINT_MAX_BYTES];
-	const uint64_t vals[] = { 0, 1, 127, 128, 16383, 16384, UINT32_MAX, UINT64_MAX - 1, UINT64_MAX };
-	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
-		size_t const n = varint_put(buf, vals[i]);
-		ck_assert_uint_eq(n, varint_size(vals[i]));
-		uint64_t v;
-		ck_assert_int_eq(varint_get(buf, buf + n, &v), (int)n);
-		ck_assert_uint_eq(v, vals[i]);
-		ck_assert_int_eq(varint_get(buf, buf + n - 1, &v), 0); /* truncated */
-	}
-	for (int i = 0; i < 1000; i++) {
-		int64_t const x = (int64_t)rnd();
-		ck_assert_int_eq(zigzag_decode(zigzag_encode(x)), x);
-	}
-}
-END_TEST
-
-START_TEST(varint_rejects_malformed)
-{
-	uint64_t v;
-	const uint8_t too_long[11] = { 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01 };
-	ck_assert_int_eq(varint_get(too_long, too_long + 11, &v), -1);
-	const uint8_t over64[10] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02 };
-	ck_assert_int_eq(varint_get(over64, over64 + 10, &v), -1);
-	const uint8_t nonminimal[2] = { 0x81, 0x00 };
-	ck_assert_int_eq(varint_get(nonminimal, nonminimal + 2, &v), -1);
-}
-END_TEST
 
 /* ---- code ranges and classifier --------------------------------------- */
 
@@ -833,8 +800,6 @@ static Suite *codec_suite(void)
 	Suite *s = suite_create("stack-codec");
 	TCase *tc = tcase_create("codec");
 	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, varint_round_trip);
-	tcase_add_test(tc, varint_rejects_malformed);
 	tcase_add_test(tc, ranges_find);
 	tcase_add_test(tc, ranges_reject_unsorted);
 	tcase_add_test(tc, classify_policies);

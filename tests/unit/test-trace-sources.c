@@ -24,7 +24,7 @@
 
 #include <zstd.h>
 
-#include "ctf-writer.h"
+#include "capture/ctf-writer.h"
 #include "trace/reader-internal.h"
 #include "tests/unit/check-main.h"
 

@@ -22,7 +22,7 @@
 
 #include "unwind/unwind.h"
 #include "unwind/unwind-internal.h"
-#include "rt-frames.h"
+#include "compress/rt-frames.h"
 #include "tests/unit/check-main.h"
 #include "tests/unit/uw-sample.h"
 

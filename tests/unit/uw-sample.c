@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "stack-codec.h"
+#include "compress/stack-codec.h"
 #include "tests/unit/uw-sample.h"
 
 uint64_t uw_stack_top(void)

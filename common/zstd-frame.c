@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ctf-inflate.c: turn a zstd stream file (one frame per packet) back into a
+ * zstd-frame.c: turn a zstd stream file (one frame per packet) back into a
  * plain CTF stream file, keeping every complete packet before any damage.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <zstd.h>
 
-#include "ctf-writer.h"
-#include "ctf-internal.h"
+#include "common/io.h"
+#include "common/zstd-frame.h"
 
 int ctf_zstd_inflate_file(const char *src, const char *dst)
 {
@@ -59,7 +60,7 @@ int ctf_zstd_inflate_file(const char *src, const char *dst)
 				rc = -EBADMSG;
 				break;
 			}
-			rc = ctf_write_all(out, obuf, ob.pos);
+			rc = su_write_all(out, obuf, ob.pos);
 			if (rc)
 				break;
 			out_off += ob.pos;

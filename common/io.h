@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: MIT */
+/* io.h: file writes that finish what they start. */
+#ifndef STACKCAP_COMMON_IO_H
+#define STACKCAP_COMMON_IO_H
+
+#include <stddef.h>
+
+/* write() all of DATA, retrying on EINTR.  @return 0 or -errno. */
+int su_write_all(int fd, const void *data, size_t len);
+
+#endif
