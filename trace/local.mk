@@ -5,7 +5,7 @@ noinst_LTLIBRARIES += trace/libsutrace.la
 trace_libsutrace_la_SOURCES = \
 	trace/trace-model.h \
 	trace/stackcap-reader.h \
-	trace/stackcap-reader.c \
+	trace/stackcap-reader.c trace/trace-dir.c \
 	trace/trace-read.h \
 	trace/trace-read.c \
 	trace/reader-internal.h \

@@ -136,6 +136,16 @@ void su_reader_warn(const struct su_warn_hook *w, const char *fmt, ...) __attrib
  * a trace directory).  @return an fd of a regular file, or -1 with errno
  * (ELOOP: a symlink under O_NOFOLLOW; EINVAL: not a regular file). */
 int su_open_regular(const char *path, int flags);
+
+/* trace-dir.c: a stackcap trace directory's own description. */
+/* DIR/metadata names tracer "stackcap" and a version we read: 0, or
+ * -EINVAL with MSG. */
+int su_trace_check_metadata(const char *dir, char *msg, size_t msglen);
+/* The event table of DIR's metadata (version 4): *OUT holds *N names, or
+ * none.  0 or -ENOMEM. */
+int su_trace_event_table(const char *dir, char ***out, size_t *n);
+/* The bytes of DIR's files, subdirectories included. */
+uint64_t su_trace_dir_bytes(const char *dir);
 /* Errors as layers (babeltrace2's causes, innermost first): the layer
  * that fails sets the cause with su_set_err(), and each layer it returns
  * through may put its own context before it with su_err_context().
