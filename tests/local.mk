@@ -93,6 +93,8 @@ FUZZ_CODEC_SRC = $(top_srcdir)/compress/stack-codec.c
 FUZZ_READER_SRC = $(top_srcdir)/trace/stackcap-reader.c $(top_srcdir)/trace/source-native.c \
 	$(top_srcdir)/trace/source-babeltrace2.c $(top_srcdir)/trace/bt2-event.c $(top_srcdir)/trace/bt2-graph.c $(top_srcdir)/capture/ctf-inflate.c \
 	$(top_srcdir)/capture/ctf-metadata.c $(FUZZ_CODEC_SRC)
+FUZZ_PERF_SRC = $(top_srcdir)/trace/perf-data.c $(top_srcdir)/trace/perf-procs.c \
+	$(top_srcdir)/trace/perf-sample.c $(top_srcdir)/trace/perf-stream.c
 if ENABLE_FUZZING
 check_PROGRAMS += tests/fuzz/fuzz-decode tests/fuzz/fuzz-roundtrip tests/fuzz/fuzz-native-source tests/fuzz/fuzz-perf-data
 tests_fuzz_fuzz_decode_SOURCES =
@@ -106,7 +108,7 @@ tests/fuzz/fuzz-roundtrip$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-roundtrip.c $(
 tests/fuzz/fuzz-native-source$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-native-source.c $(top_srcdir)/tests/fuzz/fuzz-reader.h $(FUZZ_READER_SRC)
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -D_GNU_SOURCE -I$(top_srcdir)/capture \
 		$(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS) -o $@ $(filter %.c,$^) $(BABELTRACE2_LIBS) $(ZSTD_LIBS)
-tests/fuzz/fuzz-perf-data$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-perf-data.c $(top_srcdir)/tests/fuzz/fuzz-reader.h $(top_srcdir)/trace/perf-data.c $(FUZZ_READER_SRC)
+tests/fuzz/fuzz-perf-data$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-perf-data.c $(top_srcdir)/tests/fuzz/fuzz-reader.h $(FUZZ_PERF_SRC) $(FUZZ_READER_SRC)
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -D_GNU_SOURCE -I$(top_srcdir)/capture \
 		$(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS) -o $@ $(filter %.c,$^) $(BABELTRACE2_LIBS) $(ZSTD_LIBS)
 TESTS += tests/fuzz/run-fuzzers.sh
