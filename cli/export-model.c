@@ -237,7 +237,8 @@ static int mapping_eq(const void *arg, uint32_t i)
 	       e->filename == k->filename && e->build_id == k->build_id;
 }
 
-static uint32_t mapping_of(struct export_model *m, const struct su_map_entry *e, const char *name, uint32_t *out)
+static uint32_t mapping_of(struct export_model *m, const struct su_map_entry *e, uint64_t bias, const char *name,
+			   uint32_t *out)
 {
 	struct index *x = m->index;
 	size_t const slot = ((uintptr_t)e >> 4) % (sizeof(x->emap) / sizeof(x->emap[0]));
@@ -250,7 +251,7 @@ static uint32_t mapping_of(struct export_model *m, const struct su_map_entry *e,
 		snprintf(hex + 2 * k, 3, "%02x", e->build_id[k]);
 	hex[2 * e->build_id_len] = 0;
 	struct export_mapping key = {
-		.start = e->start, .limit = e->end, .offset = e->offset, .bias = e->bias,
+		.start = e->start, .limit = e->end, .offset = e->offset, .bias = bias,
 		.filename = export_model_string(m, name),
 		.build_id = export_model_string(m, hex),
 		.is_main = !!(e->flags & SU_MAP_MAIN),
@@ -466,7 +467,7 @@ static long add_sample(struct export_model *m, const unsigned char *p, size_t le
 		 * equals a leaf's pc (an instruction start). */
 		struct loc_key k = { .mapping = EXPORT_NO_MAPPING, .address = f.activation ? f.pc : f.pc - 1,
 				     .activation = f.activation, .rt_fp = f.rt_fp, .rt_pos = f.rt_pos };
-		if (f.map && (rc = mapping_of(m, f.map, f.module_name, &k.mapping)))
+		if (f.map && (rc = mapping_of(m, f.map, f.bias, f.module_name, &k.mapping)))
 			return rc;
 		uint32_t li;
 		int fresh;

@@ -668,6 +668,25 @@ fail:
 	return -EINVAL;
 }
 
+/* The PT_LOAD segments of M's file (opened at bias 0), for su_module_bias. */
+static void read_loads(struct su_module *m)
+{
+	GElf_Addr bias;
+	Elf *elf = dwfl_module_getelf(m->mod, &bias);
+	size_t n = 0;
+	if (!elf || elf_getphdrnum(elf, &n) != 0)
+		return;
+	for (size_t i = 0; i < n && m->nload < sizeof(m->load) / sizeof(m->load[0]); i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD) {
+			m->load[m->nload].offset = ph.p_offset;
+			m->load[m->nload].vaddr = ph.p_vaddr;
+			m->load[m->nload].filesz = ph.p_filesz;
+			m->nload++;
+		}
+	}
+}
+
 static void open_module(struct modpriv *p)
 {
 	struct su_module *m = &p->pub;
@@ -704,6 +723,20 @@ static void open_module(struct modpriv *p)
 	}
 	m->elf_path = path;
 	m->status = SU_MODULE_OK;
+	read_loads(m);
+}
+
+uint64_t su_module_bias(const struct su_module *m, const struct su_map_entry *e)
+{
+	if (!(e->flags & SU_MAP_FILE_BIAS))
+		return e->bias;
+	uint64_t const bias = e->start - e->offset;
+	for (unsigned i = 0; m && m->status == SU_MODULE_OK && i < m->nload; i++) {
+		uint64_t const lo = m->load[i].offset & ~0xfffull;
+		if (e->offset >= lo && e->offset < m->load[i].offset + m->load[i].filesz)
+			return bias + m->load[i].offset - m->load[i].vaddr;
+	}
+	return bias;
 }
 
 /* ---- the cache ------------------------------------------------------------ */

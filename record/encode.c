@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "record/encode.h"
+#include "debuginfo/module.h"
 #include "record/kallsyms.h"
 #include "trace/stackcap-reader.h"
 
@@ -64,6 +65,9 @@ struct rec_encoder {
 	 * when full, so they hold the distinct addresses of the recording. */
 	uint64_t *kaddr;
 	size_t n_kaddr, cap_kaddr, kaddr_sorted;
+	/* The files of perf's mappings (SU_MAP_FILE_BIAS), opened on the
+	 * recording machine for their load biases; made when first needed. */
+	struct su_modcache *mods;
 };
 
 static int by_u64(const void *a, const void *b)
@@ -189,7 +193,20 @@ static struct section *section_open(struct rec_encoder *e, const struct su_proce
 	return s;
 }
 
-static int write_maps(struct section *s, const struct su_maps *m, uint64_t ts)
+/* The load bias of X, written in the trace: perf gives file offsets
+ * (SU_MAP_FILE_BIAS), the file's program headers say where they load. */
+static uint64_t entry_bias(struct rec_encoder *e, const struct su_map_entry *x)
+{
+	if (!(x->flags & SU_MAP_FILE_BIAS))
+		return x->bias;
+	if (!e->mods) {
+		struct su_debuginfo_opts const o = { .no_debuginfod = 1, .no_system_dirs = 1 };
+		e->mods = su_modcache_new(&o);
+	}
+	return su_module_bias(e->mods ? su_modcache_get(e->mods, x) : NULL, x);
+}
+
+static int write_maps(struct rec_encoder *e, struct section *s, const struct su_maps *m, uint64_t ts)
 {
 	struct ctf_map_entry *ce = calloc(m->count ? m->count : 1, sizeof(*ce));
 	if (!ce)
@@ -197,7 +214,7 @@ static int write_maps(struct section *s, const struct su_maps *m, uint64_t ts)
 	for (uint32_t i = 0; i < m->count; i++) {
 		const struct su_map_entry *x = &m->entries[i];
 		ce[i] = (struct ctf_map_entry){
-			.start = x->start, .end = x->end, .offset = x->offset, .bias = x->bias,
+			.start = x->start, .end = x->end, .offset = x->offset, .bias = entry_bias(e, x),
 			.flags = (uint8_t)((x->flags & SU_MAP_ANON ? CTF_MAP_ANON : 0) |
 					   (x->flags & SU_MAP_MAIN ? CTF_MAP_MAIN : 0) |
 					   (x->flags & SU_MAP_VDSO ? CTF_MAP_VDSO : 0)),
@@ -329,7 +346,7 @@ int rec_encoder_sample(struct rec_encoder *e, const struct su_sample *s)
 	struct section *sec = section_open(e, s->process, s->time_ns, &rc);
 	if (!sec)
 		return rc;
-	if (sec->last_maps != s->maps && (rc = write_maps(sec, s->maps, s->time_ns)) != 0)
+	if (sec->last_maps != s->maps && (rc = write_maps(e, sec, s->maps, s->time_ns)) != 0)
 		return rc;
 	struct thread *t = thread_of(e, sec, s->tid, &rc);
 	if (!t)
@@ -544,6 +561,7 @@ int rec_encoder_free(struct rec_encoder *e)
 	free(e->procs);
 	free(e->blob);
 	free(e->kaddr);
+	su_modcache_free(e->mods);
 	free(e);
 	return rc;
 }

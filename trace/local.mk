@@ -22,6 +22,8 @@ trace_libsutrace_la_SOURCES = \
 	trace/bt2-graph.c \
 	trace/lttng-reader.h \
 	trace/perf-data.h \
+	trace/kallsyms.h \
+	trace/kallsyms.c \
 	trace/perf-data-internal.h \
 	trace/perf-data.c \
 	trace/perf-procs.c \

@@ -70,11 +70,6 @@ struct path_info {
 	uint64_t hash;
 	uint8_t table_id_len;        /* from the build-id feature section */
 	uint8_t table_id[SU_BUILD_ID_MAX];
-	int elf_tried, elf_ok;
-	uint8_t file_id_len;         /* read from the file on this machine */
-	uint8_t file_id[SU_BUILD_ID_MAX];
-	uint16_t nload;
-	struct { uint64_t offset, vaddr, filesz; } load[16];
 };
 
 struct pmap {
@@ -170,6 +165,10 @@ struct pr {
 	size_t scratch_cap[2];
 
 	char osrelease[128];
+	/* This machine's kernel symbols, naming a file's kernel frames when
+	 * its kernel is this one (perf-sample.c); NULL when not (yet). */
+	struct su_kernel *kernel;
+	int kernel_tried;
 	int vdso_tried;
 	uint8_t vdso_id_len;
 	uint8_t vdso_id[SU_BUILD_ID_MAX];

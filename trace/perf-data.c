@@ -275,6 +275,7 @@ void perf_pr_free(struct pr *r)
 		free(c);
 	}
 	ZSTD_freeDCtx(r->dctx);
+	su_kernel_free(r->kernel);
 	free(r->rem);
 }
 

@@ -6,19 +6,17 @@
  * Maps: each process keeps its executable mappings as the kernel would
  * (a new mmap replaces what it overlaps); a maps generation is built only
  * when a sample follows a change, and kept until the end (consumers key
- * caches by entry address).  The load bias of a file mapping comes from
- * the ELF program headers of the recorded path when its build-id agrees
- * (perf.data records file offsets, our model ELF addresses). */
+ * caches by entry address).  perf.data records file offsets, our model
+ * ELF addresses: a file mapping keeps its (start, offset) and is marked
+ * SU_MAP_FILE_BIAS, its load bias read by debuginfo/ from the file it
+ * finds (su_module_bias: under --symfs, in a --debug-dir...). */
 #include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
-#include <sys/stat.h>
 #include <sys/utsname.h>
-#include <unistd.h>
 
 #include "trace/perf-data-internal.h"
 
@@ -88,47 +86,6 @@ static size_t note_build_id(const uint8_t *buf, size_t len, uint8_t *out)
 		off += name_sz + desc_sz;
 	}
 	return 0;
-}
-
-/* Load segments and build-id of PI's file (on this machine), once. */
-static void path_read_elf(struct path_info *pi)
-{
-	if (pi->elf_tried)
-		return;
-	pi->elf_tried = 1;
-	/* Non-blocking and regular files only: a recorded path may name a FIFO
-	 * or a device on this machine. */
-	int fd = open(pi->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0)
-		return;
-	struct stat sb;
-	Elf64_Ehdr eh;
-	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode))
-		goto out;
-	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
-	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
-	    eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phnum > 128)
-		goto out;
-	Elf64_Phdr ph[128];
-	size_t const phlen = (size_t)eh.e_phnum * sizeof(Elf64_Phdr);
-	if (pread(fd, ph, phlen, (off_t)eh.e_phoff) != (ssize_t)phlen)
-		goto out;
-	for (unsigned i = 0; i < eh.e_phnum; i++) {
-		if (ph[i].p_type == PT_LOAD && pi->nload < 16) {
-			pi->load[pi->nload].offset = ph[i].p_offset;
-			pi->load[pi->nload].vaddr = ph[i].p_vaddr;
-			pi->load[pi->nload].filesz = ph[i].p_filesz;
-			pi->nload++;
-		} else if (ph[i].p_type == PT_NOTE && !pi->file_id_len && ph[i].p_filesz <= 65536) {
-			uint8_t notes[65536];
-			size_t const n = (size_t)ph[i].p_filesz;
-			if (pread(fd, notes, n, (off_t)ph[i].p_offset) == (ssize_t)n)
-				pi->file_id_len = (uint8_t)note_build_id(notes, n, pi->file_id);
-		}
-	}
-	pi->elf_ok = pi->nload > 0;
-out:
-	close(fd);
 }
 
 /* The build-id of this process's vDSO: the recording's, when it was made
@@ -359,6 +316,7 @@ struct su_maps *perf_proc_maps(struct pr *r, struct proc *p)
 	if (!m)
 		return NULL;
 	m->generation = ++p->next_gen;
+	m->kernel = r->kernel;
 	m->count = (uint32_t)p->n;
 	m->entries = calloc(p->n ? p->n : 1, sizeof(*m->entries));
 	m->range_list = calloc(p->n ? p->n : 1, sizeof(*m->range_list));
@@ -460,23 +418,10 @@ void perf_on_mmap(struct pr *r, const uint8_t *rec, size_t len, int v2)
 				nm.id_len = pi->table_id_len;
 				memcpy(nm.id, pi->table_id, nm.id_len);
 			}
-			path_read_elf(pi);
+			/* perf.data records file offsets: the load bias comes from
+			 * the file debuginfo/ finds (su_module_bias). */
 			nm.bias = nm.start - nm.pgoff;
-			int const same = pi->elf_ok &&
-				(!nm.id_len || (nm.id_len == pi->file_id_len && !memcmp(nm.id, pi->file_id, nm.id_len)));
-			if (same) {
-				if (!nm.id_len) {
-					nm.id_len = pi->file_id_len;
-					memcpy(nm.id, pi->file_id, nm.id_len);
-				}
-				for (unsigned i = 0; i < pi->nload; i++) {
-					uint64_t const lo = pi->load[i].offset & ~0xfffull;
-					if (nm.pgoff >= lo && nm.pgoff < pi->load[i].offset + pi->load[i].filesz) {
-						nm.bias = nm.start - nm.pgoff + pi->load[i].offset - pi->load[i].vaddr;
-						break;
-					}
-				}
-			}
+			nm.flags = SU_MAP_FILE_BIAS;
 			if (!p->p.exe[0]) {
 				char *exe = strdup(pi->path);
 				if (!exe)

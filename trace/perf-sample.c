@@ -5,7 +5,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 
+#include "trace/kallsyms.h"
 #include "trace/perf-data-internal.h"
 
 /* ---- records -------------------------------------------------------------------- */
@@ -136,6 +138,44 @@ static const uint8_t *chain_part(const uint8_t *p, uint64_t nr, uint64_t marker,
 	return NULL;
 }
 
+/* The symbols naming a file's kernel frames, once: this machine's
+ * /proc/kallsyms, as perf script takes them, when the recording's kernel
+ * is this one (the build-id of the file's [kernel.kallsyms], else its
+ * release); otherwise the frames keep their addresses, and that is said
+ * once.  Every maps generation points to them. */
+static void kernel_syms(struct pr *r)
+{
+	if (r->kernel_tried)
+		return;
+	r->kernel_tried = 1;
+	uint8_t id[SU_BUILD_ID_MAX];
+	size_t const id_len = su_kernel_build_id(id);
+	const struct path_info *pi = perf_intern(r, "[kernel.kallsyms]", 17);
+	struct utsname u;
+	const char *why = NULL;
+	if (pi && pi->table_id_len) {
+		if (pi->table_id_len != id_len || memcmp(pi->table_id, id, id_len) != 0)
+			why = "the recording's kernel (its build-id) is not this machine's";
+	} else if (uname(&u) || !r->osrelease[0] || strcmp(u.release, r->osrelease) != 0) {
+		why = "the recording names no kernel build-id, and its kernel release is not this machine's";
+	}
+	int const rc = why ? 0 : su_kallsyms_read(&r->kernel);
+	if (rc == -ENOMEM) {
+		r->cb_rc = -ENOMEM;
+		return;
+	}
+	if (rc == -EACCES)
+		why = "/proc/kallsyms hides kernel addresses here (kernel.kptr_restrict: read as root)";
+	else if (rc)
+		why = strerror(-rc);
+	if (why) {
+		su_reader_warn("%s: kernel frames not named: %s", r->name, why);
+		return;
+	}
+	for (size_t i = 0; i < r->n_gens; i++)
+		r->gens[i]->kernel = r->kernel;
+}
+
 static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 {
 	const uint8_t *p = rec + 8, *const end = rec + len;
@@ -171,10 +211,10 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 		p += 8;
 		if (nr > (uint64_t)(end - p) / 8)
 			goto bad;
-		/* The kernel part of a chain whose user part is ours to unwind
-		 * (stackcap record's live stream, exclude_callchain_user; not
-		 * yet perf.data files), and the user part. */
-		if (r->live_cb && (a->flags & ATTR_EXCLUDE_CALLCHAIN_USER))
+		/* The kernel part (a perf.data file's, as perf script shows it,
+		 * unless --user-only; a live stream's when its user part is
+		 * ours to unwind, exclude_callchain_user), and the user part. */
+		if (r->live_cb ? (a->flags & ATTR_EXCLUDE_CALLCHAIN_USER) != 0 : !(r->opts && r->opts->user_only))
 			kchain = chain_part(p, nr, CONTEXT_KERNEL, UINT16_MAX, &n_kchain);
 		uchain = chain_part(p, nr, CONTEXT_USER, UINT32_MAX, &n_uchain);
 		p += nr * 8;
@@ -262,6 +302,8 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 	img.capacity = img.nwords;
 	if (stack && !(img.words = words_at(r, stack, img.nwords, 0)))
 		return;
+	if (kchain && !r->live_cb)
+		kernel_syms(r);
 	struct proc *pr = perf_proc_get(r, pid);
 	if (!pr) {
 		r->cb_rc = -ENOMEM;

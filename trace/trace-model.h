@@ -18,6 +18,10 @@ enum {
 	SU_MAP_ANON = 1u << 0, /* anonymous/JIT code: no file */
 	SU_MAP_MAIN = 1u << 1, /* the main executable */
 	SU_MAP_VDSO = 1u << 2, /* [vdso] */
+	/* A file mapping whose load bias was not recorded (perf.data: the
+	 * kernel gives file offsets): BIAS is START - OFFSET until debuginfo/
+	 * reads the file it found (su_module_bias).  Never in a trace. */
+	SU_MAP_FILE_BIAS = 1u << 3,
 };
 
 /* One executable range of a process, as recorded. */
@@ -73,6 +77,8 @@ struct su_kernel {
 	uint8_t build_id[SU_BUILD_ID_MAX];
 	uint8_t build_id_len;
 };
+/* Free K, its symbols and names (NULL: no-op). */
+void su_kernel_free(struct su_kernel *k);
 
 struct su_maps {
 	uint32_t generation;
