@@ -126,7 +126,10 @@ int stackcap_convert(int argc, char **argv)
 	}
 	struct su_reader_callbacks cb = { .arg = &c, .sample = on_sample, .end = on_end };
 	char err[1024];
-	int rrc = su_perf_data_read(in, NULL, &cb, &st, err, sizeof(err));
+	/* The user stacks only: a perf.data names no kernel symbols of its own
+	 * (stackunwind takes this machine's when the kernel is the same). */
+	struct su_reader_opts const ro = { .user_only = 1 };
+	int rrc = su_perf_data_read(in, &ro, &cb, &st, err, sizeof(err));
 	struct rec_encoder_stats es;
 	rec_encoder_get_stats(c.enc, &es);
 	uint64_t const samples = es.samples, blob_bytes = es.blob_bytes;

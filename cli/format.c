@@ -236,7 +236,7 @@ static void format_export(struct worker *w, const struct pipeline_sample *u, con
 		}
 		struct export_rec_frame const x = {
 			.pc = r.pc, .map = r.entry, .module_name = r.module_name, .activation = r.activation,
-			.bias = r.entry ? su_module_bias(r.module, r.entry) : 0,
+			.module = r.module,
 			.module_ok = r.module && r.module->status == SU_MODULE_OK, .nsym = (uint16_t)r.nsym,
 			.rt_fp = frames[i].how == SU_FRAME_RUNTIME ? frames[i].rt_fp : 0,
 			.rt_pos = frames[i].how == SU_FRAME_RUNTIME ? frames[i].rt_pos : 0 };

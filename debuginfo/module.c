@@ -723,6 +723,8 @@ static void open_module(struct modpriv *p)
 	}
 	m->elf_path = path;
 	m->status = SU_MODULE_OK;
+	memcpy(m->file_id, p->want_id, p->want_id_len);
+	m->file_id_len = (uint8_t)p->want_id_len;
 	read_loads(m);
 }
 

@@ -56,6 +56,10 @@ struct su_module {
 	Dwfl_Module *mod;          /* at bias 0: ELF address = module address */
 	int is_vdso;
 	int debug_only;            /* ELF_PATH is a debug file: no code, no .eh_frame */
+	/* The opened file's build-id (OK only): the recorded one, or the
+	 * file's own when none was recorded. */
+	uint8_t file_id_len;
+	uint8_t file_id[SU_BUILD_ID_MAX];
 	/* The PT_LOAD segments of the file opened (OK only): where a mapping
 	 * of a file offset puts ELF addresses (su_module_bias). */
 	uint16_t nload;

@@ -87,6 +87,12 @@ mkdir -p "$work/sfs-rec" "$work/symfs$work/sfs-rec"
 cp "$B/tests/unit/tdata-single-nopie" "$work/sfs-rec/nopie"
 precord sfs "$work/sfs-rec/nopie" 0.5
 mv "$work/sfs-rec/nopie" "$work/symfs$work/sfs-rec/nopie"
+# Its libraries too (perf's table may hold no build-id for them: then only
+# the recorded path under --symfs is theirs).
+for lib in $(ldd "$work/symfs$work/sfs-rec/nopie" | awk '$(NF - 1) ~ /^\// { print $(NF - 1) }'); do
+	lib=$(readlink -f "$lib") # the path the kernel recorded
+	mkdir -p "$work/symfs$(dirname "$lib")" && cp "$lib" "$work/symfs$lib"
+done
 "$SU" folded --symfs "$work/symfs" "$work/sfs.data" >"$work/sfs.folded" 2>"$work/sfs.err"
 frc=$?
 "$SU" folded "$work/sfs.data" >"$work/sfs-none.folded" 2>/dev/null
@@ -209,7 +215,7 @@ frames() { grep -v '(\[stackunwind\])$' "$1"; }
 for p in single threads gzip; do
 	"$STACKCAP" convert "$work/$p.data" -o "$work/$p.trace" --zstd 2>"$work/conv-$p.err"
 	cvrc=$?
-	"$SU" stacks "$work/$p.data" >"$work/$p.a" 2>/dev/null
+	"$SU" stacks --user-only "$work/$p.data" >"$work/$p.a" 2>/dev/null
 	"$SU" stacks "$work/$p.trace" >"$work/$p.b" 2>/dev/null
 	frames "$work/$p.a" >"$work/$p.fa"
 	frames "$work/$p.b" >"$work/$p.fb"
