@@ -250,7 +250,8 @@ static uint32_t mapping_of(struct export_model *m, const struct su_map_entry *e,
 		return 0;
 	}
 	char hex[2 * SU_BUILD_ID_MAX + 1];
-	int const own = !e->build_id_len && (e->flags & SU_MAP_FILE_BIAS) && mod && mod->status == SU_MODULE_OK;
+	int const own = !e->build_id_len && (e->flags & (SU_MAP_FILE_BIAS | SU_MAP_THIS_KERNEL)) && mod &&
+			 mod->status == SU_MODULE_OK;
 	const uint8_t *id = own ? mod->file_id : e->build_id;
 	unsigned const id_len = own ? mod->file_id_len : e->build_id_len;
 	for (unsigned k = 0; k < id_len; k++)

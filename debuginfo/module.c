@@ -912,6 +912,14 @@ struct su_module *su_modcache_get(struct su_modcache *c, const struct su_map_ent
 	memcpy(p->want_id, e->build_id, e->build_id_len);
 	p->want_id_len = e->build_id_len;
 	m->is_vdso = (e->flags & SU_MAP_VDSO) != 0;
+	if (m->is_vdso && !m->build_id_len && (e->flags & SU_MAP_THIS_KERNEL)) {
+		/* Recorded on this kernel, no build-id stored: ours is its. */
+		load_own_vdso(c);
+		memcpy(m->build_id, c->vdso_id, c->vdso_id_len);
+		m->build_id_len = (uint8_t)c->vdso_id_len;
+		memcpy(p->want_id, c->vdso_id, c->vdso_id_len);
+		p->want_id_len = c->vdso_id_len;
+	}
 	if ((e->flags & SU_MAP_ANON) && !m->is_vdso)
 		m->status = SU_MODULE_NO_FILE;
 	else

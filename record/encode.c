@@ -193,17 +193,20 @@ static struct section *section_open(struct rec_encoder *e, const struct su_proce
 	return s;
 }
 
-/* The load bias of X, written in the trace: perf gives file offsets
- * (SU_MAP_FILE_BIAS), the file's program headers say where they load. */
-static uint64_t entry_bias(struct rec_encoder *e, const struct su_map_entry *x)
+/* The module of X when the trace needs it opened on this machine: perf
+ * gives file offsets (SU_MAP_FILE_BIAS), the file's program headers say
+ * where they load; a [vdso] with no build-id is this kernel's
+ * (SU_MAP_THIS_KERNEL).  NULL otherwise. */
+static const struct su_module *entry_module(struct rec_encoder *e, const struct su_map_entry *x)
 {
-	if (!(x->flags & SU_MAP_FILE_BIAS))
-		return x->bias;
+	if (!(x->flags & (SU_MAP_FILE_BIAS | SU_MAP_THIS_KERNEL)))
+		return NULL;
 	if (!e->mods) {
 		struct su_debuginfo_opts const o = { .no_debuginfod = 1, .no_system_dirs = 1 };
 		e->mods = su_modcache_new(&o);
 	}
-	return su_module_bias(e->mods ? su_modcache_get(e->mods, x) : NULL, x);
+	const struct su_module *m = e->mods ? su_modcache_get(e->mods, x) : NULL;
+	return m && m->status == SU_MODULE_OK ? m : NULL;
 }
 
 static int write_maps(struct rec_encoder *e, struct section *s, const struct su_maps *m, uint64_t ts)
@@ -213,12 +216,16 @@ static int write_maps(struct rec_encoder *e, struct section *s, const struct su_
 		return -ENOMEM;
 	for (uint32_t i = 0; i < m->count; i++) {
 		const struct su_map_entry *x = &m->entries[i];
+		const struct su_module *mod = entry_module(e, x);
+		/* The build-id perf stored, else the file's (a [vdso]: ours). */
+		int const own = !x->build_id_len && mod;
 		ce[i] = (struct ctf_map_entry){
-			.start = x->start, .end = x->end, .offset = x->offset, .bias = entry_bias(e, x),
+			.start = x->start, .end = x->end, .offset = x->offset, .bias = su_module_bias(mod, x),
 			.flags = (uint8_t)((x->flags & SU_MAP_ANON ? CTF_MAP_ANON : 0) |
 					   (x->flags & SU_MAP_MAIN ? CTF_MAP_MAIN : 0) |
 					   (x->flags & SU_MAP_VDSO ? CTF_MAP_VDSO : 0)),
-			.build_id_len = x->build_id_len, .build_id = x->build_id_len ? x->build_id : NULL,
+			.build_id_len = own ? mod->file_id_len : x->build_id_len,
+			.build_id = own ? (mod->file_id_len ? mod->file_id : NULL) : x->build_id_len ? x->build_id : NULL,
 			/* Code with no file: named as the capture library names it. */
 			.path = x->path[0] || !(x->flags & SU_MAP_ANON) ? x->path : "[anon:exec]",
 		};

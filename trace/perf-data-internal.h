@@ -169,9 +169,7 @@ struct pr {
 	 * its kernel is this one (perf-sample.c); NULL when not (yet). */
 	struct su_kernel *kernel;
 	int kernel_tried;
-	int vdso_tried;
-	uint8_t vdso_id_len;
-	uint8_t vdso_id[SU_BUILD_ID_MAX];
+	int here_tried, here;        /* perf_recorded_here() */
 
 	uint64_t bad_samples, unknown_ids, compat_regs;
 	/* A live stream (su_perf_stream): LOST and THROTTLE records told per
@@ -191,6 +189,7 @@ void perf_pr_free(struct pr *r);
 
 /* perf-procs.c */
 struct path_info *perf_intern(struct pr *r, const char *s, size_t n);
+int perf_recorded_here(struct pr *r);
 uint32_t perf_attr_stack_cap(const struct attr *a, int chain);
 struct proc *perf_proc_get(struct pr *r, uint32_t pid);
 struct su_maps *perf_proc_maps(struct pr *r, struct proc *p);

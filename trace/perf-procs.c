@@ -10,12 +10,10 @@
  * ELF addresses: a file mapping keeps its (start, offset) and is marked
  * SU_MAP_FILE_BIAS, its load bias read by debuginfo/ from the file it
  * finds (su_module_bias: under --symfs, in a --debug-dir...). */
-#include <elf.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/utsname.h>
 
 #include "trace/perf-data-internal.h"
@@ -66,53 +64,16 @@ struct path_info *perf_intern(struct pr *r, const char *s, size_t n)
 	return pi;
 }
 
-/* The GNU build-id among the notes in BUF. */
-static size_t note_build_id(const uint8_t *buf, size_t len, uint8_t *out)
+/* Whether the recording was made on this machine's kernel release
+ * (HEADER_OSRELEASE; a live stream's is this one's), once. */
+int perf_recorded_here(struct pr *r)
 {
-	size_t off = 0;
-	while (off + sizeof(Elf64_Nhdr) <= len) {
-		Elf64_Nhdr nh;
-		memcpy(&nh, buf + off, sizeof(nh));
-		off += sizeof(nh);
-		size_t const name_sz = ((size_t)nh.n_namesz + 3) & ~(size_t)3;
-		size_t const desc_sz = ((size_t)nh.n_descsz + 3) & ~(size_t)3;
-		if (name_sz > len - off || desc_sz > len - off - name_sz)
-			break;
-		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && memcmp(buf + off, "GNU", 4) == 0 &&
-		    nh.n_descsz > 0 && nh.n_descsz <= SU_BUILD_ID_MAX) {
-			memcpy(out, buf + off + name_sz, nh.n_descsz);
-			return nh.n_descsz;
-		}
-		off += name_sz + desc_sz;
+	if (!r->here_tried) {
+		struct utsname u;
+		r->here_tried = 1;
+		r->here = !uname(&u) && r->osrelease[0] && strcmp(u.release, r->osrelease) == 0;
 	}
-	return 0;
-}
-
-/* The build-id of this process's vDSO: the recording's, when it was made
- * on this kernel and perf did not store one. */
-static void own_vdso_id(struct pr *r)
-{
-	if (r->vdso_tried)
-		return;
-	r->vdso_tried = 1;
-	struct utsname u;
-	if (uname(&u) || !r->osrelease[0] || strcmp(u.release, r->osrelease) != 0)
-		return;
-	const uint8_t *base = (const uint8_t *)getauxval(AT_SYSINFO_EHDR);
-	if (!base)
-		return;
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
-	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_phentsize != sizeof(Elf64_Phdr))
-		return;
-	const Elf64_Phdr *ph = (const Elf64_Phdr *)(base + eh->e_phoff);
-	for (unsigned i = 0; i < eh->e_phnum; i++)
-		if (ph[i].p_type == PT_NOTE) {
-			size_t n = note_build_id(base + ph[i].p_offset, ph[i].p_filesz, r->vdso_id);
-			if (n) {
-				r->vdso_id_len = (uint8_t)n;
-				return;
-			}
-		}
+	return r->here;
 }
 
 /* ---- processes -------------------------------------------------------------- */
@@ -397,11 +358,10 @@ void perf_on_mmap(struct pr *r, const uint8_t *rec, size_t len, int v2)
 				nm.id_len = pi->table_id_len;
 				memcpy(nm.id, pi->table_id, nm.id_len);
 			}
-			if (!nm.id_len) {
-				own_vdso_id(r);
-				nm.id_len = r->vdso_id_len;
-				memcpy(nm.id, r->vdso_id, nm.id_len);
-			}
+			/* None stored: debuginfo/ takes its own vDSO's, the
+			 * recording's when the kernel is the same. */
+			if (!nm.id_len && perf_recorded_here(r))
+				nm.flags |= SU_MAP_THIS_KERNEL;
 		} else if (pi->path[0] != '/' || !strcmp(pi->path, "//anon") || !strncmp(pi->path, "/memfd:", 7) ||
 			   !strncmp(pi->path, "/anon_hugepage", 14) || !strncmp(pi->path, "/dev/zero", 9)) {
 			/* //anon, [heap], [stack], /memfd:..., /anon_hugepage,

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 
 #include "trace/kallsyms.h"
 #include "trace/perf-data-internal.h"
@@ -151,12 +150,11 @@ static void kernel_syms(struct pr *r)
 	uint8_t id[SU_BUILD_ID_MAX];
 	size_t const id_len = su_kernel_build_id(id);
 	const struct path_info *pi = perf_intern(r, "[kernel.kallsyms]", 17);
-	struct utsname u;
 	const char *why = NULL;
 	if (pi && pi->table_id_len) {
 		if (pi->table_id_len != id_len || memcmp(pi->table_id, id, id_len) != 0)
 			why = "the recording's kernel (its build-id) is not this machine's";
-	} else if (uname(&u) || !r->osrelease[0] || strcmp(u.release, r->osrelease) != 0) {
+	} else if (!perf_recorded_here(r)) {
 		why = "the recording names no kernel build-id, and its kernel release is not this machine's";
 	}
 	int const rc = why ? 0 : su_kallsyms_read(&r->kernel);

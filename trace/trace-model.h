@@ -22,6 +22,10 @@ enum {
 	 * kernel gives file offsets): BIAS is START - OFFSET until debuginfo/
 	 * reads the file it found (su_module_bias).  Never in a trace. */
 	SU_MAP_FILE_BIAS = 1u << 3,
+	/* A [vdso] with no build-id, recorded on this machine's kernel
+	 * release (perf.data): debuginfo/ takes its own vDSO as the
+	 * recording's (su_module.file_id).  Never in a trace. */
+	SU_MAP_THIS_KERNEL = 1u << 4,
 };
 
 /* One executable range of a process, as recorded. */
