@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "record/encode.h"
+#include "debuginfo/module.h"
 #include "record/kallsyms.h"
 #include "trace/stackcap-reader.h"
 
@@ -80,6 +81,9 @@ struct rec_encoder {
 	uint64_t *event_samples;
 	const char *last_event;
 	uint32_t last_index;
+	/* The files of perf's mappings (SU_MAP_FILE_BIAS), opened on the
+	 * recording machine for their load biases; made when first needed. */
+	struct su_modcache *mods;
 };
 
 static int by_u64(const void *a, const void *b)
@@ -209,19 +213,39 @@ static struct section *section_open(struct rec_encoder *e, const struct su_proce
 	return s;
 }
 
-static int write_maps(struct section *s, const struct su_maps *m, uint64_t ts)
+/* The module of X when the trace needs it opened on this machine: perf
+ * gives file offsets (SU_MAP_FILE_BIAS), the file's program headers say
+ * where they load; a [vdso] with no build-id is this kernel's
+ * (SU_MAP_THIS_KERNEL).  NULL otherwise. */
+static const struct su_module *entry_module(struct rec_encoder *e, const struct su_map_entry *x)
+{
+	if (!(x->flags & (SU_MAP_FILE_BIAS | SU_MAP_THIS_KERNEL)))
+		return NULL;
+	if (!e->mods) {
+		struct su_debuginfo_opts const o = { .no_debuginfod = 1, .no_system_dirs = 1 };
+		e->mods = su_modcache_new(&o);
+	}
+	const struct su_module *m = e->mods ? su_modcache_get(e->mods, x) : NULL;
+	return m && m->status == SU_MODULE_OK ? m : NULL;
+}
+
+static int write_maps(struct rec_encoder *e, struct section *s, const struct su_maps *m, uint64_t ts)
 {
 	struct ctf_map_entry *ce = calloc(m->count ? m->count : 1, sizeof(*ce));
 	if (!ce)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < m->count; i++) {
 		const struct su_map_entry *x = &m->entries[i];
+		const struct su_module *mod = entry_module(e, x);
+		/* The build-id perf stored, else the file's (a [vdso]: ours). */
+		int const own = !x->build_id_len && mod;
 		ce[i] = (struct ctf_map_entry){
-			.start = x->start, .end = x->end, .offset = x->offset, .bias = x->bias,
+			.start = x->start, .end = x->end, .offset = x->offset, .bias = su_module_bias(mod, x),
 			.flags = (uint8_t)((x->flags & SU_MAP_ANON ? CTF_MAP_ANON : 0) |
 					   (x->flags & SU_MAP_MAIN ? CTF_MAP_MAIN : 0) |
 					   (x->flags & SU_MAP_VDSO ? CTF_MAP_VDSO : 0)),
-			.build_id_len = x->build_id_len, .build_id = x->build_id_len ? x->build_id : NULL,
+			.build_id_len = own ? mod->file_id_len : x->build_id_len,
+			.build_id = own ? (mod->file_id_len ? mod->file_id : NULL) : x->build_id_len ? x->build_id : NULL,
 			/* Code with no file: named as the capture library names it. */
 			.path = x->path[0] || !(x->flags & SU_MAP_ANON) ? x->path : "[anon:exec]",
 		};
@@ -427,7 +451,7 @@ static struct thread *sample_thread(struct rec_encoder *e, const struct su_sampl
 {
 	if (!(*sec = section_open(e, s->process, s->time_ns, rc)))
 		return NULL;
-	if ((*sec)->last_maps != s->maps && (*rc = write_maps(*sec, s->maps, s->time_ns)) != 0)
+	if ((*sec)->last_maps != s->maps && (*rc = write_maps(e, *sec, s->maps, s->time_ns)) != 0)
 		return NULL;
 	struct thread *t = thread_of(e, *sec, s->tid, rc);
 	if (t && t->held) {
@@ -759,6 +783,7 @@ int rec_encoder_free(struct rec_encoder *e)
 	free(e->blob);
 	free(e->kaddr);
 	free(e->event_samples);
+	su_modcache_free(e->mods);
 	free(e);
 	return rc;
 }

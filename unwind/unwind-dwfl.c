@@ -191,10 +191,10 @@ static struct uw_dwfl_proc *dwfl_proc_build(struct su_unwinder *u, struct uw_pro
 		struct su_module *m = uw_proc_module(u, p, i);
 		if (!m)
 			continue;
-		uint64_t const bias = p->entries[i].bias;
+		uint64_t const bias = su_module_bias(m, &p->entries[i]);
 		int dup = 0;
 		for (uint32_t j = 0; j < i && !dup; j++)
-			dup = p->mods[j] == m && p->entries[j].bias == bias;
+			dup = p->mods[j] == m && su_module_bias(m, &p->entries[j]) == bias;
 		if (dup)
 			continue;
 		int fd = -1;

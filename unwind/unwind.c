@@ -527,12 +527,13 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 		const struct uw_rule *rule = NULL;
 		const struct uw_op *ops = NULL;
 		enum uw_lookup lk = UW_LOOKUP_NO_CFI;
+		uint64_t const bias = su_module_bias(mod, e);
 		if (mod)
-			lk = uw_rule_lookup(mod, lookup - e->bias, &rule, &ops, &u->stats.rule_misses);
+			lk = uw_rule_lookup(mod, lookup - bias, &rule, &ops, &u->stats.rule_misses);
 		int rc;
 		int signal = 0;
 		if (lk == UW_LOOKUP_RULE) {
-			w.bias = e->bias;
+			w.bias = bias;
 			if (rule->signal && (cur->known >> STACKCAP_REG_RSP & 1))
 				uw_stack_signal_frame(&w.st, cur->v[STACKCAP_REG_RSP]);
 			rc = cfi_step(rule, ops, cur, nx, &w);
@@ -632,7 +633,7 @@ static void entry_end(struct su_unwinder *u, const struct su_sample *sample, str
 		struct uw_proc *p = uw_proc_get(u, sample->maps);
 		const struct su_frame *f = &frames[*n - 1];
 		struct su_module *m = p ? uw_proc_module(u, p, (uint32_t)f->map) : NULL;
-		if (m && at_entry(m, f->pc - 1 - sample->maps->entries[f->map].bias))
+		if (m && at_entry(m, f->pc - 1 - su_module_bias(m, &sample->maps->entries[f->map])))
 			*end = SU_END_OUTERMOST;
 	}
 }
