@@ -33,6 +33,9 @@ void rec_attr_init(struct perf_event_attr *attr, const struct rec_attr_opts *o)
 	attr->clockid = CLOCK_MONOTONIC; /* as our traces */
 	attr->mmap = 1;
 	attr->mmap2 = 1;
+	/* Data mappings too: the end of each thread's stack (trace/mem-ranges.h),
+	 * where its copies are cut. */
+	attr->mmap_data = 1;
 	attr->build_id = 1;
 	attr->comm = 1;
 	attr->comm_exec = 1;

@@ -2,7 +2,8 @@
 /*
  * perf-events.h: the kernel sampler's events (perf_event_open, no perf
  * binary): cpu-clock at a frequency, each sample the user registers and
- * a copy of the user stack window, side records for maps (with build-ids),
+ * a copy of the user stack window, side records for maps (with build-ids;
+ * data mappings too, where each thread's stack ends),
  * comm and task; one ring buffer per CPU, mapped and drained by the
  * recorder, never blocking the traced program (a full ring loses samples
  * and the kernel says how many: LOST records).

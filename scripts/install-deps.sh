@@ -51,7 +51,7 @@ dwz                 # tests/unit/test-symbolize.c: DWARF shared through .gnu_deb
 golang-go           # tests/export.sh, tests/real-clients.sh: Google's pprof tool reads our pprof files; tests/names.sh, tests/kernel-record.sh: Go programs (static and cgo)
 golang-github-google-pprof-dev  # tests/export.sh: pprof's source, for that build
 zstd                # tests (record.sh, unwind.sh, bt2-plugin.sh, perf.sh, secret.sh, bad-input.sh): zstd -d of --zstd streams
-xz-utils            # tests/perf.sh, bench/: xz as a program not written here
+xz-utils            # tests/perf.sh, tests/kernel-record.sh, bench/: xz as a program not written here
 libxml2-utils       # tests/flamegraph.sh, tests/perf.sh: xmllint validates the SVG flamegraphs
 bsdutils            # script(1): tests/flamegraph.sh's progress on a terminal, tests/perf*.sh
 procps              # ps (tap-lib.sh: daemons the tests stop), pgrep (tests/browser.sh)

@@ -17,6 +17,7 @@ need_perf_sampling
 need "golang-go" go
 need "busybox-static" busybox
 need "util-linux" runuser
+need "xz-utils" xz
 UNW="$B/cli/stackunwind"
 HB="$B/tests/hard-burn"
 
@@ -55,6 +56,20 @@ for v in block-signals exit-group close-fds; do
 	# The workers' samples (main's own, e.g. closing 65536 fds, are not).
 	check "--$v: burner;hard_compute;hard_leaf in >= 99% of the workers' samples ($c of $w)" pct_ok "$c" "$w" 99
 done
+
+# 1b. copies cut at the end of the thread's own stack (data mappings):
+# above a liblzma worker's stack lies other readable memory, which the
+# kernel copies up to the window (before: nearly every sample filled it).
+head -c 4000000 /dev/urandom | od -x >"$work/xz.in"
+rec xzt -- xz -T2 -3 -c "$work/xz.in"
+"$UNW" stats "$work/xzt.trace" >"$work/xzt.stats" 2>&1
+"$UNW" stacks "$work/xzt.trace" 2>"$work/xzt.sum" >/dev/null
+s=$(total "$work/xzt.folded")
+full=$(sed -n 's/^stack window full: *\([0-9]*\) samples.*/\1/p' "$work/xzt.stats")
+raw=$(sed -n 's/^stack bytes (raw): *\([0-9]*\).*/\1/p' "$work/xzt.stats")
+check "xz -T2: no copy fills the window, cut at its stack's end ($full of $s; $raw raw stack bytes)" \
+	sh -c "[ '$s' -gt 100 ] && [ '$full' = 0 ] && [ '$raw' -lt \$(($s * 32768)) ]"
+check "xz -T2: every sample fully unwound ($(cat "$work/xzt.sum"))" grep -q ": $s samples, $s fully unwound" "$work/xzt.sum"
 
 # 2. Debian's busybox-static: a static binary (no LD_PRELOAD); its gzip
 # code has no CFI (.eh_frame lacks it), so perf and we stop at the leaf.

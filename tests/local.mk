@@ -21,6 +21,13 @@ tests_unit_test_trace_sources_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(ZSTD_CFLAG
 tests_unit_test_trace_sources_LDADD = trace/libsutrace.la capture/libctfwriter.la $(ZSTD_LIBS) $(CHECK_LIBS)
 TESTS += tests/unit/test-trace-sources
 
+# Where the stack of an sp ends, from the mappings MMAP records announce.
+check_PROGRAMS += tests/unit/test-mem-ranges
+tests_unit_test_mem_ranges_SOURCES = tests/unit/test-mem-ranges.c tests/unit/check-main.h
+tests_unit_test_mem_ranges_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_test_mem_ranges_LDADD = trace/libsutrace.la $(CHECK_LIBS)
+TESTS += tests/unit/test-mem-ranges
+
 # The same codec tests under ASan+UBSan, as part of every `make check`.
 SANITIZE_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 check_PROGRAMS += tests/unit/test-stack-codec-asan
@@ -106,7 +113,8 @@ tests/fuzz/fuzz-roundtrip$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-roundtrip.c $(
 tests/fuzz/fuzz-native-source$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-native-source.c $(top_srcdir)/tests/fuzz/fuzz-reader.h $(FUZZ_READER_SRC)
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -D_GNU_SOURCE -I$(top_srcdir)/capture \
 		$(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS) -o $@ $(filter %.c,$^) $(BABELTRACE2_LIBS) $(ZSTD_LIBS)
-tests/fuzz/fuzz-perf-data$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-perf-data.c $(top_srcdir)/tests/fuzz/fuzz-reader.h $(top_srcdir)/trace/perf-data.c $(FUZZ_READER_SRC)
+tests/fuzz/fuzz-perf-data$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-perf-data.c $(top_srcdir)/tests/fuzz/fuzz-reader.h $(top_srcdir)/trace/perf-data.c \
+		$(top_srcdir)/trace/mem-ranges.c $(FUZZ_READER_SRC)
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -D_GNU_SOURCE -I$(top_srcdir)/capture \
 		$(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS) -o $@ $(filter %.c,$^) $(BABELTRACE2_LIBS) $(ZSTD_LIBS)
 TESTS += tests/fuzz/run-fuzzers.sh

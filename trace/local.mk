@@ -22,6 +22,8 @@ trace_libsutrace_la_SOURCES = \
 	trace/bt2-graph.c \
 	trace/lttng-reader.h \
 	trace/perf-data.h \
-	trace/perf-data.c
+	trace/perf-data.c \
+	trace/mem-ranges.h \
+	trace/mem-ranges.c
 trace_libsutrace_la_CFLAGS = $(AM_CFLAGS) $(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS)
 trace_libsutrace_la_LIBADD = compress/libstackcodec.la capture/libctfwriter.la $(BABELTRACE2_LIBS) $(ZSTD_LIBS)

@@ -30,6 +30,7 @@
 
 #include <zstd.h>
 
+#include "trace/mem-ranges.h"
 #include "trace/perf-data.h"
 #include "trace/reader-internal.h"
 
@@ -112,6 +113,9 @@ struct proc {
 	int dirty;                   /* maps changed since CUR */
 	struct su_maps *cur;
 	uint32_t next_gen;
+	/* Every mapping, data too (attr.mmap_data): where a sample's stack
+	 * ends.  Freed when the process ends or execs. */
+	struct su_mem_ranges mem;
 };
 
 struct attr {
@@ -455,6 +459,8 @@ static struct proc *proc_new(struct pr *r, uint32_t pid, uint32_t ppid, const ch
 		memcpy(p->m, from->m, from->n * sizeof(*p->m));
 		p->n = p->cap = from->n;
 	}
+	if (from && su_mem_ranges_copy(&p->mem, &from->mem))
+		goto fail;
 	if (live_set(r, pid, p))
 		goto fail;
 	r->procs[r->n_procs++] = p;
@@ -466,6 +472,7 @@ fail:
 	free(p->p.comm);
 	free(p->p.exe);
 	free(p->m);
+	su_mem_ranges_free(&p->mem);
 	free(p);
 	return NULL;
 }
@@ -685,7 +692,7 @@ static void on_mmap(struct pr *r, const uint8_t *rec, size_t len, int v2)
 	size_t const fmax = len - fixed - tl;
 	size_t const flen = strnlen(fname, fmax);
 	struct proc *p = proc_get(r, pid);
-	if (!p)
+	if (!p || su_mem_ranges_map(&p->mem, nm.start, nm.end, flen == 7 && !memcmp(fname, "[stack]", 7)))
 		goto oom;
 	if (exec) {
 		struct path_info *pi = intern(r, fname, flen);
@@ -772,6 +779,8 @@ static void on_comm(struct pr *r, const uint8_t *rec, size_t len)
 	struct proc *p = proc_live(r, pid);
 	if (su_ld16(rec + 4) & MISC_COMM_EXEC) {
 		/* exec: a new image, its mappings follow. */
+		if (p)
+			su_mem_ranges_free(&p->mem);
 		if (!proc_new(r, pid, p ? p->p.ppid : 0, name, NULL))
 			r->cb_rc = -ENOMEM;
 		return;
@@ -813,6 +822,7 @@ static void on_fork_exit(struct pr *r, const uint8_t *rec, size_t len, int fork)
 	if (p && !p->p.ended) {
 		p->p.ended = 1;
 		r->st->ended++;
+		su_mem_ranges_free(&p->mem);
 	}
 }
 
@@ -1002,14 +1012,20 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 	}
 	img.sp = img.regs[STACKCAP_REG_RSP];
 	img.nwords = dyn / 8;
-	img.capacity = img.nwords;
-	if (stack && !(img.words = words_at(r, stack, img.nwords, 0)))
-		return;
 	struct proc *pr = proc_get(r, pid);
 	if (!pr) {
 		r->cb_rc = -ENOMEM;
 		return;
 	}
+	/* The copy cut where the stack sp is in ends (recorded with data
+	 * mappings): what the kernel copied above it is another mapping's. */
+	uint64_t const top = img.nwords ? su_mem_ranges_stack_end(&pr->mem, img.sp) : 0;
+	int const cut = top > img.sp && (top - img.sp) / 8 < img.nwords;
+	if (cut)
+		img.nwords = (top - img.sp) / 8;
+	img.capacity = img.nwords;
+	if (stack && !(img.words = words_at(r, stack, img.nwords, 0)))
+		return;
 	struct su_maps *maps = proc_maps(r, pr);
 	if (!maps) {
 		r->cb_rc = -ENOMEM;
@@ -1029,7 +1045,7 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 		.process = &pr->p,
 		.maps = maps,
 		.image = &img,
-		.stack_capped = !no_user && dyn >= size,
+		.stack_capped = !no_user && dyn >= size && !cut,
 	};
 	if (chain_only) {
 		if (!(s.user_chain = words_at(r, uchain, n_uchain, 0)))
@@ -1547,6 +1563,7 @@ static void pr_free(struct pr *r)
 		free(r->procs[i]->p.comm);
 		free(r->procs[i]->p.exe);
 		free(r->procs[i]->m);
+		su_mem_ranges_free(&r->procs[i]->mem);
 		free(r->procs[i]);
 	}
 	free(r->procs);
