@@ -157,6 +157,10 @@ for g in gostatic gocgo; do
 	check "$g: exit 0, output unchanged" sh -c "[ \"\$(cat '$work/$g.rc')\" = 0 ] && [ \"\$(cat '$work/$g.out')\" = true ]"
 	check "$g: $s samples, >= 90% of perf record's $p" ratio_ok "$s" "$p"
 	check "$g: $GOCHAIN (Go frames named) in >= 90% of them ($c of $s)" pct_ok "$c" "$s" 90
+	# A goroutine's stack ends at runtime.goexit, g0's at mstart or
+	# rt0_go: outermost, not [bad-stack] (what lies above the stack).
+	f=$(sed -n 's/^stackunwind: [0-9]* samples, \([0-9]*\) fully unwound.*/\1/p' "$work/$g.unw")
+	check "$g: >= 99% of the samples fully unwound, to goexit, mstart or rt0_go (${f:-?} of $s)" pct_ok "${f:-0}" "$s" 99
 done
 
 # 4. exactness: the hot chains stackcap's trace gives are those perf record

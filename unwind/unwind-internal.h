@@ -203,6 +203,11 @@ struct uw_cache; /* per module, in su_module.unwind_cache */
 enum uw_lookup uw_rule_lookup(struct su_module *mod, uint64_t addr,
 			      const struct uw_rule **rule, const struct uw_op **ops, uint64_t *misses);
 
+/* Is module address ADDR of MOD (pc - 1 for return addresses) in one of
+ * the functions Go's own traceback stops at (runtime.goexit, mstart,
+ * rt0_go)?  The symbol table is read once per module. */
+int uw_go_topframe(struct su_module *mod, uint64_t addr);
+
 /* Finalizer for su_module.unwind_cache. */
 void uw_cache_free(void *cache);
 

@@ -619,11 +619,40 @@ static int at_entry(struct su_module *m, uint64_t elf_lookup)
 	return elf_lookup >= eh.e_entry && elf_lookup < eh.e_entry + 16;
 }
 
-/* An unwind that stopped where a process starts reached its outermost
- * frame: the same rule after either unwinder. */
+/* The first of the N frames in a function Go's own traceback stops at
+ * (unwind-internal.h: uw_go_topframe), or N. */
+static size_t go_top_frame(struct su_unwinder *u, const struct su_sample *sample, const struct su_frame *frames,
+			   size_t n)
+{
+	struct uw_proc *p = uw_proc_get(u, sample->maps);
+	for (size_t i = 0; p && i < n; i++) {
+		const struct su_frame *f = &frames[i];
+		if (f->map < 0)
+			continue;
+		struct su_module *m = uw_proc_module(u, p, (uint32_t)f->map);
+		uint64_t const pc = f->activation ? f->pc : f->pc - 1;
+		if (m && uw_go_topframe(m, pc - sample->maps->entries[f->map].bias))
+			return i;
+	}
+	return n;
+}
+
+/* An unwind that stopped where a process, a thread or a goroutine starts
+ * reached its outermost frame: the same rule after either unwinder. */
 static void entry_end(struct su_unwinder *u, const struct su_sample *sample, struct su_frame *frames,
 		      size_t *n, enum su_unwind_end *end)
 {
+	if (*end != SU_END_OUTERMOST && *end != SU_END_MAX_FRAMES && *n) {
+		/* Go: what the unwind read above goexit, mstart or rt0_go is
+		 * not a frame (the memory above the goroutine's stack, or argc
+		 * zeroed by the filter). */
+		size_t const k = go_top_frame(u, sample, frames, *n);
+		if (k < *n) {
+			*n = k + 1;
+			*end = SU_END_OUTERMOST;
+			return;
+		}
+	}
 	if (*end == SU_END_NO_MAP && *n >= 2 && frames[*n - 1].pc < 4096 &&
 	    initial_stack_holds(sample, frames[*n - 1].pc)) {
 		(*n)--;
