@@ -31,6 +31,7 @@ STACKCAP=${STACKCAP:-$B/cli/stackcap}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 head -c 8000000 /dev/urandom | od -x >"$work/in.txt"
+head -c 4000000 "$work/in.txt" >"$work/xz.txt"
 {
 	echo "CREATE TABLE t(a INTEGER, b TEXT);"
 	echo "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 200000)"
@@ -53,7 +54,7 @@ head -c 8000000 /dev/urandom | od -x >"$work/in.txt"
 	echo "demo|$TD/tdata-demo 1"
 	echo "bzip2-9|bzip2 -9 -c $work/in.txt"
 	echo "sqlite3|sqlite3 :memory: -init $work/q.sql .quit"
-	echo "xz-T2|xz -T2 -3 -c $work/in.txt"
+	echo "xz-T2|xz -T2 -3 -c $work/xz.txt"
 } | grep -E "^($ONLY)[|]" >"$work/list"
 printf '%-13s %6s %8s %10s %9s %10s %15s\n' workload window samples truncated B/sample "us/sample" "while sampling"
 while IFS='|' read -r name cmd; do
