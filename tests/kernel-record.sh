@@ -20,6 +20,7 @@ need "util-linux" runuser
 need "xz-utils" xz
 UNW="$B/cli/stackunwind"
 HB="$B/tests/hard-burn"
+sigtramp_sed >"$work/sigtramp.sed"
 
 # rec NAME ARGS...: stackcap record -o $work/NAME.trace ARGS, stderr and status kept.
 rec() {
@@ -180,6 +181,24 @@ rec full --full-copy -- "$TD/tdata-single" 0.3
 "$UNW" stats "$work/full.trace" >"$work/full.stats" 2>&1
 check "--full-copy: F2 fidelity 100% ($(grep fidelity "$work/full.stats"))" grep -q "fidelity: *100.0%" "$work/full.stats"
 check "stats: the sampler and its window" grep -q "sampler: *kernel copy.*-byte stack window" "$work/full.stats"
+
+# A handler on the alternate signal stack: the kernel copies that stack
+# only; the signal frame's saved rsp (kept, though it points off the copy)
+# takes the unwind through __restore_rt to the interrupted function, where
+# it ends [truncated] (perf's copy stops at the trampoline).  F2 fidelity
+# stays 100%: the filtered copy unwinds as the full one.
+rec sigalt --full-copy -- "$TD/tdata-sigalt" 0.3
+"$UNW" stats "$work/sigalt.trace" >"$work/sigalt.stats" 2>&1
+"$UNW" stacks "$work/sigalt.trace" 2>/dev/null | sed -f "$work/sigtramp.sed" >"$work/sigalt.stacks"
+# (frames: 1 handler_hot, 2 handler_entry, 3 __restore_rt, 4 trigger_loop, 5 the end)
+set -- $(awk 'function done() { if (h) { t++; g += (f[2] ~ /^handler_entry\+/ && f[3] ~ /^__restore_rt/ &&
+		f[4] ~ /^trigger_loop\+/ && f[5] == "[truncated]" && k == 5) } }
+	/^tdata-sigalt/ { done(); getline l; h = (l ~ / handler_hot\+/); k = 1; delete f; next }
+	/^\t/ { f[++k] = $2 }
+	END { done(); print g + 0, t + 0 }' "$work/sigalt.stacks")
+check "sigaltstack: handler_hot;handler_entry;__restore_rt;trigger_loop then [truncated] in >= 99% of the handler's samples ($1 of $2)" \
+	sh -c "[ $2 -ge 100 ] && [ \$(($1 * 100)) -ge \$(($2 * 99)) ]"
+check "sigaltstack: F2 fidelity 100% ($(grep fidelity "$work/sigalt.stats"))" grep -q "fidelity: *100.0%" "$work/sigalt.stats"
 check "stats: per-process samples and drops" grep -q "pid .* samples, 0 drops" "$work/full.stats"
 
 # 5. attach: -p for a while, threads created after the attach sampled; the
@@ -203,7 +222,7 @@ rec attt -t "$sp"
 wait "$sp"
 s=$(total "$work/attt.folded"); c=$(with "$work/attt.folded" 'level_a;level_b;level_c;hot_leaf( |;)')
 check "-t TID: recorded until the thread ended ($s samples), chain in >= 99% ($c)" \
-	sh -c "[ \"\$(cat '$work/attt.rc')\" = 0 ] && [ $s -ge 500 ]" && pct_ok "$c" "$s" 99
+	sh -c "[ \"\$(cat '$work/attt.rc')\" = 0 ] && [ $s -ge 500 ] && [ $((c * 100)) -ge $((s * 99)) ]"
 
 # 6. the whole machine: two unrelated programs, both with their chains.
 "$TD/tdata-single" 1 >/dev/null &
@@ -212,9 +231,15 @@ p1=$!
 p2=$!
 rec all -a -- sleep 1
 wait "$p1" "$p2"
-a1=$("$UNW" folded --pid "$p1" "$work/all.trace" 2>/dev/null | awk '/level_a;level_b;level_c;hot_leaf/ { n += $NF } END { print n + 0 }')
-a2=$("$UNW" folded --pid "$p2" "$work/all.trace" 2>/dev/null | awk '/nofp_outer;nofp_middle;nofp_hot/ { n += $NF } END { print n + 0 }')
-check "-a: both programs with their chains ($a1, $a2 samples)" [ "$a1" -ge 100 -a "$a2" -ge 100 ]
+# How many samples each gets depends on the machine's load (-a samples
+# every CPU, the programs get what the others leave): counted is that both
+# are there and that their samples are on their chains.
+"$UNW" folded --pid "$p1" "$work/all.trace" >"$work/all1.folded" 2>/dev/null
+"$UNW" folded --pid "$p2" "$work/all.trace" >"$work/all2.folded" 2>/dev/null
+a1=$(with "$work/all1.folded" 'level_a;level_b;level_c;hot_leaf'); t1=$(total "$work/all1.folded")
+a2=$(with "$work/all2.folded" 'nofp_outer;nofp_middle;nofp_hot'); t2=$(total "$work/all2.folded")
+check "-a: both programs with their chains in >= 90% of their samples ($a1 of $t1, $a2 of $t2)" \
+	sh -c "[ $t1 -ge 20 ] && [ $t2 -ge 20 ] && [ $((a1 * 100)) -ge $((t1 * 90)) ] && [ $((a2 * 100)) -ge $((t2 * 90)) ]"
 
 # 7. refused perf events: a command falls back to the in-process sampler
 # with a one-line notice; -a and -p fail with the reason, exit non-zero.
