@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Samples of the trace model written as a stackcap trace (encode.h). */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
 
 #include "record/encode.h"
 #include "debuginfo/module.h"
@@ -355,6 +357,43 @@ static int write_full(struct rec_encoder *e, struct thread *t, const struct su_s
 	return ctf_stream_sample_full(t->s, s->time_ns, s->tid, s->maps->generation, e->blob, out);
 }
 
+/* Words of the kernel's signal frame (x86-64 struct rt_sigframe: the
+ * return address into the trampoline, then the ucontext). */
+#define SIGF_WORD(field) (1 + offsetof(ucontext_t, field) / 8)
+#define SIGF_SS_SP SIGF_WORD(uc_stack.ss_sp)
+#define SIGF_SS_SIZE SIGF_WORD(uc_stack.ss_size)
+#define SIGF_RSP SIGF_WORD(uc_mcontext.gregs[REG_RSP])
+#define SIGF_RIP SIGF_WORD(uc_mcontext.gregs[REG_RIP])
+
+/* A handler on the alternate signal stack: the kernel copied the
+ * alternate stack only, where the signal frame holds the interrupted
+ * context, whose rsp and rbp point into the thread's own stack: not into
+ * the copy, so F2 would drop them and the unwind would end at the
+ * trampoline.  The codec's second stack range (also_lo, also_hi: what the
+ * in-process hook sets to the interrupted stack it copies) keeps them: the
+ * unwind goes on to the interrupted function, where the copy ends.  A
+ * signal frame is known by its own uc_stack, the alternate stack it lies
+ * in, and code pointers where the return address and rip are.  @return
+ * the interrupted rsp of the outermost such frame in the N words WORDS
+ * from SP, or 0. */
+static uint64_t sigframe_rsp(const uint64_t *words, uint64_t n, uint64_t sp, const struct stackcap_code_ranges *ranges)
+{
+	uint64_t found = 0;
+	for (uint64_t i = 0; i + SIGF_RIP < n; i++) {
+		uint64_t const at = sp + 8 * i, ss = words[i + SIGF_SS_SP], size = words[i + SIGF_SS_SIZE];
+		uint64_t const rsp = words[i + SIGF_RSP];
+		if (at < ss || at - ss >= size || size > (1ull << 30) || !rsp || rsp >= (1ull << 47) ||
+		    (rsp >= ss && rsp - ss < size))
+			continue; /* not on an alternate stack, or interrupted there */
+		if (stackcap_codec_classify(words[i], ranges, 0, 0, STACKCAP_POLICY_F1) &&
+		    stackcap_codec_classify(words[i + SIGF_RIP], ranges, 0, 0, STACKCAP_POLICY_F1))
+			found = rsp;
+	}
+	return found;
+}
+/* The interrupted stack's words kept: those up to this far above its sp. */
+#define SIGF_STACK_SPAN (1ull << 20)
+
 /* The index of event NAME in the table (the first when not there). */
 static uint32_t event_index(struct rec_encoder *e, const char *name)
 {
@@ -386,8 +425,11 @@ static int encode_stack(struct rec_encoder *e, struct thread *t, const struct su
 	if (!ranges)
 		return -ENOMEM;
 	uint64_t const hi = t->cur.sp + 8 * t->cur.nwords;
+	uint64_t const also =
+		e->o.policy == STACKCAP_POLICY_F2 ? sigframe_rsp(t->cur.words, t->cur.nwords, t->cur.sp, ranges) : 0;
 	for (uint64_t i = 0; i < t->cur.nwords; i++)
-		if (!stackcap_codec_classify(t->cur.words[i], ranges, t->cur.sp, hi, (enum stackcap_policy)e->o.policy))
+		if (!stackcap_codec_classify(t->cur.words[i], ranges, t->cur.sp, hi, (enum stackcap_policy)e->o.policy) &&
+		    !(also && t->cur.words[i] - also < SIGF_STACK_SPAN))
 			t->cur.words[i] = 0;
 	t->cur.policy = (uint8_t)e->o.policy;
 	uint64_t const k = t->have_prev ? stackcap_image_common_top(&t->cur, &t->prev) : 0;
@@ -395,6 +437,7 @@ static int encode_stack(struct rec_encoder *e, struct thread *t, const struct su
 		.words = t->cur.words, .nwords = t->cur.nwords, .sp = t->cur.sp, .regs = t->cur.regs,
 		.ranges = ranges, .policy = (enum stackcap_policy)e->o.policy, .encoding = STACKCAP_WORDS_RELATIVE,
 		.elide_top = k, .ref_sp = t->prev.sp, .has_ref = t->have_prev,
+		.also_lo = also, .also_hi = also ? also + SIGF_STACK_SPAN : 0,
 	};
 	if ((rc = blob_room(e, t->cur.nwords)) != 0)
 		return rc;

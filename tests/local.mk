@@ -29,6 +29,13 @@ tests_unit_test_perf_data_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_test_perf_data_LDADD = trace/libsutrace.la $(CHECK_LIBS)
 TESTS += tests/unit/test-perf-data
 
+# Where the stack of an sp ends, from the mappings MMAP records announce.
+check_PROGRAMS += tests/unit/test-mem-ranges
+tests_unit_test_mem_ranges_SOURCES = tests/unit/test-mem-ranges.c tests/unit/check-main.h
+tests_unit_test_mem_ranges_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_test_mem_ranges_LDADD = trace/libsutrace.la $(CHECK_LIBS)
+TESTS += tests/unit/test-mem-ranges
+
 # The same codec tests under ASan+UBSan, as part of every `make check`.
 SANITIZE_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 check_PROGRAMS += tests/unit/test-stack-codec-asan
@@ -112,7 +119,7 @@ FUZZ_CODEC_SRC = $(top_srcdir)/compress/stack-codec.c
 FUZZ_READER_SRC = $(top_srcdir)/trace/stackcap-reader.c $(top_srcdir)/trace/source-native.c \
 	$(top_srcdir)/trace/source-babeltrace2.c $(top_srcdir)/trace/bt2-event.c $(top_srcdir)/trace/bt2-graph.c $(top_srcdir)/capture/ctf-inflate.c \
 	$(top_srcdir)/capture/ctf-metadata.c $(FUZZ_CODEC_SRC)
-FUZZ_PERF_SRC = $(top_srcdir)/trace/perf-data.c $(top_srcdir)/trace/perf-procs.c \
+FUZZ_PERF_SRC = $(top_srcdir)/trace/perf-data.c $(top_srcdir)/trace/perf-procs.c $(top_srcdir)/trace/mem-ranges.c \
 	$(top_srcdir)/trace/perf-sample.c $(top_srcdir)/trace/perf-stream.c $(top_srcdir)/trace/kallsyms.c
 if ENABLE_FUZZING
 check_PROGRAMS += tests/fuzz/fuzz-decode tests/fuzz/fuzz-roundtrip tests/fuzz/fuzz-native-source tests/fuzz/fuzz-perf-data

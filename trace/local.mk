@@ -28,6 +28,8 @@ trace_libsutrace_la_SOURCES = \
 	trace/perf-data.c \
 	trace/perf-procs.c \
 	trace/perf-sample.c \
-	trace/perf-stream.c
+	trace/perf-stream.c \
+	trace/mem-ranges.h \
+	trace/mem-ranges.c
 trace_libsutrace_la_CFLAGS = $(AM_CFLAGS) $(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS)
 trace_libsutrace_la_LIBADD = compress/libstackcodec.la capture/libctfwriter.la $(BABELTRACE2_LIBS) $(ZSTD_LIBS)

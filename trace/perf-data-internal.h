@@ -19,6 +19,7 @@
 
 #include <zstd.h>
 
+#include "trace/mem-ranges.h"
 #include "trace/perf-data.h"
 #include "trace/reader-internal.h"
 
@@ -87,6 +88,9 @@ struct proc {
 	int dirty;                   /* maps changed since CUR */
 	struct su_maps *cur;
 	uint32_t next_gen;
+	/* Every mapping, data too (attr.mmap_data): where a sample's stack
+	 * ends.  Freed when the process ends or execs. */
+	struct su_mem_ranges mem;
 };
 
 struct attr {

@@ -251,6 +251,7 @@ void perf_pr_free(struct pr *r)
 		free(r->procs[i]->p.comm);
 		free(r->procs[i]->p.exe);
 		free(r->procs[i]->m);
+		su_mem_ranges_free(&r->procs[i]->mem);
 		free(r->procs[i]);
 	}
 	free(r->procs);

@@ -178,6 +178,8 @@ static struct proc *proc_new(struct pr *r, uint32_t pid, uint32_t ppid, const ch
 		memcpy(p->m, from->m, from->n * sizeof(*p->m));
 		p->n = p->cap = from->n;
 	}
+	if (from && su_mem_ranges_copy(&p->mem, &from->mem))
+		goto fail;
 	if (live_set(r, pid, p))
 		goto fail;
 	r->procs[r->n_procs++] = p;
@@ -189,6 +191,7 @@ fail:
 	free(p->p.comm);
 	free(p->p.exe);
 	free(p->m);
+	su_mem_ranges_free(&p->mem);
 	free(p);
 	return NULL;
 }
@@ -344,7 +347,7 @@ void perf_on_mmap(struct pr *r, const uint8_t *rec, size_t len, int v2)
 	size_t const fmax = len - fixed - tl;
 	size_t const flen = strnlen(fname, fmax);
 	struct proc *p = perf_proc_get(r, pid);
-	if (!p)
+	if (!p || su_mem_ranges_map(&p->mem, nm.start, nm.end, flen == 7 && !memcmp(fname, "[stack]", 7)))
 		goto oom;
 	if (exec) {
 		struct path_info *pi = perf_intern(r, fname, flen);
@@ -417,6 +420,8 @@ void perf_on_comm(struct pr *r, const uint8_t *rec, size_t len)
 	struct proc *p = proc_live(r, pid);
 	if (su_ld16(rec + 4) & MISC_COMM_EXEC) {
 		/* exec: a new image, its mappings follow. */
+		if (p)
+			su_mem_ranges_free(&p->mem);
 		if (!proc_new(r, pid, p ? p->p.ppid : 0, name, NULL))
 			r->cb_rc = -ENOMEM;
 		return;
@@ -458,5 +463,6 @@ void perf_on_fork_exit(struct pr *r, const uint8_t *rec, size_t len, int fork)
 	if (p && !p->p.ended) {
 		p->p.ended = 1;
 		r->st->ended++;
+		su_mem_ranges_free(&p->mem);
 	}
 }

@@ -297,16 +297,22 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 	}
 	img.sp = img.regs[STACKCAP_REG_RSP];
 	img.nwords = dyn / 8;
-	img.capacity = img.nwords;
-	if (stack && !(img.words = words_at(r, stack, img.nwords, 0)))
-		return;
-	if (kchain && !r->live_cb)
-		kernel_syms(r);
 	struct proc *pr = perf_proc_get(r, pid);
 	if (!pr) {
 		r->cb_rc = -ENOMEM;
 		return;
 	}
+	/* The copy cut where the stack sp is in ends (recorded with data
+	 * mappings): what the kernel copied above it is another mapping's. */
+	uint64_t const top = img.nwords ? su_mem_ranges_stack_end(&pr->mem, img.sp) : 0;
+	int const cut = top > img.sp && (top - img.sp) / 8 < img.nwords;
+	if (cut)
+		img.nwords = (top - img.sp) / 8;
+	img.capacity = img.nwords;
+	if (stack && !(img.words = words_at(r, stack, img.nwords, 0)))
+		return;
+	if (kchain && !r->live_cb)
+		kernel_syms(r);
 	struct su_maps *maps = perf_proc_maps(r, pr);
 	if (!maps) {
 		r->cb_rc = -ENOMEM;
@@ -326,7 +332,7 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 		.process = &pr->p,
 		.maps = maps,
 		.image = &img,
-		.stack_capped = !no_user && dyn >= size,
+		.stack_capped = !no_user && dyn >= size && !cut,
 		.event = a->name,
 	};
 	if (chain_only) {

@@ -302,7 +302,7 @@ static uint64_t dwfl_lookup_pc(const struct su_frame *frames, size_t i)
 
 static enum su_unwind_end read_end(const struct uw_dwfl_proc *dp, enum uw_read rd)
 {
-	return rd == UW_READ_CUT && !dp->switched ? SU_END_TRUNCATED : SU_END_BAD_STACK;
+	return uw_read_end(rd, dp->switched, &dp->st);
 }
 
 /* Registers libdw's x86-64 defaults carry from frame to frame (rax, rbp,
