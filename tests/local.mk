@@ -65,7 +65,7 @@ TESTS += tests/unit/test-trace-sources-asan
 
 check_PROGRAMS += tests/unit/test-perf-data-asan
 tests_unit_test_perf_data_asan_SOURCES = $(tests_unit_test_perf_data_SOURCES) \
-	trace/perf-data.c trace/perf-procs.c trace/perf-sample.c trace/perf-stream.c trace/kallsyms.c \
+	trace/perf-data.c trace/perf-procs.c trace/perf-sample.c trace/perf-stream.c trace/kallsyms.c trace/mem-ranges.c \
 	trace/stackcap-reader.c trace/source-native.c trace/source-babeltrace2.c trace/bt2-event.c trace/bt2-graph.c \
 	capture/ctf-writer.c capture/ctf-metadata.c capture/ctf-inflate.c compress/stack-codec.c
 tests_unit_test_perf_data_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(ZSTD_CFLAGS) $(BABELTRACE2_CFLAGS) $(SANITIZE_FLAGS) -O1
