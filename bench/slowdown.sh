@@ -15,8 +15,10 @@
 #    median of the per-round ratios), the same for the working thread's CPU
 #    time (immune to waiting for a CPU on a busy machine), samples, bytes on
 #    disk per sample.
-# 2. Bytes per sample on more workloads (testdata programs and xz), one run
-#    per recorder at 999 Hz.
+# 2. Bytes per sample on more workloads (testdata programs, xz -T1 and -T2,
+#    sqlite3, python3, a Go program), one run per recorder at 999 Hz; with
+#    PERF7 set, perf 7 beside Debian's perf (attached with -p to the
+#    workload started on this system: its chroot has other binaries).
 #
 # Bytes on disk: for stackcap every file of the trace directory (metadata,
 # process streams, sample streams, the summary files); for perf the
@@ -26,7 +28,10 @@
 # Environment: RUNS (default 5), UNITS (bench/workload -u, default 8000:
 # about 1.6 s here), FREQS (default "99 999 9999"), WINDOW (perf's stack
 # window, default 65528: stackcap's default), SIZE_ONLY=1 (part 2
-# only), SLOWDOWN_ONLY=1 (part 1 only), TMPDIR.  perf must be able to
+# only), SLOWDOWN_ONLY=1 (part 1 only), PERF7 (a command running perf 7,
+# e.g. "/work/shared/tools/perf7.sh perf": part 2 adds its columns; it
+# must see TMPDIR), ROWS (an extended regex: the rows of part 2 to run),
+# TMPDIR.  perf must be able to
 # record (root, or kernel.perf_event_paranoid <= 1).
 set -u
 
@@ -64,9 +69,9 @@ now_ns() { date +%s%N; }
 # Every file of a directory (hidden ones too), in bytes.
 dir_bytes() { find "$1" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'; }
 
-# perf's sample count in a perf.data file.
+# perf's sample count in a perf.data file (PERF: the perf command).
 perf_samples() {
-	perf report -i "$1" --stats 2>/dev/null | awk '/SAMPLE events:/ { print $3; exit }'
+	${PERF:-perf} report -i "$1" --stats 2>/dev/null | awk '/SAMPLE events:/ { print $3; exit }'
 }
 
 # run_one KIND HZ OUTFILE CMD...: run CMD under recorder KIND at HZ; append
@@ -86,6 +91,13 @@ run_one() {
 	perf) perf record -q -e cpu-clock -F "$hz" --call-graph "dwarf,$WINDOW" -o "$W/rec" -- "$@" >"$W/last.out" 2>"$W/last.err" ;;
 	perf-z) perf record -q -z -e cpu-clock -F "$hz" --call-graph "dwarf,$WINDOW" -o "$W/rec" -- "$@" >"$W/last.out" 2>"$W/last.err" ;;
 	perf-nocg) perf record -q -e cpu-clock -F "$hz" -o "$W/rec" -- "$@" >"$W/last.out" 2>"$W/last.err" ;;
+	perf7 | perf7-z)
+		# Attached: the workload is this system's, perf 7 runs in its chroot.
+		"$@" >"$W/last.out" 2>"$W/last.err" &
+		wp=$!
+		$PERF7 record -q $([ "$kind" = perf7-z ] && echo -z) -e cpu-clock -F "$hz" --call-graph "dwarf,$WINDOW" \
+			-o "$W/rec" -p "$wp" >/dev/null 2>>"$W/last.err"
+		wait "$wp" ;;
 	esac
 	rc=$?
 	t1=$(now_ns)
@@ -98,6 +110,10 @@ run_one() {
 		[ -n "$samples" ] || die "$kind: no summary line: $(cat "$W/last.err")"
 		[ "$drops" = 0 ] || echo "bench/slowdown.sh: warning: $kind -F $hz '$*': $drops drops" >&2
 		bytes=$(dir_bytes "$W/rec") ;;
+	perf7*)
+		samples=$(PERF=$PERF7 perf_samples "$W/rec")
+		[ -n "$samples" ] || die "$kind: cannot count the samples of $W/rec"
+		bytes=$(stat -c %s "$W/rec") ;;
 	perf*)
 		samples=$(perf_samples "$W/rec")
 		[ -n "$samples" ] || die "$kind: cannot count the samples of $W/rec"
@@ -196,11 +212,25 @@ if [ "${SLOWDOWN_ONLY:-0}" != 1 ]; then
 	echo
 	echo "# part 2: bytes per sample at 999 Hz, one run per recorder ($(($(stat -c %s "$W/xz-input") / 1024)) KiB of text for xz)"
 	echo
-	echo "| workload | stackcap samples | stackcap B/sample | perf samples | perf B/sample | perf / stackcap | stackcap --zstd B/sample | perf -z B/sample | perf -z / stackcap --zstd |"
-	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+	# sqlite3: a query mix (recursive CTE, index, sort, join); python3:
+	# tests/python/chains.py; Go: testdata/go, built with cgo.
+	{
+		echo "CREATE TABLE t(a INTEGER, b TEXT);"
+		echo "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 200000)"
+		echo "  INSERT INTO t SELECT x, printf('%08x-%d', x * 2654435761 % 4294967296, x) FROM c;"
+		echo "CREATE INDEX tb ON t(b);"
+		echo "SELECT count(*), sum(length(b)) FROM (SELECT b FROM t ORDER BY b DESC);"
+	} >"$W/q.sql"
+	SRC=$(cd "$(dirname "$0")/.." && pwd)
+	(cd "$SRC/testdata/go" && GOCACHE="$W/gocache" go build -o "$W/gowork" .) >"$W/go.err" 2>&1 ||
+		die "go build of testdata/go failed (apt-get install golang-go): $(head -n 3 "$W/go.err")"
+	KINDS="stackcap perf stackcap-zstd perf-z${PERF7:+ perf7 perf7-z}"
+	echo "| workload | stackcap samples | stackcap B/sample | perf samples | perf B/sample | perf / stackcap | stackcap --zstd B/sample | perf -z B/sample | perf -z / stackcap --zstd |${PERF7:+ perf 7 B/sample | perf 7 -z B/sample |}"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|${PERF7:+---:|---:|}"
 	while IFS='|' read -r label cmd; do
+		echo "$label" | grep -q -E "${ROWS:-.}" || continue
 		: >"$W/sz"
-		for kind in stackcap perf stackcap-zstd perf-z; do
+		for kind in $KINDS; do
 			: >"$W/one"
 			# shellcheck disable=SC2086
 			run_one "$kind" 999 "$W/one" $cmd
@@ -210,9 +240,12 @@ if [ "${SLOWDOWN_ONLY:-0}" != 1 ]; then
 			{ s[$1] = $4; b[$1] = $5 }
 			function bps(k) { return s[k] ? b[k] / s[k] : 0 }
 			END {
-				printf "| %s | %d | %.1f | %d | %.0f | %.0fx | %.1f | %.1f | %.1fx |\n", label,
+				printf "| %s | %d | %.1f | %d | %.0f | %.0fx | %.1f | %.1f | %.1fx |", label,
 					s["stackcap"], bps("stackcap"), s["perf"], bps("perf"), bps("stackcap") ? bps("perf") / bps("stackcap") : 0,
 					bps("stackcap-zstd"), bps("perf-z"), bps("stackcap-zstd") ? bps("perf-z") / bps("stackcap-zstd") : 0
+				if ("perf7" in s)
+					printf " %.0f | %.1f |", bps("perf7"), bps("perf7-z")
+				printf "\n"
 			}' "$W/sz"
 	done <<EOF
 bench/workload -u $UNITS (12..24 frames)|$WORKLOAD -u $UNITS
@@ -222,6 +255,10 @@ tdata-recurse -d 600 0.5 (52 KB stack)|$TD/tdata-recurse -d 600 0.5
 tdata-dlopen --reload 1|$TD/tdata-dlopen --reload 1
 tdata-nofp 1 (no frame pointer)|$TD/tdata-nofp 1
 xz -9 -T1 (Debian's, liblzma.so)|xz -9 -T1 -c -k $W/xz-input
+xz -6 -T2 (two worker threads)|xz -6 -T2 -c -k $W/xz-input
+sqlite3 (CTE, index, sort)|sqlite3 :memory: -init $W/q.sql .quit
+python3 (tests/python/chains.py sort)|/usr/bin/python3 $SRC/tests/python/chains.py sort 1
+Go (testdata/go, cgo, goroutines)|$W/gowork 4000
 EOF
 	echo
 	echo "perf copies a $WINDOW-byte stack window per sample (WINDOW: stackcap's default, so both copy the same"

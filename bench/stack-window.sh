@@ -7,12 +7,16 @@
 # could not unwind to their end because the window cut them ("truncated" in
 # its summary: the copy filled the window and the unwinder ran out of it);
 # bytes on disk per sample; the recorder's own CPU time per sample (its
-# summary line: its rusage, not the program's).
-# Workloads: the testdata programs, `bzip2 -9` and a `sqlite3` query mix
-# (recursive CTE, index, sort, join).
+# summary line: its rusage, not the program's), all of it and while
+# sampling only (without the fixed costs of the start and the end).
+# Workloads: the testdata programs, `bzip2 -9`, a `sqlite3` query mix
+# (recursive CTE, index, sort, join) and `xz -T2` (threads whose stacks
+# lie below other readable memory).
 #
 # Environment: WINDOWS (default "8192 16384 24576 32768 49152 65528"),
-# TMPDIR.  The recorder must be allowed perf events.
+# ONLY (an extended regex: the workloads whose names match), STACKCAP (the
+# stackcap binary to measure, default BUILD_DIR's), TMPDIR.  The recorder
+# must be allowed perf events.
 set -u
 B=${1:-}
 if [ -z "$B" ] || [ ! -x "$B/cli/stackcap" ] || [ ! -x "$B/cli/stackunwind" ]; then
@@ -22,9 +26,12 @@ fi
 B=$(cd "$B" && pwd)
 TD=$B/testdata
 WINDOWS=${WINDOWS:-"8192 16384 24576 32768 49152 65528"}
+ONLY=${ONLY:-.}
+STACKCAP=${STACKCAP:-$B/cli/stackcap}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 head -c 8000000 /dev/urandom | od -x >"$work/in.txt"
+head -c 4000000 "$work/in.txt" >"$work/xz.txt"
 {
 	echo "CREATE TABLE t(a INTEGER, b TEXT);"
 	echo "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 200000)"
@@ -47,18 +54,20 @@ head -c 8000000 /dev/urandom | od -x >"$work/in.txt"
 	echo "demo|$TD/tdata-demo 1"
 	echo "bzip2-9|bzip2 -9 -c $work/in.txt"
 	echo "sqlite3|sqlite3 :memory: -init $work/q.sql .quit"
-} >"$work/list"
-printf '%-13s %6s %8s %10s %9s %19s\n' workload window samples truncated B/sample "recorder us/sample"
+	echo "xz-T2|xz -T2 -3 -c $work/xz.txt"
+} | grep -E "^($ONLY)[|]" >"$work/list"
+printf '%-13s %6s %8s %10s %9s %10s %15s\n' workload window samples truncated B/sample "us/sample" "while sampling"
 while IFS='|' read -r name cmd; do
 	for w in $WINDOWS; do
 		t=$work/$name-$w.trace
 		# shellcheck disable=SC2086 # the command's words
-		"$B/cli/stackcap" record -F 999 --stack-size "$w" -o "$t" -- $cmd >/dev/null 2>"$work/rec.err" </dev/null
+		"$STACKCAP" record -F 999 --stack-size "$w" -o "$t" -- $cmd >/dev/null 2>"$work/rec.err" </dev/null
 		s=$(sed -n 's/.*: \([0-9]*\) samples,.*/\1/p' "$work/rec.err" | head -n 1)
 		bps=$(sed -n 's/.*(\([0-9.]*\) B\/sample).*/\1/p' "$work/rec.err" | head -n 1)
-		us=$(sed -n 's/.*recorder CPU [0-9.]* s (\([0-9.]*\) us\/sample).*/\1/p' "$work/rec.err")
+		us=$(sed -n 's/.*recorder CPU [0-9.]* s (\([0-9.]*\) us\/sample.*/\1/p' "$work/rec.err")
+		ws=$(sed -n 's/.*recorder CPU .*us\/sample, \([0-9.]*\) while sampling.*/\1/p' "$work/rec.err")
 		tr=$("$B/cli/stackunwind" stacks "$t" 2>&1 >/dev/null | sed -n 's/.* \([0-9]*\) truncated.*/\1/p')
-		printf '%-13s %6s %8s %10s %9s %19s\n' "$name" "$w" "${s:-?}" "${tr:-?}" "${bps:-?}" "${us:-?}"
+		printf '%-13s %6s %8s %10s %9s %10s %15s\n' "$name" "$w" "${s:-?}" "${tr:-?}" "${bps:-?}" "${us:-?}" "${ws:-?}"
 		rm -rf "$t"
 	done
 done <"$work/list"

@@ -126,7 +126,9 @@ int stackcap_convert(int argc, char **argv)
 	}
 	struct su_reader_callbacks cb = { .arg = &c, .sample = on_sample, .end = on_end };
 	char err[1024];
-	struct su_reader_opts ro = { .warn = cli_warn_hook(PROG) };
+	/* The user stacks only: a perf.data names no kernel symbols of its own
+	 * (stackunwind takes this machine's when the kernel is the same). */
+	struct su_reader_opts ro = { .warn = cli_warn_hook(PROG), .user_only = 1 };
 	int rrc = su_perf_data_read(in, &ro, &cb, &st, err, sizeof(err));
 	struct rec_encoder_stats es;
 	rec_encoder_get_stats(c.enc, &es);

@@ -180,7 +180,11 @@ static int mapping_eq(const void *arg, uint32_t i)
 	       e->filename == k->filename && e->build_id == k->build_id;
 }
 
-static uint32_t mapping_of(struct export_model *m, const struct su_map_entry *e, const char *name, uint32_t *out)
+/* The mapping of entry E (its module MOD, or NULL) named NAME.  A perf.data
+ * entry has its bias and, when perf recorded none, its build-id from the
+ * file its module opened. */
+static uint32_t mapping_of(struct export_model *m, const struct su_map_entry *e, const struct su_module *mod,
+			   const char *name, uint32_t *out)
 {
 	struct index *x = m->index;
 	size_t const slot = ((uintptr_t)e >> 4) % (sizeof(x->emap) / sizeof(x->emap[0]));
@@ -189,11 +193,16 @@ static uint32_t mapping_of(struct export_model *m, const struct su_map_entry *e,
 		return 0;
 	}
 	char hex[2 * SU_BUILD_ID_MAX + 1];
-	for (unsigned k = 0; k < e->build_id_len; k++)
-		snprintf(hex + 2 * k, 3, "%02x", e->build_id[k]);
-	hex[2 * e->build_id_len] = 0;
+	int const own = !e->build_id_len && (e->flags & (SU_MAP_FILE_BIAS | SU_MAP_THIS_KERNEL)) && mod &&
+			 mod->status == SU_MODULE_OK;
+	const uint8_t *id = own ? mod->file_id : e->build_id;
+	unsigned const id_len = own ? mod->file_id_len : e->build_id_len;
+	for (unsigned k = 0; k < id_len; k++)
+		snprintf(hex + 2 * k, 3, "%02x", id[k]);
+	hex[2 * id_len] = 0;
+	uint64_t const bias = su_module_bias(mod, e);
 	struct export_mapping key = {
-		.start = e->start, .limit = e->end, .offset = e->offset, .bias = e->bias,
+		.start = e->start, .limit = e->end, .offset = e->offset, .bias = bias,
 		.filename = export_model_string(m, name),
 		.build_id = export_model_string(m, hex),
 		.is_main = !!(e->flags & SU_MAP_MAIN),
@@ -402,7 +411,7 @@ static long add_sample(struct export_model *m, const unsigned char *p, size_t le
 		 * equals a leaf's pc (an instruction start). */
 		struct loc_key k = { .mapping = EXPORT_NO_MAPPING, .address = f.activation ? f.pc : f.pc - 1,
 				     .activation = f.activation, .rt_fp = f.rt_fp, .rt_pos = f.rt_pos };
-		if (f.map && (rc = mapping_of(m, f.map, f.module_name, &k.mapping)))
+		if (f.map && (rc = mapping_of(m, f.map, f.module, f.module_name, &k.mapping)))
 			return rc;
 		uint32_t li;
 		int fresh;

@@ -35,6 +35,9 @@ struct export_rec_frame {
 	uint64_t pc;
 	const struct su_map_entry *map;    /* NULL: the pc is in no recorded mapping */
 	const char *module_name;           /* MAP's name, safe to print (symbolize/resolve.h) */
+	/* MAP's module (debuginfo/module.h), or NULL: its load bias and the
+	 * build-id of its file (kept as long as MODULE_NAME). */
+	const struct su_module *module;
 	uint8_t activation;                /* the leaf: symbolized at pc, not pc - 1 */
 	uint8_t module_ok;                 /* the binary was found and opened */
 	uint16_t nsym;                     /* struct su_symframe that follow, innermost first */

@@ -118,7 +118,7 @@ static void format_frame(struct worker *w, uint32_t pid, const struct su_maps *m
 	size_t slot = 0;
 	uint64_t hash = 0;
 	struct frame_text *ft = m && m->status != SU_MODULE_NO_FILE
-		? frame_cache_slot(w, m, e->path, f->pc - e->bias, f->activation, &slot, &hash) : NULL;
+		? frame_cache_slot(w, m, e->path, f->pc - su_module_bias(m, e), f->activation, &slot, &hash) : NULL;
 	struct frame_text tmp = { 0 };
 	if (ft && ft->m) {
 		if (ft->unknown)
@@ -263,6 +263,7 @@ static void format_export(struct worker *w, const struct pipeline_sample *u, con
 		}
 		struct export_rec_frame const x = {
 			.pc = r.pc, .map = r.entry, .module_name = r.module_name, .activation = r.activation,
+			.module = r.module,
 			.module_ok = r.module && r.module->status == SU_MODULE_OK, .nsym = (uint16_t)r.nsym,
 			.rt_fp = frames[i].how == SU_FRAME_RUNTIME ? frames[i].rt_fp : 0,
 			.rt_pos = frames[i].how == SU_FRAME_RUNTIME ? frames[i].rt_pos : 0 };

@@ -72,6 +72,7 @@ static void usage(FILE *f)
 		"                           than keep inflated copies (default: kept under\n"
 		"                           $STACKCAP_CACHE_DIR, else ~/.cache/stackcap)\n"
 		"      --max-frames N       frames per sample (default %d)\n"
+		"      --user-only          leave out kernel frames (a trace's or a perf.data's)\n"
 		"  stacks, folded and flamegraph:\n"
 		"      --off-cpu            only the stacks where threads blocked (stackcap record\n"
 		"                           --off-cpu), each counting its blocked time in\n"
@@ -183,7 +184,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 {
 	enum { OPT_TITLE = 180, OPT_WIDTH, OPT_MIN_WIDTH, OPT_ICICLE, OPT_REVERSE,
 	       OPT_PER_PROCESS = 200, OPT_PER_THREAD, OPT_NO_INLINE, OPT_TIME = 256, OPT_UNWINDER, OPT_READER, OPT_DEBUG_DIR, OPT_SYMFS, OPT_NO_DEBUGINFOD, OPT_MAX_FRAMES, OPT_FORMAT, OPT_NO_CACHE, OPT_EVENT,
-	       OPT_OFF_CPU = 300, OPT_WITH_OFF_CPU };
+	       OPT_OFF_CPU = 300, OPT_WITH_OFF_CPU, OPT_USER_ONLY };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "tid", required_argument, NULL, 't' },
@@ -200,6 +201,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
 		{ "no-cache", no_argument, NULL, OPT_NO_CACHE },
 		{ "max-frames", required_argument, NULL, OPT_MAX_FRAMES },
+		{ "user-only", no_argument, NULL, OPT_USER_ONLY },
 		{ "format", required_argument, NULL, OPT_FORMAT },
 		{ "output", required_argument, NULL, 'o' },
 		{ "title", required_argument, NULL, OPT_TITLE },
@@ -330,6 +332,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_NO_CACHE:
 			no_cache = 1;
+			break;
+		case OPT_USER_ONLY:
+			o->filter.user_only = 1;
 			break;
 		case OPT_MAX_FRAMES:
 			o->max_frames = (size_t)parse_range(optarg, "--max-frames", 1, 65536);

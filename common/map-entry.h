@@ -16,6 +16,14 @@ enum {
 	SU_MAP_ANON = 1u << 0, /* anonymous/JIT code: no file */
 	SU_MAP_MAIN = 1u << 1, /* the main executable */
 	SU_MAP_VDSO = 1u << 2, /* [vdso] */
+	/* A file mapping whose load bias was not recorded (perf.data: the
+	 * kernel gives file offsets): BIAS is START - OFFSET until debuginfo/
+	 * reads the file it found (su_module_bias).  Never in a trace. */
+	SU_MAP_FILE_BIAS = 1u << 3,
+	/* A [vdso] with no build-id, recorded on this machine's kernel
+	 * release (perf.data): debuginfo/ takes its own vDSO as the
+	 * recording's (su_module.file_id).  Never in a trace. */
+	SU_MAP_THIS_KERNEL = 1u << 4,
 };
 
 /* One executable range of a process, as recorded. */

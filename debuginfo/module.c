@@ -669,6 +669,25 @@ fail:
 	return -EINVAL;
 }
 
+/* The PT_LOAD segments of M's file (opened at bias 0), for su_module_bias. */
+static void read_loads(struct su_module *m)
+{
+	GElf_Addr bias;
+	Elf *elf = dwfl_module_getelf(m->mod, &bias);
+	size_t n = 0;
+	if (!elf || elf_getphdrnum(elf, &n) != 0)
+		return;
+	for (size_t i = 0; i < n && m->nload < sizeof(m->load) / sizeof(m->load[0]); i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD) {
+			m->load[m->nload].offset = ph.p_offset;
+			m->load[m->nload].vaddr = ph.p_vaddr;
+			m->load[m->nload].filesz = ph.p_filesz;
+			m->nload++;
+		}
+	}
+}
+
 static void open_module(struct modpriv *p)
 {
 	struct su_module *m = &p->pub;
@@ -705,6 +724,22 @@ static void open_module(struct modpriv *p)
 	}
 	m->elf_path = path;
 	m->status = SU_MODULE_OK;
+	memcpy(m->file_id, p->want_id, p->want_id_len);
+	m->file_id_len = (uint8_t)p->want_id_len;
+	read_loads(m);
+}
+
+uint64_t su_module_bias(const struct su_module *m, const struct su_map_entry *e)
+{
+	if (!(e->flags & SU_MAP_FILE_BIAS))
+		return e->bias;
+	uint64_t const bias = e->start - e->offset;
+	for (unsigned i = 0; m && m->status == SU_MODULE_OK && i < m->nload; i++) {
+		uint64_t const lo = m->load[i].offset & ~0xfffull;
+		if (e->offset >= lo && e->offset < m->load[i].offset + m->load[i].filesz)
+			return bias + m->load[i].offset - m->load[i].vaddr;
+	}
+	return bias;
 }
 
 /* ---- the cache ------------------------------------------------------------ */
@@ -870,6 +905,14 @@ struct su_module *su_modcache_get(struct su_modcache *c, const struct su_map_ent
 	memcpy(p->want_id, e->build_id, e->build_id_len);
 	p->want_id_len = e->build_id_len;
 	m->is_vdso = (e->flags & SU_MAP_VDSO) != 0;
+	if (m->is_vdso && !m->build_id_len && (e->flags & SU_MAP_THIS_KERNEL)) {
+		/* Recorded on this kernel, no build-id stored: ours is its. */
+		load_own_vdso(c);
+		memcpy(m->build_id, c->vdso_id, c->vdso_id_len);
+		m->build_id_len = (uint8_t)c->vdso_id_len;
+		memcpy(p->want_id, c->vdso_id, c->vdso_id_len);
+		p->want_id_len = c->vdso_id_len;
+	}
 	if ((e->flags & SU_MAP_ANON) && !m->is_vdso)
 		m->status = SU_MODULE_NO_FILE;
 	else

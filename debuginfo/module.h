@@ -56,6 +56,14 @@ struct su_module {
 	Dwfl_Module *mod;          /* at bias 0: ELF address = module address */
 	int is_vdso;
 	int debug_only;            /* ELF_PATH is a debug file: no code, no .eh_frame */
+	/* The opened file's build-id (OK only): the recorded one, or the
+	 * file's own when none was recorded. */
+	uint8_t file_id_len;
+	uint8_t file_id[SU_BUILD_ID_MAX];
+	/* The PT_LOAD segments of the file opened (OK only): where a mapping
+	 * of a file offset puts ELF addresses (su_module_bias). */
+	uint16_t nload;
+	struct { uint64_t offset, vaddr, filesz; } load[16];
 	void *unwind_cache;        /* owned by unwind/: per-pc CFI rules */
 	void *sym_cache;           /* owned by symbolize/: per-address frames */
 };
@@ -101,6 +109,13 @@ void su_modcache_get_stats(const struct su_modcache *cache,
 void su_modcache_set_finalizers(struct su_modcache *cache,
 				void (*unwind_free)(void *),
 				void (*sym_free)(void *));
+
+/* The load bias of ENTRY (ELF address = pc - bias), M its module (or
+ * NULL): ENTRY's own, unless it maps a file offset with no bias known
+ * (SU_MAP_FILE_BIAS, a perf.data mapping): then from the program headers
+ * of the file M opened (under --symfs, in a --debug-dir...), the segment
+ * holding ENTRY's offset; START - OFFSET when there is none. */
+uint64_t su_module_bias(const struct su_module *m, const struct su_map_entry *entry);
 
 const char *su_module_status_name(enum su_module_status status);
 

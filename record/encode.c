@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* Samples of the trace model written as a stackcap trace (encode.h). */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
 
 #include "common/grow.h"
 #include "record/encode.h"
+#include "debuginfo/module.h"
 #include "record/kallsyms.h"
 #include "trace/stackcap-reader.h"
 
@@ -81,6 +84,9 @@ struct rec_encoder {
 	uint64_t *event_samples;
 	const char *last_event;
 	uint32_t last_index;
+	/* The files of perf's mappings (SU_MAP_FILE_BIAS), opened on the
+	 * recording machine for their load biases; made when first needed. */
+	struct su_modcache *mods;
 };
 
 static int by_u64(const void *a, const void *b)
@@ -210,19 +216,39 @@ static struct section *section_open(struct rec_encoder *e, const struct su_proce
 	return s;
 }
 
-static int write_maps(struct section *s, const struct su_maps *m, uint64_t ts)
+/* The module of X when the trace needs it opened on this machine: perf
+ * gives file offsets (SU_MAP_FILE_BIAS), the file's program headers say
+ * where they load; a [vdso] with no build-id is this kernel's
+ * (SU_MAP_THIS_KERNEL).  NULL otherwise. */
+static const struct su_module *entry_module(struct rec_encoder *e, const struct su_map_entry *x)
+{
+	if (!(x->flags & (SU_MAP_FILE_BIAS | SU_MAP_THIS_KERNEL)))
+		return NULL;
+	if (!e->mods) {
+		struct su_debuginfo_opts const o = { .no_debuginfod = 1, .no_system_dirs = 1 };
+		e->mods = su_modcache_new(&o);
+	}
+	const struct su_module *m = e->mods ? su_modcache_get(e->mods, x) : NULL;
+	return m && m->status == SU_MODULE_OK ? m : NULL;
+}
+
+static int write_maps(struct rec_encoder *e, struct section *s, const struct su_maps *m, uint64_t ts)
 {
 	struct ctf_map_entry *ce = calloc(m->count ? m->count : 1, sizeof(*ce));
 	if (!ce)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < m->count; i++) {
 		const struct su_map_entry *x = &m->entries[i];
+		const struct su_module *mod = entry_module(e, x);
+		/* The build-id perf stored, else the file's (a [vdso]: ours). */
+		int const own = !x->build_id_len && mod;
 		ce[i] = (struct ctf_map_entry){
-			.start = x->start, .end = x->end, .offset = x->offset, .bias = x->bias,
+			.start = x->start, .end = x->end, .offset = x->offset, .bias = su_module_bias(mod, x),
 			.flags = (uint8_t)((x->flags & SU_MAP_ANON ? CTF_MAP_ANON : 0) |
 					   (x->flags & SU_MAP_MAIN ? CTF_MAP_MAIN : 0) |
 					   (x->flags & SU_MAP_VDSO ? CTF_MAP_VDSO : 0)),
-			.build_id_len = x->build_id_len, .build_id = x->build_id_len ? x->build_id : NULL,
+			.build_id_len = own ? mod->file_id_len : x->build_id_len,
+			.build_id = own ? (mod->file_id_len ? mod->file_id : NULL) : x->build_id_len ? x->build_id : NULL,
 			/* Code with no file: named as the capture library names it. */
 			.path = x->path[0] || !(x->flags & SU_MAP_ANON) ? x->path : "[anon:exec]",
 		};
@@ -332,6 +358,43 @@ static int write_full(struct rec_encoder *e, struct thread *t, const struct su_s
 	return ctf_stream_sample_full(t->s, s->time_ns, s->tid, s->maps->generation, e->blob, out);
 }
 
+/* Words of the kernel's signal frame (x86-64 struct rt_sigframe: the
+ * return address into the trampoline, then the ucontext). */
+#define SIGF_WORD(field) (1 + offsetof(ucontext_t, field) / 8)
+#define SIGF_SS_SP SIGF_WORD(uc_stack.ss_sp)
+#define SIGF_SS_SIZE SIGF_WORD(uc_stack.ss_size)
+#define SIGF_RSP SIGF_WORD(uc_mcontext.gregs[REG_RSP])
+#define SIGF_RIP SIGF_WORD(uc_mcontext.gregs[REG_RIP])
+
+/* A handler on the alternate signal stack: the kernel copied the
+ * alternate stack only, where the signal frame holds the interrupted
+ * context, whose rsp and rbp point into the thread's own stack: not into
+ * the copy, so F2 would drop them and the unwind would end at the
+ * trampoline.  The codec's second stack range (also_lo, also_hi: what the
+ * in-process hook sets to the interrupted stack it copies) keeps them: the
+ * unwind goes on to the interrupted function, where the copy ends.  A
+ * signal frame is known by its own uc_stack, the alternate stack it lies
+ * in, and code pointers where the return address and rip are.  @return
+ * the interrupted rsp of the outermost such frame in the N words WORDS
+ * from SP, or 0. */
+static uint64_t sigframe_rsp(const uint64_t *words, uint64_t n, uint64_t sp, const struct stackcap_code_ranges *ranges)
+{
+	uint64_t found = 0;
+	for (uint64_t i = 0; i + SIGF_RIP < n; i++) {
+		uint64_t const at = sp + 8 * i, ss = words[i + SIGF_SS_SP], size = words[i + SIGF_SS_SIZE];
+		uint64_t const rsp = words[i + SIGF_RSP];
+		if (at < ss || at - ss >= size || size > (1ull << 30) || !rsp || rsp >= (1ull << 47) ||
+		    (rsp >= ss && rsp - ss < size))
+			continue; /* not on an alternate stack, or interrupted there */
+		if (stackcap_codec_classify(words[i], ranges, 0, 0, STACKCAP_POLICY_F1) &&
+		    stackcap_codec_classify(words[i + SIGF_RIP], ranges, 0, 0, STACKCAP_POLICY_F1))
+			found = rsp;
+	}
+	return found;
+}
+/* The interrupted stack's words kept: those up to this far above its sp. */
+#define SIGF_STACK_SPAN (1ull << 20)
+
 /* The index of event NAME in the table (the first when not there). */
 static uint32_t event_index(struct rec_encoder *e, const char *name)
 {
@@ -363,8 +426,11 @@ static int encode_stack(struct rec_encoder *e, struct thread *t, const struct su
 	if (!ranges)
 		return -ENOMEM;
 	uint64_t const hi = t->cur.sp + 8 * t->cur.nwords;
+	uint64_t const also =
+		e->o.policy == STACKCAP_POLICY_F2 ? sigframe_rsp(t->cur.words, t->cur.nwords, t->cur.sp, ranges) : 0;
 	for (uint64_t i = 0; i < t->cur.nwords; i++)
-		if (!stackcap_codec_classify(t->cur.words[i], ranges, t->cur.sp, hi, (enum stackcap_policy)e->o.policy))
+		if (!stackcap_codec_classify(t->cur.words[i], ranges, t->cur.sp, hi, (enum stackcap_policy)e->o.policy) &&
+		    !(also && t->cur.words[i] - also < SIGF_STACK_SPAN))
 			t->cur.words[i] = 0;
 	t->cur.policy = (uint8_t)e->o.policy;
 	uint64_t const k = t->have_prev ? stackcap_image_common_top(&t->cur, &t->prev) : 0;
@@ -372,6 +438,7 @@ static int encode_stack(struct rec_encoder *e, struct thread *t, const struct su
 		.words = t->cur.words, .nwords = t->cur.nwords, .sp = t->cur.sp, .regs = t->cur.regs,
 		.ranges = ranges, .policy = (enum stackcap_policy)e->o.policy, .encoding = STACKCAP_WORDS_RELATIVE,
 		.elide_top = k, .ref_sp = t->prev.sp, .has_ref = t->have_prev,
+		.also_lo = also, .also_hi = also ? also + SIGF_STACK_SPAN : 0,
 	};
 	if ((rc = blob_room(e, t->cur.nwords)) != 0)
 		return rc;
@@ -428,7 +495,7 @@ static struct thread *sample_thread(struct rec_encoder *e, const struct su_sampl
 {
 	if (!(*sec = section_open(e, s->process, s->time_ns, rc)))
 		return NULL;
-	if ((*sec)->last_maps != s->maps && (*rc = write_maps(*sec, s->maps, s->time_ns)) != 0)
+	if ((*sec)->last_maps != s->maps && (*rc = write_maps(e, *sec, s->maps, s->time_ns)) != 0)
 		return NULL;
 	struct thread *t = thread_of(e, *sec, s->tid, rc);
 	if (t && t->held) {
@@ -760,6 +827,7 @@ int rec_encoder_free(struct rec_encoder *e)
 	free(e->blob);
 	free(e->kaddr);
 	free(e->event_samples);
+	su_modcache_free(e->mods);
 	free(e);
 	return rc;
 }

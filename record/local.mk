@@ -17,5 +17,5 @@ record_librecord_la_SOURCES = \
 	record/procmaps.c \
 	record/recorder.h \
 	record/recorder.c
-record_librecord_la_CFLAGS = $(AM_CFLAGS) $(LIBELF_CFLAGS)
-record_librecord_la_LIBADD = trace/libsutrace.la capture/libctfwriter.la compress/libstackcodec.la $(LIBELF_LIBS)
+record_librecord_la_CFLAGS = $(AM_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS)
+record_librecord_la_LIBADD = debuginfo/libsudebuginfo.la trace/libsutrace.la capture/libctfwriter.la compress/libstackcodec.la $(LIBELF_LIBS)

@@ -16,6 +16,7 @@ void rec_offcpu_attr(struct perf_event_attr *attr, const struct perf_event_attr 
 	/* Maps, comm and task records come from the sampler once. */
 	attr->mmap = 0;
 	attr->mmap2 = 0;
+	attr->mmap_data = 0;
 	attr->build_id = 0;
 	attr->comm = 0;
 	attr->comm_exec = 0;

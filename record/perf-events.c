@@ -33,6 +33,9 @@ void rec_attr_init(struct perf_event_attr *attr, const struct rec_attr_opts *o)
 	attr->clockid = CLOCK_MONOTONIC; /* as our traces */
 	attr->mmap = 1;
 	attr->mmap2 = 1;
+	/* Data mappings too: the end of each thread's stack (trace/mem-ranges.h),
+	 * where its copies are cut. */
+	attr->mmap_data = 1;
 	attr->build_id = 1;
 	attr->comm = 1;
 	attr->comm_exec = 1;
@@ -162,9 +165,17 @@ int rec_events_open(struct rec_events *ev, const struct perf_event_attr *attrs0,
 	}
 	ev->n_rings = (size_t)ncpu;
 	ev->data_pages = data_pages;
+	/* The samples' layout, when every event's is the same (else 0: each
+	 * sample drained whole, its layout unknown to rec_ring_drain). */
+	uint64_t sample_type = attrs[0].sample_type;
+	for (size_t a = 1; a < n_attrs; a++)
+		if (attrs[a].sample_type != sample_type || attrs[a].sample_regs_user != attrs[0].sample_regs_user)
+			sample_type = 0;
 	for (int c = 0; c < ncpu; c++) {
 		ev->rings[c].cpu = cpus[c];
 		ev->rings[c].fd = -1;
+		ev->rings[c].sample_type = sample_type;
+		ev->rings[c].nregs = (uint32_t)__builtin_popcountll(attrs[0].sample_regs_user);
 	}
 	free(cpus);
 	for (size_t a = 0; a < n_attrs; a++)
@@ -255,6 +266,70 @@ int rec_events_disable(struct rec_events *ev)
 	return ioctl_all(ev, PERF_EVENT_IOC_DISABLE);
 }
 
+/* N bytes of ring R from its offset AT (modulo its size) into DST. */
+static void ring_read(const struct rec_ring *r, uint64_t at, void *dst, size_t n)
+{
+	uint64_t const o = at & (r->size - 1);
+	size_t const first = n < r->size - o ? n : (size_t)(r->size - o);
+	memcpy(dst, r->data + o, first);
+	memcpy((uint8_t *)dst + first, r->data, n - first);
+}
+
+/* Offset in the sample record at AT (LEN bytes) of its stack's size
+ * field, or 0 (a layout we did not ask for, or cut). */
+static size_t stack_field(const struct rec_ring *r, uint64_t at, size_t len)
+{
+	uint64_t const t = r->sample_type;
+	uint64_t const ours = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CALLCHAIN |
+			      PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	if ((t & ~ours) || !(t & PERF_SAMPLE_STACK_USER) || !(t & PERF_SAMPLE_REGS_USER))
+		return 0;
+	uint64_t off = 8 + 8u * (!!(t & PERF_SAMPLE_IDENTIFIER) + !!(t & PERF_SAMPLE_TID) + !!(t & PERF_SAMPLE_TIME));
+	uint64_t v;
+	if (t & PERF_SAMPLE_CALLCHAIN) {
+		if (off + 8 > len)
+			return 0;
+		ring_read(r, at + off, &v, 8);
+		if (v > len / 8)
+			return 0;
+		off += 8 + 8 * v;
+	}
+	if (off + 8 > len)
+		return 0;
+	ring_read(r, at + off, &v, 8); /* the registers' ABI: none, no registers */
+	off += 8 + (v ? 8u * r->nregs : 0);
+	return off + 8 <= len ? (size_t)off : 0;
+}
+
+/* Record AT (LEN bytes) into DST: a sample whose copy stopped short of its
+ * window without the rest.  @return the bytes written. */
+static size_t copy_record(const struct rec_ring *r, uint64_t at, size_t len, uint8_t *dst)
+{
+	size_t const sf = stack_field(r, at, len);
+	uint64_t size = 0, dyn = 0;
+	if (sf) {
+		ring_read(r, at + sf, &size, 8);
+		if (size && sf + 16 + size <= len)
+			ring_read(r, at + sf + 8 + size, &dyn, 8);
+	}
+	uint64_t const keep = ((dyn + 7) & ~7ull) + 8;
+	if (!sf || !size || sf + 16 + size > len || keep >= size) {
+		ring_read(r, at, dst, len);
+		return len;
+	}
+	size_t const after = len - (sf + 16 + size); /* nothing follows in ours */
+	ring_read(r, at, dst, sf);
+	memcpy(dst + sf, &keep, 8);
+	ring_read(r, at + sf + 8, dst + sf + 8, (size_t)dyn);
+	memset(dst + sf + 8 + dyn, 0, (size_t)(keep - dyn));
+	memcpy(dst + sf + 8 + keep, &dyn, 8);
+	ring_read(r, at + sf + 16 + size, dst + sf + 16 + keep, after);
+	size_t const n = sf + 16 + (size_t)keep + after;
+	uint16_t const n16 = (uint16_t)n;
+	memcpy(dst + 6, &n16, 2);
+	return n;
+}
+
 int64_t rec_ring_drain(struct rec_ring *r, rec_reserve_fn *reserve, rec_commit_fn *commit, void *arg)
 {
 	if (!r->meta)
@@ -267,13 +342,24 @@ int64_t rec_ring_drain(struct rec_ring *r, rec_reserve_fn *reserve, rec_commit_f
 	uint8_t *buf = reserve(arg, (size_t)len);
 	if (!buf)
 		return -ENOMEM;
-	uint64_t const at = tail & (r->size - 1);
-	uint64_t const first = len < r->size - at ? len : r->size - at;
-	memcpy(buf, r->data + at, (size_t)first);
-	memcpy(buf + first, r->data, (size_t)(len - first));
+	/* Record by record, reading of each sample only what the kernel
+	 * copied (a full window is 64 KiB, most copies are a few). */
+	uint64_t at = tail;
+	size_t out = 0;
+	while (head - at >= 8) {
+		struct perf_event_header h;
+		ring_read(r, at, &h, sizeof(h));
+		if (h.size < 8 || h.size > head - at)
+			break; /* damaged: the rest as it is, for the reader to say */
+		out += h.type == PERF_RECORD_SAMPLE ? copy_record(r, at, h.size, buf + out)
+						    : (ring_read(r, at, buf + out, h.size), h.size);
+		at += h.size;
+	}
+	ring_read(r, at, buf + out, (size_t)(head - at));
+	out += (size_t)(head - at);
 	/* The kernel may write there again: the copy is ours. */
 	__atomic_store_n(&r->meta->data_tail, head, __ATOMIC_RELEASE);
-	int const rc = commit(arg, (size_t)len);
+	int const rc = commit(arg, out);
 	return rc < 0 ? rc : (int64_t)len;
 }
 

@@ -2,7 +2,8 @@
 /*
  * perf-events.h: the kernel sampler's events (perf_event_open, no perf
  * binary): cpu-clock at a frequency, each sample the user registers and
- * a copy of the user stack window, side records for maps (with build-ids),
+ * a copy of the user stack window, side records for maps (with build-ids;
+ * data mappings too, where each thread's stack ends),
  * comm and task; one ring buffer per CPU, mapped and drained by the
  * recorder, never blocking the traced program (a full ring loses samples
  * and the kernel says how many: LOST records).
@@ -42,6 +43,8 @@ void rec_attr_init(struct perf_event_attr *attr, const struct rec_attr_opts *o);
 struct rec_ring {
 	int fd;               /* the event whose ring it is */
 	int cpu;
+	uint64_t sample_type; /* of its samples' attr */
+	uint32_t nregs;       /* user registers per sample */
 	struct perf_event_mmap_page *meta;
 	uint8_t *data;
 	uint64_t size;        /* bytes of the data area (a power of 2) */
@@ -82,8 +85,12 @@ int rec_events_enable(struct rec_events *ev);
 int rec_events_disable(struct rec_events *ev);
 
 /* The records of ring R now: into a buffer from RESERVE(ARG, LEN), then
- * COMMIT(ARG, LEN); the ring is freed once COMMIT returned.  @return the
- * bytes drained, or a negative error of the callbacks. */
+ * COMMIT(ARG, LEN2), LEN2 <= LEN: a sample whose stack copy stopped short
+ * of the window (the kernel found memory unreadable) is copied without the
+ * rest of the window, its stack size field made the copy's, rounded up,
+ * plus a word (so it does not read as filling the window).  The ring is
+ * freed once COMMIT returned.  @return the bytes drained from the ring,
+ * or a negative error of the callbacks. */
 typedef uint8_t *rec_reserve_fn(void *arg, size_t len);
 typedef int rec_commit_fn(void *arg, size_t len);
 int64_t rec_ring_drain(struct rec_ring *r, rec_reserve_fn *reserve, rec_commit_fn *commit, void *arg);

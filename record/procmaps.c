@@ -115,17 +115,22 @@ int rec_proc_synthesize(struct rec_buf *b, pid_t pid, uint64_t ts)
 			char perms[8];
 			int name_at = 0;
 			if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n", &start, &end,
-				   perms, &pgoff, &maj, &min, &ino, &name_at) < 7 || perms[2] != 'x')
+				   perms, &pgoff, &maj, &min, &ino, &name_at) < 7)
 				continue;
 			char *name = line + name_at;
 			name[strcspn(name, "\n")] = 0;
+			/* Code, and memory with no file, where stacks are ([stack],
+			 * threads' anonymous mappings): where each stack ends. */
+			int const exec = perms[2] == 'x';
+			if (!exec && name[0] && name[0] != '[')
+				continue;
 			int const is_exe = exe[0] && strcmp(name, exe) == 0;
 			if (is_exe != (pass == 0))
 				continue;
 			/* No name: anonymous code (a JIT's), as the kernel names it. */
 			const char *pname = name[0] ? name : "//anon";
 			uint32_t const prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
-					      PROT_EXEC;
+					      (exec ? PROT_EXEC : 0);
 			rc = put_mmap2(b, pid, ts, start, end, pgoff, maj, min, ino, prot, pname);
 		}
 	}

@@ -3,9 +3,9 @@
  * procmaps.h: what a process already running looks like, from /proc, as
  * the perf records the kernel would have written had it been watched
  * from its start: COMM (its name) and MMAP2 (each executable mapping,
- * the main executable first), stamped with the attach time, so the
- * recorder reads them with the same code as the live records
- * (trace/perf-data.c).  Build-ids come from the mapped files when the
+ * the main executable first, then the anonymous ones, where stacks
+ * are), stamped with the attach time, so the recorder reads them with
+ * the same code as the live records (trace/perf-data.c).  Build-ids come from the mapped files when the
  * records are read (as for a perf.data file without them).
  */
 #ifndef STACKCAP_RECORD_PROCMAPS_H

@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -75,6 +76,7 @@ struct recorder {
 	uint64_t ring_bytes;
 	uint32_t window;       /* the stack bytes a sample holds at most */
 	int werr;              /* first writing error */
+	double cpu_loop;       /* our CPU seconds while sampling (the poll loop) */
 };
 
 /* Packets in flight written this often (as the capture library does). */
@@ -459,7 +461,7 @@ static int events_attrs(struct recorder *r, const struct rec_attr_opts *ao)
 			struct perf_event_attr *a = &r->attrs[r->n_attrs];
 			rec_event_attr(&r->evs[i], site, &base, r->o->freq, r->o->period, a);
 			if (r->n_attrs) {
-				a->mmap = a->mmap2 = a->build_id = a->comm = a->comm_exec = a->task = 0;
+				a->mmap = a->mmap2 = a->mmap_data = a->build_id = a->comm = a->comm_exec = a->task = 0;
 			}
 			r->names[r->n_attrs++] = r->evs[i].name;
 		}
@@ -490,22 +492,31 @@ static size_t ring_pages(uint32_t stack_size)
 	return pages;
 }
 
+/* This process's CPU time so far, in seconds. */
+static double cpu_now(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+	       ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e-6;
+}
+
 static void summary(const struct recorder *r, const struct rec_encoder_stats *sp, uint64_t bytes)
 {
 	const struct rec_options *o = r->o;
 	uint32_t const window = r->window;
 	struct rec_encoder_stats const st = *sp;
 	uint64_t const drops = st.lost + st.throttled;
-	/* The cost moved out of the traced threads: the recorder's own CPU. */
-	struct rusage ru;
-	double cpu = 0;
-	if (getrusage(RUSAGE_SELF, &ru) == 0)
-		cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
-		      ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e-6;
+	/* The cost moved out of the traced threads: the recorder's own CPU,
+	 * all of it, and while sampling only (without the start and the end:
+	 * opening events, the kernel symbols). */
+	double const cpu = cpu_now();
+	double const per = st.samples ? 1e6 / (double)st.samples : 0.0;
 	say(o, "kernel copy (%u Hz, %u-byte stack window): %" PRIu64 " samples, %" PRIu64
-		" drops, %" PRIu64 " bytes (%.1f B/sample) in %s; recorder CPU %.3f s (%.1f us/sample)",
-		o->freq, window, st.samples, drops, bytes, st.samples ? (double)bytes / (double)st.samples : 0.0,
-		o->out, cpu, st.samples ? cpu * 1e6 / (double)st.samples : 0.0);
+		" drops, %" PRIu64 " bytes (%.1f B/sample) in %s; recorder CPU %.3f s (%.1f us/sample, %.1f while "
+		"sampling)", o->freq, window, st.samples, drops, bytes,
+		st.samples ? (double)bytes / (double)st.samples : 0.0, o->out, cpu, cpu * per, r->cpu_loop * per);
 	if (drops) {
 		for (size_t i = 0; i < st.n_procs; i++) {
 			const struct rec_proc_stats *p = &st.procs[i];
@@ -573,6 +584,11 @@ int rec_record(const struct rec_options *o)
 	uint64_t const t0 = now_ns();
 
 	stop_signal = 0;
+	/* What the rings hold is copied out every pass (up to 16 MiB a CPU)
+	 * into buffers freed a round later: from the heap, kept, not fresh
+	 * mappings that fault in and zero every page each time. */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	/* The tasks: a command (waiting for its events), or those named. */
 	if (cmd_only) {
 		/* Like time(1): the terminal's signals go to the command. */
@@ -805,6 +821,7 @@ int rec_record(const struct rec_options *o)
 		pidfds[i] = pidfd_open(o->pids[i]);
 	int forwarded = 0, child_done = 0;
 	uint64_t last_flush = now_ns();
+	double const cpu0 = cpu_now();
 	rc = 0;
 	for (;;) {
 		size_t k = 0;
@@ -860,6 +877,7 @@ int rec_record(const struct rec_options *o)
 	free(fds);
 	rec_events_disable(&r->ev);
 	int64_t const d = rc ? 0 : drain(r);
+	r->cpu_loop = cpu_now() - cpu0;
 	if (!rc && d < 0)
 		rc = (int)d;
 	int const erc = rc ? rc : su_perf_stream_end(r->ps);

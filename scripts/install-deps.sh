@@ -48,14 +48,14 @@ linux-perf          # tests/perf.sh, perf-compare.sh, record.sh, secret.sh, bad-
 libc6-dbg           # libc's separate debug info: names libc's local symbols (tests/unwind.sh: the signal trampoline __restore_rt; tests/names.sh: a function GCC inlined into itself)
 gdb                 # tests/testdata.sh: gdb's backtraces are the testdata programs' reference chains
 dwz                 # tests/unit/test-symbolize.c: DWARF shared through .gnu_debugaltlink
-golang-go           # tests/export.sh, tests/real-clients.sh: Google's pprof tool reads our pprof files; tests/names.sh, tests/kernel-record.sh: Go programs (static and cgo)
+golang-go           # tests/export.sh, tests/real-clients.sh: Google's pprof tool reads our pprof files; tests/names.sh, tests/kernel-record.sh: Go programs (static and cgo); bench/slowdown.sh: a Go workload
 golang-github-google-pprof-dev  # tests/export.sh: pprof's source, for that build
 zstd                # tests (record.sh, unwind.sh, bt2-plugin.sh, perf.sh, secret.sh, bad-input.sh): zstd -d of --zstd streams
-xz-utils            # tests/perf.sh, bench/: xz as a program not written here
+xz-utils            # tests/perf.sh, tests/kernel-record.sh, bench/: xz as a program not written here
 libxml2-utils       # tests/flamegraph.sh, tests/perf.sh: xmllint validates the SVG flamegraphs
 bsdutils            # script(1): tests/flamegraph.sh's progress on a terminal, tests/perf*.sh
 procps              # ps (tap-lib.sh: daemons the tests stop), pgrep (tests/browser.sh)
-python3             # tests/perf.sh, bench/perf-vs.sh: a pure-Python program under perf; tests/python.sh, tests/secret.sh: --python
+python3             # tests/perf.sh, bench/perf-vs.sh, bench/slowdown.sh: a pure-Python program under perf; tests/python.sh, tests/secret.sh: --python
 time                # /usr/bin/time: bench/perf-vs.sh, bench/unwind.sh (peak memory)
 python3.11-dbg      # tests/unit/test-cpython-layout: CPython 3.11's DWARF checks capture/cpython-layout.h (the offsets --python reads); apt upgrades it with python3.11
 libiberty-dev       # symbolize/: Rust names, legacy and v0 (libiberty's rust_demangle)
@@ -63,7 +63,7 @@ rustc               # tests/names.sh: Rust programs built by Debian's compiler (
 debuginfod          # tests/real-clients.sh: a real debuginfod server on loopback serves a stripped program's debug file
 systemtap-sdt-dev   # <sys/sdt.h>: the SDT markers of testdata/tdata-events (tests/events.sh: stackcap record -e sdt:...)
 busybox-static      # tests/kernel-record.sh: a static binary the kernel copy records and LD_PRELOAD cannot
-sqlite3             # bench/stack-window.sh: deep stacks (the stack window's size)
+sqlite3             # bench/stack-window.sh, bench/slowdown.sh: deep stacks (the stack window's size), bytes per sample
 bzip2               # bench/stack-window.sh: deep stacks (the stack window's size)
 ca-certificates     # [check] npm's registry over https (tests/export.sh, tests/browser.sh)
 nodejs              # [check] tests/export.sh (speedscope-check.js), tests/browser.sh: node

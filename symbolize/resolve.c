@@ -304,9 +304,10 @@ int su_resolve(struct su_resolver *r, uint32_t pid, const struct su_maps *maps, 
 	out->entry = e;
 	out->module = m;
 	out->module_name = name;
-	out->elf_addr = f->pc - e->bias;
+	uint64_t const bias = su_module_bias(m, e);
+	out->elf_addr = f->pc - bias;
 	size_t const n = m->status == SU_MODULE_OK
-		? su_symbolize(m, su_frame_lookup_pc(f) - e->bias, r->raw, SU_RESOLVE_MAX_SYM) : 0;
+		? su_symbolize(m, su_frame_lookup_pc(f) - bias, r->raw, SU_RESOLVE_MAX_SYM) : 0;
 	if (n && r->raw[n - 1].function) {
 		for (size_t i = 0; i < n; i++) {
 			struct su_symframe *y = &r->sym[i];

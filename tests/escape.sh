@@ -28,6 +28,12 @@ raw_free() { ! grep -q "[$esc$bel]" "$1"; }
 # escaped FILE: the escaped sequence is there (folded turns its ";" into ":").
 escaped() { grep -qF '\x1b]52' "$1" && grep -qF '\x07' "$1"; }
 
+# The in-process hook names the process and its maps itself: the same.
+"$STACKCAP" record --in-process -o "$work/osc-ip.trace" -- "$dir/$prog" 0.3 >/dev/null 2>"$work/rec-ip.err"
+"$SU" stacks -j 1 "$work/osc-ip.trace" >"$work/stacks-ip.out" 2>"$work/stacks-ip.err"
+check "--in-process: stacks shows the path and the comm escaped" escaped "$work/stacks-ip.out"
+check "--in-process: no raw ESC or BEL" raw_free "$work/stacks-ip.out"
+
 "$SU" stacks -j 2 "$work/osc.trace" >"$work/stacks.out" 2>"$work/stacks.err"
 check "stacks: the path and the comm come out escaped" escaped "$work/stacks.out"
 check "stacks: no raw ESC or BEL" raw_free "$work/stacks.out"

@@ -10,7 +10,8 @@
 # CPU-time samples of dd alone, so the share does not depend on the load.
 # stackunwind reads the trace with /proc/kallsyms hidden (an empty file
 # bound over it in a private mount namespace): the names can only come from
-# the trace.
+# the trace.  A perf.data file of dd recorded as root shows perf script's
+# kernel frames, named from this machine's /proc/kallsyms.
 . "${top_srcdir:?}/tests/tap-lib.sh"
 need "linux-perf" perf
 need_perf_sampling
@@ -99,5 +100,48 @@ if [ "$(runuser -u nobody -- head -c 16 /proc/kallsyms)" = "0000000000000000" ];
 else
 	not_ok "nobody sees kernel addresses here (kernel.kptr_restrict=0 and perf_event_paranoid<=1): the refusal is not tested"
 fi
+
+# perf.data files that carry kernel call chains (perf record as root,
+# --call-graph dwarf: exclude_callchain_user, the kernel part kept): their
+# kernel frames shown innermost first as perf script shows them, named from
+# this machine's /proc/kallsyms (the recording's kernel is this one).
+perf record -q -k monotonic -e cpu-clock --call-graph dwarf -o "$work/dd.data" -- $DD >/dev/null 2>"$work/ddp.err"
+check "perf record dd: exit 0" [ $? = 0 ]
+# kframes: one line per sample, "tid time|kernel;frames" (offsets dropped).
+kframes() {
+	awk '/^[^\t ]/ { if (h != "") print h "|" c; n = split($0, a, " "); tid = a[n - 1]; sub(/.*\//, "", tid)
+		t = a[n]; sub(/:$/, "", t); h = tid " " t; c = ""; next }
+	/\(\[kernel\.kallsyms\]\)$/ { f = $2; sub(/\+0x[0-9a-f]+$/, "", f); c = c (c == "" ? "" : ";") f }
+	END { if (h != "") print h "|" c }'
+}
+perf script --ns -i "$work/dd.data" -F comm,pid,tid,time,ip,sym,dso 2>/dev/null | kframes >"$work/ddp.perf"
+"$UNW" stacks "$work/dd.data" >"$work/ddp.stacks" 2>"$work/ddp.unw"
+kframes <"$work/ddp.stacks" >"$work/ddp.su"
+total=$(wc -l <"$work/ddp.perf")
+same=$(paste -d '\n' "$work/ddp.perf" "$work/ddp.su" | awk 'NR % 2 { p = $0; next } p == $0 && p !~ /\|$/ { n++ } END { print n + 0 }')
+withk=$(grep -c '|.' "$work/ddp.perf")
+check "perf.data: $same of $withk samples with kernel frames show perf script's kernel frames (>= 99%; $total samples, $(wc -l <"$work/ddp.su") ours)" \
+	sh -c "[ $total = $(wc -l <"$work/ddp.su") ] && [ $withk -ge 100 ] && [ $((100 * same)) -ge $((99 * withk)) ]"
+rw=$(grep -Ec '\|([^|]*;)?(ksys_|vfs_|__x64_sys_)(read|write)(;|$)' "$work/ddp.su")
+check "perf.data: $rw of $total samples show the kernel's read/write path (>= half)" \
+	awk -v a="$rw" -v b="$total" 'BEGIN { exit !(b > 0 && 2 * a >= b) }'
+check "perf.data: no note about kernel symbols ($(grep -c 'kernel frames' "$work/ddp.unw"))" \
+	sh -c "! grep -q 'kernel frames' '$work/ddp.unw'"
+# --user-only: the same stacks without their kernel frames.
+"$UNW" stacks --user-only "$work/dd.data" >"$work/ddp-uo.stacks" 2>/dev/null
+grep -v '(\[kernel\.kallsyms\])$' "$work/ddp.stacks" >"$work/ddp-nok.stacks"
+check "perf.data --user-only: no kernel frame, every other line as without it" \
+	sh -c "! grep -q 'kernel\.kallsyms' '$work/ddp-uo.stacks' && cmp -s '$work/ddp-uo.stacks' '$work/ddp-nok.stacks'"
+# Another kernel's recording (its build-id changed in a copy): the frames
+# keep their addresses, said once.
+kid=$(perf buildid-list -i "$work/dd.data" 2>/dev/null | awk '$2 == "[kernel.kallsyms]" { print $1; exit }')
+python3 -c 'import sys
+d = bytearray(open(sys.argv[1], "rb").read()); i = d.find(bytes.fromhex(sys.argv[2]))
+assert i > 0; d[i] ^= 0xff; open(sys.argv[3], "wb").write(d)' "$work/dd.data" "$kid" "$work/other.data" 2>"$work/other.py"
+"$UNW" stacks "$work/other.data" >"$work/other.stacks" 2>"$work/other.unw"
+orc=$?
+check "another kernel's perf.data: exit $orc, told once ($(grep -c 'kernel frames not named' "$work/other.unw")), kernel frames unnamed" \
+	sh -c "[ $orc = 0 ] && [ \$(grep -c 'kernel frames not named: the recording.s kernel' '$work/other.unw') = 1 ] &&
+		grep -q 'kernel\.kallsyms' '$work/other.stacks' && ! grep -Eq 'vfs_(read|write)' '$work/other.stacks'"
 
 echo "1..$n"

@@ -17,8 +17,10 @@ need_perf_sampling
 need "golang-go" go
 need "busybox-static" busybox
 need "util-linux" runuser
+need "xz-utils" xz
 UNW="$B/cli/stackunwind"
 HB="$B/tests/hard-burn"
+sigtramp_sed >"$work/sigtramp.sed"
 
 # rec NAME ARGS...: stackcap record -o $work/NAME.trace ARGS, stderr and status kept.
 rec() {
@@ -55,6 +57,20 @@ for v in block-signals exit-group close-fds; do
 	# The workers' samples (main's own, e.g. closing 65536 fds, are not).
 	check "--$v: burner;hard_compute;hard_leaf in >= 99% of the workers' samples ($c of $w)" pct_ok "$c" "$w" 99
 done
+
+# 1b. copies cut at the end of the thread's own stack (data mappings):
+# above a liblzma worker's stack lies other readable memory, which the
+# kernel copies up to the window (before: nearly every sample filled it).
+head -c 4000000 /dev/urandom | od -x >"$work/xz.in"
+rec xzt -- xz -T2 -3 -c "$work/xz.in"
+"$UNW" stats "$work/xzt.trace" >"$work/xzt.stats" 2>&1
+"$UNW" stacks "$work/xzt.trace" 2>"$work/xzt.sum" >/dev/null
+s=$(total "$work/xzt.folded")
+full=$(sed -n 's/^stack window full: *\([0-9]*\) samples.*/\1/p' "$work/xzt.stats")
+raw=$(sed -n 's/^stack bytes (raw): *\([0-9]*\).*/\1/p' "$work/xzt.stats")
+check "xz -T2: no copy fills the window, cut at its stack's end ($full of $s; $raw raw stack bytes)" \
+	sh -c "[ '$s' -gt 100 ] && [ '$full' = 0 ] && [ '$raw' -lt \$(($s * 32768)) ]"
+check "xz -T2: every sample fully unwound ($(cat "$work/xzt.sum"))" grep -q ": $s samples, $s fully unwound" "$work/xzt.sum"
 
 # 2. Debian's busybox-static: a static binary (no LD_PRELOAD); its gzip
 # code has no CFI (.eh_frame lacks it), so perf and we stop at the leaf.
@@ -142,6 +158,10 @@ for g in gostatic gocgo; do
 	check "$g: exit 0, output unchanged" sh -c "[ \"\$(cat '$work/$g.rc')\" = 0 ] && [ \"\$(cat '$work/$g.out')\" = true ]"
 	check "$g: $s samples, >= 90% of perf record's $p" near_perf "$s" "$p"
 	check "$g: $GOCHAIN (Go frames named) in >= 90% of them ($c of $s)" pct_ok "$c" "$s" 90
+	# A goroutine's stack ends at runtime.goexit, g0's at mstart or
+	# rt0_go: outermost, not [bad-stack] (what lies above the stack).
+	f=$(sed -n 's/^stackunwind: [0-9]* samples, \([0-9]*\) fully unwound.*/\1/p' "$work/$g.unw")
+	check "$g: >= 99% of the samples fully unwound, to goexit, mstart or rt0_go (${f:-?} of $s)" pct_ok "${f:-0}" "$s" 99
 done
 
 # 4. exactness: the hot chains stackcap's trace gives are those perf record
@@ -161,6 +181,24 @@ rec full --full-copy -- "$TD/tdata-single" 0.3
 "$UNW" stats "$work/full.trace" >"$work/full.stats" 2>&1
 check "--full-copy: F2 fidelity 100% ($(grep fidelity "$work/full.stats"))" grep -q "fidelity: *100.0%" "$work/full.stats"
 check "stats: the sampler and its window" grep -q "sampler: *kernel copy.*-byte stack window" "$work/full.stats"
+
+# A handler on the alternate signal stack: the kernel copies that stack
+# only; the signal frame's saved rsp (kept, though it points off the copy)
+# takes the unwind through __restore_rt to the interrupted function, where
+# it ends [truncated] (perf's copy stops at the trampoline).  F2 fidelity
+# stays 100%: the filtered copy unwinds as the full one.
+rec sigalt --full-copy -- "$TD/tdata-sigalt" 0.3
+"$UNW" stats "$work/sigalt.trace" >"$work/sigalt.stats" 2>&1
+"$UNW" stacks "$work/sigalt.trace" 2>/dev/null | sed -f "$work/sigtramp.sed" >"$work/sigalt.stacks"
+# (frames: 1 handler_hot, 2 handler_entry, 3 __restore_rt, 4 trigger_loop, 5 the end)
+set -- $(awk 'function done() { if (h) { t++; g += (f[2] ~ /^handler_entry\+/ && f[3] ~ /^__restore_rt/ &&
+		f[4] ~ /^trigger_loop\+/ && f[5] == "[truncated]" && k == 5) } }
+	/^tdata-sigalt/ { done(); getline l; h = (l ~ / handler_hot\+/); k = 1; delete f; next }
+	/^\t/ { f[++k] = $2 }
+	END { done(); print g + 0, t + 0 }' "$work/sigalt.stacks")
+check "sigaltstack: handler_hot;handler_entry;__restore_rt;trigger_loop then [truncated] in >= 99% of the handler's samples ($1 of $2)" \
+	sh -c "[ $2 -ge 100 ] && [ \$(($1 * 100)) -ge \$(($2 * 99)) ]"
+check "sigaltstack: F2 fidelity 100% ($(grep fidelity "$work/sigalt.stats"))" grep -q "fidelity: *100.0%" "$work/sigalt.stats"
 check "stats: per-process samples and drops" grep -q "pid .* samples, 0 drops" "$work/full.stats"
 
 # 5. attach: -p for a while, threads created after the attach sampled; the
@@ -184,7 +222,7 @@ rec attt -t "$sp"
 wait "$sp"
 s=$(total "$work/attt.folded"); c=$(with "$work/attt.folded" 'level_a;level_b;level_c;hot_leaf( |;)')
 check "-t TID: recorded until the thread ended ($s samples), chain in >= 99% ($c)" \
-	sh -c "[ \"\$(cat '$work/attt.rc')\" = 0 ] && [ $s -ge 500 ]" && pct_ok "$c" "$s" 99
+	sh -c "[ \"\$(cat '$work/attt.rc')\" = 0 ] && [ $s -ge 500 ] && [ $((c * 100)) -ge $((s * 99)) ]"
 
 # 6. the whole machine: two unrelated programs, both with their chains.
 "$TD/tdata-single" 1 >/dev/null &
@@ -193,9 +231,15 @@ p1=$!
 p2=$!
 rec all -a -- sleep 1
 wait "$p1" "$p2"
-a1=$("$UNW" folded --pid "$p1" "$work/all.trace" 2>/dev/null | awk '/level_a;level_b;level_c;hot_leaf/ { n += $NF } END { print n + 0 }')
-a2=$("$UNW" folded --pid "$p2" "$work/all.trace" 2>/dev/null | awk '/nofp_outer;nofp_middle;nofp_hot/ { n += $NF } END { print n + 0 }')
-check "-a: both programs with their chains ($a1, $a2 samples)" [ "$a1" -ge 100 -a "$a2" -ge 100 ]
+# How many samples each gets depends on the machine's load (-a samples
+# every CPU, the programs get what the others leave): counted is that both
+# are there and that their samples are on their chains.
+"$UNW" folded --pid "$p1" "$work/all.trace" >"$work/all1.folded" 2>/dev/null
+"$UNW" folded --pid "$p2" "$work/all.trace" >"$work/all2.folded" 2>/dev/null
+a1=$(with "$work/all1.folded" 'level_a;level_b;level_c;hot_leaf'); t1=$(total "$work/all1.folded")
+a2=$(with "$work/all2.folded" 'nofp_outer;nofp_middle;nofp_hot'); t2=$(total "$work/all2.folded")
+check "-a: both programs with their chains in >= 90% of their samples ($a1 of $t1, $a2 of $t2)" \
+	sh -c "[ $t1 -ge 20 ] && [ $t2 -ge 20 ] && [ $((a1 * 100)) -ge $((t1 * 90)) ] && [ $((a2 * 100)) -ge $((t2 * 90)) ]"
 
 # 7. refused perf events: a command falls back to the in-process sampler
 # with a one-line notice; -a and -p fail with the reason, exit non-zero.

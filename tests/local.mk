@@ -32,6 +32,21 @@ tests_unit_test_trace_sources_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(ZSTD_CFLAG
 tests_unit_test_trace_sources_LDADD = trace/libsutrace.la capture/libctfwriter.la $(ZSTD_LIBS) $(CHECK_LIBS)
 TESTS += tests/unit/test-trace-sources
 
+# The perf.data reader (trace/perf-data.h) on images built by the test:
+# what it delivers, perf's round order, damaged and cut files.
+check_PROGRAMS += tests/unit/test-perf-data
+tests_unit_test_perf_data_SOURCES = tests/unit/test-perf-data.c tests/unit/check-main.h
+tests_unit_test_perf_data_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_test_perf_data_LDADD = trace/libsutrace.la $(CHECK_LIBS)
+TESTS += tests/unit/test-perf-data
+
+# Where the stack of an sp ends, from the mappings MMAP records announce.
+check_PROGRAMS += tests/unit/test-mem-ranges
+tests_unit_test_mem_ranges_SOURCES = tests/unit/test-mem-ranges.c tests/unit/check-main.h
+tests_unit_test_mem_ranges_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_test_mem_ranges_LDADD = trace/libsutrace.la $(CHECK_LIBS)
+TESTS += tests/unit/test-mem-ranges
+
 # The same codec tests under ASan+UBSan, as part of every `make check`.
 SANITIZE_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 check_PROGRAMS += tests/unit/test-stack-codec-asan
@@ -59,11 +74,21 @@ tests_unit_test_trace_sources_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_trace_sources_asan_LDADD = $(BABELTRACE2_LIBS) $(ZSTD_LIBS) $(CHECK_LIBS)
 TESTS += tests/unit/test-trace-sources-asan
 
+check_PROGRAMS += tests/unit/test-perf-data-asan
+tests_unit_test_perf_data_asan_SOURCES = $(tests_unit_test_perf_data_SOURCES) \
+	trace/perf-data.c trace/perf-procs.c trace/perf-sample.c trace/perf-stream.c trace/kallsyms.c trace/mem-ranges.c \
+	trace/stackcap-reader.c trace/trace-dir.c trace/source-native.c trace/source-babeltrace2.c trace/bt2-event.c trace/bt2-graph.c \
+	capture/ctf-writer.c capture/ctf-metadata.c $(common_libsucommon_la_SOURCES) compress/stack-codec.c
+tests_unit_test_perf_data_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(ZSTD_CFLAGS) $(BABELTRACE2_CFLAGS) $(SANITIZE_FLAGS) -O1
+tests_unit_test_perf_data_asan_LDFLAGS = $(SANITIZE_FLAGS)
+tests_unit_test_perf_data_asan_LDADD = $(BABELTRACE2_LIBS) $(ZSTD_LIBS) $(CHECK_LIBS)
+TESTS += tests/unit/test-perf-data-asan
+
 # `make check-sanitize`: only the sanitizer builds.
 check-sanitize:
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS="tests/unit/test-common-asan tests/unit/test-stack-codec-asan tests/unit/test-ctf-writer-asan \
 		tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan tests/unit/test-unwind-asan \
-		tests/unit/test-trace-sources-asan tests/unit/test-export-asan tests/unit/test-flamegraph-asan \
+		tests/unit/test-trace-sources-asan tests/unit/test-perf-data-asan tests/unit/test-export-asan tests/unit/test-flamegraph-asan \
 		tests/unit/test-ir-copy-asan"
 .PHONY: check-sanitize
 
@@ -106,6 +131,8 @@ FUZZ_READER_SRC = $(top_srcdir)/trace/stackcap-reader.c $(top_srcdir)/trace/trac
 	$(top_srcdir)/trace/source-babeltrace2.c $(top_srcdir)/trace/bt2-event.c $(top_srcdir)/trace/bt2-graph.c $(top_srcdir)/common/zstd-frame.c \
 	$(top_srcdir)/common/io.c $(top_srcdir)/common/grow.c $(top_srcdir)/common/hashmap.c \
 	$(FUZZ_CODEC_SRC)
+FUZZ_PERF_SRC = $(top_srcdir)/trace/perf-data.c $(top_srcdir)/trace/perf-procs.c $(top_srcdir)/trace/mem-ranges.c \
+	$(top_srcdir)/trace/perf-sample.c $(top_srcdir)/trace/perf-stream.c $(top_srcdir)/trace/kallsyms.c
 if ENABLE_FUZZING
 check_PROGRAMS += tests/fuzz/fuzz-decode tests/fuzz/fuzz-roundtrip tests/fuzz/fuzz-native-source tests/fuzz/fuzz-perf-data
 tests_fuzz_fuzz_decode_SOURCES =
@@ -119,7 +146,7 @@ tests/fuzz/fuzz-roundtrip$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-roundtrip.c $(
 tests/fuzz/fuzz-native-source$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-native-source.c $(top_srcdir)/tests/fuzz/fuzz-reader.h $(FUZZ_READER_SRC)
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -D_GNU_SOURCE \
 		$(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS) -o $@ $(filter %.c,$^) $(BABELTRACE2_LIBS) $(ZSTD_LIBS)
-tests/fuzz/fuzz-perf-data$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-perf-data.c $(top_srcdir)/tests/fuzz/fuzz-reader.h $(top_srcdir)/trace/perf-data.c $(FUZZ_READER_SRC)
+tests/fuzz/fuzz-perf-data$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-perf-data.c $(top_srcdir)/tests/fuzz/fuzz-reader.h $(FUZZ_PERF_SRC) $(FUZZ_READER_SRC)
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -D_GNU_SOURCE \
 		$(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS) -o $@ $(filter %.c,$^) $(BABELTRACE2_LIBS) $(ZSTD_LIBS)
 TESTS += tests/fuzz/run-fuzzers.sh

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Integration: a secret on the stack never leaks.  tests/secret-holder keeps
 # a 64-bit secret and a secret string in a live caller frame of its hot loop.
-# Recorded under every policy (f2, f1, zstd), through LTTng (record --lttng
+# Recorded under every policy (f2, f1, zstd) with either sampler (the
+# kernel copy, the in-process hook), through LTTng (record --lttng
 # into a private session daemon) and through perf (perf record
 # --call-graph dwarf, then stackcap convert), the secret must be nowhere in
 # the trace files (zstd ones decompressed) nor in any stackunwind output
@@ -65,13 +66,15 @@ outputs() {
 	"$SU" stats "$2" >"$work/$1.stats" 2>>"$work/$1.uerr"
 }
 
-# ---- stackcap record under every policy --------------------------------------
+# ---- stackcap record under every policy, with either sampler -------------------
+for sampler in $SAMPLERS; do
 for pol in f2 f1 zstd; do
 	case $pol in
 	zstd) opts="--zstd" ;;
 	*) opts="--policy $pol" ;;
 	esac
-	"$STACKCAP" record $opts -o "$work/$pol.trace" -- "$P" 0.6 >/dev/null 2>"$work/$pol.rerr"
+	[ "$sampler" = kernel ] || pol=$pol-$sampler
+	"$STACKCAP" record $(sampler_opts "$sampler") $opts -o "$work/$pol.trace" -- "$P" 0.6 >/dev/null 2>"$work/$pol.rerr"
 	outputs "$pol" "$work/$pol.trace"
 	nl=$(awk '/hold_secrets/ { s += $NF } END { print s + 0 }' "$work/$pol.folded")
 	check "$pol: recorded with the secrets live ($nl samples through hold_secrets)" [ "$nl" -ge 100 ]
@@ -81,6 +84,7 @@ for pol in f2 f1 zstd; do
 		leak=$(has_secret "$work/$pol.$o")
 		check "$pol: no secret in the $o output${leak:+ (found:$leak)}" sh -c "[ -s '$work/$pol.$o' ] && [ -z '$leak' ]"
 	done
+done
 done
 
 # ---- Python (record --python): the runtime unwinder reads only code objects --------
@@ -104,28 +108,36 @@ else
 fi
 
 # ---- positive controls: --full-copy stores every stack word ------------------------
-for z in "" --zstd; do
-	name=full${z:+-zstd}
-	"$STACKCAP" record --full-copy $z -o "$work/$name.trace" -- "$P" 0.3 >/dev/null 2>"$work/$name.rerr"
-	found=$(has_secret $(trace_files "$work/$name.trace"))
-	check "control: a --full-copy${z:+ $z} trace holds the secrets (found:$found)" \
-		sh -c "echo '$found' | grep -q 'word(le)' && echo '$found' | grep -q string"
+for sampler in $SAMPLERS; do
+	sfx=
+	[ "$sampler" = kernel ] || sfx=-$sampler
+	for z in "" --zstd; do
+		name=full${z:+-zstd}$sfx
+		"$STACKCAP" record $(sampler_opts "$sampler") --full-copy $z -o "$work/$name.trace" -- "$P" 0.3 \
+			>/dev/null 2>"$work/$name.rerr"
+		found=$(has_secret $(trace_files "$work/$name.trace"))
+		check "control ($sampler): a --full-copy${z:+ $z} trace holds the secrets (found:$found)" \
+			sh -c "echo '$found' | grep -q 'word(le)' && echo '$found' | grep -q string"
+	done
+	check "control ($sampler): stackcap record --full-copy warns that it stores every stack word" \
+		grep -q 'warning: --full-copy stores every stack word' "$work/full$sfx.rerr"
+	check "no warning of the kind without --full-copy ($sampler)" sh -c "! grep -q 'full-copy' '$work/f2$sfx.rerr'"
 done
-check "control: stackcap record --full-copy warns that it stores every stack word" \
-	grep -q 'warning: --full-copy stores every stack word' "$work/full.rerr"
-check "no warning of the kind without --full-copy" sh -c "! grep -q 'full-copy' '$work/f2.rerr'"
 
 # ---- registers: a word held only in rbx, r12-r15 (secret-holder ... regs) ------------
 # Registers are filtered as stack words are, --full-copy included: it stores
 # every stack word, never an unfiltered register.
+for sampler in $SAMPLERS; do
 for opts in "" "--full-copy" "--full-copy --zstd"; do
-	name=regs$(echo "$opts" | tr -d ' -')
-	"$STACKCAP" record $opts -o "$work/$name.trace" -- "$P" 0.4 regs >/dev/null 2>"$work/$name.rerr"
+	name=regs$(echo "$opts" | tr -d ' -')-$sampler
+	"$STACKCAP" record $(sampler_opts "$sampler") $opts -o "$work/$name.trace" -- "$P" 0.4 regs \
+		>/dev/null 2>"$work/$name.rerr"
 	"$SU" folded --no-debuginfod "$work/$name.trace" >"$work/$name.folded" 2>/dev/null
 	nl=$(awk '/hold_in_registers/ { s += $NF } END { print s + 0 }' "$work/$name.folded")
 	leak=$(has_secret $(trace_files "$work/$name.trace"))
-	check "registers${opts:+ $opts}: $nl samples with the word in rbx, r12-r15, none in the trace${leak:+ (found:$leak)}" \
+	check "registers ($sampler)${opts:+ $opts}: $nl samples with the word in rbx, r12-r15, none in the trace${leak:+ (found:$leak)}" \
 		sh -c "[ $nl -ge 100 ] && [ -z '$leak' ]"
+done
 done
 
 # ---- perf: the perf.data holds the secret, the converted trace does not ------------------

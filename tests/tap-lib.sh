@@ -6,6 +6,11 @@ set -u
 : "${top_builddir:?}" "${top_srcdir:?}"
 B=$top_builddir
 STACKCAP="$B/cli/stackcap"
+# A test about recording runs under both samplers of stackcap record: the
+# kernel copy (the default) and the in-process hook (--in-process).
+# sampler_opts SAMPLER: stackcap record's options for it.
+SAMPLERS="kernel in-process"
+sampler_opts() { [ "$1" = in-process ] && echo --in-process; return 0; }
 TD="$B/testdata"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -1,11 +1,15 @@
 #!/bin/sh
-# Integration: `stackunwind` on traces of the testdata programs: the known
-# call chain in >= 99% of the samples whose leaf is the hot function, both
-# unwinders frame for frame, -j N identical to -j 1, fidelity of F2, and bad
+# Integration: `stackunwind` on traces of the testdata programs recorded by
+# either sampler: the known call chain in >= 99% of the samples whose leaf
+# is the hot function, both unwinders frame for frame, -j N identical to -j 1, fidelity of F2, and bad
 # input (cut, corrupt, missing or wrong binaries, no trace) handled.
 . "${top_srcdir:?}/tests/tap-lib.sh"
 SU="$B/cli/stackunwind"
 
+# SOPT: the sampler's options (tap-lib.sh's sampler_opts), empty: the kernel
+# copy; tap-lib.sh's record takes them as RECORD_OPTS.
+SOPT=
+RECORD_OPTS=
 # stacks_of OUT TRACE [OPTIONS]: stackunwind stacks of TRACE.trace into OUT.out/.err/.rc
 stacks_of() {
 	out=$1; tr=$2; shift 2
@@ -23,27 +27,44 @@ REC_OPTS=
 sigtramp_sed >"$work/sigtramp.sed"
 chain_test() {
 	name=$1; prog=$2; shift 2
+	lbl=$prog${SOPT:+ ($SOPT)}
 	record "$name" $REC_OPTS -- "$TD/$prog" "$@" 0.5
 	stacks "$name" -j 1
-	check "$prog: stackunwind exits 0 ($(rc "$name"))" [ "$(rc "$name")" = 0 ]
+	check "$lbl: stackunwind exits 0 ($(rc "$name"))" [ "$(rc "$name")" = 0 ]
 	chain=$("$TD/$prog" "$@" --chain | tr '\n' ' ')
 	# Runs of one name shown once with a count: recurse x1000.
 	short=$(echo $chain | tr ' ' '\n' | uniq -c | awk '{ printf "%s%s", (NR > 1 ? " " : ""), $2 ($1 > 1 ? "x" $1 : "") }')
 	sed -f "$work/sigtramp.sed" "$work/$name.out" >"$work/$name.named"
 	set -- $(chain_match "$work/$name.named" $chain)
-	check "$prog: chain '$short' in >= 99% of hot samples ($1 of $2)" \
+	check "$lbl: chain '$short' in >= 99% of hot samples ($1 of $2)" \
 		awk -v g="$1" -v t="$2" 'BEGIN { exit !(t >= 100 && g * 100 >= t * 99) }'
 }
 
-chain_test single tdata-single
-chain_test threads tdata-threads -t 2
-chain_test dlopen tdata-dlopen --reload
-# 1000 frames take ~60 KB of stack; the in-process hook copies them with
-# a larger cap (past what the kernel copies, so --stack-cap 131072 records
-# in process).  2000 frames are past the default window of either sampler.
-REC_OPTS="--stack-cap 131072"
-chain_test recurse tdata-recurse -d 1000
-REC_OPTS=
+# Each chain under either sampler (the kernel copy's traces keep their
+# names, the in-process hook's end in -ip).
+for sampler in $SAMPLERS; do
+	SOPT=$(sampler_opts "$sampler")
+	RECORD_OPTS=$SOPT
+	sfx=${SOPT:+-ip}
+	chain_test "single$sfx" tdata-single
+	chain_test "threads$sfx" tdata-threads -t 2
+	chain_test "dlopen$sfx" tdata-dlopen --reload
+	# A deep stack: 1000 frames take ~80 KB, which the in-process hook
+	# copies with a larger cap, past the most the kernel copies (65,320
+	# bytes): it gets 750 frames (~60 KB).
+	if [ -z "$SOPT" ]; then
+		chain_test recurse tdata-recurse -d 750
+	else
+		REC_OPTS="--stack-cap 131072"
+		chain_test recurse-ip tdata-recurse -d 1000
+	fi
+	REC_OPTS=
+	chain_test "nofp$sfx" tdata-nofp
+	chain_test "inline$sfx" tdata-inline
+done
+SOPT=
+RECORD_OPTS=
+# 2000 frames are past the default window of either sampler.
 record recurse-capped -- "$TD/tdata-recurse" -d 2000 0.3
 stacks recurse-capped -j 1
 # Samples in recurse_leaf (1000 frames deep): a sample taken at start-up or
@@ -57,11 +78,10 @@ nall=$(sed -n 's/^stackunwind: .* \([0-9][0-9]*\) truncated,.*/\1/p' "$work/recu
 check "recursion past the stack cap: every sample in recurse_leaf ends with a [truncated] frame ($nt of $ns)" \
 	sh -c "[ $ns -ge 100 ] && [ $nt = $ns ] && [ \"$nall\" -ge $nt ]"
 check "recursion past the stack cap: exit 0 (the cap is a setting, not an error)" [ "$(rc recurse-capped)" = 0 ]
-chain_test nofp tdata-nofp
 # A handler on the alternate signal stack: the kernel copies one window
-# from sp (the alternate stack), so the interrupted stack beyond
-# __restore_rt is not in it (perf's copy neither); the in-process hook
-# copies both segments.
+# from sp (the alternate stack), so its unwind ends at the interrupted
+# function (tests/kernel-record.sh); the in-process hook copies both
+# segments: the whole chain.
 REC_OPTS=--in-process
 chain_test sigalt tdata-sigalt
 # Naming from a distribution's separate debug info: libc ships without its
@@ -69,7 +89,6 @@ chain_test sigalt tdata-sigalt
 check "sigalt: libc's signal trampoline is named __restore_rt from libc's separate debug info (needs libc6-dbg: scripts/install-deps.sh)" \
 	grep -q -E '^	 *[0-9a-f]+ __restore_rt\+0x0 \(/.*/libc\.so\.6\)$' "$work/sigalt.out"
 REC_OPTS=
-chain_test inline tdata-inline
 
 # Header and frame format, summary line.
 check "stacks: sample header 'comm pid/tid sec.nsec:'" \
@@ -80,7 +99,8 @@ check "stacks: summary on stderr (samples, fully unwound, truncated, unknown fra
 	grep -q -E '^stackunwind: [0-9]+ samples, [0-9]+ fully unwound, [0-9]+ truncated, .* unknown frames .* build-id mismatches' "$work/single.err"
 
 # The two unwinders agree frame for frame on every trace.
-for t in single threads dlopen recurse recurse-capped nofp sigalt inline; do
+for t in single threads dlopen recurse recurse-capped nofp sigalt inline \
+	single-ip threads-ip dlopen-ip recurse-ip nofp-ip inline-ip; do
 	stacks_of "$t-dwfl" "$t" -j 1 --unwinder dwfl
 	check "$t: dwfl and fast unwinders give identical output" cmp -s "$work/$t.out" "$work/$t-dwfl.out"
 done

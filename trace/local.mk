@@ -22,6 +22,14 @@ trace_libsutrace_la_SOURCES = \
 	trace/bt2-graph.c \
 	trace/lttng-reader.h \
 	trace/perf-data.h \
-	trace/perf-data.c
+	trace/kallsyms.h \
+	trace/kallsyms.c \
+	trace/perf-data-internal.h \
+	trace/perf-data.c \
+	trace/perf-procs.c \
+	trace/perf-sample.c \
+	trace/perf-stream.c \
+	trace/mem-ranges.h \
+	trace/mem-ranges.c
 trace_libsutrace_la_CFLAGS = $(AM_CFLAGS) $(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS)
 trace_libsutrace_la_LIBADD = common/libsucommon.la compress/libstackcodec.la $(BABELTRACE2_LIBS) $(ZSTD_LIBS)

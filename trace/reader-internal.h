@@ -64,9 +64,6 @@ struct raw_event {
 	uint64_t off_cpu_ns;
 };
 
-/* Free K, its symbols and names (NULL: no-op). */
-void su_kernel_free(struct su_kernel *k);
-
 typedef int (*raw_emit_fn)(void *ctx, const struct raw_event *ev);
 
 /* What a source says of the files it read. */

@@ -794,8 +794,9 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 		.segment = has_seg ? &t->seg : NULL,
 		.runtime_frames = has_rt ? t->rt : NULL,
 		.runtime_frames_len = has_rt ? t->rt_len : 0,
-		.kernel_chain = has_kc ? t->kc : NULL,
-		.n_kernel_chain = has_kc ? t->kc_n : 0,
+		/* --user-only: the kernel frames left out. */
+		.kernel_chain = has_kc && !(r->opts && r->opts->user_only) ? t->kc : NULL,
+		.n_kernel_chain = has_kc && !(r->opts && r->opts->user_only) ? t->kc_n : 0,
 		.event = sample_event_name(r, ev),
 		.off_cpu_ns = has_oc ? t->oc_ns : 0,
 	};

@@ -61,6 +61,9 @@ struct su_reader_opts {
 	uint32_t pid, tid;
 	/* Only samples with begin <= time <= end (end 0: no limit). */
 	uint64_t time_begin, time_end;
+	/* No kernel frames: samples are delivered without their kernel call
+	 * chains (stackunwind --user-only). */
+	int user_only;
 	/* Which parser reads the stream files. */
 	enum su_reader_source {
 		SU_READER_DEFAULT = 0,

@@ -54,6 +54,8 @@ struct su_kernel {
 	uint8_t build_id[SU_BUILD_ID_MAX];
 	uint8_t build_id_len;
 };
+/* Free K, its symbols and names (NULL: no-op). */
+void su_kernel_free(struct su_kernel *k);
 
 struct su_maps {
 	uint32_t generation;

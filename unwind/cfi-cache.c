@@ -5,7 +5,9 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
 
 #include "unwind/unwind-internal.h"
 
@@ -99,6 +101,9 @@ struct uw_cache {
 	int cfi_tried[2];          /* 0: .eh_frame, 1: .debug_frame */
 	Dwarf_CFI *cfi[2];
 	Dwarf_Addr cfi_bias[2];
+	int top_tried;             /* go_top read from the symbol table */
+	uint64_t go_top[3][2];     /* [start, end) of Go's outermost functions */
+	unsigned n_go_top;
 };
 
 void uw_cache_free(void *cache)
@@ -352,16 +357,19 @@ static uint32_t fill(struct uw_cache *c, struct su_module *mod, uint64_t addr)
 	return RULE_NO_CFI;
 }
 
+static struct uw_cache *cache_of(struct su_module *mod)
+{
+	if (!mod->unwind_cache)
+		mod->unwind_cache = calloc(1, sizeof(struct uw_cache));
+	return mod->unwind_cache;
+}
+
 enum uw_lookup uw_rule_lookup(struct su_module *mod, uint64_t addr,
 			      const struct uw_rule **rule, const struct uw_op **ops, uint64_t *misses)
 {
-	struct uw_cache *c = mod->unwind_cache;
-	if (!c) {
-		c = calloc(1, sizeof(*c));
-		if (!c)
-			return UW_LOOKUP_ERROR;
-		mod->unwind_cache = c;
-	}
+	struct uw_cache *c = cache_of(mod);
+	if (!c)
+		return UW_LOOKUP_ERROR;
 	uint32_t idx = map_get(&c->by_addr, addr);
 	if (idx == MAP_EMPTY) {
 		(*misses)++;
@@ -374,4 +382,46 @@ enum uw_lookup uw_rule_lookup(struct su_module *mod, uint64_t addr,
 	*rule = &c->rules[idx];
 	*ops = c->ops;
 	return UW_LOOKUP_RULE;
+}
+
+/* Go marks the functions where its own traceback stops TOPFRAME: a
+ * goroutine's runtime.goexit (the return address its stack starts with),
+ * a thread's runtime.mstart, the process's runtime.rt0_go.  Their CFI
+ * says nothing of it: the unwind reads on above the stack's top. */
+static const char *const go_top_names[] = { "runtime.goexit", "runtime.mstart", "runtime.rt0_go" };
+
+static void go_top_read(struct uw_cache *c, struct su_module *mod)
+{
+	c->top_tried = 1;
+	int const nsyms = dwfl_module_getsymtab(mod->mod);
+	for (int i = 0; i < nsyms && c->n_go_top < 3; i++) {
+		GElf_Sym sym;
+		GElf_Addr value = 0;
+		const char *name = dwfl_module_getsym_info(mod->mod, i, &sym, &value, NULL, NULL, NULL);
+		if (!name || strncmp(name, "runtime.", 8) != 0 || GELF_ST_TYPE(sym.st_info) != STT_FUNC)
+			continue;
+		for (size_t k = 0; k < sizeof(go_top_names) / sizeof(go_top_names[0]); k++) {
+			size_t const len = strlen(go_top_names[k]);
+			/* Go 1.17 on names the assembly ones "runtime.goexit.abi0". */
+			if (strncmp(name, go_top_names[k], len) == 0 &&
+			    (name[len] == 0 || strcmp(name + len, ".abi0") == 0)) {
+				c->go_top[c->n_go_top][0] = value;
+				c->go_top[c->n_go_top][1] = value + (sym.st_size ? sym.st_size : 1);
+				c->n_go_top++;
+			}
+		}
+	}
+}
+
+int uw_go_topframe(struct su_module *mod, uint64_t addr)
+{
+	struct uw_cache *c = mod && mod->mod ? cache_of(mod) : NULL;
+	if (!c)
+		return 0;
+	if (!c->top_tried)
+		go_top_read(c, mod);
+	for (unsigned i = 0; i < c->n_go_top; i++)
+		if (addr >= c->go_top[i][0] && addr < c->go_top[i][1])
+			return 1;
+	return 0;
 }

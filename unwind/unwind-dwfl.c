@@ -191,10 +191,10 @@ static struct uw_dwfl_proc *dwfl_proc_build(struct su_unwinder *u, struct uw_pro
 		struct su_module *m = uw_proc_module(u, p, i);
 		if (!m)
 			continue;
-		uint64_t const bias = p->entries[i].bias;
+		uint64_t const bias = su_module_bias(m, &p->entries[i]);
 		int dup = 0;
 		for (uint32_t j = 0; j < i && !dup; j++)
-			dup = p->mods[j] == m && p->entries[j].bias == bias;
+			dup = p->mods[j] == m && su_module_bias(m, &p->entries[j]) == bias;
 		if (dup)
 			continue;
 		int fd = -1;
@@ -302,7 +302,7 @@ static uint64_t dwfl_lookup_pc(const struct su_frame *frames, size_t i)
 
 static enum su_unwind_end read_end(const struct uw_dwfl_proc *dp, enum uw_read rd)
 {
-	return rd == UW_READ_CUT && !dp->switched ? SU_END_TRUNCATED : SU_END_BAD_STACK;
+	return uw_read_end(rd, dp->switched, &dp->st);
 }
 
 /* Registers libdw's x86-64 defaults carry from frame to frame (rax, rbp,

@@ -111,6 +111,18 @@ static inline enum uw_read uw_stack_read(const struct uw_stack *s, uint64_t addr
 	return s->capped && addr >= last->lo ? UW_READ_CUT : UW_READ_OUTSIDE;
 }
 
+/* How an unwind ends on read RD (not OK), SWITCHED: after a signal frame
+ * moved sp off the image.  Past the top of a copy the cap cut: truncated.
+ * Off a one-segment copy through a signal frame: truncated too, the
+ * interrupted stack was not copied (the kernel copies the alternate
+ * stack only).  Else what was read is not the stack: bad-stack. */
+static inline enum su_unwind_end uw_read_end(enum uw_read rd, int switched, const struct uw_stack *st)
+{
+	if (rd == UW_READ_CUT && !switched)
+		return SU_END_TRUNCATED;
+	return rd == UW_READ_OUTSIDE && switched && st->nseg == 1 ? SU_END_TRUNCATED : SU_END_BAD_STACK;
+}
+
 /* Whether register R of the image's initial state is known. */
 static inline int uw_initial_reg_known(const struct stackcap_image *img, unsigned r)
 {
@@ -202,6 +214,11 @@ struct uw_cache; /* per module, in su_module.unwind_cache */
  * *OPS stay valid until the next lookup in the same module. */
 enum uw_lookup uw_rule_lookup(struct su_module *mod, uint64_t addr,
 			      const struct uw_rule **rule, const struct uw_op **ops, uint64_t *misses);
+
+/* Is module address ADDR of MOD (pc - 1 for return addresses) in one of
+ * the functions Go's own traceback stops at (runtime.goexit, mstart,
+ * rt0_go)?  The symbol table is read once per module. */
+int uw_go_topframe(struct su_module *mod, uint64_t addr);
 
 /* Finalizer for su_module.unwind_cache. */
 void uw_cache_free(void *cache);

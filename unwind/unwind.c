@@ -153,11 +153,6 @@ struct walk {
 	uint64_t bias;                 /* load bias of the current module */
 };
 
-static inline int read_why(enum uw_read r, int switched)
-{
-	return r == UW_READ_CUT && !switched ? SU_END_TRUNCATED : SU_END_BAD_STACK;
-}
-
 /* What the unwind ends with when it needs register R and it is unknown. */
 static inline int need_why(const struct regs *s, unsigned r)
 {
@@ -261,7 +256,7 @@ static int eval(const struct uw_op *ops, uint32_t n, const struct regs *s, const
 			NEED(1);
 			rd = uw_stack_read(&w->st, stk[sp - 1], &a);
 			if (rd != UW_READ_OK)
-				return read_why(rd, w->switched);
+				return (int)uw_read_end(rd, w->switched, &w->st);
 			if (op->atom == DW_OP_deref_size) {
 				if (op->number > 8)
 					return SU_END_ERROR;
@@ -366,7 +361,7 @@ static int eval(const struct uw_op *ops, uint32_t n, const struct regs *s, const
 	if (is_location) {
 		rd = uw_stack_read(&w->st, a, &a);
 		if (rd != UW_READ_OK)
-			return read_why(rd, w->switched);
+			return (int)uw_read_end(rd, w->switched, &w->st);
 	}
 	*out = a;
 	return STEP_OK;
@@ -428,7 +423,7 @@ static int cfi_step(const struct uw_rule *rule, const struct uw_op *ops, const s
 			if (rd == UW_READ_OK)
 				set_reg(nx, r, v);
 			else
-				unset_reg(nx, r, read_why(rd, w->switched));
+				unset_reg(nx, r, (int)uw_read_end(rd, w->switched, &w->st));
 			break;
 		case UW_REG_VAL_CFA:
 			set_reg(nx, r, cfa + (uint64_t)rule->arg[r]);
@@ -471,10 +466,10 @@ static int fp_step(const struct regs *cur, struct regs *nx, const struct walk *w
 	if (rd == UW_READ_OK)
 		set_reg(nx, STACKCAP_REG_RBP, v);
 	else
-		unset_reg(nx, STACKCAP_REG_RBP, read_why(rd, w->switched));
+		unset_reg(nx, STACKCAP_REG_RBP, (int)uw_read_end(rd, w->switched, &w->st));
 	rd = uw_stack_read(&w->st, fp + 8, &v);
 	if (rd != UW_READ_OK)
-		return read_why(rd, w->switched);
+		return (int)uw_read_end(rd, w->switched, &w->st);
 	/* The caller's pc, but (as in elfutils) not its rip register: CFI
 	 * reading rip there fails. */
 	nx->v[STACKCAP_REG_RIP] = v;
@@ -527,12 +522,13 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 		const struct uw_rule *rule = NULL;
 		const struct uw_op *ops = NULL;
 		enum uw_lookup lk = UW_LOOKUP_NO_CFI;
+		uint64_t const bias = su_module_bias(mod, e);
 		if (mod)
-			lk = uw_rule_lookup(mod, lookup - e->bias, &rule, &ops, &u->stats.rule_misses);
+			lk = uw_rule_lookup(mod, lookup - bias, &rule, &ops, &u->stats.rule_misses);
 		int rc;
 		int signal = 0;
 		if (lk == UW_LOOKUP_RULE) {
-			w.bias = e->bias;
+			w.bias = bias;
 			if (rule->signal && (cur->known >> STACKCAP_REG_RSP & 1))
 				uw_stack_signal_frame(&w.st, cur->v[STACKCAP_REG_RSP]);
 			rc = cfi_step(rule, ops, cur, nx, &w);
@@ -619,11 +615,40 @@ static int at_entry(struct su_module *m, uint64_t elf_lookup)
 	return elf_lookup >= eh.e_entry && elf_lookup < eh.e_entry + 16;
 }
 
-/* An unwind that stopped where a process starts reached its outermost
- * frame: the same rule after either unwinder. */
+/* The first of the N frames in a function Go's own traceback stops at
+ * (unwind-internal.h: uw_go_topframe), or N. */
+static size_t go_top_frame(struct su_unwinder *u, const struct su_sample *sample, const struct su_frame *frames,
+			   size_t n)
+{
+	struct uw_proc *p = uw_proc_get(u, sample->maps);
+	for (size_t i = 0; p && i < n; i++) {
+		const struct su_frame *f = &frames[i];
+		if (f->map < 0)
+			continue;
+		struct su_module *m = uw_proc_module(u, p, (uint32_t)f->map);
+		uint64_t const pc = f->activation ? f->pc : f->pc - 1;
+		if (m && uw_go_topframe(m, pc - sample->maps->entries[f->map].bias))
+			return i;
+	}
+	return n;
+}
+
+/* An unwind that stopped where a process, a thread or a goroutine starts
+ * reached its outermost frame: the same rule after either unwinder. */
 static void entry_end(struct su_unwinder *u, const struct su_sample *sample, struct su_frame *frames,
 		      size_t *n, enum su_unwind_end *end)
 {
+	if (*end != SU_END_OUTERMOST && *end != SU_END_MAX_FRAMES && *n) {
+		/* Go: what the unwind read above goexit, mstart or rt0_go is
+		 * not a frame (the memory above the goroutine's stack, or argc
+		 * zeroed by the filter). */
+		size_t const k = go_top_frame(u, sample, frames, *n);
+		if (k < *n) {
+			*n = k + 1;
+			*end = SU_END_OUTERMOST;
+			return;
+		}
+	}
 	if (*end == SU_END_NO_MAP && *n >= 2 && frames[*n - 1].pc < 4096 &&
 	    initial_stack_holds(sample, frames[*n - 1].pc)) {
 		(*n)--;
@@ -632,7 +657,7 @@ static void entry_end(struct su_unwinder *u, const struct su_sample *sample, str
 		struct uw_proc *p = uw_proc_get(u, sample->maps);
 		const struct su_frame *f = &frames[*n - 1];
 		struct su_module *m = p ? uw_proc_module(u, p, (uint32_t)f->map) : NULL;
-		if (m && at_entry(m, f->pc - 1 - sample->maps->entries[f->map].bias))
+		if (m && at_entry(m, f->pc - 1 - su_module_bias(m, &sample->maps->entries[f->map])))
 			*end = SU_END_OUTERMOST;
 	}
 }

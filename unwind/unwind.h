@@ -71,7 +71,9 @@ static inline uint64_t su_frame_lookup_pc(const struct su_frame *f)
 /* Why the unwind stopped. */
 enum su_unwind_end {
 	SU_END_OUTERMOST = 0,  /* clean end: rip 0 / undefined return address (_start, clone) */
-	SU_END_TRUNCATED,      /* needed stack beyond the image, which the cap cut */
+	SU_END_TRUNCATED,      /* needed stack beyond the image, which the cap cut, or
+				* past a signal frame off a one-segment image (the
+				* kernel copied a handler's alternate stack only) */
 	SU_END_NO_MAP,         /* a pc outside every recorded code range (the last frame) */
 	SU_END_NO_CFI,         /* no CFI and the frame-pointer fallback failed */
 	SU_END_BAD_STACK,      /* read outside the image (not cut by the cap), a dropped word, or no progress */

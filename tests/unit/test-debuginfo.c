@@ -137,6 +137,43 @@ START_TEST(et_exec_at_bias_0)
 }
 END_TEST
 
+/* A perf.data mapping gives a file offset, not a bias (SU_MAP_FILE_BIAS):
+ * the module's program headers place it.  An ET_EXEC loads at its own
+ * addresses: bias 0 whatever START - OFFSET says; an entry with a recorded
+ * bias keeps it; a module not found leaves START - OFFSET. */
+START_TEST(file_bias_from_program_headers)
+{
+	char *bin = build_path("tests/unit/tdata-single-nopie");
+	uint8_t id[SU_BUILD_ID_MAX];
+	size_t len = elf_build_id(bin, id);
+	struct su_debuginfo_opts o = quiet_opts();
+	struct su_modcache *c = su_modcache_new(&o);
+	struct su_map_entry e = entry_for(bin, id, len);
+	e.start = 0x401000;
+	e.end = 0x402000;
+	e.offset = 0x1000;
+	e.bias = e.start - e.offset;
+	e.flags |= SU_MAP_FILE_BIAS;
+	struct su_module *m = su_modcache_get(c, &e);
+	ck_assert_int_eq(m->status, SU_MODULE_OK);
+	ck_assert_uint_eq(su_module_bias(m, &e), 0);
+	ck_assert_uint_eq(su_module_bias(NULL, &e), 0x400000);
+	e.flags &= ~(uint32_t)SU_MAP_FILE_BIAS;
+	ck_assert_uint_eq(su_module_bias(m, &e), 0x400000);
+	id[len - 1] ^= 0x5a;
+	struct su_map_entry other = entry_for(bin, id, len);
+	other.start = 0x401000;
+	other.offset = 0x1000;
+	other.bias = 0x400000;
+	other.flags |= SU_MAP_FILE_BIAS;
+	struct su_module *mo = su_modcache_get(c, &other);
+	ck_assert_int_ne(mo->status, SU_MODULE_OK);
+	ck_assert_uint_eq(su_module_bias(mo, &other), 0x400000);
+	su_modcache_free(c);
+	free(bin);
+}
+END_TEST
+
 START_TEST(wrong_build_id_is_never_used)
 {
 	char *bin = build_path("testdata/tdata-single");
@@ -729,6 +766,7 @@ Suite *debuginfo_suite(void)
 	tcase_add_test(tc, found_by_path_with_its_build_id);
 	tcase_add_test(tc, shared_object_at_bias_0);
 	tcase_add_test(tc, et_exec_at_bias_0);
+	tcase_add_test(tc, file_bias_from_program_headers);
 	tcase_add_test(tc, wrong_build_id_is_never_used);
 	tcase_add_test(tc, missing_file_not_found);
 	tcase_add_test(tc, no_build_id_recorded_uses_path);

@@ -1,0 +1,563 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the perf.data reader (trace/perf-data.h): small perf.data
+ * images built here, byte by byte as perf's ABI lays them out (a header,
+ * one attribute, COMM, MMAP2, SAMPLE with user registers and stack,
+ * FINISHED_ROUND), read from a memfd; the test asserts what the reader
+ * delivers: the process, its maps, each sample's registers and stack words,
+ * perf's round order.  Damaged and cut images give a clear error or read
+ * what is readable.  The live stream (su_perf_stream) is fed the same
+ * records with a kernel call chain.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "trace/perf-data.h"
+#include "tests/unit/check-main.h"
+
+/* ---- building images ----------------------------------------------------- */
+
+struct buf {
+	uint8_t *b;
+	size_t n, cap;
+};
+
+static void put(struct buf *b, const void *p, size_t len)
+{
+	if (!len)
+		return;
+	if (b->n + len > b->cap) {
+		b->cap = (b->n + len) * 2 + 256;
+		b->b = realloc(b->b, b->cap);
+		ck_assert_ptr_nonnull(b->b);
+	}
+	memcpy(b->b + b->n, p, len);
+	b->n += len;
+}
+
+static void put64(struct buf *b, uint64_t v) { put(b, &v, 8); }
+static void put32(struct buf *b, uint32_t v) { put(b, &v, 4); }
+static void set16(struct buf *b, size_t at, uint16_t v) { memcpy(b->b + at, &v, 2); }
+
+enum { S_IP = 1, S_TID = 2, S_TIME = 4, S_CALLCHAIN = 32, S_REGS_USER = 1 << 12, S_STACK_USER = 1 << 13 };
+#define SAMPLE_ID_ALL (1ull << 18)
+#define EXCLUDE_CALLCHAIN_USER (1ull << 22)
+#define TYPICAL (S_IP | S_TID | S_TIME | S_REGS_USER | S_STACK_USER)
+/* perf's x86 registers bp (6), sp (7), ip (8): in this order in a sample. */
+#define REGS_MASK ((1ull << 6) | (1ull << 7) | (1ull << 8))
+#define ATTR_BYTES 128u
+
+/* A perf_event_attr (ATTR_BYTES). */
+static void put_attr(struct buf *b, uint64_t sample_type, uint64_t flags)
+{
+	uint8_t a[ATTR_BYTES] = { 0 };
+	uint32_t const size = ATTR_BYTES;
+	uint64_t const period = 999, regs = REGS_MASK;
+	uint32_t const stack = 4096;
+	memcpy(a + 4, &size, 4);
+	memcpy(a + 16, &period, 8);
+	memcpy(a + 24, &sample_type, 8);
+	memcpy(a + 40, &flags, 8);
+	memcpy(a + 80, &regs, 8);
+	memcpy(a + 88, &stack, 4);
+	put(b, a, sizeof(a));
+}
+
+/* The sample_id trailer of TYPICAL with SAMPLE_ID_ALL: pid, tid, time. */
+static void put_trailer(struct buf *b, uint32_t pid, uint64_t time)
+{
+	put32(b, pid);
+	put32(b, pid);
+	put64(b, time);
+}
+
+static size_t rec_begin(struct buf *b, uint32_t type, uint16_t misc)
+{
+	size_t const at = b->n;
+	put32(b, type);
+	uint16_t const m[2] = { misc, 0 };
+	put(b, m, 4);
+	return at;
+}
+
+static void rec_end(struct buf *b, size_t at)
+{
+	while ((b->n - at) % 8)
+		put(b, "", 1);
+	set16(b, at + 6, (uint16_t)(b->n - at));
+}
+
+static void put_str(struct buf *b, const char *s)
+{
+	put(b, s, strlen(s) + 1);
+	while (b->n % 8)
+		put(b, "", 1);
+}
+
+static void rec_comm(struct buf *b, uint32_t pid, const char *comm, uint64_t time)
+{
+	size_t const at = rec_begin(b, 3, 0);
+	put32(b, pid);
+	put32(b, pid);
+	put_str(b, comm);
+	put_trailer(b, pid, time);
+	rec_end(b, at);
+}
+
+static void rec_mmap2(struct buf *b, uint32_t pid, uint64_t addr, uint64_t len, uint64_t pgoff, const char *path,
+		      uint64_t time)
+{
+	size_t const at = rec_begin(b, 10, 2 /* user */);
+	put32(b, pid);
+	put32(b, pid);
+	put64(b, addr);
+	put64(b, len);
+	put64(b, pgoff);
+	put64(b, 0); /* maj, min */
+	put64(b, 0); /* ino */
+	put64(b, 0); /* ino_generation */
+	put32(b, 5); /* PROT_READ | PROT_EXEC */
+	put32(b, 2); /* MAP_PRIVATE */
+	put_str(b, path);
+	put_trailer(b, pid, time);
+	rec_end(b, at);
+}
+
+/* A sample of TYPICAL (with a call chain of NCHAIN entries at CHAIN when
+ * CHAIN is not NULL): pc PC, sp SP, 4 stack words W0+i. */
+static void rec_sample_chain(struct buf *b, uint32_t pid, uint64_t time, uint64_t pc, uint64_t sp, uint64_t w0,
+			     const uint64_t *chain, uint64_t nchain)
+{
+	size_t const at = rec_begin(b, 9, 2);
+	put64(b, pc);
+	put32(b, pid);
+	put32(b, pid + 1); /* tid */
+	put64(b, time);
+	if (chain) {
+		put64(b, nchain);
+		put(b, chain, 8 * nchain);
+	}
+	put64(b, 2); /* PERF_SAMPLE_REGS_ABI_64 */
+	put64(b, sp + 0x40); /* bp */
+	put64(b, sp);
+	put64(b, pc);
+	put64(b, 32); /* stack size */
+	for (uint64_t i = 0; i < 4; i++)
+		put64(b, w0 + i);
+	put64(b, 32); /* dyn_size */
+	rec_end(b, at);
+}
+
+static void rec_sample(struct buf *b, uint32_t pid, uint64_t time, uint64_t pc, uint64_t sp, uint64_t w0)
+{
+	rec_sample_chain(b, pid, time, pc, sp, w0, NULL, 0);
+}
+
+static void rec_round(struct buf *b)
+{
+	size_t const at = rec_begin(b, 68, 0);
+	rec_end(b, at);
+}
+
+/* A whole file: header, one attribute (no ids), the data section DATA. */
+static struct buf file_of(const struct buf *data, uint64_t sample_type, uint64_t flags)
+{
+	struct buf f = { 0 };
+	uint64_t const attr_size = ATTR_BYTES + 16, attr_off = 104, data_off = attr_off + attr_size;
+	put64(&f, 0x32454c4946524550ull); /* "PERFILE2" */
+	put64(&f, 104);
+	put64(&f, attr_size);
+	put64(&f, attr_off);
+	put64(&f, attr_size);
+	put64(&f, data_off);
+	put64(&f, data->n);
+	put64(&f, 0); /* event types */
+	put64(&f, 0);
+	uint8_t features[32] = { 0 };
+	put(&f, features, sizeof(features));
+	ck_assert_uint_eq(f.n, 104);
+	put_attr(&f, sample_type, flags);
+	put64(&f, 0); /* ids: none */
+	put64(&f, 0);
+	put(&f, data->b, data->n);
+	return f;
+}
+
+/* ---- reading them ------------------------------------------------------------ */
+
+struct got {
+	int processes, maps, samples, ends;
+	uint32_t pid[8];
+	char comm[8][32];
+	struct su_map_entry entry[8];
+	char path[8][64];
+	uint32_t n_entries[8];
+	uint64_t time[16], pc[16], sp[16], bp[16], word0[16], nwords[16];
+	uint32_t tid[16], n_kernel[16];
+	uint64_t kernel[16][4];
+};
+
+static int on_process(void *arg, const struct su_process *p)
+{
+	struct got *g = arg;
+	if (g->processes < 8) {
+		g->pid[g->processes] = p->pid;
+		snprintf(g->comm[g->processes], sizeof(g->comm[0]), "%s", p->comm);
+	}
+	g->processes++;
+	return 0;
+}
+
+static int on_maps(void *arg, const struct su_process *p, const struct su_maps *m)
+{
+	(void)p;
+	struct got *g = arg;
+	if (g->maps < 8) {
+		g->n_entries[g->maps] = m->count;
+		if (m->count) {
+			g->entry[g->maps] = m->entries[0];
+			snprintf(g->path[g->maps], sizeof(g->path[0]), "%s", m->entries[0].path);
+		}
+	}
+	g->maps++;
+	return 0;
+}
+
+static int on_sample(void *arg, const struct su_sample *s)
+{
+	struct got *g = arg;
+	int const i = g->samples++;
+	if (i >= 16)
+		return 0;
+	g->time[i] = s->time_ns;
+	g->tid[i] = s->tid;
+	g->pc[i] = s->image->regs[STACKCAP_REG_RIP];
+	g->sp[i] = s->image->regs[STACKCAP_REG_RSP];
+	g->bp[i] = s->image->regs[STACKCAP_REG_RBP];
+	g->nwords[i] = s->image->nwords;
+	g->word0[i] = s->image->nwords ? s->image->words[0] : 0;
+	g->n_kernel[i] = s->n_kernel_chain;
+	for (uint32_t k = 0; k < s->n_kernel_chain && k < 4; k++)
+		g->kernel[i][k] = s->kernel_chain[k];
+	return 0;
+}
+
+static int on_end(void *arg)
+{
+	((struct got *)arg)->ends++;
+	return 0;
+}
+
+static int read_image(const struct buf *f, struct got *g, struct su_reader_stats *st, char *err, size_t errlen)
+{
+	memset(g, 0, sizeof(*g));
+	int fd = memfd_create("test-perf-data", MFD_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, f->b, f->n), (ssize_t)f->n);
+	struct su_reader_callbacks cb = { g, on_process, on_maps, on_sample, on_end };
+	int const rc = su_perf_data_read_fd(fd, "img", NULL, &cb, st, err, errlen);
+	close(fd);
+	return rc;
+}
+
+/* The records of a typical short recording: COMM, MMAP2, samples. */
+static void typical(struct buf *d)
+{
+	rec_comm(d, 100, "prog", 10);
+	rec_mmap2(d, 100, 0x400000, 0x2000, 0x1000, "/nonexistent/prog", 20);
+	rec_sample(d, 100, 300, 0x400100, 0x7ff000, 0xa0);
+	rec_sample(d, 100, 200, 0x400200, 0x7fe000, 0xb0);
+	rec_round(d);
+	rec_sample(d, 100, 400, 0x400300, 0x7fd000, 0xc0);
+}
+
+START_TEST(t_typical)
+{
+	struct buf d = { 0 };
+	typical(&d);
+	struct buf f = file_of(&d, TYPICAL, SAMPLE_ID_ALL);
+	struct got g;
+	struct su_reader_stats st;
+	char err[256];
+	int const rc = read_image(&f, &g, &st, err, sizeof(err));
+	ck_assert_msg(rc == 0, "rc %d: %s", rc, err);
+	ck_assert_int_eq(g.processes, 1);
+	ck_assert_uint_eq(g.pid[0], 100);
+	ck_assert_str_eq(g.comm[0], "prog");
+	ck_assert_int_eq(g.maps, 1);
+	ck_assert_uint_eq(g.n_entries[0], 1);
+	ck_assert_uint_eq(g.entry[0].start, 0x400000);
+	ck_assert_uint_eq(g.entry[0].end, 0x402000);
+	ck_assert_uint_eq(g.entry[0].offset, 0x1000);
+	/* perf.data gives file offsets: the bias is debuginfo/'s to read from
+	 * the file it finds (SU_MAP_FILE_BIAS), start - offset until then. */
+	ck_assert_uint_eq(g.entry[0].bias, 0x400000 - 0x1000);
+	ck_assert_uint_eq(g.entry[0].flags, SU_MAP_MAIN | SU_MAP_FILE_BIAS);
+	ck_assert_str_eq(g.path[0], "/nonexistent/prog");
+	ck_assert_int_eq(g.samples, 3);
+	ck_assert_uint_eq(st.samples, 3);
+	/* In time order, though the file holds 300 before 200. */
+	uint64_t const times[3] = { 200, 300, 400 }, pcs[3] = { 0x400200, 0x400100, 0x400300 };
+	uint64_t const sps[3] = { 0x7fe000, 0x7ff000, 0x7fd000 }, w0[3] = { 0xb0, 0xa0, 0xc0 };
+	for (int i = 0; i < 3; i++) {
+		ck_assert_uint_eq(g.time[i], times[i]);
+		ck_assert_uint_eq(g.tid[i], 101);
+		ck_assert_uint_eq(g.pc[i], pcs[i]);
+		ck_assert_uint_eq(g.sp[i], sps[i]);
+		ck_assert_uint_eq(g.bp[i], sps[i] + 0x40);
+		ck_assert_uint_eq(g.nwords[i], 4);
+		ck_assert_uint_eq(g.word0[i], w0[i]);
+		ck_assert_uint_eq(g.n_kernel[i], 0);
+	}
+	ck_assert_int_eq(g.ends, 1);
+	free(d.b);
+	free(f.b);
+}
+END_TEST
+
+/* perf's order, not a sort: at a FINISHED_ROUND only the events up to the
+ * highest time seen before the previous round are delivered; an event
+ * later in the file with an earlier time comes after them. */
+START_TEST(t_round_order)
+{
+	struct buf d = { 0 };
+	rec_comm(&d, 7, "r", 1);
+	rec_mmap2(&d, 7, 0x400000, 0x1000, 0, "/nonexistent/r", 2);
+	rec_sample(&d, 7, 10, 0x400010, 0x1000, 1);
+	rec_sample(&d, 7, 30, 0x400030, 0x1000, 3);
+	rec_round(&d);
+	rec_sample(&d, 7, 50, 0x400050, 0x1000, 5);
+	rec_round(&d); /* delivers 10 and 30 */
+	rec_sample(&d, 7, 20, 0x400020, 0x1000, 2);
+	struct buf f = file_of(&d, TYPICAL, SAMPLE_ID_ALL);
+	struct got g;
+	struct su_reader_stats st;
+	char err[256];
+	ck_assert_int_eq(read_image(&f, &g, &st, err, sizeof(err)), 0);
+	ck_assert_int_eq(g.samples, 4);
+	uint64_t const want[4] = { 10, 30, 20, 50 };
+	for (int i = 0; i < 4; i++)
+		ck_assert_uint_eq(g.time[i], want[i]);
+	free(d.b);
+	free(f.b);
+}
+END_TEST
+
+static int read_bytes(const void *p, size_t n, char *err, size_t errlen, struct got *g, struct su_reader_stats *st)
+{
+	struct buf f = { 0 };
+	put(&f, p, n);
+	int const rc = read_image(&f, g, st, err, errlen);
+	free(f.b);
+	return rc;
+}
+
+START_TEST(t_not_perf_data)
+{
+	struct got g;
+	struct su_reader_stats st;
+	char err[256];
+	ck_assert_int_lt(read_bytes("PERFILE", 7, err, sizeof(err), &g, &st), 0);
+	ck_assert_msg(strstr(err, "img: not a perf.data file") != NULL, "%s", err);
+	char zeros[200] = { 0 };
+	ck_assert_int_lt(read_bytes(zeros, sizeof(zeros), err, sizeof(err), &g, &st), 0);
+	ck_assert_msg(strstr(err, "no PERFILE2 magic") != NULL, "%s", err);
+	ck_assert_int_eq(g.samples + g.processes + g.ends, 0);
+}
+END_TEST
+
+START_TEST(t_pipe_mode)
+{
+	struct buf d = { 0 };
+	typical(&d);
+	struct buf f = file_of(&d, TYPICAL, SAMPLE_ID_ALL);
+	uint64_t const pipe_size = 16;
+	memcpy(f.b + 8, &pipe_size, 8);
+	struct got g;
+	struct su_reader_stats st;
+	char err[256];
+	ck_assert_int_eq(read_image(&f, &g, &st, err, sizeof(err)), -ENOTSUP);
+	ck_assert_msg(strstr(err, "pipe mode") && strstr(err, "perf inject"), "%s", err);
+	free(d.b);
+	free(f.b);
+}
+END_TEST
+
+/* A header cut inside: the file is shorter than its header. */
+START_TEST(t_cut_header)
+{
+	struct buf d = { 0 };
+	typical(&d);
+	struct buf f = file_of(&d, TYPICAL, SAMPLE_ID_ALL);
+	struct got g;
+	struct su_reader_stats st;
+	char err[256];
+	ck_assert_int_lt(read_bytes(f.b, 60, err, sizeof(err), &g, &st), 0);
+	ck_assert_msg(strstr(err, "bad perf.data header") != NULL, "%s", err);
+	/* Attributes beyond the end of the file. */
+	ck_assert_int_lt(read_bytes(f.b, 150, err, sizeof(err), &g, &st), 0);
+	ck_assert_msg(strstr(err, "bad ") != NULL, "%s", err);
+	free(d.b);
+	free(f.b);
+}
+END_TEST
+
+START_TEST(t_bad_attr_size)
+{
+	struct buf d = { 0 };
+	typical(&d);
+	struct buf f = file_of(&d, TYPICAL, SAMPLE_ID_ALL);
+	uint64_t const odd = 50; /* smaller than any perf_event_attr */
+	memcpy(f.b + 16, &odd, 8);
+	struct got g;
+	struct su_reader_stats st;
+	char err[256];
+	ck_assert_int_eq(read_image(&f, &g, &st, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "bad attribute section (entry size 50") != NULL, "%s", err);
+	free(d.b);
+	free(f.b);
+}
+END_TEST
+
+START_TEST(t_no_call_graph)
+{
+	struct buf d = { 0 };
+	struct buf f = file_of(&d, S_IP | S_TID | S_TIME, SAMPLE_ID_ALL);
+	struct got g;
+	struct su_reader_stats st;
+	char err[512];
+	ck_assert_int_eq(read_image(&f, &g, &st, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "recorded without call graphs: its samples hold IP|TID|TIME") &&
+			      strstr(err, "--call-graph dwarf"),
+		      "%s", err);
+	free(f.b);
+}
+END_TEST
+
+/* The data section cut in the last sample: the samples before it are
+ * read, the file counted as cut, the return positive. */
+START_TEST(t_cut_data)
+{
+	struct buf d = { 0 };
+	typical(&d);
+	struct buf f = file_of(&d, TYPICAL, SAMPLE_ID_ALL);
+	struct got g;
+	struct su_reader_stats st;
+	char err[256];
+	ck_assert_int_gt(read_bytes(f.b, f.n - 20, err, sizeof(err), &g, &st), 0);
+	ck_assert_int_eq(g.samples, 2);
+	ck_assert_int_eq(st.truncated_files, 1);
+	ck_assert_int_eq(g.ends, 1);
+	free(d.b);
+	free(f.b);
+}
+END_TEST
+
+/* A record whose size is below its header's: the rest of the data section
+ * is ignored, what came before is delivered. */
+START_TEST(t_damaged_record)
+{
+	struct buf d = { 0 };
+	rec_comm(&d, 100, "prog", 10);
+	rec_mmap2(&d, 100, 0x400000, 0x1000, 0, "/nonexistent/prog", 20);
+	rec_sample(&d, 100, 300, 0x400100, 0x7ff000, 0xa0);
+	size_t const at = d.n;
+	rec_sample(&d, 100, 400, 0x400200, 0x7ff000, 0xb0);
+	set16(&d, at + 6, 4);
+	struct buf f = file_of(&d, TYPICAL, SAMPLE_ID_ALL);
+	struct got g;
+	struct su_reader_stats st;
+	char err[256];
+	ck_assert_int_gt(read_image(&f, &g, &st, err, sizeof(err)), 0);
+	ck_assert_int_eq(g.samples, 1);
+	ck_assert_uint_eq(g.time[0], 300);
+	ck_assert_int_eq(st.truncated_files, 1);
+	free(d.b);
+	free(f.b);
+}
+END_TEST
+
+/* A sample whose stack claims more bytes than the record holds: skipped
+ * and counted, the others delivered. */
+START_TEST(t_bad_sample)
+{
+	struct buf d = { 0 };
+	typical(&d);
+	size_t const at = d.n;
+	rec_sample(&d, 100, 500, 0x400100, 0x7ff000, 0xd0);
+	uint64_t const huge = 1u << 20;
+	memcpy(d.b + at + 8 + 24 + 8 + 24, &huge, 8); /* the stack's size */
+	struct buf f = file_of(&d, TYPICAL, SAMPLE_ID_ALL);
+	struct got g;
+	struct su_reader_stats st;
+	char err[256];
+	ck_assert_int_gt(read_image(&f, &g, &st, err, sizeof(err)), 0);
+	ck_assert_int_eq(g.samples, 3);
+	ck_assert_uint_eq(st.bad_blobs, 1);
+	free(d.b);
+	free(f.b);
+}
+END_TEST
+
+/* The live stream (stackcap record's kernel sampler): the same records fed
+ * in memory, rounds told by the caller; a sample's kernel call chain
+ * (exclude_callchain_user) is delivered innermost first. */
+START_TEST(t_live_stream_kernel_chain)
+{
+	struct buf a = { 0 };
+	put_attr(&a, TYPICAL | S_CALLCHAIN, SAMPLE_ID_ALL | EXCLUDE_CALLCHAIN_USER);
+	struct buf d = { 0 };
+	rec_comm(&d, 100, "prog", 10);
+	rec_mmap2(&d, 100, 0x400000, 0x1000, 0, "/nonexistent/prog", 20);
+	uint64_t const chain[4] = { (uint64_t)-128 /* PERF_CONTEXT_KERNEL */, 0xffffffff81000010ull,
+				    0xffffffff81000020ull, 0xffffffff81000030ull };
+	rec_sample_chain(&d, 100, 300, 0x400100, 0x7ff000, 0xa0, chain, 4);
+	struct got g = { 0 };
+	struct su_reader_callbacks cb = { &g, on_process, on_maps, on_sample, on_end };
+	struct su_perf_stream_callbacks const live = { 0 };
+	struct su_reader_stats st;
+	struct su_perf_stream *s;
+	ck_assert_int_eq(su_perf_stream_new(a.b, a.n, &cb, &live, &st, &s), 0);
+	ck_assert_int_eq(su_perf_stream_feed(s, d.b, d.n), 0);
+	ck_assert_int_eq(su_perf_stream_round(s), 0);
+	ck_assert_int_eq(g.samples, 0); /* held for the next round */
+	ck_assert_int_eq(su_perf_stream_end(s), 0);
+	ck_assert_int_eq(g.samples, 1);
+	ck_assert_uint_eq(g.pc[0], 0x400100);
+	ck_assert_uint_eq(g.n_kernel[0], 3);
+	for (int k = 0; k < 3; k++)
+		ck_assert_uint_eq(g.kernel[0][k], chain[k + 1]);
+	ck_assert_int_eq(g.ends, 1);
+	/* A record cut short is refused. */
+	ck_assert_int_eq(su_perf_stream_feed(s, d.b, 12), -EINVAL);
+	su_perf_stream_free(s);
+	free(a.b);
+	free(d.b);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("perf-data");
+	TCase *tc = tcase_create("perf-data");
+	tcase_add_test(tc, t_typical);
+	tcase_add_test(tc, t_round_order);
+	tcase_add_test(tc, t_not_perf_data);
+	tcase_add_test(tc, t_pipe_mode);
+	tcase_add_test(tc, t_cut_header);
+	tcase_add_test(tc, t_bad_attr_size);
+	tcase_add_test(tc, t_no_call_graph);
+	tcase_add_test(tc, t_cut_data);
+	tcase_add_test(tc, t_damaged_record);
+	tcase_add_test(tc, t_bad_sample);
+	tcase_add_test(tc, t_live_stream_kernel_chain);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+CHECK_MAIN(suite)

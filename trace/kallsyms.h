@@ -1,0 +1,23 @@
+/* The running kernel's text symbols (/proc/kallsyms) and build-id
+ * (/sys/kernel/notes) as the model's su_kernel: what names kernel frames
+ * when a recording carries none of its own (perf.data files, as perf script
+ * does) and what stackcap record picks the symbols it stores from
+ * (record/kallsyms.h). */
+#ifndef STACKCAP_TRACE_KALLSYMS_H
+#define STACKCAP_TRACE_KALLSYMS_H
+
+#include "trace/trace-model.h"
+
+/* Every text symbol ('t', 'T') of /proc/kallsyms, sorted, one per address
+ * (of several names, the last one listed, as perf script names it), each
+ * up to the next one (the last 4 KiB), and the
+ * kernel's build-id (build_id_len 0: none found).  @return 0 with *OUT
+ * (su_kernel_free), or -errno: -EACCES when kallsyms hides the addresses
+ * (kernel.kptr_restrict) or lists no text symbol. */
+int su_kallsyms_read(struct su_kernel **out);
+
+/* The build-id of the running kernel (/sys/kernel/notes) into ID
+ * (SU_BUILD_ID_MAX bytes).  @return its length, 0 when none was found. */
+size_t su_kernel_build_id(uint8_t *id);
+
+#endif

@@ -1,0 +1,420 @@
+/* The record stream of the perf.data reader (perf-data-internal.h): the
+ * data section of a file, the compressed records of perf record -z, and
+ * the live stream record/ feeds ring after ring (su_perf_stream).
+ *
+ * Events are delivered in perf's order (tools/perf/util/ordered-events.c):
+ * events without a timestamp at once; the others queued and, at each
+ * FINISHED_ROUND, those up to the highest timestamp seen before the
+ * previous round flushed in (time, file order); the rest at the end. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/utsname.h>
+
+#include "trace/perf-data-internal.h"
+
+/* ---- ordering ------------------------------------------------------------------ */
+
+static int qev_cmp(const void *a, const void *b)
+{
+	const struct qev *x = a, *y = b;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Deliver the queued events with ts <= LIMIT, in (ts, file order). */
+static void flush_until(struct pr *r, uint64_t limit)
+{
+	if (!r->nq)
+		return;
+	qsort(r->q, r->nq, sizeof(*r->q), qev_cmp);
+	size_t i = 0;
+	for (; i < r->nq && r->q[i].ts <= limit && !r->cb_rc; i++) {
+		r->now = r->q[i].ts;
+		perf_deliver(r, r->q[i].rec, su_ld16(r->q[i].rec + 6));
+	}
+	memmove(r->q, r->q + i, (r->nq - i) * sizeof(*r->q));
+	r->nq -= i;
+}
+
+/* Queue or deliver one record (from the file or a decompressed chunk). */
+static int handle_record(struct pr *r, const uint8_t *rec, uint16_t size)
+{
+	uint64_t const ts = perf_record_time(r, rec, size);
+	if (!ts || ts == UINT64_MAX) {
+		perf_deliver(r, rec, size);
+		return 0;
+	}
+	if (r->nq == r->capq && su_grow((void **)&r->q, &r->capq, r->nq + 1, sizeof(*r->q))) {
+		r->cb_rc = -ENOMEM;
+		return -ENOMEM;
+	}
+	r->q[r->nq++] = (struct qev){ ts, r->seq++, rec };
+	if (ts > r->max_ts)
+		r->max_ts = ts;
+	return 0;
+}
+
+/* Free the decompressed chunks no queued event points into any more. */
+static void chunks_release(struct pr *r)
+{
+	uint64_t min_seq = UINT64_MAX;
+	for (size_t i = 0; i < r->nq; i++)
+		if (r->q[i].seq < min_seq)
+			min_seq = r->q[i].seq;
+	while (r->chunks && r->chunks->last_seq < min_seq) {
+		struct chunk *c = r->chunks;
+		r->chunks = c->next;
+		if (!r->chunks)
+			r->chunks_tail = NULL;
+		r->chunk_bytes -= c->len;
+		free(c);
+	}
+}
+
+/* Chunk C, whose events were queued from sequence SEQ0 on, joins the list
+ * while a queued event points into it; freed at once if none does. */
+static void chunk_keep(struct pr *r, struct chunk *c, uint64_t seq0)
+{
+	if (r->seq == seq0) {
+		free(c);
+		return;
+	}
+	c->last_seq = r->seq - 1;
+	r->chunk_bytes += c->len;
+	if (r->chunks_tail)
+		r->chunks_tail->next = c;
+	else
+		r->chunks = c;
+	r->chunks_tail = c;
+}
+
+/* Queue the whole records of chunk C (decompressed, or copied from a live
+ * ring), C->len bytes; @return the bytes consumed (a record cut at the
+ * end is left).  A record shorter than its header stops it (*DAMAGED). */
+static size_t queue_chunk(struct pr *r, struct chunk *c, const char *what, int *damaged)
+{
+	c->next = NULL;
+	c->last_seq = 0;
+	size_t pos = 0;
+	while (c->len - pos >= 8 && !r->cb_rc) {
+		uint16_t const rsize = su_ld16(c->data + pos + 6);
+		if (rsize < 8) {
+			/* Events queued before the damage still point into C: it
+			 * is kept by the caller, not freed here (a fuzzing finding). */
+			su_reader_warn(r->warn, "%s: damaged record inside %s: the rest is ignored", r->name, what);
+			r->malformed = 1;
+			*damaged = 1;
+			break;
+		}
+		if (rsize > c->len - pos)
+			break;
+		if (handle_record(r, c->data + pos, rsize))
+			break;
+		pos += rsize;
+	}
+	return pos;
+}
+
+/* PERF_RECORD_COMPRESSED (perf record -z): one zstd stream across all of
+ * them; an event may continue in the next one (perf's decomp_last_rem). */
+static int on_compressed(struct pr *r, const uint8_t *rec, uint16_t size)
+{
+	if (!r->dctx && (!(r->dctx = ZSTD_createDCtx()) || !(r->rem = malloc(65536))))
+		return r->cb_rc = -ENOMEM;
+	size_t cap = r->rem_len + 8 * (size_t)size + 65536;
+	struct chunk *c = malloc(sizeof(*c) + cap);
+	if (!c)
+		return r->cb_rc = -ENOMEM;
+	memcpy(c->data, r->rem, r->rem_len);
+	size_t len = r->rem_len;
+	ZSTD_inBuffer in = { rec + 8, (size_t)size - 8, 0 };
+	/* Until the input is consumed and the output was not filled: zstd
+	 * may hold decoded bytes back when the output is full, even once it
+	 * has taken all the input (the last samples of a file were lost so). */
+	for (int full = 1; in.pos < in.size || full;) {
+		if (len == cap) {
+			if (cap * 2 > COMPRESSED_RECORD_MAX) {
+				free(c);
+				su_reader_warn(r->warn, "%s: a compressed record inflates past %u MiB: the rest is ignored", r->name,
+					       COMPRESSED_RECORD_MAX >> 20);
+				r->malformed = 1;
+				return -EINVAL;
+			}
+			struct chunk *n = realloc(c, sizeof(*c) + cap * 2);
+			if (!n) {
+				free(c);
+				return r->cb_rc = -ENOMEM;
+			}
+			c = n;
+			cap *= 2;
+		}
+		ZSTD_outBuffer out = { c->data, cap, len };
+		size_t const zr = ZSTD_decompressStream(r->dctx, &out, &in);
+		if (ZSTD_isError(zr)) {
+			free(c);
+			su_reader_warn(r->warn, "%s: compressed record does not decompress (%s): the rest is ignored",
+				       r->name, ZSTD_getErrorName(zr));
+			r->malformed = 1;
+			return -EINVAL;
+		}
+		len = out.pos;
+		full = len == cap;
+	}
+	c->len = len;
+	uint64_t const seq0 = r->seq;
+	int damaged = 0;
+	size_t const pos = queue_chunk(r, c, "a compressed one", &damaged);
+	/* The partial event at the end starts the next chunk (shorter than one
+	 * record, so it fits REM; nothing is carried after damage or a stop). */
+	r->rem_len = damaged || r->cb_rc || len - pos > 65535 ? 0 : len - pos;
+	memcpy(r->rem, c->data + pos, r->rem_len);
+	chunk_keep(r, c, seq0);
+	/* Events wait for a FINISHED_ROUND to be sorted, and their inflated
+	 * chunks with them: a file without rounds would hold them all. */
+	if (r->chunk_bytes > COMPRESSED_HELD_MAX && !r->cb_rc) {
+		if (!r->warned_chunks++)
+			su_reader_warn(r->warn, "%s: more than %u MiB of compressed records without a FINISHED_ROUND: "
+				       "the events so far are delivered, later ones may be out of time order",
+				       r->name, COMPRESSED_HELD_MAX >> 20);
+		flush_until(r, UINT64_MAX);
+		chunks_release(r);
+	}
+	return damaged ? -EINVAL : 0;
+}
+
+/* Give back the pages of the data section below FROM that no queued event
+ * points into: the mapping is read once, front to back, so the resident
+ * part stays about one round long instead of growing to the file's size. */
+static void release_consumed(struct pr *r, uint64_t from, uint64_t *released)
+{
+	const uint8_t *const base = r->map + r->data_off;
+	uint64_t low = from;
+	for (size_t i = 0; i < r->nq; i++)
+		if (r->q[i].rec >= base && r->q[i].rec < base + from && (uint64_t)(r->q[i].rec - base) < low)
+			low = (uint64_t)(r->q[i].rec - base);
+	uint64_t const start = (r->data_off + *released + 4095) & ~4095ull;
+	uint64_t const end = (r->data_off + low) & ~4095ull;
+	if (end >= start + (8u << 20)) {
+		madvise((void *)(uintptr_t)(r->map + start), end - start, MADV_DONTNEED);
+		*released = end - r->data_off;
+	}
+}
+
+void perf_run_data(struct pr *r)
+{
+	const uint8_t *const base = r->map + r->data_off;
+	uint64_t pos = 0;
+	uint64_t populated = 0, released = 0;
+	while (pos < r->data_size && !r->cb_rc) {
+		if (pos >= populated) {
+			/* Page tables filled 32 MiB at a time: one call instead of
+			 * thousands of faults (a third of the time on big files). */
+			uint64_t const from = (r->data_off + pos) & ~4095ull;
+			uint64_t const len = r->file_size - from < (32u << 20) ? r->file_size - from : (32u << 20);
+			madvise((void *)(uintptr_t)(r->map + from), len, MADV_POPULATE_READ);
+			populated = from + len - r->data_off;
+		}
+		if (r->data_size - pos < 8) {
+			r->malformed = 1;
+			su_reader_warn(r->warn, "%s: data section ends inside a record header at offset %" PRIu64
+				       ": the rest is ignored", r->name, r->data_off + pos);
+			break;
+		}
+		const uint8_t *rec = base + pos;
+		uint32_t const type = su_ld32(rec);
+		uint16_t const size = su_ld16(rec + 6);
+		if (size < 8 || size > r->data_size - pos) {
+			r->malformed = 1;
+			su_reader_warn(r->warn, "%s: damaged record (type %u, size %u) at offset %" PRIu64
+				       ": the rest of the data section is ignored",
+				       r->name, type, size, r->data_off + pos);
+			break;
+		}
+		pos += size;
+		if (type == R_AUXTRACE && size >= 16) {
+			uint64_t const aux = su_ld64(rec + 8);
+			if (aux > r->data_size - pos) {
+				r->malformed = 1;
+				break;
+			}
+			pos += aux;
+			continue;
+		}
+		if (type == R_COMPRESSED) {
+			if (on_compressed(r, rec, size))
+				break;
+			continue;
+		}
+		if (type == R_FINISHED_ROUND) {
+			flush_until(r, r->next_flush);
+			r->next_flush = r->max_ts;
+			chunks_release(r);
+			release_consumed(r, pos, &released);
+			continue;
+		}
+		if (handle_record(r, rec, size))
+			break;
+	}
+	if (!r->cb_rc)
+		flush_until(r, UINT64_MAX);
+}
+
+/* ---- a live stream of records --------------------------------------------------- */
+
+struct su_perf_stream {
+	struct pr r;
+	struct chunk *pending;       /* reserved, not committed yet */
+};
+
+int su_perf_stream_new(const void *attr, size_t attr_len, const struct su_reader_callbacks *cb,
+		       const struct su_perf_stream_callbacks *live, struct su_reader_stats *stats,
+		       struct su_perf_stream **out)
+{
+	*out = NULL;
+	if (attr_len < 96)
+		return -EINVAL;
+	struct su_perf_stream *s = calloc(1, sizeof(*s));
+	if (!s || !(s->r.attrs = calloc(1, sizeof(*s->r.attrs)))) {
+		free(s);
+		return -ENOMEM;
+	}
+	memset(stats, 0, sizeof(*stats));
+	s->r.cb = cb;
+	s->r.st = stats;
+	s->r.live_cb = live;
+	s->r.warn = live ? &live->warn : NULL;
+	s->r.name = "live recording";
+	s->r.n_attrs = 1;
+	perf_attr_parse(&s->r.attrs[0], attr, attr_len);
+	perf_id_positions(&s->r);
+	struct utsname u;
+	if (uname(&u) == 0) /* recorded here: our own vDSO's build-id applies */
+		snprintf(s->r.osrelease, sizeof(s->r.osrelease), "%s", u.release);
+	*out = s;
+	return 0;
+}
+
+int su_perf_stream_add_event(struct su_perf_stream *s, const void *attr, size_t attr_len, const char *name)
+{
+	struct pr *r = &s->r;
+	if (attr_len < 96)
+		return -EINVAL;
+	if (r->n_attrs == 1 && !r->attrs[0].name) { /* the first attr, named */
+		r->attrs[0].name = name;
+		return 0;
+	}
+	struct attr *na = realloc(r->attrs, (r->n_attrs + 1) * sizeof(*na));
+	if (!na)
+		return -ENOMEM;
+	r->attrs = na;
+	memset(&na[r->n_attrs], 0, sizeof(*na));
+	perf_attr_parse(&na[r->n_attrs], attr, attr_len);
+	na[r->n_attrs].name = name;
+	return (int)r->n_attrs++;
+}
+
+int su_perf_stream_add_id(struct su_perf_stream *s, uint64_t id, size_t index)
+{
+	struct pr *r = &s->r;
+	if (index >= r->n_attrs)
+		return -EINVAL;
+	if (su_grow((void **)&r->ids, &r->cap_ids, r->n_ids + 1, sizeof(*r->ids)))
+		return -ENOMEM;
+	size_t i = r->n_ids;
+	while (i > 0 && r->ids[i - 1].id > id) { /* kept sorted */
+		r->ids[i] = r->ids[i - 1];
+		i--;
+	}
+	r->ids[i] = (struct id_attr){ .id = id, .attr = index };
+	r->n_ids++;
+	return 0;
+}
+
+uint8_t *su_perf_stream_reserve(struct su_perf_stream *s, size_t len)
+{
+	free(s->pending);
+	s->pending = malloc(sizeof(*s->pending) + (len ? len : 1));
+	if (!s->pending)
+		return NULL;
+	s->pending->len = len;
+	return s->pending->data;
+}
+
+int su_perf_stream_commit(struct su_perf_stream *s, size_t len)
+{
+	struct pr *r = &s->r;
+	struct chunk *c = s->pending;
+	s->pending = NULL;
+	if (!c || len > c->len) {
+		free(c);
+		return -EINVAL;
+	}
+	if (r->cb_rc) {
+		free(c);
+		return r->cb_rc;
+	}
+	c->len = len;
+	uint64_t const seq0 = r->seq;
+	int damaged = 0;
+	size_t const pos = queue_chunk(r, c, "a ring buffer", &damaged);
+	chunk_keep(r, c, seq0);
+	if (r->cb_rc)
+		return r->cb_rc;
+	return damaged || pos != len ? -EINVAL : 0;
+}
+
+int su_perf_stream_feed(struct su_perf_stream *s, const uint8_t *buf, size_t len)
+{
+	uint8_t *d = su_perf_stream_reserve(s, len);
+	if (!d)
+		return -ENOMEM;
+	memcpy(d, buf, len);
+	return su_perf_stream_commit(s, len);
+}
+
+int su_perf_stream_round(struct su_perf_stream *s)
+{
+	struct pr *r = &s->r;
+	if (r->cb_rc)
+		return r->cb_rc;
+	flush_until(r, r->next_flush);
+	r->next_flush = r->max_ts;
+	chunks_release(r);
+	return r->cb_rc;
+}
+
+uint32_t su_perf_stream_stack_cap(const struct su_perf_stream *s)
+{
+	return perf_attr_stack_cap(&s->r.attrs[0], 1);
+}
+
+uint64_t su_perf_stream_time(const struct su_perf_stream *s)
+{
+	return s->r.now;
+}
+
+int su_perf_stream_end(struct su_perf_stream *s)
+{
+	struct pr *r = &s->r;
+	if (!r->cb_rc)
+		flush_until(r, UINT64_MAX);
+	chunks_release(r);
+	if (r->cb_rc)
+		return r->cb_rc;
+	r->st->bad_blobs = r->bad_samples + r->unknown_ids;
+	return r->cb->end ? r->cb->end(r->cb->arg) : 0;
+}
+
+void su_perf_stream_free(struct su_perf_stream *s)
+{
+	if (!s)
+		return;
+	perf_pr_free(&s->r);
+	free(s->pending);
+	free(s);
+}
