@@ -32,7 +32,11 @@ bias_of() {
 # our_chains STACKS BIN BIAS: one line per distinct address of BIN looked
 # up ("hex<TAB>name|file:line;..." innermost first: the "(inlined)" frames
 # at one pc, then the real one; the activation frame at its pc, return
-# addresses at pc - 1).
+# addresses at pc - 1).  The activation frame is the first user-space one:
+# a sample taken in the kernel (a page fault, a syscall) starts with kernel
+# frames, and the user pc after them is where the program was stopped, not
+# a return address (pc - 1 there names the instruction before it: another
+# line or inline chain where pc starts a line table row or inline range).
 our_chains() {
 	awk -v bin="$2" -v bias="$3" '
 	function hex(s,  v, i) { v = 0; for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1; return v }
@@ -40,6 +44,7 @@ our_chains() {
 	/^\t/ {
 		line = $0; sub(/^\t */, "", line)
 		pc = line; sub(/ .*/, "", pc); rest = substr(line, length(pc) + 2)
+		if (length(pc) == 16 && pc ~ /^ffff/) next   # a kernel frame
 		if (pc != lastpc) { flush(); nth++; lastpc = pc }
 		i = index(rest, " (" bin ")")
 		if (!i) { cur = ""; next }
