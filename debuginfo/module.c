@@ -14,6 +14,12 @@
 #include <gelf.h>
 #include <libelf.h>
 #include <elfutils/libdwelf.h>
+#ifdef SU_DEBUGINFO_LOCAL_ONLY
+/* The recorder's copy (debuginfo/local.mk): local files only, so that
+ * stackcap record does not load libdebuginfod's libcurl, gnutls and
+ * p11-kit (whose exit handlers deadlocked it under a preloaded ASan). */
+#undef HAVE_DEBUGINFOD
+#endif
 #ifdef HAVE_DEBUGINFOD
 #include <elfutils/debuginfod.h>
 #endif

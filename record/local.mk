@@ -18,4 +18,4 @@ record_librecord_la_SOURCES = \
 	record/recorder.h \
 	record/recorder.c
 record_librecord_la_CFLAGS = $(AM_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS)
-record_librecord_la_LIBADD = debuginfo/libsudebuginfo.la trace/libsutrace.la capture/libctfwriter.la compress/libstackcodec.la $(LIBELF_LIBS)
+record_librecord_la_LIBADD = debuginfo/libsudebuginfo-local.la trace/libsutrace.la capture/libctfwriter.la compress/libstackcodec.la $(LIBELF_LIBS)
