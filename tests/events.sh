@@ -42,7 +42,17 @@ drops0() { "$UNW" stats "$work/$1.trace" 2>/dev/null | grep -q '^drops: *0 at ca
 # 0. What the kernel and the build must have.
 check "the kernel has a uprobe PMU (/sys/bus/event_source/devices/uprobe)" \
 	test -r /sys/bus/event_source/devices/uprobe/type
-check "tracefs is mounted (/sys/kernel/tracing/events)" test -d /sys/kernel/tracing/events
+# tracefs, where tracepoint ids are: a bare system (a fresh chroot, a
+# container) may not have it mounted; root mounts it as the kernel offers
+# it, and unmounts it at the end.
+mounted_tracefs=
+if ! [ -d /sys/kernel/tracing/events ] && [ "$(id -u)" = 0 ] && [ -d /sys/kernel/tracing ] &&
+	mount -t tracefs nodev /sys/kernel/tracing 2>"$work/tracefs.err"; then
+	mounted_tracefs=1
+	trap 'umount /sys/kernel/tracing 2>/dev/null; rm -rf "$work"' EXIT
+fi
+check "tracefs is mounted (/sys/kernel/tracing/events; as root: mount -t tracefs nodev /sys/kernel/tracing)" \
+	test -d /sys/kernel/tracing/events
 if "$EV" --sdt 2>"$work/sdt.err"; then ok "tdata-events has its SDT markers (<sys/sdt.h>)"; else
 	not_ok "tdata-events has its SDT markers: $(cat "$work/sdt.err") then configure and make again"; fi
 
