@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The off-CPU events of `stackcap record --off-cpu` (offcpu.h). */
 #include "record/offcpu.h"
+#include "record/perf-events.h"
 
 void rec_offcpu_attr(struct perf_event_attr *attr, const struct perf_event_attr *sampler)
 {
@@ -14,12 +15,6 @@ void rec_offcpu_attr(struct perf_event_attr *attr, const struct perf_event_attr 
 	 * the task's own. */
 	attr->exclude_kernel = 0;
 	/* Maps, comm and task records come from the sampler once. */
-	attr->mmap = 0;
-	attr->mmap2 = 0;
-	attr->mmap_data = 0;
-	attr->build_id = 0;
-	attr->comm = 0;
-	attr->comm_exec = 0;
-	attr->task = 0;
+	rec_attr_no_side_records(attr);
 	attr->context_switch = 1;
 }

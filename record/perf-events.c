@@ -18,6 +18,17 @@
  * accepts (not DS, ES, FS, GS: refused on 64-bit). */
 #define X86_64_REGS_MASK (((1ull << 24) - 1) & ~(0xfull << 12))
 
+void rec_attr_no_side_records(struct perf_event_attr *attr)
+{
+	attr->mmap = 0;
+	attr->mmap2 = 0;
+	attr->mmap_data = 0;
+	attr->build_id = 0;
+	attr->comm = 0;
+	attr->comm_exec = 0;
+	attr->task = 0;
+}
+
 void rec_attr_init(struct perf_event_attr *attr, const struct rec_attr_opts *o)
 {
 	memset(attr, 0, sizeof(*attr));

@@ -39,6 +39,9 @@ struct rec_attr_opts {
 
 /* Fill ATTR for the sampler (disabled: rec_events_enable starts it). */
 void rec_attr_init(struct perf_event_attr *attr, const struct rec_attr_opts *o);
+/* ATTR without the side records (maps, comm, task) rec_attr_init asks
+ * for: for every event after the first, which already tracks them once. */
+void rec_attr_no_side_records(struct perf_event_attr *attr);
 
 struct rec_ring {
 	int fd;               /* the event whose ring it is */

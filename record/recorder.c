@@ -460,9 +460,8 @@ static int events_attrs(struct recorder *r, const struct rec_attr_opts *ao)
 			}
 			struct perf_event_attr *a = &r->attrs[r->n_attrs];
 			rec_event_attr(&r->evs[i], site, &base, r->o->freq, r->o->period, a);
-			if (r->n_attrs) {
-				a->mmap = a->mmap2 = a->mmap_data = a->build_id = a->comm = a->comm_exec = a->task = 0;
-			}
+			if (r->n_attrs)
+				rec_attr_no_side_records(a);
 			r->names[r->n_attrs++] = r->evs[i].name;
 		}
 	r->off_attr = r->n_attrs;
