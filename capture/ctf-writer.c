@@ -641,21 +641,33 @@ int ctf_stream_process_end(struct ctf_stream *s, uint64_t ts,
 	return 0;
 }
 
+/* An event of the samples stream whose fields are HEAD (HEAD_LEN bytes,
+ * already little-endian), then a u24 length and the blob: sample,
+ * sample_full, sample_segment, event_sample, runtime_frames.  The caller
+ * checks the fields; LEN < U24_LIMIT. */
+static int blob_event(struct ctf_stream *s, uint64_t ts, uint32_t tid, int id, const uint8_t *head,
+		      size_t head_len, const uint8_t *blob, size_t len)
+{
+	int rc;
+	uint8_t *p = event_begin(s, ts, tid, id, head_len + 3 + len, &rc);
+	if (!p)
+		return rc;
+	memcpy(p, head, head_len);
+	p = put_le(p + head_len, len, 3);
+	if (len)
+		memcpy(p, blob, len);
+	return 0;
+}
+
 static int sample_event(struct ctf_stream *s, uint64_t ts, uint32_t tid, int id,
 			uint32_t generation, const uint8_t *blob, size_t len)
 {
 	if (!s || s->kind != CTF_STREAM_SAMPLES || generation >= U24_LIMIT ||
 	    len >= U24_LIMIT || (len && !blob))
 		return -EINVAL;
-	int rc;
-	uint8_t *p = event_begin(s, ts, tid, id, 3 + 3 + len, &rc);
-	if (!p)
-		return rc;
-	p = put_le(p, generation, 3);
-	p = put_le(p, len, 3);
-	if (len)
-		memcpy(p, blob, len);
-	return 0;
+	uint8_t head[3];
+	put_le(head, generation, 3);
+	return blob_event(s, ts, tid, id, head, sizeof(head), blob, len);
 }
 
 int ctf_stream_sample(struct ctf_stream *s, uint64_t ts, uint32_t tid,
@@ -675,17 +687,12 @@ int ctf_stream_event_sample(struct ctf_stream *s, uint64_t ts, uint32_t tid, uin
 	if (!s || s->kind != CTF_STREAM_SAMPLES || event >= s->w->n_events || generation >= U24_LIMIT ||
 	    len >= U24_LIMIT || (len && !blob))
 		return -EINVAL;
-	int rc;
-	uint8_t *p = event_begin(s, ts, tid, CTF_EV_EVENT_SAMPLE, 2 + 3 + 3 + len, &rc);
-	if (!p)
-		return rc;
-	p = put_le(p, event, 2);
-	p = put_le(p, generation, 3);
-	p = put_le(p, len, 3);
-	if (len)
-		memcpy(p, blob, len);
-	s->nsamples++;
-	return 0;
+	uint8_t head[2 + 3];
+	put_le(put_le(head, event, 2), generation, 3);
+	int const rc = blob_event(s, ts, tid, CTF_EV_EVENT_SAMPLE, head, sizeof(head), blob, len);
+	if (!rc)
+		s->nsamples++;
+	return rc;
 }
 
 int ctf_stream_sample_segment(struct ctf_stream *s, uint64_t ts, uint32_t tid,
@@ -754,15 +761,7 @@ int ctf_stream_runtime_frames(struct ctf_stream *s, uint64_t ts, uint32_t tid, u
 	if (!s || s->kind != CTF_STREAM_SAMPLES || s->w->version < CTF_TRACE_VERSION_RUNTIME ||
 	    len >= U24_LIMIT || (len && !blob))
 		return -EINVAL;
-	int rc;
-	uint8_t *p = event_begin(s, ts, tid, CTF_EV_RUNTIME_FRAMES, 1 + 3 + len, &rc);
-	if (!p)
-		return rc;
-	p = put_le(p, runtime, 1);
-	p = put_le(p, len, 3);
-	if (len)
-		memcpy(p, blob, len);
-	return 0;
+	return blob_event(s, ts, tid, CTF_EV_RUNTIME_FRAMES, &runtime, 1, blob, len);
 }
 
 int ctf_stream_kernel_chain(struct ctf_stream *s, uint64_t ts, uint32_t tid, const uint64_t *ips, size_t n)
