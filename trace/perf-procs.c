@@ -16,21 +16,14 @@
 #include <string.h>
 #include <sys/utsname.h>
 
+#include "common/hash.h"
 #include "trace/perf-data-internal.h"
 
 /* ---- interned paths and what their files say -------------------------------- */
 
-static uint64_t hash_bytes(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-	return h | 1;
-}
-
 struct path_info *perf_intern(struct pr *r, const char *s, size_t n)
 {
-	uint64_t const h = hash_bytes(s, n);
+	uint64_t const h = su_fnv1a(s, n) | 1; /* as before: the same slots */
 	if ((r->n_paths + 1) * 2 > r->cap_paths) {
 		size_t ncap = r->cap_paths ? r->cap_paths * 2 : 64;
 		struct path_info **nt = calloc(ncap, sizeof(*nt));
