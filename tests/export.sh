@@ -87,7 +87,11 @@ else
 		sh -c "grep -q 'Total samples = $ns_threads *\$' '$work/top.txt' &&
 			awk '/flat%/ { getline; print \$NF; exit }' '$work/top.txt' | grep -qx '$(echo $chain_threads | cut -d' ' -f1)'"
 	# -traces: the heaviest stack first, one function per line, leaf first.
-	"$GOPPROF" -traces -sample_index=samples "$work/inline.pb.gz" >"$work/traces.txt" 2>&1
+	# User frames only: the kernel frames a root recording keeps split the
+	# chain's samples over as many stacks as the kernel paths under it
+	# (timer interrupt, softirq...), and one of those could weigh more.
+	xp inline-user.pb.gz pprof inline -j 2 --user-only
+	"$GOPPROF" -traces -sample_index=samples "$work/inline-user.pb.gz" >"$work/traces.txt" 2>&1
 	got=$(awk '/^-+\+-+$/ { if (inb) exit; inb = 1; next }
 		inb && /^ +[0-9]+ / { on = 1; sub(/^ +[0-9]+ +/, ""); print $1; next }
 		inb && on && /^ +[^ ]/ { print $1 }' "$work/traces.txt" | head -n "$(echo $chain_inline | wc -w)" | tr '\n' ' ')
