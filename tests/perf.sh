@@ -224,6 +224,8 @@ for p in single threads gzip; do
 	echo "# $(cat "$work/conv-$p.err")"
 	check "convert $p: exit 0, the same $(grep -c '^[^	]' "$work/$p.a") stacks from the trace, $((pd / (tr + 1)))x smaller" \
 		sh -c "[ $cvrc = 0 ] && [ -s '$work/$p.fa' ] && cmp -s '$work/$p.fa' '$work/$p.fb' && [ $tr -lt $pd ]"
+	# Seen once and not since (threads, under load): keep the evidence.
+	cmp -s "$work/$p.fa" "$work/$p.fb" || diff "$work/$p.fa" "$work/$p.fb" | head -n 40 | sed 's/^/# /'
 done
 "$SU" stats "$work/single.trace" >"$work/cstats.out" 2>/dev/null
 check "stats on the converted trace: same sample count, codec named" \
