@@ -11,6 +11,14 @@
  *                              0.1 ms): how many ticks the handler saw.
  *                              TSan defers an asynchronous signal to the next
  *                              libc call it intercepts: a pure loop sees 0.
+ *   tsan-limits shared         the program's 2 ms ITIMER_PROF and a 0.1 ms
+ *                              thread CPU-time timer (timer_create, SIGPROF,
+ *                              what a sampler adds), clock_gettime every
+ *                              0.1 ms: the ticks of each the handler saw.
+ *                              Both are CPU-time timers the kernel fires in
+ *                              the same tick; TSan keeps one pending signal
+ *                              per signal number, and the ITIMER_PROF tick
+ *                              is lost (0 under TSan, all of them plain).
  *   tsan-limits fork           a second thread alive at fork(); the child
  *                              starts and joins a thread of its own.  TSan
  *                              kills such a child ("starting new threads
@@ -22,6 +30,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -59,6 +68,54 @@ static int mode_ticks(int call_libc)
 	struct itimerval off = { { 0, 0 }, { 0, 0 } };
 	setitimer(ITIMER_PROF, &off, NULL);
 	printf("ticks %d (%s)\n", seen, call_libc ? "clock_gettime every 0.1 ms" : "pure loop");
+	return 0;
+}
+
+static volatile sig_atomic_t kernel_ticks, timer_ticks;
+
+static void on_prof_info(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	if (si->si_code == SI_KERNEL)
+		kernel_ticks++;
+	else
+		timer_ticks++;
+}
+
+static int mode_shared(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_prof_info;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	if (sigaction(SIGPROF, &sa, NULL) != 0)
+		return 1;
+	struct sigevent ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.sigev_notify = SIGEV_THREAD_ID;
+	ev.sigev_signo = SIGPROF;
+	ev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+	timer_t tm;
+	if (timer_create(CLOCK_THREAD_CPUTIME_ID, &ev, &tm) != 0)
+		return 1;
+	struct itimerspec const fast = { { 0, 100000 }, { 0, 100000 } };
+	timer_settime(tm, 0, &fast, NULL);
+	struct itimerval it = { { 0, 2000 }, { 0, 2000 } };
+	setitimer(ITIMER_PROF, &it, NULL);
+	unsigned long long x = 1;
+	for (int u = 0; u < 3000; u++) {
+		for (int i = 0; i < 65536; i++)
+			x = x * 6364136223846793005u + 1442695040888963407u;
+		__asm__ volatile("" : "+r"(x));
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+	}
+	int const k = kernel_ticks, t = timer_ticks; /* before any other libc call */
+	struct itimerval off = { { 0, 0 }, { 0, 0 } };
+	setitimer(ITIMER_PROF, &off, NULL);
+	timer_delete(tm);
+	printf("ITIMER_PROF ticks %d, timer ticks %d\n", k, t);
 	return 0;
 }
 
@@ -104,8 +161,10 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "ticks"))
 		return mode_ticks(argc > 2 && !strcmp(argv[2], "libc"));
+	if (argc > 1 && !strcmp(argv[1], "shared"))
+		return mode_shared();
 	if (argc > 1 && !strcmp(argv[1], "fork"))
 		return mode_fork();
-	fprintf(stderr, "usage: tsan-limits ticks [libc] | fork\n");
+	fprintf(stderr, "usage: tsan-limits ticks [libc] | shared | fork\n");
 	return 2;
 }
