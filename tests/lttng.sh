@@ -309,6 +309,8 @@ for name in single threads dlopen sigalt exec fork jit probe python; do
 	check "$name: sink.stackcap.folded on the LTTng trace (exit $r) = stackunwind folded ($(wc -l <"$work/$name.su.folded") lines, $(awk '{ s += $NF } END { print s + 0 }' "$work/$name.su.folded") samples)" \
 		sh -c "[ $r = 0 ] && [ -s '$work/$name.su.folded' ] && cmp -s '$work/$name.su.folded' '$work/$name.bt.folded'"
 	[ $r = 0 ] || sed 's/^/# /' "$work/$name.bt.err" | head -5
+	cmp -s "$work/$name.su.folded" "$work/$name.bt.folded" ||
+		diff "$work/$name.su.folded" "$work/$name.bt.folded" | head -n 20 | sed 's/^/# /'
 done
 $BT "$lt/single" -c sink.stackcap.folded >/dev/null 2>"$work/nofilter.err"
 r=$?
