@@ -482,6 +482,71 @@ static int fp_step(const struct regs *cur, struct regs *nx, const struct walk *w
 	return STEP_OK;
 }
 
+/* Does the code of module M just before ELF address RA (a return address)
+ * end with a call instruction?  call rel32 (e8), and ff /2 in its register,
+ * [reg], disp8, SIB, disp32 and rip-relative forms. */
+static int follows_call(struct su_module *m, uint64_t ra)
+{
+	GElf_Addr bias;
+	size_t size, nph;
+	Elf *elf = m && m->mod ? dwfl_module_getelf(m->mod, &bias) : NULL;
+	const uint8_t *img = elf ? (const uint8_t *)elf_rawfile(elf, &size) : NULL;
+	if (!img || elf_getphdrnum(elf, &nph) != 0 || ra < 7)
+		return 0;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) ||
+		    ra - 7 < ph.p_vaddr || ra > ph.p_vaddr + ph.p_filesz || ph.p_offset + ph.p_filesz > size)
+			continue;
+		const uint8_t *b = img + ph.p_offset + (ra - ph.p_vaddr); /* b[-k]: k bytes before ra */
+		if (b[-5] == 0xe8)
+			return 1;
+		for (int k = 2; k <= 7; k++) {
+			if (b[-k] != 0xff || (b[-k + 1] >> 3 & 7) != 2)
+				continue;
+			uint8_t const mod = b[-k + 1] >> 6, rm = b[-k + 1] & 7;
+			int const sib = mod != 3 && rm == 4;
+			int len = 2 + sib;
+			if (mod == 1)
+				len += 1;
+			else if (mod == 2 || (mod == 0 && rm == 5) || (mod == 0 && sib && (b[-k + 2] & 7) == 5))
+				len += 4;
+			if (len == k)
+				return 1;
+		}
+		return 0;
+	}
+	return 0;
+}
+
+/* No CFI and no rbp chain at the interrupted pc: code that ended its FDE
+ * on purpose (glibc's clone3 and clone before the syscall: the child's
+ * unwind info would be wrong) or hand-written stubs, all leaves: the
+ * return address at the stack pointer, if it follows a call in a module's
+ * code.  Callee-saved registers are the caller's (the ABI). */
+static int leaf_step(struct su_unwinder *u, struct uw_proc *p, const struct su_maps *maps, const struct regs *cur,
+		     struct regs *nx, const struct walk *w)
+{
+	uint64_t ra;
+	if (!(cur->known >> STACKCAP_REG_RSP & 1) ||
+	    uw_stack_read(&w->st, cur->v[STACKCAP_REG_RSP], &ra) != UW_READ_OK || ra == 0)
+		return SU_END_NO_CFI;
+	int64_t const mi = su_maps_find(maps, ra - 1);
+	struct su_module *m = mi >= 0 ? uw_proc_module(u, p, (uint32_t)mi) : NULL;
+	if (!m || !follows_call(m, ra - su_module_bias(m, &maps->entries[mi])))
+		return SU_END_NO_CFI;
+	static const unsigned saved[] = { STACKCAP_REG_RBX, STACKCAP_REG_RBP, STACKCAP_REG_R12,
+					  STACKCAP_REG_R13, STACKCAP_REG_R14, STACKCAP_REG_R15 };
+	nx->known = 0;
+	nx->undef = (1u << STACKCAP_NREGS) - 1;
+	for (size_t i = 0; i < sizeof(saved) / sizeof(saved[0]); i++)
+		if (cur->known >> saved[i] & 1)
+			set_reg(nx, saved[i], cur->v[saved[i]]);
+	set_reg(nx, STACKCAP_REG_RIP, ra);
+	set_reg(nx, STACKCAP_REG_RSP, cur->v[STACKCAP_REG_RSP] + 8);
+	return STEP_OK;
+}
+
 static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct su_sample *sample,
 			  struct su_frame *frames, size_t max, enum su_unwind_end *end)
 {
@@ -537,6 +602,10 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 		} else if (lk == UW_LOOKUP_NO_CFI) {
 			rc = fp_step(cur, nx, &w);
 			how = SU_FRAME_FP;
+			if (rc != STEP_OK && n == 1) { /* the interrupted frame */
+				rc = leaf_step(u, p, maps, cur, nx, &w);
+				how = SU_FRAME_LEAF;
+			}
 		} else {
 			rc = SU_END_ERROR;
 		}

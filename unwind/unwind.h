@@ -45,6 +45,8 @@ enum su_frame_how {
 	SU_FRAME_KERNEL,       /* kernel code, from the sample's kernel call chain
 				* (su_sample.kernel_chain): map -1; these come first,
 				* innermost first, above the user frames */
+	SU_FRAME_LEAF,         /* the interrupted frame had no CFI and no rbp chain: its
+				* return address at rsp, which follows a call (fast only) */
 };
 
 struct su_frame {

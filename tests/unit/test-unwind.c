@@ -269,6 +269,9 @@ static void unwind_both(const struct su_sample *s, struct result *r, size_t max)
 	run(ref, s, &d, max);
 	if (same(r, &d))
 		return;
+	/* The leaf rule is the fast unwinder's own: elfutils stops there. */
+	if (r->n >= 2 && r->f[1].how == SU_FRAME_LEAF && d.n == 1 && d.f[0].pc == r->f[0].pc)
+		return;
 	struct su_debuginfo_opts o = { .no_debuginfod = 1, .no_system_dirs = 1 };
 	struct su_modcache *mc2 = su_modcache_new(&o);
 	struct su_unwinder *fast2 = su_unwinder_new(SU_UNWINDER_FAST, mc2);
@@ -738,6 +741,48 @@ START_TEST(test_plt_expression)
 }
 END_TEST
 
+/* Interrupted in code without CFI whose rbp is no frame pointer (glibc's
+ * clone3 ends its FDE before the syscall on purpose): a leaf's return
+ * address at rsp is taken when it follows a call (fast unwinder only;
+ * elfutils stops there), and only then. */
+START_TEST(test_leaf_no_cfi)
+{
+	capture_chain(MODE_PLAIN);
+	static struct uw_capture c;
+	static struct result full, r;
+	struct uw_sample s;
+	make(&s, STACKCAP_POLICY_F2);
+	run(fast, &s.s, &full, MAXF);
+	uw_sample_free(&s);
+	ck_assert_int_eq(full.end, SU_END_OUTERMOST);
+	for (int good = 1; good >= 0; good--) {
+		/* As if uwt_c had just called uw_fp_call (its first byte: no
+		 * CFI, rbp not yet pushed) with rbp 0. */
+		c = g_cap;
+		c.sp = g_cap.sp - 8;
+		c.nwords = g_cap.nwords + 1;
+		memcpy(c.words + 1, g_cap.words, g_cap.nwords * 8);
+		/* getcontext's return address follows its call; uwt_top's
+		 * first byte follows no call. */
+		c.words[0] = good ? g_cap.regs[STACKCAP_REG_RIP] : (uint64_t)(uintptr_t)uwt_top;
+		c.regs[STACKCAP_REG_RSP] = c.sp;
+		c.regs[STACKCAP_REG_RBP] = 0;
+		c.regs[STACKCAP_REG_RIP] = (uint64_t)(uintptr_t)uw_fp_call;
+		ck_assert_int_eq(uw_sample_make(&s, &c, maps, STACKCAP_POLICY_F2), 0);
+		run(fast, &s.s, &r, MAXF);
+		if (good) {
+			ck_assert_msg(r.n == full.n + 1 && r.end == full.end, "%s", dump(&r));
+			ck_assert_int_eq(r.f[1].how, SU_FRAME_LEAF);
+			for (size_t i = 1; i < r.n; i++)
+				ck_assert_uint_eq(r.f[i].pc, full.f[i - 1].pc);
+		} else {
+			ck_assert_msg(r.n == 1 && r.end == SU_END_NO_CFI, "%s", dump(&r));
+		}
+		uw_sample_free(&s);
+	}
+}
+END_TEST
+
 START_TEST(test_max_frames)
 {
 	capture_chain(MODE_PLAIN);
@@ -918,6 +963,7 @@ static Suite *unwind_suite(void)
 	tcase_add_test(tc, test_frame_pointer);
 	tcase_add_test(tc, test_plt_expression);
 	tcase_add_test(tc, test_cfi_expressions);
+	tcase_add_test(tc, test_leaf_no_cfi);
 	tcase_add_test(tc, test_max_frames);
 	tcase_add_test(tc, test_no_map);
 	tcase_add_test(tc, test_module_mismatch);
