@@ -39,6 +39,7 @@ static void usage(FILE *f)
 		"usage: " PROG " stacks [OPTIONS] TRACE\n"
 		"       " PROG " folded [OPTIONS] TRACE\n"
 		"       " PROG " flamegraph [OPTIONS] TRACE [-o FILE.svg]\n"
+		"       " PROG " report [OPTIONS] TRACE\n"
 		"       " PROG " stats  [OPTIONS] TRACE\n"
 		"       " PROG " export --format speedscope|pprof -o FILE [OPTIONS] TRACE\n"
 		"\n"
@@ -184,7 +185,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 {
 	enum { OPT_TITLE = 180, OPT_WIDTH, OPT_MIN_WIDTH, OPT_ICICLE, OPT_REVERSE,
 	       OPT_PER_PROCESS = 200, OPT_PER_THREAD, OPT_NO_INLINE, OPT_TIME = 256, OPT_UNWINDER, OPT_READER, OPT_DEBUG_DIR, OPT_SYMFS, OPT_NO_DEBUGINFOD, OPT_MAX_FRAMES, OPT_FORMAT, OPT_NO_CACHE, OPT_EVENT,
-	       OPT_OFF_CPU = 300, OPT_WITH_OFF_CPU, OPT_USER_ONLY };
+	       OPT_OFF_CPU = 300, OPT_WITH_OFF_CPU, OPT_USER_ONLY,
+	       OPT_SORT = 320, OPT_PER_MODULE, OPT_TREE, OPT_MIN, OPT_LIMIT };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "tid", required_argument, NULL, 't' },
@@ -211,6 +213,11 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ "reverse", no_argument, NULL, OPT_REVERSE },
 		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
 		{ "with-off-cpu", no_argument, NULL, OPT_WITH_OFF_CPU },
+		{ "sort", required_argument, NULL, OPT_SORT },
+		{ "per-module", no_argument, NULL, OPT_PER_MODULE },
+		{ "tree", no_argument, NULL, OPT_TREE },
+		{ "min", required_argument, NULL, OPT_MIN },
+		{ "limit", required_argument, NULL, OPT_LIMIT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -229,15 +236,17 @@ static void parse_options(int argc, char **argv, struct options *o)
 		exit(EXIT_OK);
 	}
 	if (argc < 2)
-		die_usage("missing command (stacks, folded, flamegraph, stats or export)");
+		die_usage("missing command (stacks, folded, flamegraph, report, stats or export)");
 	o->command = argv[1];
 	if (strcmp(o->command, "stacks") && strcmp(o->command, "folded") && strcmp(o->command, "stats") &&
-	    strcmp(o->command, "flamegraph") && strcmp(o->command, "export"))
-		die_usage("unknown command '%s' (stacks, folded, flamegraph, stats or export)", o->command);
+	    strcmp(o->command, "flamegraph") && strcmp(o->command, "export") && strcmp(o->command, "report"))
+		die_usage("unknown command '%s' (stacks, folded, flamegraph, report, stats or export)", o->command);
 	o->flamegraph = !strcmp(o->command, "flamegraph");
-	o->folded = !strcmp(o->command, "folded") || o->flamegraph;
+	o->report = !strcmp(o->command, "report");
+	o->folded = !strcmp(o->command, "folded") || o->flamegraph || o->report;
 	o->flame.min_width = -1;
-	int flame_opt = 0, no_cache = 0;
+	o->rep.min_pct = -1;
+	int flame_opt = 0, report_opt = 0, no_cache = 0;
 	argc--;
 	argv++;
 	int c;
@@ -269,6 +278,30 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case OPT_REVERSE:
 			o->flame.reverse = 1;
 			flame_opt = 1;
+			break;
+		case OPT_SORT:
+			o->rep.sort = one_of(optarg, "--sort", "children", REPORT_SORT_CHILDREN, "self", REPORT_SORT_SELF);
+			report_opt = 1;
+			break;
+		case OPT_PER_MODULE:
+			o->rep.per_module = 1;
+			report_opt = 1;
+			break;
+		case OPT_TREE:
+			o->rep.tree = 1;
+			report_opt = 1;
+			break;
+		case OPT_MIN: {
+			char *end;
+			o->rep.min_pct = strtod(optarg, &end);
+			if (end == optarg || *end || !(o->rep.min_pct >= 0 && o->rep.min_pct <= 100))
+				die_usage("--min: a percentage between 0 and 100, not '%s'", optarg);
+			report_opt = 1;
+			break;
+		}
+		case OPT_LIMIT:
+			o->rep.limit = (size_t)parse_range(optarg, "--limit", 1, 1000000000);
+			report_opt = 1;
 			break;
 		case 'p':
 			o->filter.pid = (uint32_t)parse_u64(optarg, "--pid");
@@ -359,8 +392,14 @@ static void parse_options(int argc, char **argv, struct options *o)
 	if (optind != argc - 1)
 		die_usage(optind >= argc ? "missing TRACE directory" : "one TRACE directory only");
 	int const is_export = !strcmp(o->command, "export");
-	if (!o->folded && o->roots)
+	if ((!o->folded || o->report) && o->roots)
 		die_usage("--per-process and --per-thread go with folded and flamegraph only");
+	if (!o->report && report_opt)
+		die_usage("--sort, --per-module, --tree, --min and --limit go with report only");
+	if (o->rep.tree && o->rep.sort == REPORT_SORT_SELF)
+		die_usage("--tree: the tree is sorted by the share of each path; --sort goes with the table");
+	if (o->rep.min_pct < 0) /* perf report's call-graph threshold; its table shows all */
+		o->rep.min_pct = o->rep.tree ? 0.5 : 0;
 	if (!o->folded && !is_export && o->no_inline)
 		die_usage("--no-inline goes with folded, flamegraph and export only");
 	if (!is_export && o->export_format)
@@ -382,7 +421,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 		die_usage("export: missing -o FILE");
 	o->trace = argv[optind];
 	o->fold = (struct folded_opts){ .root = (enum folded_root)o->roots, .no_inline = o->no_inline,
-					.modules = o->flamegraph };
+					.modules = o->flamegraph || o->report };
+	o->rep.unit = o->weigh ? "us" : NULL;
+	o->rep.title = o->trace;
 	o->di.debug_dirs = o->n_debug_dirs ? o->debug_dirs : NULL;
 	o->di.inflate_cache_dir = no_cache ? NULL : su_inflate_default_dir();
 }
@@ -562,6 +603,11 @@ static int cmd_stacks(const struct options *o)
 	if (o->flamegraph) {
 		if (fold_flamegraph(&fold, o))
 			goto out;
+	} else if (o->report) {
+		if (report_print(&fold, &o->rep, stdout)) {
+			fprintf(stderr, PROG ": out of memory\n");
+			goto out;
+		}
 	} else if (r.fold) {
 		folded_counts_print(&fold, stdout);
 	}

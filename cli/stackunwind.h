@@ -11,6 +11,7 @@
 #include "unwind/unwind.h"
 #include "export/flamegraph.h"
 #include "export/folded.h"
+#include "cli/report.h"
 
 #define PROG "stackunwind"
 
@@ -31,6 +32,8 @@ struct options {
 	int roots;               /* folded root: 0 comm, 1 comm-pid, 2 comm-pid/tid */
 	int no_inline;           /* folded, flamegraph, export: real functions only */
 	int flamegraph;          /* `flamegraph`: folded, each frame with its module, drawn */
+	int report;              /* `report`: folded, each frame with its module, tabulated */
+	struct report_opts rep;
 	struct folded_opts fold; /* folded, flamegraph: the line (from the three above) */
 	struct flame_opts flame;
 	int export_format;       /* export: EXPORT_SPEEDSCOPE or EXPORT_PPROF */
