@@ -265,7 +265,7 @@ static int print_node(struct report *r, FILE *out, uint32_t n, int depth)
 		const char *name, *mod;
 		int nlen, mlen;
 		split(&r->rows[c->row], &name, &nlen, &mod, &mlen);
-		fprintf(out, "%*s%6.2f%%  ", 2 * depth, "", pct(r, c->count));
+		fprintf(out, "%*s%.2f%%  ", 2 * depth, "", pct(r, c->count));
 		if (r->o->per_module || name == mod)
 			fprintf(out, "%.*s\n", mlen, mod);
 		else

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -172,6 +173,70 @@ static uint64_t parse_time(const char *s, size_t len, uint64_t dflt)
 	return sec * 1000000000u + frac;
 }
 
+/* One percentage "P%" of --time (S, LEN bytes) as a fraction. */
+static double parse_pct(const char *s, size_t len, const char *item)
+{
+	char buf[64];
+	if (len == 0 || len >= sizeof(buf) || s[len - 1] != '%')
+		die_usage("--time: '%s': a percentage ends in %% (10%%-20%%, 10%%/2)", item);
+	memcpy(buf, s, len - 1);
+	buf[len - 1] = 0;
+	char *end;
+	double const v = strtod(buf, &end);
+	if (end == buf || *end || !(v >= 0 && v <= 100) || buf[0] == '-' || buf[0] == '+' || buf[0] == ' ')
+		die_usage("--time: '%s': percentages from 0%% to 100%%", item);
+	return v / 100;
+}
+
+/* --time as perf's percentages: comma-separated "A%-B%" (from A% to B% of
+ * the trace's span), "A%/N" (the N-th slice of A%) or "A%" (the first). */
+static void parse_time_pct(const char *arg, struct options *o)
+{
+	size_t n = 1;
+	for (const char *p = arg; *p; p++)
+		n += *p == ',';
+	free(o->slices);
+	o->slices = calloc(n, sizeof(*o->slices));
+	if (!o->slices) {
+		perror(PROG);
+		exit(EXIT_ERROR);
+	}
+	o->n_slices = 0;
+	for (const char *p = arg;;) {
+		size_t const len = strcspn(p, ",");
+		char item[128];
+		snprintf(item, sizeof(item), "%.*s", (int)len, p);
+		const char *dash = memchr(p, '-', len), *slash = memchr(p, '/', len);
+		struct time_slice *t = &o->slices[o->n_slices++];
+		if (dash && !slash) {
+			t->a = parse_pct(p, (size_t)(dash - p), item);
+			t->b = parse_pct(dash + 1, len - (size_t)(dash + 1 - p), item);
+			if (t->b < t->a)
+				die_usage("--time: '%s': the end is before the start", item);
+		} else if (!dash) {
+			uint64_t k = 1;
+			if (slash) {
+				char num[32];
+				snprintf(num, sizeof(num), "%.*s", (int)(len - (size_t)(slash + 1 - p)), slash + 1);
+				k = parse_range(num, "--time A%/N: N", 1, 1000000);
+			}
+			double const w = parse_pct(p, slash ? (size_t)(slash - p) : len, item);
+			if (w <= 0)
+				die_usage("--time: '%s': a slice wider than 0%%", item);
+			t->a = w * (double)(k - 1);
+			t->b = w * (double)k;
+			if (t->b > 1 + 1e-9)
+				die_usage("--time: '%s': past 100%% of the trace", item);
+			t->b = t->b > 1 ? 1 : t->b;
+		} else {
+			die_usage("--time: '%s': A%%-B%% or A%%/N", item);
+		}
+		if (!p[len])
+			break;
+		p += len + 1;
+	}
+}
+
 static unsigned cores(void)
 {
 	cpu_set_t set;
@@ -313,6 +378,15 @@ static void parse_options(int argc, char **argv, struct options *o)
 			o->filter.tid = (uint32_t)parse_u64(optarg, "--tid");
 			break;
 		case OPT_TIME: {
+			o->time_rel = 0;
+			o->filter.time_begin = o->filter.time_end = 0;
+			if (strchr(optarg, '%')) {
+				parse_time_pct(optarg, o);
+				break;
+			}
+			free(o->slices);
+			o->slices = NULL;
+			o->n_slices = 0;
 			const char *comma = strchr(optarg, ',');
 			if (!comma)
 				die_usage("--time wants START,END (either may be empty)");
@@ -392,6 +466,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 	if (optind != argc - 1)
 		die_usage(optind >= argc ? "missing TRACE directory" : "one TRACE directory only");
 	int const is_export = !strcmp(o->command, "export");
+	if (!strcmp(o->command, "stats") && (o->time_rel || o->n_slices > 1))
+		die_usage("stats: --time START,END in seconds as printed, or one percentage slice");
 	if ((!o->folded || o->report) && o->roots)
 		die_usage("--per-process and --per-thread go with folded and flamegraph only");
 	if (!o->report && report_opt)
@@ -508,6 +584,68 @@ static int emit(void *arg, const char *buf, size_t len)
 	return 0;
 }
 
+/* Is time T in one of --time's percentage slices? */
+static int in_slices(const struct options *o, uint64_t t)
+{
+	for (size_t i = 0; i < o->n_slices; i++)
+		if (t >= o->slices[i].begin && t <= o->slices[i].end)
+			return 1;
+	return 0;
+}
+
+struct span {
+	uint64_t first, last;
+	uint64_t samples;
+};
+
+static int span_sample(void *arg, const struct su_sample *s)
+{
+	struct span *sp = arg;
+	if (!sp->samples++ || s->time_ns < sp->first)
+		sp->first = s->time_ns;
+	if (s->time_ns > sp->last)
+		sp->last = s->time_ns;
+	return 0;
+}
+
+/* --time's percentages as times: a first read finds the trace's first and
+ * last sample (perf has them in its header; our traces do not), each
+ * slice [first + A * span, first + B * span], its end 1 ns earlier unless
+ * it is the last sample's (as perf: slices 10%/1 and 10%/2 share no
+ * sample).  @return 0 or -1 (said). */
+static int time_slices(struct options *o)
+{
+	struct su_reader_opts f = { .source = o->filter.source, .user_only = 1 };
+	struct su_reader_callbacks cb = { 0 };
+	struct span sp = { 0 };
+	struct su_reader_stats st;
+	char err[1024];
+	cb.arg = &sp;
+	cb.sample = span_sample;
+	int const rc = su_trace_read(o->trace, &f, &cb, &st, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, PROG ": %s\n", err[0] ? err : strerror(-rc));
+		return -1;
+	}
+	uint64_t const span = sp.last - sp.first;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (size_t i = 0; i < o->n_slices; i++) {
+		struct time_slice *t = &o->slices[i];
+		t->begin = sp.first + (uint64_t)llround(t->a * (double)span);
+		t->end = sp.first + (uint64_t)llround(t->b * (double)span);
+		if (t->end > t->begin && t->end != sp.last)
+			t->end--;
+		lo = t->begin < lo ? t->begin : lo;
+		hi = t->end > hi ? t->end : hi;
+	}
+	/* The reader skips what is outside them all; on_sample the gaps. */
+	if (sp.samples) {
+		o->filter.time_begin = lo;
+		o->filter.time_end = hi ? hi : 1;
+	}
+	return 0;
+}
+
 static int on_sample(void *arg, const struct su_sample *s)
 {
 	struct run *r = arg;
@@ -522,6 +660,10 @@ static int on_sample(void *arg, const struct su_sample *s)
 	if ((r->o->off_cpu == OFF_CPU_ONLY && !off_cpu) ||
 	    (r->o->off_cpu == OFF_CPU_CPU && off_cpu && (r->o->folded || r->o->export_format == EXPORT_SPEEDSCOPE))) {
 		r->other_kind++;
+		return 0;
+	}
+	if (r->o->n_slices > 1 && !in_slices(r->o, s->time_ns)) {
+		r->skipped++;
 		return 0;
 	}
 	if (r->o->time_rel) {
@@ -637,7 +779,8 @@ static int cmd_stacks(const struct options *o)
 	if (!c.samples && o->event)
 		fprintf(stderr, PROG ": no sample of event %s (%" PRIu64 " of other events; stackunwind stats lists "
 			"them)\n", o->event, r.other_events);
-	else if (!c.samples && (o->filter.pid || o->filter.tid || o->filter.time_begin || o->filter.time_end || o->time_rel))
+	else if (!c.samples && (o->filter.pid || o->filter.tid || o->filter.time_begin || o->filter.time_end || o->time_rel ||
+				o->n_slices))
 		fprintf(stderr,
 			PROG ": no sample matched --pid/--tid/--time (%" PRIu64 " read outside --time +...; times "
 			"are seconds as stacks prints them, or +seconds after the first sample)\n",
@@ -668,7 +811,10 @@ int main(int argc, char **argv)
 {
 	struct options o;
 	parse_options(argc, argv, &o);
-	int rc = !strcmp(o.command, "stats") ? cmd_stats(&o) : cmd_stacks(&o);
+	int rc = EXIT_ERROR;
+	if (!o.n_slices || !time_slices(&o))
+		rc = !strcmp(o.command, "stats") ? cmd_stats(&o) : cmd_stacks(&o);
+	free(o.slices);
 	free(o.debug_dirs);
 	return rc;
 }

@@ -42,6 +42,11 @@ struct options {
 	 * side given so is not in FILTER.  REL: bit 0 START, bit 1 END. */
 	unsigned time_rel;
 	uint64_t rel_begin, rel_end;
+	/* --time A%-B%,... or A%/N,...: perf's slices of the trace's span (first
+	 * to last sample), as fractions; WINDOWS are their times (ns, both
+	 * ends in), known after a first read of the sample times. */
+	struct time_slice { double a, b; uint64_t begin, end; } *slices;
+	size_t n_slices;
 	/* --event NAME: only samples of that event (su_sample_event), or NULL. */
 	const char *event;
 	/* Off-CPU stacks (stackcap record --off-cpu): OFF_CPU_CPU: folded and

@@ -181,11 +181,11 @@ START_TEST(tree_caller_first)
 	char *text = report_of(st, cnt, 4, &o);
 	const char *body = strstr(text, "#\n");
 	ck_assert_ptr_nonnull(body);
-	ck_assert_str_eq(body + 2, " 90.00%  main (x)\n"
-				   "   60.00%  a (x)\n"
-				   "     50.00%  leaf (y)\n"
-				   "   30.00%  b (x)\n"
-				   " 10.00%  z (x)\n");
+	ck_assert_str_eq(body + 2, "90.00%  main (x)\n"
+				   "  60.00%  a (x)\n"
+				   "    50.00%  leaf (y)\n"
+				   "  30.00%  b (x)\n"
+				   "10.00%  z (x)\n");
 	free(text);
 	/* Per module: a run of frames of one module is one node. */
 	o.per_module = 1;
@@ -193,7 +193,7 @@ START_TEST(tree_caller_first)
 	text = report_of(st, cnt, 4, &o);
 	body = strstr(text, "#\n");
 	ck_assert_str_eq(body + 2, "100.00%  x\n"
-				   "   50.00%  y\n");
+				   "  50.00%  y\n");
 	free(text);
 }
 END_TEST
