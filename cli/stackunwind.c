@@ -32,79 +32,6 @@
 #include "cli/worker.h"
 #include "debuginfo/inflate-cache.h"
 
-#define MAX_FRAMES 1024
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: " PROG " stacks [OPTIONS] TRACE\n"
-		"       " PROG " folded [OPTIONS] TRACE\n"
-		"       " PROG " flamegraph [OPTIONS] TRACE [-o FILE.svg]\n"
-		"       " PROG " report [OPTIONS] TRACE\n"
-		"       " PROG " stats  [OPTIONS] TRACE\n"
-		"       " PROG " export --format speedscope|pprof -o FILE [OPTIONS] TRACE\n"
-		"\n"
-		"  stacks: every sample as a header (comm pid/tid time) and one frame per line\n"
-		"          (address, symbol+offset, module, file:line), like perf script\n"
-		"  folded: one line per distinct stack, 'comm;outermost;...;leaf COUNT', sorted:\n"
-		"          the input of flamegraph.pl and speedscope\n"
-		"  flamegraph: the folded stacks as one interactive SVG (no network needed):\n"
-		"          hover for details, click to zoom, Search/Ctrl-F, colour by module\n"
-		"  stats:  samples, bytes on disk and per sample, bytes the codec saved, drops,\n"
-		"          and fidelity when the trace carries full stack copies\n"
-		"  export: a profile file: speedscope JSON (one sampled profile per thread) or\n"
-		"          pprof (gzipped profile.proto); docs/export.md says what goes where\n"
-		"\n"
-		"  -p, --pid PID            only this process\n"
-		"  -t, --tid TID            only this thread\n"
-		"      --time START,END     only samples in [START, END] (seconds, as printed;\n"
-		"                           either side may be empty); +START,+END: seconds\n"
-		"                           after the first sample (e.g. --time +1,+2.5)\n"
-		"      --event NAME         only samples of this event (stackcap record -e NAME;\n"
-		"                           a trace recorded without -e: cpu-clock)\n"
-		"  -j, --jobs N             unwind and symbolize on N threads (default: cores)\n"
-		"      --unwinder fast|dwfl the CFI unwinder (default fast; dwfl is elfutils' own)\n"
-		"      --reader native|babeltrace2\n"
-		"                           what parses the stream files (default native;\n"
-		"                           babeltrace2's src.ctf.fs is the reference)\n"
-		"      --debug-dir DIR      look for binaries and debug info here first (repeatable)\n"
-		"      --symfs DIR          recorded paths are under DIR\n"
-		"      --no-debuginfod      never ask debuginfod servers\n"
-		"      --no-cache           inflate compressed debug files at each run rather\n"
-		"                           than keep inflated copies (default: kept under\n"
-		"                           $STACKCAP_CACHE_DIR, else ~/.cache/stackcap)\n"
-		"      --max-frames N       frames per sample (default %d)\n"
-		"      --user-only          leave out kernel frames (a trace's or a perf.data's)\n"
-		"  stacks, folded and flamegraph:\n"
-		"      --off-cpu            only the stacks where threads blocked (stackcap record\n"
-		"                           --off-cpu), each counting its blocked time in\n"
-		"                           microseconds (stacks: just the filter)\n"
-		"  folded and flamegraph:\n"
-		"      --with-off-cpu       CPU and off-CPU stacks together, both in microseconds\n"
-		"                           (a CPU sample counts its sampling period); each frame of\n"
-		"                           an off-CPU stack ends in " FOLDED_OFF_CPU_MARK " (drawn blue)\n"
-		"                           (default: CPU samples only, counted)\n"
-		"      --per-process        root each stack at 'comm-PID' (default: comm)\n"
-		"      --per-thread         root each stack at 'comm-PID/TID'\n"
-		"      --no-inline          leave out inlined functions (flamegraph, export too)\n"
-		"  flamegraph and export:\n"
-		"  -o, --output FILE        where to write (flamegraph default: standard output;\n"
-		"                           export: required, '-' for standard output)\n"
-		"  flamegraph only:\n"
-		"      --title TEXT         the title (default: Flame Graph: TRACE)\n"
-		"      --width PX           image width (default 1200)\n"
-		"      --min-width PX       leave out frames narrower than this (default 0.1)\n"
-		"      --icicle             the root at the top, stacks growing down\n"
-		"      --reverse            merge stacks from the leaf (callee-rooted)\n"
-		"  export only:\n"
-		"      --format speedscope|pprof\n"
-		"\n"
-		"On a terminal, stderr shows the progress of long runs.\n"
-		"exit status: 0 all read; 1 error; 2 usage; 3 read in part (warnings say what\n"
-		"was skipped, the rest is printed)\n",
-		MAX_FRAMES);
-}
-
 static void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die_usage(const char *fmt, ...)
 {
@@ -297,7 +224,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		exit(EXIT_ERROR);
 	}
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		usage(stdout);
+		stackunwind_usage(stdout, NULL);
 		exit(EXIT_OK);
 	}
 	if (argc < 2)
@@ -456,7 +383,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 			o->off_cpu = c == OPT_OFF_CPU ? OFF_CPU_ONLY : OFF_CPU_WITH;
 			break;
 		case 'h':
-			usage(stdout);
+			stackunwind_usage(stdout, o->command);
 			exit(EXIT_OK);
 		default:
 			fputs("Try '" PROG " --help'.\n", stderr);
@@ -477,7 +404,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 	if (o->rep.min_pct < 0) /* perf report's call-graph threshold; its table shows all */
 		o->rep.min_pct = o->rep.tree ? 0.5 : 0;
 	if (!o->folded && !is_export && o->no_inline)
-		die_usage("--no-inline goes with folded, flamegraph and export only");
+		die_usage("--no-inline goes with folded, flamegraph, report and export only");
 	if (!is_export && o->export_format)
 		die_usage("--format goes with export only");
 	if (!is_export && !o->flamegraph && o->output)
@@ -485,9 +412,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 	if (!o->flamegraph && flame_opt)
 		die_usage("--title, --width, --min-width, --icicle and --reverse go with flamegraph only");
 	if (o->off_cpu == OFF_CPU_ONLY && !o->folded && strcmp(o->command, "stacks"))
-		die_usage("--off-cpu goes with stacks, folded and flamegraph only");
+		die_usage("--off-cpu goes with stacks, folded, flamegraph and report only");
 	if (o->off_cpu == OFF_CPU_WITH && !o->folded)
-		die_usage("--with-off-cpu goes with folded and flamegraph only");
+		die_usage("--with-off-cpu goes with folded, flamegraph and report only");
 	o->weigh = o->folded && o->off_cpu;
 	if (o->weigh)
 		o->flame.unit = "us";

@@ -6,6 +6,7 @@
 #define STACKCAP_CLI_STACKUNWIND_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include "trace/trace-read.h"
 #include "debuginfo/module.h"
 #include "unwind/unwind.h"
@@ -14,6 +15,8 @@
 #include "cli/report.h"
 
 #define PROG "stackunwind"
+#define MAX_FRAMES 1024         /* --max-frames's default */
+#define MAX_FRAMES_S "1024"
 
 enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_PARTIAL = 3 };
 enum { EXPORT_SPEEDSCOPE = 1, EXPORT_PPROF };
@@ -57,6 +60,9 @@ struct options {
 	enum { OFF_CPU_CPU = 0, OFF_CPU_ONLY, OFF_CPU_WITH } off_cpu;
 	int weigh;               /* folded, flamegraph: counts are microseconds */
 };
+
+/* --help: every command, or COMMAND's alone (cli/help.c). */
+void stackunwind_usage(FILE *f, const char *command);
 
 /* `stackunwind stats`: sizes, savings, drops, fidelity.  @return the exit status. */
 int cmd_stats(const struct options *o);

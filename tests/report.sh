@@ -193,4 +193,64 @@ else
 	not_ok_show "perf record --call-graph dwarf failed (perf is in scripts/install-deps.sh)" "$work/perf.err"
 fi
 
+# ---- --help: every option of a list in its synopsis ---------------------------
+# help_check NAME CMD...: CMD's help; its synopsis (up to the first empty
+# line) names each option its list has (long, or short where the synopsis
+# uses that); writes the long options to $work/NAME.opts.
+help_check() {
+	hc_name=$1
+	shift
+	"$@" >"$work/$hc_name.help" 2>"$work/$hc_name.herr"
+	hc_rc=$?
+	awk '/^$/ { exit } { print }' "$work/$hc_name.help" >"$work/$hc_name.syn"
+	sed -n 's/^  \(-[a-zA-Z], \)\{0,1\}\(--[a-z-]*\).*/\1\2/p; s/^      \(--[a-z-]*\).*/\1/p' "$work/$hc_name.help" |
+		sed 's/^\(-[a-zA-Z]\), /\1 /' | sort -u >"$work/$hc_name.list"
+	cut -d ' ' -f 2- "$work/$hc_name.list" | sed 's/^.* //' >"$work/$hc_name.opts"
+	hc_missing=$(while read -r a b; do
+		long=${b:-$a}
+		short=${b:+$a}
+		grep -qE -- "(^|[][ |])$long([] |=]|\$)" "$work/$hc_name.syn" && continue
+		[ -n "$short" ] && grep -qE -- "(^|[][ |])$short([] |]|\$)" "$work/$hc_name.syn" && continue
+		echo "$long"
+	done <"$work/$hc_name.list" | tr '\n' ' ')
+	check "$* : exit 0, $(wc -l <"$work/$hc_name.list") options listed, each in the synopsis (missing: ${hc_missing:-none})" \
+		[ "$hc_rc" = 0 -a -z "$hc_missing" -a -s "$work/$hc_name.list" ]
+}
+help_check su "$SU" --help
+for c in stacks folded flamegraph report stats export; do
+	help_check "su-$c" "$SU" "$c" --help
+	# Each option the command's help lists is one the command takes (no
+	# usage error; the trace does not exist: an error, exit 1).
+	bad=$(while read -r o; do
+		case $o in --help) continue ;; esac
+		v=$(sed -n "s/^  \(-[a-zA-Z], \)\{0,1\}$o \([^ ]*\).*/\2/p; s/^      $o \([^ ]*\).*/\1/p" "$work/su-$c.help" | head -n 1)
+		case $v in
+		'') set -- "$o" ;;
+		RANGE) set -- "$o" 10%-20% ;;
+		NAME) set -- "$o" cpu-clock ;;
+		DIR) set -- "$o" "$work" ;;
+		FILE) set -- "$o" "$work/out.x" ;;
+		*'|'*) set -- "$o" "${v%%|*}" ;;
+		TEXT) set -- "$o" x ;;
+		*) set -- "$o" 200 ;;
+		esac
+		[ "$o" = --min ] && set -- "$o" 1
+		[ "$c" = export ] && [ "$o" != --format ] && [ "$o" != --output ] && set -- "$@" --format pprof -o "$work/out.pb"
+		[ "$c" = export ] && [ "$o" = --format ] && set -- "$@" -o "$work/out.pb"
+		[ "$c" = export ] && [ "$o" = --output ] && set -- "$@" --format pprof
+		"$SU" "$c" "$@" "$work/no-such.trace" >/dev/null 2>"$work/opt.err"
+		[ $? = 2 ] && echo "$o($(head -n 1 "$work/opt.err"))"
+	done <"$work/su-$c.opts" | tr '\n' ' ')
+	check "$c --help lists only options $c takes (refused: ${bad:-none})" [ -z "$bad" ]
+done
+check "report --help: report's options, not flamegraph's" \
+	sh -c "grep -q -- '--tree' '$work/su-report.help' && ! grep -q -- '--title' '$work/su-report.help'"
+"$STACKCAP" --help >"$work/sc.help" 2>&1
+check "stackcap --help: both commands, and where their options are" \
+	sh -c "grep -q 'stackcap record' '$work/sc.help' && grep -q 'stackcap convert' '$work/sc.help' && grep -q 'COMMAND --help' '$work/sc.help'"
+help_check rec "$STACKCAP" record --help
+check "stackcap record --help: record's alone (no convert)" sh -c "! grep -q convert '$work/rec.help'"
+check "stackcap record --help: --no-fork in the synopsis" grep -q -- '--no-fork' "$work/rec.syn"
+help_check conv "$STACKCAP" convert --help
+
 echo "1..$n"
