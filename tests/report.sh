@@ -112,6 +112,21 @@ bad=$(awk -F '\t' -v t="$total" '{ printf "%s\t%.2f%%\n", $2, 100 * $1 / t }' "$
 	[ "$(row "$f" "$work/demo.report" | awk '{ print $2 }')" = "$p" ] || echo "$f"
 done | head -n 3)
 check "report: every folded leaf's Self as folded counts it (wrong: ${bad:-none})" [ -z "$bad" ]
+# Every function's Children: the stacks holding it at least once, from folded.
+awk -v t="$total" '{ c = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); delete seen
+		for (i = 2; i <= k; i++) if (!(f[i] in seen)) { seen[f[i]] = 1; ch[f[i]] += c } }
+	END { for (x in ch) printf "%s\t%.2f%%\n", x, 100 * ch[x] / t }' "$work/demo.folded" >"$work/children"
+bad=$(while IFS="$(printf '\t')" read -r f p; do
+	[ "$(row "$f" "$work/demo.report" | awk '{ print $1 }')" = "$p" ] || echo "$f"
+done <"$work/children" | head -n 3)
+check "report: every function's Children as the folded stacks holding it ($(wc -l <"$work/children") functions; wrong: ${bad:-none})" \
+	[ -z "$bad" -a "$(wc -l <"$work/children")" -gt 5 ]
+rows=$(grep -vc '^#' "$work/demo.report")
+check "report: a row per distinct folded frame ($rows rows, $(wc -l <"$work/children") frames)" \
+	[ "$rows" = "$(wc -l <"$work/children")" ]
+"$SU" report -j 1 "$work/demo.trace" >"$work/j1.report" 2>/dev/null
+"$SU" report -j 3 "$work/demo.trace" >"$work/j3.report" 2>/dev/null
+check "report: -j 3 prints what -j 1 prints" cmp -s "$work/j1.report" "$work/j3.report"
 "$SU" report --sort self "$work/demo.trace" >"$work/self.report" 2>/dev/null
 got=$(awk '!/^#/ { line = $0; sub(/^ *[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +/, "", line); print line; exit }' "$work/self.report")
 check "report --sort self: the hot leaf first ($got)" [ "$got" = "$hot" ]
