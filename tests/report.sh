@@ -194,6 +194,17 @@ w=$(row sleeper_wait "$work/off.report" | awk '{ print $1 }')
 check "report --off-cpu: sleeper_wait holds most of the blocked time ($w)" \
 	awk -v p="${w%\%}" 'BEGIN { exit !(p >= 50) }'
 
+# JIT code named from /tmp/perf-PID.map: a row of that map, as folded names it.
+"$STACKCAP" record --user-only -o "$work/jit.trace" -- "$B/tests/jit-burn" 0.5 perf-map >/dev/null 2>"$work/jit.rerr"
+jpid=$(ls "$work/jit.trace" | sed -n 's/^proc-\([0-9]*\)-.*/\1/p' | head -n 1)
+"$SU" folded "$work/jit.trace" >"$work/jit.folded" 2>/dev/null
+"$SU" report "$work/jit.trace" >"$work/jit.report" 2>/dev/null
+rm -f "/tmp/perf-$jpid.map"
+want=$(awk '{ c = $NF; t += c; if ($0 ~ /;jit_count_loop [0-9]+$/) h += c } END { if (t) printf "%.2f%%", 100 * h / t }' \
+	"$work/jit.folded")
+got=$(awk -v m="perf-$jpid.map" '!/^#/ && $NF == "jit_count_loop" && $4 == m { print $2; exit }' "$work/jit.report")
+check "report: JIT code's row (jit_count_loop, perf-$jpid.map) has folded's Self $want ($got)" [ -n "$want" -a "$got" = "$want" ]
+
 # perf.data: the same report as its folded counts.
 if perf record -q -k monotonic -e cpu-clock --call-graph dwarf -o "$work/single.data" -- "$TD/tdata-single" 0.3 \
 	>/dev/null 2>"$work/perf.err"; then
