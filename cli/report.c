@@ -155,15 +155,14 @@ static int key_cmp(const struct row *a, const struct row *b)
 	return c ? c : (a->len > b->len) - (a->len < b->len);
 }
 
-static const struct report *sort_r; /* qsort has no argument */
-
-static int row_cmp(const void *pa, const void *pb)
+static int row_cmp(const void *pa, const void *pb, void *arg)
 {
-	const struct row *a = &sort_r->rows[*(const uint32_t *)pa], *b = &sort_r->rows[*(const uint32_t *)pb];
-	uint64_t const a1 = sort_r->o->sort == REPORT_SORT_SELF ? a->self : a->children;
-	uint64_t const b1 = sort_r->o->sort == REPORT_SORT_SELF ? b->self : b->children;
-	uint64_t const a2 = sort_r->o->sort == REPORT_SORT_SELF ? a->children : a->self;
-	uint64_t const b2 = sort_r->o->sort == REPORT_SORT_SELF ? b->children : b->self;
+	const struct report *r = arg;
+	const struct row *a = &r->rows[*(const uint32_t *)pa], *b = &r->rows[*(const uint32_t *)pb];
+	uint64_t const a1 = r->o->sort == REPORT_SORT_SELF ? a->self : a->children;
+	uint64_t const b1 = r->o->sort == REPORT_SORT_SELF ? b->self : b->children;
+	uint64_t const a2 = r->o->sort == REPORT_SORT_SELF ? a->children : a->self;
+	uint64_t const b2 = r->o->sort == REPORT_SORT_SELF ? b->children : b->self;
 	if (a1 != b1)
 		return a1 > b1 ? -1 : 1;
 	if (a2 != b2)
@@ -171,12 +170,13 @@ static int row_cmp(const void *pa, const void *pb)
 	return key_cmp(a, b);
 }
 
-static int node_cmp(const void *pa, const void *pb)
+static int node_cmp(const void *pa, const void *pb, void *arg)
 {
-	const struct node *a = &sort_r->nodes[*(const uint32_t *)pa], *b = &sort_r->nodes[*(const uint32_t *)pb];
+	const struct report *r = arg;
+	const struct node *a = &r->nodes[*(const uint32_t *)pa], *b = &r->nodes[*(const uint32_t *)pb];
 	if (a->count != b->count)
 		return a->count > b->count ? -1 : 1;
-	return key_cmp(&sort_r->rows[a->row], &sort_r->rows[b->row]);
+	return key_cmp(&r->rows[a->row], &r->rows[b->row]);
 }
 
 static double pct(const struct report *r, uint64_t n)
@@ -201,8 +201,7 @@ static int print_table(struct report *r, FILE *out)
 		return -ENOMEM;
 	for (size_t i = 0; i < r->n_rows; i++)
 		ix[i] = (uint32_t)i;
-	sort_r = r;
-	qsort(ix, r->n_rows, sizeof(*ix), row_cmp);
+	qsort_r(ix, r->n_rows, sizeof(*ix), row_cmp, r);
 	/* The rows shown, and the module column as wide as they need. */
 	size_t shown = 0;
 	int width = 6;
@@ -241,38 +240,67 @@ static int print_table(struct report *r, FILE *out)
 	return 0;
 }
 
-/* Node N's callees at DEPTH, hottest first. */
-static int print_node(struct report *r, FILE *out, uint32_t n, int depth)
+/* A tree level being printed: its nodes, hottest first, and the next one. */
+struct level {
+	uint32_t *ix;
+	size_t k, i;
+};
+
+/* Node N's callees into L, hottest first.  @return 0 or -ENOMEM. */
+static int callees(const struct report *r, uint32_t n, struct level *l)
 {
 	size_t k = 0;
 	for (uint32_t c = r->nodes[n].first_child; c; c = r->nodes[c].next)
 		k++;
-	if (!k)
-		return 0;
-	uint32_t *ix = malloc(k * sizeof(*ix));
-	if (!ix)
+	*l = (struct level){ .ix = malloc((k ? k : 1) * sizeof(*l->ix)), .k = k };
+	if (!l->ix)
 		return -ENOMEM;
 	k = 0;
 	for (uint32_t c = r->nodes[n].first_child; c; c = r->nodes[c].next)
-		ix[k++] = c;
-	sort_r = r;
-	qsort(ix, k, sizeof(*ix), node_cmp);
-	int rc = 0;
-	for (size_t i = 0; !rc && i < k && (!r->o->limit || i < r->o->limit); i++) {
-		const struct node *c = &r->nodes[ix[i]];
-		if (pct(r, c->count) < r->o->min_pct)
-			break;
+		l->ix[k++] = c;
+	qsort_r(l->ix, k, sizeof(*l->ix), node_cmp, (void *)r);
+	return 0;
+}
+
+/* The tree, depth first without recursion (a stack may be 65,536 frames
+ * deep). */
+static int print_tree(struct report *r, FILE *out)
+{
+	struct level *lv = NULL;
+	size_t cap = 0, d = 1;
+	int rc = SU_GROW(lv, cap, 1) ? -ENOMEM : callees(r, 0, &lv[0]);
+	if (rc) {
+		free(lv);
+		return rc;
+	}
+	while (d) {
+		struct level *l = &lv[d - 1];
+		const struct node *c = l->i < l->k ? &r->nodes[l->ix[l->i]] : NULL;
+		if (!c || (r->o->limit && l->i >= r->o->limit) || pct(r, c->count) < r->o->min_pct) {
+			free(l->ix);
+			d--;
+			continue;
+		}
+		uint32_t const n = l->ix[l->i++];
 		const char *name, *mod;
 		int nlen, mlen;
 		split(&r->rows[c->row], &name, &nlen, &mod, &mlen);
-		fprintf(out, "%*s%.2f%%  ", 2 * depth, "", pct(r, c->count));
+		fprintf(out, "%*s%.2f%%  ", 2 * (int)(d - 1), "", pct(r, c->count));
 		if (r->o->per_module || name == mod)
 			fprintf(out, "%.*s\n", mlen, mod);
 		else
 			fprintf(out, "%.*s (%.*s)\n", nlen, name, mlen, mod);
-		rc = print_node(r, out, ix[i], depth + 1);
+		if (!r->nodes[n].first_child)
+			continue;
+		if (SU_GROW(lv, cap, d + 1) || callees(r, n, &lv[d])) {
+			rc = -ENOMEM;
+			break;
+		}
+		d++;
 	}
-	free(ix);
+	while (d)
+		free(lv[--d].ix);
+	free(lv);
 	return rc;
 }
 
@@ -297,7 +325,7 @@ int report_print(const struct folded_counts *c, const struct report_opts *o, FIL
 				o->unit ? "time" : "samples", o->unit ? "time" : "samples");
 		fprintf(out, "#\n");
 		if (r.total)
-			rc = o->tree ? print_node(&r, out, 0, 0) : print_table(&r, out);
+			rc = o->tree ? print_tree(&r, out) : print_table(&r, out);
 	}
 	free(r.rows);
 	su_hmap_free(&r.row_map);
