@@ -32,6 +32,14 @@
 #include "cli/worker.h"
 #include "debuginfo/inflate-cache.h"
 
+/* The command whose --help a usage error points to (NULL: none yet). */
+static const char *help_command;
+
+static void try_help(void)
+{
+	fprintf(stderr, "Try '" PROG "%s%s --help'.\n", help_command ? " " : "", help_command ? help_command : "");
+}
+
 static void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die_usage(const char *fmt, ...)
 {
@@ -41,7 +49,7 @@ static void die_usage(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fputs("\n", stderr);
 	va_end(ap);
-	fputs("Try '" PROG " --help'.\n", stderr);
+	try_help();
 	exit(EXIT_USAGE);
 }
 
@@ -235,6 +243,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		die_usage("unknown command '%s' (stacks, folded, flamegraph, report, stats or export)", o->command);
 	o->flamegraph = !strcmp(o->command, "flamegraph");
 	o->report = !strcmp(o->command, "report");
+	help_command = o->command;
 	o->folded = !strcmp(o->command, "folded") || o->flamegraph || o->report;
 	o->flame.min_width = -1;
 	o->rep.min_pct = -1;
@@ -386,7 +395,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 			stackunwind_usage(stdout, o->command);
 			exit(EXIT_OK);
 		default:
-			fputs("Try '" PROG " --help'.\n", stderr);
+			try_help();
 			exit(EXIT_USAGE);
 		}
 	}
@@ -710,7 +719,8 @@ static int cmd_stacks(const struct options *o)
 				o->n_slices))
 		fprintf(stderr,
 			PROG ": no sample matched --pid/--tid/--time (%" PRIu64 " read outside --time +...; times "
-			"are seconds as stacks prints them, or +seconds after the first sample)\n",
+			"are seconds as stacks prints them, +seconds after the first sample, or percentages of the "
+			"trace's span)\n",
 			r.skipped);
 	if (r.other_kind && o->off_cpu == OFF_CPU_CPU)
 		fprintf(stderr, PROG ": %" PRIu64 " off-CPU stacks left out (%s)\n", r.other_kind,

@@ -71,6 +71,13 @@ got=$(pct_count "10%/1,10%/2")
 check "--time 10%/1,10%/2: adjacent slices share no sample and miss none: $want ($got)" [ "$got" = "$want" ]
 got=$("$SU" folded --time 10%-20% "$work/single.trace" 2>/dev/null | awk '{ n += $NF } END { print n + 0 }')
 check "folded --time 10%-20%: the same samples as stacks ($got)" [ "$got" = "$(slice 0.1 0.2)" ]
+got=$("$SU" stats --time 10%-20% "$work/single.trace" 2>/dev/null | sed -n 's/^samples: *\([0-9]*\).*/\1/p')
+check "stats --time 10%-20%: the same samples ($got)" [ "$got" = "$(slice 0.1 0.2)" ]
+"$SU" stats --time 0%-10%,30%-40% "$work/single.trace" >/dev/null 2>"$work/st.err"
+check "stats --time with two slices: a usage error (one slice only)" [ $? = 2 ]
+"$SU" stacks --time 99.99%-99.99% "$work/single.trace" >/dev/null 2>"$work/nomatch.err"
+check "--time of a slice with no sample: stderr says no sample matched (the percentages named)" \
+	grep -q "no sample matched.*percentages" "$work/nomatch.err"
 for bad in "120%" "10%-" "20%-10%" "10%/0" "10%/11" "abc%" "10%-20" "0%/3"; do
 	"$SU" stacks --time "$bad" "$work/single.trace" >"$work/bad.out" 2>"$work/bad.err"
 	rc=$?
