@@ -222,6 +222,15 @@ if perf record -q -k monotonic -e cpu-clock --call-graph dwarf -o "$work/single.
 		"$work/pd.folded")
 	got=$(row hot_leaf "$work/pd.report" | awk '{ print $2 }')
 	check "report of a perf.data: hot_leaf's Self is folded's $want ($got)" [ "$got" = "$want" -a "$t" -gt 0 ]
+	# Beside perf report itself: Children and Self of the chain's functions.
+	perf report -i "$work/single.data" --children --stdio -g none --sort sym >"$work/pd.perf" 2>/dev/null
+	bad=
+	for f in hot_leaf level_c main _start; do
+		p=$(awk -v f="$f" '$3 == "[.]" && $4 == f && NF == 4 { print $1, $2; exit }' "$work/pd.perf")
+		o=$(row "$f" "$work/pd.report" | awk '{ print $1, $2 }')
+		[ -n "$p" ] && [ "$p" = "$o" ] || bad="$bad $f(perf: $p, ours: $o)"
+	done
+	check "report of a perf.data: Children and Self as perf report --children prints them (wrong:${bad:- none})" [ -z "$bad" ]
 else
 	not_ok_show "perf record --call-graph dwarf failed (perf is in scripts/install-deps.sh)" "$work/perf.err"
 fi
