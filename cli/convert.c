@@ -54,8 +54,14 @@ static int on_end(void *arg)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: " PROG " PERF.DATA -o DIR [--zstd] [--force]\n"
+		   "       " PROG " -h\n\n"
 		   "  re-encodes the samples of a perf.data (perf record --call-graph dwarf)\n"
-		   "  with stackcap's codec into the trace directory DIR\n");
+		   "  with stackcap's codec into the trace directory DIR\n"
+		   "\n"
+		   "  -o, --output DIR       the trace directory to write (required)\n"
+		   "      --zstd             zstd-compress the stream files\n"
+		   "      --force            replace an existing output directory\n"
+		   "  -h, --help             this text\n");
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)

@@ -22,6 +22,7 @@ cli_libpprofproto_la_LIBADD = $(PROTOBUF_C_LIBS)
 bin_PROGRAMS += cli/stackunwind
 cli_stackunwind_SOURCES = cli/stackunwind.c cli/stackunwind.h cli/pipeline.c cli/pipeline.h \
 	cli/worker.c cli/worker.h cli/format.c cli/format.h cli/stats.c cli/progress.c cli/progress.h \
+	cli/report.c cli/report.h cli/help.c \
 	cli/export.h cli/export-model.c cli/export-file.c cli/export-speedscope.c cli/export-pprof.c \
 	cli/warn.c cli/warn.h
 cli_stackunwind_CFLAGS = $(AM_CFLAGS) $(LIBDW_CFLAGS) $(PROTOBUF_C_CFLAGS) $(ZLIB_CFLAGS) -pthread

@@ -33,14 +33,24 @@
 
 #define PROG "stackcap"
 
-static void usage(FILE *f)
+/* `stackcap record --help`: its synopses name every option of its list. */
+static void record_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: " PROG " record [-e EVENT]... [-F HZ | -c N] [--stack-size BYTES] [--policy f1|f2] [--zstd]\n"
-		"                       [--full-copy] [--python] [-o DIR] [--force] -- CMD [ARGS...]\n"
-		"       " PROG " record -p PID[,PID...] | -t TID[,TID...] | -a [OPTIONS] [-- CMD [ARGS...]]\n"
-		"       " PROG " record --lttng [-F HZ] [--stack-cap BYTES] [--policy f1|f2] [--python] -- CMD [ARGS...]\n"
+		"usage: " PROG " record [-e EVENT]... [-F HZ | -c N] [--stack-size BYTES] [--user-only]\n"
+		"                       [--off-cpu] [--policy f1|f2] [--zstd] [--full-copy] [-o DIR]\n"
+		"                       [--force] -- CMD [ARGS...]\n"
+		"       " PROG " record -p PID[,PID...] | -t TID[,TID...] | -a [-e EVENT]... [-F HZ | -c N]\n"
+		"                       [--stack-size BYTES] [--user-only] [--off-cpu] [--policy f1|f2]\n"
+		"                       [--zstd] [--full-copy] [-o DIR] [--force] [-- CMD [ARGS...]]\n"
+		"       " PROG " record --in-process [-F HZ] [--stack-size BYTES] [--policy f1|f2]\n"
+		"                       [--no-fork] [--python] [--zstd] [--full-copy] [-o DIR] [--force]\n"
+		"                       -- CMD [ARGS...]\n"
+		"       " PROG " record --lttng [-F HZ] [--stack-cap BYTES] [--policy f1|f2] [--python]\n"
+		"                       -- CMD [ARGS...]\n"
+		"       " PROG " record -h\n"
 		"\n"
+		"  -h, --help             this text\n"
 		"  -e, --event EVENT      what to sample on (repeatable; kernel copy): cpu-clock (the\n"
 		"                         default), task-clock, page-faults, context-switches, ...;\n"
 		"                         a tracepoint SYS:NAME (sched:sched_switch); a uprobe\n"
@@ -78,10 +88,22 @@ static void usage(FILE *f)
 		"  -o, --output DIR       trace directory (default ./stackcap.trace)\n"
 		"      --force            replace an existing output directory\n"
 		"      --lttng            record into the active LTTng session instead, as\n"
-		"                         stackcap:* events (docs/lttng.md)\n"
-		"\n"
+		"                         stackcap:* events (docs/lttng.md)\n");
+}
+
+/* `stackcap --help`: the commands; each one's --help has its options. */
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: " PROG " record [OPTIONS] -- CMD [ARGS...]\n"
+		"       " PROG " record -p PID[,PID...] | -t TID[,TID...] | -a [OPTIONS] [-- CMD [ARGS...]]\n"
 		"       " PROG " convert PERF.DATA -o DIR [--zstd] [--force]\n"
-		"  re-encodes a perf.data (perf record --call-graph dwarf) with our codec\n");
+		"\n"
+		"  record   sample the user-space call stacks of a command, of running processes\n"
+		"           or of the whole machine into a trace directory (stackunwind reads it)\n"
+		"  convert  re-encode a perf.data (perf record --call-graph dwarf) with our codec\n"
+		"\n"
+		"  " PROG " COMMAND --help: that command's synopsis and options\n");
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -451,8 +473,8 @@ static int cmd_record(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'h': record_usage(stdout); return 0;
+		default: record_usage(stderr); return 2;
 		}
 	}
 	int const attach = pids.n || tids.n || all;
@@ -491,7 +513,7 @@ static int cmd_record(int argc, char **argv)
 		cap = in_process || lttng ? 65536 : REC_STACK_DEFAULT;
 	if (optind >= argc && !attach) {
 		fprintf(stderr, PROG " record: no command given\n");
-		usage(stderr);
+		record_usage(stderr);
 		return 2;
 	}
 	if (!python && optind < argc && is_python(argv[optind]))

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,76 +32,12 @@
 #include "cli/worker.h"
 #include "debuginfo/inflate-cache.h"
 
-#define MAX_FRAMES 1024
+/* The command whose --help a usage error points to (NULL: none yet). */
+static const char *help_command;
 
-static void usage(FILE *f)
+static void try_help(void)
 {
-	fprintf(f,
-		"usage: " PROG " stacks [OPTIONS] TRACE\n"
-		"       " PROG " folded [OPTIONS] TRACE\n"
-		"       " PROG " flamegraph [OPTIONS] TRACE [-o FILE.svg]\n"
-		"       " PROG " stats  [OPTIONS] TRACE\n"
-		"       " PROG " export --format speedscope|pprof -o FILE [OPTIONS] TRACE\n"
-		"\n"
-		"  stacks: every sample as a header (comm pid/tid time) and one frame per line\n"
-		"          (address, symbol+offset, module, file:line), like perf script\n"
-		"  folded: one line per distinct stack, 'comm;outermost;...;leaf COUNT', sorted:\n"
-		"          the input of flamegraph.pl and speedscope\n"
-		"  flamegraph: the folded stacks as one interactive SVG (no network needed):\n"
-		"          hover for details, click to zoom, Search/Ctrl-F, colour by module\n"
-		"  stats:  samples, bytes on disk and per sample, bytes the codec saved, drops,\n"
-		"          and fidelity when the trace carries full stack copies\n"
-		"  export: a profile file: speedscope JSON (one sampled profile per thread) or\n"
-		"          pprof (gzipped profile.proto); docs/export.md says what goes where\n"
-		"\n"
-		"  -p, --pid PID            only this process\n"
-		"  -t, --tid TID            only this thread\n"
-		"      --time START,END     only samples in [START, END] (seconds, as printed;\n"
-		"                           either side may be empty); +START,+END: seconds\n"
-		"                           after the first sample (e.g. --time +1,+2.5)\n"
-		"      --event NAME         only samples of this event (stackcap record -e NAME;\n"
-		"                           a trace recorded without -e: cpu-clock)\n"
-		"  -j, --jobs N             unwind and symbolize on N threads (default: cores)\n"
-		"      --unwinder fast|dwfl the CFI unwinder (default fast; dwfl is elfutils' own)\n"
-		"      --reader native|babeltrace2\n"
-		"                           what parses the stream files (default native;\n"
-		"                           babeltrace2's src.ctf.fs is the reference)\n"
-		"      --debug-dir DIR      look for binaries and debug info here first (repeatable)\n"
-		"      --symfs DIR          recorded paths are under DIR\n"
-		"      --no-debuginfod      never ask debuginfod servers\n"
-		"      --no-cache           inflate compressed debug files at each run rather\n"
-		"                           than keep inflated copies (default: kept under\n"
-		"                           $STACKCAP_CACHE_DIR, else ~/.cache/stackcap)\n"
-		"      --max-frames N       frames per sample (default %d)\n"
-		"      --user-only          leave out kernel frames (a trace's or a perf.data's)\n"
-		"  stacks, folded and flamegraph:\n"
-		"      --off-cpu            only the stacks where threads blocked (stackcap record\n"
-		"                           --off-cpu), each counting its blocked time in\n"
-		"                           microseconds (stacks: just the filter)\n"
-		"  folded and flamegraph:\n"
-		"      --with-off-cpu       CPU and off-CPU stacks together, both in microseconds\n"
-		"                           (a CPU sample counts its sampling period); each frame of\n"
-		"                           an off-CPU stack ends in " FOLDED_OFF_CPU_MARK " (drawn blue)\n"
-		"                           (default: CPU samples only, counted)\n"
-		"      --per-process        root each stack at 'comm-PID' (default: comm)\n"
-		"      --per-thread         root each stack at 'comm-PID/TID'\n"
-		"      --no-inline          leave out inlined functions (flamegraph, export too)\n"
-		"  flamegraph and export:\n"
-		"  -o, --output FILE        where to write (flamegraph default: standard output;\n"
-		"                           export: required, '-' for standard output)\n"
-		"  flamegraph only:\n"
-		"      --title TEXT         the title (default: Flame Graph: TRACE)\n"
-		"      --width PX           image width (default 1200)\n"
-		"      --min-width PX       leave out frames narrower than this (default 0.1)\n"
-		"      --icicle             the root at the top, stacks growing down\n"
-		"      --reverse            merge stacks from the leaf (callee-rooted)\n"
-		"  export only:\n"
-		"      --format speedscope|pprof\n"
-		"\n"
-		"On a terminal, stderr shows the progress of long runs.\n"
-		"exit status: 0 all read; 1 error; 2 usage; 3 read in part (warnings say what\n"
-		"was skipped, the rest is printed)\n",
-		MAX_FRAMES);
+	fprintf(stderr, "Try '" PROG "%s%s --help'.\n", help_command ? " " : "", help_command ? help_command : "");
 }
 
 static void die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -112,7 +49,7 @@ static void die_usage(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fputs("\n", stderr);
 	va_end(ap);
-	fputs("Try '" PROG " --help'.\n", stderr);
+	try_help();
 	exit(EXIT_USAGE);
 }
 
@@ -171,6 +108,70 @@ static uint64_t parse_time(const char *s, size_t len, uint64_t dflt)
 	return sec * 1000000000u + frac;
 }
 
+/* One percentage "P%" of --time (S, LEN bytes) as a fraction. */
+static double parse_pct(const char *s, size_t len, const char *item)
+{
+	char buf[64];
+	if (len == 0 || len >= sizeof(buf) || s[len - 1] != '%')
+		die_usage("--time: '%s': a percentage ends in %% (10%%-20%%, 10%%/2)", item);
+	memcpy(buf, s, len - 1);
+	buf[len - 1] = 0;
+	char *end;
+	double const v = strtod(buf, &end);
+	if (end == buf || *end || !(v >= 0 && v <= 100) || buf[0] == '-' || buf[0] == '+' || buf[0] == ' ')
+		die_usage("--time: '%s': percentages from 0%% to 100%%", item);
+	return v / 100;
+}
+
+/* --time as perf's percentages: comma-separated "A%-B%" (from A% to B% of
+ * the trace's span), "A%/N" (the N-th slice of A%) or "A%" (the first). */
+static void parse_time_pct(const char *arg, struct options *o)
+{
+	size_t n = 1;
+	for (const char *p = arg; *p; p++)
+		n += *p == ',';
+	free(o->slices);
+	o->slices = calloc(n, sizeof(*o->slices));
+	if (!o->slices) {
+		perror(PROG);
+		exit(EXIT_ERROR);
+	}
+	o->n_slices = 0;
+	for (const char *p = arg;;) {
+		size_t const len = strcspn(p, ",");
+		char item[128];
+		snprintf(item, sizeof(item), "%.*s", (int)len, p);
+		const char *dash = memchr(p, '-', len), *slash = memchr(p, '/', len);
+		struct time_slice *t = &o->slices[o->n_slices++];
+		if (dash && !slash) {
+			t->a = parse_pct(p, (size_t)(dash - p), item);
+			t->b = parse_pct(dash + 1, len - (size_t)(dash + 1 - p), item);
+			if (t->b < t->a)
+				die_usage("--time: '%s': the end is before the start", item);
+		} else if (!dash) {
+			uint64_t k = 1;
+			if (slash) {
+				char num[32];
+				snprintf(num, sizeof(num), "%.*s", (int)(len - (size_t)(slash + 1 - p)), slash + 1);
+				k = parse_range(num, "--time A%/N: N", 1, 1000000);
+			}
+			double const w = parse_pct(p, slash ? (size_t)(slash - p) : len, item);
+			if (w <= 0)
+				die_usage("--time: '%s': a slice wider than 0%%", item);
+			t->a = w * (double)(k - 1);
+			t->b = w * (double)k;
+			if (t->b > 1 + 1e-9)
+				die_usage("--time: '%s': past 100%% of the trace", item);
+			t->b = t->b > 1 ? 1 : t->b;
+		} else {
+			die_usage("--time: '%s': A%%-B%% or A%%/N", item);
+		}
+		if (!p[len])
+			break;
+		p += len + 1;
+	}
+}
+
 static unsigned cores(void)
 {
 	cpu_set_t set;
@@ -184,7 +185,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 {
 	enum { OPT_TITLE = 180, OPT_WIDTH, OPT_MIN_WIDTH, OPT_ICICLE, OPT_REVERSE,
 	       OPT_PER_PROCESS = 200, OPT_PER_THREAD, OPT_NO_INLINE, OPT_TIME = 256, OPT_UNWINDER, OPT_READER, OPT_DEBUG_DIR, OPT_SYMFS, OPT_NO_DEBUGINFOD, OPT_MAX_FRAMES, OPT_FORMAT, OPT_NO_CACHE, OPT_EVENT,
-	       OPT_OFF_CPU = 300, OPT_WITH_OFF_CPU, OPT_USER_ONLY };
+	       OPT_OFF_CPU = 300, OPT_WITH_OFF_CPU, OPT_USER_ONLY,
+	       OPT_SORT = 320, OPT_PER_MODULE, OPT_TREE, OPT_MIN, OPT_LIMIT };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "tid", required_argument, NULL, 't' },
@@ -211,6 +213,11 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ "reverse", no_argument, NULL, OPT_REVERSE },
 		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
 		{ "with-off-cpu", no_argument, NULL, OPT_WITH_OFF_CPU },
+		{ "sort", required_argument, NULL, OPT_SORT },
+		{ "per-module", no_argument, NULL, OPT_PER_MODULE },
+		{ "tree", no_argument, NULL, OPT_TREE },
+		{ "min", required_argument, NULL, OPT_MIN },
+		{ "limit", required_argument, NULL, OPT_LIMIT },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -225,19 +232,22 @@ static void parse_options(int argc, char **argv, struct options *o)
 		exit(EXIT_ERROR);
 	}
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		usage(stdout);
+		stackunwind_usage(stdout, NULL);
 		exit(EXIT_OK);
 	}
 	if (argc < 2)
-		die_usage("missing command (stacks, folded, flamegraph, stats or export)");
+		die_usage("missing command (stacks, folded, flamegraph, report, stats or export)");
 	o->command = argv[1];
 	if (strcmp(o->command, "stacks") && strcmp(o->command, "folded") && strcmp(o->command, "stats") &&
-	    strcmp(o->command, "flamegraph") && strcmp(o->command, "export"))
-		die_usage("unknown command '%s' (stacks, folded, flamegraph, stats or export)", o->command);
+	    strcmp(o->command, "flamegraph") && strcmp(o->command, "export") && strcmp(o->command, "report"))
+		die_usage("unknown command '%s' (stacks, folded, flamegraph, report, stats or export)", o->command);
 	o->flamegraph = !strcmp(o->command, "flamegraph");
-	o->folded = !strcmp(o->command, "folded") || o->flamegraph;
+	o->report = !strcmp(o->command, "report");
+	help_command = o->command;
+	o->folded = !strcmp(o->command, "folded") || o->flamegraph || o->report;
 	o->flame.min_width = -1;
-	int flame_opt = 0, no_cache = 0;
+	o->rep.min_pct = -1;
+	int flame_opt = 0, report_opt = 0, no_cache = 0;
 	argc--;
 	argv++;
 	int c;
@@ -270,6 +280,30 @@ static void parse_options(int argc, char **argv, struct options *o)
 			o->flame.reverse = 1;
 			flame_opt = 1;
 			break;
+		case OPT_SORT:
+			o->rep.sort = one_of(optarg, "--sort", "children", REPORT_SORT_CHILDREN, "self", REPORT_SORT_SELF);
+			report_opt = 1;
+			break;
+		case OPT_PER_MODULE:
+			o->rep.per_module = 1;
+			report_opt = 1;
+			break;
+		case OPT_TREE:
+			o->rep.tree = 1;
+			report_opt = 1;
+			break;
+		case OPT_MIN: {
+			char *end;
+			o->rep.min_pct = strtod(optarg, &end);
+			if (end == optarg || *end || !(o->rep.min_pct >= 0 && o->rep.min_pct <= 100))
+				die_usage("--min: a percentage between 0 and 100, not '%s'", optarg);
+			report_opt = 1;
+			break;
+		}
+		case OPT_LIMIT:
+			o->rep.limit = (size_t)parse_range(optarg, "--limit", 1, 1000000000);
+			report_opt = 1;
+			break;
 		case 'p':
 			o->filter.pid = (uint32_t)parse_u64(optarg, "--pid");
 			break;
@@ -280,6 +314,15 @@ static void parse_options(int argc, char **argv, struct options *o)
 			o->filter.tid = (uint32_t)parse_u64(optarg, "--tid");
 			break;
 		case OPT_TIME: {
+			o->time_rel = 0;
+			o->filter.time_begin = o->filter.time_end = 0;
+			if (strchr(optarg, '%')) {
+				parse_time_pct(optarg, o);
+				break;
+			}
+			free(o->slices);
+			o->slices = NULL;
+			o->n_slices = 0;
 			const char *comma = strchr(optarg, ',');
 			if (!comma)
 				die_usage("--time wants START,END (either may be empty)");
@@ -349,20 +392,28 @@ static void parse_options(int argc, char **argv, struct options *o)
 			o->off_cpu = c == OPT_OFF_CPU ? OFF_CPU_ONLY : OFF_CPU_WITH;
 			break;
 		case 'h':
-			usage(stdout);
+			stackunwind_usage(stdout, o->command);
 			exit(EXIT_OK);
 		default:
-			fputs("Try '" PROG " --help'.\n", stderr);
+			try_help();
 			exit(EXIT_USAGE);
 		}
 	}
 	if (optind != argc - 1)
 		die_usage(optind >= argc ? "missing TRACE directory" : "one TRACE directory only");
 	int const is_export = !strcmp(o->command, "export");
-	if (!o->folded && o->roots)
+	if (!strcmp(o->command, "stats") && (o->time_rel || o->n_slices > 1))
+		die_usage("stats: --time START,END in seconds as printed, or one percentage slice");
+	if ((!o->folded || o->report) && o->roots)
 		die_usage("--per-process and --per-thread go with folded and flamegraph only");
+	if (!o->report && report_opt)
+		die_usage("--sort, --per-module, --tree, --min and --limit go with report only");
+	if (o->rep.tree && o->rep.sort == REPORT_SORT_SELF)
+		die_usage("--tree: the tree is sorted by the share of each path; --sort goes with the table");
+	if (o->rep.min_pct < 0) /* perf report's call-graph threshold; its table shows all */
+		o->rep.min_pct = o->rep.tree ? 0.5 : 0;
 	if (!o->folded && !is_export && o->no_inline)
-		die_usage("--no-inline goes with folded, flamegraph and export only");
+		die_usage("--no-inline goes with folded, flamegraph, report and export only");
 	if (!is_export && o->export_format)
 		die_usage("--format goes with export only");
 	if (!is_export && !o->flamegraph && o->output)
@@ -370,9 +421,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 	if (!o->flamegraph && flame_opt)
 		die_usage("--title, --width, --min-width, --icicle and --reverse go with flamegraph only");
 	if (o->off_cpu == OFF_CPU_ONLY && !o->folded && strcmp(o->command, "stacks"))
-		die_usage("--off-cpu goes with stacks, folded and flamegraph only");
+		die_usage("--off-cpu goes with stacks, folded, flamegraph and report only");
 	if (o->off_cpu == OFF_CPU_WITH && !o->folded)
-		die_usage("--with-off-cpu goes with folded and flamegraph only");
+		die_usage("--with-off-cpu goes with folded, flamegraph and report only");
 	o->weigh = o->folded && o->off_cpu;
 	if (o->weigh)
 		o->flame.unit = "us";
@@ -382,7 +433,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 		die_usage("export: missing -o FILE");
 	o->trace = argv[optind];
 	o->fold = (struct folded_opts){ .root = (enum folded_root)o->roots, .no_inline = o->no_inline,
-					.modules = o->flamegraph };
+					.modules = o->flamegraph || o->report };
+	o->rep.unit = o->weigh ? "us" : NULL;
+	o->rep.title = o->trace;
 	o->di.debug_dirs = o->n_debug_dirs ? o->debug_dirs : NULL;
 	o->di.inflate_cache_dir = no_cache ? NULL : su_inflate_default_dir();
 }
@@ -467,6 +520,68 @@ static int emit(void *arg, const char *buf, size_t len)
 	return 0;
 }
 
+/* Is time T in one of --time's percentage slices? */
+static int in_slices(const struct options *o, uint64_t t)
+{
+	for (size_t i = 0; i < o->n_slices; i++)
+		if (t >= o->slices[i].begin && t <= o->slices[i].end)
+			return 1;
+	return 0;
+}
+
+struct span {
+	uint64_t first, last;
+	uint64_t samples;
+};
+
+static int span_sample(void *arg, const struct su_sample *s)
+{
+	struct span *sp = arg;
+	if (!sp->samples++ || s->time_ns < sp->first)
+		sp->first = s->time_ns;
+	if (s->time_ns > sp->last)
+		sp->last = s->time_ns;
+	return 0;
+}
+
+/* --time's percentages as times: a first read finds the trace's first and
+ * last sample (perf has them in its header; our traces do not), each
+ * slice [first + A * span, first + B * span], its end 1 ns earlier unless
+ * it is the last sample's (as perf: slices 10%/1 and 10%/2 share no
+ * sample).  @return 0 or -1 (said). */
+static int time_slices(struct options *o)
+{
+	struct su_reader_opts f = { .source = o->filter.source, .user_only = 1 };
+	struct su_reader_callbacks cb = { 0 };
+	struct span sp = { 0 };
+	struct su_reader_stats st;
+	char err[1024];
+	cb.arg = &sp;
+	cb.sample = span_sample;
+	int const rc = su_trace_read(o->trace, &f, &cb, &st, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, PROG ": %s\n", err[0] ? err : strerror(-rc));
+		return -1;
+	}
+	uint64_t const span = sp.last - sp.first;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (size_t i = 0; i < o->n_slices; i++) {
+		struct time_slice *t = &o->slices[i];
+		t->begin = sp.first + (uint64_t)llround(t->a * (double)span);
+		t->end = sp.first + (uint64_t)llround(t->b * (double)span);
+		if (t->end > t->begin && t->end != sp.last)
+			t->end--;
+		lo = t->begin < lo ? t->begin : lo;
+		hi = t->end > hi ? t->end : hi;
+	}
+	/* The reader skips what is outside them all; on_sample the gaps. */
+	if (sp.samples) {
+		o->filter.time_begin = lo;
+		o->filter.time_end = hi ? hi : 1;
+	}
+	return 0;
+}
+
 static int on_sample(void *arg, const struct su_sample *s)
 {
 	struct run *r = arg;
@@ -481,6 +596,10 @@ static int on_sample(void *arg, const struct su_sample *s)
 	if ((r->o->off_cpu == OFF_CPU_ONLY && !off_cpu) ||
 	    (r->o->off_cpu == OFF_CPU_CPU && off_cpu && (r->o->folded || r->o->export_format == EXPORT_SPEEDSCOPE))) {
 		r->other_kind++;
+		return 0;
+	}
+	if (r->o->n_slices > 1 && !in_slices(r->o, s->time_ns)) {
+		r->skipped++;
 		return 0;
 	}
 	if (r->o->time_rel) {
@@ -562,6 +681,11 @@ static int cmd_stacks(const struct options *o)
 	if (o->flamegraph) {
 		if (fold_flamegraph(&fold, o))
 			goto out;
+	} else if (o->report) {
+		if (report_print(&fold, &o->rep, stdout)) {
+			fprintf(stderr, PROG ": out of memory\n");
+			goto out;
+		}
 	} else if (r.fold) {
 		folded_counts_print(&fold, stdout);
 	}
@@ -591,10 +715,12 @@ static int cmd_stacks(const struct options *o)
 	if (!c.samples && o->event)
 		fprintf(stderr, PROG ": no sample of event %s (%" PRIu64 " of other events; stackunwind stats lists "
 			"them)\n", o->event, r.other_events);
-	else if (!c.samples && (o->filter.pid || o->filter.tid || o->filter.time_begin || o->filter.time_end || o->time_rel))
+	else if (!c.samples && (o->filter.pid || o->filter.tid || o->filter.time_begin || o->filter.time_end || o->time_rel ||
+				o->n_slices))
 		fprintf(stderr,
 			PROG ": no sample matched --pid/--tid/--time (%" PRIu64 " read outside --time +...; times "
-			"are seconds as stacks prints them, or +seconds after the first sample)\n",
+			"are seconds as stacks prints them, +seconds after the first sample, or percentages of the "
+			"trace's span)\n",
 			r.skipped);
 	if (r.other_kind && o->off_cpu == OFF_CPU_CPU)
 		fprintf(stderr, PROG ": %" PRIu64 " off-CPU stacks left out (%s)\n", r.other_kind,
@@ -622,7 +748,10 @@ int main(int argc, char **argv)
 {
 	struct options o;
 	parse_options(argc, argv, &o);
-	int rc = !strcmp(o.command, "stats") ? cmd_stats(&o) : cmd_stacks(&o);
+	int rc = EXIT_ERROR;
+	if (!o.n_slices || !time_slices(&o))
+		rc = !strcmp(o.command, "stats") ? cmd_stats(&o) : cmd_stacks(&o);
+	free(o.slices);
 	free(o.debug_dirs);
 	return rc;
 }

@@ -6,13 +6,17 @@
 #define STACKCAP_CLI_STACKUNWIND_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include "trace/trace-read.h"
 #include "debuginfo/module.h"
 #include "unwind/unwind.h"
 #include "export/flamegraph.h"
 #include "export/folded.h"
+#include "cli/report.h"
 
 #define PROG "stackunwind"
+#define MAX_FRAMES 1024         /* --max-frames's default */
+#define MAX_FRAMES_S "1024"
 
 enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_PARTIAL = 3 };
 enum { EXPORT_SPEEDSCOPE = 1, EXPORT_PPROF };
@@ -31,6 +35,8 @@ struct options {
 	int roots;               /* folded root: 0 comm, 1 comm-pid, 2 comm-pid/tid */
 	int no_inline;           /* folded, flamegraph, export: real functions only */
 	int flamegraph;          /* `flamegraph`: folded, each frame with its module, drawn */
+	int report;              /* `report`: folded, each frame with its module, tabulated */
+	struct report_opts rep;
 	struct folded_opts fold; /* folded, flamegraph: the line (from the three above) */
 	struct flame_opts flame;
 	int export_format;       /* export: EXPORT_SPEEDSCOPE or EXPORT_PPROF */
@@ -39,6 +45,11 @@ struct options {
 	 * side given so is not in FILTER.  REL: bit 0 START, bit 1 END. */
 	unsigned time_rel;
 	uint64_t rel_begin, rel_end;
+	/* --time A%-B%,... or A%/N,...: perf's slices of the trace's span (first
+	 * to last sample), as fractions; WINDOWS are their times (ns, both
+	 * ends in), known after a first read of the sample times. */
+	struct time_slice { double a, b; uint64_t begin, end; } *slices;
+	size_t n_slices;
 	/* --event NAME: only samples of that event (su_sample_event), or NULL. */
 	const char *event;
 	/* Off-CPU stacks (stackcap record --off-cpu): OFF_CPU_CPU: folded and
@@ -49,6 +60,9 @@ struct options {
 	enum { OFF_CPU_CPU = 0, OFF_CPU_ONLY, OFF_CPU_WITH } off_cpu;
 	int weigh;               /* folded, flamegraph: counts are microseconds */
 };
+
+/* --help: every command, or COMMAND's alone (cli/help.c). */
+void stackunwind_usage(FILE *f, const char *command);
 
 /* `stackunwind stats`: sizes, savings, drops, fidelity.  @return the exit status. */
 int cmd_stats(const struct options *o);

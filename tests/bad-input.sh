@@ -1,6 +1,6 @@
 #!/bin/sh
 # Integration: every class of bad input we know, fed to every stackunwind
-# command (stacks, folded, stats, flamegraph, export speedscope and pprof)
+# command (stacks, folded, report, stats, flamegraph, export speedscope and pprof)
 # and to stackcap convert.  For each: the exit status, a first stderr line
 # that names the problem, no crash (no signal, no sanitizer report), and what
 # was good still read.  The table of what the user sees is written to
@@ -40,7 +40,7 @@ RC_STATS= REGEX_STATS= AS_PRE=
 every() {
 	input=$1; label=$2; want=$3; regex=$4
 	: >"$work/rows"
-	for cmd in stacks folded stats flamegraph speedscope pprof; do
+	for cmd in stacks folded report stats flamegraph speedscope pprof; do
 		id="$label-$cmd"; id=$(echo "$id" | tr ' /' '__')
 		case $cmd in
 		flamegraph) run "$id" $AS_PRE "$SU" flamegraph --no-debuginfod -o "$id.svg" "$input" ;;
@@ -66,7 +66,7 @@ every() {
 	awk -F'\t' -v label="$label" '
 		{ k = $2 "\t" $3; if (!(k in cmds)) { order[++n] = k; cmds[k] = $1 } else cmds[k] = cmds[k] ", " $1; nc[k]++ }
 		END { for (i = 1; i <= n; i++) { split(order[i], f, "\t")
-			printf "| %s | %s | %s | %s |\n", label, (nc[order[i]] == 6 ? "all" : cmds[order[i]]), (f[2] == "" ? "(nothing)" : f[2]), f[1] } }' \
+			printf "| %s | %s | %s | %s |\n", label, (nc[order[i]] == 7 ? "all" : cmds[order[i]]), (f[2] == "" ? "(nothing)" : f[2]), f[1] } }' \
 		"$work/rows" >>"$work/table"
 }
 # convert INPUT LABEL RC REGEX: stackcap convert INPUT -o LABEL.conv

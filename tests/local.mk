@@ -89,7 +89,7 @@ check-sanitize:
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS="tests/unit/test-common-asan tests/unit/test-stack-codec-asan tests/unit/test-ctf-writer-asan \
 		tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan tests/unit/test-unwind-asan \
 		tests/unit/test-trace-sources-asan tests/unit/test-perf-data-asan tests/unit/test-export-asan tests/unit/test-flamegraph-asan \
-		tests/unit/test-ir-copy-asan"
+		tests/unit/test-report-asan tests/unit/test-ir-copy-asan"
 .PHONY: check-sanitize
 
 # Fuzz targets: replayed over the committed corpus by every `make check`
@@ -309,6 +309,17 @@ tests_unit_test_flamegraph_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(SANITIZE
 tests_unit_test_flamegraph_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_flamegraph_asan_LDADD = $(CHECK_LIBS) -lm
 TESTS += tests/unit/test-flamegraph tests/unit/test-flamegraph-asan
+# stackunwind report's table and tree on hand-made folded counts (and under ASan+UBSan).
+check_PROGRAMS += tests/unit/test-report tests/unit/test-report-asan
+tests_unit_test_report_SOURCES = tests/unit/test-report.c tests/unit/check-main.h cli/report.c cli/report.h \
+	export/folded.c export/text.c common/grow.c common/hashmap.c
+tests_unit_test_report_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS)
+tests_unit_test_report_LDADD = $(CHECK_LIBS)
+tests_unit_test_report_asan_SOURCES = $(tests_unit_test_report_SOURCES)
+tests_unit_test_report_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(SANITIZE_FLAGS) -O1
+tests_unit_test_report_asan_LDFLAGS = $(SANITIZE_FLAGS)
+tests_unit_test_report_asan_LDADD = $(CHECK_LIBS)
+TESTS += tests/unit/test-report tests/unit/test-report-asan
 # The resolver's escaping and the folded lines and counts (export/folded.c).
 check_PROGRAMS += tests/unit/test-resolve
 tests_unit_test_resolve_SOURCES = tests/unit/test-resolve.c tests/unit/check-main.h

@@ -159,6 +159,11 @@ check "dlopen: the plugin is known from lttng_ust_dl:dlopen and its samples symb
 "$SU" folded "$lt/single" >"$work/single.folded" 2>/dev/null
 check "stackunwind folded on the LTTng trace: the hot stack, outermost first" \
 	grep -q 'main;run_workload;level_a;level_b;level_c;hot_leaf [0-9]' "$work/single.folded"
+# stackunwind report on the LTTng trace: hot_leaf's Self is folded's share.
+want=$(awk '{ c = $NF; t += c; if ($0 ~ /;hot_leaf [0-9]+$/) h += c } END { if (t) printf "%.2f%%", 100 * h / t }' \
+	"$work/single.folded")
+got=$("$SU" report "$lt/single" 2>/dev/null | awk '!/^#/ && $NF == "hot_leaf" { print $2; exit }')
+check "stackunwind report on the LTTng trace: hot_leaf's Self is folded's $want ($got)" [ -n "$want" -a "$got" = "$want" ]
 "$SU" stats "$lt/single" >"$work/single.stats" 2>&1
 check "stackunwind stats on the LTTng trace: samples and bytes counted" \
 	sh -c "grep -q -E '^samples: +[1-9]' '$work/single.stats' && grep -q -E '^bytes per sample: +[0-9]' '$work/single.stats'"
@@ -255,6 +260,12 @@ if session python "-t vpid -t vtid"; then
 		END { print m + 0, h + 0 }' "$work/python.folded")
 	check "python: <module>;main_driver;cpu_loop;main_mid;main_leaf under PyEval_EvalCode in $1 of $2 samples through main_leaf (>= 95%, >= 50)" \
 		sh -c "[ $2 -ge 50 ] && [ \$(( $1 * 100 )) -ge \$(( $2 * 95 )) ]"
+	# Python frames in report as in folded: main_leaf a row of module [python].
+	"$SU" report "$lt/python" >"$work/python.report" 2>/dev/null
+	want=$(awk '{ c = $NF; t += c; if ($0 ~ /;main_leaf(;| )/) h += c } END { if (t) printf "%.2f%%", 100 * h / t }' \
+		"$work/python.folded")
+	got=$(awk '!/^#/ && $NF == "main_leaf" && $4 == "[python]" { print $1; exit }' "$work/python.report")
+	check "python: report's main_leaf row ([python]) has Children $want as folded ($got)" [ -n "$want" -a "$got" = "$want" ]
 else
 	not_ok "python: LTTng session set up"
 fi
