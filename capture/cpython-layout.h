@@ -49,6 +49,9 @@ struct cpy_layout {
 	uint32_t fr_code, fr_previous, fr_instr, fr_entry, fr_owner, fr_lo, fr_hi;
 	/* PyCodeObject */
 	uint32_t co_adaptive, co_firstlineno, co_filename, co_qualname, co_linetable;
+	/* co_flags, and the flag of the interpreter's own shim code objects
+	 * (3.13: CO_NO_MONITORING_EVENTS, _Py_InitCleanup), or 0. */
+	uint32_t co_flags, co_shim_flag;
 	/* The code header fingerprinted: [co_lo, co_hi) less the fields the
 	 * interpreter changes in a live object, [skip_lo, skip_hi) (warm-up
 	 * counter, lazily built line array). */
@@ -90,6 +93,7 @@ static const struct cpy_layout cpy_layouts[] = {
 		.fr_lo = 0, .fr_hi = 71,
 		.co_adaptive = 200, .co_firstlineno = 68, .co_filename = 112, .co_qualname = 128,
 		.co_linetable = 136,
+		.co_flags = 48, .co_shim_flag = 0x2000000,
 		/* ob_type .. co_linetable: nothing there changes in a live
 		 * object (no skip). */
 		.co_lo = 8, .co_hi = 144, .co_skip_lo = 144, .co_skip_hi = 144,

@@ -136,6 +136,7 @@ static int cpy_debug_offsets(struct cpy_layout *L, const uint8_t *runtime, unsig
 static int cpy_fits(const struct cpy_layout *L)
 {
 	return L->fr_hi > L->fr_lo && L->fr_hi - L->fr_lo <= MAX_FRAME_READ && L->co_hi > L->co_lo &&
+	       (!L->co_shim_flag || (L->co_flags >= L->co_lo && L->co_flags + 4 <= L->co_hi)) &&
 	       L->co_hi - L->co_lo <= 160 && L->co_skip_lo <= L->co_skip_hi && L->co_skip_hi <= L->co_hi &&
 	       L->str_state > L->str_length && L->str_state + 4 - L->str_length <= 24;
 }
@@ -463,16 +464,35 @@ static int cpy_unwind(const struct capture_runtime *rt, uint8_t *out, size_t cap
 			s->codes[nc++].code = s->frames[i].code;
 	}
 	fingerprint(s->codes, nc, &s->io);
+	/* Each frame's fingerprint; the interpreter's own shim code objects
+	 * (3.13: the one CALL_ALLOC_AND_ENTER_INIT pushes under __init__,
+	 * co_flags with CO_NO_MONITORING_EVENTS) are no function of the
+	 * program and are left out, unless one marks a native call's start
+	 * that no other frame of its group can carry. */
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct rt_frame f = s->frames[i];
+		int shim = 0;
+		f.fp = 0;
+		for (size_t c = 0; c < nc; c++)
+			if (s->codes[c].code == f.code) {
+				f.fp = s->codes[c].fp;
+				shim = f.fp && L->co_shim_flag &&
+				       (ld32(s->codes[c].hdr + L->co_flags - L->co_lo) & L->co_shim_flag);
+				break;
+			}
+		if (shim && (!f.entry || (m && !s->frames[m - 1].entry))) {
+			if (f.entry)
+				s->frames[m - 1].entry = 1;
+			continue;
+		}
+		s->frames[m++] = f;
+	}
+	n = m;
 	struct rt_frames_enc e;
 	if (rt_frames_begin(&e, out, cap))
 		return -1;
 	for (size_t i = 0; i < n; i++) {
-		s->frames[i].fp = 0;
-		for (size_t c = 0; c < nc; c++)
-			if (s->codes[c].code == s->frames[i].code) {
-				s->frames[i].fp = s->codes[c].fp;
-				break;
-			}
 		if (rt_frames_add(&e, &s->frames[i])) {
 			flags |= RT_FRAMES_TRUNCATED;
 			break;

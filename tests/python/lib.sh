@@ -66,7 +66,7 @@ python_main() {
 # sorted(key=), zlib's deflate, next() on a generator), and functions
 # made and dropped by exec in a loop never misnamed.
 python_modes() {
-	for m in thread sort zlib gen raise recurse exec; do
+	for m in thread sort zlib gen raise recurse init exec; do
 		record_python $m
 		check "$m: recorded, exit status 0, output '$(cat "$work/$m.out")'" \
 			sh -c "[ \"\$(cat '$work/$m.rc')\" = 0 ] && grep -q ' True\$\\|^thread done\$' '$work/$m.out'"
@@ -82,6 +82,11 @@ python_modes() {
 	chain raise thrower "${R}raise_driver;cpu_loop;raise_once;thrower(;|\$)" "raise_driver;cpu_loop;raise_once;thrower"
 	chain recurse recurse_leaf ";rec_driver\\.<locals>\\.<lambda>;(recurse;){200}recurse_leaf(;|\$)" \
 		"rec_driver.<locals>.<lambda> then recurse x 200 then recurse_leaf"
+	chain init init_leaf "${R}init_driver;cpu_loop;init_driver\\.<locals>\\.<lambda>;([^;]*;)*Initer\\.__init__;init_leaf(;|\$)" \
+		"init_driver;cpu_loop;<lambda> ... Initer.__init__;init_leaf"
+	set -- $(share init init_leaf ';__init__;')
+	check "init: no frame named '__init__' alone (an interpreter shim) in $1 of $2 samples through init_leaf" \
+		sh -c "[ $2 -ge 50 ] && [ $1 = 0 ]"
 	# f<i> calls h<i % 2>: a frame named f<i> above h<j> with another
 	# parity would be another function's name.
 	set -- $(grep -o 'f[0-9][0-9]*;h[01]' "$work/exec.folded" | awk -F';' '

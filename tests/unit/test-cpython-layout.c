@@ -244,7 +244,10 @@ START_TEST(code)
 	if (want == 0x030b) {
 		SAME(co_skip_lo, member("PyCodeObject", "co_warmup"));
 		SAME(co_skip_hi, member("PyCodeObject", "co_argcount"));
+		ck_assert_int_eq(L311()->co_shim_flag, 0);
 	} else {
+		SAME(co_flags, member("PyCodeObject", "co_flags"));
+		ck_assert_int_eq(L311()->co_shim_flag, 0x2000000); /* CO_NO_MONITORING_EVENTS */
 		ck_assert_int_eq(L311()->co_skip_lo, L311()->co_hi); /* no skip */
 		ck_assert_int_eq(L311()->co_skip_hi, L311()->co_hi);
 	}
