@@ -61,6 +61,8 @@ for d in "$top_srcdir" "$top_builddir" "$work"; do
 	mkdir -p "$ROOT$d" && mount --bind "$d" "$ROOT$d" || fail "cannot bind $d into $ROOT"
 done
 mountpoint -q "$ROOT/proc" || mount -t proc proc "$ROOT/proc" || fail "cannot mount /proc in $ROOT"
+# (The work directory's mount point goes with it.)
+trap 'umount "$ROOT$work" && rmdir "$ROOT$work"; rm -rf "$work"' EXIT
 
 PY=/usr/bin/python3.13
 IN="chroot $ROOT"
