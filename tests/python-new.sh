@@ -86,4 +86,6 @@ fi
 # ---- the checks every version passes (tests/python/lib.sh) ----------------------
 python_main
 python_modes
+$IN "$STACKCAP" record -o "$work/nopy.trace" -- $PY -c 'pass' >/dev/null 2>"$work/nopy.err"
+check "record without --python on python3.13 suggests --python" grep -q 'add --python' "$work/nopy.err"
 echo "1..$n"
