@@ -5,7 +5,8 @@
 # (tests/python/lib.sh): each known call chain of tests/python/chains.py,
 # Python and native frames in their order, in >= 95% of its hot samples;
 # file:line in stacks; output and status unchanged; exec'ed functions
-# never misnamed.  Also checks capture/cpython-layout.h's 3.13 row against
+# never misnamed; the babeltrace2 plugin's folded text is stackunwind's;
+# the --python hint for python3.13.  Also checks capture/cpython-layout.h's 3.13 row against
 # the DWARF of trixie's python3.13-dbg (tests/unit/test-cpython-layout).
 #
 # The chroot: debootstrap --variant=minbase trixie, with python3.13, its
@@ -86,6 +87,14 @@ fi
 # ---- the checks every version passes (tests/python/lib.sh) ----------------------
 python_main
 python_modes
+# The babeltrace2 plugin (src.ctf.fs, filter.stackcap.unwind with symfs,
+# sink.stackcap.folded): the same folded text as stackunwind.
+for m in main sort; do
+	babeltrace2 --plugin-path="$B/plugin/.libs" "$work/$m.trace" -c filter.stackcap.unwind \
+		-p no-debuginfod=yes -p "symfs=\"$ROOT\"" -c sink.stackcap.folded >"$work/$m-plugin.folded" 2>/dev/null
+	check "$m: src.ctf.fs + filter.stackcap.unwind + sink.stackcap.folded == stackunwind folded ($(wc -l <"$work/$m.folded") lines)" \
+		cmp -s "$work/$m.folded" "$work/$m-plugin.folded"
+done
 $IN "$STACKCAP" record -o "$work/nopy.trace" -- $PY -c 'pass' >/dev/null 2>"$work/nopy.err"
 check "record without --python on python3.13 suggests --python" grep -q 'add --python' "$work/nopy.err"
 echo "1..$n"
