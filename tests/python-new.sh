@@ -6,8 +6,9 @@
 # Python and native frames in their order, in >= 95% of its hot samples;
 # file:line in stacks; output and status unchanged; exec'ed functions
 # never misnamed; the babeltrace2 plugin's folded text is stackunwind's;
-# the --python hint for python3.13.  Also checks capture/cpython-layout.h's 3.13 row against
-# the DWARF of trixie's python3.13-dbg (tests/unit/test-cpython-layout).
+# the --python hint for python3.13.  Also checks capture/cpython-layout.h's
+# 3.13 row against the DWARF of trixie's python3.13-dbg
+# (tests/unit/test-cpython-layout).
 #
 # The chroot: debootstrap --variant=minbase trixie, with python3.13, its
 # and libc's debug symbols (python3.13-dbg, libc6-dbg) and the libraries
@@ -32,17 +33,20 @@ fail() {
 
 if [ -z "${STACKCAP_PYNEW_NS:-}" ]; then
 	[ "$(id -u)" = 0 ] || fail "needs root (debootstrap, chroot, mount): run the suite as root"
-	for t in debootstrap unshare chroot mount; do
+	for t in debootstrap unshare chroot mount flock; do
 		command -v $t >/dev/null 2>&1 ||
 			fail "$t missing: apt-get install debootstrap util-linux coreutils mount (scripts/install-deps.sh)"
 	done
-	# The chroot, built once: debootstrap into ROOT.new, then renamed.
+	# The chroot, built once (one run at a time: a lock beside it):
+	# debootstrap into ROOT.new, then renamed.
+	mkdir -p "$(dirname "$ROOT")"
+	exec 9>"$ROOT.lock"
+	flock 9 || fail "cannot lock $ROOT.lock"
 	if [ "$(cat "$ROOT/.stackcap-py" 2>/dev/null)" != "$PKGS" ]; then
 		mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/*.sources 2>/dev/null)
 		[ -n "$mirror" ] || mirror=$(awk '/^deb / { print $2; exit }' /etc/apt/sources.list 2>/dev/null)
 		[ -n "$mirror" ] || mirror=http://deb.debian.org/debian
 		log=$(dirname "$ROOT")/build.log
-		mkdir -p "$(dirname "$ROOT")"
 		if ! [ -x "$ROOT/usr/bin/apt-get" ]; then
 			rm -rf "$ROOT.new"
 			debootstrap --variant=minbase trixie "$ROOT.new" "$mirror" >"$log" 2>&1 && mv "$ROOT.new" "$ROOT" ||
@@ -53,6 +57,7 @@ if [ -z "${STACKCAP_PYNEW_NS:-}" ]; then
 			>>"$log" 2>&1 || fail "apt-get install $PKGS in $ROOT failed (see $log)"
 		echo "$PKGS" >"$ROOT/.stackcap-py"
 	fi
+	exec 9>&-
 	STACKCAP_PYNEW_NS=1 exec unshare --mount --propagation private -- sh "$0" "$@"
 fi
 
