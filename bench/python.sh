@@ -11,12 +11,32 @@
 # figures.  With a second build BASEDIR (e.g. the commit before a change),
 # each depth also runs BASEDIR's --python, in the same loop, and prints its
 # extra cost per sample beside ours.
+# Another CPython: PY_ROOT=DIR PY=/usr/bin/python3.13 bench/python.sh BUILDDIR
+# runs PY and our stackcap in the chroot DIR (tests/python-new.sh's,
+# /var/cache/stackcap-py/trixie: trixie's python3.13), BUILDDIR, BASEDIR
+# and the work directory bound at their own paths (root, a private mount
+# namespace).
 set -eu
-B=${1:?usage: bench/python.sh BUILDDIR [BASEDIR]}
-BASE=${2:-}
-PY=/usr/bin/python3
+B=$(cd "${1:?usage: bench/python.sh BUILDDIR [BASEDIR]}" && pwd)
+BASE=${2:+$(cd "$2" && pwd)}
+PY=${PY:-/usr/bin/python3}
+PY_ROOT=${PY_ROOT:-}
+if [ -n "$PY_ROOT" ] && [ -z "${BENCH_PY_NS:-}" ]; then
+	BENCH_PY_NS=1 exec unshare --mount --propagation private -- sh "$0" "$@"
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+IN=
+if [ -n "$PY_ROOT" ]; then
+	for d in "$B" $BASE "$work"; do
+		mkdir -p "$PY_ROOT$d"
+		mount --bind "$d" "$PY_ROOT$d"
+	done
+	mountpoint -q "$PY_ROOT/proc" || mount -t proc proc "$PY_ROOT/proc"
+	IN="chroot $PY_ROOT"
+	trap 'umount "$PY_ROOT$work" && rmdir "$PY_ROOT$work"; rm -rf "$work"' EXIT
+fi
+echo "$($IN $PY --version 2>&1), in ${PY_ROOT:-/}"
 cat >"$work/depth.py" <<'PYEOF'
 import sys
 def spin(n):
@@ -50,11 +70,11 @@ run() {
 printf '%-6s %-22s %-22s %-22s %s\n' depth "plain cpu s" "stackcap cpu s/samples" "--python cpu s/samples" \
 	"--python extra us/sample; B/sample without, with"
 for d in 10 50 200; do
-	run "$work/plain" $PY "$work/depth.py" $d
-	run "$work/off" "$B/cli/stackcap" record --in-process -F 999 -o "$work/t.trace" -- $PY "$work/depth.py" $d
-	run "$work/on" "$B/cli/stackcap" record --python -F 999 -o "$work/t.trace" -- $PY "$work/depth.py" $d
+	run "$work/plain" $IN $PY "$work/depth.py" $d
+	run "$work/off" $IN "$B/cli/stackcap" record --in-process -F 999 -o "$work/t.trace" -- $PY "$work/depth.py" $d
+	run "$work/on" $IN "$B/cli/stackcap" record --python -F 999 -o "$work/t.trace" -- $PY "$work/depth.py" $d
 	if [ -n "$BASE" ]; then
-		run "$work/base" "$BASE/cli/stackcap" record --python -F 999 -o "$work/t.trace" -- $PY "$work/depth.py" $d
+		run "$work/base" $IN "$BASE/cli/stackcap" record --python -F 999 -o "$work/t.trace" -- $PY "$work/depth.py" $d
 		read -r oc os _ <"$work/off"
 		read -r bc bs bb <"$work/base"
 		awk -v d=$d -v oc=$oc -v os=$os -v bc=$bc -v bs=$bs -v bb=$bb 'BEGIN {
@@ -98,7 +118,7 @@ cap() {
 	shift 2
 	for i in 1 2 3 4 5; do
 		rm -rf "$work/c.trace"
-		"$b/cli/stackcap" record --in-process "$@" -F 1 -o "$work/c.trace" -- $PY "$work/cap.py" $d 2>/dev/null
+		$IN "$b/cli/stackcap" record --in-process "$@" -F 1 -o "$work/c.trace" -- $PY "$work/cap.py" $d 2>/dev/null
 	done | sort -n | sed -n 3p
 }
 printf '\n%-6s %-14s %-14s %s\n' depth "no --python" "--python" "${BASE:+--python (BASEDIR)}  [ns per stackcap_capture()]"

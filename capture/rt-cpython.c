@@ -15,20 +15,24 @@
  * fingerprints in three batched reads: about 6 system calls per sample
  * whatever the depth (was one per frame).
  *
- * Offsets: a table per minor version, derived from the DWARF of Debian's
- * python3.11-dbg (capture/cpython-layout.h) and checked against it by
- * tests/unit/test-cpython-layout
- * (which fails, naming the field, when a build disagrees).  A table rather
- * than DWARF read at record time because the capture library runs inside
- * the traced program: it must not open debug files, link libdw, nor need
- * a -dbg package on the machine recording.  A struct layout only changes
- * between minor versions (CPython's ABI rule for these internal structs
- * in practice: 3.11.0-3.11.x share it), so the table is keyed by
- * major.minor from Py_Version.  3.12 (cframe kept, entry frames become
- * FRAME_OWNED_BY_CSTACK shims) and 3.13 (tstate->current_frame,
- * f_executable, instr_ptr; _Py_DebugOffsets published in _PyRuntime)
- * need their rows and, for 3.12, a shim test instead of is_entry: the walk
- * below reads both through the table's fields.
+ * Offsets: a row per minor version (capture/cpython-layout.h), derived
+ * from the DWARF of Debian's python3.11-dbg and python3.13-dbg and checked
+ * against it by tests/unit/test-cpython-layout (which fails, naming the
+ * field, when a build disagrees).  From 3.13 on, what CPython publishes
+ * in the _Py_DebugOffsets at the head of _PyRuntime replaces the row's
+ * values at probe time (cpy_debug_offsets): a patch release that moves a
+ * field is still read right.  A table rather than DWARF read at record
+ * time because the capture library runs inside the traced program: it
+ * must not open debug files, link libdw, nor need a -dbg package on the
+ * machine recording.  A struct layout only changes between minor versions
+ * (CPython's ABI rule for these internal structs in practice: 3.11.0-
+ * 3.11.x share it), so the row is keyed by major.minor from Py_Version.
+ * The walk reads every version through the row's fields: 3.11 finds the
+ * current frame through tstate->cframe and marks a native call's first
+ * frame with is_entry; 3.13 has tstate->current_frame, f_executable and
+ * instr_ptr, and (like 3.12) pushes a shim frame owned by the C stack
+ * under a native call's first frame.  3.12 has no row yet: Debian has no
+ * python3.12 to derive and test it from.
  */
 #include <dlfcn.h>
 #include <elf.h>
@@ -46,9 +50,96 @@
 
 /* What probe found (set once at init, read by the handler). */
 static struct {
-	const struct cpy_layout *L;
+	const struct cpy_layout *L;    /* &py.layout */
 	const uint8_t *runtime;        /* &_PyRuntime */
+	struct cpy_layout layout;      /* the row, with what _Py_DebugOffsets publishes */
 } py;
+
+/* CPython 3.13's _Py_DebugOffsets (Include/internal/pycore_runtime.h):
+ * an 8-byte cookie, then 64-bit words; the words we read, by index.
+ * Each group starts with the size of its struct. */
+enum {
+	DO_VERSION = 1, DO_FREE_THREADED = 2,
+	DO_TS_SIZE = 19, DO_TS_CURRENT_FRAME = 23, DO_TS_DATASTACK = 26,
+	DO_FR_SIZE = 28, DO_FR_PREVIOUS = 29, DO_FR_EXECUTABLE = 30, DO_FR_INSTR_PTR = 31, DO_FR_OWNER = 33,
+	DO_CO_SIZE = 34, DO_CO_FILENAME = 35, DO_CO_QUALNAME = 37, DO_CO_LINETABLE = 38,
+	DO_CO_FIRSTLINENO = 39, DO_CO_ADAPTIVE = 43,
+	DO_OB_TYPE = 45,
+	DO_BYTES_SIZE = 64, DO_BYTES_OB_SIZE = 65, DO_BYTES_SVAL = 66,
+	DO_STR_SIZE = 67, DO_STR_STATE = 68, DO_STR_LENGTH = 69, DO_STR_ASCII_SIZE = 70,
+	DO_WORDS = 73,                 /* sizeof(_Py_DebugOffsets) / 8 */
+};
+
+#define MAX_FRAME_READ 128             /* bytes of a frame header we read */
+
+static uint32_t max3(uint32_t a, uint32_t b, uint32_t c)
+{
+	return a > b ? (a > c ? a : c) : (b > c ? b : c);
+}
+
+/* Fill L's published fields from the _Py_DebugOffsets at RUNTIME (static
+ * data of the executable, initialized before main: read in place) for
+ * the interpreter VERSION (PY_VERSION_HEX).  @return 0, or -ENOTSUP when
+ * the cookie, version or an offset is not what this code reads. */
+static int cpy_debug_offsets(struct cpy_layout *L, const uint8_t *runtime, unsigned long version)
+{
+	uint64_t w[DO_WORDS];
+	memcpy(w, runtime, sizeof(w));
+	if (memcmp(runtime, "xdebugpy", 8) || w[DO_VERSION] != version || w[DO_FREE_THREADED])
+		return -ENOTSUP;
+	/* Every offset inside its struct (the published size), and small. */
+	static const uint8_t in[][2] = {
+		{ DO_TS_CURRENT_FRAME, DO_TS_SIZE }, { DO_TS_DATASTACK, DO_TS_SIZE },
+		{ DO_FR_PREVIOUS, DO_FR_SIZE }, { DO_FR_EXECUTABLE, DO_FR_SIZE }, { DO_FR_INSTR_PTR, DO_FR_SIZE },
+		{ DO_FR_OWNER, DO_FR_SIZE }, { DO_CO_FILENAME, DO_CO_SIZE }, { DO_CO_QUALNAME, DO_CO_SIZE },
+		{ DO_CO_LINETABLE, DO_CO_SIZE }, { DO_CO_FIRSTLINENO, DO_CO_SIZE }, { DO_CO_ADAPTIVE, DO_CO_SIZE },
+		{ DO_BYTES_OB_SIZE, DO_BYTES_SIZE }, { DO_BYTES_SVAL, DO_BYTES_SIZE },
+		{ DO_STR_STATE, DO_STR_SIZE }, { DO_STR_LENGTH, DO_STR_SIZE },
+	};
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
+		if (w[in[i][1]] > 4096 || w[in[i][0]] >= w[in[i][1]])
+			return -ENOTSUP;
+	if (w[DO_OB_TYPE] > 64 || w[DO_STR_ASCII_SIZE] > 256)
+		return -ENOTSUP;
+	L->ts_cframe = (uint32_t)w[DO_TS_CURRENT_FRAME];
+	L->cf_current = CPY_NONE;
+	/* datastack_top is not published: it follows datastack_chunk. */
+	L->ts_chunk = (uint32_t)w[DO_TS_DATASTACK];
+	L->ts_top = L->ts_chunk + 8;
+	L->fr_code = (uint32_t)w[DO_FR_EXECUTABLE];
+	L->fr_previous = (uint32_t)w[DO_FR_PREVIOUS];
+	L->fr_instr = (uint32_t)w[DO_FR_INSTR_PTR];
+	L->fr_owner = (uint32_t)w[DO_FR_OWNER];
+	L->fr_entry = CPY_NONE;
+	L->fr_lo = 0;
+	L->fr_hi = max3(L->fr_code + 8, L->fr_previous + 8, max3(L->fr_instr + 8, L->fr_owner + 1, 0));
+	L->co_adaptive = (uint32_t)w[DO_CO_ADAPTIVE];
+	L->co_firstlineno = (uint32_t)w[DO_CO_FIRSTLINENO];
+	L->co_filename = (uint32_t)w[DO_CO_FILENAME];
+	L->co_qualname = (uint32_t)w[DO_CO_QUALNAME];
+	L->co_linetable = (uint32_t)w[DO_CO_LINETABLE];
+	/* The fingerprinted header: ob_type up to the last pointer we read. */
+	L->co_lo = (uint32_t)w[DO_OB_TYPE];
+	L->co_hi = max3(L->co_filename, L->co_qualname, L->co_linetable) + 8;
+	L->co_skip_lo = L->co_skip_hi = L->co_hi;
+	/* PyCompactUnicodeObject: PyASCIIObject, utf8_length, utf8. */
+	L->str_compact_data = (uint32_t)w[DO_STR_ASCII_SIZE] + 16;
+	L->str_ascii_data = (uint32_t)w[DO_STR_ASCII_SIZE];
+	L->str_length = (uint32_t)w[DO_STR_LENGTH];
+	L->str_state = (uint32_t)w[DO_STR_STATE];
+	L->bytes_size = (uint32_t)w[DO_BYTES_OB_SIZE];
+	L->bytes_data = (uint32_t)w[DO_BYTES_SVAL];
+	return 0;
+}
+
+/* Does L fit the unwinder's buffers and reads? */
+static int cpy_fits(const struct cpy_layout *L)
+{
+	return L->fr_hi > L->fr_lo && L->fr_hi - L->fr_lo <= MAX_FRAME_READ && L->co_hi > L->co_lo &&
+	       (!L->co_shim_flag || (L->co_flags >= L->co_lo && L->co_flags + 4 <= L->co_hi)) &&
+	       L->co_hi - L->co_lo <= 160 && L->co_skip_lo <= L->co_skip_hi && L->co_skip_hi <= L->co_hi &&
+	       L->str_state > L->str_length && L->str_state + 4 - L->str_length <= 24;
+}
 
 static int cpy_probe(struct capture_runtime *rt)
 {
@@ -64,7 +155,12 @@ static int cpy_probe(struct capture_runtime *rt)
 		const ElfW(Sym) *sym = NULL;
 		if (!dladdr1(eval, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !sym->st_size)
 			return -ENOTSUP;
-		py.L = &cpy_layouts[i];
+		py.layout = cpy_layouts[i];
+		if (py.layout.debug_offsets && cpy_debug_offsets(&py.layout, runtime, *ver))
+			return -ENOTSUP;
+		if (!cpy_fits(&py.layout))
+			return -ENOTSUP;
+		py.L = &py.layout;
 		py.runtime = runtime;
 		rt->version = (uint32_t)*ver;
 		rt->eval_lo = (uint64_t)(uintptr_t)eval;
@@ -287,26 +383,29 @@ static int cpy_unwind(const struct capture_runtime *rt, uint8_t *out, size_t cap
 	size_t len[2] = { 8, 16 };
 	uint8_t ok[2];
 	capture_rt_readv(dst, addr, len, ok, 2);
-	if (!ok[0] || !cframe)
+	/* No cframe (3.11, 3.12): not running Python; no current frame
+	 * (3.13): none either, nothing to record. */
+	if (!ok[0] || (!cframe && L->cf_current != CPY_NONE))
 		return -1;
 	struct walk k = { .nw = 0 };
 	uint64_t const chunk = ok[1] ? ds[0] : 0, top = ok[1] ? ds[1] : 0;
 	uint8_t *wbuf = chunk && top > chunk && top - chunk < (1u << 24) && !(top & 7)
 				? win_claim(&k, s, chunk, top) : NULL;
+	frame = cframe;
 	dst[0] = &frame;
-	addr[0] = cframe + L->cf_current;
+	addr[0] = L->cf_current == CPY_NONE ? 0 : cframe + L->cf_current;
 	dst[1] = wbuf;
 	addr[1] = wbuf ? k.w[0].lo : 0;
 	len[1] = wbuf ? k.w[0].hi - k.w[0].lo : 0;
 	capture_rt_readv(dst, addr, len, ok, 2);
-	if (!ok[0])
+	if (addr[0] && !ok[0])
 		return -1;
 	if (wbuf)
 		win_keep(&k, ok[1], chunk, L);
 	uint8_t flags = 0;
 	size_t n = 0;
 	size_t const flen = L->fr_hi - L->fr_lo;
-	uint8_t one[64];
+	uint8_t one[MAX_FRAME_READ];
 	while (frame) {
 		if (n == CAPTURE_RT_MAX_FRAMES) {
 			flags |= RT_FRAMES_TRUNCATED;
@@ -331,17 +430,26 @@ static int cpy_unwind(const struct capture_runtime *rt, uint8_t *out, size_t cap
 			}
 			fr = one;
 		}
+		frame = ld64(fr + L->fr_previous - L->fr_lo);
+		/* 3.12+: the shim a native _PyEval_EvalFrameDefault call
+		 * pushed (on the C stack) under its first frame: that frame is
+		 * the call's entry; the shim itself is no Python frame. */
+		if (L->fr_owner != CPY_NONE && fr[L->fr_owner - L->fr_lo] == CPY_OWNER_CSTACK) {
+			if (n)
+				s->frames[n - 1].entry = 1;
+			continue;
+		}
 		uint64_t const code = ld64(fr + L->fr_code - L->fr_lo);
 		uint64_t const instr = ld64(fr + L->fr_instr - L->fr_lo);
 		uint64_t const first = code + L->co_adaptive;
-		/* prev_instr is one unit before the first instruction in a
-		 * frame not started; anything far off is not trusted. */
+		/* The instruction executing (prev_instr: one unit before the
+		 * first instruction in a frame not started); anything far off
+		 * is not trusted. */
 		int32_t pos = -1;
 		if (instr >= first && instr - first < (1u << 26))
 			pos = (int32_t)((instr - first) / 2);
 		s->frames[n++] = (struct rt_frame){ .code = code, .pos = pos,
-						    .entry = fr[L->fr_entry - L->fr_lo] != 0 };
-		frame = ld64(fr + L->fr_previous - L->fr_lo);
+						    .entry = L->fr_entry != CPY_NONE && fr[L->fr_entry - L->fr_lo] != 0 };
 	}
 	if (!n)
 		return flags ? -1 : 0;
@@ -356,16 +464,35 @@ static int cpy_unwind(const struct capture_runtime *rt, uint8_t *out, size_t cap
 			s->codes[nc++].code = s->frames[i].code;
 	}
 	fingerprint(s->codes, nc, &s->io);
+	/* Each frame's fingerprint; the interpreter's own shim code objects
+	 * (3.13: the one CALL_ALLOC_AND_ENTER_INIT pushes under __init__,
+	 * co_flags with CO_NO_MONITORING_EVENTS) are no function of the
+	 * program and are left out, unless one marks a native call's start
+	 * that no other frame of its group can carry. */
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct rt_frame f = s->frames[i];
+		int shim = 0;
+		f.fp = 0;
+		for (size_t c = 0; c < nc; c++)
+			if (s->codes[c].code == f.code) {
+				f.fp = s->codes[c].fp;
+				shim = f.fp && L->co_shim_flag &&
+				       (ld32(s->codes[c].hdr + L->co_flags - L->co_lo) & L->co_shim_flag);
+				break;
+			}
+		if (shim && (!f.entry || (m && !s->frames[m - 1].entry))) {
+			if (f.entry)
+				s->frames[m - 1].entry = 1;
+			continue;
+		}
+		s->frames[m++] = f;
+	}
+	n = m;
 	struct rt_frames_enc e;
 	if (rt_frames_begin(&e, out, cap))
 		return -1;
 	for (size_t i = 0; i < n; i++) {
-		s->frames[i].fp = 0;
-		for (size_t c = 0; c < nc; c++)
-			if (s->codes[c].code == s->frames[i].code) {
-				s->frames[i].fp = s->codes[c].fp;
-				break;
-			}
 		if (rt_frames_add(&e, &s->frames[i])) {
 			flags |= RT_FRAMES_TRUNCATED;
 			break;

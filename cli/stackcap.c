@@ -81,7 +81,7 @@ static void record_usage(FILE *f)
 		"      --full-copy        also store every unfiltered stack copy, to measure\n"
 		"                         fidelity (stackunwind stats); stores every stack word\n"
 		"                         (registers stay filtered)\n"
-		"      --python           also record Python frames (CPython 3.11): each\n"
+		"      --python           also record Python frames (CPython 3.11, 3.13): each\n"
 		"                         _PyEval_EvalFrameDefault becomes the Python functions\n"
 		"                         and lines it ran; needs the in-process hook (also\n"
 		"                         with --lttng: stackcap:runtime_frames events)\n"

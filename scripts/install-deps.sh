@@ -58,6 +58,7 @@ procps              # ps (tap-lib.sh: daemons the tests stop), pgrep (tests/brow
 python3             # tests/perf.sh, bench/perf-vs.sh, bench/slowdown.sh: a pure-Python program under perf; tests/python.sh, tests/secret.sh: --python
 time                # /usr/bin/time: bench/perf-vs.sh, bench/unwind.sh (peak memory)
 python3.11-dbg      # tests/unit/test-cpython-layout: CPython 3.11's DWARF checks capture/cpython-layout.h (the offsets --python reads); apt upgrades it with python3.11
+debootstrap         # tests/python-new.sh: a trixie chroot (cached) with python3.13 for --python on CPython 3.13
 libiberty-dev       # symbolize/: Rust names, legacy and v0 (libiberty's rust_demangle)
 rustc               # tests/names.sh: Rust programs built by Debian's compiler (names, inline frames)
 debuginfod          # tests/real-clients.sh: a real debuginfod server on loopback serves a stripped program's debug file

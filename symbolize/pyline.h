@@ -9,7 +9,7 @@
 
 /* The line of instruction POS (code units; -1: the frame had not started)
  * of a code object whose first line is FIRST_LINE and whose 3.11 location
- * table is TABLE[0..LEN).  POS -1 gives FIRST_LINE; 0 when the table says
+ * table (the format of 3.12 and 3.13 too) is TABLE[0..LEN).  POS -1 gives FIRST_LINE; 0 when the table says
  * "no location" there or is malformed or ends before POS. */
 uint32_t su_pyline_311(const uint8_t *table, size_t len, uint32_t first_line, int32_t pos);
 

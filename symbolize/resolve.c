@@ -247,7 +247,8 @@ static int resolve_runtime(struct su_resolver *r, const struct su_maps *maps, co
 					     .module_name = "[unknown]", .sym = r->sym };
 		return -ENOMEM;
 	}
-	if (rt->kind == 1 && (rt->version >> 16) == 0x030b)
+	/* 3.11's location table is 3.12's and 3.13's too. */
+	if (rt->kind == 1 && (rt->version >> 16) >= 0x030b && (rt->version >> 16) <= 0x030d)
 		r->sym[0].line = su_pyline_311(c->line_table, c->line_table_len, c->first_line, f->rt_pos);
 	return 0;
 }

@@ -241,7 +241,11 @@ TESTS += tests/secret.sh
 EXTRA_DIST += tests/secret.sh
 # Python frames (issue 18): tests/python/chains.py under stackcap record --python.
 TESTS += tests/python.sh
-EXTRA_DIST += tests/python.sh tests/python/chains.py
+EXTRA_DIST += tests/python.sh tests/python/chains.py tests/python/lib.sh
+# The same checks with trixie's python3.13, in a cached trixie chroot
+# (after tests/unit/test-cpython-layout, which it also runs on 3.13).
+TESTS += tests/python-new.sh
+EXTRA_DIST += tests/python-new.sh
 
 # Integration: a setuid-root program linked with libstackcap, run by nobody,
 # records nothing and writes nowhere the caller's environment says.
@@ -452,7 +456,8 @@ TESTS += tests/stress.sh tests/stress-asan.sh tests/stress-tsan.sh
 EXTRA_DIST += tests/stress.sh tests/stress-asan.sh tests/stress-tsan.sh
 
 # capture/cpython-layout.h (the CPython runtime unwinder's offsets) against
-# the DWARF of Debian's python3.11 (python3.11-dbg), field by field.
+# the DWARF of Debian's python3.11 (python3.11-dbg), field by field
+# (tests/python-new.sh runs it on trixie's python3.13 too).
 check_PROGRAMS += tests/unit/test-cpython-layout
 tests_unit_test_cpython_layout_SOURCES = tests/unit/test-cpython-layout.c tests/unit/check-main.h \
 	capture/cpython-layout.h

@@ -8,9 +8,10 @@
 # babeltrace2 reader and plugin (source, filter, folded sink) give the same
 # folded text as stackunwind.
 . "${top_srcdir:?}/tests/tap-lib.sh"
-SU="$B/cli/stackunwind"
 PY=/usr/bin/python3
-CH="$top_srcdir/tests/python/chains.py"
+IN=
+SYMFS=
+. "$top_srcdir/tests/python/lib.sh"
 
 if ! [ -x $PY ] || ! $PY -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
 	echo "1..1"
@@ -18,51 +19,8 @@ if ! [ -x $PY ] || ! $PY -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11
 	exit 0
 fi
 
-# record_python MODE: trace, output, status and folded stacks of chains.py MODE.
-record_python() {
-	"$STACKCAP" record --python -o "$work/$1.trace" -- $PY "$CH" "$1" 0.5 >"$work/$1.out" 2>"$work/$1.err"
-	echo $? >"$work/$1.rc"
-	"$SU" folded --no-debuginfod "$work/$1.trace" >"$work/$1.folded" 2>"$work/$1.uerr"
-}
-
-# share MODE HOT REGEX: "matching hot" over the samples whose folded line
-# has ;HOT (a frame of that name), MATCHING of them matching the ERE REGEX.
-share() {
-	# (The ERE through the environment: awk -v would eat its backslashes.)
-	HOT="$2" RE="$3" awk '{
-		c = $NF; line = $0; sub(/ [0-9]+$/, "", line)
-		if (index(line ";", ";" ENVIRON["HOT"] ";") == 0) next
-		h += c; if (line ~ ENVIRON["RE"]) m += c
-	} END { print m + 0, h + 0 }' "$work/$1.folded"
-}
-
-# chain MODE HOT REGEX WHAT: the check itself.
-chain() {
-	set -- "$1" "$2" "$3" "$4" $(share "$1" "$2" "$3")
-	check "$1: $4 in $5 of $6 samples through $2 (>= 95%, >= 50 samples)" \
-		sh -c "[ $6 -ge 50 ] && [ \$(( $5 * 100 )) -ge \$(( $6 * 95 )) ]"
-}
-
-# ---- output and exit status unchanged -------------------------------------------
-$PY "$CH" main 0.5 >"$work/plain.out" 2>&1
-plain_rc=$?
-record_python main
-check "main: exit status as without stackcap ($(cat "$work/main.rc"), plain $plain_rc)" \
-	[ "$(cat "$work/main.rc")" = "$plain_rc" ] 
-check "main: output as without stackcap" cmp -s "$work/plain.out" "$work/main.out"
-check "main: record --python did not suggest --python" sh -c "! grep -q 'add --python' '$work/main.err'"
-
-# Inlined frames (_PyEval_Vector, _PyEval_EvalFrame) may sit between.
-R=';PyEval_EvalCode;([^;]*;)*<module>;'
-chain main main_leaf "${R}main_driver;cpu_loop;main_mid;main_leaf(;|\$)" "<module>;main_driver;cpu_loop;main_mid;main_leaf under PyEval_EvalCode"
-# stacks: "qualname (file:LINE)", the line of main_leaf's return.
-line=$(awk '/^def main_leaf/ { print NR + 1 }' "$CH")
-"$SU" stacks --no-debuginfod "$work/main.trace" >"$work/main.stacks" 2>/dev/null
-set -- $(awk -v l="main_leaf ($CH:$line)" '/ main_leaf \(/ { h++; if (index($0, l)) m++ } END { print m + 0, h + 0 }' "$work/main.stacks")
-check "main: stacks print 'main_leaf (chains.py:$line)' in $1 of $2 frames (>= 95%)" \
-	sh -c "[ $2 -ge 50 ] && [ \$(( $1 * 100 )) -ge \$(( $2 * 95 )) ]"
-check "main: no _PyEval_EvalFrameDefault left in the hot samples" \
-	sh -c "! grep ';main_leaf' '$work/main.folded' | grep -q _PyEval_EvalFrameDefault"
+# ---- the checks every version passes (tests/python/lib.sh) ----------------------
+python_main
 
 # exports: speedscope names main_leaf with its file and first line; pprof
 # carries the file (its functions and lines table).
@@ -112,22 +70,7 @@ else
 	check "babeltrace2 and the built plugin ($PP/babeltrace-plugin-stackcap.so): apt-get install babeltrace2 (scripts/install-deps.sh), make" false
 fi
 
-for m in thread sort zlib gen raise recurse exec; do
-	record_python $m
-	check "$m: recorded, exit status 0, output '$(cat "$work/$m.out")'" \
-		sh -c "[ \"\$(cat '$work/$m.rc')\" = 0 ] && grep -q ' True\$\\|^thread done\$' '$work/$m.out'"
-done
-chain thread thread_leaf ";start_thread;([^;]*;)*Thread\\._bootstrap;Thread\\._bootstrap_inner;Thread\\.run;([^;]*;)*thread_work;cpu_loop;thread_leaf(;|\$)" \
-	"start_thread ... Thread._bootstrap;Thread._bootstrap_inner;Thread.run ... thread_work;cpu_loop;thread_leaf"
-chain sort sort_key "${R}sort_driver;cpu_loop;sort_driver\\.<locals>\\.<lambda>;([^;]*;)*builtin_sorted[^;]*;([^;]*;)*list_sort_impl;([^;]*;)*sort_driver\\.<locals>\\.<lambda>\\.<locals>\\.<lambda>;sort_key(;|\$)" \
-	"sort_driver ... <lambda> ... builtin_sorted ... list_sort_impl ... <lambda>.<locals>.<lambda>;sort_key"
-chain zlib deflate "${R}zlib_driver;cpu_loop;zlib_driver\\.<locals>\\.<lambda>;([^;]*;)*zlib_compress[^;]*;deflate(;|\$)" \
-	"zlib_driver;cpu_loop;<lambda> ... zlib_compress;deflate"
-chain gen producer "${R}gen_driver;cpu_loop;gen_driver\\.<locals>\\.<lambda>;([^;]*;)*builtin_next;([^;]*;)*producer(;|\$)" \
-	"gen_driver;cpu_loop;<lambda>;builtin_next ... producer"
-chain raise thrower "${R}raise_driver;cpu_loop;raise_once;thrower(;|\$)" "raise_driver;cpu_loop;raise_once;thrower"
-chain recurse recurse_leaf ";rec_driver\\.<locals>\\.<lambda>;(recurse;){200}recurse_leaf(;|\$)" \
-	"rec_driver.<locals>.<lambda> then recurse x 200 then recurse_leaf"
+python_modes
 
 # The plugin on C called from Python called back from C (sort), a thread,
 # and 200 frames deep: the same folded text as stackunwind.
@@ -137,14 +80,6 @@ for m in sort thread recurse; do
 	check "$m: src.ctf.fs + filter.stackcap.unwind + sink.stackcap.folded == stackunwind folded ($(wc -l <"$work/$m.folded") lines)" \
 		cmp -s "$work/$m.folded" "$work/$m-plugin.folded"
 done
-
-# ---- exec in a loop: never misnamed -------------------------------------------------
-# f<i> calls h<i % 2>: a frame named f<i> above h<j> with another parity
-# would be another function's name.
-set -- $(grep -o 'f[0-9][0-9]*;h[01]' "$work/exec.folded" | awk -F';' '
-	{ i = substr($1, 2) + 0; j = substr($2, 2) + 0; n++; if (i % 2 != j) bad++ } END { print n + 0, bad + 0 }')
-check "exec: $1 samples through a named f<i>, $2 of them under another function's name" \
-	sh -c "[ $1 -ge 20 ] && [ $2 = 0 ]"
 
 # ---- the hint --------------------------------------------------------------------------
 "$STACKCAP" record -o "$work/nopy.trace" -- $PY -c 'pass' >/dev/null 2>"$work/nopy.err"

@@ -106,6 +106,21 @@ def rec_driver():
     return cpu_loop(lambda: recurse(199))
 
 
+# init: init_driver -> Initer() -> Initer.__init__ -> init_leaf (3.13 runs
+# a specialized __init__ call under a shim frame of the interpreter's own)
+def init_leaf():
+    return spin(20000)
+
+
+class Initer:
+    def __init__(self):
+        self.v = init_leaf()
+
+
+def init_driver():
+    return cpu_loop(lambda: Initer().v)
+
+
 # exec: functions made and dropped in a loop; f<i> calls h<i % 2>
 def h0():
     return spin(3000)
@@ -144,4 +159,4 @@ elif mode == "thread":
     print("thread done")
 else:
     print(mode, {"sort": sort_driver, "zlib": zlib_driver, "gen": gen_driver, "raise": raise_driver,
-                 "recurse": rec_driver, "exec": exec_driver, "secret": hold_secrets}[mode]() > 0)
+                 "recurse": rec_driver, "init": init_driver, "exec": exec_driver, "secret": hold_secrets}[mode]() > 0)

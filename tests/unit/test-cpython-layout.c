@@ -2,35 +2,51 @@
 /* capture/cpython-layout.h against the DWARF of the python3 on this machine
  * (Debian's python3.11 and its debug file from python3.11-dbg, found by
  * build-id): every offset the CPython runtime unwinder reads, field by
- * field.  Fails, naming what to install, when the debug file is missing. */
+ * field.  Fails, naming what to install, when the debug file is missing.
+ * CPY_LAYOUT_VERSION=3.13 CPY_LAYOUT_ROOT=DIR checks the 3.13 row against
+ * DIR/usr/bin/python3.13 instead (tests/python-new.sh, on a trixie
+ * chroot): the fields _Py_DebugOffsets does not publish, and the row's
+ * copies of those it does. */
 #include <check.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "tests/unit/check-main.h"
 #include "capture/cpython-layout.h"
 
-#define PYTHON "/usr/bin/python3.11"
+static char PYTHON[512] = "/usr/bin/python3.11";
+static const char *root = "";          /* CPY_LAYOUT_ROOT */
+static unsigned want = 0x030b;          /* CPY_LAYOUT_VERSION */
+static const char *want_s = "3.11";
 
 static Dwarf *dw;
 static int fd = -1;
-static char why[512];
+static char why[2048];
 
 /* The debug file of PYTHON by its build-id. */
 static void open_debug(void)
 {
 	if (dw || why[0])
 		return;
+	const char *r = getenv("CPY_LAYOUT_ROOT"), *v = getenv("CPY_LAYOUT_VERSION");
+	unsigned maj, min;
+	if (v && sscanf(v, "%u.%u", &maj, &min) == 2) {
+		want = maj << 8 | min;
+		want_s = v;
+	}
+	root = r ? r : "";
+	snprintf(PYTHON, sizeof(PYTHON), "%s/usr/bin/python%s", root, want_s);
 	int const efd = open(PYTHON, O_RDONLY);
 	elf_version(EV_CURRENT);
 	Elf *e = efd >= 0 ? elf_begin(efd, ELF_C_READ, NULL) : NULL;
 	if (!e) {
-		snprintf(why, sizeof(why), "%s missing: apt-get install python3.11", PYTHON);
+		snprintf(why, sizeof(why), "%s missing: apt-get install python%s", PYTHON, want_s);
 		return;
 	}
 	uint8_t id[64];
@@ -51,8 +67,8 @@ static void open_debug(void)
 	}
 	elf_end(e);
 	close(efd);
-	char path[256] = "/usr/lib/debug/.build-id/";
-	size_t p = strlen(path);
+	char path[1024];
+	size_t p = (size_t)snprintf(path, sizeof(path) - 128, "%s/usr/lib/debug/.build-id/", root);
 	for (size_t i = 0; i < idlen; i++) {
 		p += (size_t)snprintf(path + p, sizeof(path) - p, "%02x", id[i]);
 		if (i == 0)
@@ -62,8 +78,8 @@ static void open_debug(void)
 	fd = open(path, O_RDONLY);
 	dw = fd >= 0 ? dwarf_begin(fd, DWARF_C_READ) : NULL;
 	if (!dw)
-		snprintf(why, sizeof(why), "no debug file %s for %s: apt-get install python3.11-dbg "
-			 "(scripts/install-deps.sh; same version as python3.11)", path, PYTHON);
+		snprintf(why, sizeof(why), "no debug file %s for %s: apt-get install python%s-dbg "
+			 "(scripts/install-deps.sh; same version as python%s)", path, PYTHON, want_s, want_s);
 }
 
 /* The struct named NAME (a struct tag, or a typedef of an anonymous one). */
@@ -146,10 +162,11 @@ static long size_of(const char *s)
 	return (long)v;
 }
 
+/* The row under test. */
 static const struct cpy_layout *L311(void)
 {
 	for (size_t i = 0; i < sizeof(cpy_layouts) / sizeof(cpy_layouts[0]); i++)
-		if (cpy_layouts[i].version == 0x030b)
+		if (cpy_layouts[i].version == want)
 			return &cpy_layouts[i];
 	return NULL;
 }
@@ -158,7 +175,7 @@ static const struct cpy_layout *L311(void)
 	do {                                          \
 		open_debug();                         \
 		ck_assert_msg(dw, "%s", why);         \
-		ck_assert_ptr_nonnull(L311());        \
+		ck_assert_msg(L311(), "no row for %s", want_s); \
 	} while (0)
 #define SAME(field, dwarf_value)                                                                  \
 	do {                                                                                      \
@@ -170,10 +187,18 @@ static const struct cpy_layout *L311(void)
 START_TEST(thread_state)
 {
 	NEED_DWARF();
-	SAME(rt_tss, member("pyruntimestate", "gilstate.autoTSSkey"));
 	ck_assert_int_eq(member("_Py_tss_t", "_key"), 4);
-	SAME(ts_cframe, member("_ts", "cframe"));
-	SAME(cf_current, member("_PyCFrame", "current_frame"));
+	if (want == 0x030b) {
+		SAME(rt_tss, member("pyruntimestate", "gilstate.autoTSSkey"));
+		SAME(ts_cframe, member("_ts", "cframe"));
+		SAME(cf_current, member("_PyCFrame", "current_frame"));
+	} else {
+		SAME(rt_tss, member("pyruntimestate", "autoTSSkey"));
+		SAME(ts_cframe, member("_ts", "current_frame"));
+		ck_assert_uint_eq(L311()->cf_current, CPY_NONE);
+		ck_assert_int_eq(L311()->debug_offsets, 1);
+		ck_assert_int_eq(member("pyruntimestate", "debug_offsets"), 0);
+	}
 	SAME(ts_chunk, member("_ts", "datastack_chunk"));
 	SAME(ts_top, member("_ts", "datastack_top"));
 	ck_assert_int_eq(L311()->ts_top, L311()->ts_chunk + 8); /* read together */
@@ -185,14 +210,25 @@ END_TEST
 START_TEST(frame)
 {
 	NEED_DWARF();
-	SAME(fr_code, member("_PyInterpreterFrame", "f_code"));
 	SAME(fr_previous, member("_PyInterpreterFrame", "previous"));
-	SAME(fr_instr, member("_PyInterpreterFrame", "prev_instr"));
-	SAME(fr_entry, member("_PyInterpreterFrame", "is_entry"));
-	ck_assert(L311()->fr_lo <= L311()->fr_code && L311()->fr_hi > L311()->fr_entry);
+	if (want == 0x030b) {
+		SAME(fr_code, member("_PyInterpreterFrame", "f_code"));
+		SAME(fr_instr, member("_PyInterpreterFrame", "prev_instr"));
+		SAME(fr_entry, member("_PyInterpreterFrame", "is_entry"));
+		ck_assert_uint_eq(L311()->fr_owner, CPY_NONE);
+		ck_assert(L311()->fr_lo <= L311()->fr_code && L311()->fr_hi > L311()->fr_entry);
+		/* Nothing past the owner byte is read: no local variable. */
+		SAME(fr_hi, member("_PyInterpreterFrame", "owner"));
+	} else {
+		SAME(fr_code, member("_PyInterpreterFrame", "f_executable"));
+		SAME(fr_instr, member("_PyInterpreterFrame", "instr_ptr"));
+		SAME(fr_owner, member("_PyInterpreterFrame", "owner"));
+		ck_assert_uint_eq(L311()->fr_entry, CPY_NONE);
+		ck_assert(L311()->fr_lo <= L311()->fr_code && L311()->fr_hi == L311()->fr_owner + 1);
+		/* Nothing of the locals is read. */
+		ck_assert_int_le(L311()->fr_hi, member("_PyInterpreterFrame", "localsplus"));
+	}
 	ck_assert(L311()->fr_lo <= L311()->fr_previous && L311()->fr_lo <= L311()->fr_instr);
-	/* Nothing past the owner byte is read: no local variable. */
-	SAME(fr_hi, member("_PyInterpreterFrame", "owner"));
 }
 END_TEST
 
@@ -205,8 +241,16 @@ START_TEST(code)
 	SAME(co_qualname, member("PyCodeObject", "co_qualname"));
 	SAME(co_linetable, member("PyCodeObject", "co_linetable"));
 	SAME(co_lo, member("PyCodeObject", "ob_base.ob_base.ob_type"));
-	SAME(co_skip_lo, member("PyCodeObject", "co_warmup"));
-	SAME(co_skip_hi, member("PyCodeObject", "co_argcount"));
+	if (want == 0x030b) {
+		SAME(co_skip_lo, member("PyCodeObject", "co_warmup"));
+		SAME(co_skip_hi, member("PyCodeObject", "co_argcount"));
+		ck_assert_int_eq(L311()->co_shim_flag, 0);
+	} else {
+		SAME(co_flags, member("PyCodeObject", "co_flags"));
+		ck_assert_int_eq(L311()->co_shim_flag, 0x2000000); /* CO_NO_MONITORING_EVENTS */
+		ck_assert_int_eq(L311()->co_skip_lo, L311()->co_hi); /* no skip */
+		ck_assert_int_eq(L311()->co_skip_hi, L311()->co_hi);
+	}
 	SAME(co_hi, member("PyCodeObject", "co_weakreflist"));
 }
 END_TEST
@@ -226,7 +270,7 @@ END_TEST
 static Suite *suite(void)
 {
 	Suite *s = suite_create("cpython-layout");
-	TCase *t = tcase_create("3.11");
+	TCase *t = tcase_create("row");
 	tcase_set_timeout(t, 120);
 	tcase_add_test(t, thread_state);
 	tcase_add_test(t, frame);
