@@ -213,6 +213,9 @@ EXTRA_DIST += tests/escape.sh
 TESTS += tests/names.sh
 EXTRA_DIST += tests/names.sh testdata/rust/words.rs testdata/go/main.go testdata/go/cgo.go \
 	testdata/go/nocgo.go testdata/go/go.mod
+# node --perf-basic-prof: V8's builtins mapped a second time, both samplers.
+TESTS += tests/node.sh
+EXTRA_DIST += tests/node.sh tests/node-hot.js
 
 # Our exports read by the tools that read them (go tool pprof, debuginfod,
 # speedscope).
