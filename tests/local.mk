@@ -220,7 +220,7 @@ EXTRA_DIST += tests/node.sh tests/node-hot.js
 # Our exports read by the tools that read them (go tool pprof, debuginfod,
 # speedscope).
 TESTS += tests/real-clients.sh
-EXTRA_DIST += tests/real-clients.sh
+EXTRA_DIST += tests/real-clients.sh tests/speedscope-browser.js
 
 # Choosing samples by time (--time +START,+END), empty filters said.
 TESTS += tests/report.sh
@@ -295,7 +295,7 @@ endif
 # stackunwind flamegraph: the SVG (tests/flamegraph.sh), and in a headless
 # chromium (tests/browser.sh, which installs chromium and playwright-core).
 TESTS += tests/flamegraph.sh tests/browser.sh
-EXTRA_DIST += tests/flamegraph.sh tests/browser.sh tests/browser-flame.js
+EXTRA_DIST += tests/flamegraph.sh tests/browser.sh tests/browser-flame.js tests/browser-lib.js
 # Its playwright-core (npm) stays in the build tree until distclean.
 distclean-local: distclean-browser-cache
 distclean-browser-cache:
