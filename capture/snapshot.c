@@ -153,7 +153,8 @@ struct exec_line {
  * when OUT is given (malloc: never from a signal handler), and their
  * fingerprint, to notice JIT code or a file mapped later.  An anonymous
  * mapping a program named (PR_SET_VMA_ANON_NAME: "[anon:NAME]") is
- * anonymous.  0 when the file cannot be read; -ENOMEM through *OOM. */
+ * anonymous.  0 when the file cannot be read; *OOM set when out of
+ * memory (the lines read until then in *OUT). */
 static uint64_t scan_exec(struct exec_line **out, size_t *count, int *oom)
 {
 	uint64_t h = SU_FNV_SEED;
@@ -240,7 +241,9 @@ static const struct snapshot_module *same_file_module(const struct build_ctx *c,
  *   embedded in node's text again next to its JIT code: the object's
  *   path, build-id and flags, its load bias such that the mapping's file
  *   offset falls on the ELF address it has in the object;
- *   any other file (a JIT's memfd, say) counts as JIT code.
+ *   any other file (a JIT's memfd, say) counts as JIT code.  (So does a
+ *   library dlopen()ed between the two reads, for this generation only:
+ *   the loader's counters have moved, the next one lists it.)
  * Without them the filter would zero every return address into them and
  * the unwinder would find no map. */
 static void add_unlisted_exec(struct build_ctx *c)
