@@ -170,6 +170,8 @@ dist_check_SCRIPTS += tests/testdata.sh
 # Integration: stackcap record on the testdata programs.
 check_PROGRAMS += tests/jit-burn
 tests_jit_burn_SOURCES = tests/jit-burn.c
+check_PROGRAMS += tests/remap-burn
+tests_remap_burn_SOURCES = tests/remap-burn.c
 check_PROGRAMS += tests/thread-churn
 tests_thread_churn_SOURCES = tests/thread-churn.c
 tests_thread_churn_LDADD = -lpthread
@@ -213,7 +215,8 @@ EXTRA_DIST += tests/escape.sh
 TESTS += tests/names.sh
 EXTRA_DIST += tests/names.sh testdata/rust/words.rs testdata/go/main.go testdata/go/cgo.go \
 	testdata/go/nocgo.go testdata/go/go.mod
-# node --perf-basic-prof: V8's builtins mapped a second time, both samplers.
+# Code mapped a second time (tests/remap-burn, V8's builtins), node
+# --perf-basic-prof, both samplers.
 TESTS += tests/node.sh
 EXTRA_DIST += tests/node.sh tests/node-hot.js
 

@@ -7,7 +7,8 @@
 // busy the machine is.  At the end it prints "sorted", then each file
 // mapped executable a second time, away from where the loader put it
 // ("second mapping PATH OFFSET START-END", hex): what V8 did, read from
-// /proc/self/maps.
+// /proc/self/maps; and the file of its largest executable mapping ("code
+// file PATH": node, or Debian's libnode.so).
 //   node --perf-basic-prof node-hot.js [ROUNDS]
 'use strict';
 const fs = require('fs');
@@ -44,10 +45,18 @@ const maps = fs.readFileSync('/proc/self/maps', 'utf8').trim().split('\n').map((
 	const f = l.split(/\s+/);
 	return { range: f[0], perms: f[1], offset: f[2], path: f.slice(5).join(' ') };
 });
+let code = null, codeSize = 0;
 maps.forEach((m, i) => {
 	if (m.perms[2] !== 'x' || !m.path.startsWith('/'))
 		return;
+	const [lo, hi] = m.range.split('-').map((x) => parseInt(x, 16));
+	if (hi - lo > codeSize) {
+		code = m.path;
+		codeSize = hi - lo;
+	}
 	const near = (k) => k >= 0 && k < maps.length && maps[k].path === m.path;
 	if (!near(i - 1) && !near(i + 1))
 		console.log('second mapping ' + m.path + ' ' + m.offset + ' ' + m.range);
 });
+if (code)
+	console.log('code file ' + code);
