@@ -19,13 +19,14 @@ TAP_NO_BABELTRACE2=1
 SU="$B/cli/stackunwind"
 HOT="$top_srcdir/tests/node-hot.js"
 
+# An awk function: the value of a hex string (awk has no strtonum in POSIX).
+AWK_HEX='function hex(s,  v, i) { s = tolower(s); v = 0
+	for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+	return v }'
 # in_range STACKS LO HI FUNC: of the frames of FUNC in STACKS, how many
 # have their address in [LO, HI) (hex): "IN ALL".
 in_range() {
-	awk -v lo="$2" -v hi="$3" -v fn="$4" '
-	function hex(s,  v, i) { s = tolower(s); v = 0
-		for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
-		return v }
+	awk -v lo="$2" -v hi="$3" -v fn="$4" "$AWK_HEX"'
 	/^\t/ { f = $2; sub(/\+0x[0-9a-f]+$/, "", f)
 		if (f == fn) { n++; a = hex($1); if (a >= hex(lo) && a < hex(hi)) good++ } }
 	END { print good + 0, n + 0 }' "$1"
@@ -94,10 +95,7 @@ for s in $SAMPLERS; do
 		[ "$cmp" -gt 0 -a $((full * 100)) -ge $((cmp * 95)) ]
 	# The comparator's caller: a frame of V8's builtins, in $path (in
 	# [lo, hi): the second mapping, when there is one).
-	set -- $(awk -v path="$path" -v lo="$lo" -v hi="$hi" -v cmp="^$CMP\$" '
-		function hex(s,  v, i) { s = tolower(s); v = 0
-			for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
-			return v }
+	set -- $(awk -v path="$path" -v lo="$lo" -v hi="$hi" -v cmp="^$CMP\$" "$AWK_HEX"'
 		BEGIN { L = hex(lo); H = hex(hi) }
 		/^\t/ { if (want) { a = hex($1); if (a >= L && a < H && index($0, " (" path ")")) good++; want = 0 }
 			if ($2 ~ cmp) { n++; want = 1 }
