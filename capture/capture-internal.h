@@ -36,7 +36,7 @@ struct snapshot {
 	struct snapshot_module *modules;   /* one per range, same order */
 	uint32_t count;
 	unsigned long long adds, subs;     /* dl_iterate_phdr counters it saw */
-	uint64_t anon_hash;                /* fingerprint of the JIT mappings it saw */
+	uint64_t exec_hash;                /* fingerprint of the executable mappings it saw */
 	struct snapshot *older;            /* retired list (writer side) */
 	int written;                       /* maps event written to the trace */
 	int reclaimable;                   /* freed at the next snapshot_reclaim() */

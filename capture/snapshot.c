@@ -4,8 +4,9 @@
  * snapshot per maps generation.
  *
  * Built from dl_iterate_phdr (executable PT_LOAD segments, build-id notes
- * read from memory) plus executable anonymous mappings (JIT) from
- * /proc/self/maps.  Published by pointer swap.  A handler counts itself in
+ * read from memory) plus the executable mappings it does not list, from
+ * /proc/self/maps: anonymous ones (JIT) and a loaded file mapped again
+ * (node's embedded builtins).  Published by pointer swap.  A handler counts itself in
  * `readers` while it holds a snapshot; the writer frees a replaced one only
  * after seeing no reader after the swap and then draining every ring, so
  * neither a handler nor a pending record can still use it.  (A handler is
@@ -140,63 +141,154 @@ static int phdr_cb(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
-/* Call FN for every executable mapping without a file (JIT code) in
- * /proc/self/maps; stops when FN returns nonzero.  Also gives a
- * fingerprint of the set, to notice JIT code mapped later. */
-static uint64_t scan_anon_exec(int (*fn)(unsigned long lo, unsigned long hi, void *arg), void *arg)
+/* One executable mapping of /proc/self/maps. */
+struct exec_line {
+	unsigned long lo, hi, offset, ino;
+	unsigned dev_major, dev_minor;
+	int anon;                  /* no file: JIT code */
+};
+
+/* The executable mappings in /proc/self/maps, but for the kernel's named
+ * areas ([vdso], [vsyscall]: dl_iterate_phdr covers the vDSO), into *OUT
+ * when OUT is given (malloc: never from a signal handler), and their
+ * fingerprint, to notice JIT code or a file mapped later.  An anonymous
+ * mapping a program named (PR_SET_VMA_ANON_NAME: "[anon:NAME]") is
+ * anonymous.  0 when the file cannot be read; *OOM set when out of
+ * memory (the lines read until then in *OUT). */
+static uint64_t scan_exec(struct exec_line **out, size_t *count, int *oom)
 {
 	uint64_t h = SU_FNV_SEED;
+	size_t n = 0, cap = 0;
 	FILE *f = fopen("/proc/self/maps", "re");
 	if (!f)
 		return 0;
 	char line[PATH_MAX + 128];
 	while (fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
+		struct exec_line x = { 0 };
 		char perms[8];
 		int path_at = 0;
-		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &path_at) < 3)
+		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu %n", &x.lo, &x.hi, perms, &x.offset, &x.dev_major,
+			   &x.dev_minor, &x.ino, &path_at) < 7)
 			continue;
 		if (perms[2] != 'x')
 			continue;
 		const char *path = line + path_at;
-		/* Files and named kernel areas ([vdso], [vsyscall]) are covered
-		 * by dl_iterate_phdr or hold no user code to sample. */
-		if (path_at && *path && *path != '\n')
+		x.anon = !path_at || !*path || *path == '\n' || strncmp(path, "[anon:", 6) == 0;
+		if (!x.anon && *path == '[')
 			continue;
-		h = su_fnv1a_add(h, lo);
-		h = su_fnv1a_add(h, hi);
-		if (fn && fn(lo, hi, arg))
-			break;
+		h = su_fnv1a_add(h, x.lo);
+		h = su_fnv1a_add(h, x.hi);
+		h = su_fnv1a_add(h, x.offset);
+		h = su_fnv1a_add(h, x.ino);
+		if (!out)
+			continue;
+		if (n == cap) {
+			size_t const ncap = cap ? 2 * cap : 64;
+			struct exec_line *g = realloc(*out, ncap * sizeof(*g));
+			if (!g) {
+				*oom = 1;
+				break;
+			}
+			*out = g;
+			cap = ncap;
+		}
+		(*out)[n++] = x;
 	}
 	fclose(f);
+	if (count)
+		*count = n;
 	return h;
 }
 
-static int add_one_anon(unsigned long lo, unsigned long hi, void *arg)
+static struct snapshot_module *add_module(struct build_ctx *c, unsigned long lo, unsigned long hi)
 {
-	struct build_ctx *c = arg;
 	if (grow(c) != 0) {
 		c->oom = 1;
-		return 1;
+		return NULL;
 	}
 	struct snapshot_module *m = &c->s->modules[c->s->count];
 	memset(m, 0, sizeof(*m));
 	m->start = lo;
 	m->end = hi;
-	m->flags = CTF_MAP_ANON;
-	m->path = strdup("[anon:exec]");
-	if (!m->path) {
-		c->oom = 1;
-		return 1;
-	}
-	c->s->count++;
-	return 0;
+	return m;
 }
 
-/* Executable mappings without a file (JIT code), from /proc/self/maps. */
-static void add_anon_exec(struct build_ctx *c)
+/* The module (of the first NMOD, from dl_iterate_phdr) whose segment was
+ * mapped from the same file as L (device and inode of the mapping holding
+ * the segment) and holds L's file offset, or NULL. */
+static const struct snapshot_module *same_file_module(const struct build_ctx *c, uint32_t nmod,
+						      const struct exec_line *lines, size_t nlines,
+						      const struct exec_line *l)
 {
-	c->s->anon_hash = scan_anon_exec(add_one_anon, c);
+	for (uint32_t k = 0; k < nmod; k++) {
+		const struct snapshot_module *m = &c->s->modules[k];
+		if (l->offset < m->offset || l->offset - m->offset >= m->end - m->start)
+			continue;
+		for (size_t j = 0; j < nlines; j++) {
+			const struct exec_line *o = &lines[j];
+			if (!o->anon && m->start >= o->lo && m->start < o->hi)
+				if (o->ino == l->ino && o->dev_major == l->dev_major && o->dev_minor == l->dev_minor)
+					return m;
+		}
+	}
+	return NULL;
+}
+
+/* The executable mappings dl_iterate_phdr does not know, from
+ * /proc/self/maps (after the NMOD modules it gave):
+ * - anonymous ones: JIT code, "[anon:exec]" (named later from a perf map);
+ * - a loaded object's file mapped a second time, as V8 maps the builtins
+ *   embedded in node's text again next to its JIT code: the object's
+ *   path, build-id and flags, its load bias such that the mapping's file
+ *   offset falls on the ELF address it has in the object;
+ *   any other file (a JIT's memfd, say) counts as JIT code.  (So does a
+ *   library dlopen()ed between the two reads, for this generation only:
+ *   the loader's counters have moved, the next one lists it.)
+ * Without them the filter would zero every return address into them and
+ * the unwinder would find no map. */
+static void add_unlisted_exec(struct build_ctx *c)
+{
+	struct exec_line *lines = NULL;
+	size_t nlines = 0;
+	int oom = 0;
+	uint32_t const nmod = c->s->count;
+	c->s->exec_hash = scan_exec(&lines, &nlines, &oom);
+	if (oom)
+		c->oom = 1;
+	for (size_t i = 0; i < nlines && !c->oom; i++) {
+		const struct exec_line *l = &lines[i];
+		const struct snapshot_module *same = NULL;
+		if (!l->anon) {
+			int covered = 0;
+			for (uint32_t k = 0; k < nmod && !covered; k++)
+				covered = l->lo < c->s->modules[k].end && c->s->modules[k].start < l->hi;
+			if (covered)
+				continue;
+			same = same_file_module(c, nmod, lines, nlines, l);
+		}
+		/* add_module may move the array: copy what SAME points to. */
+		struct snapshot_module from = same ? *same : (struct snapshot_module){ 0 };
+		struct snapshot_module *m = add_module(c, l->lo, l->hi);
+		if (!m)
+			break;
+		if (same) {
+			/* ELF address of file offset X: X - offset + (start - bias). */
+			m->offset = l->offset;
+			m->bias = l->lo - (l->offset - from.offset + (from.start - from.bias));
+			m->flags = from.flags;
+			m->build_id_len = from.build_id_len;
+			memcpy(m->build_id, from.build_id, from.build_id_len);
+			m->path = strdup(from.path);
+		} else {
+			m->flags = CTF_MAP_ANON;
+			m->path = strdup("[anon:exec]");
+		}
+		if (!m->path)
+			c->oom = 1;
+		else
+			c->s->count++;
+	}
+	free(lines);
 }
 
 static int cmp_module(const void *a, const void *b)
@@ -214,7 +306,7 @@ struct snapshot *snapshot_build(uint32_t generation)
 	struct build_ctx c = { .s = s, .first = 1 };
 	dl_iterate_phdr(phdr_cb, &c);
 	if (!c.oom)
-		add_anon_exec(&c);
+		add_unlisted_exec(&c);
 	if (c.oom) {
 		snapshot_free(s);
 		return NULL;
@@ -256,6 +348,10 @@ void snapshot_free(struct snapshot *s)
 	free(s);
 }
 
+/* How often snapshot_stale reads the maps file: see there. */
+#define SCAN_MIN_NS (20 * 1000000ull)
+#define SCAN_MAX_NS (240 * 1000000ull)
+
 static int count_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
 	unsigned long long *v = data;
@@ -272,14 +368,26 @@ int snapshot_stale(const struct snapshot *s)
 	dl_iterate_phdr(count_cb, v);
 	if (!s || v[0] != s->adds || v[1] != s->subs)
 		return 1;
-	/* JIT code mapped or unmapped since: no counter tells, so the maps
-	 * file is read again, at most 4 times a second (writer thread only). */
-	static uint64_t last_scan_ns;
+	/* JIT code (or a file: node's builtins) mapped or unmapped since: no
+	 * counter tells, so the maps file is read again (writer thread only):
+	 * 20 ms after a change, 20 ms later after each scan that found none,
+	 * up to every 240 ms.  A JIT maps most as its program starts: node
+	 * maps V8's builtins again and makes its first code pages in its first
+	 * 100 ms, when a scan 4 times a second left up to 8% of the samples
+	 * without a map.  (A read of node's 90 lines takes about 0.1 ms here:
+	 * at most 50 a second, while a JIT keeps mapping, about 0.5% of a
+	 * CPU for the writer thread.) */
+	static uint64_t last_scan_ns, scan_every_ns = SCAN_MIN_NS;
 	uint64_t const now = capture_now_ns();
-	if (now - last_scan_ns < 250000000u)
+	if (now - last_scan_ns < scan_every_ns)
 		return 0;
 	last_scan_ns = now;
-	return scan_anon_exec(NULL, NULL) != s->anon_hash;
+	int const changed = scan_exec(NULL, NULL, NULL) != s->exec_hash;
+	if (changed)
+		scan_every_ns = SCAN_MIN_NS;
+	else if (scan_every_ns + SCAN_MIN_NS <= SCAN_MAX_NS)
+		scan_every_ns += SCAN_MIN_NS;
+	return changed;
 }
 
 /* ---- publication -------------------------------------------------------- */

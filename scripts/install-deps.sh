@@ -67,7 +67,7 @@ busybox-static      # tests/kernel-record.sh: a static binary the kernel copy re
 sqlite3             # bench/stack-window.sh, bench/slowdown.sh: deep stacks (the stack window's size), bytes per sample
 bzip2               # bench/stack-window.sh: deep stacks (the stack window's size)
 ca-certificates     # [check] npm's registry over https (tests/export.sh, tests/browser.sh)
-nodejs              # [check] tests/export.sh (speedscope-check.js), tests/browser.sh: node
+nodejs              # [check] tests/export.sh (speedscope-check.js), tests/browser.sh: node; tests/node.sh: node --perf-basic-prof recorded (V8 maps its builtins a second time)
 npm                 # [check] npm installs ajv, speedscope and playwright-core for those tests
 chromium            # [check] tests/browser.sh: the flamegraph in a headless browser
 LIST

@@ -13,15 +13,11 @@
 const path = require('path');
 const fs = require('fs');
 const zlib = require('zlib');
+const { report, launch } = require('./browser-lib.js');
 
 const [pwDir, svgPath, profileDir, arg4, arg5] = process.argv.slice(2);
 const shotOnly = arg4 === '--shot';
 const shotPath = shotOnly ? arg5 : arg4;
-
-function report(ok, desc, detail) {
-	console.log((ok ? 'ok ' : 'not ok ') + desc + (ok || !detail ? '' : ' (' + detail + ')'));
-	return ok;
-}
 
 // Decode an 8-bit RGB/RGBA PNG with node's zlib: width, height, and the
 // pixels as 0xRRGGBB numbers.
@@ -80,16 +76,7 @@ function data_interlaced(buf) {
 }
 
 async function main() {
-	const { chromium } = require(path.join(pwDir, 'node_modules', 'playwright-core'));
-	const context = await chromium.launchPersistentContext(profileDir, {
-		executablePath: '/usr/bin/chromium',
-		headless: true,
-		args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-			'--disable-background-networking', '--disable-component-update', '--disable-sync',
-			'--disable-dev-shm-usage'], // containers have a small /dev/shm
-		viewport: { width: 1200, height: 800 },
-		offline: true,
-	});
+	const context = await launch(pwDir, profileDir, { offline: true });
 	let failed = 0;
 	const check = (ok, desc, detail) => { if (!report(ok, desc, detail)) failed++; };
 	try {

@@ -170,6 +170,8 @@ dist_check_SCRIPTS += tests/testdata.sh
 # Integration: stackcap record on the testdata programs.
 check_PROGRAMS += tests/jit-burn
 tests_jit_burn_SOURCES = tests/jit-burn.c
+check_PROGRAMS += tests/remap-burn
+tests_remap_burn_SOURCES = tests/remap-burn.c
 check_PROGRAMS += tests/thread-churn
 tests_thread_churn_SOURCES = tests/thread-churn.c
 tests_thread_churn_LDADD = -lpthread
@@ -213,11 +215,15 @@ EXTRA_DIST += tests/escape.sh
 TESTS += tests/names.sh
 EXTRA_DIST += tests/names.sh testdata/rust/words.rs testdata/go/main.go testdata/go/cgo.go \
 	testdata/go/nocgo.go testdata/go/go.mod
+# Code mapped a second time (tests/remap-burn, V8's builtins), node
+# --perf-basic-prof, both samplers.
+TESTS += tests/node.sh
+EXTRA_DIST += tests/node.sh tests/node-hot.js
 
 # Our exports read by the tools that read them (go tool pprof, debuginfod,
 # speedscope).
 TESTS += tests/real-clients.sh
-EXTRA_DIST += tests/real-clients.sh
+EXTRA_DIST += tests/real-clients.sh tests/speedscope-browser.js
 
 # Choosing samples by time (--time +START,+END), empty filters said.
 TESTS += tests/report.sh
@@ -296,7 +302,7 @@ endif
 # stackunwind flamegraph: the SVG (tests/flamegraph.sh), and in a headless
 # chromium (tests/browser.sh, which installs chromium and playwright-core).
 TESTS += tests/flamegraph.sh tests/browser.sh
-EXTRA_DIST += tests/flamegraph.sh tests/browser.sh tests/browser-flame.js
+EXTRA_DIST += tests/flamegraph.sh tests/browser.sh tests/browser-flame.js tests/browser-lib.js
 # Its playwright-core (npm) stays in the build tree until distclean.
 distclean-local: distclean-browser-cache
 distclean-browser-cache:

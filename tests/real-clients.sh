@@ -7,7 +7,12 @@
 #   a real debuginfod server (Debian's debuginfod, started here on a
 #   private database, stopped after) serving the debug file of a stripped
 #   testdata program: stackunwind names every frame of it through
-#   DEBUGINFOD_URLS alone.
+#   DEBUGINFOD_URLS alone;
+#   speedscope itself (the web app of the npm package speedscope, served
+#   on loopback by tests/speedscope-browser.js) in Debian's chromium: our
+#   file imported without an error, its names shown, tdata-single's
+#   hot_leaf first in the Sandwich view with the self weight our file
+#   gives it; a damaged copy makes the importer's error seen.
 . "${top_srcdir:?}/tests/tap-lib.sh"
 SU="$B/cli/stackunwind"
 need "golang-go" go
@@ -94,6 +99,39 @@ else
 		[ -s "$work/di-cache/$id/debuginfo" ]
 	stop_process "$dpid"
 	check "debuginfod stopped" sh -c "! kill -0 $dpid 2>/dev/null"
+fi
+
+# ---- speedscope, in a browser ---------------------------------------------
+SPEEDSCOPE=speedscope@1.25.0
+sscache="$B/tests/speedscope-cache"
+if command -v timeout >/dev/null 2>&1; then T="timeout 300"; else T=; fi
+# speedscope_in_browser NAME LOAD.json: speedscope-browser.js on LOAD.json
+# (our file, or a damaged copy) with what $work/ss.json says; its lines in
+# NAME.out, its exit status in NAME.rc.
+speedscope_in_browser() {
+	sib_profile=$(mktemp -d "$work/chromium-profile.XXXXXX")
+	$T node "$top_srcdir/tests/speedscope-browser.js" "$sscache" "$sscache/node_modules/speedscope" \
+		"$work/ss.json" "$2" "$sib_profile" "$hot" >"$work/$1.out" 2>"$work/$1.err"
+	echo $? >"$work/$1.rc"
+	browser_gone "$sib_profile"
+}
+if browser_ready && npm_into "$sscache" "$PLAYWRIGHT" "$SPEEDSCOPE"; then
+	"$STACKCAP" record -o "$work/ss.trace" -- "$TD/tdata-single" 0.5 >/dev/null 2>"$work/ss.rerr"
+	"$SU" export --format speedscope -o "$work/ss.json" "$work/ss.trace" 2>"$work/ss.xerr"
+	check "speedscope: export of tdata-single exits 0" [ $? = 0 ]
+	hot=$("$TD/tdata-single" --chain | head -n 1)
+	speedscope_in_browser ss "$work/ss.json"
+	node_checks "speedscope in chromium: " "$work/ss.out"
+	if [ "$node_seen" -lt 7 ] || [ "$(rc ss)" != 0 ]; then
+		sed 's/^/# /' "$work/ss.err" | tail -n 20
+		not_ok "speedscope-browser.js ran all its checks (exit $(rc ss), $node_seen checks)"
+	fi
+	# A damaged copy: a sample names a frame the file does not have.
+	sed '0,/"samples":\[\[[0-9]*/s//"samples":[[999999/' "$work/ss.json" >"$work/ss-bad.json"
+	speedscope_in_browser ss-bad "$work/ss-bad.json"
+	seen=$(grep "^not ok speedscope's importer read the file without an error" "$work/ss-bad.out")
+	check "speedscope in chromium: a damaged copy (a sample naming frame 999999) fails: ${seen#not ok }" \
+		[ -n "$seen" -a "$(rc ss-bad)" != 0 ]
 fi
 
 echo "1..$n"

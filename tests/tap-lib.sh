@@ -165,3 +165,82 @@ chain_match() {
 # stop_daemon: stop the daemon whose pid is in $daemon_pid (the scripts'
 # own lttng-sessiond), and forget it.
 stop_daemon() { stop_process "${daemon_pid:-}"; daemon_pid=; }
+
+# ---- a real browser: Debian's chromium, driven by playwright-core from npm --
+# (tests/browser.sh, tests/real-clients.sh; their node drivers share
+# tests/browser-lib.js.)
+CHROMIUM=/usr/bin/chromium
+PLAYWRIGHT=playwright-core@1.56.0   # works on node >= 18 (Debian's) and 20
+# browser_ready: scripts/install-deps.sh --with-browser (as root it installs
+# Debian's chromium, nodejs and npm when missing), then chromium, node and
+# npm are there; TAP lines; 1 when one is missing (said by a failing line).
+browser_ready() {
+	if "$top_srcdir/scripts/install-deps.sh" --with-browser >"$work/deps.log" 2>&1; then
+		ok "scripts/install-deps.sh --with-browser"
+	else
+		sed 's/^/# /' "$work/deps.log"
+		not_ok "scripts/install-deps.sh --with-browser (chromium, node, npm): see the message above"
+	fi
+	br_missing=
+	[ -x "$CHROMIUM" ] || br_missing="$br_missing chromium"
+	command -v node >/dev/null 2>&1 || br_missing="$br_missing node"
+	command -v npm >/dev/null 2>&1 || br_missing="$br_missing npm"
+	if [ -n "$br_missing" ]; then
+		not_ok "missing:$br_missing: install with apt-get install chromium nodejs npm (scripts/install-deps.sh --with-browser)"
+		return 1
+	fi
+	ok "chromium, node and npm are installed"
+}
+# npm_into DIR NAME@VERSION...: these npm packages at these versions under
+# DIR/node_modules, installed by npm together unless all are there (npm
+# removes what a later install into DIR does not name: one DIR per set);
+# a TAP line; 1 when they could not be installed.
+npm_into() {
+	ni_dir=$1
+	shift
+	ni_ok=1
+	for ni_p in "$@"; do
+		[ "$(npm_version "$ni_dir" "${ni_p%@*}")" = "${ni_p##*@}" ] || ni_ok=
+	done
+	if [ -z "$ni_ok" ]; then
+		mkdir -p "$ni_dir"
+		npm install --prefix "$ni_dir" --no-audit --no-fund --no-save "$@" >"$work/npm.log" 2>&1
+		sed 's/^/# /' "$work/npm.log" | tail -n 5
+	fi
+	for ni_p in "$@"; do
+		if [ "$(npm_version "$ni_dir" "${ni_p%@*}")" != "${ni_p##*@}" ]; then
+			not_ok "npm install $* into $ni_dir failed (is the npm registry reachable?)"
+			return 1
+		fi
+	done
+	ok "npm packages $* in $ni_dir"
+}
+# npm_version DIR NAME: the version of DIR/node_modules/NAME, or nothing.
+npm_version() {
+	sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$1/node_modules/$2/package.json" 2>/dev/null | head -n 1
+}
+# node_checks PREFIX FILE: a node driver's "ok DESC" / "not ok DESC" lines
+# in FILE as TAP lines (DESC after PREFIX), other lines as diagnostics;
+# sets node_seen to the number of checks.
+node_checks() {
+	node_seen=0
+	while IFS= read -r nc_line; do
+		case $nc_line in
+		"ok "*) ok "$1${nc_line#ok }"; node_seen=$((node_seen + 1)) ;;
+		"not ok "*) not_ok "$1${nc_line#not ok }"; node_seen=$((node_seen + 1)) ;;
+		*) echo "# $nc_line" ;;
+		esac
+	done <"$2"
+}
+# browser_gone PROFILE_DIR: a TAP line: no chromium left on the private
+# profile PROFILE_DIR (any left is ours, stopped by its pid).
+browser_gone() {
+	bg_left=$(pgrep -f -- "--user-data-dir=$1" 2>/dev/null)
+	if [ -n "$bg_left" ]; then
+		# shellcheck disable=SC2086
+		kill $bg_left 2>/dev/null
+		not_ok "chromium stopped at the end (had to kill $bg_left)"
+	else
+		ok "chromium stopped at the end"
+	fi
+}
