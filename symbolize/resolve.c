@@ -33,7 +33,6 @@ struct su_resolver {
 	struct escaped *esc;         /* each text escaped so far */
 	size_t n_esc, cap_esc;
 	struct su_hmap esc_map;      /* original text -> its entry in ESC */
-	struct su_symframe raw[SU_RESOLVE_MAX_SYM];
 	struct su_symframe sym[SU_RESOLVE_MAX_SYM];
 };
 
@@ -306,15 +305,17 @@ int su_resolve(struct su_resolver *r, uint32_t pid, const struct su_maps *maps, 
 	out->module_name = name;
 	uint64_t const bias = su_module_bias(m, e);
 	out->elf_addr = f->pc - bias;
+	int clean = 0;
 	size_t const n = m->status == SU_MODULE_OK
-		? su_symbolize(m, su_frame_lookup_pc(f) - bias, r->raw, SU_RESOLVE_MAX_SYM) : 0;
-	if (n && r->raw[n - 1].function) {
-		for (size_t i = 0; i < n; i++) {
+		? su_symbolize_clean(m, su_frame_lookup_pc(f) - bias, r->sym, SU_RESOLVE_MAX_SYM, &clean) : 0;
+	if (n && r->sym[n - 1].function) {
+		/* The symbolizer's strings, escaped in place unless it found
+		 * them clean (nearly always). */
+		for (size_t i = 0; i < n && !clean; i++) {
 			struct su_symframe *y = &r->sym[i];
-			*y = r->raw[i];
-			if ((y->function && !(y->function = su_resolver_text(r, r->raw[i].function))) ||
-			    (y->file && !(y->file = su_resolver_text(r, r->raw[i].file))) ||
-			    (y->decl_file && !(y->decl_file = su_resolver_text(r, r->raw[i].decl_file))))
+			if ((y->function && !(y->function = su_resolver_text(r, y->function))) ||
+			    (y->file && !(y->file = su_resolver_text(r, y->file))) ||
+			    (y->decl_file && !(y->decl_file = su_resolver_text(r, y->decl_file))))
 				goto oom;
 		}
 		out->kind = SU_RESOLVED_SYMBOLS;

@@ -13,6 +13,7 @@
 
 #include "common/grow.h"
 #include "common/hash.h"
+#include "symbolize/resolve.h"
 #include "symbolize/symbolize.h"
 #include "symbolize/symtab.h"
 
@@ -86,6 +87,7 @@ struct slot {
 	uint32_t first;            /* index in frames */
 	uint16_t n;                /* frames of this address (0: nothing known) */
 	uint8_t used;
+	uint8_t clean;             /* no string of its frames needs escaping */
 };
 
 /* A range of code and the compilation unit it belongs to. */
@@ -1082,9 +1084,23 @@ static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
 	return n;
 }
 
-size_t su_symbolize(struct su_module *module, uint64_t addr,
-		    struct su_symframe *frames, size_t max)
+/* Does no string of FRAMES[N] need escaping (resolve.h)? */
+static int frames_clean(const struct su_symframe *frames, size_t n)
 {
+	for (size_t i = 0; i < n; i++) {
+		const struct su_symframe *f = &frames[i];
+		if ((f->function && su_text_needs_escape(f->function)) || (f->file && su_text_needs_escape(f->file)) ||
+		    (f->decl_file && f->decl_file != f->file && su_text_needs_escape(f->decl_file)))
+			return 0;
+	}
+	return 1;
+}
+
+size_t su_symbolize_clean(struct su_module *module, uint64_t addr, struct su_symframe *frames, size_t max,
+			  int *clean)
+{
+	if (clean)
+		*clean = 0;
 	if (!module || module->status != SU_MODULE_OK || !module->mod || (!frames && max)) {
 		errno = EINVAL;
 		return 0;
@@ -1105,6 +1121,7 @@ size_t su_symbolize(struct su_module *module, uint64_t addr,
 			return 0;
 		fresh.first = (uint32_t)c->nframes;
 		fresh.n = (uint16_t)n;
+		fresh.clean = (uint8_t)frames_clean(chain, n);
 		if (n)
 			memcpy(c->frames + c->nframes, chain, n * sizeof *chain);
 		c->nframes += n;
@@ -1115,5 +1132,13 @@ size_t su_symbolize(struct su_module *module, uint64_t addr,
 	size_t n = s->n < max ? s->n : max;
 	if (n)
 		memcpy(frames, c->frames + s->first, n * sizeof *frames);
+	if (clean)
+		*clean = s->clean;
 	return n;
+}
+
+size_t su_symbolize(struct su_module *module, uint64_t addr,
+		    struct su_symframe *frames, size_t max)
+{
+	return su_symbolize_clean(module, addr, frames, max, NULL);
 }
