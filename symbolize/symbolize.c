@@ -13,7 +13,7 @@
 
 #include "common/grow.h"
 #include "common/hash.h"
-#include "symbolize/resolve.h"
+#include "symbolize/escape.h"
 #include "symbolize/symbolize.h"
 #include "symbolize/symtab.h"
 
