@@ -981,7 +981,7 @@ static const char *addr_symbol(struct symcache *c, Dwfl_Module *mod, uint64_t ad
 	}
 	const char *name;
 	uint64_t value;
-	if (su_symtab_lookup(x->symtab, addr, &name, &value))
+	if (su_symtab_lookup(x->symtab, addr, &name, &value) >= 0)
 		*off = addr - value;
 	else
 		name = dwfl_module_addrinfo(mod, addr, off, &sym, NULL, NULL, NULL);

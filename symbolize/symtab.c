@@ -33,9 +33,12 @@ struct ent {
 struct su_symtab {
 	struct ent *sized;         /* by value, then index */
 	uint64_t *maxend;          /* maxend[i]: the largest end of sized[0..i] */
+	uint64_t *gmaxend;         /* the same over the first pass's only (0: none) */
 	size_t nsized;
 	uint64_t *labels;          /* starts of sizeless global symbols, sorted */
 	size_t nlabels;
+	uint64_t *all_labels;      /* starts of every sizeless symbol, sorted */
+	size_t nall_labels;
 	int locals;                /* the table has a locals pass */
 };
 
@@ -69,7 +72,9 @@ void su_symtab_free(struct su_symtab *t)
 		return;
 	free(t->sized);
 	free(t->maxend);
+	free(t->gmaxend);
 	free(t->labels);
+	free(t->all_labels);
 	free(t);
 }
 
@@ -83,7 +88,8 @@ struct su_symtab *su_symtab_new(const struct su_sym *syms, size_t n, int first_g
 	t->locals = first_global > 1;
 	t->sized = malloc((n ? n : 1) * sizeof *t->sized);
 	t->labels = malloc((n ? n : 1) * sizeof *t->labels);
-	if (!t->sized || !t->labels)
+	t->all_labels = malloc((n ? n : 1) * sizeof *t->all_labels);
+	if (!t->sized || !t->labels || !t->all_labels)
 		goto fail;
 	for (size_t i = 0; i < n; i++) {
 		const struct su_sym *s = &syms[i];
@@ -95,6 +101,7 @@ struct su_symtab *su_symtab_new(const struct su_sym *syms, size_t n, int first_g
 		if (!s->size) {
 			if (global)
 				t->labels[t->nlabels++] = s->value;
+			t->all_labels[t->nall_labels++] = s->value;
 			continue;
 		}
 		t->sized[t->nsized++] = (struct ent){ s->value, s->size, s->name, s->index,
@@ -102,13 +109,17 @@ struct su_symtab *su_symtab_new(const struct su_sym *syms, size_t n, int first_g
 	}
 	qsort(t->sized, t->nsized, sizeof *t->sized, ent_cmp);
 	qsort(t->labels, t->nlabels, sizeof *t->labels, u64_cmp);
+	qsort(t->all_labels, t->nall_labels, sizeof *t->all_labels, u64_cmp);
 	t->maxend = malloc((t->nsized ? t->nsized : 1) * sizeof *t->maxend);
-	if (!t->maxend)
+	t->gmaxend = malloc((t->nsized ? t->nsized : 1) * sizeof *t->gmaxend);
+	if (!t->maxend || !t->gmaxend)
 		goto fail;
 	for (size_t i = 0; i < t->nsized; i++) {
 		uint64_t const v = t->sized[i].value, s = t->sized[i].size;
 		uint64_t const end = v + s < v ? UINT64_MAX : v + s;
+		uint64_t const gend = t->sized[i].global ? end : 0;
 		t->maxend[i] = i && t->maxend[i - 1] > end ? t->maxend[i - 1] : end;
+		t->gmaxend[i] = i && t->gmaxend[i - 1] > gend ? t->gmaxend[i - 1] : gend;
 	}
 	return t;
 fail:
@@ -173,10 +184,24 @@ static const struct ent *replay(const struct ent *const *holders, size_t n, int 
 	return best;
 }
 
+/* The first of V[N] (sorted) at or above X: N when none. */
+static size_t first_at_or_above(const uint64_t *v, size_t n, uint64_t x)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t const mid = lo + (hi - lo) / 2;
+		if (v[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 int su_symtab_lookup(const struct su_symtab *t, uint64_t addr, const char **name, uint64_t *value)
 {
 	if (!t)
-		return 0;
+		return -1;
 	size_t lo = 0, hi = t->nsized;
 	while (lo < hi) {   /* the first symbol starting above ADDR */
 		size_t const mid = lo + (hi - lo) / 2;
@@ -192,7 +217,7 @@ int su_symtab_lookup(const struct su_symtab *t, uint64_t addr, const char **name
 		if (addr - e->value >= e->size)
 			continue;
 		if (n == MAX_HOLDERS)
-			return 0;
+			return -1;
 		holders[n++] = e;
 	}
 	/* Table order (the walk went down by value). */
@@ -207,21 +232,25 @@ int su_symtab_lookup(const struct su_symtab *t, uint64_t addr, const char **name
 	if (!best && t->locals) {
 		/* A sizeless global right at ADDR would stop libdwfl before
 		 * the locals. */
-		size_t a = 0, b = t->nlabels;
-		while (a < b) {
-			size_t const mid = a + (b - a) / 2;
-			if (t->labels[mid] < addr)
-				a = mid + 1;
-			else
-				b = mid;
-		}
+		size_t const a = first_at_or_above(t->labels, t->nlabels, addr);
 		if (a < t->nlabels && t->labels[a] == addr)
-			return 0;
+			return -1;
 		best = replay(holders, n, 0);
 	}
-	if (!best)
-		return 0;
-	*name = best->name;
-	*value = best->value;
-	return 1;
+	if (best) {
+		*name = best->name;
+		*value = best->value;
+		return 1;
+	}
+	/* No sized symbol holds ADDR.  libdwfl's last resort is a sizeless
+	 * symbol at or above the end of every symbol it saw below ADDR (at
+	 * least the first pass's), in ADDR's section: with none between
+	 * that end and ADDR, it names nothing. */
+	uint64_t const floor = lo ? t->gmaxend[lo - 1] : 0;
+	size_t const a = first_at_or_above(t->all_labels, t->nall_labels, floor);
+	if (floor <= addr && a < t->nall_labels && t->all_labels[a] <= addr)
+		return -1;
+	*name = NULL;
+	*value = 0;
+	return 0;
 }

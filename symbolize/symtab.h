@@ -8,8 +8,9 @@
  * address some sized symbol holds, with libdwfl's preferences among them
  * (globals before locals, the closest start, then binding, then the
  * smaller size, then table order); an address no sized symbol holds
- * (assembly labels without a size, gaps) is left to libdwfl, whose
- * sizeless-label rules depend on the table's order and sections. */
+ * is nameless unless a sizeless symbol (an assembly label) could name
+ * it: that is left to libdwfl, whose rules for those depend on the
+ * table's order and sections. */
 #ifndef STACKCAP_SYMTAB_H
 #define STACKCAP_SYMTAB_H
 
@@ -44,9 +45,11 @@ int su_symtab_usable(Dwfl_Module *mod);
  * has none or out of memory. */
 struct su_symtab *su_symtab_of_module(Dwfl_Module *mod);
 
-/* dwfl_module_addrinfo's answer for ADDR when a sized symbol holds it:
- * 1, its name in *NAME and its address in *VALUE.  0: no sized symbol
- * holds ADDR, or a sizeless global starts right at it; ask libdwfl. */
+/* dwfl_module_addrinfo's answer for ADDR: 1 when a sized symbol holds it
+ * (its name in *NAME, its address in *VALUE); 0 when libdwfl names
+ * nothing there (no symbol holds it, no sizeless one could stand in:
+ * *NAME NULL); -1 when only libdwfl can tell (a sizeless symbol may name
+ * it, by rules that depend on the table's order and sections). */
 int su_symtab_lookup(const struct su_symtab *t, uint64_t addr, const char **name, uint64_t *value);
 
 void su_symtab_free(struct su_symtab *t);
