@@ -410,6 +410,13 @@ tests_unit_test_symbolize_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_symbolize_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS) $(IBERTY_LIBS) -lstdc++ $(CHECK_LIBS)
 EXTRA_tests_unit_test_symbolize_asan_DEPENDENCIES = $(EXTRA_tests_unit_test_symbolize_DEPENDENCIES)
 TESTS += tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan
+check_PROGRAMS += tests/unit/test-symtab-asan
+tests_unit_test_symtab_asan_SOURCES = $(tests_unit_test_symtab_SOURCES) symbolize/symtab.c
+tests_unit_test_symtab_asan_CFLAGS = $(tests_unit_test_symtab_CFLAGS) $(SANITIZE_FLAGS) -O1
+tests_unit_test_symtab_asan_LDFLAGS = $(SANITIZE_FLAGS)
+tests_unit_test_symtab_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(CHECK_LIBS)
+EXTRA_tests_unit_test_symtab_asan_DEPENDENCIES = $(EXTRA_tests_unit_test_symtab_DEPENDENCIES)
+TESTS += tests/unit/test-symtab-asan
 
 # unwind/: samples of the test process itself, through the codec, unwound
 # by both unwinders.  -rdynamic: dladdr names the chain functions.
