@@ -1,5 +1,6 @@
 /* The running kernel's symbols (kallsyms.h). */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,16 +65,44 @@ static size_t word(const char **p, char *out, size_t max)
 	return n;
 }
 
+/* Each byte's value as a hex digit plus one, 0 when it is none. */
+static const unsigned char hex_value1[256] = {
+	['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6, ['6'] = 7, ['7'] = 8, ['8'] = 9, ['9'] = 10,
+	['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+	['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
+};
+
+/* C's value as a hex digit, -1 when it is none. */
+static int hex_digit(char c)
+{
+	return hex_value1[(unsigned char)c] - 1;
+}
+
 /* One line of /proc/kallsyms, "ADDRESS TYPE NAME [MODULE]", read as
  * sscanf(LINE, "%llx %c %511s %255s") reads it (without its cost: it was
  * most of reading the file): the fields read. */
 static int parse_line(const char *line, unsigned long long *a, char *type, char *name, char *mod)
 {
-	char *end;
-	*a = strtoull(line, &end, 16);   /* what %llx reads */
-	if (end == line)
+	/* What %llx reads (strtoull's hex without its locale machinery:
+	 * most of this loop's cost): blanks, an optional sign and 0x, digits,
+	 * ULLONG_MAX when too large. */
+	const char *p = line;
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\v' || *p == '\f')
+		p++;
+	int const neg = *p == '-';
+	if (*p == '-' || *p == '+')
+		p++;
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X') && hex_digit(p[2]) >= 0)
+		p += 2;
+	unsigned long long v = 0;
+	int digits = 0, over = 0;
+	for (int d; (d = hex_digit(*p)) >= 0; p++, digits++) {
+		over |= v >> 60 != 0;
+		v = v << 4 | (unsigned)d;
+	}
+	if (!digits)
 		return 0;
-	const char *p = end;
+	*a = over ? ULLONG_MAX : neg ? -v : v;
 	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\v' || *p == '\f')
 		p++;
 	if (!*p)
