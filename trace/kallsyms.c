@@ -47,10 +47,16 @@ static int by_start(const void *a, const void *b)
 	return (x->at > y->at) - (x->at < y->at);
 }
 
+/* Part of a line. */
+struct span {
+	const char *s;
+	size_t n;
+};
+
 /* The next whitespace-delimited word of *P, at most MAX bytes of it (the
- * rest is the next word, as sscanf's %Ns leaves it), into OUT[MAX + 1]:
- * its length, 0 at the end of the line. */
-static size_t word(const char **p, char *out, size_t max)
+ * rest is the next word, as sscanf's %Ns leaves it), into *OUT: its
+ * length, 0 at the end of the line. */
+static size_t word(const char **p, struct span *out, size_t max)
 {
 	const char *s = *p;
 	while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' || *s == '\v' || *s == '\f')
@@ -59,10 +65,20 @@ static size_t word(const char **p, char *out, size_t max)
 	while (n < max && s[n] && s[n] != ' ' && s[n] != '\t' && s[n] != '\n' && s[n] != '\r' && s[n] != '\v' &&
 	       s[n] != '\f')
 		n++;
-	memcpy(out, s, n);
-	out[n] = 0;
+	*out = (struct span){ s, n };
 	*p = s + n;
 	return n;
+}
+
+/* A malloc'ed copy of X. */
+static char *span_dup(struct span x)
+{
+	char *c = malloc(x.n + 1);
+	if (c) {
+		memcpy(c, x.s, x.n);
+		c[x.n] = 0;
+	}
+	return c;
 }
 
 /* Each byte's value as a hex digit plus one, 0 when it is none. */
@@ -81,7 +97,7 @@ static int hex_digit(char c)
 /* One line of /proc/kallsyms, "ADDRESS TYPE NAME [MODULE]", read as
  * sscanf(LINE, "%llx %c %511s %255s") reads it (without its cost: it was
  * most of reading the file): the fields read. */
-static int parse_line(const char *line, unsigned long long *a, char *type, char *name, char *mod)
+static int parse_line(const char *line, unsigned long long *a, char *type, struct span *name, struct span *mod)
 {
 	/* What %llx reads (strtoull's hex without its locale machinery:
 	 * most of this loop's cost): blanks, an optional sign and 0x, digits,
@@ -127,8 +143,9 @@ int su_kallsyms_read(struct su_kernel **out)
 	char line[1024];
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long a;
-		char type, name[512], mod[256] = "";
-		int const got = parse_line(line, &a, &type, name, mod);
+		char type;
+		struct span name, mod = { "", 0 };
+		int const got = parse_line(line, &a, &type, &name, &mod);
 		if (got < 3 || (type != 't' && type != 'T'))
 			continue;
 		if (!a) {
@@ -139,7 +156,7 @@ int su_kallsyms_read(struct su_kernel **out)
 			rc = -ENOMEM;
 			break;
 		}
-		all[n].s = (struct su_ksym){ .start = a, .name = strdup(name), .module = strdup(mod) };
+		all[n].s = (struct su_ksym){ .start = a, .name = span_dup(name), .module = span_dup(mod) };
 		all[n].at = n;
 		sorted = sorted && (!n || all[n - 1].s.start <= a);
 		if (!all[n++].s.name || !all[n - 1].s.module) {
