@@ -83,3 +83,8 @@ EXTRA_DIST += bench/python.sh
 bench-python: cli/stackcap capture/libstackcap.la
 	$(SHELL) $(srcdir)/bench/python.sh $(abs_top_builddir)
 .PHONY: bench-python
+
+# bench/compare-builds.sh OLD NEW TRACE...: two builds' stackunwind stacks
+# and folded -j 1 on the same traces, runs alternated, medians and ratios,
+# outputs compared.  By hand (it needs a second build).
+EXTRA_DIST += bench/compare-builds.sh

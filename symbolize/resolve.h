@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "debuginfo/module.h"
+#include "symbolize/escape.h"
 #include "symbolize/symbolize.h"
 #include "unwind/unwind.h"
 
@@ -89,10 +90,5 @@ const char *su_resolver_text(struct su_resolver *r, const char *s);
 /* The name process P is shown under (its comm, "[unknown]" without one),
  * safe to print.  NULL when out of memory. */
 const char *su_resolver_comm(struct su_resolver *r, const struct su_process *p);
-
-/* Does S need escaping?  Its escaped form (as above) into DST, CAP bytes
- * with the NUL: @return the length it needs, as snprintf. */
-int su_text_needs_escape(const char *s);
-size_t su_text_escape(char *dst, size_t cap, const char *s);
 
 #endif

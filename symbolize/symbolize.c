@@ -13,7 +13,9 @@
 
 #include "common/grow.h"
 #include "common/hash.h"
+#include "symbolize/escape.h"
 #include "symbolize/symbolize.h"
+#include "symbolize/symtab.h"
 
 /* libstdc++'s demangler (the Itanium C++ ABI entry point). */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
@@ -85,6 +87,7 @@ struct slot {
 	uint32_t first;            /* index in frames */
 	uint16_t n;                /* frames of this address (0: nothing known) */
 	uint8_t used;
+	uint8_t clean;             /* no string of its frames needs escaping */
 };
 
 /* A range of code and the compilation unit it belongs to. */
@@ -120,7 +123,8 @@ struct cu_index {
 	int complete;              /* 0: out of memory, walk instead */
 };
 
-/* dwfl_module_addrinfo's answers by cell.  Its search compares an address
+/* dwfl_module_addrinfo's answers by cell (each found in the module's
+ * sorted symbol table, else by libdwfl).  Its search compares an address
  * only with symbol values, value + size, section bounds (same_section)
  * and, to be safe, the module's bounds: between two of those points
  * (each point a cell of its own, each open gap another) it names the same
@@ -137,6 +141,7 @@ struct symcells {
 	size_t nans, capans;
 	int state;                 /* 0 not built, 1 built, -1 not usable */
 	unsigned direct;           /* searches before building */
+	struct su_symtab *symtab;  /* NULL: every cell asks libdwfl */
 };
 
 /* Searches a module makes before its cells are worth building (the
@@ -169,6 +174,7 @@ void su_symbolize_cache_free(void *sym_cache)
 	free(c->cells.points);
 	free(c->cells.cell);
 	free(c->cells.ans);
+	su_symtab_free(c->cells.symtab);
 	for (size_t i = 0; i < c->ncuidx; i++) {
 		free(c->cuidx[i].tops);
 		free(c->cuidx[i].maxhi);
@@ -898,17 +904,23 @@ static void cells_build(struct symcells *x, Dwfl_Module *mod)
 	p[n++] = end;
 	Elf *elfs[8];
 	GElf_Addr biases[8];
-	size_t nelfs = 0;
+	size_t nelfs = 0, nsym = 0;
+	struct su_sym *syms = malloc((size_t)(nsyms ? nsyms : 1) * sizeof *syms);
+	if (!syms)
+		goto fail;
 	for (int i = 0; i < nsyms; i++) {
 		GElf_Sym sym;
 		GElf_Addr value = 0, bias = 0;
 		Elf *elf = NULL;
-		if (!dwfl_module_getsym_info(mod, i, &sym, &value, NULL, &elf, &bias))
+		const char *name = dwfl_module_getsym_info(mod, i, &sym, &value, NULL, &elf, &bias);
+		if (!name)
 			continue;
 		if (n + 2 > cap)
 			goto fail;
 		p[n++] = value;
 		p[n++] = value + sym.st_size;
+		syms[nsym++] = (struct su_sym){ value, sym.st_size, name, (uint32_t)i, sym.st_info,
+						sym.st_shndx != SHN_UNDEF };
 		size_t j = 0;
 		while (j < nelfs && (elfs[j] != elf || biases[j] != bias))
 			j++;
@@ -933,8 +945,13 @@ static void cells_build(struct symcells *x, Dwfl_Module *mod)
 	x->points = p;
 	x->npoints = m;
 	x->state = 1;
+	int const first_global = dwfl_module_getsymtab_first_global(mod);
+	if (first_global >= 0 && su_symtab_usable(mod))
+		x->symtab = su_symtab_new(syms, nsym, first_global);
+	free(syms);
 	return;
 fail:
+	free(syms);
 	free(p);
 }
 
@@ -962,7 +979,12 @@ static const char *addr_symbol(struct symcache *c, Dwfl_Module *mod, uint64_t ad
 		*off = x->ans[a].name ? addr - x->ans[a].value : 0;
 		return x->ans[a].name;
 	}
-	const char *name = dwfl_module_addrinfo(mod, addr, off, &sym, NULL, NULL, NULL);
+	const char *name;
+	uint64_t value;
+	if (su_symtab_lookup(x->symtab, addr, &name, &value) >= 0)
+		*off = addr - value;
+	else
+		name = dwfl_module_addrinfo(mod, addr, off, &sym, NULL, NULL, NULL);
 	if (SU_GROW(x->ans, x->capans, x->nans + 1))
 		return name;
 	x->ans[x->nans].name = name;
@@ -1062,9 +1084,23 @@ static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
 	return n;
 }
 
-size_t su_symbolize(struct su_module *module, uint64_t addr,
-		    struct su_symframe *frames, size_t max)
+/* Does no string of FRAMES[N] need escaping (resolve.h)? */
+static int frames_clean(const struct su_symframe *frames, size_t n)
 {
+	for (size_t i = 0; i < n; i++) {
+		const struct su_symframe *f = &frames[i];
+		if ((f->function && su_text_needs_escape(f->function)) || (f->file && su_text_needs_escape(f->file)) ||
+		    (f->decl_file && f->decl_file != f->file && su_text_needs_escape(f->decl_file)))
+			return 0;
+	}
+	return 1;
+}
+
+size_t su_symbolize_clean(struct su_module *module, uint64_t addr, struct su_symframe *frames, size_t max,
+			  int *clean)
+{
+	if (clean)
+		*clean = 0;
 	if (!module || module->status != SU_MODULE_OK || !module->mod || (!frames && max)) {
 		errno = EINVAL;
 		return 0;
@@ -1085,6 +1121,7 @@ size_t su_symbolize(struct su_module *module, uint64_t addr,
 			return 0;
 		fresh.first = (uint32_t)c->nframes;
 		fresh.n = (uint16_t)n;
+		fresh.clean = (uint8_t)frames_clean(chain, n);
 		if (n)
 			memcpy(c->frames + c->nframes, chain, n * sizeof *chain);
 		c->nframes += n;
@@ -1095,5 +1132,13 @@ size_t su_symbolize(struct su_module *module, uint64_t addr,
 	size_t n = s->n < max ? s->n : max;
 	if (n)
 		memcpy(frames, c->frames + s->first, n * sizeof *frames);
+	if (clean)
+		*clean = s->clean;
 	return n;
+}
+
+size_t su_symbolize(struct su_module *module, uint64_t addr,
+		    struct su_symframe *frames, size_t max)
+{
+	return su_symbolize_clean(module, addr, frames, max, NULL);
 }

@@ -37,6 +37,12 @@ struct su_symframe {
 size_t su_symbolize(struct su_module *module, uint64_t addr,
 		    struct su_symframe *frames, size_t max);
 
+/* As su_symbolize; *CLEAN (when not NULL) 1 when no function, file or
+ * declaration file of the frames needs escaping to be printed
+ * (resolve.h's su_text_needs_escape), found once per address. */
+size_t su_symbolize_clean(struct su_module *module, uint64_t addr, struct su_symframe *frames, size_t max,
+			  int *clean);
+
 /* Free a module's symbol cache (the modcache finalizer). */
 void su_symbolize_cache_free(void *sym_cache);
 

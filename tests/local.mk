@@ -408,6 +408,15 @@ EXTRA_tests_unit_test_symbolize_DEPENDENCIES = tests/unit/cxx-fixture tests/unit
 	testdata/tdata-nofp testdata/tdata-inline testdata/libtdata-plugin.la
 TESTS += tests/unit/test-symbolize
 
+# symbolize/symtab.c: libdwfl's dwfl_module_addrinfo as the oracle.
+check_PROGRAMS += tests/unit/test-symtab
+tests_unit_test_symtab_SOURCES = tests/unit/test-symtab.c tests/unit/check-main.h \
+	tests/unit/elf-util.c tests/unit/elf-util.h
+tests_unit_test_symtab_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS)
+tests_unit_test_symtab_LDADD = symbolize/libsusymbolize.la common/libsucommon.la $(LIBDW_LIBS) $(LIBELF_LIBS) $(CHECK_LIBS)
+EXTRA_tests_unit_test_symtab_DEPENDENCIES = testdata/tdata-single testdata/libtdata-plugin.la
+TESTS += tests/unit/test-symtab
+
 # The debuginfo and symbolize tests under ASan+UBSan too.
 check_PROGRAMS += tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan
 tests_unit_test_debuginfo_asan_SOURCES = $(tests_unit_test_debuginfo_SOURCES) debuginfo/module.c debuginfo/inflate-cache.c
@@ -416,12 +425,19 @@ tests_unit_test_debuginfo_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_debuginfo_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS) $(CHECK_LIBS)
 EXTRA_tests_unit_test_debuginfo_asan_DEPENDENCIES = $(EXTRA_tests_unit_test_debuginfo_DEPENDENCIES)
 tests_unit_test_symbolize_asan_SOURCES = $(tests_unit_test_symbolize_SOURCES) debuginfo/module.c debuginfo/inflate-cache.c \
-	symbolize/symbolize.c common/grow.c
+	symbolize/symbolize.c symbolize/symtab.c symbolize/escape.c common/grow.c
 tests_unit_test_symbolize_asan_CFLAGS = $(tests_unit_test_symbolize_CFLAGS) $(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_symbolize_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_symbolize_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS) $(IBERTY_LIBS) -lstdc++ $(CHECK_LIBS)
 EXTRA_tests_unit_test_symbolize_asan_DEPENDENCIES = $(EXTRA_tests_unit_test_symbolize_DEPENDENCIES)
 TESTS += tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan
+check_PROGRAMS += tests/unit/test-symtab-asan
+tests_unit_test_symtab_asan_SOURCES = $(tests_unit_test_symtab_SOURCES) symbolize/symtab.c
+tests_unit_test_symtab_asan_CFLAGS = $(tests_unit_test_symtab_CFLAGS) $(SANITIZE_FLAGS) -O1
+tests_unit_test_symtab_asan_LDFLAGS = $(SANITIZE_FLAGS)
+tests_unit_test_symtab_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(CHECK_LIBS)
+EXTRA_tests_unit_test_symtab_asan_DEPENDENCIES = $(EXTRA_tests_unit_test_symtab_DEPENDENCIES)
+TESTS += tests/unit/test-symtab-asan
 
 # unwind/: samples of the test process itself, through the codec, unwound
 # by both unwinders.  -rdynamic: dladdr names the chain functions.

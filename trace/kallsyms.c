@@ -1,5 +1,6 @@
 /* The running kernel's symbols (kallsyms.h). */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,20 +47,105 @@ static int by_start(const void *a, const void *b)
 	return (x->at > y->at) - (x->at < y->at);
 }
 
+/* Part of a line. */
+struct span {
+	const char *s;
+	size_t n;
+};
+
+/* The next whitespace-delimited word of *P, at most MAX bytes of it (the
+ * rest is the next word, as sscanf's %Ns leaves it), into *OUT: its
+ * length, 0 at the end of the line. */
+static size_t word(const char **p, struct span *out, size_t max)
+{
+	const char *s = *p;
+	while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' || *s == '\v' || *s == '\f')
+		s++;
+	size_t n = 0;
+	while (n < max && s[n] && s[n] != ' ' && s[n] != '\t' && s[n] != '\n' && s[n] != '\r' && s[n] != '\v' &&
+	       s[n] != '\f')
+		n++;
+	*out = (struct span){ s, n };
+	*p = s + n;
+	return n;
+}
+
+/* A malloc'ed copy of X. */
+static char *span_dup(struct span x)
+{
+	char *c = malloc(x.n + 1);
+	if (c) {
+		memcpy(c, x.s, x.n);
+		c[x.n] = 0;
+	}
+	return c;
+}
+
+/* Each byte's value as a hex digit plus one, 0 when it is none. */
+static const unsigned char hex_value1[256] = {
+	['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6, ['6'] = 7, ['7'] = 8, ['8'] = 9, ['9'] = 10,
+	['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+	['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
+};
+
+/* C's value as a hex digit, -1 when it is none. */
+static int hex_digit(char c)
+{
+	return hex_value1[(unsigned char)c] - 1;
+}
+
+/* One line of /proc/kallsyms, "ADDRESS TYPE NAME [MODULE]", read as
+ * sscanf(LINE, "%llx %c %511s %255s") reads it (without its cost: it was
+ * most of reading the file): the fields read. */
+static int parse_line(const char *line, unsigned long long *a, char *type, struct span *name, struct span *mod)
+{
+	/* What %llx reads (strtoull's hex without its locale machinery:
+	 * most of this loop's cost): blanks, an optional sign and 0x, digits,
+	 * ULLONG_MAX when too large. */
+	const char *p = line;
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\v' || *p == '\f')
+		p++;
+	int const neg = *p == '-';
+	if (*p == '-' || *p == '+')
+		p++;
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X') && hex_digit(p[2]) >= 0)
+		p += 2;
+	unsigned long long v = 0;
+	int digits = 0, over = 0;
+	for (int d; (d = hex_digit(*p)) >= 0; p++, digits++) {
+		over |= v >> 60 != 0;
+		v = v << 4 | (unsigned)d;
+	}
+	if (!digits)
+		return 0;
+	*a = over ? ULLONG_MAX : neg ? -v : v;
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\v' || *p == '\f')
+		p++;
+	if (!*p)
+		return 1;
+	*type = *p++;
+	if (!word(&p, name, 511))
+		return 2;
+	return word(&p, mod, 255) ? 4 : 3;
+}
+
 int su_kallsyms_read(struct su_kernel **out)
 {
 	*out = NULL;
 	FILE *f = fopen("/proc/kallsyms", "re");
 	if (!f)
 		return -errno;
+	/* Fewer, larger reads of the kernel's text. */
+	setvbuf(f, NULL, _IOFBF, 1 << 16);
 	struct ksym_read *all = NULL;
 	size_t n = 0, cap = 0;
-	int rc = 0;
+	int rc = 0, sorted = 1;
 	char line[1024];
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long a;
-		char type, name[512], mod[256] = "";
-		int const got = sscanf(line, "%llx %c %511s %255s", &a, &type, name, mod);
+		char type;
+		struct span name, mod = { "", 0 };
+		int const got = parse_line(line, &a, &type, &name, &mod);
 		if (got < 3 || (type != 't' && type != 'T'))
 			continue;
 		if (!a) {
@@ -70,8 +156,9 @@ int su_kallsyms_read(struct su_kernel **out)
 			rc = -ENOMEM;
 			break;
 		}
-		all[n].s = (struct su_ksym){ .start = a, .name = strdup(name), .module = strdup(mod) };
+		all[n].s = (struct su_ksym){ .start = a, .name = span_dup(name), .module = span_dup(mod) };
 		all[n].at = n;
+		sorted = sorted && (!n || all[n - 1].s.start <= a);
 		if (!all[n++].s.name || !all[n - 1].s.module) {
 			rc = -ENOMEM;
 			break;
@@ -84,7 +171,8 @@ int su_kallsyms_read(struct su_kernel **out)
 	if (!rc && !n)
 		rc = -EACCES;
 	if (!rc && k) {
-		qsort(all, n, sizeof(*all), by_start);
+		if (!sorted) /* the kernel's own symbols are; modules' may not be */
+			qsort(all, n, sizeof(*all), by_start);
 		/* The last name of each address in the file's order, as perf
 		 * takes it (the others end where they start: no length), up to
 		 * the next address. */
