@@ -30,10 +30,14 @@
 #             function.  perf unwinds nothing when the stack copy is empty
 #             (a thread just out of clone); the registers alone give the
 #             innermost frame;
+#   longer    perf's chain is a proper prefix of ours: perf stopped in code
+#             without CFI whose rbp is no frame pointer (a JIT leaf, glibc's
+#             clone3 around its syscall), where we take the leaf's return
+#             address at rsp (unwind.c, leaf_step);
 #   other     anything else (listed in OUTDIR/other.txt).
 # SEDSCRIPT, if given, is applied to stackunwind's text first (tests/perf.sh:
 # tap-lib.sh's sigtramp_sed, naming libc's signal trampoline without libc6-dbg).
-# Prints "samples=N order_mismatch=N same=N alias=N plt=N sigframe=N nouser=N pconly=N other=N";
+# Prints "samples=N order_mismatch=N same=N alias=N plt=N sigframe=N nouser=N pconly=N longer=N other=N";
 # exit 0 when both produced the same number of samples in the same order.
 set -u
 data=$1
@@ -157,12 +161,13 @@ NR % 2 == 1 { p = $0; next }
 	}
 	if (pn == "" && y[2] == "[unknown]@[unknown]") { nouser++; next }
 	if (pn == "" && m == 1) { pconly++; next }
+	if (pn != "" && m > n && substr(sn, 1, length(pn) + 1) == pn ";") { longer++; next }
 	oth++
 	print "perf:        " p > other
 	print "stackunwind: " $0 > other
 }
 END {
-	printf "samples=%d order_mismatch=%d same=%d alias=%d plt=%d sigframe=%d nouser=%d pconly=%d other=%d\n", total, order, same, alias, plts, sig, nouser, pconly, oth
+	printf "samples=%d order_mismatch=%d same=%d alias=%d plt=%d sigframe=%d nouser=%d pconly=%d longer=%d other=%d\n", total, order, same, alias, plts, sig, nouser, pconly, longer, oth
 }'
 np=$(wc -l < "$out/perf.txt")
 ns=$(wc -l < "$out/su.txt")
