@@ -123,10 +123,9 @@ struct unwind_iter {
 	int ended;
 	/* stackcap traces: the event table read (from the first sample's trace) */
 	int have_events;
-	/* the kernel symbols arrived; the last kernel_chain (its stream and time) */
+	/* the kernel symbols arrived; a kernel_chain was seen */
 	int have_ksyms;
 	int kc_seen;
-	uint64_t kc_stream, kc_ts;
 	/* the event whose sample is being decoded */
 	bt_message *cur;
 	bt_message *cur_partner;     /* and the user's event that gets the same stack */
@@ -812,11 +811,11 @@ static int handle(struct unwind_iter *it, const bt_message *in)
 			su_reader_set_events(it->reader, names, nn);
 			it->have_events = 1;
 		}
-		/* Its kernel_chain came just before it in its stream. */
-		int const ksyms = ev.kind == RAW_SAMPLE && it->kc_seen && it->kc_stream == ev.stream_id &&
-				  it->kc_ts == ev.ts;
-		if (ev.kind == RAW_SAMPLE)
-			it->kc_seen = 0;
+		/* After the first kernel_chain every sample waits for the
+		 * kernel symbols (streams interleave: its own chain may be any
+		 * of them; and the queue keeps order, so the samples after
+		 * the first held one wait anyway). */
+		int const ksyms = ev.kind == RAW_SAMPLE && it->kc_seen;
 		struct qitem *qi = q_push(it, out);
 		if (!qi)
 			return -ENOMEM;
@@ -829,11 +828,8 @@ static int handle(struct unwind_iter *it, const bt_message *in)
 	case RAW_OFF_CPU: {
 		/* For the next sample of its thread: pushed just before it, in
 		 * order with the samples held ahead of it. */
-		if (ev.kind == RAW_KERNEL_CHAIN) {
+		if (ev.kind == RAW_KERNEL_CHAIN)
 			it->kc_seen = 1;
-			it->kc_stream = ev.stream_id;
-			it->kc_ts = ev.ts;
-		}
 		struct qitem *qi = q_push(it, out);
 		if (!qi)
 			return -ENOMEM;

@@ -209,6 +209,11 @@ set -- $(kstacks ku) $(kstacks kk)
 check "cpu-clock:u: user-mode samples only, none with kernel frames ($2 of $1)" [ "$1" -ge 1 -a "$2" = 0 ]
 check "cpu-clock:k: kernel-mode samples only, each with kernel frames ($4 of $3)" [ "$3" -ge 20 -a "$4" = "$3" ]
 check "cpu-clock:k: named as given ($(per_event kk cpu-clock:k))" [ "$(per_event kk cpu-clock:k)" = "$3" ]
+# -a: every process's kernel-mode samples, each with its kernel frames.
+rec kka -a -e cpu-clock:k -- dd if=/dev/zero of=/dev/null bs=64k count=100000
+set -- $(kstacks kka)
+check "-a cpu-clock:k: exit 0, kernel-mode samples only, each with kernel frames ($2 of $1)" \
+	sh -c "[ \$(cat '$work/kka.rc') = 0 ] && [ $1 -ge 20 ] && [ $2 = $1 ]"
 
 # 6. Bad events: a message naming the event and why, status 1, no trace.
 bad() {
