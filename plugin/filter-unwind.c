@@ -24,8 +24,8 @@
  * frames (format version 3) come first in the callstack, innermost first,
  * in module "[kernel.kallsyms]" (or a module's "[name]"), named from the
  * trace's own kernel symbols.  Those are written at the end of the trace
- * (its kernel_symbols event), so a sample with kernel frames, and every
- * message after it, waits for them (or for the end of the input, or
+ * (its kernel_symbols event), so from the first kernel_chain on every
+ * sample, and every message after it, waits for them (or for the end of the input, or
  * MAX_QUEUE messages: then its kernel frames are "[unknown]").
  * Every other event passes through untouched.
  *
@@ -88,7 +88,7 @@ struct qitem {
 	struct raw_event seg;        /* blob malloc'ed */
 	int has_rt;                  /* LTTng: its runtime frames, pushed just before it */
 	struct raw_event rt;         /* blob malloc'ed */
-	int needs_ksyms;             /* a sample with kernel frames: waits for the kernel symbols */
+	int needs_ksyms;             /* a sample after a kernel_chain: waits for the kernel symbols */
 	int has_partner;             /* LTTng: the user's event this sample belongs to */
 	uint64_t partner;            /* its queue number */
 };
