@@ -24,6 +24,8 @@ endif
 EXTRA_DIST += bench/lttng.sh
 # Off-CPU recording beside perf's sched_switch (testdata/tdata-offcpu switch).
 EXTRA_DIST += bench/offcpu.sh
+# Kernel frames' cost: stackcap record with and without --user-only.
+EXTRA_DIST += bench/kernel-frames.sh
 
 # A fixed amount of CPU work through 12..24-frame call chains, timed by
 # bench/slowdown.sh with no profiler, stackcap record and perf record.

@@ -17,6 +17,16 @@
  *    (stackcap_lttng_tracepoint records it right after the event), or an
  *    empty callstack with unwind_end "no-stack" when another event of the
  *    thread comes first.
+ * A stackcap trace's samples also get `event_name` (the event that took
+ * the sample, from the trace's event table: `stackcap record -e`; else
+ * cpu-clock) and `off_cpu_ns` (`--off-cpu`: the time the thread stayed
+ * blocked at this stack; 0 for an ordinary sample), and their kernel
+ * frames (format version 3) come first in the callstack, innermost first,
+ * in module "[kernel.kallsyms]" (or a module's "[name]"), named from the
+ * trace's own kernel symbols.  Those are written at the end of the trace
+ * (its kernel_symbols event), so from the first kernel_chain on every
+ * sample, and every message after it, waits for them (or for the end of the input, or
+ * MAX_QUEUE messages: then its kernel frames are "[unknown]").
  * Every other event passes through untouched.
  *
  * Events reach the reader core one at a time (trace/reader-push.h).  A
@@ -78,6 +88,7 @@ struct qitem {
 	struct raw_event seg;        /* blob malloc'ed */
 	int has_rt;                  /* LTTng: its runtime frames, pushed just before it */
 	struct raw_event rt;         /* blob malloc'ed */
+	int needs_ksyms;             /* a sample after a kernel_chain: waits for the kernel symbols */
 	int has_partner;             /* LTTng: the user's event this sample belongs to */
 	uint64_t partner;            /* its queue number */
 };
@@ -110,6 +121,11 @@ struct unwind_iter {
 	struct su_lttng_join *join;
 	uint64_t last_ts;
 	int ended;
+	/* stackcap traces: the event table read (from the first sample's trace) */
+	int have_events;
+	/* the kernel symbols arrived; a kernel_chain was seen */
+	int have_ksyms;
+	int kc_seen;
 	/* the event whose sample is being decoded */
 	bt_message *cur;
 	bt_message *cur_partner;     /* and the user's event that gets the same stack */
@@ -258,10 +274,6 @@ static int payload_tag(const bt_event_class *ec, const bt_field_class *payload, 
 	int const sk = su_bt2_stackcap_kind(name);
 	int const ours = has_member(payload, "blob") && has_member(payload, "generation");
 	*add = 0;
-	/* Kernel frames are not shown by the filter yet (their symbols come
-	 * at the end of the trace): the events pass as they are. */
-	if (sk == RAW_KERNEL_CHAIN || sk == RAW_KERNEL_SYMBOLS || sk == RAW_OFF_CPU)
-		return TAG_NONE;
 	if (sk >= 0) {
 		if (sk == RAW_SAMPLE || sk == RAW_SAMPLE_FULL || sk == RAW_SAMPLE_SEGMENT) {
 			if (!ours)
@@ -311,9 +323,13 @@ static bt_field_class *extend_payload(void *arg, bt_trace_class *tc, const bt_ev
 	bt_field_class *inl = bt_field_class_bool_create(tc);
 	bt_field_class *comm = bt_field_class_string_create(tc);
 	bt_field_class *end = bt_field_class_string_create(tc);
+	/* A stackcap trace's sample: its event and off-CPU time too. */
+	int const stackcap = !is_lttng_tag(*tag);
+	bt_field_class *evn = stackcap ? bt_field_class_string_create(tc) : NULL;
+	bt_field_class *ocpu = stackcap ? bt_field_class_integer_unsigned_create(tc) : NULL;
 	bt_field_class *arr = NULL;
 	*err = 1;
-	if (frame && ip && fn && mod && off && file && line && inl && comm && end) {
+	if (frame && ip && fn && mod && off && file && line && inl && comm && end && (!stackcap || (evn && ocpu))) {
 		bt_field_class_integer_set_preferred_display_base(ip, BT_FIELD_CLASS_INTEGER_PREFERRED_DISPLAY_BASE_HEXADECIMAL);
 		bt_field_class_integer_set_preferred_display_base(off, BT_FIELD_CLASS_INTEGER_PREFERRED_DISPLAY_BASE_HEXADECIMAL);
 		if (!bt_field_class_structure_append_member(frame, "ip", ip) &&
@@ -326,7 +342,9 @@ static bt_field_class *extend_payload(void *arg, bt_trace_class *tc, const bt_ev
 		    (arr = bt_field_class_array_dynamic_create(tc, frame, NULL)) &&
 		    !bt_field_class_structure_append_member(payload, SC_FIELD_COMM, comm) &&
 		    !bt_field_class_structure_append_member(payload, SC_FIELD_CALLSTACK, arr) &&
-		    !bt_field_class_structure_append_member(payload, SC_FIELD_UNWIND_END, end))
+		    !bt_field_class_structure_append_member(payload, SC_FIELD_UNWIND_END, end) &&
+		    (!stackcap || (!bt_field_class_structure_append_member(payload, SC_FIELD_EVENT, evn) &&
+				   !bt_field_class_structure_append_member(payload, SC_FIELD_OFF_CPU, ocpu))))
 			*err = 0;
 	}
 	bt_field_class_put_ref(frame);
@@ -339,6 +357,8 @@ static bt_field_class *extend_payload(void *arg, bt_trace_class *tc, const bt_ev
 	bt_field_class_put_ref(inl);
 	bt_field_class_put_ref(comm);
 	bt_field_class_put_ref(end);
+	bt_field_class_put_ref(evn);
+	bt_field_class_put_ref(ocpu);
 	bt_field_class_put_ref(arr);
 	if (*err && created) {
 		bt_field_class_put_ref(payload);
@@ -387,6 +407,14 @@ static int fill_sample(struct unwind_iter *it, bt_message *msg, const struct su_
 	if (!name || bt_field_string_set_value(comm, name) ||
 	    bt_field_string_set_value(endf, end) || bt_field_array_dynamic_set_length(arr, 0))
 		return -ENOMEM;
+	/* A stackcap sample's event and off-CPU time (an undecoded one: its
+	 * event, as far as the reader core named it, is not known here). */
+	bt_field *evf = bt_field_structure_borrow_member_field_by_name(pl, SC_FIELD_EVENT);
+	bt_field *ocf = bt_field_structure_borrow_member_field_by_name(pl, SC_FIELD_OFF_CPU);
+	if (evf && bt_field_string_set_value(evf, s ? su_sample_event(s) : ""))
+		return -ENOMEM;
+	if (ocf)
+		bt_field_integer_unsigned_set_value(ocf, s ? s->off_cpu_ns : 0);
 	uint64_t n = 0;
 	for (size_t i = 0; i < nframes; i++) {
 		struct su_resolved r;
@@ -398,6 +426,17 @@ static int fill_sample(struct unwind_iter *it, bt_message *msg, const struct su_
 				fo.module = r.module_name;
 				fo.offset = r.elf_addr;
 			}
+			if (set_frame(arr, &n, &fo))
+				return -ENOMEM;
+			continue;
+		}
+		if (r.kind == SU_RESOLVED_KERNEL) {
+			/* As stackunwind names it: the trace's kernel symbol, or
+			 * [unknown]; module [kernel.kallsyms] or "[name]"; offset:
+			 * the kernel address. */
+			fo.function = r.nsym && r.sym[0].function ? r.sym[0].function : "[unknown]";
+			fo.module = r.module_name;
+			fo.offset = r.elf_addr;
 			if (set_frame(arr, &n, &fo))
 				return -ENOMEM;
 			continue;
@@ -489,7 +528,8 @@ static int copy_blob(struct raw_event *dst, const struct raw_event *src)
 	uint8_t *b = malloc(src->blob_len ? src->blob_len : 1);
 	if (!b)
 		return -ENOMEM;
-	memcpy(b, src->blob, src->blob_len);
+	if (src->blob_len)
+		memcpy(b, src->blob, src->blob_len);
 	dst->blob = b;
 	return 0;
 }
@@ -555,10 +595,14 @@ static int resolve(struct unwind_iter *it, int force)
 		if (!qi->pending)
 			continue;
 		int const ready = qi->ev.kind == RAW_RUNTIME_FRAMES ? su_reader_can_name_runtime(it->reader, &qi->ev)
+				  : qi->ev.kind == RAW_KERNEL_CHAIN || qi->ev.kind == RAW_OFF_CPU ? 1
 				  : su_reader_can_decode(it->reader, &qi->ev) &&
 					    (!qi->has_rt || su_reader_can_name_runtime(it->reader, &qi->rt));
 		if (!force && !ready &&
 		    it->last_ts < qi->ev.ts + WAIT_NS && it->qlen < MAX_QUEUE)
+			break;
+		/* Kernel symbols come at the end of the trace: no time limit. */
+		if (!force && ready && qi->needs_ksyms && !it->have_ksyms && it->qlen < MAX_QUEUE)
 			break;
 		int rc = decode_now(it, qi->msg, &qi->ev, qi->has_seg ? &qi->seg : NULL, qi->has_rt ? &qi->rt : NULL,
 				    qi->has_partner ? q_at(it, qi->partner) : NULL);
@@ -755,12 +799,43 @@ static int handle(struct unwind_iter *it, const bt_message *in)
 	case RAW_SAMPLE:
 	case RAW_SAMPLE_FULL:
 	case RAW_SAMPLE_SEGMENT: {
+		if (!it->have_events && ev.kind == RAW_SAMPLE) {
+			/* The event table of the sample's trace (versions 4, 5). */
+			char **names;
+			size_t nn;
+			if (su_bt2_event_table(bt_stream_borrow_trace_const(bt_event_borrow_stream_const(
+				    bt_message_event_borrow_event_const(in))), &names, &nn)) {
+				bt_message_put_ref(out);
+				return -ENOMEM;
+			}
+			su_reader_set_events(it->reader, names, nn);
+			it->have_events = 1;
+		}
+		/* After the first kernel_chain every sample waits for the
+		 * kernel symbols (streams interleave: its own chain may be any
+		 * of them; and the queue keeps order, so the samples after
+		 * the first held one wait anyway). */
+		int const ksyms = ev.kind == RAW_SAMPLE && it->kc_seen;
 		struct qitem *qi = q_push(it, out);
 		if (!qi)
 			return -ENOMEM;
-		if (it->n_pending || !su_reader_can_decode(it->reader, &ev))
+		qi->needs_ksyms = ksyms;
+		if (it->n_pending || !su_reader_can_decode(it->reader, &ev) || (ksyms && !it->have_ksyms))
 			return q_hold(it, qi, &ev, NULL, NULL);
 		return decode_now(it, out, &ev, NULL, NULL, NULL);
+	}
+	case RAW_KERNEL_CHAIN:
+	case RAW_OFF_CPU: {
+		/* For the next sample of its thread: pushed just before it, in
+		 * order with the samples held ahead of it. */
+		if (ev.kind == RAW_KERNEL_CHAIN)
+			it->kc_seen = 1;
+		struct qitem *qi = q_push(it, out);
+		if (!qi)
+			return -ENOMEM;
+		if (it->n_pending)
+			return q_hold(it, qi, &ev, NULL, NULL);
+		return su_reader_push(it->reader, &ev);
 	}
 	case RAW_RUNTIME_FRAMES: {
 		/* The next sample of its thread's: it waits with the samples
@@ -777,7 +852,10 @@ static int handle(struct unwind_iter *it, const bt_message *in)
 		return decode_now(it, out, &ev, NULL, NULL, NULL);
 	}
 	default:
-		/* The core takes process strings and maps, even on error. */
+		/* The core takes process strings, maps and kernel symbols, even
+		 * on error. */
+		if (ev.kind == RAW_KERNEL_SYMBOLS)
+			it->have_ksyms = 1;
 		rc = su_reader_push(it->reader, &ev);
 		if (rc) {
 			bt_message_put_ref(out);

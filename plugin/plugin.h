@@ -14,6 +14,11 @@
 #define SC_FIELD_COMM "comm"
 #define SC_FIELD_CALLSTACK "callstack"
 #define SC_FIELD_UNWIND_END "unwind_end"
+/* A stackcap trace's samples only: the event that took the sample
+ * (`stackcap record -e`; "cpu-clock" without an event table) and the
+ * off-CPU time in ns (`--off-cpu`; 0: an ordinary sample). */
+#define SC_FIELD_EVENT "event_name"
+#define SC_FIELD_OFF_CPU "off_cpu_ns"
 /* unwind_end of a sample that could not be decoded (no maps, bad blob):
  * an empty callstack, left out of folded stacks as stackunwind does. */
 #define SC_END_NOT_DECODED "not-decoded"
@@ -21,8 +26,10 @@
  * thread: an empty callstack. */
 #define SC_END_NO_STACK "no-stack"
 /* The sample events the folded sink counts (a user's event carrying the
- * stack of its sample is not counted again). */
-#define SC_IS_SAMPLE_EVENT(name) ((name) && (!strcmp((name), "sample") || !strcmp((name), "stackcap:sample")))
+ * stack of its sample is not counted again); event_sample: a sample of
+ * `stackcap record -e`'s events after the first (format version 4). */
+#define SC_IS_SAMPLE_EVENT(name)                                                                     \
+	((name) && (!strcmp((name), "sample") || !strcmp((name), "event_sample") || !strcmp((name), "stackcap:sample")))
 
 /* A boolean parameter NAME of PARAMS (absent: 0).  -1 when not a bool. */
 int sc_param_bool(const bt_value *params, const char *name);

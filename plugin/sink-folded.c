@@ -3,7 +3,11 @@
  * the callstack fields as `stackunwind folded` builds them from resolved
  * frames: an entry with a function is that function, one without is
  * module+0xELFADDR (offset), one without module [unknown].  Samples that
- * could not be decoded are left out. */
+ * could not be decoded are left out.  Parameters as stackunwind folded's
+ * options: event=NAME (--event: the samples of that event only, by the
+ * filter's event_name field), off-cpu=yes (--off-cpu: the off-CPU stacks
+ * only, each counted as its blocked microseconds), no-inline, per-process,
+ * per-thread, and path (the output file). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -30,6 +34,8 @@ struct folded_sink {
 	const bt_stream *off_stream;
 	int64_t off_ts;
 	uint64_t off_cpu;
+	char *event;                 /* event=: only its samples */
+	int off_only;                /* off-cpu=yes: only off-CPU stacks, weighted */
 };
 
 /* The event's time (ns from the clock's origin), or INT64_MIN. */
@@ -118,10 +124,21 @@ static int on_event(struct folded_sink *s, const bt_message *msg)
 	}
 	if (!SC_IS_SAMPLE_EVENT(name))
 		return 0; /* a user's event with its sample's stack: counted there */
-	if (s->off_stream && s->off_stream == bt_event_borrow_stream_const(e) && s->off_ts == event_ns(msg)) {
+	/* Off-CPU time: the filter's off_cpu_ns, else (an older filter's
+	 * output) the off_cpu event just before the sample. */
+	uint64_t off_ns = 0;
+	int const off = member(pl, SC_FIELD_OFF_CPU) ? (off_ns = member_u64(pl, SC_FIELD_OFF_CPU)) != 0
+		      : s->off_stream && s->off_stream == bt_event_borrow_stream_const(e) && s->off_ts == event_ns(msg);
+	if (s->off_stream && s->off_stream == bt_event_borrow_stream_const(e) && s->off_ts == event_ns(msg))
 		s->off_stream = NULL;
-		s->off_cpu++;
+	if (off != s->off_only) {
+		s->off_cpu += off;
 		return 0;
+	}
+	if (s->event && cs) {
+		const char *ev = member_str(pl, SC_FIELD_EVENT);
+		if (strcmp(ev ? ev : "cpu-clock", s->event))
+			return 0;
 	}
 	if (!cs) {
 		s->bare++;
@@ -162,6 +179,11 @@ static int on_event(struct folded_sink *s, const bt_message *msg)
 	if (s->line.oom)
 		return -ENOMEM;
 	s->samples++;
+	if (s->off_only) {
+		/* Microseconds blocked, at least 1 (format.c's weight). */
+		uint64_t const us = (off_ns + 500) / 1000;
+		return folded_counts_add_n(&s->counts, s->line.buf, s->line.len, us ? us : 1);
+	}
 	return folded_counts_add(&s->counts, s->line.buf, s->line.len);
 }
 
@@ -191,7 +213,7 @@ static int write_out(struct folded_sink *s)
 bt_component_class_initialize_method_status folded_init(bt_self_component_sink *self,
 	bt_self_component_sink_configuration *config, const bt_value *params, void *init_data)
 {
-	static const char *const known[] = { "path", "no-inline", "per-process", "per-thread" };
+	static const char *const known[] = { "path", "no-inline", "per-process", "per-thread", "event", "off-cpu" };
 	(void)config;
 	(void)init_data;
 	bt_self_component *sc = bt_self_component_sink_as_self_component(self);
@@ -211,19 +233,35 @@ bt_component_class_initialize_method_status folded_init(bt_self_component_sink *
 		free(s);
 		return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_MEMORY_ERROR;
 	}
-	int const ni = sc_param_bool(params, "no-inline");
-	int const pp = sc_param_bool(params, "per-process");
-	int const pt = sc_param_bool(params, "per-thread");
-	if (ni < 0 || pp < 0 || pt < 0) {
-		BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(sc,
-			"parameters no-inline, per-process and per-thread are booleans (e.g. no-inline=yes)");
+	v = bt_value_map_borrow_entry_value_const(params, "event");
+	if (v && !bt_value_is_string(v)) {
+		BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(sc, "parameter event: a string (event=\"sched:sched_switch\")");
 		free(s->path);
 		free(s);
 		return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_ERROR;
 	}
+	if (v && !(s->event = strdup(bt_value_string_get(v)))) {
+		free(s->path);
+		free(s);
+		return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_MEMORY_ERROR;
+	}
+	int const ni = sc_param_bool(params, "no-inline");
+	int const pp = sc_param_bool(params, "per-process");
+	int const pt = sc_param_bool(params, "per-thread");
+	int const oc = sc_param_bool(params, "off-cpu");
+	if (ni < 0 || pp < 0 || pt < 0 || oc < 0) {
+		BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(sc,
+			"parameters no-inline, per-process, per-thread and off-cpu are booleans (e.g. no-inline=yes)");
+		free(s->event);
+		free(s->path);
+		free(s);
+		return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_ERROR;
+	}
+	s->off_only = oc;
 	s->fold = (struct folded_opts){ .root = pt ? FOLDED_ROOT_THREAD : pp ? FOLDED_ROOT_PROCESS : FOLDED_ROOT_COMM,
 					.no_inline = ni };
 	if (bt_self_component_sink_add_input_port(self, "in", NULL, NULL)) {
+		free(s->event);
 		free(s->path);
 		free(s);
 		return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_MEMORY_ERROR;
@@ -240,6 +278,7 @@ void folded_finalize(bt_self_component_sink *self)
 	bt_message_iterator_put_ref(s->it);
 	folded_counts_free(&s->counts);
 	free(s->line.buf);
+	free(s->event);
 	free(s->path);
 	free(s);
 }

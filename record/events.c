@@ -291,6 +291,155 @@ static char *resolve_binary(const char *bin)
 	return NULL;
 }
 
+/* ---- the libraries a program loads --------------------------------------------------- */
+
+#define LIBS_MAX 512
+
+static const char *const lib_dirs[] = { "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",
+					"/lib", "/usr/lib", "/usr/local/lib" };
+
+/* NAME (a DT_NEEDED entry) in the colon-separated directories DIRS
+ * ($ORIGIN: ORIGIN, the needing file's directory): a malloc'd real path or
+ * NULL. */
+static char *lib_in(const char *dirs, const char *origin, const char *name)
+{
+	for (const char *p = dirs; p && *p;) {
+		size_t const len = strcspn(p, ":");
+		char dir[4096], cand[8192];
+		snprintf(dir, sizeof(dir), "%.*s", (int)len, p);
+		const char *o = strstr(dir, "$ORIGIN");
+		if (o)
+			snprintf(cand, sizeof(cand), "%.*s%s%s/%s", (int)(o - dir), dir, origin, o + 7, name);
+		else
+			snprintf(cand, sizeof(cand), "%s/%s", dir[0] ? dir : ".", name);
+		struct stat st;
+		if (stat(cand, &st) == 0 && S_ISREG(st.st_mode))
+			return realpath(cand, NULL);
+		p += len + (p[len] == ':');
+	}
+	return NULL;
+}
+
+/* Append PATH (taken) to V[*N] unless there already: 0, or -1 (memory; PATH freed). */
+static int lib_add(char ***v, size_t *n, size_t *cap, char *path)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp((*v)[i], path)) {
+			free(path);
+			return 0;
+		}
+	if (*n == *cap) {
+		size_t const nc = *cap ? 2 * *cap : 16;
+		char **nv = realloc(*v, nc * sizeof(*nv));
+		if (!nv) {
+			free(path);
+			return -1;
+		}
+		*v = nv;
+		*cap = nc;
+	}
+	(*v)[(*n)++] = path;
+	return 0;
+}
+
+/* The files BINARIES (N) load before they run: each binary, then the
+ * DT_NEEDED libraries of every file, breadth first, found as ld.so finds
+ * them (DT_RPATH or DT_RUNPATH with $ORIGIN, $LD_LIBRARY_PATH, the system
+ * directories; not ld.so.cache's extra directories), at most LIBS_MAX.
+ * *OUT malloc'd real paths; @return how many (0 on no memory). */
+static size_t load_set(const char *const *binaries, size_t n, char ***out)
+{
+	char **v = NULL;
+	size_t nv = 0, cap = 0;
+	for (size_t i = 0; i < n; i++) {
+		char *p = resolve_binary(binaries[i]);
+		if (p && lib_add(&v, &nv, &cap, p))
+			goto oom;
+	}
+	for (size_t i = 0; i < nv && nv < LIBS_MAX; i++) {
+		struct elf_file f;
+		char why[512];
+		if (elf_file_open(&f, v[i], why, sizeof(why)))
+			continue;
+		char origin[4096];
+		snprintf(origin, sizeof(origin), "%s", v[i]);
+		*strrchr(origin, '/') = 0;
+		Elf_Scn *scn = NULL;
+		while ((scn = elf_nextscn(f.elf, scn))) {
+			GElf_Shdr sh;
+			Elf_Data *d;
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !(d = elf_getdata(scn, NULL)))
+				continue;
+			const char *rpath = NULL, *runpath = NULL;
+			size_t const nd = sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
+			for (size_t k = 0; k < nd; k++) {
+				GElf_Dyn dyn;
+				if (!gelf_getdyn(d, (int)k, &dyn))
+					break;
+				if (dyn.d_tag == DT_RPATH)
+					rpath = elf_strptr(f.elf, sh.sh_link, dyn.d_un.d_val);
+				else if (dyn.d_tag == DT_RUNPATH)
+					runpath = elf_strptr(f.elf, sh.sh_link, dyn.d_un.d_val);
+			}
+			for (size_t k = 0; k < nd && nv < LIBS_MAX; k++) {
+				GElf_Dyn dyn;
+				const char *name;
+				if (!gelf_getdyn(d, (int)k, &dyn) || dyn.d_tag != DT_NEEDED ||
+				    !(name = elf_strptr(f.elf, sh.sh_link, dyn.d_un.d_val)))
+					continue;
+				char *p = NULL;
+				if (strchr(name, '/'))
+					p = realpath(name, NULL);
+				if (!p && !strchr(name, '/') && !runpath)
+					p = lib_in(rpath, origin, name);
+				if (!p && !strchr(name, '/'))
+					p = lib_in(getenv("LD_LIBRARY_PATH"), origin, name);
+				if (!p && !strchr(name, '/'))
+					p = lib_in(runpath, origin, name);
+				for (size_t d2 = 0; !p && !strchr(name, '/') && d2 < sizeof(lib_dirs) / sizeof(lib_dirs[0]); d2++)
+					p = lib_in(lib_dirs[d2], origin, name);
+				if (p && lib_add(&v, &nv, &cap, p)) {
+					elf_file_close(&f);
+					goto oom;
+				}
+			}
+		}
+		elf_file_close(&f);
+	}
+	*out = v;
+	return nv;
+oom:
+	for (size_t i = 0; i < nv; i++)
+		free(v[i]);
+	free(v);
+	*out = NULL;
+	return 0;
+}
+
+static void load_set_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* The library LIB (a file name without '/': "libc.so.6", or its stem
+ * "libc") among the files BINARIES (N) load: a malloc'd path, or NULL. */
+static char *find_library(const char *const *binaries, size_t n, const char *lib)
+{
+	char **v;
+	size_t const nv = load_set(binaries, n, &v);
+	char *found = NULL;
+	size_t const len = strlen(lib);
+	for (size_t i = 0; i < nv && !found; i++) {
+		const char *base = strrchr(v[i], '/') + 1;
+		if (!strcmp(base, lib) || (!strncmp(base, lib, len) && !strncmp(base + len, ".so", 3)))
+			found = strdup(v[i]);
+	}
+	load_set_free(v, nv);
+	return found;
+}
+
 static int uprobe_ready(struct rec_event *e, const char *spec, char *err, size_t errlen)
 {
 	int const t = uprobe_type();
@@ -303,14 +452,12 @@ static int uprobe_ready(struct rec_event *e, const char *spec, char *err, size_t
 	return 0;
 }
 
-static int parse_uprobe(const char *spec, const char *bin, const char *func, struct rec_event *e, char *err,
+/* A uprobe on FUNC of the file PATH (taken). */
+static int parse_uprobe(const char *spec, char *path, const char *func, struct rec_event *e, char *err,
 			size_t errlen)
 {
 	e->kind = REC_EV_UPROBE;
-	if (!(e->path = resolve_binary(bin))) {
-		snprintf(err, errlen, "event '%s': no file %s", spec, bin);
-		return -1;
-	}
+	e->path = path;
 	if (uprobe_ready(e, spec, err, errlen))
 		return -1;
 	struct elf_file f;
@@ -357,6 +504,15 @@ static int parse_sdt(const char *spec, const char *rest, const char *const *bina
 		return -1;
 	char *one = NULL;
 	const char *const *list = binaries;
+	char **loaded = NULL;
+	if (!bin[0] && n) {
+		/* The command's files and the libraries they load. */
+		size_t const nl = load_set(binaries, n, &loaded);
+		if (nl) {
+			list = (const char *const *)loaded;
+			n = nl;
+		}
+	}
 	if (bin[0]) {
 		if (!(one = resolve_binary(bin))) {
 			snprintf(err, errlen, "event '%s': no file %s", spec, bin);
@@ -382,13 +538,9 @@ static int parse_sdt(const char *spec, const char *rest, const char *const *bina
 			continue;
 		int const rc = find_sdt(e, f.elf, provider, name, &sem_bad);
 		elf_file_close(&f);
-		if (rc) {
+		if (rc || (e->n_sites && !(e->path = resolve_binary(list[i])))) {
 			free(one);
-			snprintf(err, errlen, "event '%s': out of memory", spec);
-			return -1;
-		}
-		if (e->n_sites && !(e->path = resolve_binary(list[i]))) {
-			free(one);
+			load_set_free(loaded, loaded ? n : 0);
 			snprintf(err, errlen, "event '%s': out of memory", spec);
 			return -1;
 		}
@@ -398,12 +550,14 @@ static int parse_sdt(const char *spec, const char *rest, const char *const *bina
 			snprintf(err, errlen, "event '%s': no SDT marker %s:%s in %s (.note.stapsdt)%s", spec, provider, name,
 				 list[0], sem_bad ? "; its semaphore lies outside the file's segments" : "");
 		else
-			snprintf(err, errlen, "event '%s': no SDT marker %s:%s in %s nor its %zu other files (.note.stapsdt)",
-				 spec, provider, name, list[0], n - 1);
+			snprintf(err, errlen, "event '%s': no SDT marker %s:%s in %s nor the %zu libraries and other files "
+				 "it loads (.note.stapsdt)", spec, provider, name, list[0], n - 1);
 		free(one);
+		load_set_free(loaded, loaded ? n : 0);
 		return -1;
 	}
 	free(one);
+	load_set_free(loaded, loaded ? n : 0);
 	for (size_t i = 0; i < e->n_sites; i++)
 		if (e->ref_ctr[i] && !uprobe_has_ref_ctr()) {
 			snprintf(err, errlen, "event '%s': the marker has a semaphore and this kernel's uprobe PMU cannot "
@@ -413,8 +567,8 @@ static int parse_sdt(const char *spec, const char *rest, const char *const *bina
 	return 0;
 }
 
-int rec_event_parse(const char *spec, const char *const *binaries, size_t n, struct rec_event *e, char *err,
-		    size_t errlen)
+static int parse_plain(const char *spec, const char *const *binaries, size_t n, struct rec_event *e, char *err,
+		       size_t errlen)
 {
 	memset(e, 0, sizeof(*e));
 	err[0] = 0;
@@ -462,9 +616,11 @@ int rec_event_parse(const char *spec, const char *const *binaries, size_t n, str
 		goto out;
 	}
 	char *bin = resolve_binary(left);
+	/* A library the command (or an attached process) loads, by name. */
+	if (!bin && !strchr(left, '/'))
+		bin = find_library(binaries, n, left);
 	if (bin) {
-		free(bin);
-		rc = parse_uprobe(spec, left, right, e, err, errlen);
+		rc = parse_uprobe(spec, bin, right, e, err, errlen);
 		if (!rc)
 			rc = set_name(e, spec);
 		goto out;
@@ -490,6 +646,152 @@ out:
 	return 0;
 }
 
+static int is_software(const char *name, size_t len)
+{
+	for (size_t i = 0; i < sizeof(software) / sizeof(software[0]); i++)
+		if (strlen(software[i].name) == len && !strncmp(software[i].name, name, len))
+			return 1;
+	return 0;
+}
+
+/* A tracepoint's name: SYS:NAME, no '/' (a uprobe's path has one). */
+static int is_tracepoint_name(const char *name, size_t len)
+{
+	const char *c = memchr(name, ':', len);
+	return c && c > name && c + 1 < name + len && !memchr(name, '/', len) && !memchr(c + 1, ':', len - (size_t)(c + 1 - name));
+}
+
+/* Modifiers MODS (after "NAME:" or "NAME/TERMS/") into E: u (user mode
+ * only), k (kernel mode only), both (either).  0, or -1 with ERR. */
+static int parse_mods(const char *spec, const char *mods, int software_ev, struct rec_event *e, char *err,
+		      size_t errlen)
+{
+	int u = 0, k = 0;
+	for (const char *m = mods; *m; m++) {
+		if (*m == 'u') {
+			u = 1;
+		} else if (*m == 'k') {
+			k = 1;
+		} else {
+			snprintf(err, errlen, "event '%s': modifier '%c' not supported (u: user mode only, k: kernel mode "
+				 "only; %s)", spec, *m,
+				 *m == 'p' || *m == 'P' ? "precise sampling is for hardware events, stackcap samples software "
+							  "events, tracepoints and probes"
+				 : *m == 'h' || *m == 'G' || *m == 'H' ? "no hypervisor or guest sampling"
+				 : "perf's other modifiers are not supported");
+			return -1;
+		}
+	}
+	if (!software_ev) {
+		snprintf(err, errlen, "event '%s': modifiers u and k apply to software events (a tracepoint fires in "
+			 "the kernel, a probe in user code)", spec);
+		return -1;
+	}
+	e->exclude_kernel = u && !k;
+	e->exclude_user = k && !u;
+	return 0;
+}
+
+/* Terms TERMS (between the slashes of "NAME/TERMS/"): period=N, freq=N
+ * (software events).  0, or -1 with ERR. */
+static int parse_terms(const char *spec, const char *terms, size_t len, int software_ev, struct rec_event *e,
+		       char *err, size_t errlen)
+{
+	char buf[256];
+	if (!len || len >= sizeof(buf)) {
+		snprintf(err, errlen, "event '%s': empty or too long terms between the slashes (period=N, freq=N)", spec);
+		return -1;
+	}
+	memcpy(buf, terms, len);
+	buf[len] = 0;
+	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(t, '='), *end;
+		unsigned long long v = eq && eq[1] ? strtoull(eq + 1, &end, 10) : 0;
+		int const ok = eq && eq[1] && !*end && v > 0;
+		if (eq)
+			*eq = 0;
+		if (ok && !strcmp(t, "period") && v <= (1ull << 62)) {
+			e->period = v;
+		} else if (ok && !strcmp(t, "freq") && software_ev && v <= 100000) {
+			e->freq = (uint32_t)v;
+		} else {
+			snprintf(err, errlen, "event '%s': term '%s%s' not supported (period=N: a sample every N events; "
+				 "freq=HZ: software events, 1 to 100000)", spec, t, eq ? "=..." : "");
+			return -1;
+		}
+	}
+	if (e->period && e->freq) {
+		snprintf(err, errlen, "event '%s': period= and freq= together", spec);
+		return -1;
+	}
+	return 0;
+}
+
+int rec_event_parse(const char *spec, const char *const *binaries, size_t n, struct rec_event *e, char *err,
+		    size_t errlen)
+{
+	/* perf's spellings: NAME:MODS (software events), NAME/TERMS/[MODS]
+	 * (software events and tracepoints).  Parsed off here; the name
+	 * stays as given. */
+	const char *slash = strchr(spec, '/');
+	const char *colon = strrchr(spec, ':');
+	size_t blen = strlen(spec);
+	struct rec_event mod = { 0 };
+	const char *terms = NULL, *mods = NULL;
+	size_t tlen = 0;
+	if (slash && slash > spec && (is_software(spec, (size_t)(slash - spec)) ||
+				      is_tracepoint_name(spec, (size_t)(slash - spec)))) {
+		const char *close = strchr(slash + 1, '/');
+		if (!close) {
+			snprintf(err, errlen, "event '%s': terms go between two slashes (%.*s/period=N/)", spec,
+				 (int)(slash - spec), spec);
+			return -1;
+		}
+		blen = (size_t)(slash - spec);
+		terms = slash + 1;
+		tlen = (size_t)(close - terms);
+		mods = close[1] == ':' ? close + 2 : close + 1;
+	} else if (colon && (is_software(spec, (size_t)(colon - spec)) ||
+			     (is_tracepoint_name(spec, (size_t)(colon - spec)) && colon[1] &&
+			      strspn(colon + 1, "ukpPhGHSDIWe") == strlen(colon + 1)))) {
+		/* A tracepoint's modifiers: refused by parse_mods. */
+		blen = (size_t)(colon - spec);
+		mods = colon + 1;
+	}
+	int const sw = is_software(spec, blen);
+	if ((terms && parse_terms(spec, terms, tlen, sw, &mod, err, errlen)) ||
+	    (mods && *mods && parse_mods(spec, mods, sw, &mod, err, errlen)))
+		return -1;
+	char base[4096];
+	if (blen >= sizeof(base)) {
+		snprintf(err, errlen, "event '%.64s...': name too long", spec);
+		return -1;
+	}
+	memcpy(base, spec, blen);
+	base[blen] = 0;
+	if (parse_plain(base, binaries, n, e, err, errlen))
+		return -1;
+	if (blen != strlen(spec)) {
+		free(e->name);
+		if (set_name(e, spec)) {
+			rec_event_free(e);
+			snprintf(err, errlen, "event '%s': out of memory", spec);
+			return -1;
+		}
+	}
+	e->period = mod.period;
+	e->freq = mod.freq;
+	e->exclude_user = mod.exclude_user;
+	e->exclude_kernel = mod.exclude_kernel;
+	if (e->exclude_kernel && rec_event_in_kernel(e)) {
+		snprintf(err, errlen, "event '%s': %s happens in the kernel: in user mode only (:u) it never fires",
+			 spec, base);
+		rec_event_free(e);
+		return -1;
+	}
+	return 0;
+}
+
 void rec_event_attr(const struct rec_event *e, size_t site, const struct perf_event_attr *base, uint32_t freq,
 		    uint64_t period, struct perf_event_attr *out)
 {
@@ -501,6 +803,11 @@ void rec_event_attr(const struct rec_event *e, size_t site, const struct perf_ev
 		out->config1 = (uint64_t)(uintptr_t)e->path; /* uprobe_path */
 		out->config2 = e->offsets[site];            /* probe_offset */
 	}
+	/* The event's own period= or freq= over -c and -F. */
+	if (e->period)
+		period = e->period;
+	else if (e->freq)
+		period = 0, freq = e->freq;
 	if (e->kind == REC_EV_SOFTWARE && !period) {
 		out->freq = 1;
 		out->sample_freq = freq;
@@ -508,11 +815,16 @@ void rec_event_attr(const struct rec_event *e, size_t site, const struct perf_ev
 		out->freq = 0;
 		out->sample_period = period ? period : 1;
 	}
+	/* :u, :k */
+	if (e->exclude_kernel)
+		out->exclude_kernel = 1;
+	if (e->exclude_user)
+		out->exclude_user = 1;
 }
 
 int rec_event_in_kernel(const struct rec_event *e)
 {
-	return e->kind == REC_EV_TRACEPOINT ||
+	return e->kind == REC_EV_TRACEPOINT || e->exclude_user ||
 	       (e->kind == REC_EV_SOFTWARE && (e->config == PERF_COUNT_SW_CONTEXT_SWITCHES ||
 					       e->config == PERF_COUNT_SW_CPU_MIGRATIONS));
 }

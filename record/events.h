@@ -7,11 +7,20 @@
  *   SYS:NAME                a tracepoint (its id from tracefs): a stack per hit;
  *   BINARY:FUNCTION         a uprobe at FUNCTION's entry (its file offset
  *                           from the ELF symbol tables), made through the
- *                           uprobe PMU: no tracefs writes;
+ *                           uprobe PMU: no tracefs writes; BINARY a path,
+ *                           a program in $PATH, or a library the command
+ *                           loads (DT_NEEDED, breadth first) by file name
+ *                           or stem ("libc");
  *   sdt:PROVIDER:NAME       an SDT marker (<sys/sdt.h>, .note.stapsdt) of
- *   sdt:BINARY:PROVIDER:NAME  the command, the attached processes' files,
- *                           or BINARY: a uprobe at each of its sites, its
+ *   sdt:BINARY:PROVIDER:NAME  the command and the libraries it loads, the
+ *                           attached processes' files, or BINARY: a
+ *                           uprobe at each of its sites, its
  *                           semaphore raised by the kernel (ref_ctr_offset).
+ *
+ *   NAME:u, NAME:k          a software event in user (kernel) mode only;
+ *   NAME/period=N/, NAME/freq=HZ/  its own sampling period or frequency
+ *                           (software events and tracepoints; modifiers
+ *                           may follow: NAME/period=N/u).
  *
  * An event may need several perf events (an SDT marker at several sites):
  * each is a "site" of the event, all named alike in the trace.
@@ -34,11 +43,17 @@ struct rec_event {
 	uint64_t *offsets;      /* uprobe, SDT: file offsets of the sites */
 	uint64_t *ref_ctr;      /* SDT: each site's semaphore (file offset, 0: none) */
 	size_t n_sites;         /* 1 but for uprobes and SDT markers */
+	/* perf's spellings: NAME/period=N/, NAME/freq=HZ/ (over -c, -F);
+	 * NAME:u (user mode only), NAME:k (kernel mode only). */
+	uint64_t period;
+	uint32_t freq;
+	int exclude_user, exclude_kernel;
 };
 
 /* Parse SPEC into E.  BINARIES (N of them) are where an SDT marker named
- * without its binary is looked for (the command, the attached processes'
- * executables and libraries).  @return 0, or -1 with ERR saying which
+ * without its binary, or a library named without its path, is looked for
+ * (the command, the attached processes' executables and libraries; and
+ * the libraries each of them loads).  @return 0, or -1 with ERR saying which
  * event and why (unknown name, no such tracepoint, tracefs not readable,
  * no such function or marker, no uprobe PMU). */
 int rec_event_parse(const char *spec, const char *const *binaries, size_t n, struct rec_event *e, char *err,

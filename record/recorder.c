@@ -431,8 +431,9 @@ static int events_parse(struct recorder *r)
 	free(bins);
 	if (rc)
 		return rc;
+	/* (cpu-clock:u, cpu-clock/period=N/: named, not the default) */
 	int const plain = r->n_evs == 1 && r->evs[0].kind == REC_EV_SOFTWARE &&
-			  r->evs[0].config == PERF_COUNT_SW_CPU_CLOCK;
+			  r->evs[0].config == PERF_COUNT_SW_CPU_CLOCK && !strcmp(r->evs[0].name, "cpu-clock");
 	for (size_t i = 0; !plain && i < r->n_evs; i++)
 		r->table[r->n_table++] = r->evs[i].name;
 	/* --off-cpu beside named events: its stacks are one more event of

@@ -18,7 +18,8 @@ noinst_PROGRAMS += \
 	testdata/tdata-inline \
 	testdata/tdata-offcpu \
 	testdata/tdata-demo \
-	testdata/tdata-events
+	testdata/tdata-events \
+	testdata/tdata-evlib
 
 testdata_tdata_single_SOURCES = testdata/single.c testdata/tdata.h
 testdata_tdata_single_CFLAGS = $(AM_CFLAGS) $(TDATA_CFLAGS)
@@ -60,6 +61,19 @@ testdata_tdata_inline_CFLAGS = $(AM_CFLAGS) $(TDATA_INLINE_CFLAGS)
 testdata_tdata_events_SOURCES = testdata/events.c testdata/events-sem.c testdata/tdata.h testdata/tdata-events.h
 testdata_tdata_events_CFLAGS = $(AM_CFLAGS) $(TDATA_CFLAGS)
 
+# A library's events: libtdata-evlib.so (an SDT marker, a function) linked
+# by tdata-evlib.  -no-install: the program runs in place, finding the
+# library through its rpath (no libtool wrapper script), so that stackcap
+# record finds the marker among the command's DT_NEEDED libraries.
+noinst_LTLIBRARIES += testdata/libtdata-evlib.la
+testdata_libtdata_evlib_la_SOURCES = testdata/evlib.c testdata/tdata.h testdata/tdata-evlib.h
+testdata_libtdata_evlib_la_CFLAGS = $(AM_CFLAGS) $(TDATA_CFLAGS)
+testdata_libtdata_evlib_la_LDFLAGS = -avoid-version -shared -rpath /nowhere
+testdata_tdata_evlib_SOURCES = testdata/evlib-main.c testdata/tdata.h testdata/tdata-evlib.h
+testdata_tdata_evlib_CFLAGS = $(AM_CFLAGS) $(TDATA_CFLAGS)
+testdata_tdata_evlib_LDADD = testdata/libtdata-evlib.la
+testdata_tdata_evlib_LDFLAGS = -no-install
+
 # The demo quickstart.sh records: a C++ profile several levels deep.
 testdata_tdata_demo_SOURCES = testdata/demo.cc
 testdata_tdata_demo_CXXFLAGS = $(TDATA_CFLAGS)
@@ -71,7 +85,8 @@ testdata_tdata_demo_CXXFLAGS = $(TDATA_CFLAGS)
 $(testdata_tdata_single_OBJECTS) $(testdata_tdata_threads_OBJECTS) \
 $(testdata_tdata_dlopen_OBJECTS) $(testdata_libtdata_plugin_la_OBJECTS) \
 $(testdata_tdata_recurse_OBJECTS) $(testdata_tdata_sigalt_OBJECTS) \
-$(testdata_tdata_events_OBJECTS) $(testdata_tdata_offcpu_OBJECTS): CFLAGS += $(TDATA_CFLAGS)
+$(testdata_tdata_events_OBJECTS) $(testdata_tdata_offcpu_OBJECTS) \
+$(testdata_libtdata_evlib_la_OBJECTS) $(testdata_tdata_evlib_OBJECTS): CFLAGS += $(TDATA_CFLAGS)
 $(testdata_tdata_nofp_OBJECTS): CFLAGS += $(TDATA_NOFP_CFLAGS)
 $(testdata_tdata_inline_OBJECTS): CFLAGS += $(TDATA_INLINE_CFLAGS)
 $(testdata_tdata_demo_OBJECTS): CXXFLAGS += $(TDATA_CFLAGS)

@@ -7,7 +7,8 @@
 # segments, full copies, maps generations that change, a moved binary and
 # debug-dir=, the sink's options); samples without maps leave not-decoded;
 # source.stackcap.trace reads a --zstd trace and gives the same text and
-# trace IR as src.ctf.fs on its inflated copy; another kind of trace passes
+# trace IR as src.ctf.fs on its inflated copy; kernel frames (dd), event
+# names (-e) and off-CPU time in the filter and the sink; another kind of trace passes
 # the filter unchanged; bad input (no trace, a cut or damaged file, unknown
 # parameters, the sink without the filter) is an error or a warning, never a
 # crash.
@@ -27,9 +28,8 @@ if ! command -v zstd >/dev/null; then
 	exit 0
 fi
 
-# The plugin does not read kernel frames yet (trace format version 3):
-# its traces are recorded without them (record NAME, tap-lib.sh).
-RECORD_OPTS=--user-only
+# Traces recorded as root keep kernel frames (format version 3): the
+# filter shows them above the user frames, as stackunwind does.
 # A crash is an exit status of 128 or more (or a babeltrace2 abort).
 no_crash() { [ "$(rc "$1")" -lt 128 ] && ! grep -q 'Aborting' "$work/$1.err"; }
 # all_of "SHELL CONDITION": for check, evaluated here (it may call the functions above).
@@ -232,20 +232,89 @@ check "damaged plain samples file: the samples before the damage ($ndmg of $nsam
 run dmg-quiet $BT --log-level=E -c source.stackcap.trace -p "inputs=[\"$work/dmg.trace\"]" -c filter.stackcap.unwind
 check "the same at --log-level=E: the same samples, no warning ($(wc -l <"$work/dmg-quiet.err") lines)" \
 	all_of "[ \"$(rc dmg-quiet)\" = 0 ] && cmp -s '$work/dmg.out' '$work/dmg-quiet.out' && [ ! -s '$work/dmg-quiet.err' ]"
-# A trace with kernel frames (version 3): the source gives what src.ctf.fs
-# gives (its kernel events too); src.ctf.fs + the filter pass its kernel
-# events and unwind its samples.
-"$STACKCAP" record -o "$work/kf.trace" -- "$TD/tdata-single" 0.2 2>"$work/kf.rerr"
-if grep -q 'stackcap_trace_version = 3;' "$work/kf.trace/metadata"; then
-	run kfsrc $BT -c source.stackcap.trace -p "inputs=[\"$work/kf.trace\"]"
-	run kfctf $BT "$work/kf.trace"
-	check "source on a kernel-frames trace (version 3): exit 0, the text of src.ctf.fs (kernel_symbols, $(grep -c kernel_chain: "$work/kfsrc.out") kernel_chain events)" \
-		sh -c "[ $(rc kfsrc) = 0 ] && grep -q 'kernel_symbols: ' '$work/kfsrc.out' && cmp -s '$work/kfsrc.out' '$work/kfctf.out'"
-	run kffl $BT "$work/kf.trace" -c filter.stackcap.unwind -c sink.stackcap.folded
-	check "filter + folded sink on a kernel-frames trace: exit 0, the user stacks ($(rc kffl))" \
-		sh -c "[ $(rc kffl) = 0 ] && grep -q 'hot_leaf' '$work/kffl.out'"
-else
-	not_ok "stackcap record kept no kernel frames here (root or kernel.kptr_restrict=0 needed): $(head -n 1 "$work/kf.rerr")"
+# ---- kernel frames, event names, off-CPU time ---------------------------------------
+# dd spends most of its time in the kernel: samples with kernel frames
+# (format version 3).  The source gives what src.ctf.fs gives; the filter
+# puts each sample's kernel frames first, innermost first, in module
+# [kernel.kallsyms], named from the trace's own kernel symbols (at its
+# end), the frames stackunwind stacks prints.
+if [ "$(id -u)" != 0 ] && [ "$(cat /proc/sys/kernel/kptr_restrict 2>/dev/null)" != 0 ]; then
+	not_ok "kernel frames need root or kernel.kptr_restrict=0 (sysctl kernel.kptr_restrict=0)"
 fi
+"$STACKCAP" record -o "$work/kf.trace" -- dd if=/dev/zero of=/dev/null bs=64k count=200000 \
+	>/dev/null 2>"$work/kf.rerr"
+check "dd recorded with kernel frames: format version 3 ($(grep -o 'kernel frames in [0-9]* samples' "$work/kf.rerr"))" \
+	grep -q 'stackcap_trace_version = 3;' "$work/kf.trace/metadata"
+run kfsrc $BT -c source.stackcap.trace -p "inputs=[\"$work/kf.trace\"]"
+run kfctf $BT "$work/kf.trace"
+check "source on a kernel-frames trace (version 3): exit 0, the text of src.ctf.fs (kernel_symbols, $(grep -c kernel_chain: "$work/kfsrc.out") kernel_chain events)" \
+	sh -c "[ $(rc kfsrc) = 0 ] && grep -q 'kernel_symbols: ' '$work/kfsrc.out' && cmp -s '$work/kfsrc.out' '$work/kfctf.out'"
+run kf-f $BT "$work/kf.trace" -c filter.stackcap.unwind
+# Per sample: its kernel frames' functions, innermost first ("-" for none).
+grep '\] (+[0-9.?]*) sample: ' "$work/kf-f.out" | awk '{
+	s = $0; k = ""; bad = 0; user = 0
+	while (match(s, /function = "[^"]*", module = "[^"]*"/)) {
+		f = substr(s, RSTART, RLENGTH); s = substr(s, RSTART + RLENGTH)
+		split(f, q, "\"")
+		if (q[4] == "[kernel.kallsyms]") { if (user) bad = 1; k = k (k == "" ? "" : ";") q[2] } else user = 1
+	}
+	print (bad ? "USER-BEFORE-KERNEL " : "") (k == "" ? "-" : k)
+}' >"$work/kf-f.k"
+# stackunwind stacks: the same, from "ADDR function+0xOFF ([kernel.kallsyms])" lines.
+"$SU" stacks "$work/kf.trace" 2>/dev/null | awk '
+	/^[^ \t]/ { if (n) print (k == "" ? "-" : k); n = 1; k = ""; next }
+	/\(\[kernel\.kallsyms\]\)$/ { f = $2; sub(/\+0x[0-9a-f]*$/, "", f); k = k (k == "" ? "" : ";") f }
+	END { if (n) print (k == "" ? "-" : k) }' >"$work/kf-su.k"
+nk=$(grep -c -v '^-$' "$work/kf-f.k")
+nall=$(wc -l <"$work/kf-f.k")
+check "filter: kernel frames in at least half of dd's samples ($nk of $nall)" [ "$nall" -ge 100 -a $((nk * 2)) -ge "$nall" ]
+check "filter: kernel frames always above the user frames" sh -c "! grep -q USER-BEFORE-KERNEL '$work/kf-f.k'"
+check "filter: each sample's kernel frames, innermost first, are those stackunwind stacks prints ($(wc -l <"$work/kf-su.k") samples)" \
+	sh -c "sort '$work/kf-f.k' >'$work/kf-f.ks' && sort '$work/kf-su.k' | cmp -s - '$work/kf-f.ks'"
+check "filter: dd's read or write path named from the trace's kernel symbols (vfs_read/vfs_write)" \
+	grep -q 'vfs_read\|vfs_write' "$work/kf-f.k"
+folded_same kf "$work/kf.trace"
+check "kf: folded stacks go from libc's read/write into the kernel" \
+	grep -q 'read;[^ ]*entry_SYSCALL_64[^ ]*;vfs_read\|write;[^ ]*entry_SYSCALL_64[^ ]*;vfs_write' "$work/kf-bt.out"
+
+# stackcap record -e: each sample's event_name from the trace's event table
+# (format version 4), every event's samples in the folded sink and event=.
+EV="$TD/tdata-events"
+(cd "$TD" && "$STACKCAP" record -o "$work/ev.trace" --stack-size 8192 -e syscalls:sys_enter_write \
+	-e tdata-events:probe_hit -e sdt:tdata:tick -- ./tdata-events -n 300) >/dev/null 2>"$work/ev.rerr"
+run ev-f $BT "$work/ev.trace" -c filter.stackcap.unwind
+for e in syscalls:sys_enter_write tdata-events:probe_hit sdt:tdata:tick; do
+	ne=$(grep -c "event_name = \"$e\"" "$work/ev-f.out")
+	su=$("$SU" stats "$work/ev.trace" 2>/dev/null | awk -v e="$e" '$1 == e && $3 == "samples" { print $2 }')
+	check "filter: $ne samples named $e, as stackunwind stats counts ($su), 300 hits" [ "$ne" = 300 -a "$su" = 300 ]
+done
+folded_same ev "$work/ev.trace"
+folded_same ev-write "$work/ev.trace" 'event="syscalls:sys_enter_write"' '--event syscalls:sys_enter_write'
+folded_same ev-sdt "$work/ev.trace" 'event="sdt:tdata:tick"' '--event sdt:tdata:tick'
+check "ev: the write stacks end in libc's write under write_once ($(grep -o '[^;]*;[^;]*write[^;]* [0-9]*$' "$work/ev-write-bt.out" | head -n 1))" \
+	grep -q ';write_once;[^ ]*write[^ ]* 300$' "$work/ev-write-bt.out"
+nd=$(grep -c 'event_name = "cpu-clock"' "$work/kf-f.out")
+check "filter: a trace without an event table names its samples cpu-clock ($nd of $nall)" [ "$nd" = "$nall" ]
+
+# stackcap record --off-cpu (format version 5): off_cpu_ns on each sample,
+# the folded sink's off-cpu=yes weighs the stacks by blocked microseconds.
+"$STACKCAP" record --off-cpu -o "$work/oc.trace" -- "$TD/tdata-offcpu" sleep 0.8 >/dev/null 2>"$work/oc.rerr"
+run oc-f $BT "$work/oc.trace" -c filter.stackcap.unwind
+noc=$(grep -c 'off_cpu_ns = [1-9]' "$work/oc-f.out")
+nsl=$(grep 'off_cpu_ns = [1-9]' "$work/oc-f.out" | grep 'function = "sleeper_wait"' |
+	grep -o 'off_cpu_ns = [0-9]*' | awk '$3 >= 800000000 && $3 <= 880000000' | wc -l)
+nsu=$("$SU" stacks --off-cpu "$work/oc.trace" 2>/dev/null | grep -c 'off-cpu [0-9.]* ms:$')
+check "filter: $noc samples with off_cpu_ns, as many as stackunwind stacks --off-cpu ($nsu)" [ "$noc" -ge 2 -a "$noc" = "$nsu" ]
+check "filter: the two sleeps in sleeper_wait carry 800 to 880 ms each ($nsl)" [ "$nsl" = 2 ]
+folded_same oc-off "$work/oc.trace" 'off-cpu=yes' --off-cpu
+check "oc: 1.6 s blocked under sleeper_wait in the sink's off-CPU stacks (within 10%)" \
+	awk '/;sleeper_wait;/ { s += $NF } END { exit !(s >= 1600000 && s <= 1760000) }' "$work/oc-off-bt.out"
+run oc-cpu $BT "$work/oc.trace" -c filter.stackcap.unwind -c sink.stackcap.folded
+"$SU" folded "$work/oc.trace" >"$work/oc-cpu-su.out" 2>/dev/null
+check "oc: without off-cpu= the sink leaves the off-CPU stacks out, as stackunwind folded" \
+	sh -c "[ $(rc oc-cpu) = 0 ] && ! grep -q sleeper_wait '$work/oc-cpu.out' && cmp -s '$work/oc-cpu.out' '$work/oc-cpu-su.out'"
+run bad-oc $BT "$work/oc.trace" -c filter.stackcap.unwind -c sink.stackcap.folded -p 'off-cpu="maybe"'
+check "sink: off-cpu= not a boolean: an error, no crash" \
+	all_of "[ \"$(rc bad-oc)\" != 0 ] && grep -q 'off-cpu are booleans' '$work/bad-oc.err' && no_crash bad-oc"
 
 echo "1..$n"

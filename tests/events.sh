@@ -137,6 +137,49 @@ for k in "probe tdata-events:probe_hit" "sdt sdt:tdata:tick"; do
 	check "-a $2: $N stacks on $(chain "$1") ($c)" [ "$c" = "$N" ]
 done
 
+# 4b. A library's events: tdata-evlib calls libtdata-evlib.so (its
+# DT_NEEDED) N times; the SDT marker named without its file is found among
+# the libraries the command loads, the uprobe by the library's name; libc's
+# own write(2) wrapper by libc's name.
+LB="$TD/tdata-evlib"
+lchain=$("$LB" --chain | awk '{ a[NR] = $0 } END { for (i = NR; i >= 1; i--) printf "%s%s", a[i], (i > 1 ? ";" : "") }')
+N=250
+rec lib -e sdt:tdata_lib:lib_tick -e libtdata-evlib.so:evlib_hit -e libtdata-evlib:evlib_run -- ./tdata-evlib -n $N
+check "library events: exit 0 ($(head -n 1 "$work/lib.err"))" rc_is lib 0
+c=$(on_chain lib sdt:tdata_lib:lib_tick "$lchain" "")
+check "sdt:tdata_lib:lib_tick (in libtdata-evlib.so, found through DT_NEEDED): $N stacks on $lchain ($c)" [ "$c" = "$N" ]
+c=$(on_chain lib libtdata-evlib.so:evlib_hit "$lchain" "")
+check "libtdata-evlib.so:evlib_hit (a uprobe on a library by its file name): $N stacks on $lchain ($c)" [ "$c" = "$N" ]
+c=$(on_chain lib libtdata-evlib:evlib_run "${lchain%;evlib_hit}" "")
+check "libtdata-evlib:evlib_run (by the library's stem): 1 stack on ${lchain%;evlib_hit} ($c)" [ "$c" = 1 ]
+rec libc -e libc:write -- ./tdata-events -n $N
+c=$(on_chain libc libc:write "$(chain write)" ';[^;]*write[^;]*')
+check "libc:write (a uprobe in libc.so.6): $N stacks, each write under write_once ($c of $(folded libc libc:write | total))" \
+	[ "$c" = "$N" ]
+rec libno -e sdt:tdata_lib:no_such -- ./tdata-evlib -n 3
+check "an SDT marker in none of the command's files and libraries: status 1, says where it looked" \
+	sh -c "[ \$(cat '$work/libno.rc') = 1 ] && grep -q 'no SDT marker tdata_lib:no_such in .*tdata-evlib nor the [0-9]* libraries' '$work/libno.err'"
+# -p: the attached process's mapped libraries; -a: the library's file, any process.
+rm -f "$work/lgo"
+"$LB" -n $N --wait "$work/lgo" &
+pid=$!
+(cd "$TD" && "$STACKCAP" record -p $pid -e sdt:tdata_lib:lib_tick -e libtdata-evlib.so:evlib_hit --stack-size 8192 \
+	-o "$work/libp.trace") >"$work/libp.out" 2>"$work/libp.err" &
+rp=$!
+wait_until 60 sh -c "ls '$work/libp.trace'/proc-* >/dev/null 2>&1" || echo "# the recorder never wrote its process stream"
+touch "$work/lgo"
+wait $rp
+echo $? >"$work/libp.rc"
+wait $pid
+check "-p with library events: exit 0 ($(head -n 1 "$work/libp.err"))" rc_is libp 0
+for e in sdt:tdata_lib:lib_tick libtdata-evlib.so:evlib_hit; do
+	c=$(on_chain libp "$e" "$lchain" "")
+	check "-p $e: $N stacks on $lchain ($c)" [ "$c" = "$N" ]
+done
+rec liba -a -e sdt:tdata_lib:lib_tick -- ./tdata-evlib -n $N
+c=$(on_chain liba sdt:tdata_lib:lib_tick "$lchain" "")
+check "-a sdt:tdata_lib:lib_tick: $N stacks on $lchain ($c)" [ "$c" = "$N" ]
+
 # 5. Software events: each sample named, on the known chain.
 rec tc -e task-clock -- ./tdata-single 0.3
 s=$(folded tc task-clock | total); c=$(folded tc task-clock | awk '/;hot_leaf / { n += $NF } END { print n + 0 }')
@@ -145,6 +188,32 @@ rec pf -e page-faults -c 1 -- ./tdata-events -n 10
 s=$(folded pf page-faults | total)
 check "page-faults -c 1: a sample per fault ($s)" [ "$s" -gt 0 ]
 check "page-faults: every sample is of that event" [ "$(per_event pf page-faults)" = "$s" ]
+
+# 5b. perf's spellings: NAME/period=N/ (the event's own period), NAME:u
+# and NAME:k (a software event in user or kernel mode only).
+rec per -e syscalls:sys_enter_write/period=10/ -e page-faults/period=1/ -- ./tdata-events -n 1000
+check "syscalls:sys_enter_write/period=10/: every 10th of 1000 writes, 100 samples, named as given ($(per_event per syscalls:sys_enter_write/period=10/))" \
+	[ "$(per_event per syscalls:sys_enter_write/period=10/)" = 100 ]
+check "page-faults/period=1/: a sample per fault ($(per_event per page-faults/period=1/))" \
+	[ "$(per_event per page-faults/period=1/)" -gt 0 ]
+# dd spends most of its time in the kernel: :u keeps its user-mode
+# samples only (no kernel frame), :k its kernel-mode ones (each with its
+# kernel frames, above the user stack that made the system call).
+kstacks() { "$UNW" stacks "$work/$1.trace" 2>/dev/null | awk '
+	/^[^\t ]/ { if (n) { t++; k += hk }; n = 1; hk = 0; next }
+	/\(\[kernel\.kallsyms\]\)$/ { hk = 1 }
+	END { if (n) { t++; k += hk }; print t + 0, k + 0 }'; }
+rec ku -e cpu-clock:u -- dd if=/dev/zero of=/dev/null bs=64k count=100000
+rec kk -e cpu-clock:k -- dd if=/dev/zero of=/dev/null bs=64k count=100000
+set -- $(kstacks ku) $(kstacks kk)
+check "cpu-clock:u: user-mode samples only, none with kernel frames ($2 of $1)" [ "$1" -ge 1 -a "$2" = 0 ]
+check "cpu-clock:k: kernel-mode samples only, each with kernel frames ($4 of $3)" [ "$3" -ge 20 -a "$4" = "$3" ]
+check "cpu-clock:k: named as given ($(per_event kk cpu-clock:k))" [ "$(per_event kk cpu-clock:k)" = "$3" ]
+# -a: every process's kernel-mode samples, each with its kernel frames.
+rec kka -a -e cpu-clock:k -- dd if=/dev/zero of=/dev/null bs=64k count=100000
+set -- $(kstacks kka)
+check "-a cpu-clock:k: exit 0, kernel-mode samples only, each with kernel frames ($2 of $1)" \
+	sh -c "[ \$(cat '$work/kka.rc') = 0 ] && [ $1 -ge 20 ] && [ $2 = $1 ]"
 
 # 6. Bad events: a message naming the event and why, status 1, no trace.
 bad() {
@@ -162,6 +231,12 @@ bad "no file /no/such" -e /no/such:main
 bad "no SDT marker tdata:no_such in" -e sdt:tdata:no_such
 bad "sdt:PROVIDER:NAME or sdt:BINARY:PROVIDER:NAME" -e sdt:nocolon
 bad "given twice" -e cpu-clock -e cpu-clock
+bad "modifier 'p' not supported" -e cpu-clock:p
+bad "modifiers u and k apply to software events" -e sched:sched_switch:k
+bad "happens in the kernel: in user mode only (:u) it never fires" -e context-switches:u
+bad "term 'foo=...' not supported" -e cpu-clock/foo=1/
+bad "term 'period=...' not supported" -e page-faults/period=0/
+bad "terms go between two slashes" -e page-faults/period=3
 # Not permitted: an unprivileged user reads no tracepoint id and opens no uprobe.
 # (tracefs is root's; the uprobe PMU needs CAP_PERFMON, whatever
 # kernel.perf_event_paranoid says)

@@ -73,9 +73,9 @@ check "pprof -sample_index=off-cpu: sleeper_wait's cumulative time is 1.6 s to 1
 	within 1600 1760 "${ms:-0}"
 
 # -- CPU and off-CPU samples in one trace: the babeltrace2 plugin's folded
-# sink leaves the off-CPU ones out as stackunwind folded does (user frames
-# only: the plugin does not show kernel frames yet).
-"$STACKCAP" record --off-cpu --user-only -o "$work/mix.trace" -- \
+# sink leaves the off-CPU ones out as stackunwind folded does (kernel
+# frames too), and with off-cpu=yes gives folded --off-cpu's bytes.
+"$STACKCAP" record --off-cpu -o "$work/mix.trace" -- \
 	sh -c "'$TD/tdata-single' 0.3 && '$P' sleep 0.2" >/dev/null 2>"$work/mix.err"
 check "mixed recording: exit 0" [ $? = 0 ]
 "$UNW" folded "$work/mix.trace" >"$work/mix.folded" 2>/dev/null
@@ -86,6 +86,10 @@ check "mixed: folded has tdata-single's CPU samples, folded --off-cpu the sleeps
 	sh -c "grep -q ';hot_leaf ' '$work/mix.folded' && ! grep -q sleeper_wait '$work/mix.folded' && grep -q ';sleeper_wait;' '$work/mix.off'"
 check "mixed: sink.stackcap.folded gives the bytes of stackunwind folded (off-CPU stacks left out)" \
 	cmp -s "$work/mix.folded" "$work/mix.sink"
+babeltrace2 --plugin-path="$B/plugin/.libs" "$work/mix.trace" -c filter.stackcap.unwind -c sink.stackcap.folded \
+	-p off-cpu=yes >"$work/mix.sinkoff" 2>"$work/mix.sinkofferr"
+check "mixed: sink.stackcap.folded off-cpu=yes gives the bytes of stackunwind folded --off-cpu" \
+	cmp -s "$work/mix.off" "$work/mix.sinkoff"
 
 # -- preempted is not off-CPU: one thread more than there are CPUs, each
 # burning CPU, are switched out while runnable; none of that is off-CPU.

@@ -67,8 +67,11 @@ function noparams(f,    i) {
 }
 /^[^\t ]/ {
 	if (hdr != "") print hdr "|" chain
-	n = split($0, a, " "); tid = a[n - 1]; sub(/.*\//, "", tid)
-	t = a[n]; sub(/:$/, "", t); hdr = tid " " t; chain = ""; next
+	# "comm pid/tid time:[ EVENT:]": the time follows pid/tid.
+	n = split($0, a, " "); k = n - 1
+	for (j = n - 1; j >= 1; j--) if (a[j] ~ /^[0-9]+\/[0-9]+$/) { k = j; break }
+	tid = a[k]; sub(/.*\//, "", tid)
+	t = a[k + 1]; sub(/:$/, "", t); hdr = tid " " t; chain = ""; next
 }
 /^[\t ]+[0-9a-f]+ / {
 	line = $0; sub(/^[\t ]+[0-9a-f]+ /, "", line)

@@ -179,6 +179,37 @@ nsum=$(sed -n 's/.*, \([0-9]*\) without user state.*/\1/p' "$work/sys.err")
 check "perf record -a: $nnu samples without user state print as [no-user], each one perf shows with kernel frames only ($nbad not), counted in the summary (${nsum:-none})" \
 	sh -c "[ $nbad = 0 ] && [ '${nsum:-0}' = $nnu ]"
 
+# ---- event names: perf.data's HEADER_EVENT_DESC ----
+# Several -e: each sample printed with its event's name, as perf script -F
+# event names it, in perf script's order; --event takes the samples of one.
+perf record -q -k monotonic -e page-faults -e sched:sched_switch -e cpu-clock --call-graph dwarf \
+	-o "$work/ev.data" -- "$TD/tdata-single" 0.3 >/dev/null 2>"$work/ev.perr"
+perf script --ns -i "$work/ev.data" -F tid,time,event 2>/dev/null |
+	awk '{ e = $NF; sub(/:$/, "", e); t = $(NF - 1); sub(/:$/, "", t); print $1, t, e }' >"$work/ev.perf"
+"$SU" stacks "$work/ev.data" 2>/dev/null | awk '/^[^\t ]/ {
+	n = split($0, a, " "); e = a[n]; sub(/:$/, "", e); t = a[n - 1]; sub(/:$/, "", t)
+	tid = a[n - 2]; sub(/.*\//, "", tid); print tid, t, e }' >"$work/ev.su"
+nev=$(cut -d' ' -f3 "$work/ev.perf" | sort -u | tr '\n' ' ')
+check "several -e: every sample's event as perf script -F event, in its order ($(wc -l <"$work/ev.perf") samples; $nev)" \
+	sh -c "[ \$(wc -l <'$work/ev.perf') -ge 100 ] && [ \$(cut -d' ' -f3 '$work/ev.perf' | sort -u | wc -l) = 3 ] && cmp -s '$work/ev.perf' '$work/ev.su'"
+for e in page-faults sched:sched_switch cpu-clock; do
+	np=$(grep -c " $e\$" "$work/ev.perf")
+	nf=$("$SU" folded --event "$e" "$work/ev.data" 2>/dev/null | awk '{ s += $NF } END { print s + 0 }')
+	ns=$("$SU" stacks --event "$e" "$work/ev.data" 2>/dev/null | grep -c "^[^	 ].*: $e:\$")
+	check "--event $e on the perf.data: folded counts perf script's $np samples ($nf), stacks prints them ($ns)" \
+		[ "$np" -ge 1 -a "$nf" = "$np" -a "$ns" = "$np" ]
+done
+# One tracepoint alone: named too (only a file of cpu-clock alone is unnamed,
+# as a stackcap trace recorded without -e).
+perf record -q -k monotonic -e sched:sched_switch --call-graph dwarf -o "$work/sw.data" \
+	-- "$TD/tdata-offcpu" sleep 0.05 >/dev/null 2>"$work/sw.perr"
+nsw=$(perf script -i "$work/sw.data" -F event 2>/dev/null | grep -c 'sched:sched_switch')
+nsu=$("$SU" stacks "$work/sw.data" 2>/dev/null | grep -c '^[^	 ].*: sched:sched_switch:$')
+check "-e sched:sched_switch alone: each of perf script's $nsw samples named so ($nsu)" [ "$nsw" -ge 2 -a "$nsu" = "$nsw" ]
+nhdr=$("$SU" stacks "$work/single.data" 2>/dev/null | grep -c '^[^	 ].*[0-9]:$')
+check "-e cpu-clock alone: no event printed, as a stackcap trace without -e ($nhdr headers end in the time)" \
+	[ "$nhdr" -ge 100 ]
+
 # The other commands on a perf.data.
 "$SU" stats "$work/single.data" >"$work/stats.out" 2>"$work/stats.err"
 src=$?

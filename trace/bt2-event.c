@@ -1,5 +1,7 @@
 /* babeltrace2 event messages -> raw events (trace/bt2-event.h). */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -310,4 +312,36 @@ int su_bt2_stackcap_event(const bt_message *msg, enum raw_kind kind, struct raw_
 	default:
 		return 0;
 	}
+}
+
+int su_bt2_event_table(const bt_trace *trace, char ***out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	const bt_value *cv = trace ? bt_trace_borrow_environment_entry_value_by_name_const(trace, "stackcap_events") : NULL;
+	int64_t count = !cv ? 0 : bt_value_is_signed_integer(cv) ? bt_value_integer_signed_get(cv)
+			 : bt_value_is_unsigned_integer(cv) ? (int64_t)bt_value_integer_unsigned_get(cv) : 0;
+	if (count <= 0 || count > 65536)
+		return 0;
+	char **v = calloc((size_t)count, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (int64_t i = 0; i < count; i++) {
+		char key[32];
+		snprintf(key, sizeof(key), "stackcap_event_%" PRId64, i);
+		const bt_value *nv = bt_trace_borrow_environment_entry_value_by_name_const(trace, key);
+		if (nv && bt_value_is_string(nv))
+			v[i] = strdup(bt_value_string_get(nv));
+		else if (asprintf(&v[i], "event%" PRId64, i) < 0)
+			v[i] = NULL;
+		if (!v[i]) {
+			for (int64_t k = 0; k < i; k++)
+				free(v[k]);
+			free(v);
+			return -ENOMEM;
+		}
+	}
+	*out = v;
+	*n = (size_t)count;
+	return 0;
 }

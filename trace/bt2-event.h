@@ -41,4 +41,10 @@ int su_bt2_stackcap_kind(const char *name);
 int su_bt2_stackcap_event(const bt_message *msg, enum raw_kind kind, struct raw_event *ev, uint8_t **blob,
 			  size_t *cap);
 
+/* The event table of TRACE's environment (stackcap_events and
+ * stackcap_event_I, versions 4 and 5: docs/trace-format.md) into *OUT (N
+ * malloc'ed names, a name missing from the table as "eventI"), or none
+ * (*OUT NULL, *N 0).  @return 0 or -ENOMEM. */
+int su_bt2_event_table(const bt_trace *trace, char ***out, size_t *n);
+
 #endif

@@ -62,7 +62,7 @@ enum {
 #define MISC_MMAP_BUILD_ID (1u << 14)
 #define MISC_BUILD_ID_SIZE (1u << 15)
 
-enum { FEAT_BUILD_ID = 2, FEAT_OSRELEASE = 4, FEAT_CMDLINE = 11, FEAT_COMPRESSED = 27 };
+enum { FEAT_BUILD_ID = 2, FEAT_OSRELEASE = 4, FEAT_CMDLINE = 11, FEAT_EVENT_DESC = 12, FEAT_COMPRESSED = 27 };
 
 /* ---- the model being built -------------------------------------------------- */
 
@@ -101,7 +101,9 @@ struct attr {
 	uint16_t sample_max_stack;   /* call chain entries at most (0: the kernel's default) */
 	uint32_t nregs;              /* popcount(sample_regs_user) */
 	int8_t reg_map[64];          /* i-th value in a sample -> ours, or -1 */
-	const char *name;            /* the event's name (a live stream's, given), or NULL */
+	const char *name;            /* the event's name (a live stream's, given; a file's,
+				      * from HEADER_EVENT_DESC), or NULL */
+	char *desc_name;             /* a file's: NAME, owned */
 };
 
 struct qev {
@@ -207,6 +209,8 @@ void perf_on_fork_exit(struct pr *r, const uint8_t *rec, size_t len, int fork);
 
 /* perf-sample.c */
 size_t perf_trailer_size(const struct attr *a);
+/* The attribute whose id section holds ID, or NULL. */
+const struct attr *perf_attr_of_id(const struct pr *r, uint64_t id);
 const struct attr *perf_record_attr(struct pr *r, const uint8_t *rec, size_t len);
 uint64_t perf_record_time(struct pr *r, const uint8_t *rec, size_t len);
 void perf_deliver(struct pr *r, const uint8_t *rec, size_t len);

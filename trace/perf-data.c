@@ -213,6 +213,61 @@ static void read_build_ids(struct pr *r, const uint8_t *p, uint64_t size)
 	}
 }
 
+/* HEADER_EVENT_DESC: u32 nr, u32 attr_size, then per event its attr, u32
+ * nr_ids, a perf_header_string (u32 len, len bytes, NUL-padded) and its
+ * ids.  Each attribute of the file gets its event's name (perf's evsel
+ * name: what `perf script -F event` prints), found by its ids, else by
+ * its position.  A file of one event named cpu-clock (perf's dummy events
+ * aside) keeps none: that is
+ * what a sample without a name is (su_sample_event), as in a stackcap
+ * trace recorded without -e. */
+static void read_event_desc(struct pr *r, const uint8_t *p, uint64_t size)
+{
+	if (size < 8)
+		return;
+	uint32_t const nr = su_ld32(p), asz = su_ld32(p + 4);
+	uint64_t off = 8;
+	for (uint32_t i = 0; i < nr; i++) {
+		if (asz > size - off || size - off - asz < 8)
+			goto damaged;
+		off += asz;
+		uint32_t const nid = su_ld32(p + off), slen = su_ld32(p + off + 4);
+		off += 8;
+		if (slen > size - off || (uint64_t)nid * 8 > size - off - slen)
+			goto damaged;
+		const char *str = (const char *)p + off;
+		size_t const len = strnlen(str, slen);
+		off += slen;
+		const struct attr *at = nid ? perf_attr_of_id(r, su_ld64(p + off)) : NULL;
+		long a = at ? at - r->attrs : -1;
+		off += (uint64_t)nid * 8;
+		if (a < 0 && i < r->n_attrs)
+			a = (long)i;
+		if (a < 0 || r->attrs[a].desc_name || !len)
+			continue;
+		if (!(r->attrs[a].desc_name = strndup(str, len)))
+			return;
+		/* Printable names only: bytes outside ASCII's printable range as '_'. */
+		for (char *c = r->attrs[a].desc_name; *c; c++)
+			if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+				*c = '_';
+		r->attrs[a].name = r->attrs[a].desc_name;
+	}
+	/* perf's own tracking events (`dummy:HG` of perf record -a) take no
+	 * samples: they do not count. */
+	size_t named = 0, cpu = 0;
+	for (size_t i = 0; i < r->n_attrs; i++)
+		if (!r->attrs[i].name || strncmp(r->attrs[i].name, "dummy:", 6)) {
+			named++;
+			cpu = i;
+		}
+	if (named == 1 && r->attrs[cpu].name && !strcmp(r->attrs[cpu].name, "cpu-clock"))
+		r->attrs[cpu].name = NULL;
+	return;
+damaged:
+	su_reader_warn(r->warn, "%s: damaged event descriptions: the rest of the events are unnamed", r->name);
+}
+
 static int read_features(struct pr *r, const uint8_t *bits)
 {
 	uint64_t const sec = r->data_off + r->data_size;
@@ -238,6 +293,8 @@ static int read_features(struct pr *r, const uint8_t *bits)
 			if (slen <= size - 4)
 				snprintf(r->osrelease, sizeof(r->osrelease), "%.*s", (int)strnlen((const char *)p + 4, slen),
 					 (const char *)p + 4);
+		} else if (feat == FEAT_EVENT_DESC) {
+			read_event_desc(r, p, size);
 		} else if (feat == FEAT_COMPRESSED) {
 			/* Checked when a compressed record is met. */
 		}
@@ -265,6 +322,8 @@ void perf_pr_free(struct pr *r)
 			free(r->paths[i]);
 		}
 	free(r->paths);
+	for (size_t i = 0; r->attrs && i < r->n_attrs; i++)
+		free(r->attrs[i].desc_name);
 	free(r->attrs);
 	free(r->ids);
 	free(r->q);

@@ -11,7 +11,7 @@
 
 /* ---- records -------------------------------------------------------------------- */
 
-static const struct attr *attr_of_id(struct pr *r, uint64_t id)
+const struct attr *perf_attr_of_id(const struct pr *r, uint64_t id)
 {
 	size_t lo = 0, hi = r->n_ids;
 	while (lo < hi) {
@@ -41,7 +41,7 @@ const struct attr *perf_record_attr(struct pr *r, const uint8_t *rec, size_t len
 {
 	const struct attr *a = &r->attrs[0];
 	if (r->n_attrs > 1 && r->id_from_end && len >= 8 + 8u * (size_t)r->id_from_end) {
-		const struct attr *b = attr_of_id(r, su_ld64(rec + len - 8u * (size_t)r->id_from_end));
+		const struct attr *b = perf_attr_of_id(r, su_ld64(rec + len - 8u * (size_t)r->id_from_end));
 		if (b)
 			a = b;
 	}
@@ -55,7 +55,7 @@ uint64_t perf_record_time(struct pr *r, const uint8_t *rec, size_t len)
 	if (type == R_SAMPLE) {
 		const struct attr *a = &r->attrs[0];
 		if (r->n_attrs > 1 && r->id_pos >= 0 && len >= 8 + 8u * ((size_t)r->id_pos + 1)) {
-			const struct attr *b = attr_of_id(r, su_ld64(rec + 8 + 8u * (size_t)r->id_pos));
+			const struct attr *b = perf_attr_of_id(r, su_ld64(rec + 8 + 8u * (size_t)r->id_pos));
 			if (b)
 				a = b;
 		}
@@ -181,7 +181,7 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 	if (r->n_attrs > 1 && r->id_pos >= 0) {
 		if (len < 8 + 8u * ((size_t)r->id_pos + 1))
 			goto bad;
-		a = attr_of_id(r, su_ld64(rec + 8 + 8u * (size_t)r->id_pos));
+		a = perf_attr_of_id(r, su_ld64(rec + 8 + 8u * (size_t)r->id_pos));
 		if (!a) {
 			r->unknown_ids++;
 			return;

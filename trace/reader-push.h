@@ -39,6 +39,12 @@ int su_reader_can_decode(const struct su_reader *r, const struct raw_event *ev);
  * keeps this 0: hold, then give up as for maps. */
 int su_reader_can_name_runtime(const struct su_reader *r, const struct raw_event *ev);
 
+/* The trace's event table (versions 4 and 5: docs/trace-format.md): the
+ * reader takes NAMES (N malloc'ed strings in a malloc'ed array) and names
+ * each later sample by its event index; a table set before is freed.
+ * Without one every sample is the default event (su_sample.event NULL). */
+void su_reader_set_events(struct su_reader *r, char **names, size_t n);
+
 /* The counts so far (drops: the latest totals of every thread). */
 void su_reader_get_stats(const struct su_reader *r, struct su_reader_stats *stats);
 

@@ -1025,6 +1025,15 @@ int su_reader_push(struct su_reader *p, const struct raw_event *ev)
 	return on_event(&p->r, ev);
 }
 
+void su_reader_set_events(struct su_reader *p, char **names, size_t n)
+{
+	for (size_t i = 0; i < p->r.n_events; i++)
+		free(p->r.events[i]);
+	free(p->r.events);
+	p->r.events = names;
+	p->r.n_events = names ? n : 0;
+}
+
 int su_reader_can_decode(const struct su_reader *p, const struct raw_event *ev)
 {
 	struct reader *r = (struct reader *)&p->r; /* section_at only reads */

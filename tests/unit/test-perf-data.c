@@ -200,6 +200,7 @@ struct got {
 	uint64_t time[16], pc[16], sp[16], bp[16], word0[16], nwords[16];
 	uint32_t tid[16], n_kernel[16];
 	uint64_t kernel[16][4];
+	char event[16][32];          /* "(null)": none */
 };
 
 static int on_process(void *arg, const struct su_process *p)
@@ -242,6 +243,7 @@ static int on_sample(void *arg, const struct su_sample *s)
 	g->nwords[i] = s->image->nwords;
 	g->word0[i] = s->image->nwords ? s->image->words[0] : 0;
 	g->n_kernel[i] = s->n_kernel_chain;
+	snprintf(g->event[i], sizeof(g->event[0]), "%s", s->event ? s->event : "(null)");
 	for (uint32_t k = 0; k < s->n_kernel_chain && k < 4; k++)
 		g->kernel[i][k] = s->kernel_chain[k];
 	return 0;
@@ -275,6 +277,57 @@ static void typical(struct buf *d)
 	rec_round(d);
 	rec_sample(d, 100, 400, 0x400300, 0x7fd000, 0xc0);
 }
+
+/* F with a HEADER_EVENT_DESC feature section naming its one event NAME
+ * (its body cut to CUT bytes when CUT is not 0). */
+static void add_event_desc(struct buf *f, const char *name, size_t cut)
+{
+	f->b[72 + 12 / 8] |= 1u << (12 % 8); /* HEADER_EVENT_DESC */
+	struct buf body = { 0 };
+	put32(&body, 1);          /* nr */
+	put32(&body, ATTR_BYTES); /* attr_size */
+	uint8_t attr[ATTR_BYTES] = { 0 };
+	put(&body, attr, sizeof(attr));
+	put32(&body, 0);          /* nr_ids */
+	char str[32] = { 0 };
+	snprintf(str, sizeof(str), "%s", name);
+	put32(&body, sizeof(str));
+	put(&body, str, sizeof(str));
+	size_t const n = cut ? cut : body.n;
+	put64(f, f->n + 16); /* the section: after its header */
+	put64(f, n);
+	put(f, body.b, n);
+	free(body.b);
+}
+
+/* perf.data's event names (HEADER_EVENT_DESC) on every sample; a file of
+ * cpu-clock alone is unnamed, as a stackcap trace without -e; a cut table
+ * names nothing and says so. */
+START_TEST(t_event_desc)
+{
+	static const struct {
+		const char *name, *want;
+		size_t cut;
+	} cases[] = { { "page-faults", "page-faults", 0 }, { "sched:sched_switch", "sched:sched_switch", 0 },
+		      { "cpu-clock", "(null)", 0 }, { "page-faults", "(null)", 8 + ATTR_BYTES + 6 } };
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct buf d = { 0 };
+		typical(&d);
+		struct buf f = file_of(&d, TYPICAL, SAMPLE_ID_ALL);
+		add_event_desc(&f, cases[c].name, cases[c].cut);
+		struct got g;
+		struct su_reader_stats st;
+		char err[256];
+		int const rc = read_image(&f, &g, &st, err, sizeof(err));
+		ck_assert_msg(rc == 0, "rc %d: %s", rc, err);
+		ck_assert_int_eq(g.samples, 3);
+		for (int i = 0; i < 3; i++)
+			ck_assert_str_eq(g.event[i], cases[c].want);
+		free(d.b);
+		free(f.b);
+	}
+}
+END_TEST
 
 START_TEST(t_typical)
 {
@@ -556,6 +609,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_damaged_record);
 	tcase_add_test(tc, t_bad_sample);
 	tcase_add_test(tc, t_live_stream_kernel_chain);
+	tcase_add_test(tc, t_event_desc);
 	suite_add_tcase(s, tc);
 	return s;
 }
