@@ -2,8 +2,8 @@
 /* What each thread of stackunwind owns: its modules (elfutils 0.188 is not
  * thread-safe), resolver, unwinder and frames; what it counted; the
  * binaries its frames needed and could not use; the stacks formatter's
- * frame texts.  The reader thread unwinds with one; each worker resolves
- * and formats with its own. */
+ * frame texts.  Each worker unwinds, resolves and formats with its own,
+ * and so does the reader thread. */
 #ifndef STACKCAP_CLI_WORKER_H
 #define STACKCAP_CLI_WORKER_H
 
