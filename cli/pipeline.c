@@ -29,6 +29,7 @@ enum batch_state {
 struct held {
 	struct su_sample s;
 	struct stackcap_image image, segment;
+	uint8_t has_image, has_segment;
 	size_t words, segment_words, user_chain, kernel_chain, runtime_frames;
 };
 
@@ -104,13 +105,13 @@ static void *arena_at(struct batch *b, size_t off)
 }
 
 /* The image IMG's words into B (what the unwinder reads: not the bitmap
- * of kept words).  @return the words' offset. */
+ * of kept words).  @return the words' offset (NONE: IMG has none). */
 static size_t image_put(struct batch *b, struct stackcap_image *copy, const struct stackcap_image *img, int *oom)
 {
 	*copy = *img;
 	copy->kept = NULL;
-	copy->capacity = img->nwords;
-	return arena_put(b, img->words ? img->words : (const void *)"", img->nwords * sizeof(*img->words), oom);
+	copy->capacity = img->words ? img->nwords : 0;
+	return arena_put(b, img->words, img->words ? img->nwords * sizeof(*img->words) : 0, oom);
 }
 
 static int batch_add(struct batch *b, const struct su_sample *s)
@@ -119,6 +120,8 @@ static int batch_add(struct batch *b, const struct su_sample *s)
 	int oom = 0;
 	h->s = *s;
 	h->s.full_image = NULL; /* fidelity (stackunwind stats) only */
+	h->has_image = s->image != NULL;
+	h->has_segment = s->segment != NULL;
 	h->words = s->image ? image_put(b, &h->image, s->image, &oom) : NONE;
 	h->segment_words = s->segment ? image_put(b, &h->segment, s->segment, &oom) : NONE;
 	h->user_chain = arena_put(b, s->user_chain, s->n_user_chain * sizeof(*s->user_chain), &oom);
@@ -133,9 +136,9 @@ static int batch_add(struct batch *b, const struct su_sample *s)
 /* The sample H points into its batch's arena again. */
 static const struct su_sample *held_sample(struct batch *b, struct held *h)
 {
-	h->s.image = h->words == NONE ? NULL : &h->image;
+	h->s.image = h->has_image ? &h->image : NULL;
 	h->image.words = arena_at(b, h->words);
-	h->s.segment = h->segment_words == NONE ? NULL : &h->segment;
+	h->s.segment = h->has_segment ? &h->segment : NULL;
 	h->segment.words = arena_at(b, h->segment_words);
 	h->s.user_chain = arena_at(b, h->user_chain);
 	h->s.kernel_chain = arena_at(b, h->kernel_chain);
