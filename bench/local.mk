@@ -71,11 +71,12 @@ bench-unwind-fast: bench/unwind-fast
 	bench/unwind-fast
 .PHONY: bench-unwind-fast
 
-# bench/perf-vs.sh: stackunwind stacks beside perf script on perf.data files
-# (median of 5, the ratio), perf.data size beside `stackcap convert`'s
-# trace.  `make bench-perf-vs`.
+# bench/perf-vs.sh: stackunwind stacks and folded beside perf 6.1 script,
+# perf 7 script and samply import on perf.data files (median of 3, ratios
+# to perf 7), then samples/s on our own trace.  `make bench-perf-vs`
+# (PERF_VS_BIG=1: a ~1 GB perf.data too).
 EXTRA_DIST += bench/perf-vs.sh
-bench-perf-vs: cli/stackunwind cli/stackcap
+bench-perf-vs: cli/stackunwind cli/stackcap testdata/tdata-recurse testdata/tdata-threads
 	$(SHELL) $(srcdir)/bench/perf-vs.sh $(abs_top_builddir)
 .PHONY: bench-perf-vs
 

@@ -1,82 +1,149 @@
 #!/bin/sh
 # bench/perf-vs.sh BUILD_DIR [SECONDS]: perf.data files read by stackunwind
-# beside perf script.  Records with `perf record -k monotonic -e cpu-clock
-# --call-graph dwarf` a testdata program (tdata-threads -t 2), gzip and xz
-# compressing a file, and python3 running pure-Python code; then, on each
-# file, times `stackunwind stacks [-j 1] [--no-cache] F >/dev/null` and `perf script -i F
-# >/dev/null` (warm: a first run fills the page cache; median of 5; the
-# ratio), and converts it with `stackcap convert` (plain and --zstd) to
-# compare sizes.  Numbers go to docs/BENCHMARKS.md.
+# beside the strongest peers: Debian's perf (6.1, libunwind), perf 7.x
+# (libdw, its Dwfl kept between samples) and samply (framehop), in one run.
+#
+# Records with `perf record -k monotonic -e cpu-clock -F 999 --call-graph
+# dwarf`: a 48-frame C chain (tdata-recurse -d 46, SECONDS of CPU), sqlite3
+# (sorting and grouping in memory), python3 (pure Python and zlib) and
+# xz -T2 (two threads, four blocks); with PERF_VS_BIG=1 also a ~1 GB
+# perf.data (tdata-threads -t 2 at 1999 Hz for PERF_VS_BIG_SECONDS, default
+# 32: ~128,000 samples of ~8.4 KB; off by default: the file takes 1 GB of
+# /tmp and a few minutes).  Then times, on each file, whole process, warm (a
+# first run fills the page cache), median of 3, everything under nice:
+#   stackunwind stacks -j 1, stacks -j 2, folded -j 1;
+#   perf script (Debian's perf, on this machine);
+#   perf 7 script --symfs=/hostroot, inside the chroot of PERF7_SH
+#     (default /work/shared/tools/perf7.sh: trixie with linux-perf 7.x from
+#     trixie-backports and samply from sid; the time is taken inside the
+#     chroot, so the chroot's own start is not counted);
+#   samply import --save-only (it unwinds and names nothing: names come
+#     later, in the browser), run on this machine's files through the
+#     chroot's dynamic loader and libraries (inside the chroot it would
+#     unwind with the chroot's libc, not the recorded one);
+# and prints each time and perf 7's time divided by it (how many times
+# faster than perf 7 script).  Then the same chain recorded by stackcap
+# record at 9999 Hz (our own trace): samples per second of stacks -j 1,
+# -j 2 and folded.  PERF7_SH=skip leaves perf 7 and samply out;
+# PERF_VS_FILES="chain big" (say) times only those files.
+# Numbers go to docs/BENCHMARKS.md.  The machine may be shared: ratios in
+# one run mean more than absolute times.
 set -eu
 B=${1:?usage: bench/perf-vs.sh BUILD_DIR [SECONDS]}
-SECS=${2:-2}
+SECS=${2:-5}
 B=$(cd "$B" && pwd)
 SU="$B/cli/stackunwind"
 STACKCAP="$B/cli/stackcap"
-for t in perf gzip xz /usr/bin/python3 /usr/bin/time; do
+PERF7=${PERF7_SH:-/work/shared/tools/perf7.sh}
+R7=${PERF7_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/stackcap-perf7}
+for t in perf sqlite3 xz /usr/bin/python3; do
 	command -v "$t" >/dev/null || { echo "bench/perf-vs.sh: $t missing: scripts/install-deps.sh installs it" >&2; exit 1; }
 done
-w=$(mktemp -d)
+if [ "$PERF7" != skip ]; then
+	[ -x "$PERF7" ] || { echo "bench/perf-vs.sh: $PERF7 missing (the trixie chroot with perf 7 and samply); PERF7_SH=PATH names it, PERF7_SH=skip leaves them out" >&2; exit 1; }
+	"$PERF7" perf --version >/dev/null || { echo "bench/perf-vs.sh: $PERF7 could not set up perf 7 (needs root and debootstrap)" >&2; exit 1; }
+fi
+w=$(mktemp -d /tmp/perf-vs.XXXXXX)
 trap 'rm -rf "$w"' EXIT
 # Inflated debug files kept in a private cache (debuginfo/inflate-cache.h).
 export STACKCAP_CACHE_DIR="$w/cache"
 
+# PERF_VS_FILES="chain big": only these of the files (chain sqlite3 python3 xz big).
+want() { case " ${PERF_VS_FILES:-chain sqlite3 python3 xz big} " in *" $1 "*) return 0;; esac; return 1; }
 precord() {
-	name=$1; shift
-	perf record -q -k monotonic -e cpu-clock --call-graph dwarf -o "$w/$name.data" -- "$@" >/dev/null 2>&1
+	name=$1 hz=$2; shift 2
+	nice perf record -q -k monotonic -e cpu-clock -F "$hz" --call-graph dwarf -o "$w/$name.data" -- "$@" >/dev/null 2>&1
 }
-echo "recording ($SECS s of CPU per workload)..." >&2
-precord threads "$B/testdata/tdata-threads" -t 2 "$SECS"
-head -c 20000000 /dev/urandom | od -An -tx1 >"$w/input.txt"
-precord gzip gzip -9 -c "$w/input.txt"
-head -c 2500000 "$w/input.txt" >"$w/small.txt"
-precord xz xz -T1 -6 -c "$w/small.txt"
+echo "recording..." >&2
+want chain && precord chain 999 "$B/testdata/tdata-recurse" -d 46 "$SECS"
+want sqlite3 && precord sqlite3 999 sqlite3 :memory: "
+	CREATE TABLE t(a INTEGER, b TEXT);
+	WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 600000)
+	INSERT INTO t SELECT (x * 7919) % 100003, hex(x * 2654435761) FROM c;
+	CREATE INDEX ia ON t(a);
+	SELECT count(*), sum(length(b)) FROM (SELECT a, group_concat(b) AS b FROM t GROUP BY a ORDER BY b);"
 cat >"$w/work.py" <<'EOF'
-import sys
+import sys, zlib
 def fib(n):
     return n if n < 2 else fib(n - 1) + fib(n - 2)
 d = {}
-for i in range(400000):
+for i in range(300000):
     d[str(i)] = i * i
-print(fib(25), len(d), file=sys.stderr)
+data = " ".join(d).encode() * 4
+print(fib(25), len(d), len(zlib.compress(data, 9)), file=sys.stderr)
 EOF
-precord python /usr/bin/python3 "$w/work.py"
+want python3 && precord python3 999 /usr/bin/python3 "$w/work.py"
+head -c 4000000 /dev/urandom | od -An -tx1 >"$w/input.txt"
+want xz && precord xz 999 xz -T2 --block-size=3MiB -6 -c "$w/input.txt"
+FILES=
+for p in chain sqlite3 python3 xz; do want $p && FILES="$FILES $p"; done
+if [ "${PERF_VS_BIG:-0}" = 1 ] && want big; then
+	echo "recording the ~1 GB file (${PERF_VS_BIG_SECONDS:-32} s of CPU on two threads)..." >&2
+	precord big 1999 "$B/testdata/tdata-threads" -t 2 "${PERF_VS_BIG_SECONDS:-32}"
+	FILES="$FILES big"
+fi
 
-# median of five: seconds (to the millisecond: the short runs are tens of ms)
+# One run of a command, timed by the shell that starts it (in the chroot
+# for perf 7): "WALL_MS CPU_MS", CPU the command's user + system time
+# (steadier than wall time on a busy machine).
+ONE='t0=$(date +%s%N); nice "$@" >/dev/null 2>&1; t1=$(date +%s%N); echo $(( (t1 - t0) / 1000000 )); times'
+parse_one() {
+	awk 'NR == 1 { w = $1 } NR == 3 { c = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); c += a[1] * 60 + a[2] } }
+		END { printf "%d %d\n", w, c * 1000 }'
+}
+one() { sh -c "$ONE" sh "$@" | parse_one; }
+one7() { "$PERF7" sh -c "$ONE" sh "$@" | parse_one; }
+# timed ONE CMD...: a warm run, then three: "WALL CPU" medians, in seconds.
 timed() {
-	"$@" >/dev/null 2>&1 || true
-	for i in 1 2 3 4 5; do
-		t0=$(date +%s%N)
-		"$@" >/dev/null 2>&1 || true
-		t1=$(date +%s%N)
-		echo $(( (t1 - t0) / 1000000 ))
-	done | sort -n | sed -n 3p | awk '{ printf "%.3f", $1 / 1000 }'
+	how=$1; shift
+	$how "$@" >/dev/null
+	for i in 1 2 3; do $how "$@"; done >"$w/runs"
+	echo "$(cut -d' ' -f1 "$w/runs" | sort -n | sed -n 2p) $(cut -d' ' -f2 "$w/runs" | sort -n | sed -n 2p)" |
+		awk '{ printf "%.3f %.3f\n", $1 / 1000, $2 / 1000 }'
 }
+# samply from the chroot, run here (a script, so that nice runs it).
+printf '#!/bin/sh\nexec "%s" --library-path "%s" "%s" "$@"\n' "$R7/lib64/ld-linux-x86-64.so.2" \
+	"$R7/usr/lib/x86_64-linux-gnu" "$R7/usr/bin/samply" >"$w/samply"
+chmod +x "$w/samply"
 
-echo "machine: $(nproc) cores, $(sed -n 's/^model name[ 	]*: //p' /proc/cpuinfo | head -n 1), $(date -u +%Y-%m-%d), $(perf version)"
-# peak resident MiB of one run
-rss() {
-	/usr/bin/time -f "%M" -o "$w/rss" "$@" >/dev/null 2>&1 || true
-	awk '{ printf "%.0f", $1 / 1024 }' "$w/rss"
-}
-printf '%-8s %8s %9s %9s %9s %9s %8s %8s %7s %7s %11s %11s %11s %7s %7s\n' workload samples "su -j1 s" "nocache s" "su -jN s" "perf s" ratio "ratio nc" "su MiB" "pf MiB" "perf.data" "trace" "trace.zst" "x" "x zst"
-for p in threads gzip xz python; do
+echo "machine: $(nproc) cores, $(sed -n 's/^model name[ 	]*: //p' /proc/cpuinfo | head -n 1), $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "perf 6: $(perf version)$([ "$PERF7" = skip ] || echo ", perf 7: $("$PERF7" perf version), $("$w/samply" --version)")"
+echo "seconds, median of 3: wall, then CPU (user + system); in brackets perf 7 script's time / this one"
+hdr() { printf '%-8s %-4s %8s %7s %7s %17s %17s %17s %17s %8s %17s\n' file what samples MB frames "stacks -j 1" "stacks -j 2" "folded -j 1" "perf 6 script" "perf 7" "samply import"; }
+hdr
+for p in $FILES; do
 	f="$w/$p.data"
 	n=$("$SU" stats "$f" 2>/dev/null | sed -n 's/^samples: *//p')
-	# With the inflated-debug-file cache (filled by timed's first run),
-	# and without it.
-	ts=$(timed "$SU" stacks -j 1 "$f")
-	tc=$(timed "$SU" stacks -j 1 --no-cache "$f")
-	tn=$(timed "$SU" stacks "$f")
-	tp=$(timed perf script -i "$f")
-	ms=$(rss "$SU" stacks -j 1 "$f")
-	mp=$(rss perf script -i "$f")
-	"$STACKCAP" convert "$f" -o "$w/$p.trace" 2>/dev/null
-	"$STACKCAP" convert "$f" -o "$w/$p.ztrace" --zstd 2>/dev/null
-	sz=$(stat -c %s "$f")
-	st=$(find "$w/$p.trace" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
-	sza=$(find "$w/$p.ztrace" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
-	awk -v p="$p" -v n="$n" -v ts="$ts" -v tc="$tc" -v tn="$tn" -v tp="$tp" -v ms="$ms" -v mp="$mp" -v sz="$sz" -v st="$st" -v sza="$sza" 'BEGIN {
-		printf "%-8s %8d %9.3f %9.3f %9.3f %9.3f %7.1fx %7.1fx %7d %7d %11d %11d %11d %6.0fx %6.0fx\n",
-			p, n, ts, tc, tn, tp, (ts > 0 ? tp / ts : 0), (tc > 0 ? tp / tc : 0), ms, mp, sz, st, sza, sz / st, sz / sza }'
+	mb=$(stat -c %s "$f" | awk '{ printf "%.0f", $1 / 1e6 }')
+	fr=$("$SU" stacks -j 1 "$f" 2>/dev/null | awk '/^\t/ { f++ } /^[^\t ]/ { s++ } END { printf "%.1f", s ? f / s : 0 }')
+	ts=$(timed one "$SU" stacks -j 1 "$f")
+	t2=$(timed one "$SU" stacks -j 2 "$f")
+	tf=$(timed one "$SU" folded -j 1 "$f")
+	tp=$(timed one perf script -i "$f")
+	t7="0 0" tsa="0 0"
+	if [ "$PERF7" != skip ]; then
+		t7=$(timed one7 perf script --symfs=/hostroot -i "$f")
+		tsa=$(timed one "$w/samply" import "$f" --save-only -o "$w/samply.json.gz")
+	fi
+	for k in 1 2; do
+		echo "$ts $t2 $tf $tp $t7 $tsa" | awk -v p="$p" -v n="$n" -v mb="$mb" -v fr="$fr" -v k="$k" '
+		function c(t) { return sprintf("%.3f (%5.1fx)", t, (t > 0 && t7 > 0) ? t7 / t : 0) }
+		{ t7 = $(8 + k)
+		  printf "%-8s %-4s %8d %7d %7s %17s %17s %17s %17s %8.3f %17s\n", p, (k == 1 ? "wall" : "cpu"), n, mb, fr,
+			c($k), c($(2 + k)), c($(4 + k)), c($(6 + k)), t7, c($(10 + k)) }'
+	done
 done
+
+# Our own trace of the same chain.
+want chain || exit 0
+nice "$STACKCAP" record -F 9999 -o "$w/chain.trace" -- "$B/testdata/tdata-recurse" -d 46 "$SECS" 2>/dev/null
+n=$("$SU" stats "$w/chain.trace" 2>/dev/null | sed -n 's/^samples: *//p')
+echo "stackcap trace of the chain (9999 Hz): $n samples; samples per second (seconds), median of 3"
+for c in "stacks -j 1" "stacks -j 2" "folded -j 1" "folded -j 2"; do
+	set -- $(timed one "$SU" $c "$w/chain.trace")
+	awk -v c="$c" -v n="$n" -v t="$1" -v u="$2" 'BEGIN {
+		printf "  %-12s %9.0f/s wall (%.3f s), %9.0f/s CPU (%.3f s)\n", c, t > 0 ? n / t : 0, t, u > 0 ? n / u : 0, u }'
+done
+"$SU" stacks -j 1 "$w/chain.trace" >"$w/j1.out" 2>/dev/null
+"$SU" stacks -j 2 "$w/chain.trace" >"$w/j2.out" 2>/dev/null
+cmp -s "$w/j1.out" "$w/j2.out" && echo "  -j 1 and -j 2 outputs identical" || echo "  WARNING: -j 1 and -j 2 outputs differ"

@@ -108,10 +108,80 @@ static int frame_text_build(struct frame_text *ft, const struct su_resolved *r)
 	return 0;
 }
 
+/* ---- whole frame text, cached per (maps, pc, entry, activation) ------------- */
+
+static uint64_t pc_hash(const struct su_maps *maps, const struct su_frame *f)
+{
+	uint64_t h = (uint64_t)(uintptr_t)maps * 0x9E3779B97F4A7C15ull;
+	h ^= (f->pc * 2 + f->activation) * 0xC2B2AE3D27D4EB4Full;
+	h ^= (uint64_t)f->map * 0x165667B19E3779F9ull;
+	return h ^ (h >> 29);
+}
+
+struct pc_key {
+	const struct worker *w;
+	const struct su_maps *maps;
+	const struct su_frame *f;
+};
+
+static int pctext_eq(const void *arg, uint32_t i)
+{
+	const struct pc_key *k = arg;
+	const struct pc_text *t = &k->w->pctext[i];
+	return t->maps == k->maps && t->pc == k->f->pc && t->map == k->f->map && t->activation == k->f->activation;
+}
+
+/* The cached text of frame F of MAPS, or NULL. */
+static const struct pc_text *pctext_find(struct worker *w, const struct su_maps *maps, const struct su_frame *f)
+{
+	if (!w->n_pctext)
+		return NULL;
+	struct pc_key const key = { w, maps, f };
+	if (pctext_eq(&key, (uint32_t)w->last_pctext))
+		return &w->pctext[w->last_pctext];
+	size_t const slot = su_hmap_find(&w->pctext_map, pc_hash(maps, f), pctext_eq, &key);
+	if (!su_hmap_used(&w->pctext_map, slot))
+		return NULL;
+	w->last_pctext = su_hmap_value(&w->pctext_map, slot);
+	return &w->pctext[w->last_pctext];
+}
+
+/* Keep TEXT (LEN bytes) as frame F's text: M's, UNKNOWN or not.  Out of
+ * memory: only the cache entry is lost. */
+static void pctext_add(struct worker *w, const struct su_maps *maps, const struct su_frame *f,
+		       const struct su_module *m, int unknown, const char *text, size_t len)
+{
+	if (len > UINT32_MAX || w->n_pctext >= UINT32_MAX || su_hmap_reserve(&w->pctext_map) ||
+	    SU_GROW(w->pctext, w->cap_pctext, w->n_pctext + 1))
+		return;
+	char *copy = malloc(len ? len : 1);
+	if (!copy)
+		return;
+	memcpy(copy, text, len);
+	struct pc_key const key = { w, maps, f };
+	uint64_t const hash = pc_hash(maps, f);
+	size_t const slot = su_hmap_find(&w->pctext_map, hash, pctext_eq, &key);
+	w->pctext[w->n_pctext] = (struct pc_text){ .maps = maps, .pc = f->pc, .map = f->map, .m = m,
+						   .activation = f->activation, .unknown = (uint8_t)unknown,
+						   .len = (uint32_t)len, .text = copy };
+	su_hmap_set(&w->pctext_map, slot, hash, (uint32_t)w->n_pctext++);
+}
+
 /* One frame's lines, after its address. */
 static void format_frame(struct worker *w, uint32_t pid, const struct su_maps *maps, const struct su_frame *f,
 			 struct text *out)
 {
+	/* Code of a file, met before at this pc of this snapshot: its text. */
+	int const by_pc = f->map >= 0 && f->how != SU_FRAME_RUNTIME;
+	const struct pc_text *pt = by_pc ? pctext_find(w, maps, f) : NULL;
+	if (pt) {
+		if (pt->unknown)
+			w->counts.unknown_frames++;
+		worker_note_module(w, pt->m);
+		text_put(out, pt->text, pt->len);
+		return;
+	}
+	size_t const start = out->len;
 	const struct su_map_entry *e;
 	struct su_module *m = su_resolver_module(w->resolver, maps, f, &e);
 	/* Code of a file: its text is cached per (module, name, address). */
@@ -181,6 +251,8 @@ static void format_frame(struct worker *w, uint32_t pid, const struct su_maps *m
 	}
 	if (ft == &tmp)
 		free(tmp.text);
+	else if (by_pc && !out->oom)
+		pctext_add(w, maps, f, m, ft->unknown, out->buf + start, out->len - start);
 }
 
 static void format_stacks(struct worker *w, const struct pipeline_sample *u, const char *comm,
@@ -229,12 +301,28 @@ static void format_folded(struct worker *w, const struct pipeline_sample *u, con
 	folded_root(out, &fo, comm, u->pid, u->tid,
 		    u->end != SU_END_OUTERMOST ? su_unwind_end_name((enum su_unwind_end)u->end) : NULL);
 	for (size_t i = u->nframes; i-- > 0;) {
+		const struct su_frame *f = &frames[i];
+		/* Code of a file, met before at this pc of this snapshot (an
+		 * off-CPU sample's names are marked: not cached). */
+		int const by_pc = f->map >= 0 && f->how != SU_FRAME_RUNTIME && !fo.off_cpu_mark;
+		const struct pc_text *pt = by_pc ? pctext_find(w, u->maps, f) : NULL;
+		if (pt) {
+			if (pt->unknown)
+				w->counts.unknown_frames++;
+			worker_note_module(w, pt->m);
+			text_put(out, pt->text, pt->len);
+			continue;
+		}
+		size_t const start = out->len;
 		struct su_resolved r;
-		if (worker_resolve(w, u->pid, u->maps, &frames[i], &r)) {
+		if (worker_resolve(w, u->pid, u->maps, f, &r)) {
 			out->oom = 1;
 			return;
 		}
 		folded_resolved(out, &fo, &r);
+		if (by_pc && r.module && !out->oom && (r.kind == SU_RESOLVED_SYMBOLS || r.kind == SU_RESOLVED_MODULE))
+			pctext_add(w, u->maps, f, r.module, r.kind == SU_RESOLVED_MODULE, out->buf + start,
+				   out->len - start);
 	}
 	if (w->o->weigh) {
 		/* Microseconds: blocked (at least 1), or a CPU sample's period. */

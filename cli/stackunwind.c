@@ -7,8 +7,8 @@
  *   stackunwind export --format speedscope|pprof -o FILE [OPTIONS] TRACE
  *   stackunwind folded / flamegraph      stacks aggregated (export/folded.h, export/flamegraph.h)
  *
- * This file holds the options and the commands.  The main thread reads,
- * decodes and unwinds; workers resolve and format (cli/pipeline.h,
+ * This file holds the options and the commands.  The main thread reads
+ * and decodes; workers unwind, resolve and format (cli/pipeline.h,
  * cli/format.h), each with its own context (cli/worker.h); `stats` is
  * cli/stats.c.
  */
@@ -496,7 +496,7 @@ static int fold_flamegraph(struct folded_counts *f, const struct options *o)
 struct run {
 	const struct options *o;
 	struct pipeline *pipeline;
-	struct worker *reader;       /* the reader thread's context: it unwinds (-j 1: everything) */
+	struct worker *reader;       /* the reader thread's context (-j 1: it does everything) */
 	struct folded_counts *fold;  /* `folded`: the counts, in the main thread */
 	struct export_model *exp;    /* `export`: the profile, in the main thread */
 	struct progress progress;
@@ -585,7 +585,6 @@ static int time_slices(struct options *o)
 static int on_sample(void *arg, const struct su_sample *s)
 {
 	struct run *r = arg;
-	enum su_unwind_end end;
 	progress_sample(&r->progress);
 	if (r->o->event && strcmp(su_sample_event(s), r->o->event)) {
 		r->other_events++;
@@ -613,8 +612,16 @@ static int on_sample(void *arg, const struct su_sample *s)
 			return 0;
 		}
 	}
-	size_t const n = worker_unwind(r->reader, s, &end);
-	return pipeline_add(r->pipeline, s, r->reader->frames, n, end);
+	return pipeline_add(r->pipeline, s);
+}
+
+/* The pipeline's unwinding, in whichever thread works the sample. */
+static size_t unwind_sample(void *ctx, const struct su_sample *s, const struct su_frame **frames,
+			    enum su_unwind_end *end)
+{
+	struct worker *w = ctx;
+	*frames = w->frames;
+	return worker_unwind(w, s, end);
 }
 
 static int on_end(void *arg)
@@ -627,9 +634,10 @@ static int cmd_stacks(const struct options *o)
 {
 	struct folded_counts fold = { 0 };
 	struct run r = { .o = o, .fold = o->folded ? &fold : NULL };
-	/* -j N: the reader thread parses, decodes and unwinds; N - 1 workers
-	 * symbolize and format.  -j 1 does it all in the reader thread.
-	 * ctx[0] is the reader's context, ctx[1..] the workers'. */
+	/* -j N: the reader thread parses and decodes; N - 1 workers unwind,
+	 * symbolize and format, and so does the reader when they lag behind.
+	 * -j 1 does it all in the reader thread.  ctx[0] is the reader's
+	 * context, ctx[1..] the workers'. */
 	unsigned const nw = o->jobs > 1 ? o->jobs - 1 : 0;
 	unsigned const nctx = nw + 1;
 	struct worker *ctx = calloc(nctx, sizeof(*ctx));
@@ -659,7 +667,7 @@ static int cmd_stacks(const struct options *o)
 		wctx[i] = &ctx[i];
 	}
 	r.reader = &ctx[0];
-	if (!(r.pipeline = pipeline_new(nw, wctx + 1, r.reader, format_sample_of, emit, &r))) {
+	if (!(r.pipeline = pipeline_new(nw, wctx + 1, r.reader, unwind_sample, format_sample_of, emit, &r))) {
 		fprintf(stderr, PROG ": cannot start worker threads: %s\n", strerror(errno));
 		goto out;
 	}

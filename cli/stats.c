@@ -29,6 +29,7 @@ struct fidelity {
 	} *procs;
 	size_t n_procs, cap_procs;
 	uint64_t capped;
+	uint64_t delta, delta_words; /* samples with words of their thread's previous one, those words */
 	uint64_t off_cpu, off_cpu_ns; /* stacks where threads blocked, their time */
 	uint32_t window;       /* the first process's stack window (cap) */
 	/* Samples per event (su_sample_event), in the order first met. */
@@ -67,6 +68,10 @@ static int fidelity_sample(void *arg, const struct su_sample *s)
 	if (count_event(f, s->event || !f->perf ? su_sample_event(s) : "(unnamed: perf.data)"))
 		return -ENOMEM;
 	f->capped += s->stack_capped != 0;
+	if (s->image && s->image->elided) {
+		f->delta++;
+		f->delta_words += s->image->elided;
+	}
 	f->off_cpu += s->off_cpu_ns != 0;
 	f->off_cpu_ns += s->off_cpu_ns;
 	size_t at = 0;
@@ -151,6 +156,8 @@ int cmd_stats(const struct options *o)
 		printf("codec saved:          %" PRIu64 " bytes (%.1fx smaller)\n",
 		       st.raw_stack_bytes > st.blob_bytes ? st.raw_stack_bytes - st.blob_bytes : 0,
 		       st.blob_bytes ? (double)st.raw_stack_bytes / (double)st.blob_bytes : 0);
+		printf("delta-coded:          %" PRIu64 " samples took %" PRIu64 " stack words from their thread's "
+		       "previous sample\n", f.delta, f.delta_words);
 	}
 	printf("drops:                %" PRIu64 " at capture, %" PRIu64 " lost by the writer\n",
 	       st.drops, st.discarded);

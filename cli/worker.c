@@ -32,6 +32,10 @@ void worker_fini(struct worker *w)
 		free(w->ftext[i].text);
 	free(w->ftext);
 	su_hmap_free(&w->ftext_map);
+	for (size_t i = 0; i < w->n_pctext; i++)
+		free(w->pctext[i].text);
+	free(w->pctext);
+	su_hmap_free(&w->pctext_map);
 }
 
 void worker_note_module(struct worker *w, const struct su_module *m)

@@ -2,8 +2,8 @@
 /* What each thread of stackunwind owns: its modules (elfutils 0.188 is not
  * thread-safe), resolver, unwinder and frames; what it counted; the
  * binaries its frames needed and could not use; the stacks formatter's
- * frame texts.  The reader thread unwinds with one; each worker resolves
- * and formats with its own. */
+ * frame texts.  Each worker unwinds, resolves and formats with its own,
+ * and so does the reader thread. */
 #ifndef STACKCAP_CLI_WORKER_H
 #define STACKCAP_CLI_WORKER_H
 
@@ -34,6 +34,20 @@ struct frame_text {
 	char *text;                  /* LINES lines, each ending in '\n' */
 };
 
+/* A frame's whole text as printed (the lines with their address), cached
+ * per (maps snapshot, pc, maps entry, activation): a long trace repeats
+ * its pcs, and a hit costs one lookup and one copy. */
+struct pc_text {
+	const struct su_maps *maps;
+	uint64_t pc;
+	int64_t map;
+	const struct su_module *m;
+	uint8_t activation;
+	uint8_t unknown;             /* no symbol: counts as an unknown frame */
+	uint32_t len;
+	char *text;
+};
+
 /* A module a frame needed but that could not be used. */
 struct bad_module {
 	const struct su_module *m;
@@ -46,6 +60,10 @@ struct worker {
 	struct frame_text *ftext;    /* in first-use order (FTEXT_MAP finds them) */
 	size_t n_ftext, cap_ftext;
 	struct su_hmap ftext_map;
+	struct pc_text *pctext;      /* in first-use order (PCTEXT_MAP finds them) */
+	size_t n_pctext, cap_pctext;
+	struct su_hmap pctext_map;
+	size_t last_pctext;          /* the last one found (recursion repeats a pc) */
 	struct su_modcache *modules;
 	struct su_resolver *resolver;
 	struct su_unwinder *unwinder;

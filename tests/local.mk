@@ -210,6 +210,10 @@ EXTRA_DIST += tests/bad-input.sh
 # Control characters of a trace escaped in every output (symbolize/resolve.h).
 TESTS += tests/escape.sh
 EXTRA_DIST += tests/escape.sh
+# stackunwind -j N: many threads interleaved, delta-coded blobs, deep stacks:
+# -j 1, 2 and 8 byte-identical (cli/pipeline.c).
+TESTS += tests/parallel.sh
+EXTRA_DIST += tests/parallel.sh
 
 # Names of Rust, Go, PLT and ld.so frames against addr2line and perf.
 TESTS += tests/names.sh

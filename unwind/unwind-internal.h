@@ -227,10 +227,28 @@ void uw_cache_free(void *cache);
 
 #define UW_NPROCS 16
 
+/* What the fast unwinder looked up for a pc of a maps snapshot (its
+ * entry, module, bias and CFI rule), kept while MEMO_EPOCH holds: a rule
+ * cache miss (the module's rules may move) or a forgotten snapshot ends
+ * every entry. */
+#define UW_MEMO_BITS 9
+struct uw_memo {
+	const struct su_maps *maps;
+	uint64_t lookup;
+	uint64_t epoch;
+	int64_t mi;
+	struct su_module *mod;
+	uint64_t bias;
+	const struct uw_rule *rule;
+	const struct uw_op *ops;
+};
+
 struct su_unwinder {
 	enum su_unwinder_kind kind;
 	struct su_modcache *modules;
 	struct uw_proc procs[UW_NPROCS];
+	struct uw_memo memo[1u << UW_MEMO_BITS];
+	uint64_t memo_epoch;     /* from 1: a zeroed entry is never valid */
 	uint64_t tick;
 	struct su_unwind_stats stats;
 	Elf *stub_elf;           /* x86-64 ELF header for dwfl_attach_state */

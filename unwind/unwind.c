@@ -38,6 +38,7 @@ struct su_unwinder *su_unwinder_new(enum su_unwinder_kind kind, struct su_modcac
 		return NULL;
 	u->kind = kind;
 	u->modules = modules;
+	u->memo_epoch = 1;
 	if (kind == SU_UNWINDER_FAST)
 		su_modcache_set_finalizers(modules, uw_cache_free, NULL);
 	return u;
@@ -70,6 +71,7 @@ void su_unwinder_forget_maps(struct su_unwinder *u, const struct su_maps *maps)
 	for (int i = 0; i < UW_NPROCS; i++)
 		if (u->procs[i].maps == maps)
 			proc_clear(&u->procs[i]);
+	u->memo_epoch++;
 }
 
 void su_unwinder_get_stats(const struct su_unwinder *u, struct su_unwind_stats *stats)
@@ -104,6 +106,7 @@ struct uw_proc *uw_proc_get(struct su_unwinder *u, const struct su_maps *maps)
 			victim = p;
 	}
 	proc_clear(victim);
+	u->memo_epoch++; /* a snapshot not met before (or at an address reused) */
 	victim->mods = calloc(maps->count ? maps->count : 1, sizeof(*victim->mods));
 	if (!victim->mods)
 		return NULL;
@@ -572,7 +575,11 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 	size_t n = 0;
 	for (;;) {
 		uint64_t const lookup = activation ? pc : pc - 1;
-		int64_t const mi = su_maps_find(maps, lookup);
+		/* A pc met before: its entry, module, bias and rule at once. */
+		uint64_t const mh = (lookup ^ (uint64_t)(uintptr_t)maps * 0x9E3779B97F4A7C15ull) * 0xC2B2AE3D27D4EB4Full;
+		struct uw_memo *mm = &u->memo[mh >> (64 - UW_MEMO_BITS)];
+		int const memo_hit = mm->maps == maps && mm->lookup == lookup && mm->epoch == u->memo_epoch;
+		int64_t const mi = memo_hit ? mm->mi : su_maps_find(maps, lookup);
 		frames[n].pc = pc;
 		frames[n].map = mi;
 		frames[n].how = how;
@@ -582,14 +589,29 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 			*end = SU_END_NO_MAP;
 			break;
 		}
-		const struct su_map_entry *e = &maps->entries[mi];
-		struct su_module *mod = uw_proc_module(u, p, (uint32_t)mi);
+		struct su_module *mod;
 		const struct uw_rule *rule = NULL;
 		const struct uw_op *ops = NULL;
 		enum uw_lookup lk = UW_LOOKUP_NO_CFI;
-		uint64_t const bias = su_module_bias(mod, e);
-		if (mod)
-			lk = uw_rule_lookup(mod, lookup - bias, &rule, &ops, &u->stats.rule_misses);
+		uint64_t bias;
+		if (memo_hit) {
+			mod = mm->mod;
+			bias = mm->bias;
+			rule = mm->rule;
+			ops = mm->ops;
+			lk = UW_LOOKUP_RULE;
+		} else {
+			mod = uw_proc_module(u, p, (uint32_t)mi);
+			bias = su_module_bias(mod, &maps->entries[mi]);
+			uint64_t const misses = u->stats.rule_misses;
+			if (mod)
+				lk = uw_rule_lookup(mod, lookup - bias, &rule, &ops, &u->stats.rule_misses);
+			if (u->stats.rule_misses != misses)
+				u->memo_epoch++; /* the module's rules may have moved */
+			if (lk == UW_LOOKUP_RULE)
+				*mm = (struct uw_memo){ .maps = maps, .lookup = lookup, .epoch = u->memo_epoch, .mi = mi,
+							.mod = mod, .bias = bias, .rule = rule, .ops = ops };
+		}
 		int rc;
 		int signal = 0;
 		if (lk == UW_LOOKUP_RULE) {

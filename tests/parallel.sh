@@ -1,0 +1,69 @@
+#!/bin/sh
+# Integration: `stackunwind -j N` (cli/pipeline.c) on traces made for its
+# partitioning: the reader decodes each sample (a blob may take words from
+# its thread's previous sample) and copies it into a batch; workers unwind
+# and format batches in any order; the text comes out in sample order.
+# On many threads interleaved (both samplers) and on one thread with a deep
+# stack (batches cut by bytes, not by samples), every command's output of
+# -j 2 and -j 8 is byte-identical to -j 1's, with every sample in it.
+. "${top_srcdir:?}/tests/tap-lib.sh"
+SU="$B/cli/stackunwind"
+
+# tids_of OUT: "SAMPLES TIDS CHANGES" of a stacks output (a header line per
+# sample, "comm pid/tid time:"; CHANGES: consecutive samples of other tids).
+tids_of() {
+	awk '/^[^ \t]/ { split($2, a, "/"); if (n && a[2] != prev) sw++; prev = a[2]; seen[a[2]] = 1; n++ }
+		END { printf "%d %d %d\n", n, length(seen), sw }' "$1"
+}
+# same_j NAME TRACE CMD [OPTIONS]: CMD at -j 1, 2 and 8, outputs compared.
+same_j() {
+	name=$1; tr=$2; shift 2
+	for j in 1 2 8; do
+		"$SU" "$@" -j $j "$work/$tr.trace" >"$work/$name.j$j" 2>"$work/$name.j$j.err"
+		echo $? >"$work/$name.j$j.rc"
+	done
+	check "$tr: $*: exits 0 at -j 1, 2, 8 ($(cat "$work/$name.j1.rc") $(cat "$work/$name.j2.rc") $(cat "$work/$name.j8.rc"))" \
+		sh -c "[ \$(cat '$work/$name.j1.rc')\$(cat '$work/$name.j2.rc')\$(cat '$work/$name.j8.rc') = 000 ]"
+	check "$tr: $*: -j 2 and -j 8 byte-identical to -j 1 ($(wc -c <"$work/$name.j1") bytes)" \
+		sh -c "[ -s '$work/$name.j1' ] && cmp -s '$work/$name.j1' '$work/$name.j2' && cmp -s '$work/$name.j1' '$work/$name.j8'"
+}
+# delta TRACE: "SAMPLES DELTA": samples, and those with words of their
+# thread's previous sample (stackunwind stats).
+delta() {
+	"$SU" stats "$work/$1.trace" 2>/dev/null |
+		awk '/^samples:/ { n = $2 } /^delta-coded:/ { d = $2 } END { printf "%d %d\n", n, d }'
+}
+
+# Eight threads interleaved, with each sampler.
+for s in $SAMPLERS; do
+	tr=threads-$s
+	record "$tr" $(sampler_opts "$s") -F 1999 -- "$TD/tdata-threads" -t 8 0.25
+	check "$tr: recorded ($(rc "$tr"))" [ "$(rc "$tr")" = 0 ]
+	set -- $(delta "$tr")
+	check "$tr: most samples take words from their thread's previous one ($2 of $1)" \
+		awk -v n="$1" -v d="$2" 'BEGIN { exit !(n >= 500 && d * 2 >= n) }'
+	nstats=$1
+	same_j "$tr-stacks" "$tr" stacks
+	set -- $(tids_of "$work/$tr-stacks.j1")
+	check "$tr: every sample printed ($1 of $nstats), from >= 8 threads ($2) interleaved ($3 changes of thread)" \
+		awk -v n="$1" -v s="$nstats" -v t="$2" -v c="$3" 'BEGIN { exit !(n == s && t >= 8 && c >= 50) }'
+	same_j "$tr-folded" "$tr" folded --per-thread
+	same_j "$tr-dwfl" "$tr" stacks --unwinder dwfl
+	same_j "$tr-bt2" "$tr" stacks --reader babeltrace2
+done
+
+# One thread, a deep stack: each sample some 30 KB of words, batches full
+# by bytes after a few samples.
+record deep -F 1999 -- "$TD/tdata-recurse" -d 300 0.5
+check "deep: recorded ($(rc deep))" [ "$(rc deep)" = 0 ]
+set -- $(delta deep)
+check "deep: most samples take words from the previous one ($2 of $1)" \
+	awk -v n="$1" -v d="$2" 'BEGIN { exit !(n >= 300 && d * 2 >= n) }'
+nstats=$1
+same_j deep-stacks deep stacks
+set -- $(tids_of "$work/deep-stacks.j1")
+check "deep: every sample printed ($1 of $nstats)" [ "$1" = "$nstats" ]
+same_j deep-folded deep folded
+same_j deep-pprof deep export --format pprof -o -
+
+echo "1..$n"
