@@ -11,7 +11,9 @@
 
 P="$B/tests/stress/stress"
 UNWIND="$B/cli/stackunwind"
-TMO=${STRESS_TIMEOUT:-60}
+# A deadlock's bound; under a sanitizer (5-15x slower) on a loaded machine
+# (two busy loops: stress-tsan's sleepers took over 60 s) 180 s.
+TMO=${STRESS_TIMEOUT:-$([ -n "${STRESS_SAN:-}" ] && echo 180 || echo 60)}
 SAN_PRELOAD=
 case "${STRESS_SAN:-}" in
 asan)
@@ -69,7 +71,12 @@ scenario() {
 	wait $!
 	echo $? >"$d/plain.rc"
 	t1=$(date +%s%N)
-	LD_PRELOAD=$SAN_PRELOAD timeout -k 5 "$TMO" "$STACKCAP" record --in-process -F "$freq" ${REC_OPTS:-} -o "$d/trace" -- "$P" "$@" >"$d/rec.out" 2>"$d/rec.allerr" &
+	# The recorded run's bound catches a deadlock: TMO, or 40 times the
+	# plain run on a machine loaded enough to make that longer (a
+	# sanitizer's runtime alone costs 5-15x).
+	rtmo=$(( (t1 - t0) * 40 / 1000000000 ))
+	[ "$rtmo" -gt "$TMO" ] || rtmo=$TMO
+	LD_PRELOAD=$SAN_PRELOAD timeout -k 5 "$rtmo" "$STACKCAP" record --in-process -F "$freq" ${REC_OPTS:-} -o "$d/trace" -- "$P" "$@" >"$d/rec.out" 2>"$d/rec.allerr" &
 	wait $!
 	echo $? >"$d/rec.rc"
 	t2=$(date +%s%N)
@@ -78,7 +85,7 @@ scenario() {
 	grep '^stackcap: ' "$d/rec.allerr" >"$d/rec.summary"
 	prc=$(cat "$d/plain.rc") rrc=$(cat "$d/rec.rc")
 	if [ "$rrc" = 124 ] || [ "$rrc" = 137 -a "$prc" != 137 ]; then
-		not_ok "$name: recorded run timed out after $TMO s (deadlock?)"
+		not_ok "$name: recorded run timed out after $rtmo s (deadlock?)"
 	elif [ "$prc" = 124 ]; then
 		not_ok "$name: the plain run timed out after $TMO s"
 	else
