@@ -44,10 +44,14 @@ struct thread {
 	size_t hold_kc_cap;
 };
 
-/* Packets of at most this many samples, as the capture library writes
- * them: a trace cut short (a full disk, a killed recorder) loses little,
- * and a reader reads it in bounded pieces. */
-#define SAMPLES_PER_PACKET 128
+/* Packets of at most this many samples (and 64 KiB, the writer's packet
+ * size): a trace cut short (a full disk, a killed recorder) loses at most
+ * that, and a reader reads it in bounded pieces.  Each packet starts its
+ * thread's delta chain afresh (a whole sample) and, with --zstd, is one
+ * zstd frame compressed alone: 1,024 rather than the capture library's
+ * 128 took --zstd traces from 34 to 24 B/sample on python3 and from 17 to
+ * 15 on tdata-dlopen --reload (docs/BENCHMARKS.md). */
+#define SAMPLES_PER_PACKET 1024
 
 /* Range sets kept (see struct rec_encoder). */
 #define RANGE_SETS 8

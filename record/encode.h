@@ -104,7 +104,7 @@ int rec_encoder_switch(struct rec_encoder *e, uint32_t pid, uint32_t tid, uint64
  * takes the next new thread of the process. */
 void rec_encoder_thread_exit(struct rec_encoder *e, uint32_t pid, uint32_t tid);
 
-/* Write every packet in flight (the recorder, every 250 ms: what is
+/* Write every packet in flight (the recorder, every second: what is
  * recorded reaches the disk while the program runs).  0 or -errno. */
 int rec_encoder_flush(struct rec_encoder *e);
 
