@@ -79,12 +79,9 @@ struct recorder {
 	double cpu_loop;       /* our CPU seconds while sampling (the poll loop) */
 };
 
-/* Packets in flight written this often: what is recorded reaches the disk
- * while the program runs.  Every packet costs its thread a whole sample
- * and, with --zstd, a frame compressed alone: once a second, not the
- * capture library's 250 ms (which runs inside the program and may be
- * killed with it; this process is not). */
-#define FLUSH_PERIOD_NS (1000 * 1000000ull)
+/* Packets in flight put on disk this often (as the capture library
+ * does); the sample streams' stay open (rec_encoder_flush). */
+#define FLUSH_PERIOD_NS (250 * 1000000ull)
 
 static volatile sig_atomic_t stop_signal;
 
