@@ -47,10 +47,11 @@ struct thread {
 /* Packets of at most this many samples (and 64 KiB, the writer's packet
  * size): a reader reads a trace in bounded pieces.  Each packet starts its
  * thread's delta chain afresh (a whole sample) and, with --zstd, is one
- * zstd frame compressed alone: 1,024 rather than the capture library's
- * 128 (docs/BENCHMARKS.md).  What a packet holds is on disk anyway after
+ * zstd frame compressed alone: 256 rather than the capture library's
+ * 128 (docs/BENCHMARKS.md: 1,024 would save 8-10% more on 1 s runs, but
+ * a damaged blob or a cut file loses up to a packet).  What a packet holds is on disk anyway after
  * the next periodic flush (rec_encoder_flush: ctf_stream_sync). */
-#define SAMPLES_PER_PACKET 1024
+#define SAMPLES_PER_PACKET 256
 
 /* Range sets kept (see struct rec_encoder). */
 #define RANGE_SETS 8
