@@ -18,7 +18,11 @@
 # 2. Bytes per sample on more workloads (testdata programs, xz -T1 and -T2,
 #    sqlite3, python3, a Go program), one run per recorder at 999 Hz; with
 #    PERF7 set, perf 7 beside Debian's perf (attached with -p to the
-#    workload started on this system: its chroot has other binaries).
+#    workload started on this system, its chroot having other binaries;
+#    the workload held before its exec until perf 7 is attached, so that
+#    perf 7 records the whole run too).  For stackcap --zstd also its
+#    fixed part (metadata, process streams: maps, kernel symbols) and the
+#    sample streams' bytes per sample without it.
 #
 # Bytes on disk: for stackcap every file of the trace directory (metadata,
 # process streams, sample streams, the summary files); for perf the
@@ -82,6 +86,7 @@ run_one() {
 	kind=$1 hz=$2 out=$3
 	shift 3
 	rm -rf "$W/rec"
+	sbytes=-
 	t0=$(now_ns)
 	case $kind in
 	none) "$@" >"$W/last.out" 2>"$W/last.err" ;;
@@ -92,12 +97,25 @@ run_one() {
 	perf-z) perf record -q -z -e cpu-clock -F "$hz" --call-graph "dwarf,$WINDOW" -o "$W/rec" -- "$@" >"$W/last.out" 2>"$W/last.err" ;;
 	perf-nocg) perf record -q -e cpu-clock -F "$hz" -o "$W/rec" -- "$@" >"$W/last.out" 2>"$W/last.err" ;;
 	perf7 | perf7-z)
-		# Attached: the workload is this system's, perf 7 runs in its chroot.
-		"$@" >"$W/last.out" 2>"$W/last.err" &
+		# Attached: the workload is this system's, perf 7 runs in its
+		# chroot.  The workload waits before its exec until perf 7 has
+		# written its file (attached: its events are open), so perf 7
+		# records the whole run, as the others do.
+		rm -f "$W/gate"
+		mkfifo "$W/gate" || die "mkfifo failed"
+		sh -c 'read -r go <"$0"; exec "$@"' "$W/gate" "$@" >"$W/last.out" 2>"$W/last.err" &
 		wp=$!
 		$PERF7 record -q $([ "$kind" = perf7-z ] && echo -z) -e cpu-clock -F "$hz" --call-graph "dwarf,$WINDOW" \
-			-o "$W/rec" -p "$wp" >/dev/null 2>>"$W/last.err"
-		wait "$wp" ;;
+			-o "$W/rec" -p "$wp" >/dev/null 2>>"$W/last.err" &
+		pp=$!
+		i=0
+		while [ ! -s "$W/rec" ] && [ $i -lt 300 ] && kill -0 "$pp" 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+		sleep 0.5
+		echo go >"$W/gate"
+		wait "$wp"
+		rc=$?
+		wait "$pp" || rc=$?
+		(exit "$rc") ;;
 	esac
 	rc=$?
 	t1=$(now_ns)
@@ -109,7 +127,9 @@ run_one() {
 		drops=$(sed -n 's/^stackcap: .*[a-z): ]\([0-9]*\) samples, \([0-9]*\) drops.*/\2/p' "$W/last.err")
 		[ -n "$samples" ] || die "$kind: no summary line: $(cat "$W/last.err")"
 		[ "$drops" = 0 ] || echo "bench/slowdown.sh: warning: $kind -F $hz '$*': $drops drops" >&2
-		bytes=$(dir_bytes "$W/rec") ;;
+		bytes=$(dir_bytes "$W/rec")
+		# The sample streams alone (the rest: metadata, process streams).
+		sbytes=$(find "$W/rec" -type f -name 'samples-*' -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }') ;;
 	perf7*)
 		samples=$(PERF=$PERF7 perf_samples "$W/rec")
 		[ -n "$samples" ] || die "$kind: cannot count the samples of $W/rec"
@@ -123,7 +143,7 @@ run_one() {
 	el=$(sed -n 's/.*elapsed_s=\([0-9.]*\).*/\1/p' "$W/last.out")
 	cpu=$(sed -n 's/.* cpu_s=\([0-9.]*\).*/\1/p' "$W/last.out")
 	pcpu=$(sed -n 's/.*proc_cpu_s=\([0-9.]*\).*/\1/p' "$W/last.out")
-	echo "${el:--} $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", (b - a) / 1e9 }') $samples $bytes ${cpu:--} ${pcpu:--}" >>"$out"
+	echo "${el:--} $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f", (b - a) / 1e9 }') $samples $bytes ${cpu:--} ${pcpu:--} $sbytes" >>"$out"
 }
 
 CPU_MODEL=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
@@ -176,11 +196,11 @@ if [ "${SIZE_ONLY:-0}" != 1 ]; then
 				for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
 				return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 			}
-			FNR == NR { base[$7] = $1; basec[$7] = $5; be[++nb] = $1; next }
+			FNR == NR { base[$NF] = $1; basec[$NF] = $5; be[++nb] = $1; next }
 			{
 				n++; el[n] = $1; tot[n] = $2; sam[n] = $3; bps[n] = $3 ? $4 / $3 : 0
 				rate[n] = $5 > 0 && hz > 0 ? $3 / ($5 * hz) : 0
-				ratio[n] = $1 / base[$7]; cpu[n] = $5; cratio[n] = $5 / basec[$7]
+				ratio[n] = $1 / base[$NF]; cpu[n] = $5; cratio[n] = $5 / basec[$NF]
 				other[n] = $6 - $5
 			}
 			END {
@@ -225,8 +245,8 @@ if [ "${SLOWDOWN_ONLY:-0}" != 1 ]; then
 	(cd "$SRC/testdata/go" && GOCACHE="$W/gocache" go build -o "$W/gowork" .) >"$W/go.err" 2>&1 ||
 		die "go build of testdata/go failed (apt-get install golang-go): $(head -n 3 "$W/go.err")"
 	KINDS="stackcap perf stackcap-zstd perf-z${PERF7:+ perf7 perf7-z}"
-	echo "| workload | stackcap samples | stackcap B/sample | perf samples | perf B/sample | perf / stackcap | stackcap --zstd B/sample | perf -z B/sample | perf -z / stackcap --zstd |${PERF7:+ perf 7 B/sample | perf 7 -z B/sample |}"
-	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|${PERF7:+---:|---:|}"
+	echo "| workload | stackcap samples | stackcap B/sample | perf samples | perf B/sample | perf / stackcap | stackcap --zstd B/sample | --zstd fixed part (B) | --zstd sample streams B/sample | perf -z B/sample | perf -z / stackcap --zstd |${PERF7:+ perf 7 samples | perf 7 B/sample | perf 7 -z B/sample | perf 7 -z / stackcap --zstd |}"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|${PERF7:+---:|---:|---:|---:|}"
 	while IFS='|' read -r label cmd; do
 		echo "$label" | grep -q -E "${ROWS:-.}" || continue
 		: >"$W/sz"
@@ -237,14 +257,17 @@ if [ "${SLOWDOWN_ONLY:-0}" != 1 ]; then
 			echo "$kind $(cat "$W/one")" >>"$W/sz"
 		done
 		awk -v label="$label" '
-			{ s[$1] = $4; b[$1] = $5 }
+			{ s[$1] = $4; b[$1] = $5; sb[$1] = $8 }
 			function bps(k) { return s[k] ? b[k] / s[k] : 0 }
 			END {
-				printf "| %s | %d | %.1f | %d | %.0f | %.0fx | %.1f | %.1f | %.1fx |", label,
+				z = "stackcap-zstd"
+				printf "| %s | %d | %.1f | %d | %.0f | %.0fx | %.1f | %d | %.1f | %.1f | %.1fx |", label,
 					s["stackcap"], bps("stackcap"), s["perf"], bps("perf"), bps("stackcap") ? bps("perf") / bps("stackcap") : 0,
-					bps("stackcap-zstd"), bps("perf-z"), bps("stackcap-zstd") ? bps("perf-z") / bps("stackcap-zstd") : 0
+					bps(z), b[z] - sb[z], s[z] ? sb[z] / s[z] : 0,
+					bps("perf-z"), bps(z) ? bps("perf-z") / bps(z) : 0
 				if ("perf7" in s)
-					printf " %.0f | %.1f |", bps("perf7"), bps("perf7-z")
+					printf " %d | %.0f | %.1f | %.1fx |", s["perf7-z"], bps("perf7"), bps("perf7-z"),
+						bps(z) ? bps("perf7-z") / bps(z) : 0
 				printf "\n"
 			}' "$W/sz"
 	done <<EOF

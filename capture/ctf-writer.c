@@ -63,6 +63,7 @@ struct ctf_stream {
 	uint32_t nsamples;      /* sample events in the packet in flight */
 	int err;                /* sticky: the file could not be cut back */
 	uint64_t file_off;      /* end of the last complete packet */
+	uint64_t synced;        /* bytes of the packet in flight on disk after file_off */
 	uint64_t instance_id;
 	uint32_t pid, tid;      /* tid of the packet in flight */
 	uint8_t *buf;           /* packet in flight, PKT_HDR reserved */
@@ -411,8 +412,9 @@ static void fill_packet_header(struct ctf_stream *s, uint64_t ts_begin, uint64_t
 	put_le(p, s->kind == CTF_STREAM_SAMPLES ? s->tid : 0, 4);
 }
 
-/* Append the packet to the file: as-is, or as one zstd frame. */
-static int append_packet(struct ctf_stream *s)
+/* The packet in flight as the file holds it: as-is, or as one zstd
+ * frame.  0 or -errno. */
+static int packet_bytes(struct ctf_stream *s, const void **out, size_t *outlen)
 {
 	struct ctf_writer *w = s->w;
 	const void *data = s->buf;
@@ -431,16 +433,46 @@ static int append_packet(struct ctf_stream *s)
 			return ZSTD_getErrorCode(len) == ZSTD_error_memory_allocation ? -ENOMEM : -EIO;
 		data = w->zbuf;
 	}
+	*out = data;
+	*outlen = len;
+	return 0;
+}
+
+/* Write the packet in flight after the last complete one (over its synced
+ * copy, cut to its length).  0 or -errno. */
+static int put_packet(struct ctf_stream *s, size_t *outlen)
+{
+	const void *data;
+	size_t len;
+	int rc = packet_bytes(s, &data, &len);
+	if (rc)
+		return rc;
 	int const fd = stream_fd(s);
 	if (fd < 0)
 		return fd;
-	int rc = pwrite_all(fd, data, len, s->file_off);
+	rc = pwrite_all(fd, data, len, s->file_off);
+	if (!rc && s->synced > len && ftruncate(fd, (off_t)(s->file_off + len)) < 0)
+		rc = -errno;
 	if (rc) {
 		/* Never leave a torn packet: cut back to the last good one. */
+		s->synced = 0;
 		if (ftruncate(fd, (off_t)s->file_off) < 0)
 			s->err = rc;
 		return rc;
 	}
+	*outlen = len;
+	return 0;
+}
+
+/* Append the packet to the file. */
+static int append_packet(struct ctf_stream *s)
+{
+	struct ctf_writer *w = s->w;
+	size_t len;
+	int const rc = put_packet(s, &len);
+	if (rc)
+		return rc;
+	s->synced = 0;
 	s->file_off += len;
 	w->st.stream_bytes += len;
 	w->st.packet_bytes += s->used;
@@ -833,6 +865,22 @@ int ctf_stream_flush(struct ctf_stream *s)
 	if (!s)
 		return -EINVAL;
 	return packet_write(s);
+}
+
+int ctf_stream_sync(struct ctf_stream *s)
+{
+	if (!s)
+		return -EINVAL;
+	if (s->err)
+		return s->err;
+	if (!s->nevents)
+		return 0;
+	fill_packet_header(s, s->ts_begin, s->last_ts);
+	size_t len;
+	int const rc = put_packet(s, &len);
+	if (!rc)
+		s->synced = len;
+	return rc;
 }
 
 int ctf_stream_close(struct ctf_stream *s)

@@ -222,6 +222,15 @@ int ctf_stream_discarded(struct ctf_stream *s, uint64_t n);
 /* Write the packet in flight, if any. */
 int ctf_stream_flush(struct ctf_stream *s);
 
+/* Put the packet in flight on disk and keep it open: written where the
+ * next packet goes, it is a complete last packet of the file until more
+ * events come, and is then rewritten in its place, grown, by the next
+ * sync or flush.  So what is recorded reaches the disk as often as wanted
+ * without cutting packets (each costs a zstd frame compressed alone, and
+ * its first sample is whole).  A failed write leaves the file at its
+ * last complete packet.  0 or -errno. */
+int ctf_stream_sync(struct ctf_stream *s);
+
 /* Flush, close and free the stream (freed even on error).  NULL: no-op. */
 int ctf_stream_close(struct ctf_stream *s);
 

@@ -44,10 +44,14 @@ struct thread {
 	size_t hold_kc_cap;
 };
 
-/* Packets of at most this many samples, as the capture library writes
- * them: a trace cut short (a full disk, a killed recorder) loses little,
- * and a reader reads it in bounded pieces. */
-#define SAMPLES_PER_PACKET 128
+/* Packets of at most this many samples (and 64 KiB, the writer's packet
+ * size): a reader reads a trace in bounded pieces.  Each packet starts its
+ * thread's delta chain afresh (a whole sample) and, with --zstd, is one
+ * zstd frame compressed alone: 256 rather than the capture library's
+ * 128 (docs/BENCHMARKS.md: 1,024 would save 8-10% more on 1 s runs, but
+ * a damaged blob or a cut file loses up to a packet).  What a packet holds is on disk anyway after
+ * the next periodic flush (rec_encoder_flush: ctf_stream_sync). */
+#define SAMPLES_PER_PACKET 256
 
 /* Range sets kept (see struct rec_encoder). */
 #define RANGE_SETS 8
@@ -680,14 +684,13 @@ int rec_encoder_flush(struct rec_encoder *e)
 		int const r = ctf_stream_flush(e->sec[i].proc);
 		rc = rc ? rc : r;
 	}
+	/* The sample streams' packets stay open (ctf_stream_sync): a cut
+	 * would cost a whole sample and a zstd frame, and the packets' cuts
+	 * would depend on the machine's load. */
 	for (size_t i = 0; i < e->n_th; i++) {
-		/* A held stack may refer to the last sample: its packet
-		 * stays open until the stack is written. */
-		if (!e->th[i].in_packet || e->th[i].held)
+		if (!e->th[i].in_packet)
 			continue;
-		e->th[i].in_packet = 0;
-		e->th[i].have_prev = 0;
-		int const r = ctf_stream_flush(e->th[i].s);
+		int const r = ctf_stream_sync(e->th[i].s);
 		rc = rc ? rc : r;
 	}
 	return rc;

@@ -104,8 +104,9 @@ int rec_encoder_switch(struct rec_encoder *e, uint32_t pid, uint32_t tid, uint64
  * takes the next new thread of the process. */
 void rec_encoder_thread_exit(struct rec_encoder *e, uint32_t pid, uint32_t tid);
 
-/* Write every packet in flight (the recorder, every 250 ms: what is
- * recorded reaches the disk while the program runs).  0 or -errno. */
+/* Put every packet in flight on disk (the recorder, every 250 ms: what is
+ * recorded reaches the disk while the program runs); the sample streams'
+ * stay open (ctf_stream_sync).  0 or -errno. */
 int rec_encoder_flush(struct rec_encoder *e);
 
 /* Drops, ends; TS the last time of the recording (0: the last sample's). */

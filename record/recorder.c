@@ -79,7 +79,8 @@ struct recorder {
 	double cpu_loop;       /* our CPU seconds while sampling (the poll loop) */
 };
 
-/* Packets in flight written this often (as the capture library does). */
+/* Packets in flight put on disk this often (as the capture library
+ * does); the sample streams' stay open (rec_encoder_flush). */
 #define FLUSH_PERIOD_NS (250 * 1000000ull)
 
 static volatile sig_atomic_t stop_signal;

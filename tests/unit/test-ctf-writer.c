@@ -332,7 +332,19 @@ static uint32_t ref_tid(int i) { return i < 5 ? 11 : i < 10 ? 12 : 11; }
 static uint64_t ref_ts(int i) { return 5000000 + (uint64_t)i * 10101010; }
 static size_t ref_len(int i) { return (size_t)(i * 13) % 90; }
 
-static void write_ref_trace(const char *dir, int zstd, size_t packet_size)
+static void copy_file(const char *from, const char *to)
+{
+	int st;
+	char *cmd = xasprintf("cp '%s' '%s'", from, to);
+	free(run(cmd, &st));
+	ck_assert_int_eq(st, 0);
+	free(cmd);
+}
+
+/* The reference trace; with SNAP, the sample stream synced after every
+ * sample and its file copied into directory SNAP (with the metadata)
+ * after the third, while its packet is still open. */
+static void write_ref_trace_synced(const char *dir, int zstd, size_t packet_size, const char *snap)
 {
 	struct ctf_writer *w = open_writer(dir, zstd, packet_size);
 	struct ctf_stream *p, *s;
@@ -344,12 +356,31 @@ static void write_ref_trace(const char *dir, int zstd, size_t packet_size)
 		uint8_t blob[100];
 		blob_fill(blob, ref_len(i), (unsigned)i);
 		ck_assert_int_eq(ctf_stream_sample(s, ref_ts(i), ref_tid(i), (uint32_t)i % 3, blob, ref_len(i)), 0);
+		if (snap)
+			ck_assert_int_eq(ctf_stream_sync(s), 0);
+		if (snap && i == 2) {
+			const char *z = zstd ? ".zst" : "";
+			ck_assert_int_eq(mkdir(snap, 0755), 0);
+			char *a = xasprintf("%s/samples-4242-0%s", dir, z), *b = xasprintf("%s/samples-4242-0%s", snap, z);
+			char *ma = xasprintf("%s/metadata", dir), *mb = xasprintf("%s/metadata", snap);
+			copy_file(a, b);
+			copy_file(ma, mb);
+			free(a);
+			free(b);
+			free(ma);
+			free(mb);
+		}
 	}
 	struct ctf_drops d = { .tid = 12, .ring_full = 5, .nested = 6, .no_stack_bounds = 7, .other = UINT64_MAX };
 	ck_assert_int_eq(ctf_stream_drops(p, ref_ts(REF_SAMPLES), &d), 0);
 	ck_assert_int_eq(ctf_stream_process_end(p, ref_ts(REF_SAMPLES) + 1, REF_SAMPLES, 18), 0);
 	ck_assert_int_eq(ctf_stream_close(s), 0);
 	ck_assert_int_eq(ctf_writer_close(w), 0); /* closes p */
+}
+
+static void write_ref_trace(const char *dir, int zstd, size_t packet_size)
+{
+	write_ref_trace_synced(dir, zstd, packet_size, NULL);
 }
 
 static void check_ref_trace(const char *dir)
@@ -755,6 +786,48 @@ START_TEST(zstd_inflates_to_plain_trace)
 }
 END_TEST
 
+/* ctf_stream_sync: the open packet is on disk (a reader sees the samples
+ * so far), and the trace written in the end is byte for byte the one
+ * written without syncs: packets are not cut. */
+START_TEST(sync_keeps_packet_open)
+{
+	for (int zstd = 0; zstd < 2; zstd++) {
+		char *dir = new_tmpdir();
+		char *ref = xasprintf("%s/ref", dir), *syn = xasprintf("%s/sync", dir);
+		char *snap = xasprintf("%s/snap", dir), *plain = xasprintf("%s/snap-plain", dir);
+		write_ref_trace(ref, zstd, 0);
+		write_ref_trace_synced(syn, zstd, 0, snap);
+		const char *z = zstd ? ".zst" : "";
+		const char *names[2] = { "proc-4242-0", "samples-4242-0" };
+		for (int i = 0; i < 2; i++) {
+			char *a = xasprintf("%s/%s%s", ref, names[i], z), *b = xasprintf("%s/%s%s", syn, names[i], z);
+			assert_same_file(a, b);
+			free(a);
+			free(b);
+		}
+		if (zstd)
+			ck_assert_int_eq(inflate_trace(snap, plain, names + 1, 1), 0);
+		struct bt bt;
+		const struct ev *e[8];
+		bt_read(zstd ? plain : snap, &bt);
+		ck_assert_uint_eq(bt.n, 3);
+		ck_assert_uint_eq(bt_select(&bt, "sample", 4242, 11, e, 8), 3);
+		for (int i = 0; i < 3; i++) {
+			uint8_t blob[100];
+			blob_fill(blob, ref_len(i), (unsigned)i);
+			ck_assert_uint_eq(e[i]->ts, ref_ts(i));
+			ck_payload(e[i], sample_text((uint32_t)i % 3, blob, ref_len(i)));
+		}
+		bt_free(&bt);
+		free(ref);
+		free(syn);
+		free(snap);
+		free(plain);
+		rm_rf(dir);
+	}
+}
+END_TEST
+
 /* A crash mid-frame loses only that packet. */
 START_TEST(zstd_truncated_keeps_complete_packets)
 {
@@ -1051,6 +1124,7 @@ static Suite *ctf_writer_suite(void)
 	tcase_add_test(tc, several_writers_share_a_trace);
 	tcase_add_test(tc, zstd_inflates_to_plain_trace);
 	tcase_add_test(tc, zstd_truncated_keeps_complete_packets);
+	tcase_add_test(tc, sync_keeps_packet_open);
 	tcase_add_test(tc, zstd_truncated_multiblock_frame);
 	tcase_add_test(tc, bytes_per_sample);
 	tcase_add_test(tc, negative_clock_offset);
