@@ -192,6 +192,7 @@ TESTS += tests/kernel-frames.sh
 EXTRA_DIST += tests/kernel-frames.sh
 TESTS += tests/off-cpu.sh
 EXTRA_DIST += tests/off-cpu.sh
+EXTRA_DIST += tests/plt-burn.c
 EXTRA_DIST += tests/kernel-record.sh
 # stackcap record -e: tracepoints, uprobes, SDT markers, software events,
 # the event per sample; a trace of the parent commit (testdata/trace-v1).

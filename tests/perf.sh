@@ -146,6 +146,18 @@ set -- $(awk -F'|' -v want="$want" '
 	  tot++; if (substr(s, 1, length(want)) == want) good++ }
 	END { printf "%d %d\n", good, tot }' "$work/cmp-gfp/su.txt")
 check "gfp: perf record -g of a frame-pointer build: chain '$want' in >= 99% of hot samples ($1 of $2)" ratio_ok "$1" "$2"
+# PLT stubs: perf names a sample in one "strlen@plt" (it makes symbols for
+# .plt entries); so do we (symbolize/: the GOT slot's relocation), sample
+# for sample.  Built here: -fno-builtin keeps the calls through the stubs.
+gcc -O1 -g -fno-builtin "$top_srcdir/tests/plt-burn.c" -o "$work/plt-burn" 2>"$work/plt-burn.err"
+precord plt "$work/plt-burn" 1
+compare plt
+nplt=$(awk -F'|' '{ split($2, f, ";"); if (f[1] ~ /\(plt\)@plt-burn$/) n++ } END { print n + 0 }' "$work/cmp-plt/perf.txt")
+set -- $(paste -d '|' "$work/cmp-plt/perf.txt" "$work/cmp-plt/su.txt" | awk -F'|' '
+	{ split($2, a, ";"); split($4, b, ";"); if (a[1] !~ /\(plt\)@/) next; tot++; if (a[1] == b[1]) good++ }
+	END { printf "%d %d\n", good + 0, tot + 0 }')
+check "plt: $nplt samples in a PLT stub per perf script (>= 20), the stub named as perf names it in $1 of $2" \
+	sh -c "[ $nplt -ge 20 ] && [ $1 = $2 ] && [ $2 = $nplt ]"
 precord_g() { perf record -q -k monotonic -e cpu-clock -g -o "$work/$1.data" -- "$TD/tdata-single" 0.5 >/dev/null 2>&1; }
 precord_g gsingle
 compare gsingle
