@@ -110,7 +110,8 @@ tests_fuzz_replay_native_source_LDADD = trace/libsutrace.la
 TESTS += tests/fuzz/replay-native-source
 # The perf.data reader (trace/perf-data.c) on arbitrary files.
 check_PROGRAMS += tests/fuzz/replay-perf-data
-tests_fuzz_replay_perf_data_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-perf-data.c tests/fuzz/fuzz-reader.h
+tests_fuzz_replay_perf_data_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-perf-data.c tests/fuzz/fuzz-reader.h \
+	tests/fuzz/fuzz-kallsyms.c
 tests_fuzz_replay_perf_data_CPPFLAGS = $(AM_CPPFLAGS) -DDEFAULT_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/perf-data"'
 tests_fuzz_replay_perf_data_LDADD = trace/libsutrace.la
 TESTS += tests/fuzz/replay-perf-data
@@ -132,7 +133,7 @@ FUZZ_READER_SRC = $(top_srcdir)/trace/stackcap-reader.c $(top_srcdir)/trace/trac
 	$(top_srcdir)/common/io.c $(top_srcdir)/common/grow.c $(top_srcdir)/common/hashmap.c \
 	$(FUZZ_CODEC_SRC)
 FUZZ_PERF_SRC = $(top_srcdir)/trace/perf-data.c $(top_srcdir)/trace/perf-procs.c $(top_srcdir)/trace/mem-ranges.c \
-	$(top_srcdir)/trace/perf-sample.c $(top_srcdir)/trace/perf-stream.c $(top_srcdir)/trace/kallsyms.c
+	$(top_srcdir)/trace/perf-sample.c $(top_srcdir)/trace/perf-stream.c $(top_srcdir)/tests/fuzz/fuzz-kallsyms.c
 if ENABLE_FUZZING
 check_PROGRAMS += tests/fuzz/fuzz-decode tests/fuzz/fuzz-roundtrip tests/fuzz/fuzz-native-source tests/fuzz/fuzz-perf-data
 tests_fuzz_fuzz_decode_SOURCES =
