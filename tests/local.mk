@@ -115,7 +115,7 @@ tests_fuzz_replay_perf_data_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-perf-d
 tests_fuzz_replay_perf_data_CPPFLAGS = $(AM_CPPFLAGS) -DDEFAULT_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/perf-data"'
 tests_fuzz_replay_perf_data_LDADD = trace/libsutrace.la
 TESTS += tests/fuzz/replay-perf-data
-EXTRA_DIST += tests/fuzz/corpus tests/fuzz/run-fuzzers.sh
+EXTRA_DIST += tests/fuzz/corpus tests/fuzz/run-fuzzers.sh tests/fuzz/record-seeds.sh
 
 noinst_PROGRAMS += tests/fuzz/make-seeds
 tests_fuzz_make_seeds_SOURCES = tests/fuzz/make-seeds.c tests/fuzz/fuzz-common.h
