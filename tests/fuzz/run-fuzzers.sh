@@ -11,7 +11,7 @@
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
 secs=${FUZZ_SECONDS:-20}
-targets=${FUZZ_TARGETS:-"decode roundtrip native-source perf-data"}
+targets=${FUZZ_TARGETS:-"decode roundtrip native-source perf-data symbolize-text"}
 n=0
 echo "1..$(echo $targets | wc -w)"
 for t in $targets; do
