@@ -5,6 +5,7 @@
  *   hostile-gen trace DIR BINPATH      one sample, its module at BINPATH
  *                                      ("anon": anonymous code, a perf map's)
  *   hostile-gen bigsample DIR THREADS  stack cap 8 KiB, samples claiming 64 MiB
+ *   hostile-gen bigcap DIR THREADS     stack cap 64 MiB, one 64 MiB sample a thread
  *   hostile-gen maps DIR N             N one-entry maps generations
  *   hostile-gen procs DIR N            N process_start events
  *   hostile-gen zst DIR FILES          FILES .zst streams of one 64 MiB packet
@@ -55,10 +56,12 @@ static size_t make_blob(uint8_t **out, uint64_t nwords)
 	return n;
 }
 
+static uint32_t stack_cap = 8192;
+
 static struct ctf_process_info proc_info(uint32_t pid)
 {
 	return (struct ctf_process_info){ .pid = pid, .ppid = 1, .comm = "victim", .exe = "/victim",
-		.frequency_hz = 99, .stack_cap = 8192, .policy = STACKCAP_POLICY_F2,
+		.frequency_hz = 99, .stack_cap = stack_cap, .policy = STACKCAP_POLICY_F2,
 		.codec_version = STACKCAP_CODEC_VERSION };
 }
 
@@ -160,10 +163,12 @@ static int perf_z(const char *path, uint32_t records, size_t mib)
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: hostile-gen trace|bigsample|maps|procs|zst DIR ARG\n");
+		fprintf(stderr, "usage: hostile-gen trace|bigsample|bigcap|maps|procs|zst DIR ARG\n");
 		return 2;
 	}
 	const char *mode = argv[1], *dir = argv[2];
+	if (!strcmp(mode, "bigcap"))
+		stack_cap = 64u << 20; /* declared: the samples are within it */
 	long const n = strtol(argv[3], NULL, 10);
 	if (!strcmp(mode, "perf-ids"))
 		return perf_ids(dir, (uint32_t)n, 20000);
@@ -206,7 +211,7 @@ int main(int argc, char **argv)
 	}
 	CK(ctf_stream_maps(ps, 1001, 1, &e, 1));
 	CK(ctf_stream_close(ps));
-	if (!strcmp(mode, "bigsample")) {
+	if (!strcmp(mode, "bigsample") || !strcmp(mode, "bigcap")) {
 		/* One sample per thread claiming 8 M words (64 MiB) under a cap
 		 * of 8 KiB: zeros run-length-encoded, a few bytes each. */
 		size_t const len = make_blob(&blob, 8u << 20);

@@ -34,7 +34,7 @@ crafted() {
 	echo "# $what ($(du -sk "$2" | cut -f1) KB): exit $(rc "$name"), peak $(kb "$name") KB"
 }
 
-plan=24
+plan=26
 echo "1..$plan"
 
 # ---- 1. FIFOs and devices named by a trace --------------------------------
@@ -123,6 +123,13 @@ crafted big stacks "16 samples claiming 64 MiB under an 8 KiB cap" bigsample "$w
 check "samples larger than the process's stack cap: peak RSS under 256 MiB" small big
 check "... refused with a message naming the cap, exit 3" \
 	sh -c "grep -q 'stack cap' '$work/big.err' && [ $(rc big) = 3 ]"
+
+# Within a declared 64 MiB cap, each thread keeps its last image (the
+# reference of its next sample): 16 threads held 1 GiB from 2 KB.
+crafted bigcap stacks "16 threads, one sample of 64 MiB each under a declared 64 MiB cap" bigcap "$work/bigcap.trace" 16
+check "stack images of all threads bounded: peak RSS under 256 MiB" small bigcap
+check "... past the bound named, exit 3" \
+	sh -c "grep -q 'images of all threads' '$work/bigcap.err' && [ $(rc bigcap) = 3 ]"
 
 crafted maps stats "8,000 one-entry maps generations" maps "$work/maps.trace" 8000
 check "8,000 maps generations: peak RSS under 256 MiB" small maps

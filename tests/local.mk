@@ -94,7 +94,7 @@ check-sanitize:
 
 # Fuzz targets: replayed over the committed corpus by every `make check`
 # (any compiler), and run under libFuzzer with --enable-fuzzing.
-FUZZ_TARGETS = decode roundtrip native-source perf-data
+FUZZ_TARGETS = decode roundtrip native-source perf-data symbolize-text
 check_PROGRAMS += tests/fuzz/replay-decode tests/fuzz/replay-roundtrip
 tests_fuzz_replay_decode_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-decode.c tests/fuzz/fuzz-common.h
 tests_fuzz_replay_decode_CPPFLAGS = $(AM_CPPFLAGS) -DDEFAULT_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/decode"'
@@ -110,11 +110,18 @@ tests_fuzz_replay_native_source_LDADD = trace/libsutrace.la
 TESTS += tests/fuzz/replay-native-source
 # The perf.data reader (trace/perf-data.c) on arbitrary files.
 check_PROGRAMS += tests/fuzz/replay-perf-data
-tests_fuzz_replay_perf_data_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-perf-data.c tests/fuzz/fuzz-reader.h
+tests_fuzz_replay_perf_data_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-perf-data.c tests/fuzz/fuzz-reader.h \
+	tests/fuzz/fuzz-kallsyms.c
 tests_fuzz_replay_perf_data_CPPFLAGS = $(AM_CPPFLAGS) -DDEFAULT_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/perf-data"'
 tests_fuzz_replay_perf_data_LDADD = trace/libsutrace.la
 TESTS += tests/fuzz/replay-perf-data
-EXTRA_DIST += tests/fuzz/corpus tests/fuzz/run-fuzzers.sh
+# The symbolizer's own parsers of outside bytes: CPython line tables, perf maps.
+check_PROGRAMS += tests/fuzz/replay-symbolize-text
+tests_fuzz_replay_symbolize_text_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-symbolize-text.c
+tests_fuzz_replay_symbolize_text_CPPFLAGS = $(AM_CPPFLAGS) -DDEFAULT_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/symbolize-text"'
+tests_fuzz_replay_symbolize_text_LDADD = symbolize/libsusymbolize.la common/libsucommon.la
+TESTS += tests/fuzz/replay-symbolize-text
+EXTRA_DIST += tests/fuzz/corpus tests/fuzz/run-fuzzers.sh tests/fuzz/record-seeds.sh
 
 noinst_PROGRAMS += tests/fuzz/make-seeds
 tests_fuzz_make_seeds_SOURCES = tests/fuzz/make-seeds.c tests/fuzz/fuzz-common.h
@@ -132,13 +139,15 @@ FUZZ_READER_SRC = $(top_srcdir)/trace/stackcap-reader.c $(top_srcdir)/trace/trac
 	$(top_srcdir)/common/io.c $(top_srcdir)/common/grow.c $(top_srcdir)/common/hashmap.c \
 	$(FUZZ_CODEC_SRC)
 FUZZ_PERF_SRC = $(top_srcdir)/trace/perf-data.c $(top_srcdir)/trace/perf-procs.c $(top_srcdir)/trace/mem-ranges.c \
-	$(top_srcdir)/trace/perf-sample.c $(top_srcdir)/trace/perf-stream.c $(top_srcdir)/trace/kallsyms.c
+	$(top_srcdir)/trace/perf-sample.c $(top_srcdir)/trace/perf-stream.c $(top_srcdir)/tests/fuzz/fuzz-kallsyms.c
 if ENABLE_FUZZING
-check_PROGRAMS += tests/fuzz/fuzz-decode tests/fuzz/fuzz-roundtrip tests/fuzz/fuzz-native-source tests/fuzz/fuzz-perf-data
+check_PROGRAMS += tests/fuzz/fuzz-decode tests/fuzz/fuzz-roundtrip tests/fuzz/fuzz-native-source tests/fuzz/fuzz-perf-data \
+	tests/fuzz/fuzz-symbolize-text
 tests_fuzz_fuzz_decode_SOURCES =
 tests_fuzz_fuzz_roundtrip_SOURCES =
 tests_fuzz_fuzz_native_source_SOURCES =
 tests_fuzz_fuzz_perf_data_SOURCES =
+tests_fuzz_fuzz_symbolize_text_SOURCES =
 tests/fuzz/fuzz-decode$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-decode.c $(FUZZ_CODEC_SRC)
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -o $@ $^
 tests/fuzz/fuzz-roundtrip$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-roundtrip.c $(FUZZ_CODEC_SRC)
@@ -149,6 +158,9 @@ tests/fuzz/fuzz-native-source$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-native-sou
 tests/fuzz/fuzz-perf-data$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-perf-data.c $(top_srcdir)/tests/fuzz/fuzz-reader.h $(FUZZ_PERF_SRC) $(FUZZ_READER_SRC)
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -D_GNU_SOURCE \
 		$(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS) -o $@ $(filter %.c,$^) $(BABELTRACE2_LIBS) $(ZSTD_LIBS)
+tests/fuzz/fuzz-symbolize-text$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-symbolize-text.c $(top_srcdir)/symbolize/pyline.c \
+		$(top_srcdir)/symbolize/perfmap.c $(top_srcdir)/common/hashmap.c $(top_srcdir)/common/grow.c
+	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -D_GNU_SOURCE -o $@ $^
 TESTS += tests/fuzz/run-fuzzers.sh
 endif
 

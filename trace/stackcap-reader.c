@@ -106,6 +106,7 @@ struct reader {
 	char **events;               /* versions 4, 5: the event table (metadata env), or NULL */
 	size_t n_events;
 	int warned_event;            /* a sample named an event beyond the table */
+	uint64_t image_bytes;        /* the stack images every thread holds (capacities) */
 };
 
 void su_kernel_free(struct su_kernel *k)
@@ -633,13 +634,24 @@ static struct thread_state *thread_get(struct reader *r, uint32_t pid, uint32_t 
 	return t;
 }
 
-static int image_reserve(struct stackcap_image *img, uint64_t nwords)
+/* The stack images all threads hold at once (the last one of each, the
+ * reference of its next sample; full and segment copies): a few bytes of
+ * run-length-encoded zeros may claim a whole declared stack cap (64 MiB
+ * each) in as many threads as the trace names. */
+#define IMAGES_HELD_MAX (128u << 20)
+
+/* Room for NWORDS in IMG, counted in R's image_bytes.  @return 0, 1 when
+ * that would pass IMAGES_HELD_MAX, or -ENOMEM. */
+static int image_reserve(struct reader *r, struct stackcap_image *img, uint64_t nwords)
 {
 	if (nwords <= img->capacity && img->words)
 		return 0;
 	uint64_t cap = img->capacity ? img->capacity : 512;
 	while (cap < nwords)
 		cap *= 2;
+	uint64_t const held = r->image_bytes - img->capacity * sizeof(uint64_t) + cap * sizeof(uint64_t);
+	if (held > IMAGES_HELD_MAX)
+		return 1;
 	uint64_t *w = realloc(img->words, cap * sizeof(*w));
 	if (!w)
 		return -ENOMEM;
@@ -649,6 +661,7 @@ static int image_reserve(struct stackcap_image *img, uint64_t nwords)
 	 * then skips the bitmap, a fifth of its time on deep stacks. */
 	img->kept = NULL;
 	img->capacity = cap;
+	r->image_bytes = held;
 	return 0;
 }
 
@@ -663,6 +676,15 @@ static void bad_blob(struct reader *r, const struct raw_event *ev, size_t code, 
 		       " does not decode (%s: damaged trace?): it and the samples that refer to it are skipped",
 		       ev->pid, ev->tid, ev->ts / 1000000000u, ev->ts % 1000000000u,
 		       code ? stackcap_codec_error_name(code) : why);
+}
+
+/* A sample whose image would pass IMAGES_HELD_MAX: a bad blob, named. */
+static void images_full(struct reader *r, const struct raw_event *ev, uint64_t nwords)
+{
+	char why[128];
+	snprintf(why, sizeof(why), "%" PRIu64 " stack words: the images of all threads would hold more than %u MiB",
+		 nwords, IMAGES_HELD_MAX >> 20);
+	bad_blob(r, ev, 0, why);
 }
 
 /* The name of EV's event: from the table (NULL when the trace has none:
@@ -732,8 +754,13 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 		struct stackcap_image *img = kind == RAW_SAMPLE_FULL ? &t->full : &t->seg;
 		int *pending = kind == RAW_SAMPLE_FULL ? &t->full_pending : &t->seg_pending;
 		*pending = 0;
-		if (image_reserve(img, hdr.nwords))
-			return -ENOMEM;
+		int const grc = image_reserve(r, img, hdr.nwords);
+		if (grc < 0)
+			return grc;
+		if (grc) {
+			images_full(r, ev, hdr.nwords);
+			return 0;
+		}
 		size_t const drc = stackcap_codec_decode_list(blob, len, maps->range_list, maps->count, NULL, img);
 		if (stackcap_codec_is_error(drc)) {
 			bad_blob(r, ev, drc, NULL);
@@ -748,8 +775,14 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 	}
 	struct stackcap_image *dst = &t->img[!t->cur];
 	struct stackcap_image *ref = t->has_ref ? &t->img[t->cur] : NULL;
-	if (image_reserve(dst, hdr.nwords))
-		return -ENOMEM;
+	int const grc = image_reserve(r, dst, hdr.nwords);
+	if (grc < 0)
+		return grc;
+	if (grc) {
+		images_full(r, ev, hdr.nwords);
+		t->has_ref = 0;
+		return 0;
+	}
 	size_t rc = stackcap_codec_decode_list(blob, len, maps->range_list, maps->count, ref, dst);
 	if (stackcap_codec_is_error(rc)) {
 		bad_blob(r, ev, rc, NULL);
