@@ -89,7 +89,9 @@ convert() {
 stacks_samples() { grep -c '^tdata-single ' "$1.out"; }
 
 # ---- the recordings ---------------------------------------------------------
-"$STACKCAP" record -o good.trace -- "$TD/tdata-single" 0.5 2>/dev/null
+# User frames only: with kernel frames the first event of a packet may be
+# a sample's kernel_chain, where the damage below would hit an address.
+"$STACKCAP" record --user-only -o good.trace -- "$TD/tdata-single" 1 2>/dev/null
 "$STACKCAP" record --zstd -o zgood.trace -- "$TD/tdata-single" 0.5 2>/dev/null
 cp "$TD/tdata-single" victim
 "$STACKCAP" record -o victim.trace -- "$work/victim" 0.3 2>/dev/null
@@ -108,16 +110,17 @@ check "controls: the good trace reads with exit 0 ($ngood samples), the perf.dat
 
 # ---- stackcap traces ----------------------------------------------------------
 # A stream file cut inside a packet: the packets before the cut are read.
-# The cut falls in the middle of the events of the packet that holds the
-# file's middle (not merely at the middle: that may be a packet header,
-# which is another message -- a CI run hit it).  packet_size, in bits, is
-# at byte 56 of a packet (docs/trace-format.md).
+# The cut falls in the middle of the events of the file's last packet (not
+# merely at the file's middle: that may be a packet header, which is
+# another message -- a CI run hit it; nor in its first packet: a packet
+# holds up to 256 samples, a 0.5 s run fewer than 600).  packet_size, in
+# bits, is at byte 56 of a packet (docs/trace-format.md).
 cp -r good.trace cut.trace
 f=$(ls cut.trace/samples-*)
-half=$(($(stat -c %s "$f") / 2)) pos=0 psz=0
+size=$(stat -c %s "$f") pos=0 psz=0
 while :; do
 	psz=$(($(od -An -tu8 -j $((pos + 56)) -N 8 "$f" | tr -d ' ') / 8))
-	[ "$psz" -gt 81 ] && [ $((pos + psz)) -le "$half" ] || break
+	[ "$psz" -gt 81 ] && [ $((pos + psz)) -lt "$size" ] || break
 	pos=$((pos + psz))
 done
 truncate -s $((pos + 80 + (psz - 80) / 2)) "$f"

@@ -121,6 +121,7 @@ wait $rp
 echo $? >"$work/p.rc"
 wait $pid
 check "-p: exit 0" rc_is p 0
+rc_is p 0 || sed 's/^/# /' "$work/p.err" | head -n 5
 for k in "probe tdata-events:probe_hit" "guarded sdt:tdata:guarded"; do
 	set -- $k
 	c=$(on_chain p "$2" "$(chain "$1")" "")

@@ -771,10 +771,15 @@ START_TEST(test_leaf_no_cfi)
 		ck_assert_int_eq(uw_sample_make(&s, &c, maps, STACKCAP_POLICY_F2), 0);
 		run(fast, &s.s, &r, MAXF);
 		if (good) {
-			ck_assert_msg(r.n == full.n + 1 && r.end == full.end, "%s", dump(&r));
+			ck_assert_msg(r.n >= 2 && r.f[1].pc == full.f[0].pc, "%s", dump(&r));
 			ck_assert_int_eq(r.f[1].how, SU_FRAME_LEAF);
+#ifndef __SANITIZE_ADDRESS__
+			/* Under ASan uwt_c keeps a frame pointer its CFI
+			 * needs, and rbp is 0 here: the walk ends after it. */
+			ck_assert_msg(r.n == full.n + 1 && r.end == full.end, "%s", dump(&r));
 			for (size_t i = 1; i < r.n; i++)
 				ck_assert_uint_eq(r.f[i].pc, full.f[i - 1].pc);
+#endif
 		} else {
 			ck_assert_msg(r.n == 1 && r.end == SU_END_NO_CFI, "%s", dump(&r));
 		}
