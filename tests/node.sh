@@ -95,9 +95,11 @@ for s in $SAMPLERS; do
 		[ "$cmp" -gt 0 -a $((full * 100)) -ge $((cmp * 95)) ]
 	# The comparator's caller: a frame of V8's builtins, in $path (in
 	# [lo, hi): the second mapping, when there is one).
-	set -- $(awk -v path="$path" -v lo="$lo" -v hi="$hi" -v cmp="^$CMP\$" "$AWK_HEX"'
+	# The file by its name: /proc/self/maps says /usr/lib/..., the loader
+	# (the in-process sampler's dl_iterate_phdr) may say /lib/... (usrmerge).
+	set -- $(awk -v base="/${path##*/})" -v lo="$lo" -v hi="$hi" -v cmp="^$CMP\$" "$AWK_HEX"'
 		BEGIN { L = hex(lo); H = hex(hi) }
-		/^\t/ { if (want) { a = hex($1); if (a >= L && a < H && index($0, " (" path ")")) good++; want = 0 }
+		/^\t/ { if (want) { a = hex($1); if (a >= L && a < H && index($0, base)) good++; want = 0 }
 			if ($2 ~ cmp) { n++; want = 1 }
 			next }
 		{ want = 0 }
