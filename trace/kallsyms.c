@@ -1,9 +1,11 @@
 /* The running kernel's symbols (kallsyms.h). */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/grow.h"
 #include "trace/kallsyms.h"
@@ -33,17 +35,18 @@ size_t su_kernel_build_id(uint8_t *id)
 	return 0;
 }
 
-/* By address, then in the file's order. */
+/* A text symbol as read: its address, where its name and module were put
+ * in the file's block, and its line (by address, then in the file's order). */
 struct ksym_read {
-	struct su_ksym s;
-	size_t at;
+	uint64_t start;
+	size_t name, module, at;
 };
 
 static int by_start(const void *a, const void *b)
 {
 	const struct ksym_read *x = a, *y = b;
-	if (x->s.start != y->s.start)
-		return x->s.start < y->s.start ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
 	return (x->at > y->at) - (x->at < y->at);
 }
 
@@ -68,17 +71,6 @@ static size_t word(const char **p, struct span *out, size_t max)
 	*out = (struct span){ s, n };
 	*p = s + n;
 	return n;
-}
-
-/* A malloc'ed copy of X. */
-static char *span_dup(struct span x)
-{
-	char *c = malloc(x.n + 1);
-	if (c) {
-		memcpy(c, x.s, x.n);
-		c[x.n] = 0;
-	}
-	return c;
 }
 
 /* Each byte's value as a hex digit plus one, 0 when it is none. */
@@ -129,19 +121,70 @@ static int parse_line(const char *line, unsigned long long *a, char *type, struc
 	return word(&p, mod, 255) ? 4 : 3;
 }
 
+/* /proc/kallsyms whole, NUL-terminated, into *TEXT (malloc'ed) and its
+ * length into *LEN.  @return 0 or -errno. */
+static int read_all(char **text, size_t *len)
+{
+	*text = NULL;
+	int const fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	size_t cap = 1 << 20, n = 0;
+	char *b = malloc(cap);
+	int rc = b ? 0 : -ENOMEM;
+	while (!rc) {
+		if (cap - n < (1 << 16)) {
+			/* The kernel's own table: 20 MB is many times what a
+			 * kernel with every module loaded lists. */
+			char *const nb = cap >= (256u << 20) ? NULL : realloc(b, cap * 2);
+			if (!nb) {
+				rc = cap >= (256u << 20) ? -EFBIG : -ENOMEM;
+				break;
+			}
+			b = nb;
+			cap *= 2;
+		}
+		ssize_t const got = read(fd, b + n, cap - n - 1);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			rc = -errno;
+		else if (!got)
+			break;
+		else
+			n += (size_t)got;
+	}
+	close(fd);
+	if (rc) {
+		free(b);
+		return rc;
+	}
+	b[n] = 0;
+	*text = b;
+	*len = n;
+	return 0;
+}
+
 int su_kallsyms_read(struct su_kernel **out)
 {
 	*out = NULL;
-	FILE *f = fopen("/proc/kallsyms", "re");
-	if (!f)
-		return -errno;
-	/* Fewer, larger reads of the kernel's text. */
-	setvbuf(f, NULL, _IOFBF, 1 << 16);
+	char *text;
+	size_t len = 0;
+	int rc = read_all(&text, &len);
+	if (rc)
+		return rc;
+	/* Each kept name and module is moved down to the front of the block,
+	 * NUL-terminated, over the lines already read (a line's address and
+	 * type are longer than the two NULs), so the block becomes the names'
+	 * one allocation: no malloc per symbol. */
 	struct ksym_read *all = NULL;
-	size_t n = 0, cap = 0;
-	int rc = 0, sorted = 1;
-	char line[1024];
-	while (fgets(line, sizeof(line), f)) {
+	size_t n = 0, cap = 0, w = 0;
+	int sorted = 1;
+	for (char *line = text, *next; line < text + len; line = next) {
+		char *const nl = memchr(line, '\n', (size_t)(text + len - line));
+		next = nl ? nl + 1 : text + len;
+		if (nl)
+			*nl = 0;
 		unsigned long long a;
 		char type;
 		struct span name, mod = { "", 0 };
@@ -156,15 +199,17 @@ int su_kallsyms_read(struct su_kernel **out)
 			rc = -ENOMEM;
 			break;
 		}
-		all[n].s = (struct su_ksym){ .start = a, .name = span_dup(name), .module = span_dup(mod) };
-		all[n].at = n;
-		sorted = sorted && (!n || all[n - 1].s.start <= a);
-		if (!all[n++].s.name || !all[n - 1].s.module) {
-			rc = -ENOMEM;
-			break;
-		}
+		all[n] = (struct ksym_read){ .start = a, .name = w, .at = n };
+		memmove(text + w, name.s, name.n);
+		w += name.n;
+		text[w++] = 0;
+		all[n].module = w;
+		memmove(text + w, mod.s, mod.n);
+		w += mod.n;
+		text[w++] = 0;
+		sorted = sorted && (!n || all[n - 1].start <= a);
+		n++;
 	}
-	fclose(f);
 	struct su_kernel *k = rc || !n ? NULL : calloc(1, sizeof(*k));
 	if (k && !(k->syms = calloc(n, sizeof(*k->syms))))
 		rc = -ENOMEM;
@@ -173,15 +218,17 @@ int su_kallsyms_read(struct su_kernel **out)
 	if (!rc && k) {
 		if (!sorted) /* the kernel's own symbols are; modules' may not be */
 			qsort(all, n, sizeof(*all), by_start);
+		char *const small = realloc(text, w);
+		k->text = small ? small : text;
+		text = NULL;
 		/* The last name of each address in the file's order, as perf
 		 * takes it (the others end where they start: no length), up to
 		 * the next address. */
 		for (size_t i = 0; i < n; i++) {
-			if (i + 1 < n && all[i + 1].s.start == all[i].s.start)
+			if (i + 1 < n && all[i + 1].start == all[i].start)
 				continue;
-			k->syms[k->n] = all[i].s;
-			all[i].s.name = all[i].s.module = NULL; /* k owns them */
-			k->n++;
+			k->syms[k->n++] = (struct su_ksym){ .start = all[i].start, .name = k->text + all[i].name,
+							    .module = k->text + all[i].module };
 		}
 		for (size_t i = 0; i < k->n; i++)
 			k->syms[i].end = i + 1 < k->n ? k->syms[i + 1].start : k->syms[i].start + 4096;
@@ -189,10 +236,7 @@ int su_kallsyms_read(struct su_kernel **out)
 	} else if (!rc) {
 		rc = -ENOMEM;
 	}
-	for (size_t i = 0; i < n; i++) {
-		free(all[i].s.name);
-		free(all[i].s.module);
-	}
+	free(text);
 	free(all);
 	if (rc) {
 		su_kernel_free(k);

@@ -113,10 +113,11 @@ void su_kernel_free(struct su_kernel *k)
 {
 	if (!k)
 		return;
-	for (size_t i = 0; i < k->n; i++) {
+	for (size_t i = 0; !k->text && i < k->n; i++) {
 		free(k->syms[i].name);
 		free(k->syms[i].module);
 	}
+	free(k->text);
 	free(k->syms);
 	free(k);
 }

@@ -53,6 +53,9 @@ struct su_kernel {
 	size_t n;
 	uint8_t build_id[SU_BUILD_ID_MAX];
 	uint8_t build_id_len;
+	/* When set, every name and module points into this one block (what
+	 * su_kallsyms_read keeps of the file), freed in one go. */
+	char *text;
 };
 /* Free K, its symbols and names (NULL: no-op). */
 void su_kernel_free(struct su_kernel *k);
