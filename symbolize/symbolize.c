@@ -338,9 +338,26 @@ static const char *die_name(struct symcache *c, Dwarf_Die *die)
 	return s;
 }
 
-/* The call site of inlined subroutine DIE: file (index into FILES), line,
- * column. */
-static void call_site(struct symcache *c, Dwarf_Die *die, Dwarf_Files *files,
+/* File name NAME of compilation unit CU, interned: a relative one (a
+ * program compiled as `gcc ../src/x.c`) joined to the unit's
+ * DW_AT_comp_dir, as addr2line prints it, so that it names one file
+ * wherever the trace is read. */
+static const char *intern_file(struct symcache *c, Dwarf_Die *cu, const char *name)
+{
+	Dwarf_Attribute attr;
+	const char *const dir = name && name[0] != '/' && cu ?
+		dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &attr)) : NULL;
+	char *joined = NULL;
+	if (dir && dir[0] == '/' && asprintf(&joined, "%s/%s", dir, name) < 0)
+		joined = NULL;
+	const char *const s = intern(&c->strings, joined ? joined : name);
+	free(joined);
+	return s;
+}
+
+/* The call site of inlined subroutine DIE of unit CU: file (index into
+ * FILES), line, column. */
+static void call_site(struct symcache *c, Dwarf_Die *cu, Dwarf_Die *die, Dwarf_Files *files,
 		      struct su_symframe *f)
 {
 	Dwarf_Attribute attr;
@@ -349,7 +366,7 @@ static void call_site(struct symcache *c, Dwarf_Die *die, Dwarf_Files *files,
 	f->line = 0;
 	f->column = 0;
 	if (files && dwarf_attr(die, DW_AT_call_file, &attr) && dwarf_formudata(&attr, &v) == 0)
-		f->file = intern(&c->strings, dwarf_filesrc(files, (size_t)v, NULL, NULL));
+		f->file = intern_file(c, cu, dwarf_filesrc(files, (size_t)v, NULL, NULL));
 	if (dwarf_attr(die, DW_AT_call_line, &attr) && dwarf_formudata(&attr, &v) == 0)
 		f->line = (uint32_t)v;
 	if (dwarf_attr(die, DW_AT_call_column, &attr) && dwarf_formudata(&attr, &v) == 0)
@@ -360,7 +377,8 @@ static void call_site(struct symcache *c, Dwarf_Die *die, Dwarf_Files *files,
 static void decl_site(struct symcache *c, Dwarf_Die *die, struct su_symframe *f)
 {
 	int line = 0;
-	f->decl_file = intern(&c->strings, dwarf_decl_file(die));
+	Dwarf_Die cu;
+	f->decl_file = intern_file(c, dwarf_diecu(die, &cu, NULL, NULL), dwarf_decl_file(die));
 	f->decl_line = dwarf_decl_line(die, &line) == 0 && line > 0 ? (uint32_t)line : 0;
 }
 
@@ -1033,7 +1051,7 @@ static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
 	 * where the previous (inner) one was called; the enclosing subprogram
 	 * ends the chain. */
 	struct su_symframe loc = {
-		.file = intern(&c->strings, file),
+		.file = intern_file(c, cu, file),
 		.line = line > 0 ? (uint32_t)line : 0,
 		.column = col > 0 ? (uint32_t)col : 0,
 	};
@@ -1052,7 +1070,7 @@ static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
 		f->inlined = tag == DW_TAG_inlined_subroutine;
 		f->func_offset = 0;
 		if (f->inlined) {
-			call_site(c, &scopes[i], files, &loc);
+			call_site(c, cu, &scopes[i], files, &loc);
 		} else {
 			have_subprogram = 1;
 			Dwarf_Addr entry;
