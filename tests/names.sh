@@ -10,9 +10,10 @@
 #   ld.so's _start, where every exec'd process starts: outermost;
 #   PLT stubs (test-symbolize checks them against objdump);
 #   a function GCC inlined into itself (glibc's read, libc6-dbg) shown once.
+#   a C program compiled from a relative path: its file under DW_AT_comp_dir.
 . "${top_srcdir:?}/tests/tap-lib.sh"
 SU="$B/cli/stackunwind"
-need "binutils" addr2line nm
+need "binutils gcc" addr2line nm gcc
 
 # Debian's compiler, whatever else is on PATH (rustup's).
 RUSTC=/usr/bin/rustc
@@ -125,6 +126,32 @@ rust_case rust-legacy
 # Vec<T,A>::push): locations only.
 names=0
 rust_case rust-v0 -C symbol-mangling-version=v0
+
+# ---- a C program compiled from a relative path --------------------------------
+# `gcc ../src/single.c` (a build configured as ../configure): the line table
+# says ../src/single.c; the file named is that path under the compilation
+# directory, as addr2line prints it, not one relative to wherever the trace
+# is read.
+mkdir -p "$work/rel/src" "$work/rel/build"
+cp "$top_srcdir/testdata/single.c" "$top_srcdir/testdata/tdata.h" "$work/rel/src/"
+if ! (cd "$work/rel/build" && gcc -O1 -g -fno-omit-frame-pointer -o single ../src/single.c) 2>"$work/rel.cerr"; then
+	not_ok "relative path: gcc ../src/single.c failed: $(head -n 1 "$work/rel.cerr")"
+else
+	"$STACKCAP" record -o "$work/rel.trace" -- "$work/rel/build/single" 0.3 >/dev/null 2>"$work/rel.rerr"
+	"$SU" stacks "$work/rel.trace" >"$work/rel.out" 2>"$work/rel.err"
+	want="$work/rel/build/../src/single.c"
+	hot=$(grep -c " hot_leaf+0x[0-9a-f]* ($work/rel/build/single) $want:[0-9]" "$work/rel.out")
+	relative=$(grep -c ' \.\./src/single\.c:' "$work/rel.out")
+	check "relative path: hot_leaf at $want:LINE ($hot frames), never at ../src/single.c alone ($relative)" \
+		[ "$hot" -gt 10 -a "$relative" = 0 ]
+	bias=$(bias_of "$work/rel.out" "$work/rel/build/single")
+	our_chains "$work/rel.out" "$work/rel/build/single" "${bias:-0}" >"$work/rel.ours"
+	a2l_chains "$work/rel/build/single" "$work/rel.ours" >"$work/rel.a2l"
+	set -- $(awk -F '\t' 'NR == FNR { a[$1] = $2; next } { t++; g += a[$1] == $2 } END { print g + 0, t + 0 }' \
+		"$work/rel.a2l" "$work/rel.ours")
+	check "relative path: every address's name and file:line exactly as addr2line -i ($1 of $2)" \
+		[ "$2" -gt 2 -a "$1" = "$2" ]
+fi
 
 # ---- Go ----------------------------------------------------------------------
 need "golang-go" go
