@@ -16,6 +16,8 @@ int worker_init(struct worker *w, const struct options *o)
 	if (!w->modules)
 		return -ENOMEM;
 	w->resolver = su_resolver_new(w->modules, o->di.symfs);
+	if (w->resolver && o->folded) /* folded, flamegraph, report: names alone */
+		su_resolver_names_only(w->resolver);
 	w->unwinder = su_unwinder_new(o->unwinder, w->modules);
 	w->frames = calloc(o->max_frames, sizeof(*w->frames));
 	return w->unwinder && w->frames && w->resolver ? 0 : -ENOMEM;

@@ -22,6 +22,7 @@ struct escaped {
 
 struct su_resolver {
 	struct su_modcache *modules;
+	unsigned sym_flags;          /* su_symbolize_flags' */
 	struct su_perfmaps *perfmaps;
 	/* The module of a maps entry, by entry address: maps live until the
 	 * reader's end callback, so an address never names another entry. */
@@ -49,6 +50,11 @@ struct su_resolver *su_resolver_new(struct su_modcache *modules, const char *sym
 	}
 	su_modcache_set_finalizers(modules, NULL, su_symbolize_cache_free);
 	return r;
+}
+
+void su_resolver_names_only(struct su_resolver *r)
+{
+	r->sym_flags |= SU_SYMBOLIZE_NAMES_ONLY;
 }
 
 void su_resolver_free(struct su_resolver *r)
@@ -225,7 +231,7 @@ int su_resolve(struct su_resolver *r, uint32_t pid, const struct su_maps *maps, 
 	out->elf_addr = f->pc - bias;
 	int clean = 0;
 	size_t const n = m->status == SU_MODULE_OK
-		? su_symbolize_clean(m, su_frame_lookup_pc(f) - bias, r->sym, SU_RESOLVE_MAX_SYM, &clean) : 0;
+		? su_symbolize_flags(m, su_frame_lookup_pc(f) - bias, r->sym, SU_RESOLVE_MAX_SYM, &clean, r->sym_flags) : 0;
 	if (n && r->sym[n - 1].function) {
 		/* The symbolizer's strings, escaped in place unless it found
 		 * them clean (nearly always). */

@@ -72,6 +72,10 @@ struct su_resolver;
  * NULL: /tmp).  NULL when out of memory. */
 struct su_resolver *su_resolver_new(struct su_modcache *modules, const char *symfs);
 void su_resolver_free(struct su_resolver *r);
+/* From now on, functions only: no file:line (SU_SYMBOLIZE_NAMES_ONLY), for
+ * outputs that print names alone (folded stacks, flamegraphs, reports).
+ * Call before the first su_resolve. */
+void su_resolver_names_only(struct su_resolver *r);
 
 /* The maps entry (*ENTRY, may be NULL) and module of frame F of a sample
  * with MAPS, or NULL: the cheap first step of su_resolve, cached by entry. */

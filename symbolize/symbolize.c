@@ -164,6 +164,7 @@ struct symcache {
 	struct su_symframe *frames;
 	size_t nframes, capframes;
 	struct strpool strings;
+	unsigned flags;            /* the FLAGS of the first call: the answers kept */
 };
 
 void su_symbolize_cache_free(void *sym_cache)
@@ -1011,40 +1012,56 @@ static const char *addr_symbol(struct symcache *c, Dwfl_Module *mod, uint64_t ad
 	return name;
 }
 
+/* The line table row of ADDR in module MOD, whose unit is CU (at BIAS):
+ * its file (libdw's, not interned), *LINE, *COL; NULL when none.
+ * ARANGED: CU is what .debug_aranges say (libdwfl's own lookup then
+ * works), else it came from our index of units. */
+static const char *line_of(Dwfl_Module *mod, Dwarf_Die *cu, int aranged, uint64_t addr, Dwarf_Addr bias, int *line,
+			   int *col)
+{
+	const char *file = NULL;
+	if (!aranged) {
+		Dwarf_Line *dl = cu ? dwarf_getsrc_die(cu, addr - bias) : NULL;
+		if (dl) {
+			file = dwarf_linesrc(dl, NULL, NULL);
+			dwarf_lineno(dl, line);
+			dwarf_linecol(dl, col);
+		}
+	} else {
+		Dwfl_Line *dl = dwfl_module_getsrc(mod, addr);
+		if (dl)
+			file = dwfl_lineinfo(dl, NULL, line, col, NULL, NULL);
+	}
+	return file;
+}
+
 /* Compute the frames of ADDR into OUT (at most MAX_CHAIN): their number. */
 static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
-		      struct su_symframe *out)
+		      struct su_symframe *out, unsigned flags)
 {
 	GElf_Off sym_off = 0;
 	const char *sym_name = addr_symbol(c, mod, addr, &sym_off);
 	size_t n = 0;
 
 	/* The CU of ADDR, and its line table row: the innermost frame's
-	 * location. */
+	 * location (not wanted for names alone). */
+	int const lines = !(flags & SU_SYMBOLIZE_NAMES_ONLY);
 	const char *file = NULL;
 	int line = 0, col = 0;
 	Dwarf_Addr bias = 0;
 	Dwarf_Die cu_mem;
 	Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias);
-	if (!cu || dwarf_haspc(cu, addr - bias) == 0) {
+	int const aranged = cu && dwarf_haspc(cu, addr - bias) != 0;
+	if (!aranged)
 		/* .debug_aranges do not cover ADDR (Go writes none; a cgo
 		 * binary has gcc's, libdwfl then takes the CU before ADDR). */
 		cu = addr_cu(c, mod, addr, &bias, &cu_mem);
-		Dwarf_Line *dl = cu ? dwarf_getsrc_die(cu, addr - bias) : NULL;
-		if (dl) {
-			file = dwarf_linesrc(dl, NULL, NULL);
-			dwarf_lineno(dl, &line);
-			dwarf_linecol(dl, &col);
-		}
-	} else {
-		Dwfl_Line *dl = dwfl_module_getsrc(mod, addr);
-		if (dl)
-			file = dwfl_lineinfo(dl, NULL, &line, &col, NULL, NULL);
-	}
+	if (lines)
+		file = line_of(mod, cu, aranged, addr, bias, &line, &col);
 	Dwarf_Die scopes[MAX_SCOPES];
 	int const nscopes = cu ? code_scopes(c, cu, addr - bias, scopes, MAX_SCOPES) : 0;
 	Dwarf_Files *files = NULL;
-	if (cu && dwarf_getsrcfiles(cu, &files, NULL) != 0)
+	if (lines && cu && dwarf_getsrcfiles(cu, &files, NULL) != 0)
 		files = NULL;
 
 	/* scopes[0] is innermost: each inlined subroutine is a frame located
@@ -1066,11 +1083,13 @@ static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
 		struct su_symframe *f = &out[n++];
 		*f = loc;
 		f->function = die_name(c, &scopes[i]);
-		decl_site(c, &scopes[i], f);
+		if (lines)
+			decl_site(c, &scopes[i], f);
 		f->inlined = tag == DW_TAG_inlined_subroutine;
 		f->func_offset = 0;
 		if (f->inlined) {
-			call_site(c, cu, &scopes[i], files, &loc);
+			if (lines)
+				call_site(c, cu, &scopes[i], files, &loc);
 		} else {
 			have_subprogram = 1;
 			Dwarf_Addr entry;
@@ -1089,6 +1108,12 @@ static size_t resolve(struct symcache *c, Dwfl_Module *mod, uint64_t addr,
 		 * before it); named after its target as perf names it. */
 		out[n++] = (struct su_symframe){ .function = plt->name, .func_offset = addr - plt->lo };
 		return n;
+	}
+	if (!lines && !have_subprogram && !n && !sym_name) {
+		/* Nothing names ADDR: a line alone would make it a frame. */
+		loc.file = intern_file(c, cu, line_of(mod, cu, aranged, addr, bias, &line, &col));
+		loc.line = line > 0 ? (uint32_t)line : 0;
+		loc.column = col > 0 ? (uint32_t)col : 0;
 	}
 	if (!have_subprogram && n < MAX_CHAIN && (sym_name || n > 0 || loc.file)) {
 		/* No DWARF function around ADDR (no DWARF, or assembly): the
@@ -1117,6 +1142,12 @@ static int frames_clean(const struct su_symframe *frames, size_t n)
 size_t su_symbolize_clean(struct su_module *module, uint64_t addr, struct su_symframe *frames, size_t max,
 			  int *clean)
 {
+	return su_symbolize_flags(module, addr, frames, max, clean, 0);
+}
+
+size_t su_symbolize_flags(struct su_module *module, uint64_t addr, struct su_symframe *frames, size_t max,
+			  int *clean, unsigned flags)
+{
 	if (clean)
 		*clean = 0;
 	if (!module || module->status != SU_MODULE_OK || !module->mod || (!frames && max)) {
@@ -1128,13 +1159,25 @@ size_t su_symbolize_clean(struct su_module *module, uint64_t addr, struct su_sym
 		c = calloc(1, sizeof *c);
 		if (!c)
 			return 0;
+		c->flags = flags;
 		module->sym_cache = c;
+	}
+	if (c->flags != flags) {
+		/* Not the answers this cache holds: made afresh each time (their
+		 * strings still live in the cache's pool). */
+		struct su_symframe chain[MAX_CHAIN];
+		size_t const n0 = resolve(c, module->mod, addr, chain, flags), n = n0 < max ? n0 : max;
+		if (n)
+			memcpy(frames, chain, n * sizeof *frames);
+		if (clean)
+			*clean = frames_clean(chain, n0);
+		return n;
 	}
 	struct slot *s = slot_find(c, addr);
 	struct slot fresh = { .addr = addr };
 	if (!s) {
 		struct su_symframe chain[MAX_CHAIN];
-		size_t n = resolve(c, module->mod, addr, chain);
+		size_t n = resolve(c, module->mod, addr, chain, flags);
 		if (frames_reserve(c, n) != 0)
 			return 0;
 		fresh.first = (uint32_t)c->nframes;

@@ -43,6 +43,21 @@ size_t su_symbolize(struct su_module *module, uint64_t addr,
 size_t su_symbolize_clean(struct su_module *module, uint64_t addr, struct su_symframe *frames, size_t max,
 			  int *clean);
 
+/* su_symbolize_clean's FLAGS. */
+enum {
+	/* Functions only (folded stacks, flamegraphs, reports): FILE, LINE,
+	 * COLUMN and DECL_FILE left unset, so no line table is read (most of
+	 * a cold run's time on a large library: libdw reads and sorts a
+	 * unit's whole table for one row), unless the address has nothing
+	 * else to be named by.  A module's cache keeps the answers of its
+	 * first call's flags; others are made afresh at each call. */
+	SU_SYMBOLIZE_NAMES_ONLY = 1,
+};
+
+/* As su_symbolize_clean, with FLAGS. */
+size_t su_symbolize_flags(struct su_module *module, uint64_t addr, struct su_symframe *frames, size_t max,
+			  int *clean, unsigned flags);
+
 /* Free a module's symbol cache (the modcache finalizer). */
 void su_symbolize_cache_free(void *sym_cache);
 

@@ -464,6 +464,55 @@ START_TEST(cache_gives_same_frames_and_stable_strings)
 }
 END_TEST
 
+/* Names only (folded stacks): every address of a function with inlines and
+ * of a plain one names the same functions, inline flags and offsets as the
+ * full answer, with no file or line; the module's cache then keeps the
+ * names-only answers, and a full question still gets files and lines. */
+static void names_only_agree(const char *path, const char *func)
+{
+	struct fixture f, g;
+	fixture_open(&f, path);
+	fixture_open(&g, path);
+	uint64_t size = 0, start = elf_func_addr(f.path, func, &size);
+	ck_assert_msg(start != 0 && size > 0, "no %s in %s", func, path);
+	int with_line = 0;
+	for (uint64_t a = start; a < start + size; a++) {
+		struct su_symframe full[MAXF], names[MAXF];
+		size_t const n = su_symbolize_flags(f.mod, a, full, MAXF, NULL, 0);
+		size_t const m = su_symbolize_flags(g.mod, a, names, MAXF, NULL, SU_SYMBOLIZE_NAMES_ONLY);
+		ck_assert_uint_eq(m, n);
+		for (size_t k = 0; k < n; k++) {
+			ck_assert_str_eq(names[k].function, full[k].function);
+			ck_assert_int_eq(names[k].inlined, full[k].inlined);
+			ck_assert_uint_eq(names[k].func_offset, full[k].func_offset);
+			ck_assert_ptr_null(names[k].file);
+			ck_assert_ptr_null(names[k].decl_file);
+			ck_assert_uint_eq(names[k].line, 0);
+			with_line += full[k].file && full[k].line;
+		}
+		/* The other kind of question on the names-only module: the full answer. */
+		struct su_symframe again[MAXF];
+		size_t const r = su_symbolize_flags(g.mod, a, again, MAXF, NULL, 0);
+		ck_assert_uint_eq(r, n);
+		for (size_t k = 0; k < n; k++) {
+			ck_assert_uint_eq(again[k].line, full[k].line);
+			ck_assert((again[k].file == NULL) == (full[k].file == NULL));
+			if (full[k].file)
+				ck_assert_str_eq(again[k].file, full[k].file);
+		}
+	}
+	ck_assert_msg(with_line > 0, "no line known in %s: the comparison is empty", func);
+	fixture_close(&g);
+	fixture_close(&f);
+}
+
+START_TEST(names_only_same_functions)
+{
+	names_only_agree("testdata/tdata-inline", "inline_hot");
+	names_only_agree("testdata/tdata-single", "main");
+}
+END_TEST
+
 START_TEST(bad_input_gives_nothing)
 {
 	struct su_symframe fr[MAXF];
@@ -657,6 +706,7 @@ Suite *symbolize_suite(void)
 	tcase_add_test(tc, plt_stubs_named_as_objdump);
 	tcase_add_test(tc, cxx_names_demangled);
 	tcase_add_test(tc, cache_gives_same_frames_and_stable_strings);
+	tcase_add_test(tc, names_only_same_functions);
 	tcase_add_test(tc, bad_input_gives_nothing);
 	tcase_add_test(tc, split_debug_symbolizes_like_the_original);
 	tcase_add_test(tc, dwz_alt_file_found_and_checked);
