@@ -61,8 +61,9 @@ static const struct option_doc {
 	{ C_ALL, 0, "--symfs DIR", "--symfs DIR", "recorded paths are under DIR" },
 	{ C_ALL, 0, "--no-debuginfod", "--no-debuginfod", "never ask debuginfod servers" },
 	{ C_ALL, 0, "--no-cache", "--no-cache",
-	  "inflate compressed debug files at each run rather\n"
-	  "than keep inflated copies (default: kept under\n"
+	  "keep nothing between runs: inflate compressed debug\n"
+	  "files and read /proc/kallsyms at each run (default:\n"
+	  "inflated copies and the kernel's symbols kept under\n"
 	  "$STACKCAP_CACHE_DIR, else ~/.cache/stackcap)" },
 	{ C_ALL, 0, "--max-frames N", "--max-frames N", "frames per sample (default " MAX_FRAMES_S ")" },
 	{ C_ALL, 0, "--user-only", "--user-only", "leave out kernel frames (a trace's or a perf.data's)" },

@@ -144,4 +144,46 @@ check "another kernel's perf.data: exit $orc, told once ($(grep -c 'kernel frame
 	sh -c "[ $orc = 0 ] && [ \$(grep -c 'kernel frames not named: the recording.s kernel' '$work/other.unw') = 1 ] &&
 		grep -q 'kernel\.kallsyms' '$work/other.stacks' && ! grep -Eq 'vfs_(read|write)' '$work/other.stacks'"
 
+# This machine's kernel symbols kept between runs (trace/kallsyms-cache.c):
+# the first run over a perf.data keeps them under the cache directory
+# (0700, the file 0600); a later one names the same kernel frames with
+# /proc/kallsyms hidden, so from the copy; a copy that is damaged, not
+# ours, open to others or a symlink is not used, and --no-cache uses none.
+kc="$work/kcache"
+STACKCAP_CACHE_DIR="$kc" "$UNW" stacks "$work/dd.data" >"$work/kc1.stacks" 2>/dev/null
+kf=$(ls "$kc"/kallsyms/* 2>/dev/null | head -n 1)
+kmodes="$(stat -c %a "$kc/kallsyms" 2>/dev/null) $(stat -c %a "$kf" 2>/dev/null)"
+check "kernel symbols kept: one file, 0600 in a 0700 directory ($kmodes), the same stacks" \
+	sh -c "[ -f '$kf' ] && [ '$kmodes' = '700 600' ] && cmp -s '$work/kc1.stacks' '$work/ddp.stacks'"
+STACKCAP_CACHE_DIR="$kc" hidden "$UNW" stacks "$work/dd.data" >"$work/kc2.stacks" 2>"$work/kc2.err"
+check "a second run names the same kernel frames with /proc/kallsyms hidden (from the kept copy)" \
+	sh -c "cmp -s '$work/kc2.stacks' '$work/ddp.stacks' && ! grep -q 'kernel frames not named' '$work/kc2.err'"
+STACKCAP_CACHE_DIR="$kc" hidden "$UNW" stacks --no-cache "$work/dd.data" >"$work/kc3.stacks" 2>"$work/kc3.err"
+check "--no-cache: the copy is not used (hidden /proc/kallsyms: frames unnamed, said)" \
+	sh -c "grep -q 'kernel frames not named' '$work/kc3.err' && ! grep -Eq 'vfs_(read|write)' '$work/kc3.stacks'"
+# bad_copy WHAT CMD: the kept copy ($kf) spoiled by shell command CMD; a
+# run with /proc/kallsyms hidden then names no kernel frame (the good copy
+# named them all, above); the good copy is put back.
+bad_copy() {
+	what=$1
+	cp -p "$kf" "$work/kf.good"
+	sh -ec "$2"
+	STACKCAP_CACHE_DIR="$kc" hidden "$UNW" stacks "$work/dd.data" >"$work/kcb.stacks" 2>"$work/kcb.err"
+	check "kept copy $what: not used (frames unnamed, said)" \
+		sh -c "grep -q 'kernel frames not named' '$work/kcb.err' && ! grep -Eq 'vfs_(read|write)' '$work/kcb.stacks'"
+	rm -f "$kf"
+	cp -p "$work/kf.good" "$kf"
+}
+bad_copy "damaged (a byte changed)" "printf 'x' | dd of='$kf' bs=1 seek=100000 conv=notrunc 2>/dev/null"
+bad_copy "cut short" "truncate -s 4096 '$kf'"
+bad_copy "readable by others (0644)" "chmod 644 '$kf'"
+bad_copy "owned by another user" "chown nobody '$kf'"
+bad_copy "a symlink" "mv '$kf' '$kf.real'; ln -s '$kf.real' '$kf'"
+rm -f "$kf.real"
+printf 'x' | dd of="$kf" bs=1 seek=100000 conv=notrunc 2>/dev/null
+STACKCAP_CACHE_DIR="$kc" "$UNW" stacks "$work/dd.data" >"$work/kc4.stacks" 2>/dev/null
+STACKCAP_CACHE_DIR="$kc" hidden "$UNW" stacks "$work/dd.data" >"$work/kc5.stacks" 2>/dev/null
+check "a damaged copy is replaced by a good one at the next run with /proc/kallsyms readable" \
+	sh -c "cmp -s '$work/kc4.stacks' '$work/ddp.stacks' && cmp -s '$work/kc5.stacks' '$work/ddp.stacks'"
+
 echo "1..$n"

@@ -16,6 +16,13 @@
  * (kernel.kptr_restrict) or lists no text symbol. */
 int su_kallsyms_read(struct su_kernel **out);
 
+/* As su_kallsyms_read, through a copy kept under DIR/kallsyms/ (DIR NULL:
+ * none) for this kernel, boot and set of loaded modules, made at the first
+ * read (trace/kallsyms-cache.c): the kernel regenerates /proc/kallsyms at
+ * each read.  A copy that is not ours (owner, 0600), is damaged or names
+ * another kernel is not used. */
+int su_kallsyms_read_cached(const char *dir, struct su_kernel **out);
+
 /* The build-id of the running kernel (/sys/kernel/notes) into ID
  * (SU_BUILD_ID_MAX bytes).  @return its length, 0 when none was found. */
 size_t su_kernel_build_id(uint8_t *id);

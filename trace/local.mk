@@ -24,6 +24,7 @@ trace_libsutrace_la_SOURCES = \
 	trace/perf-data.h \
 	trace/kallsyms.h \
 	trace/kallsyms.c \
+	trace/kallsyms-cache.c \
 	trace/perf-data-internal.h \
 	trace/perf-data.c \
 	trace/perf-procs.c \

@@ -157,7 +157,7 @@ static void kernel_syms(struct pr *r)
 	} else if (!perf_recorded_here(r)) {
 		why = "the recording names no kernel build-id, and its kernel release is not this machine's";
 	}
-	int const rc = why ? 0 : su_kallsyms_read(&r->kernel);
+	int const rc = why ? 0 : su_kallsyms_read_cached(r->opts ? r->opts->kernel_cache_dir : NULL, &r->kernel);
 	if (rc == -ENOMEM) {
 		r->cb_rc = -ENOMEM;
 		return;

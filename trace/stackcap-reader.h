@@ -72,6 +72,10 @@ struct su_reader_opts {
 	} source;
 	/* Warnings (zeroed: none). */
 	struct su_warn_hook warn;
+	/* Where this machine's kernel symbols are kept between runs, for
+	 * perf.data files (su_kallsyms_read_cached), or NULL: read
+	 * /proc/kallsyms each time. */
+	const char *kernel_cache_dir;
 };
 
 /* Nonzero when DIR looks like a stackcap trace (metadata naming tracer stackcap). */
