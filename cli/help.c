@@ -62,9 +62,10 @@ static const struct option_doc {
 	{ C_ALL, 0, "--no-debuginfod", "--no-debuginfod", "never ask debuginfod servers" },
 	{ C_ALL, 0, "--no-cache", "--no-cache",
 	  "keep nothing between runs: inflate compressed debug\n"
-	  "files and read /proc/kallsyms at each run (default:\n"
-	  "inflated copies and the kernel's symbols kept under\n"
-	  "$STACKCAP_CACHE_DIR, else ~/.cache/stackcap)" },
+	  "files, read /proc/kallsyms and DWARF at each run\n"
+	  "(default: inflated copies, the kernel's symbols and\n"
+	  "each binary's answers kept under $STACKCAP_CACHE_DIR,\n"
+	  "else ~/.cache/stackcap)" },
 	{ C_ALL, 0, "--max-frames N", "--max-frames N", "frames per sample (default " MAX_FRAMES_S ")" },
 	{ C_ALL, 0, "--user-only", "--user-only", "leave out kernel frames (a trace's or a perf.data's)" },
 	{ C_READ, 0, "-j N", "-j, --jobs N", "unwind and symbolize on N threads (default: cores)" },

@@ -50,6 +50,7 @@ struct su_modcache {
 	int no_debuginfod;
 	int no_system_dirs;
 	char *inflate_dir;         /* inflated copies of compressed debug files, or NULL */
+	uint64_t lookup_hash;      /* su_module's */
 	struct modpriv **buckets;
 	size_t nbuckets, count;
 	struct su_modcache_stats stats;
@@ -803,6 +804,13 @@ struct su_modcache *su_modcache_new(const struct su_debuginfo_opts *opts)
 					goto oom;
 		}
 	}
+	/* How files are looked up, hashed: su_module's lookup_hash. */
+	uint64_t h = su_fnv1a_str(c->symfs ? c->symfs : "");
+	for (char **d = c->debug_dirs; d && *d; d++)
+		h = su_fnv1a_add(su_fnv1a_from(h, *d, strlen(*d)), 0x100);
+	const char *const urls = c->no_debuginfod ? NULL : getenv("DEBUGINFOD_URLS");
+	h = su_fnv1a_add(h, (uint64_t)c->no_system_dirs << 1 | (uint64_t)c->no_debuginfod);
+	c->lookup_hash = su_fnv1a_from(h, urls ? urls : "", urls ? strlen(urls) : 0);
 	c->callbacks.find_elf = cb_find_elf;
 	c->callbacks.find_debuginfo = cb_find_debuginfo;
 	c->callbacks.section_address = dwfl_offline_section_address;
@@ -906,6 +914,8 @@ struct su_module *su_modcache_get(struct su_modcache *c, const struct su_map_ent
 	p->key = key;
 	p->cache = c;
 	struct su_module *m = &p->pub;
+	m->cache_dir = c->inflate_dir;
+	m->lookup_hash = c->lookup_hash;
 	memcpy(m->build_id, e->build_id, e->build_id_len);
 	m->build_id_len = e->build_id_len;
 	memcpy(p->want_id, e->build_id, e->build_id_len);

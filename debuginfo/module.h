@@ -66,6 +66,12 @@ struct su_module {
 	struct { uint64_t offset, vaddr, filesz; } load[16];
 	void *unwind_cache;        /* owned by unwind/: per-pc CFI rules */
 	void *sym_cache;           /* owned by symbolize/: per-address frames */
+	/* Where answers may be kept between runs (the cache directory, or
+	 * NULL), and a hash of how files are looked up (--debug-dir, --symfs,
+	 * system dirs, debuginfod): an answer kept under one lookup is never
+	 * used under another. */
+	const char *cache_dir;
+	uint64_t lookup_hash;
 };
 
 struct su_debuginfo_opts {

@@ -2,6 +2,7 @@
  * the inline chain, the line table for file:line:column. */
 #include <dwarf.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 
 #include "common/grow.h"
 #include "common/hash.h"
+#include "symbolize/addr-cache.h"
 #include "symbolize/escape.h"
 #include "symbolize/symbolize.h"
 #include "symbolize/symtab.h"
@@ -165,13 +167,21 @@ struct symcache {
 	size_t nframes, capframes;
 	struct strpool strings;
 	unsigned flags;            /* the FLAGS of the first call: the answers kept */
+	char *disk_path;           /* where the answers are kept between runs, or NULL */
+	size_t loaded;             /* answers read from there */
 };
+
+static int frames_clean(const struct su_symframe *frames, size_t n);
+
+static void store_kept(struct symcache *c);
 
 void su_symbolize_cache_free(void *sym_cache)
 {
 	struct symcache *c = sym_cache;
 	if (!c)
 		return;
+	store_kept(c);
+	free(c->disk_path);
 	free(c->cells.points);
 	free(c->cells.cell);
 	free(c->cells.ans);
@@ -241,6 +251,65 @@ static int slot_insert(struct symcache *c, const struct slot *s)
 static int frames_reserve(struct symcache *c, size_t more)
 {
 	return SU_GROW(c->frames, c->capframes, c->nframes + more);
+}
+
+/* ---- answers kept between runs (addr-cache.h) ---------------------------- */
+
+/* One answer read from the kept file into C, unless C has one. */
+static int add_kept(void *ctx, const struct su_addrcache_entry *e)
+{
+	struct symcache *c = ctx;
+	if (slot_find(c, e->addr))
+		return 0;
+	if (frames_reserve(c, e->n) != 0)
+		return -1;
+	struct su_symframe *const f = c->frames + c->nframes;
+	for (size_t k = 0; k < e->n; k++) {
+		f[k] = e->frames[k];
+		f[k].function = intern(&c->strings, e->frames[k].function);
+		f[k].file = intern(&c->strings, e->frames[k].file);
+		f[k].decl_file = intern(&c->strings, e->frames[k].decl_file);
+		if ((e->frames[k].function && !f[k].function) || (e->frames[k].file && !f[k].file) ||
+		    (e->frames[k].decl_file && !f[k].decl_file))
+			return -1;
+	}
+	struct slot const s = { .addr = e->addr, .first = (uint32_t)c->nframes, .n = (uint16_t)e->n,
+				.clean = (uint8_t)frames_clean(f, e->n) };
+	if (slot_insert(c, &s) != 0)
+		return -1;
+	c->nframes += e->n;
+	return 0;
+}
+
+/* The answers of C, in slot order, for su_addrcache_store. */
+struct kept_list {
+	struct symcache *c;
+	uint32_t *at;              /* slot indexes */
+};
+
+static void get_kept(void *ctx, size_t i, struct su_addrcache_entry *e)
+{
+	const struct kept_list *k = ctx;
+	const struct slot *s = &k->c->slots[k->at[i]];
+	*e = (struct su_addrcache_entry){ .addr = s->addr, .n = s->n, .frames = k->c->frames + s->first };
+}
+
+/* C's answers written to its file when it made new ones, merged with
+ * those another run (or thread) wrote there meanwhile. */
+static void store_kept(struct symcache *c)
+{
+	if (!c->disk_path || c->count <= c->loaded)
+		return;
+	(void)su_addrcache_load(c->disk_path, add_kept, c);
+	struct kept_list k = { .c = c, .at = malloc(c->count * sizeof(*k.at)) };
+	if (!k.at)
+		return;
+	size_t n = 0;
+	for (size_t i = 0; i < c->nslots; i++)
+		if (c->slots[i].used)
+			k.at[n++] = (uint32_t)i;
+	(void)su_addrcache_store(c->disk_path, n, get_kept, &k);
+	free(k.at);
 }
 
 /* ---- names --------------------------------------------------------------- */
@@ -1161,6 +1230,12 @@ size_t su_symbolize_flags(struct su_module *module, uint64_t addr, struct su_sym
 			return 0;
 		c->flags = flags;
 		module->sym_cache = c;
+		/* The answers a run over the same files kept: no DWARF read
+		 * for the addresses they cover. */
+		char path[PATH_MAX];
+		if (su_addrcache_path(module, flags, path, sizeof(path)) == 0 && (c->disk_path = strdup(path)))
+			(void)su_addrcache_load(path, add_kept, c); /* none, or not usable: written at the end */
+		c->loaded = c->count;
 	}
 	if (c->flags != flags) {
 		/* Not the answers this cache holds: made afresh each time (their

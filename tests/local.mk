@@ -203,6 +203,8 @@ tests_no_perf_events_SOURCES = tests/no-perf-events.c
 TESTS += tests/kernel-record.sh
 TESTS += tests/kernel-frames.sh
 EXTRA_DIST += tests/kernel-frames.sh
+TESTS += tests/addr-cache.sh
+EXTRA_DIST += tests/addr-cache.sh
 TESTS += tests/off-cpu.sh
 EXTRA_DIST += tests/off-cpu.sh
 EXTRA_DIST += tests/plt-burn.c
@@ -443,7 +445,7 @@ tests_unit_test_debuginfo_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_debuginfo_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS) $(CHECK_LIBS)
 EXTRA_tests_unit_test_debuginfo_asan_DEPENDENCIES = $(EXTRA_tests_unit_test_debuginfo_DEPENDENCIES)
 tests_unit_test_symbolize_asan_SOURCES = $(tests_unit_test_symbolize_SOURCES) debuginfo/module.c debuginfo/inflate-cache.c \
-	symbolize/symbolize.c symbolize/symtab.c symbolize/escape.c common/grow.c
+	symbolize/symbolize.c symbolize/symtab.c symbolize/escape.c symbolize/addr-cache.c common/grow.c
 tests_unit_test_symbolize_asan_CFLAGS = $(tests_unit_test_symbolize_CFLAGS) $(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_symbolize_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_symbolize_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS) $(IBERTY_LIBS) -lstdc++ $(CHECK_LIBS)
