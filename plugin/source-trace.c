@@ -8,9 +8,10 @@
  * their underscore), one stream per stream file (id = stream_instance_id,
  * named by its path) on an output port of its own, packets with their
  * time range, discarded events between packets.  The trace class is
- * built here for format versions 1 to 3 (the metadata names it: version 2
- * adds the runtime events, 3 the kernel ones; another version is
- * refused), not parsed from TSDL.  Empty packets carry nothing but a
+ * built here for format versions 1 to 5 (version 2 adds the runtime
+ * events, 3 the kernel ones, 4 event_sample, 5 off_cpu; the classes are
+ * the ones the metadata declares, each known by stream, id and name; a
+ * later version is refused), not parsed from TSDL.  Empty packets carry nothing but a
  * discarded count and are not announced as packets. */
 #include <dirent.h>
 #include <errno.h>
@@ -92,6 +93,15 @@ static bt_field_class *payload_fc(bt_trace_class *tc, int cls, unsigned id)
 		rc |= add(st, "blob_length", uint_fc(tc, 24));
 		if (!rc)
 			rc |= add(st, "blob", bytes_fc(tc, st, "blob_length"));
+	} else if (cls == 1 && id == 5) { /* event_sample (version 4) */
+		bt_field_class *u16 = uint_fc(tc, 16);
+		rc |= add(st, "event_index", u16);
+		rc |= add(st, "generation", uint_fc(tc, 24));
+		rc |= add(st, "blob_length", uint_fc(tc, 24));
+		if (!rc)
+			rc |= add(st, "blob", bytes_fc(tc, st, "blob_length"));
+	} else if (cls == 1 && id == 6) { /* off_cpu (version 5) */
+		rc |= add(st, "duration", uint_fc(tc, 64));
 	} else if (cls == 1 && id == 4) { /* kernel_chain (version 3) */
 		rc |= add(st, "ips_length", uint_fc(tc, 32));
 		if (!rc) {
@@ -205,7 +215,30 @@ struct meta {
 	uint8_t uuid[16];
 	int have_uuid;
 	long version;      /* env.stackcap_trace_version */
+	/* The event classes the metadata declares, by stream class and id
+	 * (a recording declares only those it has: kernel_chain only with
+	 * kernel frames...); BAD_EVENT: one this source does not know. */
+	unsigned char declared[2][7];
+	int bad_event;
 };
+
+/* Event classes by stream class and id (docs/trace-format.md): version 2
+ * adds the runtime events, 3 the kernel ones, 4 event_sample, 5 off_cpu. */
+static const char *const event_names[2][7] = {
+	{ "process_start", "maps", "drops", "process_end", "runtime", "runtime_code", "kernel_symbols" },
+	{ "sample", "sample_full", "sample_segment", "runtime_frames", "kernel_chain", "event_sample", "off_cpu" },
+};
+
+/* The event declaration being read (name, id, stream_id) into M once its
+ * fields start. */
+static void declare(struct meta *m, const char *name, long id, long sid)
+{
+	if (sid < 0 || sid > 1 || id < 0 || id > 6 || strcmp(event_names[sid][id], name)) {
+		m->bad_event = 1;
+		return;
+	}
+	m->declared[sid][id] = 1;
+}
 
 static int parse_uuid(const char *p, uint8_t *u)
 {
@@ -229,12 +262,34 @@ static int read_metadata(const char *dir, struct meta *m, bt_trace *trace)
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return -errno;
-	int in_env = 0;
+	int in_env = 0, in_event = 0;
+	char ev_name[64] = "";
+	long ev_id = -1, ev_sid = -1;
 	memset(m, 0, sizeof(*m));
 	while (fgets(line, sizeof(line), f)) {
 		char *p = line;
 		while (*p == ' ' || *p == '\t')
 			p++;
+		if (!strncmp(p, "event {", 7)) {
+			in_event = 1;
+			ev_name[0] = 0;
+			ev_id = ev_sid = -1;
+			continue;
+		}
+		if (in_event) {
+			long v;
+			if (sscanf(p, "name = \"%63[^\"]\";", ev_name) == 1)
+				continue;
+			if (sscanf(p, "id = %ld;", &v) == 1)
+				ev_id = v;
+			else if (sscanf(p, "stream_id = %ld;", &v) == 1)
+				ev_sid = v;
+			else if (!strncmp(p, "fields", 6)) {
+				declare(m, ev_name, ev_id, ev_sid);
+				in_event = 0;
+			}
+			continue;
+		}
 		if (!strncmp(p, "env {", 5)) {
 			in_env = 1;
 			continue;
@@ -267,13 +322,6 @@ static int read_metadata(const char *dir, struct meta *m, bt_trace *trace)
 
 static int build_ir(struct trace_src *s, const struct meta *m)
 {
-	/* Version 2 adds the runtime events, 3 the kernel ones (after them:
-	 * ids are the metadata's). */
-	static const char *const names[2][7] = {
-		{ "process_start", "maps", "drops", "process_end", "runtime", "runtime_code", "kernel_symbols" },
-		{ "sample", "sample_full", "sample_segment", "runtime_frames", "kernel_chain", NULL, NULL },
-	};
-	static const unsigned counts[4][2] = { { 0, 0 }, { 4, 3 }, { 6, 4 }, { 7, 5 } };
 	bt_trace_class *tc = s->tc = bt_trace_class_create(s->self);
 	bt_clock_class *cc = bt_clock_class_create(s->self);
 	if (!tc || !cc)
@@ -304,10 +352,12 @@ static int build_ir(struct trace_src *s, const struct meta *m)
 			goto fail;
 		}
 		bt_field_class_put_ref(ctx);
-		for (unsigned id = 0; id < counts[m->version][cls]; id++) {
+		for (unsigned id = 0; id < 7; id++) {
+			if (!m->declared[cls][id])
+				continue;
 			bt_event_class *ec = s->ec[cls][id] = bt_event_class_create_with_id(sc, id);
 			bt_field_class *pl = ec ? payload_fc(tc, cls, id) : NULL;
-			if (!pl || bt_event_class_set_name(ec, names[cls][id]) ||
+			if (!pl || bt_event_class_set_name(ec, event_names[cls][id]) ||
 			    bt_event_class_set_payload_field_class(ec, pl)) {
 				bt_field_class_put_ref(pl);
 				goto fail;
@@ -460,26 +510,31 @@ bt_component_class_initialize_method_status trace_src_init(bt_self_component_sou
 		BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(sc, "%s is not a trace directory", dir);
 		return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_ERROR;
 	}
+	struct meta m;
+	if (!su_stackcap_trace_probe(dir) && read_metadata(dir, &m, NULL) == 0 && m.version > 5) {
+		BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(sc,
+			"%s: stackcap trace format version %ld is not read by this source (it reads 1 to 5): "
+			"a newer stackcap wrote it", dir, m.version);
+		return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_ERROR;
+	}
 	if (!su_stackcap_trace_probe(dir)) {
 		BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(sc,
-			"%s is not a stackcap trace of format version 1 to 3 (its metadata must name tracer "
+			"%s is not a stackcap trace of format version 1 to 5 (its metadata must name tracer "
 			"\"stackcap\" and its stackcap_trace_version)", dir);
 		return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_ERROR;
 	}
 	struct trace_src *s = calloc(1, sizeof(*s));
-	struct meta m;
 	if (!s || !(s->dir = realpath(dir, NULL)))
 		goto nomem;
 	s->self = sc;
 	if (read_metadata(dir, &m, NULL))
 		goto nomem;
-	if (m.version < 1 || m.version > 3) {
-		/* Version 4 (named events) and 5 (off-CPU time): src.ctf.fs
-		 * reads them; this source does not yet. */
+	if (m.version < 1 || m.version > 5 || m.bad_event) {
+		/* A later format: its event classes are not ours to guess. */
 		BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(sc,
-			"%s: stackcap trace format version %ld (%s) is not read by this source yet (it reads 1 to 3): "
-			"read it with src.ctf.fs", dir, m.version,
-			m.version == 5 ? "off-CPU time" : m.version == 4 ? "named events, record -e" : "unknown");
+			"%s: stackcap trace format version %ld%s is not read by this source (it reads 1 to 5): "
+			"a newer stackcap wrote it", dir, m.version,
+			m.bad_event && m.version >= 1 && m.version <= 5 ? " with an event class it does not know" : "");
 		src_free(s);
 		return BT_COMPONENT_CLASS_INITIALIZE_METHOD_STATUS_ERROR;
 	}
@@ -602,7 +657,7 @@ static int item_messages(struct trace_src_iter *it, const struct su_native_item 
 			return -ENOMEM;
 		msgs[(*k)++] = m;
 	}
-	if (ni->id >= s->n_ec[ni->stream_class]) {
+	if (ni->id >= s->n_ec[ni->stream_class] || !s->ec[ni->stream_class][ni->id]) {
 		su_native_file_defect(it->file, "unknown event id");
 		return 0;
 	}

@@ -317,4 +317,40 @@ run bad-oc $BT "$work/oc.trace" -c filter.stackcap.unwind -c sink.stackcap.folde
 check "sink: off-cpu= not a boolean: an error, no crash" \
 	all_of "[ \"$(rc bad-oc)\" != 0 ] && grep -q 'off-cpu are booleans' '$work/bad-oc.err' && no_crash bad-oc"
 
+# The source on format versions 4 (-e) and 5 (--off-cpu): on the plain
+# traces, src.ctf.fs's trace IR and events (sink.text.details); on --zstd
+# recordings, which src.ctf.fs cannot read, the filter and folded sink
+# behind it give stackunwind's folded stacks, per event and off-CPU.
+for t in ev oc; do
+	run $t-srcd $BT -c source.stackcap.trace -p "inputs=[\"$work/$t.trace\"]" -c sink.text.details
+	run $t-ctfd $BT "$work/$t.trace" -c sink.text.details
+	v=$(sed -n 's/.*stackcap_trace_version = \([0-9]*\);.*/\1/p' "$work/$t.trace/metadata")
+	check "source on a format version $v trace ($t): src.ctf.fs's IR and events ($(grep -c 'event_sample\|off_cpu' "$work/$t-srcd.out" 2>/dev/null) lines of event_sample or off_cpu)" \
+		sh -c "[ $(rc $t-srcd) = 0 ] && [ $(rc $t-ctfd) = 0 ] && grep -q 'event_sample\|off_cpu' '$work/$t-srcd.out' && cmp -s '$work/$t-srcd.out' '$work/$t-ctfd.out'"
+done
+(cd "$TD" && "$STACKCAP" record --zstd -o "$work/evz.trace" --stack-size 8192 -e syscalls:sys_enter_write \
+	-e tdata-events:probe_hit -e sdt:tdata:tick -- ./tdata-events -n 300) >/dev/null 2>"$work/evz.rerr"
+"$STACKCAP" record --zstd --off-cpu -o "$work/ocz.trace" -- "$TD/tdata-offcpu" sleep 0.8 >/dev/null 2>"$work/ocz.rerr"
+# zfolded_same NAME TRACE [SINK-PARAMS [STACKUNWIND-OPTIONS]]: as folded_same,
+# through source.stackcap.trace.
+zfolded_same() {
+	name=$1 tr=$2 params=${3:-} opts=${4:-}
+	run "$name-bt" $BT -c source.stackcap.trace -p "inputs=[\"$tr\"]" -c filter.stackcap.unwind \
+		-c sink.stackcap.folded ${params:+-p "$params"}
+	"$SU" folded $opts "$tr" >"$work/$name-su.out" 2>/dev/null
+	check "$name: source + filter + sink ${params:+($params) }== stackunwind folded $opts ($(wc -l <"$work/$name-su.out") lines)" \
+		sh -c "[ \"$(rc "$name-bt")\" = 0 ] && [ -s '$work/$name-su.out' ] && cmp -s '$work/$name-bt.out' '$work/$name-su.out'"
+}
+zfolded_same evz "$work/evz.trace"
+zfolded_same evz-sdt "$work/evz.trace" 'event="sdt:tdata:tick"' '--event sdt:tdata:tick'
+zfolded_same ocz-off "$work/ocz.trace" 'off-cpu=yes' --off-cpu
+check "ocz: the --zstd off-CPU stacks hold sleeper_wait's 1.6 s (within 10%)" \
+	awk '/;sleeper_wait;/ { s += $NF } END { exit !(s >= 1600000 && s <= 1760000) }' "$work/ocz-off-bt.out"
+# A later format: refused by its version, with a message.
+cp -r "$work/oc.trace" "$work/v6.trace"
+sed -i 's/stackcap_trace_version = 5;/stackcap_trace_version = 6;/' "$work/v6.trace/metadata"
+run v6 $BT -c source.stackcap.trace -p "inputs=[\"$work/v6.trace\"]"
+check "source on a format version 6 trace: refused, says so" \
+	all_of "[ \"$(rc v6)\" != 0 ] && tr '\\n' ' ' <'$work/v6.err' | tr -s ' ' | grep -q 'format version 6 is not read by this source' && no_crash v6"
+
 echo "1..$n"
