@@ -66,7 +66,7 @@ noinst_PROGRAMS += bench/unwind-fast
 bench_unwind_fast_SOURCES = bench/unwind-fast.c tests/unit/uw-sample.c tests/unit/uw-sample.h
 bench_unwind_fast_CFLAGS = $(AM_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS) -O2
 bench_unwind_fast_LDADD = unwind/libsuunwind.la debuginfo/libsudebuginfo.la \
-	compress/libstackcodec.la $(LIBDW_LIBS) $(LIBELF_LIBS)
+	compress/libstackcodec.la common/libsucommon.la $(LIBDW_LIBS) $(LIBELF_LIBS)
 bench-unwind-fast: bench/unwind-fast
 	bench/unwind-fast
 .PHONY: bench-unwind-fast

@@ -11,6 +11,8 @@ common_libsucommon_la_SOURCES = \
 	common/hashmap.h \
 	common/io.c \
 	common/io.h \
+	common/cache-file.c \
+	common/cache-file.h \
 	common/varint.h \
 	common/ctf-layout.h \
 	common/map-entry.h \

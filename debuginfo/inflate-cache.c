@@ -12,6 +12,7 @@
 #include <libelf.h>
 #include <elfutils/libdwelf.h>
 
+#include "common/cache-file.h"
 #include "common/hash.h"
 #include "debuginfo/inflate-cache.h"
 #include "debuginfo/module.h"
@@ -52,20 +53,6 @@ static int open_copy(const char *path, const uint8_t *id, size_t len)
 	return fd;
 }
 
-static int mkdirs(char *path)
-{
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		int const rc = mkdir(path, 0755);
-		*p = '/';
-		if (rc != 0 && errno != EEXIST)
-			return -1;
-	}
-	return 0;
-}
-
 static int copy_fd(int src, int dst)
 {
 	struct stat st;
@@ -94,7 +81,7 @@ static int copy_fd(int src, int dst)
  * into place: a reader sees the whole copy or none. */
 static int write_copy(char *path, int src)
 {
-	if (mkdirs(path) != 0)
+	if (su_cache_mkdirs(path, 0755) != 0)
 		return -1;
 	char tmp[PATH_MAX];
 	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp))

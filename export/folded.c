@@ -136,15 +136,7 @@ int folded_counts_add(struct folded_counts *c, const char *s, size_t len)
  * so that the low bits the hash map indexes by depend on every byte. */
 static uint64_t line_hash(const char *s, size_t len)
 {
-	uint64_t h = SU_FNV_SEED;
-	size_t i = 0;
-	for (; i + 8 <= len; i += 8) {
-		uint64_t v;
-		memcpy(&v, s + i, 8);
-		h = su_fnv1a_add(h, v);
-		h ^= h >> 32;
-	}
-	h = su_fnv1a_from(h, s + i, len - i);
+	uint64_t const h = su_fnv1a_words(s, len);
 	return h ^ (h >> 29);
 }
 

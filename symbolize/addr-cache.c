@@ -11,6 +11,7 @@
 
 #include <elfutils/libdwfl.h>
 
+#include "common/cache-file.h"
 #include "common/grow.h"
 #include "common/hash.h"
 #include "symbolize/addr-cache.h"
@@ -33,18 +34,6 @@ struct file_frame {
 	uint32_t function, file, decl_file; /* offsets in the text, NONE: NULL */
 	uint32_t line, column, decl_line, inlined;
 };
-
-static uint64_t check_of(const uint8_t *p, size_t n)
-{
-	uint64_t h = SU_FNV_SEED;
-	size_t i = 0;
-	for (; i + 8 <= n; i += 8) {
-		uint64_t w;
-		memcpy(&w, p + i, 8);
-		h = su_fnv1a_add(h, w);
-	}
-	return su_fnv1a_from(h, p + i, n - i);
-}
 
 /* PATH's identity into H; a missing file is an identity too (none). */
 static uint64_t identity(uint64_t h, const char *path)
@@ -97,23 +86,9 @@ static const char *text_at(const char *text, uint64_t len, uint32_t off, int *ba
 
 long su_addrcache_load(const char *path, int (*add)(void *ctx, const struct su_addrcache_entry *e), void *ctx)
 {
-	int const fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0)
-		return -1;
-	struct stat st;
-	uint8_t *b = NULL;
-	int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 077) &&
-		 (uint64_t)st.st_size >= sizeof(struct file_head) && (uint64_t)st.st_size <= MAX_FILE &&
-		 (b = malloc((size_t)st.st_size));
-	size_t const size = ok ? (size_t)st.st_size : 0;
-	for (size_t done = 0; ok && done < size;) {
-		ssize_t const got = pread(fd, b + done, size - done, (off_t)done);
-		if (got < 0 && errno == EINTR)
-			continue;
-		ok = got > 0;
-		done += ok ? (size_t)got : 0;
-	}
-	close(fd);
+	size_t size = 0;
+	uint8_t *b = su_cache_file_read(path, sizeof(struct file_head), MAX_FILE, &size);
+	int ok = b != NULL;
 	struct file_head h;
 	if (ok)
 		memcpy(&h, b, sizeof(h));
@@ -121,7 +96,7 @@ long su_addrcache_load(const char *path, int (*add)(void *ctx, const struct su_a
 	     h.nframes <= size / sizeof(struct file_frame) && h.text_len <= size &&
 	     sizeof(h) + h.nent * sizeof(struct file_ent) + h.nframes * sizeof(struct file_frame) + h.text_len ==
 		     size &&
-	     check_of(b + sizeof(h), size - sizeof(h)) == h.check && (!h.text_len || b[size - 1] == 0);
+	     su_fnv1a_words(b + sizeof(h), size - sizeof(h)) == h.check && (!h.text_len || b[size - 1] == 0);
 	if (!ok) {
 		free(b);
 		return -1;
@@ -226,21 +201,6 @@ static uint32_t text_put(struct texts *t, const char *s, int *oom)
 	return t->slot[j].off;
 }
 
-/* mkdir -p of PATH's directories, each new one ours alone. */
-static int mkdirs(char *path)
-{
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		int const rc = mkdir(path, 0700);
-		*p = '/';
-		if (rc != 0 && errno != EEXIST)
-			return -1;
-	}
-	return 0;
-}
-
 int su_addrcache_store(const char *path, size_t n, void (*get)(void *ctx, size_t i, struct su_addrcache_entry *e),
 		       void *ctx)
 {
@@ -276,9 +236,7 @@ int su_addrcache_store(const char *path, size_t n, void (*get)(void *ctx, size_t
 	size_t const size = sizeof(struct file_head) + kept * sizeof(*ents) + nframes * sizeof(*frames) + t.len;
 	uint8_t *b = oom || size > MAX_FILE || nframes >= NONE ? NULL : malloc(size);
 	int rc = -1;
-	char tmp[PATH_MAX], dir[PATH_MAX];
-	if (b && snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) < (int)sizeof(tmp) &&
-	    snprintf(dir, sizeof(dir), "%s", path) < (int)sizeof(dir) && mkdirs(dir) == 0) {
+	if (b) {
 		struct file_head h = { .nent = kept, .nframes = nframes, .text_len = t.len };
 		memcpy(h.magic, MAGIC, 8);
 		uint8_t *p = b + sizeof(h);
@@ -289,24 +247,9 @@ int su_addrcache_store(const char *path, size_t n, void (*get)(void *ctx, size_t
 		p += nframes * sizeof(*frames);
 		if (t.len)
 			memcpy(p, t.buf, t.len);
-		h.check = check_of(b + sizeof(h), size - sizeof(h));
+		h.check = su_fnv1a_words(b + sizeof(h), size - sizeof(h));
 		memcpy(b, &h, sizeof(h));
-		int const fd = mkostemp(tmp, O_CLOEXEC);
-		if (fd >= 0) {
-			int ok = fchmod(fd, 0600) == 0;
-			for (size_t done = 0; ok && done < size;) {
-				ssize_t const w = write(fd, b + done, size - done);
-				if (w < 0 && errno == EINTR)
-					continue;
-				ok = w > 0;
-				done += ok ? (size_t)w : 0;
-			}
-			ok = close(fd) == 0 && ok;
-			if (ok && rename(tmp, path) == 0)
-				rc = 0;
-			else
-				unlink(tmp);
-		}
+		rc = su_cache_file_write(path, b, size);
 	}
 	free(b);
 	free(ents);

@@ -32,7 +32,7 @@ su stacks -j 2 "$work/t.trace" >"$work/warm2.stacks"
 check "-j 2 over the kept answers prints the same bytes" cmp -s "$work/warm2.stacks" "$work/ref.stacks"
 
 # edit FILE: inline_hot renamed inline_HOT in a kept file, its checksum
-# redone (addr-cache.c's: FNV-1a over 8-byte words after the 40-byte head).
+# redone (common/hash.h's su_fnv1a_words of what follows the 40-byte head).
 edit() {
 	python3 - "$1" <<'PY'
 import struct, sys
@@ -46,6 +46,7 @@ body = bytes(b[40:])
 n8 = len(body) // 8 * 8
 for (w,) in struct.iter_unpack('<Q', body[:n8]):
     h = ((h ^ w) * 0x100000001b3) & M
+    h ^= h >> 32
 for c in body[n8:]:
     h = ((h ^ c) * 0x100000001b3) & M
 b[32:40] = struct.pack('<Q', h)

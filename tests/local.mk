@@ -140,6 +140,7 @@ FUZZ_READER_SRC = $(top_srcdir)/trace/stackcap-reader.c $(top_srcdir)/trace/trac
 	$(FUZZ_CODEC_SRC)
 FUZZ_PERF_SRC = $(top_srcdir)/trace/perf-data.c $(top_srcdir)/trace/perf-procs.c $(top_srcdir)/trace/mem-ranges.c \
 	$(top_srcdir)/trace/perf-sample.c $(top_srcdir)/trace/perf-stream.c $(top_srcdir)/trace/kallsyms-cache.c \
+	$(top_srcdir)/common/cache-file.c \
 	$(top_srcdir)/tests/fuzz/fuzz-kallsyms.c
 if ENABLE_FUZZING
 check_PROGRAMS += tests/fuzz/fuzz-decode tests/fuzz/fuzz-roundtrip tests/fuzz/fuzz-native-source tests/fuzz/fuzz-perf-data \
@@ -402,7 +403,7 @@ check_PROGRAMS += tests/unit/test-debuginfo
 tests_unit_test_debuginfo_SOURCES = tests/unit/test-debuginfo.c tests/unit/check-main.h \
 	tests/unit/elf-util.c tests/unit/elf-util.h
 tests_unit_test_debuginfo_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS)
-tests_unit_test_debuginfo_LDADD = debuginfo/libsudebuginfo.la $(LIBDW_LIBS) $(LIBELF_LIBS) $(CHECK_LIBS)
+tests_unit_test_debuginfo_LDADD = debuginfo/libsudebuginfo.la common/libsucommon.la $(LIBDW_LIBS) $(LIBELF_LIBS) $(CHECK_LIBS)
 EXTRA_tests_unit_test_debuginfo_DEPENDENCIES = tests/unit/tdata-single-nopie testdata/tdata-single testdata/libtdata-plugin.la
 TESTS += tests/unit/test-debuginfo
 
@@ -439,13 +440,14 @@ TESTS += tests/unit/test-symtab
 
 # The debuginfo and symbolize tests under ASan+UBSan too.
 check_PROGRAMS += tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan
-tests_unit_test_debuginfo_asan_SOURCES = $(tests_unit_test_debuginfo_SOURCES) debuginfo/module.c debuginfo/inflate-cache.c
+tests_unit_test_debuginfo_asan_SOURCES = $(tests_unit_test_debuginfo_SOURCES) debuginfo/module.c debuginfo/inflate-cache.c common/cache-file.c common/io.c
 tests_unit_test_debuginfo_asan_CFLAGS = $(tests_unit_test_debuginfo_CFLAGS) $(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_debuginfo_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_debuginfo_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS) $(CHECK_LIBS)
 EXTRA_tests_unit_test_debuginfo_asan_DEPENDENCIES = $(EXTRA_tests_unit_test_debuginfo_DEPENDENCIES)
 tests_unit_test_symbolize_asan_SOURCES = $(tests_unit_test_symbolize_SOURCES) debuginfo/module.c debuginfo/inflate-cache.c \
-	symbolize/symbolize.c symbolize/symtab.c symbolize/escape.c symbolize/addr-cache.c common/grow.c
+	symbolize/symbolize.c symbolize/symtab.c symbolize/escape.c symbolize/addr-cache.c common/grow.c \
+	common/cache-file.c common/io.c
 tests_unit_test_symbolize_asan_CFLAGS = $(tests_unit_test_symbolize_CFLAGS) $(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_symbolize_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_symbolize_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS) $(IBERTY_LIBS) -lstdc++ $(CHECK_LIBS)
@@ -468,14 +470,14 @@ tests_unit_test_unwind_SOURCES = $(UNWIND_TEST_SOURCES)
 tests_unit_test_unwind_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS)
 tests_unit_test_unwind_LDFLAGS = -rdynamic
 tests_unit_test_unwind_LDADD = unwind/libsuunwind.la debuginfo/libsudebuginfo.la \
-	compress/libstackcodec.la $(LIBDW_LIBS) $(LIBELF_LIBS) $(DL_LIBS) $(CHECK_LIBS)
+	compress/libstackcodec.la common/libsucommon.la $(LIBDW_LIBS) $(LIBELF_LIBS) $(DL_LIBS) $(CHECK_LIBS)
 TESTS += tests/unit/test-unwind
 
 # The same under ASan+UBSan, the unwinder and module cache built in.
 check_PROGRAMS += tests/unit/test-unwind-asan
 tests_unit_test_unwind_asan_SOURCES = $(UNWIND_TEST_SOURCES) \
 	unwind/unwind.c unwind/cfi-cache.c unwind/unwind-dwfl.c unwind/runtime-splice.c debuginfo/module.c debuginfo/inflate-cache.c \
-	compress/stack-codec.c
+	compress/stack-codec.c common/cache-file.c common/io.c
 tests_unit_test_unwind_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS) \
 	$(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_unwind_asan_LDFLAGS = -rdynamic $(SANITIZE_FLAGS)

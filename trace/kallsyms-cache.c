@@ -14,9 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/cache-file.h"
 #include "common/hash.h"
 #include "trace/kallsyms.h"
 
@@ -51,20 +51,6 @@ static int hash_proc(const char *file, uint64_t *h)
 	return got < 0 ? -1 : 0;
 }
 
-/* Word-at-a-time hash of N bytes at P (corruption, not forgery: the file
- * is ours before it is read). */
-static uint64_t check_of(const uint8_t *p, size_t n)
-{
-	uint64_t h = SU_FNV_SEED;
-	size_t i = 0;
-	for (; i + 8 <= n; i += 8) {
-		uint64_t w;
-		memcpy(&w, p + i, 8);
-		h = su_fnv1a_add(h, w);
-	}
-	return su_fnv1a_from(h, p + i, n - i);
-}
-
 /* DIR/kallsyms/BUILDID-BOOTID-MODULES into PATH, the running kernel's
  * build-id into ID (*ID_LEN).  @return 0, -1 when the kernel cannot be
  * told apart from another (no build-id, no boot id). */
@@ -94,31 +80,17 @@ static int cache_path(const char *dir, char *path, size_t size, uint8_t *id, siz
 /* The kept copy at PATH, if ours and whole, for kernel ID: 0 with *OUT. */
 static int load(const char *path, const uint8_t *id, size_t id_len, struct su_kernel **out)
 {
-	int const fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0)
-		return -1;
-	struct stat st;
-	uint8_t *b = NULL;
+	size_t size = 0;
+	uint8_t *b = su_cache_file_read(path, sizeof(struct file_head) + 1, MAX_FILE, &size);
 	struct su_kernel *k = NULL;
-	int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 077) &&
-		 (uint64_t)st.st_size > sizeof(struct file_head) && (uint64_t)st.st_size <= MAX_FILE &&
-		 (b = malloc((size_t)st.st_size));
-	size_t const size = ok ? (size_t)st.st_size : 0;
-	for (size_t done = 0; ok && done < size;) {
-		ssize_t const got = pread(fd, b + done, size - done, (off_t)done);
-		if (got < 0 && errno == EINTR)
-			continue;
-		ok = got > 0;
-		done += ok ? (size_t)got : 0;
-	}
-	close(fd);
+	int ok = b != NULL;
 	struct file_head h;
 	if (ok)
 		memcpy(&h, b, sizeof(h));
 	ok = ok && !memcmp(h.magic, MAGIC, 8) && h.build_id_len == id_len && !memcmp(h.build_id, id, id_len) &&
 	     h.n > 0 && h.n <= size / sizeof(struct file_sym) && h.text_len > 0 &&
 	     sizeof(h) + h.n * sizeof(struct file_sym) + h.text_len == size &&
-	     check_of(b + sizeof(h), size - sizeof(h)) == h.check;
+	     su_fnv1a_words(b + sizeof(h), size - sizeof(h)) == h.check;
 	const struct file_sym *syms = ok ? (const void *)(b + sizeof(h)) : NULL;
 	char *const text = ok ? (char *)(b + sizeof(h) + h.n * sizeof(struct file_sym)) : NULL;
 	ok = ok && text[h.text_len - 1] == 0 && (k = calloc(1, sizeof(*k))) &&
@@ -148,30 +120,14 @@ static int load(const char *path, const uint8_t *id, size_t id_len, struct su_ke
 	return 0;
 }
 
-/* mkdir -p of PATH's directories, the last two ours alone (0700). */
-static int mkdirs(char *path)
-{
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		int const rc = mkdir(path, 0700);
-		*p = '/';
-		if (rc != 0 && errno != EEXIST)
-			return -1;
-	}
-	return 0;
-}
-
-/* K kept at PATH: through a temporary file renamed into place, so a
- * reader sees the whole copy or none. */
-static void store(char *path, const struct su_kernel *k)
+/* K kept at PATH (su_cache_file_write: whole or not at all). */
+static void store(const char *path, const struct su_kernel *k)
 {
 	size_t text_len = 0;
 	for (size_t i = 0; i < k->n; i++)
 		text_len += strlen(k->syms[i].name) + 1 + strlen(k->syms[i].module) + 1;
 	size_t const size = sizeof(struct file_head) + k->n * sizeof(struct file_sym) + text_len;
-	if (!k->n || text_len >= UINT32_MAX || size > MAX_FILE || mkdirs(path) != 0)
+	if (!k->n || text_len >= UINT32_MAX || size > MAX_FILE)
 		return;
 	uint8_t *const b = calloc(1, size);
 	if (!b)
@@ -193,23 +149,9 @@ static void store(char *path, const struct su_kernel *k)
 		at += ml;
 		memcpy(syms + i, &s, sizeof(s));
 	}
-	h.check = check_of(b + sizeof(h), size - sizeof(h));
+	h.check = su_fnv1a_words(b + sizeof(h), size - sizeof(h));
 	memcpy(b, &h, sizeof(h));
-	char tmp[PATH_MAX];
-	int fd = snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) < (int)sizeof(tmp) ? mkostemp(tmp, O_CLOEXEC) : -1;
-	if (fd >= 0) {
-		int ok = fchmod(fd, 0600) == 0;
-		for (size_t done = 0; ok && done < size;) {
-			ssize_t const w = write(fd, b + done, size - done);
-			if (w < 0 && errno == EINTR)
-				continue;
-			ok = w > 0;
-			done += ok ? (size_t)w : 0;
-		}
-		ok = close(fd) == 0 && ok;
-		if (!ok || rename(tmp, path) != 0)
-			unlink(tmp);
-	}
+	(void)su_cache_file_write(path, b, size);
 	free(b);
 }
 
