@@ -87,6 +87,14 @@ bench-python: cli/stackcap capture/libstackcap.la
 	$(SHELL) $(srcdir)/bench/python.sh $(abs_top_builddir)
 .PHONY: bench-python
 
+# bench/own-rate.sh: issue 20's aims on our own trace: samples per
+# CPU-second of stacks and folded at -j 1 and -j 2 (median of 5,
+# interleaved), -j 2's speed-up.  `make bench-own-rate`.
+EXTRA_DIST += bench/own-rate.sh
+bench-own-rate: cli/stackunwind cli/stackcap testdata/tdata-recurse
+	$(SHELL) $(srcdir)/bench/own-rate.sh $(abs_top_builddir)
+.PHONY: bench-own-rate
+
 # bench/compare-builds.sh OLD NEW TRACE...: two builds' stackunwind stacks
 # and folded -j 1 on the same traces, runs alternated, medians and ratios,
 # outputs compared.  By hand (it needs a second build).

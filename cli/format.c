@@ -292,6 +292,63 @@ static void format_stacks(struct worker *w, const struct pipeline_sample *u, con
 	text_put(out, "\n", 1);
 }
 
+/* ---- folded: a whole chain's text (struct chain_text) ---------------------- */
+
+/* Kept only when every frame's text came from the pc_text path, so a
+ * chain's text is a function of its key; frames also compare their how
+ * (a runtime frame's text is not its pc's). */
+
+static uint64_t chain_hash(const struct su_maps *maps, const struct su_frame *frames, size_t n)
+{
+	uint64_t h = (uint64_t)(uintptr_t)maps * 0x9E3779B97F4A7C15ull ^ n;
+	for (size_t i = 0; i < n; i++) {
+		h ^= (frames[i].pc * 2 + frames[i].activation) ^ ((uint64_t)frames[i].map << 40) ^
+		     ((uint64_t)frames[i].how << 56);
+		h *= 0xC2B2AE3D27D4EB4Full;
+		h ^= h >> 31;
+	}
+	return h;
+}
+
+static int chain_eq(const struct chain_text *c, uint64_t hash, const struct su_maps *maps,
+		    const struct su_frame *frames, size_t n)
+{
+	if (c->maps != maps || c->hash != hash || c->nframes != n)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (c->frames[i].pc != frames[i].pc || c->frames[i].map != frames[i].map ||
+		    c->frames[i].activation != frames[i].activation || c->frames[i].how != frames[i].how)
+			return 0;
+	return 1;
+}
+
+/* Keep TEXT (LEN bytes) as the chain's text in slot C, replacing what it
+ * held.  Out of memory: only the cache entry is lost. */
+static void chain_keep(struct chain_text *c, uint64_t hash, const struct su_maps *maps,
+		       const struct su_frame *frames, size_t n, uint32_t unknown, const char *text, size_t len)
+{
+	if (n > UINT32_MAX || len > UINT32_MAX)
+		return;
+	struct su_frame *fr = c->nframes >= n ? c->frames : realloc(c->frames, n * sizeof(*fr));
+	if (!fr)
+		return;
+	c->frames = fr;
+	c->nframes = (uint32_t)n > c->nframes ? (uint32_t)n : c->nframes;
+	char *t = c->len >= len && c->text ? c->text : realloc(c->text, len ? len : 1);
+	if (!t) {
+		c->maps = NULL;
+		return;
+	}
+	c->text = t;
+	memcpy(fr, frames, n * sizeof(*fr));
+	memcpy(t, text, len);
+	c->maps = maps;
+	c->hash = hash;
+	c->nframes = (uint32_t)n;
+	c->unknown = unknown;
+	c->len = (uint32_t)len;
+}
+
 /* One line "comm;[end;]outermost;...;leaf\n" (export/folded.h). */
 static void format_folded(struct worker *w, const struct pipeline_sample *u, const char *comm,
 			  const struct su_frame *frames, struct text *out)
@@ -300,6 +357,23 @@ static void format_folded(struct worker *w, const struct pipeline_sample *u, con
 	fo.off_cpu_mark = w->o->off_cpu == OFF_CPU_WITH && u->off_cpu_ns;
 	folded_root(out, &fo, comm, u->pid, u->tid,
 		    u->end != SU_END_OUTERMOST ? su_unwind_end_name((enum su_unwind_end)u->end) : NULL);
+	struct chain_text *ct = NULL;
+	uint64_t ch = 0;
+	if (!fo.off_cpu_mark && u->nframes && u->maps) {
+		ch = chain_hash(u->maps, frames, u->nframes);
+		if (!w->chains)
+			w->chains = calloc(CHAIN_SLOTS, sizeof(*w->chains));
+		if (w->chains)
+			ct = &w->chains[ch % CHAIN_SLOTS];
+		if (ct && chain_eq(ct, ch, u->maps, frames, u->nframes)) {
+			w->counts.unknown_frames += ct->unknown;
+			text_put(out, ct->text, ct->len);
+			ct = NULL;
+			goto frames_done;
+		}
+	}
+	size_t const chain_start = out->len;
+	uint32_t chain_unknown = 0;
 	for (size_t i = u->nframes; i-- > 0;) {
 		const struct su_frame *f = &frames[i];
 		/* Code of a file, met before at this pc of this snapshot (an
@@ -307,8 +381,10 @@ static void format_folded(struct worker *w, const struct pipeline_sample *u, con
 		int const by_pc = f->map >= 0 && f->how != SU_FRAME_RUNTIME && !fo.off_cpu_mark;
 		const struct pc_text *pt = by_pc ? pctext_find(w, u->maps, f) : NULL;
 		if (pt) {
-			if (pt->unknown)
+			if (pt->unknown) {
 				w->counts.unknown_frames++;
+				chain_unknown++;
+			}
 			worker_note_module(w, pt->m);
 			text_put(out, pt->text, pt->len);
 			continue;
@@ -320,10 +396,18 @@ static void format_folded(struct worker *w, const struct pipeline_sample *u, con
 			return;
 		}
 		folded_resolved(out, &fo, &r);
-		if (by_pc && r.module && !out->oom && (r.kind == SU_RESOLVED_SYMBOLS || r.kind == SU_RESOLVED_MODULE))
+		if (by_pc && r.module && !out->oom && (r.kind == SU_RESOLVED_SYMBOLS || r.kind == SU_RESOLVED_MODULE)) {
 			pctext_add(w, u->maps, f, r.module, r.kind == SU_RESOLVED_MODULE, out->buf + start,
 				   out->len - start);
+			chain_unknown += r.kind == SU_RESOLVED_MODULE;
+		} else {
+			ct = NULL; /* this frame's text is not a function of its key */
+		}
 	}
+	if (ct && !out->oom)
+		chain_keep(ct, ch, u->maps, frames, u->nframes, chain_unknown, out->buf + chain_start,
+			   out->len - chain_start);
+frames_done:
 	if (w->o->weigh) {
 		/* Microseconds: blocked (at least 1), or a CPU sample's period. */
 		uint32_t const hz = u->process && u->process->frequency_hz ? u->process->frequency_hz : 1000;

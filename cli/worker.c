@@ -38,6 +38,12 @@ void worker_fini(struct worker *w)
 		free(w->pctext[i].text);
 	free(w->pctext);
 	su_hmap_free(&w->pctext_map);
+	if (w->chains)
+		for (size_t i = 0; i < CHAIN_SLOTS; i++) {
+			free(w->chains[i].frames);
+			free(w->chains[i].text);
+		}
+	free(w->chains);
 }
 
 void worker_note_module(struct worker *w, const struct su_module *m)

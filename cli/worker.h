@@ -64,11 +64,27 @@ struct worker {
 	size_t n_pctext, cap_pctext;
 	struct su_hmap pctext_map;
 	size_t last_pctext;          /* the last one found (recursion repeats a pc) */
+	struct chain_text *chains;   /* folded: CHAIN_SLOTS, direct-mapped, or NULL */
 	struct su_modcache *modules;
 	struct su_resolver *resolver;
 	struct su_unwinder *unwinder;
 	struct su_frame *frames;
 	struct counts counts;
+};
+
+/* folded: the frames' part of a line, cached per (maps snapshot, every
+ * frame's pc, maps entry and activation) when each frame's text came from
+ * the pc_text cache: a hot loop repeats whole chains.  Direct-mapped, so
+ * memory stays bounded however long the trace. */
+#define CHAIN_SLOTS 512
+struct chain_text {
+	const struct su_maps *maps;  /* NULL: empty slot */
+	uint64_t hash;
+	struct su_frame *frames;     /* NFRAMES, only pc, map, activation compared */
+	uint32_t nframes;
+	uint32_t unknown;            /* frames without a symbol */
+	uint32_t len;
+	char *text;
 };
 
 int worker_init(struct worker *w, const struct options *o);
