@@ -28,7 +28,9 @@
 # faster than perf 7 script).  Then the same chain recorded by stackcap
 # record at 9999 Hz (our own trace): samples per second of stacks -j 1,
 # -j 2 and folded.  PERF7_SH=skip leaves perf 7 and samply out;
-# PERF_VS_FILES="chain big" (say) times only those files.
+# PERF_VS_FILES="chain big" (say) times only those files; PERF_VS_REPEAT=N
+# times N runs in a row for each figure (short runs: the shell counts CPU
+# in 10 ms steps).
 # Numbers go to docs/BENCHMARKS.md.  The machine may be shared: ratios in
 # one run mean more than absolute times.
 set -eu
@@ -89,10 +91,14 @@ fi
 # One run of a command, timed by the shell that starts it (in the chroot
 # for perf 7): "WALL_MS CPU_MS", CPU the command's user + system time
 # (steadier than wall time on a busy machine).
-ONE='t0=$(date +%s%N); nice "$@" >/dev/null 2>&1; t1=$(date +%s%N); echo $(( (t1 - t0) / 1000000 )); times'
+# PERF_VS_REPEAT=N: the command N times in a row, each time the total / N
+# (the shell's times are in 10 ms steps: a 20 ms run needs repeats).
+REP=${PERF_VS_REPEAT:-1}
+ONE='t0=$(date +%s%N); i=0; while [ $i -lt '"$REP"' ]; do nice "$@" >/dev/null 2>&1; i=$((i + 1)); done
+t1=$(date +%s%N); echo $(( (t1 - t0) / 1000000 )); times'
 parse_one() {
-	awk 'NR == 1 { w = $1 } NR == 3 { c = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); c += a[1] * 60 + a[2] } }
-		END { printf "%d %d\n", w, c * 1000 }'
+	awk -v rep="$REP" 'NR == 1 { w = $1 } NR == 3 { c = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); c += a[1] * 60 + a[2] } }
+		END { printf "%d %d\n", w / rep, c * 1000 / rep }'
 }
 one() { sh -c "$ONE" sh "$@" | parse_one; }
 one7() { "$PERF7" sh -c "$ONE" sh "$@" | parse_one; }
