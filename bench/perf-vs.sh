@@ -154,8 +154,9 @@ n=$("$SU" stats "$w/chain.trace" 2>/dev/null | sed -n 's/^samples: *//p')
 echo "stackcap trace of the chain (9999 Hz): $n samples; samples per second (seconds), median of 3"
 for c in "stacks -j 1" "stacks -j 2" "folded -j 1" "folded -j 2"; do
 	set -- $(timed one "$SU" $c "$w/chain.trace")
+	# (awk reads a bare > in printf's arguments as a redirection)
 	awk -v c="$c" -v n="$n" -v t="$1" -v u="$2" 'BEGIN {
-		printf "  %-12s %9.0f/s wall (%.3f s), %9.0f/s CPU (%.3f s)\n", c, t > 0 ? n / t : 0, t, u > 0 ? n / u : 0, u }'
+		printf "  %-12s %9.0f/s wall (%.3f s), %9.0f/s CPU (%.3f s)\n", c, (t > 0 ? n / t : 0), t, (u > 0 ? n / u : 0), u }'
 done
 "$SU" stacks -j 1 "$w/chain.trace" >"$w/j1.out" 2>/dev/null
 "$SU" stacks -j 2 "$w/chain.trace" >"$w/j2.out" 2>/dev/null
