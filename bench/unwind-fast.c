@@ -7,7 +7,9 @@
  * unwound again and again for about 0.3 s per unwinder, after one warm-up
  * unwind (the first one reads the CFI through libdw and fills the caches):
  * this is the steady state of a long trace, where the same pcs come back.
- * The cold first unwind is printed too.  A benchmark, not a test.
+ * The cold first unwind is printed too.  Walks are not kept between
+ * samples (STACKCAP_UNWIND_REUSE=0): this measures the unwinding.  A
+ * benchmark, not a test.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,6 +97,9 @@ static struct result measure(enum su_unwinder_kind kind, const struct su_sample 
 
 int main(void)
 {
+	/* The walk itself: the same sample again would otherwise be copied
+	 * from the walk kept for its thread (unwind/walk-reuse.c). */
+	setenv("STACKCAP_UNWIND_REUSE", "0", 1);
 	struct su_maps *maps = uw_self_maps();
 	top = uw_stack_top();
 	if (!maps || !top) {

@@ -7,6 +7,7 @@ unwind_libsuunwind_la_SOURCES = \
 	unwind/unwind-internal.h \
 	unwind/unwind.c \
 	unwind/cfi-cache.c \
+	unwind/walk-reuse.c \
 	unwind/unwind-dwfl.c \
 	unwind/runtime-splice.c
 unwind_libsuunwind_la_CFLAGS = $(AM_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS)

@@ -223,6 +223,77 @@ int uw_go_topframe(struct su_module *mod, uint64_t addr);
 /* Finalizer for su_module.unwind_cache. */
 void uw_cache_free(void *cache);
 
+/* ---- the fast unwinder's register state ------------------------------------ */
+
+/* Registers of one frame.  An unknown register is unknown because the CFI
+ * says so (UNDEF bit: needing it is an error), or for WHY[r], an
+ * su_unwind_end (a failed read, a register the filter dropped). */
+struct uw_regs {
+	uint64_t v[STACKCAP_NREGS];
+	uint32_t known;                /* bit r: v[r] holds the value */
+	uint32_t undef;                /* bit r: undefined by the CFI */
+	uint8_t why[STACKCAP_NREGS];
+};
+
+/* ---- a walk kept for the next sample of its thread (walk-reuse.c) ---------- */
+
+/* The frames above a point of a walk are a function of the register state
+ * there, of the stack words the later steps read and of the maps snapshot.
+ * So when a sample's walk reaches a state its thread's previous walk had
+ * (the outer frames of a hot loop's stack), and every word the rest of
+ * that walk read is the same, its remaining frames are the previous
+ * walk's, exactly: they are copied, not unwound again. */
+
+/* One frame of a kept walk: the state it was unwound from, and what the
+ * steps from it outward read (a suffix over the walk). */
+struct uw_kept_frame {
+	struct uw_regs r;
+	uint64_t min_read;    /* lowest address read */
+	uint64_t ok_end;      /* highest end of a read inside the image (0: none) */
+	uint64_t fail_end;    /* lowest end of a read past the image's top (UINT64_MAX: none) */
+	uint32_t fp_after;    /* later frames reached through rbp */
+};
+
+struct uw_kept_walk {
+	const struct su_maps *maps;    /* NULL: empty slot */
+	uint32_t generation;
+	uint64_t lo, hi;               /* the image's [lo, hi) */
+	uint8_t capped, filtered;
+	uint8_t end;                   /* enum su_unwind_end */
+	size_t n;                      /* frames */
+	struct su_frame *frames;
+	size_t fcap;
+	struct uw_kept_frame *kf;      /* per frame */
+	size_t kcap;
+	uint64_t *words;               /* the image's words in [wlo, whi) */
+	uint64_t wlo, whi;
+	size_t wcap;                   /* words allocated */
+};
+
+#define UW_KEPT_SLOTS 16
+
+void uw_kept_free(struct uw_kept_walk *k);
+
+/* Whether the state CUR of frame N of SAMPLE's walk is frame J of K's,
+ * whose remaining frames then hold for this sample too (their count fits
+ * in MAX).  Only for one-segment images and walks that met no signal
+ * frame. */
+int uw_kept_matches(const struct uw_kept_walk *k, size_t j, const struct uw_regs *cur, uint64_t pc,
+		    uint8_t activation, const struct su_sample *sample, size_t n, size_t max);
+
+/* Keep SAMPLE's walk: its N FRAMES, the state of each frame in KF[0..N)
+ * with each frame's own reads (made suffixes here), ending with END.
+ * Swaps KF's storage with the slot's (*KF is the slot's old array, or a
+ * new one, on return).  @return 0, or -1 (no memory: the slot is emptied). */
+int uw_kept_store(struct uw_kept_walk *k, const struct su_sample *sample, const struct su_frame *frames,
+		  size_t n, struct uw_kept_frame **kf, size_t *kf_cap, enum su_unwind_end end);
+
+/* After a match of frame N with frame J of K (uw_kept_matches): FRAMES
+ * [0..N] and KF[0..N) are this sample's; make K this sample's walk
+ * (N + K->n - J frames).  @return 0, or -1 (the slot is emptied). */
+int uw_kept_splice(struct uw_kept_walk *k, size_t j, const struct su_sample *sample,
+		   const struct su_frame *frames, const struct uw_kept_frame *kf, size_t n);
+
 /* ---- the unwinder ---------------------------------------------------------- */
 
 #define UW_NPROCS 16
@@ -255,6 +326,11 @@ struct su_unwinder {
 	char stub_image[64];     /* its bytes: an Elf64_Ehdr */
 	struct su_frame *splice; /* runtime-splice.c's output, grown as needed */
 	size_t splice_cap;
+	/* Walks kept per thread (by tid), and the current walk's states. */
+	int reuse;               /* 0: STACKCAP_UNWIND_REUSE=0, every frame unwound */
+	struct uw_kept_walk kept[UW_KEPT_SLOTS];
+	struct uw_kept_frame *walk;
+	size_t walk_cap;
 };
 
 struct uw_proc *uw_proc_get(struct su_unwinder *u, const struct su_maps *maps);

@@ -39,6 +39,8 @@ struct su_unwinder *su_unwinder_new(enum su_unwinder_kind kind, struct su_modcac
 	u->kind = kind;
 	u->modules = modules;
 	u->memo_epoch = 1;
+	const char *reuse = getenv("STACKCAP_UNWIND_REUSE");
+	u->reuse = !(reuse && strcmp(reuse, "0") == 0);
 	if (kind == SU_UNWINDER_FAST)
 		su_modcache_set_finalizers(modules, uw_cache_free, NULL);
 	return u;
@@ -61,6 +63,9 @@ void su_unwinder_free(struct su_unwinder *u)
 	if (u->stub_elf)
 		elf_end(u->stub_elf);
 	free(u->splice);
+	for (int i = 0; i < UW_KEPT_SLOTS; i++)
+		uw_kept_free(&u->kept[i]);
+	free(u->walk);
 	free(u);
 }
 
@@ -71,6 +76,9 @@ void su_unwinder_forget_maps(struct su_unwinder *u, const struct su_maps *maps)
 	for (int i = 0; i < UW_NPROCS; i++)
 		if (u->procs[i].maps == maps)
 			proc_clear(&u->procs[i]);
+	for (int i = 0; i < UW_KEPT_SLOTS; i++)
+		if (u->kept[i].maps == maps)
+			u->kept[i].maps = NULL;
 	u->memo_epoch++;
 }
 
@@ -138,26 +146,34 @@ struct su_module *uw_proc_module(struct su_unwinder *u, struct uw_proc *p, uint3
 
 #define STEP_OK (-1)
 
-/* Registers of one frame.  An unknown register is unknown because the CFI
- * says so (UNDEF bit: needing it is an error), or for WHY[r], an
- * su_unwind_end (a failed read, a register the filter dropped). */
-struct regs {
-	uint64_t v[STACKCAP_NREGS];
-	uint32_t known;                /* bit r: v[r] holds the value */
-	uint32_t undef;                /* bit r: undefined by the CFI */
-	uint8_t why[STACKCAP_NREGS];
-};
-
 #define WHY_UNDEF 0xff
 
 struct walk {
 	struct uw_stack st;
 	int switched;                  /* a signal frame moved sp off the image */
 	uint64_t bias;                 /* load bias of the current module */
+	/* What the current frame's step read (struct uw_kept_frame). */
+	uint64_t min_read, ok_end, fail_end;
 };
 
+/* A read of the image, noted for the walk kept for the next sample. */
+static inline enum uw_read walk_read(struct walk *w, uint64_t addr, uint64_t *val)
+{
+	enum uw_read const rd = uw_stack_read(&w->st, addr, val);
+	uint64_t const e = addr > UINT64_MAX - 8 ? UINT64_MAX : addr + 8;
+	if (addr < w->min_read)
+		w->min_read = addr;
+	if (rd == UW_READ_OK || rd == UW_READ_DROPPED) {
+		if (e > w->ok_end)
+			w->ok_end = e;
+	} else if (e < w->fail_end) {
+		w->fail_end = e;
+	}
+	return rd;
+}
+
 /* What the unwind ends with when it needs register R and it is unknown. */
-static inline int need_why(const struct regs *s, unsigned r)
+static inline int need_why(const struct uw_regs *s, unsigned r)
 {
 	return s->undef >> r & 1 ? SU_END_ERROR : s->why[r];
 }
@@ -169,8 +185,8 @@ static inline int need_why(const struct regs *s, unsigned r)
  * DW_OP_call_frame_cfa makes the result a location, DW_OP_stack_value a
  * value).  CFA is NULL while computing the CFA itself.  @return STEP_OK with
  * *OUT, or an su_unwind_end. */
-static int eval(const struct uw_op *ops, uint32_t n, const struct regs *s, const uint64_t *cfa,
-		const struct walk *w, uint64_t *out)
+static int eval(const struct uw_op *ops, uint32_t n, const struct uw_regs *s, const uint64_t *cfa,
+		struct walk *w, uint64_t *out)
 {
 	uint64_t stk[EVAL_STACK];
 	unsigned sp = 0;
@@ -257,7 +273,7 @@ static int eval(const struct uw_op *ops, uint32_t n, const struct regs *s, const
 		case DW_OP_deref:
 		case DW_OP_deref_size:
 			NEED(1);
-			rd = uw_stack_read(&w->st, stk[sp - 1], &a);
+			rd = walk_read(w, stk[sp - 1], &a);
 			if (rd != UW_READ_OK)
 				return (int)uw_read_end(rd, w->switched, &w->st);
 			if (op->atom == DW_OP_deref_size) {
@@ -362,7 +378,7 @@ static int eval(const struct uw_op *ops, uint32_t n, const struct regs *s, const
 		return SU_END_ERROR;
 	a = stk[sp - 1];
 	if (is_location) {
-		rd = uw_stack_read(&w->st, a, &a);
+		rd = walk_read(w, a, &a);
 		if (rd != UW_READ_OK)
 			return (int)uw_read_end(rd, w->switched, &w->st);
 	}
@@ -372,13 +388,13 @@ static int eval(const struct uw_op *ops, uint32_t n, const struct regs *s, const
 
 /* ---- fast unwinder: one frame ----------------------------------------------- */
 
-static inline void set_reg(struct regs *s, unsigned r, uint64_t v)
+static inline void set_reg(struct uw_regs *s, unsigned r, uint64_t v)
 {
 	s->v[r] = v;
 	s->known |= 1u << r;
 }
 
-static inline void unset_reg(struct regs *s, unsigned r, int why)
+static inline void unset_reg(struct uw_regs *s, unsigned r, int why)
 {
 	s->known &= ~(1u << r);
 	if (why == WHY_UNDEF) {
@@ -390,8 +406,8 @@ static inline void unset_reg(struct regs *s, unsigned r, int why)
 }
 
 /* Apply RULE to CUR, giving the caller's registers in NX. */
-static int cfi_step(const struct uw_rule *rule, const struct uw_op *ops, const struct regs *cur,
-		    struct regs *nx, const struct walk *w)
+static int cfi_step(const struct uw_rule *rule, const struct uw_op *ops, const struct uw_regs *cur,
+		    struct uw_regs *nx, struct walk *w)
 {
 	uint64_t cfa;
 	int rc;
@@ -422,7 +438,7 @@ static int cfi_step(const struct uw_rule *rule, const struct uw_op *ops, const s
 		enum uw_read rd;
 		switch (rule->kind[r]) {
 		case UW_REG_AT_CFA:
-			rd = uw_stack_read(&w->st, cfa + (uint64_t)rule->arg[r], &v);
+			rd = walk_read(w, cfa + (uint64_t)rule->arg[r], &v);
 			if (rd == UW_READ_OK)
 				set_reg(nx, r, v);
 			else
@@ -457,20 +473,20 @@ static int cfi_step(const struct uw_rule *rule, const struct uw_op *ops, const s
 }
 
 /* No CFI: the rbp chain, exactly as elfutils' x86-64 fallback. */
-static int fp_step(const struct regs *cur, struct regs *nx, const struct walk *w)
+static int fp_step(const struct uw_regs *cur, struct uw_regs *nx, struct walk *w)
 {
 	if (!(cur->known >> STACKCAP_REG_RBP & 1) || cur->v[STACKCAP_REG_RBP] == 0)
 		return SU_END_NO_CFI;
 	uint64_t const fp = cur->v[STACKCAP_REG_RBP];
 	nx->known = 0;
 	nx->undef = (1u << STACKCAP_NREGS) - 1;
-	uint64_t v;
-	enum uw_read rd = uw_stack_read(&w->st, fp, &v);
+	uint64_t v = 0;
+	enum uw_read rd = walk_read(w, fp, &v);
 	if (rd == UW_READ_OK)
 		set_reg(nx, STACKCAP_REG_RBP, v);
 	else
 		unset_reg(nx, STACKCAP_REG_RBP, (int)uw_read_end(rd, w->switched, &w->st));
-	rd = uw_stack_read(&w->st, fp + 8, &v);
+	rd = walk_read(w, fp + 8, &v);
 	if (rd != UW_READ_OK)
 		return (int)uw_read_end(rd, w->switched, &w->st);
 	/* The caller's pc, but (as in elfutils) not its rip register: CFI
@@ -527,12 +543,12 @@ static int follows_call(struct su_module *m, uint64_t ra)
  * unwind info would be wrong) or hand-written stubs, all leaves: the
  * return address at the stack pointer, if it follows a call in a module's
  * code.  Callee-saved registers are the caller's (the ABI). */
-static int leaf_step(struct su_unwinder *u, struct uw_proc *p, const struct su_maps *maps, const struct regs *cur,
-		     struct regs *nx, const struct walk *w)
+static int leaf_step(struct su_unwinder *u, struct uw_proc *p, const struct su_maps *maps, const struct uw_regs *cur,
+		     struct uw_regs *nx, struct walk *w)
 {
 	uint64_t ra;
 	if (!(cur->known >> STACKCAP_REG_RSP & 1) ||
-	    uw_stack_read(&w->st, cur->v[STACKCAP_REG_RSP], &ra) != UW_READ_OK || ra == 0)
+	    walk_read(w, cur->v[STACKCAP_REG_RSP], &ra) != UW_READ_OK || ra == 0)
 		return SU_END_NO_CFI;
 	int64_t const mi = su_maps_find(maps, ra - 1);
 	struct su_module *m = mi >= 0 ? uw_proc_module(u, p, (uint32_t)mi) : NULL;
@@ -550,6 +566,29 @@ static int leaf_step(struct su_unwinder *u, struct uw_proc *p, const struct su_m
 	return STEP_OK;
 }
 
+/* The walk kept for SAMPLE's thread, or NULL when walks are not kept or
+ * this one cannot be (a second segment). */
+static struct uw_kept_walk *kept_slot(struct su_unwinder *u, const struct su_sample *sample)
+{
+	if (!u->reuse || sample->segment)
+		return NULL;
+	return &u->kept[(sample->tid * 0x9E3779B1u) >> (32 - 4)];
+}
+
+/* Room for the states of a walk of up to MAX frames (one more: the step
+ * from the last frame writes the next).  @return 0, or -1. */
+static int walk_reserve(struct su_unwinder *u, size_t max)
+{
+	if (max < u->walk_cap)
+		return 0;
+	struct uw_kept_frame *w = realloc(u->walk, (max + 1) * sizeof(*w));
+	if (!w)
+		return -1;
+	u->walk = w;
+	u->walk_cap = max + 1;
+	return 0;
+}
+
 static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct su_sample *sample,
 			  struct su_frame *frames, size_t max, enum su_unwind_end *end)
 {
@@ -560,8 +599,19 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 	w.switched = 0;
 	w.bias = 0;
 
-	struct regs bufs[2], *cur = &bufs[0], *nx = &bufs[1];
-	memset(bufs, 0, sizeof(bufs));
+	/* Each frame's state in KF[k] when walks are kept, else in two
+	 * buffers taken in turn. */
+	struct uw_kept_walk *kw = kept_slot(u, sample);
+	if (kw && walk_reserve(u, max) != 0)
+		kw = NULL;
+	struct uw_kept_frame bufs[2];
+	struct uw_kept_frame *const kf = kw ? u->walk : bufs;
+	size_t const kmask = kw ? SIZE_MAX : 1;
+	int const match = kw && kw->maps == maps; /* the kept walk may be met */
+	size_t j = 1;                               /* the kept frame to meet next */
+
+	struct uw_regs *cur = &kf[0].r, *nx;
+	memset(cur, 0, sizeof(*cur));
 	for (unsigned r = 0; r < STACKCAP_NREGS; r++) {
 		if (uw_initial_reg_known(img, r))
 			set_reg(cur, r, img->regs[r]);
@@ -571,10 +621,31 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 
 	uint64_t pc = img->regs[STACKCAP_REG_RIP];
 	int activation = 1;
+	int any_signal = 0;
 	uint8_t how = SU_FRAME_INITIAL;
 	size_t n = 0;
 	for (;;) {
 		uint64_t const lookup = activation ? pc : pc - 1;
+		/* A state the kept walk had: the rest of its frames are this
+		 * walk's (walk-reuse.c).  Frames come in stack order, so the
+		 * kept frame to compare with is the next with rsp >= this rsp. */
+		if (match && n >= 1 && !any_signal && (cur->known >> STACKCAP_REG_RSP & 1)) {
+			uint64_t const rsp = cur->v[STACKCAP_REG_RSP];
+			while (j < kw->n && kw->kf[j].r.v[STACKCAP_REG_RSP] < rsp)
+				j++;
+			if (j < kw->n && kw->kf[j].r.v[STACKCAP_REG_RSP] == rsp &&
+			    uw_kept_matches(kw, j, cur, pc, (uint8_t)activation, sample, n, max)) {
+				frames[n] = (struct su_frame){ .pc = pc, .map = kw->frames[j].map, .how = how,
+							      .activation = (uint8_t)activation };
+				size_t const rest = kw->n - j - 1;
+				memcpy(&frames[n + 1], &kw->frames[j + 1], rest * sizeof(*frames));
+				*end = (enum su_unwind_end)kw->end;
+				u->stats.fp_frames += kw->kf[j].fp_after;
+				u->stats.reused_frames += rest + 1;
+				uw_kept_splice(kw, j, sample, frames, kf, n);
+				return n + 1 + rest;
+			}
+		}
 		/* A pc met before: its entry, module, bias and rule at once. */
 		uint64_t const mh = (lookup ^ (uint64_t)(uintptr_t)maps * 0x9E3779B97F4A7C15ull) * 0xC2B2AE3D27D4EB4Full;
 		struct uw_memo *mm = &u->memo[mh >> (64 - UW_MEMO_BITS)];
@@ -584,6 +655,10 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 		frames[n].map = mi;
 		frames[n].how = how;
 		frames[n].activation = (uint8_t)activation;
+		struct uw_kept_frame *const kn = &kf[n & kmask];
+		kn->min_read = UINT64_MAX;
+		kn->ok_end = 0;
+		kn->fail_end = UINT64_MAX;
 		n++;
 		if (mi < 0) {
 			*end = SU_END_NO_MAP;
@@ -614,6 +689,10 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 		}
 		int rc;
 		int signal = 0;
+		nx = &kf[n & kmask].r;
+		w.min_read = UINT64_MAX;
+		w.ok_end = 0;
+		w.fail_end = UINT64_MAX;
 		if (lk == UW_LOOKUP_RULE) {
 			w.bias = bias;
 			if (rule->signal && (cur->known >> STACKCAP_REG_RSP & 1))
@@ -631,6 +710,10 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 		} else {
 			rc = SU_END_ERROR;
 		}
+		kn->min_read = w.min_read;
+		kn->ok_end = w.ok_end;
+		kn->fail_end = w.fail_end;
+		any_signal |= signal;
 		if (rc != STEP_OK) {
 			*end = (enum su_unwind_end)rc;
 			break;
@@ -657,9 +740,13 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 			u->stats.fp_frames++;
 		pc = nx->v[STACKCAP_REG_RIP];
 		activation = signal;
-		struct regs *t = cur;
 		cur = nx;
-		nx = t;
+	}
+	if (kw) {
+		if (any_signal)
+			kw->maps = NULL; /* never kept: reads of a signal frame depend on more */
+		else
+			uw_kept_store(kw, sample, frames, n, &u->walk, &u->walk_cap, *end);
 	}
 	return n;
 }

@@ -161,6 +161,7 @@ static void capture_chain(int mode)
 static struct su_maps *maps;
 static struct su_modcache *mc;
 static struct su_unwinder *fast, *ref;
+static struct su_unwinder *plain; /* fast, every frame unwound (no kept walks) */
 
 static void setup(void)
 {
@@ -171,6 +172,10 @@ static void setup(void)
 	ck_assert_ptr_nonnull(mc);
 	fast = su_unwinder_new(SU_UNWINDER_FAST, mc);
 	ref = su_unwinder_new(SU_UNWINDER_DWFL, mc);
+	ck_assert_int_eq(setenv("STACKCAP_UNWIND_REUSE", "0", 1), 0);
+	plain = su_unwinder_new(SU_UNWINDER_FAST, mc);
+	unsetenv("STACKCAP_UNWIND_REUSE");
+	ck_assert_ptr_nonnull(plain);
 	ck_assert_ptr_nonnull(fast);
 	ck_assert_ptr_nonnull(ref);
 }
@@ -179,6 +184,7 @@ static void teardown(void)
 {
 	su_unwinder_free(fast);
 	su_unwinder_free(ref);
+	su_unwinder_free(plain);
 	su_modcache_free(mc);
 	uw_maps_free(maps);
 }
@@ -224,7 +230,7 @@ static void run(struct su_unwinder *u, const struct su_sample *s, struct result 
 	memset(r, 0x5a, sizeof(*r));
 	r->n = su_unwind(u, s, r->f, max, &r->end);
 	if (verbose())
-		fprintf(stderr, "%s: %s\n", u == fast ? "fast" : "dwfl", dump(r));
+		fprintf(stderr, "%s: %s\n", u == fast ? "fast" : u == plain ? "plain" : "dwfl", dump(r));
 	ck_assert_uint_le(r->n, max);
 	ck_assert_int_ge(r->end, 0);
 	ck_assert_int_lt(r->end, SU_END_COUNT);
@@ -264,8 +270,20 @@ static int same(const struct result *a, const struct result *b)
  * difference, say whether fresh unwinders (no cached state) agree. */
 static void unwind_both(const struct su_sample *s, struct result *r, size_t max)
 {
-	static struct result d, f2, d2;
+	static struct result d, f2, d2, p;
 	run(fast, s, r, max);
+	/* Frames copied from the kept walk are exactly those unwound. */
+	run(plain, s, &p, max);
+	int exact = r->n == p.n && r->end == p.end;
+	for (size_t i = 0; exact && i < r->n; i++)
+		exact = r->f[i].pc == p.f[i].pc && r->f[i].map == p.f[i].map && r->f[i].how == p.f[i].how &&
+			r->f[i].activation == p.f[i].activation;
+	if (!exact) {
+		char first[16384];
+		snprintf(first, sizeof(first), "%s", dump(r));
+		ck_abort_msg("kept walk and plain walk differ (policy %d, %llu words, capped %d):\nfast: %s\nplain: %s",
+			     s->image->policy, (unsigned long long)s->image->nwords, s->stack_capped, first, dump(&p));
+	}
 	run(ref, s, &d, max);
 	if (same(r, &d))
 		return;
@@ -903,6 +921,58 @@ START_TEST(test_forget_maps)
 }
 END_TEST
 
+/* The same sample again: its frames past the first come from the kept
+ * walk.  Then one outer return address changed in the stack: the kept
+ * walk no longer holds there, the new frames are unwound (and are those
+ * the plain unwinder finds: unwind_both). */
+START_TEST(test_kept_walk)
+{
+	capture_chain(MODE_PLAIN);
+	struct uw_sample s;
+	make(&s, STACKCAP_POLICY_F2);
+	static struct result a, b, c;
+	struct su_unwind_stats st0, st1, st2;
+	unwind_both(&s.s, &a, MAXF);
+	su_unwinder_get_stats(fast, &st0);
+	unwind_both(&s.s, &b, MAXF);
+	su_unwinder_get_stats(fast, &st1);
+	check_same(&a, &b, "first and second unwind");
+	ck_assert_msg(st1.reused_frames - st0.reused_frames >= b.n - 2, "%llu frames of %zu copied",
+		      (unsigned long long)(st1.reused_frames - st0.reused_frames), b.n);
+	size_t const k = find_name(&a, "uwt_top");
+	ck_assert_msg(k != (size_t)-1 && k >= 2, "no uwt_top frame: %s", dump(&a));
+	int changed = 0;
+	for (uint64_t i = 0; i < s.img.nwords; i++)
+		if (s.img.words[i] == a.f[k].pc) {
+			s.img.words[i] = a.f[k - 1].pc; /* uwt_a's return address instead */
+			changed++;
+		}
+	ck_assert_int_gt(changed, 0);
+	unwind_both(&s.s, &c, MAXF);
+	su_unwinder_get_stats(fast, &st2);
+	ck_assert_msg(c.n > k && c.f[k].pc == a.f[k - 1].pc, "changed return address not seen: %s", dump(&c));
+	/* Frames below the change can still be matched, none above it. */
+	ck_assert_uint_lt(st2.reused_frames - st1.reused_frames, c.n - k);
+	/* A copy the stack cap cut, a little longer each time: what the
+	 * kept walk could not read then, this one can (unwind_both checks
+	 * every result against the plain walk). */
+	uw_sample_free(&s);
+	make(&s, STACKCAP_POLICY_F2);
+	uint64_t const nwords = s.img.nwords;
+	size_t grew = 0, last = 0;
+	s.s.stack_capped = 1;
+	for (uint64_t n = 1; n <= nwords; n++) {
+		s.img.nwords = n;
+		unwind_both(&s.s, &c, MAXF);
+		grew += c.n > last && last;
+		last = c.n;
+	}
+	ck_assert_uint_gt(grew, 2);
+	s.img.nwords = nwords;
+	uw_sample_free(&s);
+}
+END_TEST
+
 START_TEST(test_bad_args)
 {
 	static struct result r;
@@ -973,6 +1043,7 @@ static Suite *unwind_suite(void)
 	tcase_add_test(tc, test_no_map);
 	tcase_add_test(tc, test_module_mismatch);
 	tcase_add_test(tc, test_forget_maps);
+	tcase_add_test(tc, test_kept_walk);
 	tcase_add_test(tc, test_bad_args);
 	tcase_add_test(tc, test_runtime_splice_leftovers);
 	suite_add_tcase(s, tc);

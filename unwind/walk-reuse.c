@@ -1,0 +1,218 @@
+/* A walk kept for the next sample of its thread: when that sample's walk
+ * reaches a state the kept one had, and the words the rest of the kept walk
+ * read are the same, the rest of its frames are copied rather than unwound
+ * again (unwind-internal.h says why that is exact).  The kept words are a
+ * copy: the sample they came from is gone by the next one. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "unwind/unwind-internal.h"
+
+void uw_kept_free(struct uw_kept_walk *k)
+{
+	free(k->frames);
+	free(k->kf);
+	free(k->words);
+	memset(k, 0, sizeof(*k));
+}
+
+static void kept_empty(struct uw_kept_walk *k)
+{
+	k->maps = NULL;
+	k->n = 0;
+}
+
+/* The image's [lo, hi), as uw_seg_init computes it. */
+static void image_bounds(const struct su_sample *s, uint64_t *lo, uint64_t *hi)
+{
+	struct uw_seg g;
+	uw_seg_init(&g, s->image);
+	*lo = g.lo;
+	*hi = g.hi;
+}
+
+static int regs_equal(const struct uw_regs *a, const struct uw_regs *b)
+{
+	if (a->known != b->known || a->undef != b->undef || a->v[STACKCAP_REG_RIP] != b->v[STACKCAP_REG_RIP])
+		return 0;
+	for (uint32_t m = a->known; m; m &= m - 1) {
+		unsigned const r = (unsigned)__builtin_ctz(m);
+		if (a->v[r] != b->v[r])
+			return 0;
+	}
+	uint32_t const why = ~(a->known | a->undef) & ((1u << STACKCAP_NREGS) - 1);
+	for (uint32_t m = why; m; m &= m - 1) {
+		unsigned const r = (unsigned)__builtin_ctz(m);
+		if (a->why[r] != b->why[r])
+			return 0;
+	}
+	return 1;
+}
+
+int uw_kept_matches(const struct uw_kept_walk *k, size_t j, const struct uw_regs *cur, uint64_t pc,
+		    uint8_t activation, const struct su_sample *sample, size_t n, size_t max)
+{
+	if (!k->maps || k->maps != sample->maps || k->generation != sample->maps->generation ||
+	    j == 0 || j >= k->n || sample->segment || k->end == SU_END_MAX_FRAMES)
+		return 0;
+	if (k->n - j > max - n) /* the copied frames must fit as they did */
+		return 0;
+	if (k->frames[j].pc != pc || k->frames[j].activation != activation || !regs_equal(&k->kf[j].r, cur))
+		return 0;
+	uint64_t lo, hi;
+	image_bounds(sample, &lo, &hi);
+	if ((uint8_t)(sample->stack_capped != 0) != k->capped ||
+	    (uint8_t)(sample->image->policy != STACKCAP_POLICY_ALL) != k->filtered || ((lo ^ k->lo) & 7))
+		return 0;
+	const struct uw_kept_frame *f = &k->kf[j];
+	/* Every read that failed past the kept image's top fails here too. */
+	if (f->fail_end <= hi)
+		return 0;
+	if (f->ok_end <= f->min_read)
+		return f->min_read >= lo; /* no word read */
+	/* Every word read is inside this image and the same. */
+	if (f->min_read < lo || f->ok_end > hi || f->min_read < k->wlo || f->ok_end > k->whi)
+		return 0;
+	uint64_t const a = f->min_read - ((f->min_read - lo) & 7);  /* word-aligned as the image */
+	uint64_t const e = f->ok_end + ((8 - ((f->ok_end - lo) & 7)) & 7);
+	if (e > hi || a < k->wlo || e > k->whi)
+		return 0;
+	return memcmp(sample->image->words + (a - lo) / 8, k->words + (a - k->wlo) / 8, (size_t)(e - a)) == 0;
+}
+
+/* Each frame's own reads into suffixes over the walk: frames UPTO down
+ * to 0 take in frame i + 1's suffix (already one). */
+static void make_suffixes(struct uw_kept_frame *kf, const struct su_frame *frames, size_t upto)
+{
+	for (size_t i = upto + 1; i-- > 0;) {
+		const struct uw_kept_frame *o = &kf[i + 1];
+		struct uw_kept_frame *f = &kf[i];
+		if (o->min_read < f->min_read)
+			f->min_read = o->min_read;
+		if (o->ok_end > f->ok_end)
+			f->ok_end = o->ok_end;
+		if (o->fail_end < f->fail_end)
+			f->fail_end = o->fail_end;
+		f->fp_after = o->fp_after + (frames[i + 1].how == SU_FRAME_FP);
+	}
+}
+
+/* Copy the words the walk's frames >= 1 read from SAMPLE's image, which
+ * KF[1]'s suffix bounds.  @return 0, or -1 (nothing worth keeping). */
+static int keep_words(struct uw_kept_walk *k, const struct su_sample *sample, uint64_t lo, uint64_t hi)
+{
+	const struct uw_kept_frame *f = &k->kf[1];
+	if (f->min_read < lo)
+		return -1;
+	if (f->ok_end <= f->min_read) {
+		k->wlo = k->whi = lo;
+		return 0;
+	}
+	uint64_t const a = f->min_read - ((f->min_read - lo) & 7);
+	uint64_t const e = f->ok_end + ((8 - ((f->ok_end - lo) & 7)) & 7);
+	if (e > hi)
+		return -1;
+	size_t const nw = (size_t)((e - a) / 8);
+	if (nw > k->wcap) {
+		uint64_t *w = realloc(k->words, nw * sizeof(*w));
+		if (!w)
+			return -1;
+		k->words = w;
+		k->wcap = nw;
+	}
+	memcpy(k->words, sample->image->words + (a - lo) / 8, nw * 8);
+	k->wlo = a;
+	k->whi = e;
+	return 0;
+}
+
+static int kept_reserve(struct uw_kept_walk *k, size_t n)
+{
+	if (n > k->fcap) {
+		struct su_frame *fr = realloc(k->frames, n * sizeof(*fr));
+		if (!fr)
+			return -1;
+		k->frames = fr;
+		k->fcap = n;
+	}
+	if (n > k->kcap) {
+		struct uw_kept_frame *kf = realloc(k->kf, n * sizeof(*kf));
+		if (!kf)
+			return -1;
+		k->kf = kf;
+		k->kcap = n;
+	}
+	return 0;
+}
+
+static void kept_head(struct uw_kept_walk *k, const struct su_sample *sample, uint64_t lo, uint64_t hi)
+{
+	k->maps = sample->maps;
+	k->generation = sample->maps->generation;
+	k->lo = lo;
+	k->hi = hi;
+	k->capped = sample->stack_capped != 0;
+	k->filtered = sample->image->policy != STACKCAP_POLICY_ALL;
+}
+
+int uw_kept_store(struct uw_kept_walk *k, const struct su_sample *sample, const struct su_frame *frames,
+		  size_t n, struct uw_kept_frame **kf, size_t *kf_cap, enum su_unwind_end end)
+{
+	kept_empty(k);
+	if (n < 2 || sample->segment || !sample->maps || end == SU_END_MAX_FRAMES)
+		return 0;
+	/* The last frame's own reads are those of the step that ended the
+	 * walk; the suffixes run from it. */
+	(*kf)[n - 1].fp_after = 0;
+	make_suffixes(*kf, frames, n - 2);
+	/* The walk's states become the slot's; the slot's old array is the
+	 * next walk's (fast_unwind grows it if short). */
+	struct uw_kept_frame *const t = k->kf;
+	size_t const tcap = k->kcap;
+	k->kf = *kf;
+	k->kcap = *kf_cap;
+	*kf = t;
+	*kf_cap = tcap;
+	if (kept_reserve(k, n) != 0)
+		return -1;
+	memcpy(k->frames, frames, n * sizeof(*frames));
+	uint64_t lo, hi;
+	image_bounds(sample, &lo, &hi);
+	kept_head(k, sample, lo, hi);
+	k->n = n;
+	k->end = (uint8_t)end;
+	if (keep_words(k, sample, lo, hi) != 0) {
+		kept_empty(k);
+		return -1;
+	}
+	return 0;
+}
+
+int uw_kept_splice(struct uw_kept_walk *k, size_t j, const struct su_sample *sample,
+		   const struct su_frame *frames, const struct uw_kept_frame *kf, size_t n)
+{
+	size_t const total = n + (k->n - j);
+	if (n != j) {
+		if (kept_reserve(k, total) != 0) {
+			kept_empty(k);
+			return -1;
+		}
+		memmove(&k->kf[n], &k->kf[j], (k->n - j) * sizeof(*k->kf));
+		memmove(&k->frames[n], &k->frames[j], (k->n - j) * sizeof(*k->frames));
+	}
+	/* This sample's frames [0, n] and their states; frame N's own
+	 * state is the one matched, its suffix the kept walk's. */
+	memcpy(k->frames, frames, (n + 1) * sizeof(*frames));
+	memcpy(k->kf, kf, n * sizeof(*kf));
+	k->kf[n].r = kf[n].r;
+	k->n = total;
+	make_suffixes(k->kf, k->frames, n - 1);
+	uint64_t lo, hi;
+	image_bounds(sample, &lo, &hi);
+	kept_head(k, sample, lo, hi);
+	if (keep_words(k, sample, lo, hi) != 0) {
+		kept_empty(k);
+		return -1;
+	}
+	return 0;
+}
