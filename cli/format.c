@@ -300,14 +300,12 @@ static void format_stacks(struct worker *w, const struct pipeline_sample *u, con
 
 static uint64_t chain_hash(const struct su_maps *maps, const struct su_frame *frames, size_t n)
 {
+	/* pcs only (chain_eq compares the rest): one multiply a frame, the
+	 * high bits folded down once for the slot index. */
 	uint64_t h = (uint64_t)(uintptr_t)maps * 0x9E3779B97F4A7C15ull ^ n;
-	for (size_t i = 0; i < n; i++) {
-		h ^= (frames[i].pc * 2 + frames[i].activation) ^ ((uint64_t)frames[i].map << 40) ^
-		     ((uint64_t)frames[i].how << 56);
-		h *= 0xC2B2AE3D27D4EB4Full;
-		h ^= h >> 31;
-	}
-	return h;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ frames[i].pc) * 0xC2B2AE3D27D4EB4Full;
+	return h ^ (h >> 31);
 }
 
 static int chain_eq(const struct chain_text *c, uint64_t hash, const struct su_maps *maps,
@@ -347,16 +345,53 @@ static void chain_keep(struct chain_text *c, uint64_t hash, const struct su_maps
 	c->nframes = (uint32_t)n;
 	c->unknown = unknown;
 	c->len = (uint32_t)len;
+	c->line_out = NULL; /* a line written with the chain it held */
 }
 
-/* One line "comm;[end;]outermost;...;leaf\n" (export/folded.h). */
+/* The count ending each folded line the workers write: fixed width, so
+ * a repeat of the line in the same text adds to it in place. */
+#define FOLDED_COUNT_DIGITS 20
+
+/* Add N to the count of FOLDED_COUNT_DIGITS digits at P.  @return 0, or
+ * -1 (the sum would not fit: P unchanged). */
+static int count_add(char *p, uint64_t n)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < FOLDED_COUNT_DIGITS; i++) {
+		uint64_t const d = (uint64_t)(p[i] - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	if (v > UINT64_MAX - n)
+		return -1;
+	v += n;
+	for (int i = FOLDED_COUNT_DIGITS; i-- > 0; v /= 10)
+		p[i] = (char)('0' + v % 10);
+	return 0;
+}
+
+/* One line "comm;[end;]outermost;...;leaf COUNT\n" (export/folded.h),
+ * COUNT the sample's weight (1, or microseconds with --weigh).  A line
+ * already written in OUT with the same chain and root gets the weight
+ * added instead: the reader thread then counts a hot loop's samples once
+ * per batch rather than hashing each one's line. */
 static void format_folded(struct worker *w, const struct pipeline_sample *u, const char *comm,
 			  const struct su_frame *frames, struct text *out)
 {
 	struct folded_opts fo = w->o->fold;
 	fo.off_cpu_mark = w->o->off_cpu == OFF_CPU_WITH && u->off_cpu_ns;
+	uint64_t weight = 1;
+	if (w->o->weigh) {
+		/* Microseconds: blocked (at least 1), or a CPU sample's period. */
+		uint32_t const hz = u->process && u->process->frequency_hz ? u->process->frequency_hz : 1000;
+		uint64_t const us = u->off_cpu_ns ? (u->off_cpu_ns + 500) / 1000 : (1000000u + hz / 2) / hz;
+		weight = us ? us : 1;
+	}
+	size_t const line_at = out->len;
 	folded_root(out, &fo, comm, u->pid, u->tid,
 		    u->end != SU_END_OUTERMOST ? su_unwind_end_name((enum su_unwind_end)u->end) : NULL);
+	size_t const root_len = out->len - line_at;
 	struct chain_text *ct = NULL;
 	uint64_t ch = 0;
 	if (!fo.off_cpu_mark && u->nframes && u->maps) {
@@ -367,8 +402,13 @@ static void format_folded(struct worker *w, const struct pipeline_sample *u, con
 			ct = &w->chains[ch % CHAIN_SLOTS];
 		if (ct && chain_eq(ct, ch, u->maps, frames, u->nframes)) {
 			w->counts.unknown_frames += ct->unknown;
+			if (ct->line_out == out && ct->line_gen == out->gen && ct->root_len == root_len &&
+			    !out->oom && memcmp(out->buf + ct->line_at, out->buf + line_at, root_len) == 0 &&
+			    count_add(out->buf + ct->count_at, weight) == 0) {
+				out->len = line_at; /* the same line: counted there */
+				return;
+			}
 			text_put(out, ct->text, ct->len);
-			ct = NULL;
 			goto frames_done;
 		}
 	}
@@ -407,15 +447,20 @@ static void format_folded(struct worker *w, const struct pipeline_sample *u, con
 	if (ct && !out->oom)
 		chain_keep(ct, ch, u->maps, frames, u->nframes, chain_unknown, out->buf + chain_start,
 			   out->len - chain_start);
+	else
+		ct = NULL;
 frames_done:
-	if (w->o->weigh) {
-		/* Microseconds: blocked (at least 1), or a CPU sample's period. */
-		uint32_t const hz = u->process && u->process->frequency_hz ? u->process->frequency_hz : 1000;
-		uint64_t const us = u->off_cpu_ns ? (u->off_cpu_ns + 500) / 1000 : (1000000u + hz / 2) / hz;
-		text_put(out, " ", 1);
-		text_u64(out, us ? us : 1, 1);
-	}
+	text_put(out, " ", 1);
+	size_t const count_at = out->len;
+	text_u64(out, weight, FOLDED_COUNT_DIGITS);
 	text_put(out, "\n", 1);
+	if (ct && !out->oom && out->len - count_at == FOLDED_COUNT_DIGITS + 1) {
+		ct->line_out = out;
+		ct->line_gen = out->gen;
+		ct->line_at = line_at;
+		ct->count_at = count_at;
+		ct->root_len = (uint32_t)root_len;
+	}
 }
 
 /* `export`: the sample as records for the export model (cli/export.h):

@@ -151,6 +151,7 @@ static const struct su_sample *held_sample(struct batch *b, struct held *h)
 static void work_batch(struct pipeline *p, struct batch *b, void *ctx)
 {
 	b->out.len = 0;
+	b->out.gen = b->seq + 1; /* unique per batch */
 	for (size_t i = 0; i < b->n; i++)
 		work_sample(p, ctx, held_sample(b, &b->samples[i]), &b->out);
 }
@@ -271,6 +272,7 @@ int pipeline_add(struct pipeline *p, const struct su_sample *s)
 		if (p->direct.len >= DIRECT_FLUSH) {
 			emit(p, p->direct.buf, p->direct.len);
 			p->direct.len = 0;
+			p->direct.gen++;
 		}
 		return p->err;
 	}
@@ -314,7 +316,7 @@ struct pipeline *pipeline_new(unsigned n_workers, void *const *worker_ctx, void 
 	if (!p)
 		return NULL;
 	*p = (struct pipeline){ .unwind = unwind, .format = format, .emit = emit_fn, .emit_arg = emit_arg,
-				.direct_ctx = direct_ctx };
+				.direct_ctx = direct_ctx, .direct = { .gen = 1 } };
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
 	if (!n_workers)

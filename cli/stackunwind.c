@@ -514,9 +514,8 @@ static int emit(void *arg, const char *buf, size_t len)
 	struct run *r = arg;
 	if (r->exp)
 		return export_model_add(r->exp, buf, len);
-	if (r->fold)
-		return r->o->weigh ? folded_counts_add_weighted_lines(r->fold, buf, len)
-				   : folded_counts_add_lines(r->fold, buf, len);
+	if (r->fold) /* each line ends with its count (cli/format.c) */
+		return folded_counts_add_weighted_lines(r->fold, buf, len);
 	fwrite(buf, 1, len, stdout);
 	return 0;
 }

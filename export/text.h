@@ -13,6 +13,8 @@ struct text {
 	char *buf;
 	size_t len, cap;
 	int oom;
+	uint64_t gen;   /* which contents: the owner changes it when it empties BUF to
+			 * fill it anew (stackunwind folded merges repeated lines of one) */
 };
 
 /* Room for N more bytes (and a NUL).  @return 0, or -1 with OOM set. */

@@ -206,10 +206,26 @@ int uw_kept_splice(struct uw_kept_walk *k, size_t j, const struct su_sample *sam
 	memcpy(k->kf, kf, n * sizeof(*kf));
 	k->kf[n].r = kf[n].r;
 	k->n = total;
-	make_suffixes(k->kf, k->frames, n - 1);
+	/* The words frame N's suffix read were compared equal: in the kept
+	 * copy already. */
 	uint64_t lo, hi;
 	image_bounds(sample, &lo, &hi);
+	uint64_t const va = k->kf[n].min_read - ((k->kf[n].min_read - lo) & 7);
+	uint64_t const ve = k->kf[n].ok_end > k->kf[n].min_read
+		? k->kf[n].ok_end + ((8 - ((k->kf[n].ok_end - lo) & 7)) & 7) : va;
+	make_suffixes(k->kf, k->frames, n - 1);
 	kept_head(k, sample, lo, hi);
+	const struct uw_kept_frame *f = &k->kf[1];
+	if (f->min_read >= lo && f->ok_end > f->min_read && f->ok_end <= hi) {
+		uint64_t const a = f->min_read - ((f->min_read - lo) & 7);
+		uint64_t const e = f->ok_end + ((8 - ((f->ok_end - lo) & 7)) & 7);
+		if (a >= k->wlo && e <= k->whi && e <= hi && va >= a && ve <= e && k->whi > k->wlo) {
+			/* Within the copy: only what lies outside the compared words. */
+			memcpy(k->words + (a - k->wlo) / 8, sample->image->words + (a - lo) / 8, (size_t)(va - a));
+			memcpy(k->words + (ve - k->wlo) / 8, sample->image->words + (ve - lo) / 8, (size_t)(e - ve));
+			return 0;
+		}
+	}
 	if (keep_words(k, sample, lo, hi) != 0) {
 		kept_empty(k);
 		return -1;

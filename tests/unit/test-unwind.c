@@ -973,6 +973,51 @@ START_TEST(test_kept_walk)
 }
 END_TEST
 
+/* A few variants of one sample (words and registers changed where the
+ * frames are), unwound in a random order: a variant follows another, or
+ * itself, or one met before, so what the kept walk copied and compared
+ * goes stale in every way; each unwind is exactly the plain one. */
+static void kept_sequence(enum stackcap_policy pol)
+{
+	capture_chain(MODE_PLAIN);
+	enum { NV = 6, MAXW = 1024 };
+	struct uw_sample s;
+	make(&s, pol);
+	ck_assert_uint_le(s.img.nwords, MAXW);
+	static uint64_t words[NV][MAXW], regs[NV][STACKCAP_NREGS];
+	for (int v = 0; v < NV; v++) {
+		memcpy(words[v], s.img.words, s.img.nwords * 8);
+		memcpy(regs[v], s.img.regs, sizeof(regs[v]));
+		for (int c = 0; v && c < 1 + v % 3; c++) {
+			uint64_t const i = rnd() % (s.img.nwords < 96 ? s.img.nwords : 96);
+			uint64_t const w = words[v][i];
+			switch (rnd() % 4) {
+			case 0: words[v][i] = 0; break;
+			case 1: words[v][i] = w + 8 * (1 + rnd() % 4); break;
+			case 2: words[v][i] = words[v][rnd() % s.img.nwords]; break;
+			default: regs[v][rnd() % STACKCAP_NREGS] ^= 8; break;
+			}
+		}
+	}
+	static struct result r;
+	for (int iter = 0; iter < 3000; iter++) {
+		int const v = (int)(rnd() % NV);
+		memcpy(s.img.words, words[v], s.img.nwords * 8);
+		memcpy(s.img.regs, regs[v], sizeof(regs[v]));
+		unwind_both(&s.s, &r, MAXF);
+	}
+	uw_sample_free(&s);
+}
+
+START_TEST(test_kept_walk_sequences)
+{
+	frames_only = 1; /* changed registers: dwfl's end reason is a guess */
+	kept_sequence(STACKCAP_POLICY_F2);
+	kept_sequence(STACKCAP_POLICY_ALL);
+	frames_only = 0;
+}
+END_TEST
+
 START_TEST(test_bad_args)
 {
 	static struct result r;
@@ -1044,6 +1089,7 @@ static Suite *unwind_suite(void)
 	tcase_add_test(tc, test_module_mismatch);
 	tcase_add_test(tc, test_forget_maps);
 	tcase_add_test(tc, test_kept_walk);
+	tcase_add_test(tc, test_kept_walk_sequences);
 	tcase_add_test(tc, test_bad_args);
 	tcase_add_test(tc, test_runtime_splice_leftovers);
 	suite_add_tcase(s, tc);
