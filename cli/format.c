@@ -168,7 +168,7 @@ static void pctext_add(struct worker *w, const struct su_maps *maps, const struc
 }
 
 /* One frame's lines, after its address. */
-static void format_frame(struct worker *w, uint32_t pid, const struct su_maps *maps, const struct su_frame *f,
+static int format_frame(struct worker *w, uint32_t pid, const struct su_maps *maps, const struct su_frame *f,
 			 struct text *out)
 {
 	/* Code of a file, met before at this pc of this snapshot: its text. */
@@ -179,7 +179,7 @@ static void format_frame(struct worker *w, uint32_t pid, const struct su_maps *m
 			w->counts.unknown_frames++;
 		worker_note_module(w, pt->m);
 		text_put(out, pt->text, pt->len);
-		return;
+		return 1;
 	}
 	size_t const start = out->len;
 	const struct su_map_entry *e;
@@ -198,12 +198,12 @@ static void format_frame(struct worker *w, uint32_t pid, const struct su_maps *m
 		struct su_resolved r;
 		if (worker_resolve(w, pid, maps, f, &r)) {
 			out->oom = 1;
-			return;
+			return 0;
 		}
 		if (r.kind == SU_RESOLVED_UNKNOWN) {
 			text_pc(out, f->pc);
 			text_puts(out, "[unknown] ([unknown])\n");
-			return;
+			return 0;
 		}
 		if (r.kind == SU_RESOLVED_PYTHON) {
 			/* "qualname (file.py:LINE)" */
@@ -212,7 +212,7 @@ static void format_frame(struct worker *w, uint32_t pid, const struct su_maps *m
 				text_printf(out, "%s (%s:%u)\n", r.sym[0].function, r.sym[0].file, r.sym[0].line);
 			else
 				text_puts(out, "[unknown python code] ([python])\n");
-			return;
+			return 0;
 		}
 		if (r.kind == SU_RESOLVED_KERNEL) {
 			/* "function+0xOFF ([kernel.kallsyms])", as perf script */
@@ -222,17 +222,17 @@ static void format_frame(struct worker *w, uint32_t pid, const struct su_maps *m
 					    r.module_name);
 			else
 				text_printf(out, "[unknown] (%s)\n", r.module_name);
-			return;
+			return 0;
 		}
 		if (r.kind == SU_RESOLVED_JIT) {
 			text_pc(out, f->pc);
 			text_printf(out, "%s+0x%" PRIx64 " (%s)\n", r.sym[0].function, r.sym[0].func_offset, r.jit_map);
-			return;
+			return 0;
 		}
 		struct frame_text *dst = ft ? ft : &tmp;
 		if (frame_text_build(dst, &r)) {
 			out->oom = 1;
-			return;
+			return 0;
 		}
 		dst->m = m;
 		dst->path = e->path;
@@ -249,11 +249,22 @@ static void format_frame(struct worker *w, uint32_t pid, const struct su_maps *m
 		text_put(out, p, (size_t)(nl - p) + 1);
 		p = nl + 1;
 	}
-	if (ft == &tmp)
+	if (ft == &tmp) {
 		free(tmp.text);
-	else if (by_pc && !out->oom)
-		pctext_add(w, maps, f, m, ft->unknown, out->buf + start, out->len - start);
+		return 0;
+	}
+	if (!by_pc || out->oom)
+		return 0;
+	pctext_add(w, maps, f, m, ft->unknown, out->buf + start, out->len - start);
+	return 1;
 }
+
+struct chain_text;
+static uint64_t chain_hash(const struct su_maps *maps, const struct su_frame *frames, size_t n);
+static int chain_eq(const struct chain_text *c, uint64_t hash, const struct su_maps *maps,
+		    const struct su_frame *frames, size_t n);
+static void chain_keep(struct chain_text *c, uint64_t hash, const struct su_maps *maps,
+		       const struct su_frame *frames, size_t n, uint32_t unknown, const char *text, size_t len);
 
 static void format_stacks(struct worker *w, const struct pipeline_sample *u, const char *comm,
 			  const struct su_frame *frames, struct text *out)
@@ -281,8 +292,32 @@ static void format_stacks(struct worker *w, const struct pipeline_sample *u, con
 		text_puts(out, " ms");
 	}
 	text_put(out, ":\n", 2);
+	/* The frames' lines: a whole chain's, kept when each frame's came
+	 * from the pc_text path (as folded's). */
+	struct chain_text *ct = NULL;
+	uint64_t ch = 0;
+	if (u->nframes && u->maps) {
+		ch = chain_hash(u->maps, frames, u->nframes);
+		if (!w->chains)
+			w->chains = calloc(CHAIN_SLOTS, sizeof(*w->chains));
+		if (w->chains)
+			ct = &w->chains[ch % CHAIN_SLOTS];
+		if (ct && chain_eq(ct, ch, u->maps, frames, u->nframes)) {
+			w->counts.unknown_frames += ct->unknown;
+			text_put(out, ct->text, ct->len);
+			ct = NULL;
+			goto frames_done;
+		}
+	}
+	size_t const chain_start = out->len;
+	uint64_t const unknown_before = w->counts.unknown_frames;
+	int whole = 1;
 	for (size_t i = 0; i < u->nframes; i++)
-		format_frame(w, u->pid, u->maps, &frames[i], out);
+		whole &= format_frame(w, u->pid, u->maps, &frames[i], out);
+	if (ct && whole && !out->oom)
+		chain_keep(ct, ch, u->maps, frames, u->nframes, (uint32_t)(w->counts.unknown_frames - unknown_before),
+			   out->buf + chain_start, out->len - chain_start);
+frames_done:
 	if (u->end != SU_END_OUTERMOST) {
 		text_pc(out, 0);
 		text_put(out, "[", 1);
@@ -292,7 +327,7 @@ static void format_stacks(struct worker *w, const struct pipeline_sample *u, con
 	text_put(out, "\n", 1);
 }
 
-/* ---- folded: a whole chain's text (struct chain_text) ---------------------- */
+/* ---- a whole chain's text (struct chain_text): folded and stacks ----------- */
 
 /* Kept only when every frame's text came from the pc_text path, so a
  * chain's text is a function of its key; frames also compare their how

@@ -72,7 +72,7 @@ struct worker {
 	size_t n_pctext, cap_pctext;
 	struct su_hmap pctext_map;
 	size_t last_pctext;          /* the last one found (recursion repeats a pc) */
-	struct chain_text *chains;   /* folded: CHAIN_SLOTS, direct-mapped, or NULL */
+	struct chain_text *chains;   /* folded or stacks: CHAIN_SLOTS, direct-mapped, or NULL */
 	struct su_modcache *modules;
 	struct su_resolver *resolver;
 	struct su_unwinder *unwinder;
@@ -80,7 +80,7 @@ struct worker {
 	struct counts counts;
 };
 
-/* folded: the frames' part of a line, cached per (maps snapshot, every
+/* folded: the frames' part of a line; stacks: the frames' lines; cached per (maps snapshot, every
  * frame's pc, maps entry and activation) when each frame's text came from
  * the pc_text cache: a hot loop repeats whole chains.  Direct-mapped, so
  * memory stays bounded however long the trace. */
