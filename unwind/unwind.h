@@ -21,6 +21,12 @@
  * dwfl unwinder's end reason is a best guess from the CFI and the failed
  * reads: elfutils itself only says "return address undefined" or "error".
  *
+ * The fast unwinder keeps each thread's last walk (walk-reuse.c): where a
+ * later sample of the thread reaches a register state that walk had, over
+ * the same stack words, the rest of its frames are copied, exactly as they
+ * would be unwound.  STACKCAP_UNWIND_REUSE=0 in the environment of
+ * su_unwinder_new: every frame unwound (tests compare the two).
+ *
  * An unwinder is not thread-safe (elfutils 0.188 is not): one per thread,
  * with its own module cache. */
 #ifndef STACKCAP_UNWIND_H
