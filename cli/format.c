@@ -259,10 +259,8 @@ static int format_frame(struct worker *w, uint32_t pid, const struct su_maps *ma
 	return 1;
 }
 
-struct chain_text;
-static uint64_t chain_hash(const struct su_maps *maps, const struct su_frame *frames, size_t n);
-static int chain_eq(const struct chain_text *c, uint64_t hash, const struct su_maps *maps,
-		    const struct su_frame *frames, size_t n);
+static struct chain_text *chain_find(struct worker *w, const struct pipeline_sample *u,
+				     const struct su_frame *frames, uint64_t *hash, int *hit);
 static void chain_keep(struct chain_text *c, uint64_t hash, const struct su_maps *maps,
 		       const struct su_frame *frames, size_t n, uint32_t unknown, const char *text, size_t len);
 
@@ -294,20 +292,13 @@ static void format_stacks(struct worker *w, const struct pipeline_sample *u, con
 	text_put(out, ":\n", 2);
 	/* The frames' lines: a whole chain's, kept when each frame's came
 	 * from the pc_text path (as folded's). */
-	struct chain_text *ct = NULL;
 	uint64_t ch = 0;
-	if (u->nframes && u->maps) {
-		ch = chain_hash(u->maps, frames, u->nframes);
-		if (!w->chains)
-			w->chains = calloc(CHAIN_SLOTS, sizeof(*w->chains));
-		if (w->chains)
-			ct = &w->chains[ch % CHAIN_SLOTS];
-		if (ct && chain_eq(ct, ch, u->maps, frames, u->nframes)) {
-			w->counts.unknown_frames += ct->unknown;
-			text_put(out, ct->text, ct->len);
-			ct = NULL;
-			goto frames_done;
-		}
+	int hit = 0;
+	struct chain_text *ct = u->nframes && u->maps ? chain_find(w, u, frames, &ch, &hit) : NULL;
+	if (hit) {
+		text_put(out, ct->text, ct->len);
+		ct = NULL;
+		goto frames_done;
 	}
 	size_t const chain_start = out->len;
 	uint64_t const unknown_before = w->counts.unknown_frames;
@@ -353,6 +344,26 @@ static int chain_eq(const struct chain_text *c, uint64_t hash, const struct su_m
 		    c->frames[i].activation != frames[i].activation || c->frames[i].how != frames[i].how)
 			return 0;
 	return 1;
+}
+
+/* The slot of U's chain of FRAMES (NULL: no memory for the slots), its
+ * hash in *HASH; *HIT when the slot holds that chain (its unknown frames
+ * counted then). */
+static struct chain_text *chain_find(struct worker *w, const struct pipeline_sample *u,
+				     const struct su_frame *frames, uint64_t *hash, int *hit)
+{
+	*hash = chain_hash(u->maps, frames, u->nframes);
+	*hit = 0;
+	if (!w->chains)
+		w->chains = calloc(CHAIN_SLOTS, sizeof(*w->chains));
+	if (!w->chains)
+		return NULL;
+	struct chain_text *ct = &w->chains[*hash % CHAIN_SLOTS];
+	if (chain_eq(ct, *hash, u->maps, frames, u->nframes)) {
+		w->counts.unknown_frames += ct->unknown;
+		*hit = 1;
+	}
+	return ct;
 }
 
 /* Keep TEXT (LEN bytes) as the chain's text in slot C, replacing what it
@@ -427,25 +438,18 @@ static void format_folded(struct worker *w, const struct pipeline_sample *u, con
 	folded_root(out, &fo, comm, u->pid, u->tid,
 		    u->end != SU_END_OUTERMOST ? su_unwind_end_name((enum su_unwind_end)u->end) : NULL);
 	size_t const root_len = out->len - line_at;
-	struct chain_text *ct = NULL;
 	uint64_t ch = 0;
-	if (!fo.off_cpu_mark && u->nframes && u->maps) {
-		ch = chain_hash(u->maps, frames, u->nframes);
-		if (!w->chains)
-			w->chains = calloc(CHAIN_SLOTS, sizeof(*w->chains));
-		if (w->chains)
-			ct = &w->chains[ch % CHAIN_SLOTS];
-		if (ct && chain_eq(ct, ch, u->maps, frames, u->nframes)) {
-			w->counts.unknown_frames += ct->unknown;
-			if (ct->line_out == out && ct->line_gen == out->gen && ct->root_len == root_len &&
-			    !out->oom && memcmp(out->buf + ct->line_at, out->buf + line_at, root_len) == 0 &&
-			    count_add(out->buf + ct->count_at, weight) == 0) {
-				out->len = line_at; /* the same line: counted there */
-				return;
-			}
-			text_put(out, ct->text, ct->len);
-			goto frames_done;
+	int hit = 0;
+	struct chain_text *ct = !fo.off_cpu_mark && u->nframes && u->maps ? chain_find(w, u, frames, &ch, &hit) : NULL;
+	if (hit) {
+		if (ct->line_out == out && ct->line_gen == out->gen && ct->root_len == root_len && !out->oom &&
+		    memcmp(out->buf + ct->line_at, out->buf + line_at, root_len) == 0 &&
+		    count_add(out->buf + ct->count_at, weight) == 0) {
+			out->len = line_at; /* the same line: counted there */
+			return;
 		}
+		text_put(out, ct->text, ct->len);
+		goto frames_done;
 	}
 	size_t const chain_start = out->len;
 	uint32_t chain_unknown = 0;
