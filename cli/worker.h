@@ -46,14 +46,6 @@ struct pc_text {
 	uint8_t unknown;             /* no symbol: counts as an unknown frame */
 	uint32_t len;
 	char *text;
-	/* The line last written with this chain, to add the next same line's
-	 * count to rather than write it again: in text LINE_OUT while its
-	 * contents are LINE_GEN, at LINE_AT, its root ROOT_LEN bytes, its
-	 * count's FOLDED_COUNT_DIGITS digits at COUNT_AT.  NULL: none. */
-	const struct text *line_out;
-	uint64_t line_gen;
-	size_t line_at, count_at;
-	uint32_t root_len;
 };
 
 /* A module a frame needed but that could not be used. */
