@@ -98,6 +98,10 @@ struct uw_cache {
 	uint32_t nrules, rules_cap;
 	struct uw_op *ops;         /* expression ops of all rules */
 	uint32_t nops, ops_cap;
+	/* Bumped when RULES or OPS move: pointers into them kept elsewhere
+	 * (an unwinder's memo) are stale.  Every unwinder sharing the module
+	 * sees it, not only the one whose lookup moved them. */
+	uint32_t moves;
 	int cfi_tried[2];          /* 0: .eh_frame, 1: .debug_frame */
 	Dwarf_CFI *cfi[2];
 	Dwarf_Addr cfi_bias[2];
@@ -136,6 +140,7 @@ static int64_t add_expr(struct uw_cache *c, const Dwarf_Op *ops, size_t nops, Dw
 			return -1;
 		c->ops = n;
 		c->ops_cap = cap;
+		c->moves++;
 	}
 	uint32_t const first = c->nops;
 	for (size_t i = 0; i < nops; i++) {
@@ -339,6 +344,7 @@ static uint32_t fill(struct uw_cache *c, struct su_module *mod, uint64_t addr)
 			}
 			c->rules = n;
 			c->rules_cap = cap;
+			c->moves++;
 		}
 		uint32_t const nops = c->nops;
 		struct uw_rule *r = &c->rules[c->nrules];
@@ -364,8 +370,8 @@ static struct uw_cache *cache_of(struct su_module *mod)
 	return mod->unwind_cache;
 }
 
-enum uw_lookup uw_rule_lookup(struct su_module *mod, uint64_t addr,
-			      const struct uw_rule **rule, const struct uw_op **ops, uint64_t *misses)
+enum uw_lookup uw_rule_lookup(struct su_module *mod, uint64_t addr, const struct uw_rule **rule,
+			      const struct uw_op **ops, const uint32_t **moves, uint64_t *misses)
 {
 	struct uw_cache *c = cache_of(mod);
 	if (!c)
@@ -379,6 +385,7 @@ enum uw_lookup uw_rule_lookup(struct su_module *mod, uint64_t addr,
 	}
 	if (idx == RULE_NO_CFI)
 		return UW_LOOKUP_NO_CFI;
+	*moves = &c->moves;
 	*rule = &c->rules[idx];
 	*ops = c->ops;
 	return UW_LOOKUP_RULE;

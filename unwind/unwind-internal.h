@@ -211,9 +211,10 @@ struct uw_cache; /* per module, in su_module.unwind_cache */
 
 /* The rule for module address ADDR of MOD (already pc - 1 for return
  * addresses), read through libdw on the first call and cached.  *RULE and
- * *OPS stay valid until the next lookup in the same module. */
-enum uw_lookup uw_rule_lookup(struct su_module *mod, uint64_t addr,
-			      const struct uw_rule **rule, const struct uw_op **ops, uint64_t *misses);
+ * *OPS stay valid while **MOVES keeps the value it has on return: a
+ * lookup in the same module, by any unwinder sharing it, may move them. */
+enum uw_lookup uw_rule_lookup(struct su_module *mod, uint64_t addr, const struct uw_rule **rule,
+			      const struct uw_op **ops, const uint32_t **moves, uint64_t *misses);
 
 /* Is module address ADDR of MOD (pc - 1 for return addresses) in one of
  * the functions Go's own traceback stops at (runtime.goexit, mstart,
@@ -299,9 +300,9 @@ int uw_kept_splice(struct uw_kept_walk *k, size_t j, const struct su_sample *sam
 #define UW_NPROCS 16
 
 /* What the fast unwinder looked up for a pc of a maps snapshot (its
- * entry, module, bias and CFI rule), kept while MEMO_EPOCH holds: a rule
- * cache miss (the module's rules may move) or a forgotten snapshot ends
- * every entry. */
+ * entry, module, bias and CFI rule), kept while MEMO_EPOCH holds (a
+ * forgotten or new snapshot ends every entry) and the module's rules have
+ * not moved since (*MOVES_AT == MOVES). */
 #define UW_MEMO_BITS 9
 struct uw_memo {
 	const struct su_maps *maps;
@@ -312,6 +313,8 @@ struct uw_memo {
 	uint64_t bias;
 	const struct uw_rule *rule;
 	const struct uw_op *ops;
+	const uint32_t *moves_at;
+	uint32_t moves;
 };
 
 struct su_unwinder {

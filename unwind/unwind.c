@@ -649,7 +649,8 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 		/* A pc met before: its entry, module, bias and rule at once. */
 		uint64_t const mh = (lookup ^ (uint64_t)(uintptr_t)maps * 0x9E3779B97F4A7C15ull) * 0xC2B2AE3D27D4EB4Full;
 		struct uw_memo *mm = &u->memo[mh >> (64 - UW_MEMO_BITS)];
-		int const memo_hit = mm->maps == maps && mm->lookup == lookup && mm->epoch == u->memo_epoch;
+		int const memo_hit = mm->maps == maps && mm->lookup == lookup && mm->epoch == u->memo_epoch &&
+				     *mm->moves_at == mm->moves;
 		int64_t const mi = memo_hit ? mm->mi : su_maps_find(maps, lookup);
 		frames[n].pc = pc;
 		frames[n].map = mi;
@@ -678,14 +679,13 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 		} else {
 			mod = uw_proc_module(u, p, (uint32_t)mi);
 			bias = su_module_bias(mod, &maps->entries[mi]);
-			uint64_t const misses = u->stats.rule_misses;
+			const uint32_t *moves = NULL;
 			if (mod)
-				lk = uw_rule_lookup(mod, lookup - bias, &rule, &ops, &u->stats.rule_misses);
-			if (u->stats.rule_misses != misses)
-				u->memo_epoch++; /* the module's rules may have moved */
+				lk = uw_rule_lookup(mod, lookup - bias, &rule, &ops, &moves, &u->stats.rule_misses);
 			if (lk == UW_LOOKUP_RULE)
 				*mm = (struct uw_memo){ .maps = maps, .lookup = lookup, .epoch = u->memo_epoch, .mi = mi,
-							.mod = mod, .bias = bias, .rule = rule, .ops = ops };
+							.mod = mod, .bias = bias, .rule = rule, .ops = ops,
+							.moves_at = moves, .moves = *moves };
 		}
 		int rc;
 		int signal = 0;

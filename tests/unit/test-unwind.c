@@ -901,6 +901,45 @@ START_TEST(test_module_mismatch)
 }
 END_TEST
 
+/* Unwinders sharing one module cache: the rules one unwinder's lookups
+ * move (the cache's arrays grow) are not read through the other's memo
+ * (ASan: a use after free before the memo checked for moves). */
+START_TEST(test_shared_modules)
+{
+	capture_chain(MODE_PLAIN);
+	struct uw_sample s;
+	make(&s, STACKCAP_POLICY_F2);
+	static struct result before, after, f;
+	/* The unwinder that keeps no walk looks every frame up; twice, so
+	 * that its memo holds every frame's rule. */
+	run(plain, &s.s, &before, MAXF);
+	run(plain, &s.s, &before, MAXF);
+	ck_assert_int_eq(before.end, SU_END_OUTERMOST);
+	/* Another unwinder reads rules for thousands of pcs of the modules
+	 * the chain's frames are in. */
+	struct su_unwinder *other = su_unwinder_new(SU_UNWINDER_FAST, mc);
+	ck_assert_ptr_nonnull(other);
+	struct uw_sample g;
+	make(&g, STACKCAP_POLICY_ALL);
+	static struct result r;
+	for (int iter = 0; iter < 4000; iter++) {
+		const struct su_map_entry *e = &maps->entries[before.f[rnd() % before.n].map];
+		g.img.regs[STACKCAP_REG_RIP] = e->start + rnd() % (e->end - e->start);
+		run(other, &g.s, &r, 4);
+	}
+	struct su_unwind_stats st;
+	su_unwinder_get_stats(other, &st);
+	ck_assert_uint_gt(st.rule_misses, 1000);
+	su_unwinder_free(other);
+	uw_sample_free(&g);
+	run(plain, &s.s, &after, MAXF);
+	check_same(&before, &after, "before and after another unwinder's lookups");
+	run(fast, &s.s, &f, MAXF);
+	check_same(&after, &f, "plain and kept");
+	uw_sample_free(&s);
+}
+END_TEST
+
 START_TEST(test_forget_maps)
 {
 	capture_chain(MODE_PLAIN);
@@ -1087,6 +1126,7 @@ static Suite *unwind_suite(void)
 	tcase_add_test(tc, test_max_frames);
 	tcase_add_test(tc, test_no_map);
 	tcase_add_test(tc, test_module_mismatch);
+	tcase_add_test(tc, test_shared_modules);
 	tcase_add_test(tc, test_forget_maps);
 	tcase_add_test(tc, test_kept_walk);
 	tcase_add_test(tc, test_kept_walk_sequences);
