@@ -21,7 +21,7 @@
 #undef HAVE_DEBUGINFOD
 #endif
 #ifdef HAVE_DEBUGINFOD
-#include <elfutils/debuginfod.h>
+#include "debuginfo/debuginfod-load.h"
 #endif
 
 #include "common/hash.h"
@@ -233,8 +233,9 @@ static debuginfod_client *dbgd_client(struct su_modcache *cache)
 	if (!cache->dbgd_tried) {
 		cache->dbgd_tried = 1;
 		const char *urls = getenv("DEBUGINFOD_URLS");
-		if (urls && *urls)
-			cache->dbgd = debuginfod_begin();
+		const struct su_debuginfod_api *api = urls && *urls ? su_debuginfod_api() : NULL;
+		if (api)
+			cache->dbgd = api->begin();
 	}
 	return cache->dbgd;
 }
@@ -331,7 +332,7 @@ static int find_debug_file(struct modpriv *p, const char *file, const char *link
 	debuginfod_client *dc;
 	if (fd < 0 && p->want_id_len && (dc = dbgd_client(c)) != NULL) {
 		char *path = NULL;
-		int dfd = debuginfod_find_debuginfo(dc, p->want_id, (int)p->want_id_len, &path);
+		int dfd = su_debuginfod_api()->find_debuginfo(dc, p->want_id, (int)p->want_id_len, &path);
 		if (dfd >= 0) {
 			close(dfd);
 			/* Check what the server sent like any other file. */
@@ -627,7 +628,7 @@ static int find_binary(struct modpriv *p, int *mismatch, char **path)
 	debuginfod_client *dc;
 	if (fd < 0 && m->build_id_len && (dc = dbgd_client(c)) != NULL) {
 		char *dpath = NULL;
-		int dfd = debuginfod_find_executable(dc, m->build_id, m->build_id_len, &dpath);
+		int dfd = su_debuginfod_api()->find_executable(dc, m->build_id, m->build_id_len, &dpath);
 		if (dfd >= 0) {
 			close(dfd);
 			fd = try_binary(p, dpath, mismatch);
@@ -859,7 +860,7 @@ void su_modcache_free(struct su_modcache *c)
 	free(c->inflate_dir);
 #ifdef HAVE_DEBUGINFOD
 	if (c->dbgd)
-		debuginfod_end(c->dbgd);
+		su_debuginfod_api()->end(c->dbgd);
 #endif
 	free(c->vdso);
 	free(c);

@@ -440,17 +440,17 @@ TESTS += tests/unit/test-symtab
 
 # The debuginfo and symbolize tests under ASan+UBSan too.
 check_PROGRAMS += tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan
-tests_unit_test_debuginfo_asan_SOURCES = $(tests_unit_test_debuginfo_SOURCES) debuginfo/module.c debuginfo/inflate-cache.c common/cache-file.c common/io.c
+tests_unit_test_debuginfo_asan_SOURCES = $(tests_unit_test_debuginfo_SOURCES) debuginfo/module.c debuginfo/inflate-cache.c debuginfo/debuginfod-load.c common/cache-file.c common/io.c
 tests_unit_test_debuginfo_asan_CFLAGS = $(tests_unit_test_debuginfo_CFLAGS) $(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_debuginfo_asan_LDFLAGS = $(SANITIZE_FLAGS)
-tests_unit_test_debuginfo_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS) $(CHECK_LIBS)
+tests_unit_test_debuginfo_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DL_LIBS) $(CHECK_LIBS)
 EXTRA_tests_unit_test_debuginfo_asan_DEPENDENCIES = $(EXTRA_tests_unit_test_debuginfo_DEPENDENCIES)
-tests_unit_test_symbolize_asan_SOURCES = $(tests_unit_test_symbolize_SOURCES) debuginfo/module.c debuginfo/inflate-cache.c \
+tests_unit_test_symbolize_asan_SOURCES = $(tests_unit_test_symbolize_SOURCES) debuginfo/module.c debuginfo/inflate-cache.c debuginfo/debuginfod-load.c \
 	symbolize/symbolize.c symbolize/symtab.c symbolize/escape.c symbolize/addr-cache.c common/grow.c \
 	common/cache-file.c common/io.c
 tests_unit_test_symbolize_asan_CFLAGS = $(tests_unit_test_symbolize_CFLAGS) $(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_symbolize_asan_LDFLAGS = $(SANITIZE_FLAGS)
-tests_unit_test_symbolize_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS) $(IBERTY_LIBS) -lstdc++ $(CHECK_LIBS)
+tests_unit_test_symbolize_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DL_LIBS) $(IBERTY_LIBS) -lstdc++ $(CHECK_LIBS)
 EXTRA_tests_unit_test_symbolize_asan_DEPENDENCIES = $(EXTRA_tests_unit_test_symbolize_DEPENDENCIES)
 TESTS += tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan
 check_PROGRAMS += tests/unit/test-symtab-asan
@@ -476,12 +476,12 @@ TESTS += tests/unit/test-unwind
 # The same under ASan+UBSan, the unwinder and module cache built in.
 check_PROGRAMS += tests/unit/test-unwind-asan
 tests_unit_test_unwind_asan_SOURCES = $(UNWIND_TEST_SOURCES) \
-	unwind/unwind.c unwind/cfi-cache.c unwind/walk-reuse.c unwind/unwind-dwfl.c unwind/runtime-splice.c debuginfo/module.c debuginfo/inflate-cache.c \
+	unwind/unwind.c unwind/cfi-cache.c unwind/walk-reuse.c unwind/unwind-dwfl.c unwind/runtime-splice.c debuginfo/module.c debuginfo/inflate-cache.c debuginfo/debuginfod-load.c \
 	compress/stack-codec.c common/cache-file.c common/io.c
 tests_unit_test_unwind_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS) \
 	$(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_unwind_asan_LDFLAGS = -rdynamic $(SANITIZE_FLAGS)
-tests_unit_test_unwind_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DEBUGINFOD_LIBS) $(DL_LIBS) $(CHECK_LIBS)
+tests_unit_test_unwind_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DL_LIBS) $(CHECK_LIBS)
 TESTS += tests/unit/test-unwind-asan
 
 # Integration: the babeltrace2 plugin (plugin/) from the build tree.
