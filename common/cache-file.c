@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,6 +38,23 @@ void *su_cache_file_read(const char *path, size_t min, size_t max, size_t *size)
 	}
 	*size = n;
 	return b;
+}
+
+void *su_cache_file_map(const char *path, size_t min, size_t max, size_t *size)
+{
+	int const fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return NULL;
+	struct stat st;
+	void *m = MAP_FAILED;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 077) &&
+	    (uint64_t)st.st_size >= min && (uint64_t)st.st_size <= max && st.st_size > 0)
+		m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return NULL;
+	*size = (size_t)st.st_size;
+	return m;
 }
 
 int su_cache_mkdirs(const char *path, unsigned mode)

@@ -13,6 +13,12 @@
  * NULL otherwise (missing, someone else's, unreadable, out of bounds). */
 void *su_cache_file_read(const char *path, size_t min, size_t max, size_t *size);
 
+/* As su_cache_file_read, PATH mapped read-only (munmap it, *SIZE bytes)
+ * rather than copied: for big files of which a run reads little.  The
+ * writer below replaces a file, never changes it in place, so a mapping
+ * keeps the file it was made of. */
+void *su_cache_file_map(const char *path, size_t min, size_t max, size_t *size);
+
 /* The missing directories of PATH (not PATH itself) created with MODE.
  * @return 0, -1. */
 int su_cache_mkdirs(const char *path, unsigned mode);

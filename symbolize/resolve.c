@@ -186,20 +186,12 @@ static int resolve_kernel(struct su_resolver *r, const struct su_maps *maps, con
 	out->kind = SU_RESOLVED_KERNEL;
 	out->module_name = "[kernel.kallsyms]";
 	out->elf_addr = f->pc;
-	size_t lo = 0, hi = k ? k->n : 0;
-	while (lo < hi) { /* the first symbol ending after pc */
-		size_t const mid = lo + (hi - lo) / 2;
-		if (k->syms[mid].end <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!k || lo == k->n || k->syms[lo].start > pc)
+	struct su_ksym y;
+	if (!su_kernel_find(k, pc, &y))
 		return 0;
-	const struct su_ksym *y = &k->syms[lo];
-	r->sym[0] = (struct su_symframe){ .function = su_resolver_text(r, y->name), .func_offset = f->pc - y->start };
-	if (y->module && y->module[0])
-		out->module_name = su_resolver_text(r, y->module);
+	r->sym[0] = (struct su_symframe){ .function = su_resolver_text(r, y.name), .func_offset = f->pc - y.start };
+	if (y.module && y.module[0])
+		out->module_name = su_resolver_text(r, y.module);
 	if (!r->sym[0].function || !out->module_name) {
 		*out = (struct su_resolved){ .kind = SU_RESOLVED_UNKNOWN, .pc = f->pc, .activation = f->activation,
 					     .module_name = "[unknown]", .sym = r->sym };

@@ -17,6 +17,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -113,12 +114,14 @@ void su_kernel_free(struct su_kernel *k)
 {
 	if (!k)
 		return;
-	for (size_t i = 0; !k->text && i < k->n; i++) {
+	for (size_t i = 0; !k->text && k->syms && i < k->n; i++) {
 		free(k->syms[i].name);
 		free(k->syms[i].module);
 	}
 	free(k->text);
 	free(k->syms);
+	if (k->map)
+		munmap(k->map, k->map_len);
 	free(k);
 }
 

@@ -48,6 +48,11 @@ struct su_ksym {
 	char *name;
 	char *module;          /* "" for the kernel image */
 };
+/* A kernel symbol as a file keeps it: names as offsets into a block. */
+struct su_ksym_packed {
+	uint64_t start, end;
+	uint32_t name, module;
+};
 struct su_kernel {
 	struct su_ksym *syms;
 	size_t n;
@@ -56,9 +61,55 @@ struct su_kernel {
 	/* When set, every name and module points into this one block (what
 	 * su_kallsyms_read keeps of the file), freed in one go. */
 	char *text;
+	/* Or (SYMS NULL) the N symbols are PACKED, their names in PACKED_TEXT
+	 * (PACKED_TEXT_LEN bytes, the last a NUL), all inside MAP (MAP_LEN
+	 * bytes, unmapped by su_kernel_free): the kept copy of kallsyms mapped
+	 * whole (trace/kallsyms-cache.c), read only where a lookup lands. */
+	const struct su_ksym_packed *packed;
+	const char *packed_text;
+	size_t packed_text_len;
+	void *map;
+	size_t map_len;
 };
 /* Free K, its symbols and names (NULL: no-op). */
 void su_kernel_free(struct su_kernel *k);
+
+/* The symbol of K covering ADDR into *OUT (its names point into K).
+ * @return 1, or 0 when none covers it (K NULL: none).  A packed entry
+ * whose bounds or names do not hold covers nothing. */
+static inline int su_kernel_find(const struct su_kernel *k, uint64_t addr, struct su_ksym *out)
+{
+	size_t lo = 0, hi = k ? k->n : 0;
+	if (k && !k->syms) {
+		while (lo < hi) { /* the first symbol ending after addr */
+			size_t const mid = lo + (hi - lo) / 2;
+			if (k->packed[mid].end <= addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == k->n)
+			return 0;
+		struct su_ksym_packed const y = k->packed[lo];
+		if (y.start > addr || y.end <= addr || y.name >= k->packed_text_len ||
+		    y.module >= k->packed_text_len)
+			return 0;
+		*out = (struct su_ksym){ .start = y.start, .end = y.end, .name = (char *)k->packed_text + y.name,
+					 .module = (char *)k->packed_text + y.module };
+		return 1;
+	}
+	while (lo < hi) {
+		size_t const mid = lo + (hi - lo) / 2;
+		if (k->syms[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!k || lo == k->n || k->syms[lo].start > addr)
+		return 0;
+	*out = k->syms[lo];
+	return 1;
+}
 
 struct su_maps {
 	uint32_t generation;

@@ -97,6 +97,51 @@ START_TEST(resolver_keeps_one_copy)
 END_TEST
 
 /* One folded line of frames given outermost first. */
+/* Kernel symbols found the same in a table of pointers and in a packed
+ * one (a kept kallsyms copy mapped in place); a packed entry whose names
+ * or bounds do not hold names nothing. */
+START_TEST(kernel_find_packed)
+{
+	static char text[] = "alpha\0\0beta\0ext4\0gamma\0";
+	struct su_ksym syms[] = {
+		{ 0x1000, 0x1010, text + 0, text + 6 },
+		{ 0x1010, 0x1100, text + 7, text + 12 },
+		{ 0x2000, 0x2040, text + 17, text + 6 },
+	};
+	struct su_ksym_packed packed[] = {
+		{ 0x1000, 0x1010, 0, 6 },
+		{ 0x1010, 0x1100, 7, 12 },
+		{ 0x2000, 0x2040, 17, 6 },
+	};
+	struct su_kernel plain = { .syms = syms, .n = 3 };
+	struct su_kernel pk = { .packed = packed, .n = 3, .packed_text = text, .packed_text_len = sizeof(text) };
+	static const uint64_t at[] = { 0xfff, 0x1000, 0x100f, 0x1010, 0x10ff, 0x1100, 0x1fff, 0x2000, 0x203f, 0x2040, 0 };
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+		struct su_ksym a = { 0 }, b = { 0 };
+		int const fa = su_kernel_find(&plain, at[i], &a), fb = su_kernel_find(&pk, at[i], &b);
+		ck_assert_int_eq(fa, fb);
+		ck_assert_int_eq(fa, (at[i] >= 0x1000 && at[i] < 0x1100) || (at[i] >= 0x2000 && at[i] < 0x2040));
+		if (fa) {
+			ck_assert_uint_eq(a.start, b.start);
+			ck_assert_uint_eq(a.end, b.end);
+			ck_assert_str_eq(a.name, b.name);
+			ck_assert_str_eq(a.module, b.module);
+		}
+	}
+	struct su_ksym y;
+	ck_assert(su_kernel_find(&pk, 0x1020, &y) && strcmp(y.name, "beta") == 0 && strcmp(y.module, "ext4") == 0);
+	packed[1].name = sizeof(text); /* past the names */
+	ck_assert(!su_kernel_find(&pk, 0x1020, &y));
+	packed[1].name = 7;
+	packed[1].module = 1u << 31;
+	ck_assert(!su_kernel_find(&pk, 0x1020, &y));
+	packed[1].module = 12;
+	packed[2].start = 0x2050; /* start after end: covers nothing */
+	ck_assert(!su_kernel_find(&pk, 0x2000, &y));
+	ck_assert(!su_kernel_find(NULL, 0x1000, &y));
+}
+END_TEST
+
 START_TEST(folded_line)
 {
 	struct text t = { 0 };
@@ -180,6 +225,7 @@ static Suite *resolve_suite(void)
 	tcase_add_test(tc, controls_escaped);
 	tcase_add_test(tc, escape_truncates_like_snprintf);
 	tcase_add_test(tc, resolver_keeps_one_copy);
+	tcase_add_test(tc, kernel_find_packed);
 	tcase_add_test(tc, folded_line);
 	tcase_add_test(tc, folded_counts_sorted);
 	tcase_add_test(tc, folded_off_cpu);
