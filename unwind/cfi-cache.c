@@ -397,9 +397,33 @@ enum uw_lookup uw_rule_lookup(struct su_module *mod, uint64_t addr, const struct
  * says nothing of it: the unwind reads on above the stack's top. */
 static const char *const go_top_names[] = { "runtime.goexit", "runtime.mstart", "runtime.rt0_go" };
 
+/* Does ELF hold Go code: a section only Go's linker writes (the pc table
+ * its runtime walks stacks with, the build id or build info notes)?  The
+ * section headers are a few dozen; the symbol table of a big binary that
+ * is not Go (python3, libc) was most of a small perf.data's second run. */
+static int go_elf(Elf *elf)
+{
+	static const char *const names[] = { ".gopclntab", ".data.rel.ro.gopclntab", ".go.buildinfo",
+					     ".note.go.buildid" };
+	size_t shstrndx;
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return 1; /* cannot tell: read the symbols */
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn)) != NULL;) {
+		GElf_Shdr sh;
+		const char *name = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+		for (size_t k = 0; name && k < sizeof(names) / sizeof(names[0]); k++)
+			if (strcmp(name, names[k]) == 0)
+				return 1;
+	}
+	return 0;
+}
+
 static void go_top_read(struct uw_cache *c, struct su_module *mod)
 {
 	c->top_tried = 1;
+	GElf_Addr bias;
+	if (!go_elf(dwfl_module_getelf(mod->mod, &bias)))
+		return;
 	int const nsyms = dwfl_module_getsymtab(mod->mod);
 	for (int i = 0; i < nsyms && c->n_go_top < 3; i++) {
 		GElf_Sym sym;
