@@ -19,9 +19,6 @@
 #include "symbolize/symbolize.h"
 #include "symbolize/symtab.h"
 
-/* libstdc++'s demangler (the Itanium C++ ABI entry point). */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
-
 /* Longest inline chain kept for one address; deeper ones are cut. */
 #define MAX_CHAIN 64
 /* Deepest nesting of code DIEs (blocks, inlined subroutines) followed. */
@@ -321,20 +318,16 @@ char *su_demangle(const char *name)
 	 * C++ syntax carrying a hash and $-escapes ($LT$, $u7b$...).
 	 * libiberty's rust_demangle says which is Rust and drops the hash,
 	 * as perf and addr2line show them; the rest, C++ names (also
-	 * "_Z...  .cold" clones), go to libstdc++.  Nothing else is handed
-	 * to a demangler, so "_Zfoo" in C stays as it is if bad. */
+	 * "_Z...  .cold" clones), go to libiberty's C++ demangler with the
+	 * options libstdc++'s __cxa_demangle passes it (the same code: not
+	 * linking libstdc++ saves every run loading it).  Nothing else is
+	 * handed to a demangler, so "_Zfoo" in C stays as it is if bad. */
 	if (!name || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
 		return NULL;
 	char *rust = rust_demangle(name, 0);
 	if (rust || name[1] != 'Z')
 		return rust;
-	int status = 0;
-	char *out = __cxa_demangle(name, NULL, NULL, &status);
-	if (status != 0) {
-		free(out);
-		return NULL;
-	}
-	return out;
+	return cplus_demangle_v3(name, DMGL_PARAMS | DMGL_TYPES);
 }
 
 /* NAME demangled when it is a C++ or Rust name, interned. */

@@ -450,7 +450,7 @@ tests_unit_test_symbolize_asan_SOURCES = $(tests_unit_test_symbolize_SOURCES) de
 	common/cache-file.c common/io.c
 tests_unit_test_symbolize_asan_CFLAGS = $(tests_unit_test_symbolize_CFLAGS) $(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_symbolize_asan_LDFLAGS = $(SANITIZE_FLAGS)
-tests_unit_test_symbolize_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DL_LIBS) $(IBERTY_LIBS) -lstdc++ $(CHECK_LIBS)
+tests_unit_test_symbolize_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DL_LIBS) $(IBERTY_LIBS) $(CHECK_LIBS)
 EXTRA_tests_unit_test_symbolize_asan_DEPENDENCIES = $(EXTRA_tests_unit_test_symbolize_DEPENDENCIES)
 TESTS += tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan
 check_PROGRAMS += tests/unit/test-symtab-asan
