@@ -31,6 +31,14 @@ static void image_bounds(const struct su_sample *s, uint64_t *lo, uint64_t *hi)
 	*hi = g.hi;
 }
 
+/* The words of an image starting at LO that hold the bytes [MIN, END):
+ * [*A, *E), word-aligned as the image is. */
+static void word_span(uint64_t lo, uint64_t min, uint64_t end, uint64_t *a, uint64_t *e)
+{
+	*a = min - ((min - lo) & 7);
+	*e = end + ((8 - ((end - lo) & 7)) & 7);
+}
+
 static int regs_equal(const struct uw_regs *a, const struct uw_regs *b)
 {
 	if (a->known != b->known || a->undef != b->undef || a->v[STACKCAP_REG_RIP] != b->v[STACKCAP_REG_RIP])
@@ -73,8 +81,8 @@ int uw_kept_matches(const struct uw_kept_walk *k, size_t j, const struct uw_regs
 	/* Every word read is inside this image and the same. */
 	if (f->min_read < lo || f->ok_end > hi || f->min_read < k->wlo || f->ok_end > k->whi)
 		return 0;
-	uint64_t const a = f->min_read - ((f->min_read - lo) & 7);  /* word-aligned as the image */
-	uint64_t const e = f->ok_end + ((8 - ((f->ok_end - lo) & 7)) & 7);
+	uint64_t a, e;
+	word_span(lo, f->min_read, f->ok_end, &a, &e);
 	if (e > hi || a < k->wlo || e > k->whi)
 		return 0;
 	return memcmp(sample->image->words + (a - lo) / 8, k->words + (a - k->wlo) / 8, (size_t)(e - a)) == 0;
@@ -108,8 +116,8 @@ static int keep_words(struct uw_kept_walk *k, const struct su_sample *sample, ui
 		k->wlo = k->whi = lo;
 		return 0;
 	}
-	uint64_t const a = f->min_read - ((f->min_read - lo) & 7);
-	uint64_t const e = f->ok_end + ((8 - ((f->ok_end - lo) & 7)) & 7);
+	uint64_t a, e;
+	word_span(lo, f->min_read, f->ok_end, &a, &e);
 	if (e > hi)
 		return -1;
 	size_t const nw = (size_t)((e - a) / 8);
@@ -210,15 +218,16 @@ int uw_kept_splice(struct uw_kept_walk *k, size_t j, const struct su_sample *sam
 	 * copy already. */
 	uint64_t lo, hi;
 	image_bounds(sample, &lo, &hi);
-	uint64_t const va = k->kf[n].min_read - ((k->kf[n].min_read - lo) & 7);
-	uint64_t const ve = k->kf[n].ok_end > k->kf[n].min_read
-		? k->kf[n].ok_end + ((8 - ((k->kf[n].ok_end - lo) & 7)) & 7) : va;
+	uint64_t va, ve;
+	word_span(lo, k->kf[n].min_read, k->kf[n].ok_end, &va, &ve);
+	if (k->kf[n].ok_end <= k->kf[n].min_read)
+		ve = va;
 	make_suffixes(k->kf, k->frames, n - 1);
 	kept_head(k, sample, lo, hi);
 	const struct uw_kept_frame *f = &k->kf[1];
 	if (f->min_read >= lo && f->ok_end > f->min_read && f->ok_end <= hi) {
-		uint64_t const a = f->min_read - ((f->min_read - lo) & 7);
-		uint64_t const e = f->ok_end + ((8 - ((f->ok_end - lo) & 7)) & 7);
+		uint64_t a, e;
+		word_span(lo, f->min_read, f->ok_end, &a, &e);
 		if (a >= k->wlo && e <= k->whi && e <= hi && va >= a && ve <= e && k->whi > k->wlo) {
 			/* Within the copy: only what lies outside the compared words. */
 			memcpy(k->words + (a - k->wlo) / 8, sample->image->words + (a - lo) / 8, (size_t)(va - a));
