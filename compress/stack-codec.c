@@ -463,7 +463,10 @@ size_t stackcap_codec_decode_list(const uint8_t *src, size_t src_size,
 	 * zero and a dropped one always is, so kept bits follow the values. */
 	if (hdr.elided) {
 		uint64_t const from = ref->nwords - hdr.elided;
-		memcpy(&dst->words[n], &ref->words[from], (size_t)hdr.elided * 8);
+		/* A caller decoding over its reference, both aligned at the
+		 * stack's top in one buffer, has the elided words in place. */
+		if (&dst->words[n] != &ref->words[from])
+			memcpy(&dst->words[n], &ref->words[from], (size_t)hdr.elided * 8);
 		if (dst->kept)
 			for (uint64_t k = n; k < hdr.nwords; k++)
 				if (dst->words[k])

@@ -59,8 +59,14 @@ struct thread_drops {
 
 struct thread_state {
 	uint64_t key;            /* pid << 32 | tid; 0: empty slot */
+	/* The last two images: img[cur] the last decoded, the other the
+	 * next.  Both lie in BUF aligned at its end (the stack's top), so a
+	 * blob decoded over its reference finds the words it takes from it
+	 * (most of a deep stack) in place: no copy. */
 	struct stackcap_image img[2];
 	int cur;                 /* img[cur] is the last decoded image */
+	uint64_t *buf;
+	uint64_t buf_cap;        /* in words */
 	int has_ref;
 	struct stackcap_image full; /* unfiltered copy of the next sample */
 	uint64_t full_ts;
@@ -406,8 +412,7 @@ static void reader_free(struct reader *r)
 	free(r->pids);
 	free(r->drops);
 	for (size_t i = 0; i < r->cap_threads; i++) {
-		free(r->threads[i].img[0].words);
-		free(r->threads[i].img[1].words);
+		free(r->threads[i].buf);
 		free(r->threads[i].full.words);
 		free(r->threads[i].seg.words);
 		free(r->threads[i].rt);
@@ -669,6 +674,39 @@ static int image_reserve(struct reader *r, struct stackcap_image *img, uint64_t 
 	return 0;
 }
 
+/* T's next image (the other of img[]) made NWORDS words long at the end
+ * of T's buffer, the buffer grown if short (the last image, when T has
+ * one, moved with it).  @return as image_reserve. */
+static int top_reserve(struct reader *r, struct thread_state *t, uint64_t nwords, struct stackcap_image **out)
+{
+	struct stackcap_image *const ref = &t->img[t->cur];
+	if (nwords > t->buf_cap || !t->buf) {
+		uint64_t cap = t->buf_cap ? t->buf_cap : 512;
+		while (cap < nwords)
+			cap *= 2;
+		uint64_t const held = r->image_bytes - t->buf_cap * sizeof(uint64_t) + cap * sizeof(uint64_t);
+		if (held > IMAGES_HELD_MAX)
+			return 1;
+		uint64_t *const b = malloc(cap * sizeof(*b));
+		if (!b)
+			return -ENOMEM;
+		if (t->has_ref && ref->nwords <= cap) {
+			memcpy(b + cap - ref->nwords, ref->words, ref->nwords * sizeof(*b));
+			ref->words = b + cap - ref->nwords;
+		}
+		free(t->buf);
+		t->buf = b;
+		t->buf_cap = cap;
+		r->image_bytes = held;
+	}
+	struct stackcap_image *const dst = &t->img[!t->cur];
+	dst->words = t->buf + t->buf_cap - nwords;
+	dst->capacity = nwords;
+	dst->kept = NULL; /* as image_reserve */
+	*out = dst;
+	return 0;
+}
+
 /* A blob that does not decode: counted; the first one is named so the user
  * learns the trace is damaged, and where (the rest go in the summary). */
 static void bad_blob(struct reader *r, const struct raw_event *ev, size_t code, const char *why)
@@ -777,9 +815,9 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 			t->seg_ts = ts;
 		return 0;
 	}
-	struct stackcap_image *dst = &t->img[!t->cur];
+	struct stackcap_image *dst = NULL;
 	struct stackcap_image *ref = t->has_ref ? &t->img[t->cur] : NULL;
-	int const grc = image_reserve(r, dst, hdr.nwords);
+	int const grc = top_reserve(r, t, hdr.nwords, &dst);
 	if (grc < 0)
 		return grc;
 	if (grc) {

@@ -822,7 +822,8 @@ static struct stackcap_code_ranges code_ranges;
 /* CODE_RANGES: the 4 code ranges write_maps(..., 4) records. */
 static void init_code_ranges(void)
 {
-	struct stackcap_code_range rl[4];
+	/* The set points to its ranges: they outlive this call. */
+	static struct stackcap_code_range rl[4];
 	for (uint32_t i = 0; i < 4; i++)
 		rl[i] = (struct stackcap_code_range){ 0x400000 + i * 0x10000, 0x400000 + i * 0x10000 + 0x8000, i };
 	ck_assert_int_eq(stackcap_code_ranges_init(&code_ranges, rl, 4), 0);
@@ -916,6 +917,95 @@ START_TEST(t_reader_core)
 	struct su_reader_callbacks cbd = { .arg = &ld, .sample = on_sample_hash };
 	ck_assert_int_eq(su_stackcap_trace_read(t.dir, NULL, &cbd, &sn, err, sizeof(err)), 0);
 	ck_assert_uint_eq(ld.hash, ln.hash);
+	tb_free(&t);
+}
+END_TEST
+
+/* One thread's stack at a fixed top, its depth going up and down across
+ * the reader's buffer sizes, each blob taking the words it shares with
+ * the previous sample from it (elided): every sample reads back exactly
+ * as written, also when the buffer grows under a delta-coded sample. */
+#define ET_TOP UINT64_C(0x7ffd00010000)
+static uint64_t et_word(uint64_t addr, int i, uint64_t cut)
+{
+	/* Above CUT the words are the same in every sample. */
+	return addr >= cut ? addr * 0x9E3779B97F4A7C15ull | 1 : (addr ^ (uint64_t)i) * 0xC2B2AE3D27D4EB4Full | 1;
+}
+
+static uint64_t et_nwords(int i)
+{
+	return 40 + (uint64_t)(i * 389 % 1900);
+}
+
+struct et_log {
+	int n, bad;
+};
+
+static int on_sample_et(void *arg, const struct su_sample *s)
+{
+	struct et_log *l = arg;
+	int const i = (int)((s->time_ns - T0) / 1000);
+	uint64_t const nw = et_nwords(i);
+	uint64_t const cut = ET_TOP - 8 * (uint64_t)(i % 7 * 60);
+	int ok = s->image->nwords == nw && s->image->sp == ET_TOP - 8 * nw;
+	for (uint64_t w = 0; ok && w < nw; w++)
+		ok = s->image->words[w] == et_word(s->image->sp + 8 * w, i, cut);
+	l->bad += !ok;
+	l->n++;
+	return 0;
+}
+
+START_TEST(t_reader_elided_top)
+{
+	struct tb t;
+	tb_open(&t, _i, 1 << 16);
+	int p = tb_stream(&t, 0, "proc-77-0", 77);
+	int s0 = tb_stream(&t, 1, "samples-77-0", 77);
+	tb_process_start(&t, p, T0, 1, "core", "/core");
+	write_maps(&t, p, T0, 1, 4);
+	init_code_ranges();
+	enum { MAXW = 2000 };
+	static uint64_t words[MAXW], prev[MAXW];
+	static uint8_t blob[STACKCAP_CODEC_BOUND(MAXW)];
+	uint64_t regs[STACKCAP_NREGS] = { 0 }, prev_n = 0, prev_sp = 0;
+	uint64_t elided_total = 0;
+	for (int i = 0; i < 300; i++) {
+		uint64_t const nw = et_nwords(i), sp = ET_TOP - 8 * nw;
+		uint64_t const cut = ET_TOP - 8 * (uint64_t)(i % 7 * 60);
+		for (uint64_t w = 0; w < nw; w++)
+			words[w] = et_word(sp + 8 * w, i, cut);
+		uint64_t common = 0; /* the top words equal to the previous sample's */
+		while (i && common < nw && common < prev_n && words[nw - 1 - common] == prev[prev_n - 1 - common])
+			common++;
+		regs[STACKCAP_REG_RIP] = 0x410000 + (uint64_t)i;
+		regs[STACKCAP_REG_RSP] = sp;
+		struct stackcap_codec_input in = {
+			.words = words, .nwords = nw, .sp = sp, .regs = regs, .ranges = &code_ranges,
+			.policy = STACKCAP_POLICY_ALL, .encoding = STACKCAP_WORDS_RAW,
+			.elide_top = common, .ref_sp = prev_sp, .has_ref = i > 0,
+		};
+		size_t const n = stackcap_codec_encode(blob, sizeof(blob), &in);
+		ck_assert(!stackcap_codec_is_error(n));
+		elided_total += common;
+		tb_sample(&t, s0, RAW_SAMPLE, T0 + (uint64_t)i * 1000, 78, 1, blob, n);
+		memcpy(prev, words, nw * 8);
+		prev_n = nw;
+		prev_sp = sp;
+	}
+	tb_end(&t, p, T0 + 10000000);
+	tb_close(&t);
+	ck_assert_uint_gt(elided_total, 300 * 100); /* the test elides much */
+	for (int src = 0; src < 2; src++) {
+		struct et_log l = { 0 };
+		struct su_reader_callbacks cb = { .arg = &l, .sample = on_sample_et };
+		struct su_reader_opts o = { .source = src ? SU_READER_BABELTRACE2 : SU_READER_NATIVE };
+		struct su_reader_stats st;
+		char err[256];
+		ck_assert_int_eq(su_stackcap_trace_read(t.dir, &o, &cb, &st, err, sizeof(err)), 0);
+		ck_assert_int_eq(l.n, 300);
+		ck_assert_int_eq(st.bad_blobs, 0);
+		ck_assert_msg(l.bad == 0, "source %d: %d of 300 samples read back other words", src, l.bad);
+	}
 	tb_free(&t);
 }
 END_TEST
@@ -1637,6 +1727,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, t_big_events, 0, 2);
 	tcase_add_loop_test(tc, t_discarded, 0, 2);
 	tcase_add_loop_test(tc, t_reader_core, 0, 2);
+	tcase_add_loop_test(tc, t_reader_elided_top, 0, 2);
 	tcase_add_loop_test(tc, t_events, 0, 4);
 	tcase_add_loop_test(tc, t_off_cpu, 0, 2);
 	suite_add_tcase(s, tc);
