@@ -649,17 +649,27 @@ static struct thread_state *thread_get(struct reader *r, uint32_t pid, uint32_t 
  * each) in as many threads as the trace names. */
 #define IMAGES_HELD_MAX (128u << 20)
 
+/* The capacity (in words) a buffer of OLD words grows to for NWORDS, and
+ * R's image_bytes with it in *HELD.  @return 0, or 1 when that would
+ * pass IMAGES_HELD_MAX. */
+static int grown_cap(const struct reader *r, uint64_t old, uint64_t nwords, uint64_t *cap, uint64_t *held)
+{
+	uint64_t c = old ? old : 512;
+	while (c < nwords)
+		c *= 2;
+	*cap = c;
+	*held = r->image_bytes - old * sizeof(uint64_t) + c * sizeof(uint64_t);
+	return *held > IMAGES_HELD_MAX;
+}
+
 /* Room for NWORDS in IMG, counted in R's image_bytes.  @return 0, 1 when
  * that would pass IMAGES_HELD_MAX, or -ENOMEM. */
 static int image_reserve(struct reader *r, struct stackcap_image *img, uint64_t nwords)
 {
 	if (nwords <= img->capacity && img->words)
 		return 0;
-	uint64_t cap = img->capacity ? img->capacity : 512;
-	while (cap < nwords)
-		cap *= 2;
-	uint64_t const held = r->image_bytes - img->capacity * sizeof(uint64_t) + cap * sizeof(uint64_t);
-	if (held > IMAGES_HELD_MAX)
+	uint64_t cap, held;
+	if (grown_cap(r, img->capacity, nwords, &cap, &held))
 		return 1;
 	uint64_t *w = realloc(img->words, cap * sizeof(*w));
 	if (!w)
@@ -681,11 +691,8 @@ static int top_reserve(struct reader *r, struct thread_state *t, uint64_t nwords
 {
 	struct stackcap_image *const ref = &t->img[t->cur];
 	if (nwords > t->buf_cap || !t->buf) {
-		uint64_t cap = t->buf_cap ? t->buf_cap : 512;
-		while (cap < nwords)
-			cap *= 2;
-		uint64_t const held = r->image_bytes - t->buf_cap * sizeof(uint64_t) + cap * sizeof(uint64_t);
-		if (held > IMAGES_HELD_MAX)
+		uint64_t cap, held;
+		if (grown_cap(r, t->buf_cap, nwords, &cap, &held))
 			return 1;
 		uint64_t *const b = malloc(cap * sizeof(*b));
 		if (!b)

@@ -80,34 +80,24 @@ void su_kernel_free(struct su_kernel *k);
 static inline int su_kernel_find(const struct su_kernel *k, uint64_t addr, struct su_ksym *out)
 {
 	size_t lo = 0, hi = k ? k->n : 0;
-	if (k && !k->syms) {
-		while (lo < hi) { /* the first symbol ending after addr */
-			size_t const mid = lo + (hi - lo) / 2;
-			if (k->packed[mid].end <= addr)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo == k->n)
-			return 0;
-		struct su_ksym_packed const y = k->packed[lo];
-		if (y.start > addr || y.end <= addr || y.name >= k->packed_text_len ||
-		    y.module >= k->packed_text_len)
-			return 0;
-		*out = (struct su_ksym){ .start = y.start, .end = y.end, .name = (char *)k->packed_text + y.name,
-					 .module = (char *)k->packed_text + y.module };
-		return 1;
-	}
-	while (lo < hi) {
+	while (lo < hi) { /* the first symbol ending after addr */
 		size_t const mid = lo + (hi - lo) / 2;
-		if (k->syms[mid].end <= addr)
+		if ((k->syms ? k->syms[mid].end : k->packed[mid].end) <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (!k || lo == k->n || k->syms[lo].start > addr)
+	if (!k || lo == k->n)
 		return 0;
-	*out = k->syms[lo];
+	if (k->syms) {
+		*out = k->syms[lo];
+		return out->start <= addr;
+	}
+	struct su_ksym_packed const y = k->packed[lo];
+	if (y.start > addr || y.end <= addr || y.name >= k->packed_text_len || y.module >= k->packed_text_len)
+		return 0;
+	*out = (struct su_ksym){ .start = y.start, .end = y.end, .name = (char *)k->packed_text + y.name,
+				 .module = (char *)k->packed_text + y.module };
 	return 1;
 }
 
