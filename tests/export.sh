@@ -86,15 +86,22 @@ else
 	check "pprof (Go) -top: $ns_threads samples in all, the chain's leaf on top" \
 		sh -c "grep -q 'Total samples = $ns_threads *\$' '$work/top.txt' &&
 			awk '/flat%/ { getline; print \$NF; exit }' '$work/top.txt' | grep -qx '$(echo $chain_threads | cut -d' ' -f1)'"
-	# -traces: the heaviest stack first, one function per line, leaf first.
-	# User frames only: the kernel frames a root recording keeps split the
-	# chain's samples over as many stacks as the kernel paths under it
-	# (timer interrupt, softirq...), and one of those could weigh more.
+	# -traces: every pprof sample in profile order (pprof does not sort
+	# them), its labels, then its count and its stack, one function per
+	# line, leaf first.  Samples with the same functions but other
+	# addresses (lines) are summed here; the heaviest stack must be the
+	# chain with its inlined functions.  User frames only: the kernel
+	# frames a root recording keeps split the chain's samples over as many
+	# stacks as the kernel paths under it (timer interrupt, softirq...).
 	xp inline-user.pb.gz pprof inline -j 2 --user-only
 	"$GOPPROF" -traces -sample_index=samples "$work/inline-user.pb.gz" >"$work/traces.txt" 2>&1
-	got=$(awk '/^-+\+-+$/ { if (inb) exit; inb = 1; next }
-		inb && /^ +[0-9]+ / { on = 1; sub(/^ +[0-9]+ +/, ""); print $1; next }
-		inb && on && /^ +[^ ]/ { print $1 }' "$work/traces.txt" | head -n "$(echo $chain_inline | wc -w)" | tr '\n' ' ')
+	got=$(awk -v n="$(echo $chain_inline | wc -w)" '
+		function flush() { if (on) w[key] += cnt; on = 0; key = ""; k = 0 }
+		function add(f) { if (k++ < n) key = key f " " }
+		/^-+\+-+$/ { flush(); next }
+		/^ +[0-9]+ +[^ ]/ { flush(); on = 1; cnt = $1; add($2); next }
+		on && /^ +[^ ]/ { add($1) }
+		END { flush(); for (s in w) if (w[s] > best) { best = w[s]; top = s }; printf "%s", top }' "$work/traces.txt")
 	check "pprof (Go) -traces: the heaviest stack is tdata-inline's chain, inlined functions included ($got)" \
 		[ "$got" = "$chain_inline" ]
 fi
