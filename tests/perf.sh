@@ -146,7 +146,7 @@ set -- $(awk -F'|' -v want="$want" '
 	  tot++; if (substr(s, 1, length(want)) == want) good++ }
 	END { printf "%d %d\n", good, tot }' "$work/cmp-gfp/su.txt")
 check "gfp: perf record -g of a frame-pointer build: chain '$want' in >= 99% of hot samples ($1 of $2)" ratio_ok "$1" "$2"
-# PLT stubs: perf names a sample in one "strlen@plt" (it makes symbols for
+# PLT stubs: perf names a sample in one "labs@plt" (it makes symbols for
 # .plt entries); so do we (symbolize/: the GOT slot's relocation), sample
 # for sample.  Built here: -fno-builtin keeps the calls through the stubs.
 gcc -O1 -g -fno-builtin "$top_srcdir/tests/plt-burn.c" -o "$work/plt-burn" 2>"$work/plt-burn.err"

@@ -103,6 +103,8 @@ for t in single threads dlopen recurse recurse-capped nofp sigalt inline \
 	single-ip threads-ip dlopen-ip recurse-ip nofp-ip inline-ip; do
 	stacks_of "$t-dwfl" "$t" -j 1 --unwinder dwfl
 	check "$t: dwfl and fast unwinders give identical output" cmp -s "$work/$t.out" "$work/$t-dwfl.out"
+	# Where they differ: the evidence, in the log.
+	cmp -s "$work/$t.out" "$work/$t-dwfl.out" || diff "$work/$t.out" "$work/$t-dwfl.out" | head -n 40 | sed 's/^/# /'
 done
 
 # The babeltrace2 reader (the reference) gives the same output as ours.
