@@ -10,6 +10,7 @@
 
 #include "cli/pipeline.h"
 #include "common/grow.h"
+#include "compress/stack-codec.h"
 
 #define BATCH 256                /* samples, at most */
 #define BATCH_BYTES (1u << 18)   /* copied stack words and chains: a batch is full past this */
@@ -24,28 +25,56 @@ enum batch_state {
 
 /* A sample as the reader decoded it, its memory copied into the batch's
  * arena (offsets: the arena may move while the batch fills; NONE: the
- * pointer was NULL).  The pointers are set when the batch is worked. */
+ * pointer was NULL).  The pointers are set when the batch is worked.
+ *
+ * Its image is held as words (a copy of the reader's) or as its blob,
+ * which the worker decodes again: a deep stack is ~8 KB of words and ~30
+ * bytes of blob, and copying the words was half the reader's time, the
+ * limit of -j N.  A blob is held when it decodes alone or over an image
+ * held in the same batch (the thread's sample before it, PREV): the
+ * worker decodes a thread's chain of blobs over one another in a buffer
+ * of its own, aligned at the stack's top, as the reader did. */
 #define NONE SIZE_MAX
+#define NO_PREV UINT32_MAX
+enum held_form { HELD_WORDS, HELD_BLOB };
 struct held {
 	struct su_sample s;
 	struct stackcap_image image, segment;
-	uint8_t has_image, has_segment;
+	uint8_t has_image, has_segment, form;
 	size_t words, segment_words, user_chain, kernel_chain, runtime_frames;
+	size_t blob;             /* HELD_BLOB: the blob's bytes */
+	uint32_t prev;           /* HELD_BLOB over a reference: that sample */
+	uint32_t head;           /* the first sample of its chain (itself, or PREV's head) */
+	uint64_t chain_words;    /* a head: the most words of its chain's images */
+	size_t chain_at;         /* a head: its chain's buffer in the worker's scratch (words), or NONE */
+};
+
+/* The last sample of each thread in a batch: where a blob finds its
+ * reference.  Open addressing, cleared when the batch is freed. */
+#define THREAD_SLOTS (2 * BATCH)
+struct batch_thread {
+	uint64_t key;            /* 1 << 63 | pid << 32 | tid; 0: empty */
+	uint32_t last;           /* index of its last sample */
 };
 
 struct batch {
 	size_t n;
 	struct held samples[BATCH];
+	struct batch_thread threads[THREAD_SLOTS];
 	uint8_t *arena;
 	size_t used, cap;        /* in bytes */
 	struct text out;
+	int err;                 /* -errno: the worker could not work it */
 	uint64_t seq;
 	enum batch_state state;
 };
 
+/* A thread that works batches: a worker, or the reader. */
 struct worker_arg {
 	struct pipeline *p;
 	void *ctx;
+	uint64_t *scratch;       /* the batch's chains of images decoded from blobs */
+	size_t scratch_cap;      /* in words */
 };
 
 struct pipeline {
@@ -53,11 +82,12 @@ struct pipeline {
 	pipeline_format_fn *format;
 	pipeline_emit_fn *emit;
 	void *emit_arg;
-	void *direct_ctx;        /* the reader thread's context */
+	struct worker_arg direct_arg; /* the reader thread's context */
 	struct text direct;      /* no worker: samples go straight here */
 	unsigned n_workers;      /* threads running */
 	pthread_t *threads;
 	struct worker_arg *args;
+	unsigned n_args;
 	struct batch *slots;     /* ring of n_slots */
 	struct batch *filling;   /* the batch the reader fills, or NULL */
 	unsigned n_slots;
@@ -114,6 +144,36 @@ static size_t image_put(struct batch *b, struct stackcap_image *copy, const stru
 	return arena_put(b, img->words, img->words ? img->nwords * sizeof(*img->words) : 0, oom);
 }
 
+/* The slot of S's thread in B. */
+static struct batch_thread *batch_thread(struct batch *b, const struct su_sample *s)
+{
+	uint64_t const key = 1ull << 63 | (uint64_t)s->pid << 32 | s->tid;
+	size_t i = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 40) & (THREAD_SLOTS - 1);
+	while (b->threads[i].key && b->threads[i].key != key)
+		i = (i + 1) & (THREAD_SLOTS - 1);
+	b->threads[i].key = key; /* a batch has fewer threads than slots */
+	return &b->threads[i];
+}
+
+/* How B holds S's image: as its blob when it decodes alone or over the
+ * image of the thread's last sample in B (*PREV), else as words. */
+static enum held_form image_form(struct batch *b, const struct su_sample *s, uint32_t *prev)
+{
+	*prev = NO_PREV;
+	if (!s->image || !s->blob || !s->maps)
+		return HELD_WORDS;
+	struct batch_thread *t = batch_thread(b, s);
+	uint32_t const last = t->last;
+	t->last = (uint32_t)b->n + 1;
+	if (!s->blob_ref)
+		return HELD_BLOB;
+	if (last && b->samples[last - 1].s.decode_no + 1 == s->decode_no) {
+		*prev = last - 1;
+		return HELD_BLOB;
+	}
+	return HELD_WORDS;
+}
+
 static int batch_add(struct batch *b, const struct su_sample *s)
 {
 	struct held *h = &b->samples[b->n];
@@ -122,7 +182,24 @@ static int batch_add(struct batch *b, const struct su_sample *s)
 	h->s.full_image = NULL; /* fidelity (stackunwind stats) only */
 	h->has_image = s->image != NULL;
 	h->has_segment = s->segment != NULL;
-	h->words = s->image ? image_put(b, &h->image, s->image, &oom) : NONE;
+	h->form = (uint8_t)image_form(b, s, &h->prev);
+	h->head = h->prev == NO_PREV ? (uint32_t)b->n : b->samples[h->prev].head;
+	h->chain_words = 0;
+	h->chain_at = NONE;
+	h->words = NONE;
+	h->blob = NONE;
+	if (h->form == HELD_BLOB) {
+		h->image = *s->image; /* the worker decodes the words */
+		h->image.words = NULL;
+		h->image.kept = NULL;
+		h->blob = arena_put(b, s->blob, s->blob_len, &oom);
+		struct held *const head = &b->samples[h->head];
+		if (s->image->nwords > head->chain_words)
+			head->chain_words = s->image->nwords;
+	} else if (s->image) {
+		h->words = image_put(b, &h->image, s->image, &oom);
+		h->chain_words = s->image->nwords; /* a head: blobs may follow */
+	}
 	h->segment_words = s->segment ? image_put(b, &h->segment, s->segment, &oom) : NONE;
 	h->user_chain = arena_put(b, s->user_chain, s->n_user_chain * sizeof(*s->user_chain), &oom);
 	h->kernel_chain = arena_put(b, s->kernel_chain, s->n_kernel_chain * sizeof(*s->kernel_chain), &oom);
@@ -133,11 +210,13 @@ static int batch_add(struct batch *b, const struct su_sample *s)
 	return 0;
 }
 
-/* The sample H points into its batch's arena again. */
+/* The sample H points into its batch's arena again (a blob's image is
+ * decoded apart). */
 static const struct su_sample *held_sample(struct batch *b, struct held *h)
 {
 	h->s.image = h->has_image ? &h->image : NULL;
-	h->image.words = arena_at(b, h->words);
+	if (h->form == HELD_WORDS)
+		h->image.words = arena_at(b, h->words);
 	h->s.segment = h->has_segment ? &h->segment : NULL;
 	h->segment.words = arena_at(b, h->segment_words);
 	h->s.user_chain = arena_at(b, h->user_chain);
@@ -148,12 +227,47 @@ static const struct su_sample *held_sample(struct batch *b, struct held *h)
 
 /* ---- the ring ------------------------------------------------------------ */
 
-static void work_batch(struct pipeline *p, struct batch *b, void *ctx)
+/* Decode H's blob over its reference (the sample before it in its chain,
+ * worked just before, so its words are where the reader had them: in
+ * the chain's buffer, or in the arena for the chain's head).  @return 0
+ * or -errno. */
+static int held_decode(struct batch *b, struct held *h, const struct worker_arg *w)
+{
+	const struct held *head = &b->samples[h->head];
+	uint64_t *const top = w->scratch + head->chain_at + head->chain_words;
+	h->image.words = top - h->image.nwords;
+	h->image.capacity = h->image.nwords;
+	const struct stackcap_image *ref = h->prev == NO_PREV ? NULL : &b->samples[h->prev].image;
+	size_t const rc = stackcap_codec_decode_list(arena_at(b, h->blob), h->s.blob_len, h->s.maps->range_list,
+						     h->s.maps->count, ref, &h->image);
+	/* The reader decoded the same bytes over the same words. */
+	return stackcap_codec_is_error(rc) ? -EPROTO : 0;
+}
+
+static void work_batch(struct pipeline *p, struct batch *b, struct worker_arg *w)
 {
 	b->out.len = 0;
 	b->out.gen = b->seq + 1; /* unique per batch */
-	for (size_t i = 0; i < b->n; i++)
-		work_sample(p, ctx, held_sample(b, &b->samples[i]), &b->out);
+	b->err = 0;
+	/* A buffer per chain of blobs, in W's scratch. */
+	size_t need = 0;
+	for (size_t i = 0; i < b->n; i++) {
+		struct held *const head = &b->samples[b->samples[i].head];
+		if (b->samples[i].form == HELD_BLOB && head->chain_at == NONE) {
+			head->chain_at = need;
+			need += head->chain_words;
+		}
+	}
+	if (SU_GROW(w->scratch, w->scratch_cap, need)) {
+		b->err = -ENOMEM;
+		return;
+	}
+	for (size_t i = 0; i < b->n; i++) {
+		struct held *const h = &b->samples[i];
+		if (h->form == HELD_BLOB && (b->err = held_decode(b, h, w)))
+			return;
+		work_sample(p, w->ctx, held_sample(b, h), &b->out);
+	}
 }
 
 /* The filled batch of the lowest sequence number, or NULL.  Lock held. */
@@ -168,7 +282,7 @@ static struct batch *oldest_filled(struct pipeline *p)
 
 /* Work the oldest filled batch with CTX, or with none filled wait for a
  * change.  Lock held (released while working or waiting). */
-static void work_or_wait(struct pipeline *p, void *ctx)
+static void work_or_wait(struct pipeline *p, struct worker_arg *w)
 {
 	struct batch *b = oldest_filled(p);
 	if (!b) {
@@ -177,7 +291,7 @@ static void work_or_wait(struct pipeline *p, void *ctx)
 	}
 	b->state = BATCH_IN_WORK;
 	pthread_mutex_unlock(&p->lock);
-	work_batch(p, b, ctx);
+	work_batch(p, b, w);
 	pthread_mutex_lock(&p->lock);
 	b->state = BATCH_DONE;
 	pthread_cond_broadcast(&p->cond);
@@ -189,7 +303,7 @@ static void *worker_thread(void *arg)
 	struct pipeline *p = a->p;
 	pthread_mutex_lock(&p->lock);
 	while (!p->stop || oldest_filled(p))
-		work_or_wait(p, a->ctx);
+		work_or_wait(p, a);
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
 }
@@ -225,11 +339,14 @@ static void write_done(struct pipeline *p)
 		pthread_mutex_unlock(&p->lock);
 		if (b->out.oom && !p->err)
 			p->err = -ENOMEM;
+		if (b->err && !p->err)
+			p->err = b->err;
 		emit(p, b->out.buf, b->out.len);
 		pthread_mutex_lock(&p->lock);
 		b->state = BATCH_FREE;
 		b->n = 0;
 		b->used = 0;
+		memset(b->threads, 0, sizeof(b->threads));
 		p->next_write++;
 	}
 }
@@ -244,7 +361,7 @@ static struct batch *fill_slot(struct pipeline *p)
 		write_done(p);
 		if (b->state == BATCH_FREE)
 			break;
-		work_or_wait(p, p->direct_ctx);
+		work_or_wait(p, &p->direct_arg);
 	}
 	pthread_mutex_unlock(&p->lock);
 	p->filling = b;
@@ -266,7 +383,7 @@ int pipeline_add(struct pipeline *p, const struct su_sample *s)
 {
 	if (!p->threads) {
 		/* The same work as a worker's, right here. */
-		work_sample(p, p->direct_ctx, s, &p->direct);
+		work_sample(p, p->direct_arg.ctx, s, &p->direct);
 		if (p->direct.oom)
 			return -ENOMEM;
 		if (p->direct.len >= DIRECT_FLUSH) {
@@ -300,7 +417,7 @@ int pipeline_finish(struct pipeline *p)
 			write_done(p);
 			if (p->next_write == p->next_fill)
 				break;
-			work_or_wait(p, p->direct_ctx);
+			work_or_wait(p, &p->direct_arg);
 		}
 		pthread_mutex_unlock(&p->lock);
 		stop_workers(p);
@@ -316,7 +433,7 @@ struct pipeline *pipeline_new(unsigned n_workers, void *const *worker_ctx, void 
 	if (!p)
 		return NULL;
 	*p = (struct pipeline){ .unwind = unwind, .format = format, .emit = emit_fn, .emit_arg = emit_arg,
-				.direct_ctx = direct_ctx, .direct = { .gen = 1 } };
+				.direct_arg = { p, direct_ctx, NULL, 0 }, .direct = { .gen = 1 } };
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
 	if (!n_workers)
@@ -325,13 +442,14 @@ struct pipeline *pipeline_new(unsigned n_workers, void *const *worker_ctx, void 
 	p->slots = calloc(p->n_slots, sizeof(*p->slots));
 	p->threads = calloc(n_workers, sizeof(*p->threads));
 	p->args = calloc(n_workers, sizeof(*p->args));
+	p->n_args = n_workers;
 	if (!p->slots || !p->threads || !p->args) {
 		pipeline_free(p);
 		errno = ENOMEM;
 		return NULL;
 	}
 	for (unsigned i = 0; i < n_workers; i++) {
-		p->args[i] = (struct worker_arg){ p, worker_ctx[i] };
+		p->args[i] = (struct worker_arg){ p, worker_ctx[i], NULL, 0 };
 		int const rc = pthread_create(&p->threads[i], NULL, worker_thread, &p->args[i]);
 		if (rc) {
 			pipeline_free(p);
@@ -354,7 +472,10 @@ void pipeline_free(struct pipeline *p)
 	}
 	free(p->slots);
 	free(p->threads);
+	for (unsigned i = 0; p->args && i < p->n_args; i++)
+		free(p->args[i].scratch);
 	free(p->args);
+	free(p->direct_arg.scratch);
 	free(p->direct.buf);
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->cond);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The ordered parallel pipeline of `stackunwind`: the reader thread decodes
  * each sample (in time order: a blob may refer to the previous sample of
- * its thread; decoding is a small part of the work) and copies what
- * unwinding it needs (registers, stack words, chains) into a batch;
- * batches are unwound and formatted (symbolizing is the costly part) by
+ * its thread) and puts what unwinding it needs (registers, chains, the
+ * stack: as its blob when the batch holds the blob's reference, else as
+ * words) into a batch; batches are decoded again, unwound and formatted
+ * (symbolizing is the costly part) by
  * N workers, each with its own context (elfutils 0.188 is not
  * thread-safe), and by the reader thread itself whenever the ring of
  * batches is full; their texts are emitted in sample order, so the output

@@ -255,7 +255,9 @@ size_t stackcap_codec_peek(const uint8_t *src, size_t src_size,
  * the previous decoded image of the same thread, needed when the blob
  * elides words or has a delta sp; NULL otherwise.  RANGES are the code
  * ranges of the blob's maps generation (needed for relative code words).
- * DST may not alias REF's buffers.  @return SRC_SIZE on success (a blob is
+ * DST may share REF's buffer only with both aligned at its end (the
+ * stack's top): the elided words then lie in place, and the words below
+ * them in REF are overwritten.  @return SRC_SIZE on success (a blob is
  * exactly one sample: trailing bytes are an error), or an error code.
  * Never reads SRC past SRC_SIZE nor writes DST past its capacity. */
 size_t stackcap_codec_decode(const uint8_t *src, size_t src_size,

@@ -84,12 +84,27 @@ tests_unit_test_perf_data_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_perf_data_asan_LDADD = $(BABELTRACE2_LIBS) $(ZSTD_LIBS) $(CHECK_LIBS)
 TESTS += tests/unit/test-perf-data-asan
 
+# The -j pipeline on samples made by hand: blobs decoded again by workers.
+check_PROGRAMS += tests/unit/test-pipeline
+tests_unit_test_pipeline_SOURCES = tests/unit/test-pipeline.c tests/unit/check-main.h cli/pipeline.c cli/pipeline.h
+tests_unit_test_pipeline_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) -pthread
+tests_unit_test_pipeline_LDFLAGS = -pthread
+tests_unit_test_pipeline_LDADD = export/libsuexport.la compress/libstackcodec.la common/libsucommon.la $(CHECK_LIBS)
+TESTS += tests/unit/test-pipeline
+check_PROGRAMS += tests/unit/test-pipeline-asan
+tests_unit_test_pipeline_asan_SOURCES = $(tests_unit_test_pipeline_SOURCES) export/text.c compress/stack-codec.c \
+	$(common_libsucommon_la_SOURCES)
+tests_unit_test_pipeline_asan_CFLAGS = $(tests_unit_test_pipeline_CFLAGS) $(ZSTD_CFLAGS) $(SANITIZE_FLAGS) -O1
+tests_unit_test_pipeline_asan_LDFLAGS = -pthread $(SANITIZE_FLAGS)
+tests_unit_test_pipeline_asan_LDADD = $(ZSTD_LIBS) $(CHECK_LIBS)
+TESTS += tests/unit/test-pipeline-asan
+
 # `make check-sanitize`: only the sanitizer builds.
 check-sanitize:
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS="tests/unit/test-common-asan tests/unit/test-stack-codec-asan tests/unit/test-ctf-writer-asan \
 		tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan tests/unit/test-unwind-asan \
 		tests/unit/test-trace-sources-asan tests/unit/test-perf-data-asan tests/unit/test-export-asan tests/unit/test-flamegraph-asan \
-		tests/unit/test-report-asan tests/unit/test-ir-copy-asan"
+		tests/unit/test-report-asan tests/unit/test-ir-copy-asan tests/unit/test-pipeline-asan"
 .PHONY: check-sanitize
 
 # Fuzz targets: replayed over the committed corpus by every `make check`

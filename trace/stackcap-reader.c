@@ -65,6 +65,7 @@ struct thread_state {
 	 * (most of a deep stack) in place: no copy. */
 	struct stackcap_image img[2];
 	int cur;                 /* img[cur] is the last decoded image */
+	uint64_t decodes;        /* images decoded: su_sample.decode_no */
 	uint64_t *buf;
 	uint64_t buf_cap;        /* in words */
 	int has_ref;
@@ -840,6 +841,7 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 	}
 	t->cur = !t->cur;
 	t->has_ref = 1;
+	t->decodes++;
 
 	if (r->opts && (ts < r->opts->time_begin || (r->opts->time_end && ts > r->opts->time_end)))
 		return 0;
@@ -881,6 +883,10 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 		.n_kernel_chain = has_kc && !(r->opts && r->opts->user_only) ? t->kc_n : 0,
 		.event = sample_event_name(r, ev),
 		.off_cpu_ns = has_oc ? t->oc_ns : 0,
+		.blob = blob,
+		.blob_len = len,
+		.decode_no = t->decodes,
+		.blob_ref = hdr.sp_is_delta || hdr.elided,
 	};
 	int const crc = r->cb->sample(r->cb->arg, &s);
 	if (crc)

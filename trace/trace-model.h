@@ -174,6 +174,18 @@ struct su_sample {
 	 * where the thread blocked and this many ns passed until it ran
 	 * again; 0: an ordinary (on-CPU) sample. */
 	uint64_t off_cpu_ns;
+	/* The encoded form of IMAGE (our traces), or NULL (perf.data): the
+	 * blob decodes to IMAGE (stackcap_codec_decode_list with maps'
+	 * ranges) alone, or, when BLOB_REF, over the image of this thread's
+	 * sample DECODE_NO - 1, the one decoded before it.  DECODE_NO counts
+	 * the thread's decoded images, this one included, whether or not
+	 * they were passed on.  A consumer that copies samples (the -j
+	 * pipeline) keeps these few bytes rather than the image's words when
+	 * it holds the reference. */
+	const uint8_t *blob;
+	size_t blob_len;
+	uint64_t decode_no;
+	int blob_ref;
 };
 
 /* The name of S's event: its own, or "cpu-clock", what every trace

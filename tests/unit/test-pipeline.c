@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/* The -j pipeline (cli/pipeline.c) on samples made here: threads whose
+ * stacks change from sample to sample, encoded as a recorder would (each
+ * blob over its thread's previous image, some alone), some samples left
+ * out as the time slices leave them out (decoded, not passed on).  With
+ * any number of workers, each sample reaches the unwinder with the very
+ * words, registers and sp the reader decoded: a worker decoding a blob
+ * over the wrong reference, or one taken from another thread, shows. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check-main.h"
+#include "cli/pipeline.h"
+#include "common/hash.h"
+#include "compress/stack-codec.h"
+
+#define THREADS 3
+#define SAMPLES 3000
+#define MAX_WORDS 1500
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* An image's fingerprint: what the unwinder would read. */
+static uint64_t image_hash(const struct stackcap_image *img)
+{
+	uint64_t h = su_fnv1a(&img->sp, sizeof(img->sp));
+	h = su_fnv1a_from(h, &img->nwords, sizeof(img->nwords));
+	h = su_fnv1a_from(h, img->regs, sizeof(img->regs));
+	return su_fnv1a_from(h, img->words, img->nwords * sizeof(*img->words));
+}
+
+/* The samples as a reader hands them over, and what each one's image is. */
+struct made {
+	struct su_sample s;
+	struct stackcap_image image;
+	uint8_t *blob;
+	uint64_t hash;
+	int passed;              /* passed on (not in a gap) */
+};
+static struct made made[SAMPLES];
+static const struct su_maps maps = { 0 };
+static const struct su_process proc = { .pid = 100, .comm = (char *)"made" };
+
+static void make_samples(void)
+{
+	struct thread {
+		uint64_t words[MAX_WORDS];
+		uint64_t decodes;
+		int last;                /* index of its last sample, or -1 */
+	} th[THREADS];
+	uint64_t const top[THREADS] = { 0x7ffff0000000ull, 0x7ffe00000000ull, 0x7ffd00000000ull };
+	for (int k = 0; k < THREADS; k++)
+		th[k] = (struct thread){ .last = -1 };
+	for (int i = 0; i < SAMPLES; i++) {
+		int const k = (int)(next_rand() % THREADS);
+		struct thread *t = &th[k];
+		const struct stackcap_image *prev = t->last >= 0 ? &made[t->last].image : NULL;
+		/* The top of the stack stays as it was; below a point, words
+		 * change (deeper or shallower than before). */
+		uint64_t const n = 50 + next_rand() % (MAX_WORDS - 50);
+		uint64_t const keep = next_rand() % n;
+		for (uint64_t w = 0; w < n; w++) {
+			uint64_t const from_top = n - 1 - w;
+			if (prev && from_top < keep && from_top < prev->nwords)
+				t->words[w] = prev->words[prev->nwords - 1 - from_top];
+			else
+				t->words[w] = next_rand() | 1;
+		}
+		uint64_t regs[STACKCAP_NREGS];
+		for (int r = 0; r < STACKCAP_NREGS; r++)
+			regs[r] = next_rand() | 1;
+		/* One blob in eight alone, as after a dropped sample. */
+		int const ref = prev && next_rand() % 8;
+		uint64_t elide = 0;
+		if (ref)
+			while (elide < n && elide < prev->nwords &&
+			       t->words[n - 1 - elide] == prev->words[prev->nwords - 1 - elide])
+				elide++;
+		struct stackcap_codec_input const in = {
+			.words = t->words, .nwords = n, .sp = top[k] - 8 * n, .regs = regs,
+			.policy = STACKCAP_POLICY_ALL, .encoding = STACKCAP_WORDS_RAW,
+			.elide_top = elide, .ref_sp = prev ? prev->sp : 0, .has_ref = ref,
+		};
+		struct made *m = &made[i];
+		size_t const bound = STACKCAP_CODEC_BOUND(n);
+		m->blob = malloc(bound);
+		ck_assert_ptr_nonnull(m->blob);
+		size_t const len = stackcap_codec_encode(m->blob, bound, &in);
+		ck_assert(!stackcap_codec_is_error(len));
+		/* Decoded as the reader does, over the thread's last image. */
+		m->image.words = malloc(n * sizeof(uint64_t));
+		ck_assert_ptr_nonnull(m->image.words);
+		m->image.capacity = n;
+		size_t const rc = stackcap_codec_decode_list(m->blob, len, NULL, 0, ref ? prev : NULL, &m->image);
+		ck_assert_uint_eq(rc, len);
+		ck_assert_uint_eq(m->image.nwords, n);
+		ck_assert(memcmp(m->image.words, t->words, n * sizeof(uint64_t)) == 0);
+		m->hash = image_hash(&m->image);
+		t->decodes++;
+		t->last = i;
+		/* One in eleven decoded but not passed on (a gap between time
+		 * slices): the next blob's reference is missing downstream. */
+		m->passed = next_rand() % 11 != 0;
+		m->s = (struct su_sample){
+			.time_ns = 1000u + (uint64_t)i, .pid = proc.pid, .tid = 200u + (uint32_t)k, .process = &proc,
+			.maps = &maps, .image = &m->image, .blob = m->blob, .blob_len = len,
+			.decode_no = t->decodes, .blob_ref = ref,
+		};
+	}
+}
+
+/* A worker's context: the fingerprint of the image it last unwound. */
+struct ctx {
+	uint64_t hash;
+};
+
+static size_t unwind_made(void *arg, const struct su_sample *s, const struct su_frame **frames,
+			  enum su_unwind_end *end)
+{
+	struct ctx *c = arg;
+	c->hash = s->image ? image_hash(s->image) : 0;
+	*frames = NULL;
+	*end = SU_END_OUTERMOST;
+	return 0;
+}
+
+static void format_made(void *arg, const struct pipeline_sample *s, const struct su_frame *frames, struct text *out)
+{
+	const struct ctx *c = arg;
+	(void)frames;
+	text_printf(out, "%u %llu %016llx\n", s->tid, (unsigned long long)s->time_ns, (unsigned long long)c->hash);
+}
+
+static int emit_made(void *arg, const char *buf, size_t len)
+{
+	text_put(arg, buf, len);
+	return 0;
+}
+
+/* The text every pipeline must emit: each sample passed on, its image's
+ * fingerprint as the reader decoded it. */
+static void expected(struct text *out)
+{
+	for (int i = 0; i < SAMPLES; i++)
+		if (made[i].passed)
+			text_printf(out, "%u %llu %016llx\n", made[i].s.tid, (unsigned long long)made[i].s.time_ns,
+				    (unsigned long long)made[i].hash);
+}
+
+START_TEST(blobs_decoded_again)
+{
+	make_samples();
+	struct text want = { 0 };
+	expected(&want);
+	ck_assert(!want.oom && want.len > 0);
+	for (unsigned workers = 0; workers <= 4; workers++) {
+		struct ctx ctxs[5] = { { 0 } };
+		void *wctx[4] = { &ctxs[1], &ctxs[2], &ctxs[3], &ctxs[4] };
+		struct text got = { 0 };
+		struct pipeline *p = pipeline_new(workers, wctx, &ctxs[0], unwind_made, format_made, emit_made, &got);
+		ck_assert_ptr_nonnull(p);
+		for (int i = 0; i < SAMPLES; i++)
+			if (made[i].passed)
+				ck_assert_int_eq(pipeline_add(p, &made[i].s), 0);
+		ck_assert_int_eq(pipeline_finish(p), 0);
+		pipeline_free(p);
+		ck_assert_msg(got.len == want.len && memcmp(got.buf, want.buf, want.len) == 0,
+			      "%u workers: the images the unwinder saw differ from the reader's", workers);
+		free(got.buf);
+	}
+	free(want.buf);
+	for (int i = 0; i < SAMPLES; i++) {
+		free(made[i].blob);
+		free(made[i].image.words);
+	}
+}
+END_TEST
+
+static Suite *pipeline_suite(void)
+{
+	Suite *s = suite_create("pipeline");
+	TCase *tc = tcase_create("pipeline");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, blobs_decoded_again);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+CHECK_MAIN(pipeline_suite)
