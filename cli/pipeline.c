@@ -10,7 +10,6 @@
 
 #include "cli/pipeline.h"
 #include "common/grow.h"
-#include "compress/stack-codec.h"
 
 #define BATCH 256                /* samples, at most */
 #define BATCH_BYTES (1u << 18)   /* copied stack words and chains: a batch is full past this */
@@ -27,30 +26,30 @@ enum batch_state {
  * arena (offsets: the arena may move while the batch fills; NONE: the
  * pointer was NULL).  The pointers are set when the batch is worked.
  *
- * Its image is held as words (a copy of the reader's) or as its blob,
- * which the worker decodes again: a deep stack is ~8 KB of words and ~30
- * bytes of blob, and copying the words was half the reader's time, the
- * limit of -j N.  A blob is held when it decodes alone or over an image
- * held in the same batch (the thread's sample before it, PREV): the
- * worker decodes a thread's chain of blobs over one another in a buffer
- * of its own, aligned at the stack's top, as the reader did. */
+ * Its image is held whole (HELD_WORDS), or as a delta (HELD_DELTA): the
+ * words below its elided top, those the blob held, when the image it
+ * took that top from (the thread's sample before it, PREV) is in the
+ * same batch.  A deep stack is ~8 KB of words, a delta mostly a few
+ * words; copying whole images was half the reader's time, the limit of
+ * -j N.  The worker rebuilds a thread's chain of deltas one over the
+ * other in a buffer of its own, aligned at the stack's top, as the
+ * reader decoded them: the elided top is in place. */
 #define NONE SIZE_MAX
 #define NO_PREV UINT32_MAX
-enum held_form { HELD_WORDS, HELD_BLOB };
+enum held_form { HELD_WORDS, HELD_DELTA };
 struct held {
 	struct su_sample s;
 	struct stackcap_image image, segment;
 	uint8_t has_image, has_segment, form;
 	size_t words, segment_words, user_chain, kernel_chain, runtime_frames;
-	size_t blob;             /* HELD_BLOB: the blob's bytes */
-	uint32_t prev;           /* HELD_BLOB over a reference: that sample */
+	uint32_t prev;           /* HELD_DELTA: the sample its top is from */
 	uint32_t head;           /* the first sample of its chain (itself, or PREV's head) */
 	uint64_t chain_words;    /* a head: the most words of its chain's images */
 	size_t chain_at;         /* a head: its chain's buffer in the worker's scratch (words), or NONE */
 };
 
-/* The last sample of each thread in a batch: where a blob finds its
- * reference.  Open addressing, cleared when the batch is freed. */
+/* The last sample of each thread in a batch: where a delta finds its
+ * top.  Open addressing, cleared when the batch is freed. */
 #define THREAD_SLOTS (2 * BATCH)
 struct batch_thread {
 	uint64_t key;            /* 1 << 63 | pid << 32 | tid; 0: empty */
@@ -73,7 +72,7 @@ struct batch {
 struct worker_arg {
 	struct pipeline *p;
 	void *ctx;
-	uint64_t *scratch;       /* the batch's chains of images decoded from blobs */
+	uint64_t *scratch;       /* the batch's chains of images rebuilt from deltas */
 	size_t scratch_cap;      /* in words */
 };
 
@@ -155,23 +154,20 @@ static struct batch_thread *batch_thread(struct batch *b, const struct su_sample
 	return &b->threads[i];
 }
 
-/* How B holds S's image: as its blob when it decodes alone or over the
- * image of the thread's last sample in B (*PREV), else as words. */
+/* How B holds S's image: as a delta when its elided top is that of the
+ * thread's last sample in B (*PREV), else whole. */
 static enum held_form image_form(struct batch *b, const struct su_sample *s, uint32_t *prev)
 {
 	*prev = NO_PREV;
-	if (!s->image || !s->blob || !s->maps)
+	if (!s->image || !s->decode_no)
 		return HELD_WORDS;
 	struct batch_thread *t = batch_thread(b, s);
 	uint32_t const last = t->last;
 	t->last = (uint32_t)b->n + 1;
-	if (!s->blob_ref)
-		return HELD_BLOB;
-	if (last && b->samples[last - 1].s.decode_no + 1 == s->decode_no) {
-		*prev = last - 1;
-		return HELD_BLOB;
-	}
-	return HELD_WORDS;
+	if (!s->image->elided || !last || b->samples[last - 1].s.decode_no + 1 != s->decode_no)
+		return HELD_WORDS;
+	*prev = last - 1;
+	return HELD_DELTA;
 }
 
 static int batch_add(struct batch *b, const struct su_sample *s)
@@ -187,18 +183,16 @@ static int batch_add(struct batch *b, const struct su_sample *s)
 	h->chain_words = 0;
 	h->chain_at = NONE;
 	h->words = NONE;
-	h->blob = NONE;
-	if (h->form == HELD_BLOB) {
-		h->image = *s->image; /* the worker decodes the words */
-		h->image.words = NULL;
+	if (h->form == HELD_DELTA) {
+		h->image = *s->image;
 		h->image.kept = NULL;
-		h->blob = arena_put(b, s->blob, s->blob_len, &oom);
+		h->words = arena_put(b, s->image->words, (s->image->nwords - s->image->elided) * sizeof(uint64_t), &oom);
 		struct held *const head = &b->samples[h->head];
 		if (s->image->nwords > head->chain_words)
 			head->chain_words = s->image->nwords;
 	} else if (s->image) {
 		h->words = image_put(b, &h->image, s->image, &oom);
-		h->chain_words = s->image->nwords; /* a head: blobs may follow */
+		h->chain_words = s->image->nwords; /* a head: deltas may follow */
 	}
 	h->segment_words = s->segment ? image_put(b, &h->segment, s->segment, &oom) : NONE;
 	h->user_chain = arena_put(b, s->user_chain, s->n_user_chain * sizeof(*s->user_chain), &oom);
@@ -210,8 +204,8 @@ static int batch_add(struct batch *b, const struct su_sample *s)
 	return 0;
 }
 
-/* The sample H points into its batch's arena again (a blob's image is
- * decoded apart). */
+/* The sample H points into its batch's arena again (a delta's image is
+ * rebuilt apart). */
 static const struct su_sample *held_sample(struct batch *b, struct held *h)
 {
 	h->s.image = h->has_image ? &h->image : NULL;
@@ -227,21 +221,24 @@ static const struct su_sample *held_sample(struct batch *b, struct held *h)
 
 /* ---- the ring ------------------------------------------------------------ */
 
-/* Decode H's blob over its reference (the sample before it in its chain,
- * worked just before, so its words are where the reader had them: in
- * the chain's buffer, or in the arena for the chain's head).  @return 0
- * or -errno. */
-static int held_decode(struct batch *b, struct held *h, const struct worker_arg *w)
+/* H's image from its delta and the top of PREV's (the sample before it
+ * in its chain, worked just before: its words are in the chain's buffer,
+ * where the top lies in place, or in the arena for the chain's head).
+ * @return 0, or -EPROTO: the reader's image did not fit on PREV's. */
+static int held_rebuild(struct batch *b, struct held *h, const struct worker_arg *w)
 {
 	const struct held *head = &b->samples[h->head];
+	const struct stackcap_image *ref = &b->samples[h->prev].image;
+	uint64_t const n = h->image.nwords, top_n = h->image.elided;
+	if (top_n > ref->nwords || h->image.sp + 8 * n != ref->sp + 8 * ref->nwords)
+		return -EPROTO;
 	uint64_t *const top = w->scratch + head->chain_at + head->chain_words;
-	h->image.words = top - h->image.nwords;
-	h->image.capacity = h->image.nwords;
-	const struct stackcap_image *ref = h->prev == NO_PREV ? NULL : &b->samples[h->prev].image;
-	size_t const rc = stackcap_codec_decode_list(arena_at(b, h->blob), h->s.blob_len, h->s.maps->range_list,
-						     h->s.maps->count, ref, &h->image);
-	/* The reader decoded the same bytes over the same words. */
-	return stackcap_codec_is_error(rc) ? -EPROTO : 0;
+	h->image.words = top - n;
+	h->image.capacity = n;
+	if (ref->words + ref->nwords != top)
+		memcpy(top - top_n, ref->words + ref->nwords - top_n, top_n * sizeof(*top));
+	memcpy(h->image.words, arena_at(b, h->words), (n - top_n) * sizeof(*top));
+	return 0;
 }
 
 static void work_batch(struct pipeline *p, struct batch *b, struct worker_arg *w)
@@ -249,11 +246,11 @@ static void work_batch(struct pipeline *p, struct batch *b, struct worker_arg *w
 	b->out.len = 0;
 	b->out.gen = b->seq + 1; /* unique per batch */
 	b->err = 0;
-	/* A buffer per chain of blobs, in W's scratch. */
+	/* A buffer per chain of deltas, in W's scratch. */
 	size_t need = 0;
 	for (size_t i = 0; i < b->n; i++) {
 		struct held *const head = &b->samples[b->samples[i].head];
-		if (b->samples[i].form == HELD_BLOB && head->chain_at == NONE) {
+		if (b->samples[i].form == HELD_DELTA && head->chain_at == NONE) {
 			head->chain_at = need;
 			need += head->chain_words;
 		}
@@ -264,7 +261,7 @@ static void work_batch(struct pipeline *p, struct batch *b, struct worker_arg *w
 	}
 	for (size_t i = 0; i < b->n; i++) {
 		struct held *const h = &b->samples[i];
-		if (h->form == HELD_BLOB && (b->err = held_decode(b, h, w)))
+		if (h->form == HELD_DELTA && (b->err = held_rebuild(b, h, w)))
 			return;
 		work_sample(p, w->ctx, held_sample(b, h), &b->out);
 	}

@@ -2,9 +2,9 @@
 /* The ordered parallel pipeline of `stackunwind`: the reader thread decodes
  * each sample (in time order: a blob may refer to the previous sample of
  * its thread) and puts what unwinding it needs (registers, chains, the
- * stack: as its blob when the batch holds the blob's reference, else as
- * words) into a batch; batches are decoded again, unwound and formatted
- * (symbolizing is the costly part) by
+ * stack: whole, or the words below the top it shares with the thread's
+ * image before it in the batch) into a batch; batches are rebuilt,
+ * unwound and formatted (symbolizing is the costly part) by
  * N workers, each with its own context (elfutils 0.188 is not
  * thread-safe), and by the reader thread itself whenever the ring of
  * batches is full; their texts are emitted in sample order, so the output

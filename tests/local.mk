@@ -84,7 +84,7 @@ tests_unit_test_perf_data_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_perf_data_asan_LDADD = $(BABELTRACE2_LIBS) $(ZSTD_LIBS) $(CHECK_LIBS)
 TESTS += tests/unit/test-perf-data-asan
 
-# The -j pipeline on samples made by hand: blobs decoded again by workers.
+# The -j pipeline on samples made by hand: images rebuilt from deltas by workers.
 check_PROGRAMS += tests/unit/test-pipeline
 tests_unit_test_pipeline_SOURCES = tests/unit/test-pipeline.c tests/unit/check-main.h cli/pipeline.c cli/pipeline.h
 tests_unit_test_pipeline_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) -pthread

@@ -1,13 +1,13 @@
 #!/bin/sh
 # Integration: `stackunwind -j N` (cli/pipeline.c) on traces made for its
 # partitioning: the reader decodes each sample (a blob may take words from
-# its thread's previous sample) and puts it into a batch, as its blob when
-# the batch holds the blob's reference, else as words; workers decode the
-# blobs again, unwind and format batches in any order; the text comes out
-# in sample order.  On many threads interleaved (both samplers) and on one
+# its thread's previous sample) and puts it into a batch, only the words
+# below that shared top when the batch holds the previous sample, else
+# whole; workers rebuild the images, unwind and format batches in any
+# order; the text comes out in sample order.  On many threads interleaved (both samplers) and on one
 # thread with a deep stack, every command's output of -j 2 and -j 8 is
 # byte-identical to -j 1's, with every sample in it; with time slices too,
-# whose gaps take a blob's reference out of its batch.
+# whose gaps take a sample's previous one out of its batch.
 . "${top_srcdir:?}/tests/tap-lib.sh"
 SU="$B/cli/stackunwind"
 
@@ -69,7 +69,7 @@ check "deep: every sample printed ($1 of $nstats)" [ "$1" = "$nstats" ]
 same_j deep-folded deep folded
 same_j deep-pprof deep export --format pprof -o -
 # Slices: the samples in their gaps are decoded (the next ones refer to
-# them) but not passed on, so the first blob after a gap is held as words.
+# them) but not passed on, so the first sample after a gap is held whole.
 same_j deep-slices deep stacks --time 0%-10%,15%-30%,33%-34%,50%-90%
 set -- $(tids_of "$work/deep-slices.j1")
 check "deep: the slices print some samples, not all ($1 of $nstats)" sh -c "[ '$1' -gt 0 ] && [ '$1' -lt '$nstats' ]"

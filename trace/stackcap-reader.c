@@ -883,10 +883,7 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 		.n_kernel_chain = has_kc && !(r->opts && r->opts->user_only) ? t->kc_n : 0,
 		.event = sample_event_name(r, ev),
 		.off_cpu_ns = has_oc ? t->oc_ns : 0,
-		.blob = blob,
-		.blob_len = len,
 		.decode_no = t->decodes,
-		.blob_ref = hdr.sp_is_delta || hdr.elided,
 	};
 	int const crc = r->cb->sample(r->cb->arg, &s);
 	if (crc)

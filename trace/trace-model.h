@@ -174,18 +174,13 @@ struct su_sample {
 	 * where the thread blocked and this many ns passed until it ran
 	 * again; 0: an ordinary (on-CPU) sample. */
 	uint64_t off_cpu_ns;
-	/* The encoded form of IMAGE (our traces), or NULL (perf.data): the
-	 * blob decodes to IMAGE (stackcap_codec_decode_list with maps'
-	 * ranges) alone, or, when BLOB_REF, over the image of this thread's
-	 * sample DECODE_NO - 1, the one decoded before it.  DECODE_NO counts
-	 * the thread's decoded images, this one included, whether or not
-	 * they were passed on.  A consumer that copies samples (the -j
-	 * pipeline) keeps these few bytes rather than the image's words when
-	 * it holds the reference. */
-	const uint8_t *blob;
-	size_t blob_len;
+	/* Our traces: the thread's images decoded so far, this one included,
+	 * whether or not they were passed on; 0: not counted (perf.data).
+	 * IMAGE's top IMAGE->ELIDED words are then those of image
+	 * DECODE_NO - 1 (same stack top): a consumer that copies samples
+	 * (the -j pipeline) copies only the words below them when it holds
+	 * that image. */
 	uint64_t decode_no;
-	int blob_ref;
 };
 
 /* The name of S's event: its own, or "cpu-clock", what every trace

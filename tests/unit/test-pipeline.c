@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The -j pipeline (cli/pipeline.c) on samples made here: threads whose
  * stacks change from sample to sample, encoded as a recorder would (each
- * blob over its thread's previous image, some alone), some samples left
- * out as the time slices leave them out (decoded, not passed on).  With
- * any number of workers, each sample reaches the unwinder with the very
- * words, registers and sp the reader decoded: a worker decoding a blob
- * over the wrong reference, or one taken from another thread, shows. */
+ * blob over its thread's previous image, some alone) and decoded as the
+ * reader does, some samples left out as the time slices leave them out
+ * (decoded, not passed on).  With any number of workers, each sample
+ * reaches the unwinder with the very words, registers and sp the reader
+ * decoded: a worker rebuilding an image on the wrong one (another
+ * thread's, or one before a gap) shows. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,8 +112,7 @@ static void make_samples(void)
 		m->passed = next_rand() % 11 != 0;
 		m->s = (struct su_sample){
 			.time_ns = 1000u + (uint64_t)i, .pid = proc.pid, .tid = 200u + (uint32_t)k, .process = &proc,
-			.maps = &maps, .image = &m->image, .blob = m->blob, .blob_len = len,
-			.decode_no = t->decodes, .blob_ref = ref,
+			.maps = &maps, .image = &m->image, .decode_no = t->decodes,
 		};
 	}
 }
@@ -155,7 +155,7 @@ static void expected(struct text *out)
 				    (unsigned long long)made[i].hash);
 }
 
-START_TEST(blobs_decoded_again)
+START_TEST(deltas_rebuilt)
 {
 	make_samples();
 	struct text want = { 0 };
@@ -189,7 +189,7 @@ static Suite *pipeline_suite(void)
 	Suite *s = suite_create("pipeline");
 	TCase *tc = tcase_create("pipeline");
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, blobs_decoded_again);
+	tcase_add_test(tc, deltas_rebuilt);
 	suite_add_tcase(s, tc);
 	return s;
 }
