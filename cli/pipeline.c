@@ -39,13 +39,21 @@ enum batch_state {
 enum held_form { HELD_WORDS, HELD_DELTA };
 struct held {
 	struct su_sample s;
-	struct stackcap_image image, segment;
-	uint8_t has_image, has_segment, form;
-	size_t words, segment_words, user_chain, kernel_chain, runtime_frames;
+	struct stackcap_image image;
+	uint8_t has_image, form;
+	size_t words, user_chain, kernel_chain, runtime_frames;
+	size_t segment;          /* a second segment (rare): its struct held_segment */
 	uint32_t prev;           /* HELD_DELTA: the sample its top is from */
 	uint32_t head;           /* the first sample of its chain (itself, or PREV's head) */
 	uint64_t chain_words;    /* a head: the most words of its chain's images */
 	size_t chain_at;         /* a head: its chain's buffer in the worker's scratch (words), or NONE */
+};
+
+/* A second stack segment, in the arena: rare, so that every held sample
+ * (written by the reader, read by a worker) is the smaller. */
+struct held_segment {
+	struct stackcap_image image;
+	size_t words;
 };
 
 /* The last sample of each thread in a batch: where a delta finds its
@@ -177,7 +185,6 @@ static int batch_add(struct batch *b, const struct su_sample *s)
 	h->s = *s;
 	h->s.full_image = NULL; /* fidelity (stackunwind stats) only */
 	h->has_image = s->image != NULL;
-	h->has_segment = s->segment != NULL;
 	h->form = (uint8_t)image_form(b, s, &h->prev);
 	h->head = h->prev == NO_PREV ? (uint32_t)b->n : b->samples[h->prev].head;
 	h->chain_words = 0;
@@ -194,7 +201,12 @@ static int batch_add(struct batch *b, const struct su_sample *s)
 		h->words = image_put(b, &h->image, s->image, &oom);
 		h->chain_words = s->image->nwords; /* a head: deltas may follow */
 	}
-	h->segment_words = s->segment ? image_put(b, &h->segment, s->segment, &oom) : NONE;
+	h->segment = NONE;
+	if (s->segment) {
+		struct held_segment seg;
+		seg.words = image_put(b, &seg.image, s->segment, &oom);
+		h->segment = arena_put(b, &seg, sizeof(seg), &oom);
+	}
 	h->user_chain = arena_put(b, s->user_chain, s->n_user_chain * sizeof(*s->user_chain), &oom);
 	h->kernel_chain = arena_put(b, s->kernel_chain, s->n_kernel_chain * sizeof(*s->kernel_chain), &oom);
 	h->runtime_frames = arena_put(b, s->runtime_frames, s->runtime_frames_len, &oom);
@@ -211,8 +223,10 @@ static const struct su_sample *held_sample(struct batch *b, struct held *h)
 	h->s.image = h->has_image ? &h->image : NULL;
 	if (h->form == HELD_WORDS)
 		h->image.words = arena_at(b, h->words);
-	h->s.segment = h->has_segment ? &h->segment : NULL;
-	h->segment.words = arena_at(b, h->segment_words);
+	struct held_segment *const seg = arena_at(b, h->segment);
+	if (seg)
+		seg->image.words = arena_at(b, seg->words);
+	h->s.segment = seg ? &seg->image : NULL;
 	h->s.user_chain = arena_at(b, h->user_chain);
 	h->s.kernel_chain = arena_at(b, h->kernel_chain);
 	h->s.runtime_frames = arena_at(b, h->runtime_frames);

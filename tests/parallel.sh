@@ -68,6 +68,13 @@ set -- $(tids_of "$work/deep-stacks.j1")
 check "deep: every sample printed ($1 of $nstats)" [ "$1" = "$nstats" ]
 same_j deep-folded deep folded
 same_j deep-pprof deep export --format pprof -o -
+# A handler on the alternate signal stack, sampled in process: each sample
+# holds a second stack segment (the thread's own stack), unwound through.
+record sigalt -F 1999 --in-process -- "$TD/tdata-sigalt" 0.5
+check "sigalt: recorded ($(rc sigalt))" [ "$(rc sigalt)" = 0 ]
+same_j sigalt-stacks sigalt stacks
+n_rt=$(grep -c -E '__restore_rt|libc\.so\.6\+' "$work/sigalt-stacks.j1")
+check "sigalt: samples unwound through the signal frame onto the thread's stack ($n_rt)" [ "$n_rt" -ge 100 ]
 # Slices: the samples in their gaps are decoded (the next ones refer to
 # them) but not passed on, so the first sample after a gap is held whole.
 same_j deep-slices deep stacks --time 0%-10%,15%-30%,33%-34%,50%-90%
