@@ -269,6 +269,7 @@ struct uw_kept_walk {
 	uint64_t *words;               /* the image's words in [wlo, whi) */
 	uint64_t wlo, whi;
 	size_t wcap;                   /* words allocated */
+	uint32_t misses;               /* walks since the last that reused this slot's */
 };
 
 #define UW_KEPT_SLOTS 16

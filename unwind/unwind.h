@@ -126,6 +126,7 @@ struct su_unwind_stats {
 	uint64_t rule_misses;          /* CFI rows read through libdw (fast) */
 	uint64_t maps_built;           /* per-maps states built */
 	uint64_t reused_frames;        /* frames copied from the thread's kept walk (fast) */
+	uint64_t kept_walks;           /* walks kept whole for the next sample (fast) */
 };
 
 void su_unwinder_get_stats(const struct su_unwinder *u, struct su_unwind_stats *stats);

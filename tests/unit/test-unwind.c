@@ -960,6 +960,49 @@ START_TEST(test_forget_maps)
 }
 END_TEST
 
+/* A thread whose stack keeps changing: its walks, never reused, are kept
+ * ever more rarely (unwind.c's kept_due); when its stack settles, a walk
+ * is kept again within 64 samples and the next ones are reused. */
+START_TEST(test_kept_backoff)
+{
+	capture_chain(MODE_PLAIN);
+	struct uw_sample s;
+	make(&s, STACKCAP_POLICY_F2);
+	static struct result a, c;
+	unwind_both(&s.s, &a, MAXF);
+	ck_assert_uint_ge(a.n, 4);
+	/* The outermost frame's return address, another (no code) each
+	 * time: every kept frame's suffix read that word, so no walk is
+	 * any kept before it, from any frame on. */
+	uint64_t *ra = NULL;
+	for (uint64_t i = 0; i < s.img.nwords; i++)
+		if (s.img.words[i] == a.f[a.n - 1].pc)
+			ra = &s.img.words[i];
+	ck_assert_ptr_nonnull(ra);
+	struct su_unwind_stats st0, st1, st2;
+	su_unwinder_get_stats(fast, &st0);
+	for (int i = 0; i < 200; i++) {
+		*ra = 0x1000 + 16 * (uint64_t)i;
+		unwind_both(&s.s, &c, MAXF);
+	}
+	su_unwinder_get_stats(fast, &st1);
+	ck_assert_uint_eq(st1.reused_frames, st0.reused_frames);
+	/* 4 kept, then 1 in 2, 4, ... 64: some 12 of the 200. */
+	ck_assert_msg(st1.kept_walks - st0.kept_walks <= 20, "%llu of 200 walks kept",
+		      (unsigned long long)(st1.kept_walks - st0.kept_walks));
+	/* Then one stack only. */
+	*ra = a.f[a.n - 1].pc;
+	for (int i = 0; i < 80; i++)
+		unwind_both(&s.s, &c, MAXF);
+	su_unwinder_get_stats(fast, &st2);
+	check_same(&a, &c, "the first stack, before and after");
+	uint64_t const reused = st2.reused_frames - st1.reused_frames;
+	ck_assert_msg(reused >= 14 * (a.n - 2), "%llu frames copied in 80 walks of %zu frames",
+		      (unsigned long long)reused, a.n);
+	uw_sample_free(&s);
+}
+END_TEST
+
 /* The same sample again: its frames past the first come from the kept
  * walk.  Then one outer return address changed in the stack: the kept
  * walk no longer holds there, the new frames are unwound (and are those
@@ -1129,6 +1172,7 @@ static Suite *unwind_suite(void)
 	tcase_add_test(tc, test_shared_modules);
 	tcase_add_test(tc, test_forget_maps);
 	tcase_add_test(tc, test_kept_walk);
+	tcase_add_test(tc, test_kept_backoff);
 	tcase_add_test(tc, test_kept_walk_sequences);
 	tcase_add_test(tc, test_bad_args);
 	tcase_add_test(tc, test_runtime_splice_leftovers);
