@@ -41,6 +41,7 @@ struct held {
 	struct su_sample s;
 	struct stackcap_image image;
 	uint8_t has_image, form;
+	uint8_t words_out;       /* HELD_WORDS: IMAGE's words are the reader's (su_sample.words_stay) */
 	size_t words, user_chain, kernel_chain, runtime_frames;
 	size_t segment;          /* a second segment (rare): its struct held_segment */
 	uint32_t prev;           /* HELD_DELTA: the sample its top is from */
@@ -102,6 +103,7 @@ struct pipeline {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	int stop;
+	int discard;             /* pipeline_abort: filled batches are not worked */
 	int err;                 /* -errno of the first failure */
 };
 
@@ -190,6 +192,7 @@ static int batch_add(struct batch *b, const struct su_sample *s)
 	h->chain_words = 0;
 	h->chain_at = NONE;
 	h->words = NONE;
+	h->words_out = 0;
 	if (h->form == HELD_DELTA) {
 		h->image = *s->image;
 		h->image.kept = NULL;
@@ -197,6 +200,12 @@ static int batch_add(struct batch *b, const struct su_sample *s)
 		struct held *const head = &b->samples[h->head];
 		if (s->image->nwords > head->chain_words)
 			head->chain_words = s->image->nwords;
+	} else if (s->image && s->words_stay) {
+		h->image = *s->image; /* a perf.data file's mapping: no copy */
+		h->image.kept = NULL;
+		h->image.capacity = s->image->nwords;
+		h->words_out = 1;
+		h->chain_words = s->image->nwords;
 	} else if (s->image) {
 		h->words = image_put(b, &h->image, s->image, &oom);
 		h->chain_words = s->image->nwords; /* a head: deltas may follow */
@@ -221,7 +230,7 @@ static int batch_add(struct batch *b, const struct su_sample *s)
 static const struct su_sample *held_sample(struct batch *b, struct held *h)
 {
 	h->s.image = h->has_image ? &h->image : NULL;
-	if (h->form == HELD_WORDS)
+	if (h->form == HELD_WORDS && !h->words_out)
 		h->image.words = arena_at(b, h->words);
 	struct held_segment *const seg = arena_at(b, h->segment);
 	if (seg)
@@ -313,7 +322,7 @@ static void *worker_thread(void *arg)
 	struct worker_arg *a = arg;
 	struct pipeline *p = a->p;
 	pthread_mutex_lock(&p->lock);
-	while (!p->stop || oldest_filled(p))
+	while (!p->stop || (!p->discard && oldest_filled(p)))
 		work_or_wait(p, a);
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
@@ -410,6 +419,16 @@ int pipeline_add(struct pipeline *p, const struct su_sample *s)
 	if (b->n == BATCH || b->used >= BATCH_BYTES)
 		submit(p, b);
 	return p->err;
+}
+
+void pipeline_abort(struct pipeline *p)
+{
+	if (!p || !p->n_workers)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->discard = 1;
+	pthread_mutex_unlock(&p->lock);
+	stop_workers(p);
 }
 
 int pipeline_finish(struct pipeline *p)

@@ -59,6 +59,12 @@ int pipeline_add(struct pipeline *p, const struct su_sample *s);
 /* Emit every sample added, stop the workers.  @return 0 or -errno. */
 int pipeline_finish(struct pipeline *p);
 
+/* The samples added will not be finished (the read stopped early): the
+ * workers stop once their batch in work is done, before what the samples
+ * point to is freed (su_reader_callbacks.stop); the rest are dropped, no
+ * more text is emitted, and no sample may be added after. */
+void pipeline_abort(struct pipeline *p);
+
 /* Stop the workers (if still running) and free P. */
 void pipeline_free(struct pipeline *p);
 

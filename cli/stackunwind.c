@@ -624,6 +624,13 @@ static size_t unwind_sample(void *ctx, const struct su_sample *s, const struct s
 	return worker_unwind(w, s, end);
 }
 
+/* The read stops early: the workers let go of the samples they hold. */
+static void on_stop(void *arg)
+{
+	struct run *r = arg;
+	pipeline_abort(r->pipeline);
+}
+
 static int on_end(void *arg)
 {
 	struct run *r = arg;
@@ -671,13 +678,15 @@ static int cmd_stacks(const struct options *o)
 		fprintf(stderr, PROG ": cannot start worker threads: %s\n", strerror(errno));
 		goto out;
 	}
-	struct su_reader_callbacks cb = { .arg = &r, .sample = on_sample, .end = on_end };
+	struct su_reader_callbacks cb = { .arg = &r, .sample = on_sample, .end = on_end, .stop = on_stop };
 	struct su_reader_stats st;
 	char err[1024];
 	/* No progress line among samples printed to the same terminal. */
 	int const to_stdout = !(o->flamegraph || o->export_format) || !o->output || !strcmp(o->output, "-");
 	progress_init(&r.progress, to_stdout && isatty(STDOUT_FILENO), &st.bytes_read, &st.bytes_on_disk);
-	int const rrc = su_trace_read(o->trace, &o->filter, &cb, &st, err, sizeof(err));
+	struct su_reader_opts filter = o->filter;
+	filter.holds_words = nw > 0; /* workers read words in the reader's mapping */
+	int const rrc = su_trace_read(o->trace, &filter, &cb, &st, err, sizeof(err));
 	progress_end(&r.progress);
 	pipeline_free(r.pipeline); /* the reader stopped early: stop the workers */
 	r.pipeline = NULL;

@@ -70,6 +70,14 @@ compare zsingle
 precord threads "$TD/tdata-threads" -t 2 0.5
 compare threads
 chain_ok threads tdata-threads -t 2
+# -j N: the workers read the stack words in the file's mapping (not
+# copies): the same bytes as -j 1, each command.
+for c in stacks folded; do
+	for j in 1 2 8; do "$SU" $c -j $j "$work/threads.data" >"$work/threads-$c.j$j" 2>/dev/null; done
+	check "threads: $c -j 2 and -j 8 byte-identical to -j 1 ($(wc -c <"$work/threads-$c.j1") bytes)" \
+		sh -c "[ -s '$work/threads-$c.j1' ] && cmp -s '$work/threads-$c.j1' '$work/threads-$c.j2' &&
+			cmp -s '$work/threads-$c.j1' '$work/threads-$c.j8'"
+done
 # 1000 frames: perf's 8 KiB copy holds ~100; both stop at its end.
 precord recurse "$TD/tdata-recurse" 0.5
 compare recurse
@@ -258,7 +266,16 @@ check "--tid filters a perf.data" sh -c "[ -s '$work/tid.out' ] && [ \$(grep -c 
 # Same stacks from the converted trace as from the perf.data; end markers
 # aside (a dropped word past the outermost frame can change why the walk
 # stopped), frame for frame.
-frames() { grep -v '(\[stackunwind\])$' "$1"; }
+# Samples of one time (two threads, two CPUs) have no order of their own:
+# perf's file keeps one, the trace (a stream per thread) another.  So
+# both sides list such samples by thread, then compare.
+frames() {
+	grep -v '(\[stackunwind\])$' "$1" | awk 'BEGIN { RS = "" }
+		{ t = ""; id = ""
+		  if (match($0, / [0-9]+\/[0-9]+ [0-9]+\.[0-9]+:/)) { split(substr($0, RSTART + 1, RLENGTH - 2), h, " "); id = h[1]; t = h[2] }
+		  gsub(/\n/, "\001"); printf "%s\t%s\t%s\n", t, id, $0 }' |
+		sort -s -t "$(printf '\t')" -k1,1 -k2,2 | cut -f3- | tr '\001' '\n'
+}
 for p in single threads gzip; do
 	"$STACKCAP" convert "$work/$p.data" -o "$work/$p.trace" --zstd 2>"$work/conv-$p.err"
 	cvrc=$?

@@ -358,7 +358,7 @@ int su_perf_data_read_fd(int fd, const char *name, const struct su_reader_opts *
 {
 	struct pr r = { .opts = opts, .cb = cb, .st = stats, .err = err, .errlen = errlen, .name = name,
 			.warn = opts ? &opts->warn : NULL };
-	int rc = 0;
+	int rc = 0, ended = 0;
 	void *map = MAP_FAILED;
 	struct stat sb;
 
@@ -431,6 +431,7 @@ int su_perf_data_read_fd(int fd, const char *name, const struct su_reader_opts *
 		rc = r.cb_rc;
 		goto out;
 	}
+	ended = 1;
 	if (cb->end)
 		rc = cb->end(cb->arg);
 	stats->bad_blobs = r.bad_samples + r.unknown_ids;
@@ -444,6 +445,8 @@ int su_perf_data_read_fd(int fd, const char *name, const struct su_reader_opts *
 	if (!rc && (stats->truncated_files || stats->bad_blobs))
 		rc = 1;
 out:
+	if (!ended && cb->stop)
+		cb->stop(cb->arg);
 	if (map != MAP_FAILED)
 		munmap(map, r.file_size);
 	perf_pr_free(&r);

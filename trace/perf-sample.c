@@ -334,6 +334,9 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 		.image = &img,
 		.stack_capped = !no_user && dyn >= size && !cut,
 		.event = a->name,
+		/* In the file's mapping (not a copy, nor a decompressed chunk). */
+		.words_stay = r->map && img.words && (const uint8_t *)img.words >= r->map &&
+			      (const uint8_t *)img.words < r->map + r->file_size,
 	};
 	if (chain_only) {
 		if (!(s.user_chain = words_at(r, uchain, n_uchain, 0)))

@@ -187,9 +187,18 @@ static int on_compressed(struct pr *r, const uint8_t *rec, uint16_t size)
 	return damaged ? -EINVAL : 0;
 }
 
+/* With a consumer holding words (su_reader_opts.holds_words), samples
+ * delivered may still be read this far behind the reader: the -j
+ * pipeline keeps pointers to their stack words in the mapping until a
+ * worker unwinds them. */
+#define RELEASE_BEHIND (64u << 20)
+
 /* Give back the pages of the data section below FROM that no queued event
- * points into: the mapping is read once, front to back, so the resident
- * part stays about one round long instead of growing to the file's size. */
+ * points into (less RELEASE_BEHIND when the consumer holds words): the
+ * mapping is read once, front to back, so the resident part stays about
+ * one round long instead of growing to the file's size.  (A page given
+ * back and read again is only mapped again: the mapping is the file's,
+ * never written.) */
 static void release_consumed(struct pr *r, uint64_t from, uint64_t *released)
 {
 	const uint8_t *const base = r->map + r->data_off;
@@ -197,6 +206,10 @@ static void release_consumed(struct pr *r, uint64_t from, uint64_t *released)
 	for (size_t i = 0; i < r->nq; i++)
 		if (r->q[i].rec >= base && r->q[i].rec < base + from && (uint64_t)(r->q[i].rec - base) < low)
 			low = (uint64_t)(r->q[i].rec - base);
+	uint64_t const behind = r->opts && r->opts->holds_words ? RELEASE_BEHIND : 0;
+	if (low < behind)
+		return;
+	low -= behind;
 	uint64_t const start = (r->data_off + *released + 4095) & ~4095ull;
 	uint64_t const end = (r->data_off + low) & ~4095ull;
 	if (end >= start + (8u << 20)) {

@@ -1008,7 +1008,7 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 	struct source_report rep = { .warn = r.warn };
 	void *h = NULL;
 	char *abs_dir = NULL;
-	int rc;
+	int rc, ended = 0;
 
 	if (err && errlen)
 		err[0] = 0;
@@ -1056,6 +1056,7 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 		source_context(&r, src, rc, dir, "sample streams");
 		goto out;
 	}
+	ended = 1;
 	if (cb->end)
 		rc = cb->end(cb->arg);
 	for (size_t i = 0; i < r.cap_drops; i++)
@@ -1064,6 +1065,8 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 	if (!rc && (stats->truncated_files || stats->bad_blobs || stats->no_maps || stats->unended))
 		rc = 1;
 out:
+	if (!ended && cb->stop)
+		cb->stop(cb->arg);
 	if (h)
 		src->close(h);
 	reader_free(&r);

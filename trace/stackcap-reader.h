@@ -19,6 +19,11 @@ struct su_reader_callbacks {
 	/* After the last sample, while every process and maps is still valid
 	 * (a consumer holding samples finishes them here). */
 	int (*end)(void *arg);
+	/* The read stops before its end (an error, or a nonzero return of a
+	 * callback): called before what samples point to (processes, maps,
+	 * words) is freed, so that a consumer holding samples lets go of
+	 * them (the -j pipeline stops its workers).  Never after END. */
+	void (*stop)(void *arg);
 };
 
 struct su_reader_stats {
@@ -76,6 +81,11 @@ struct su_reader_opts {
 	 * perf.data files (su_kallsyms_read_cached), or NULL: read
 	 * /proc/kallsyms each time. */
 	const char *kernel_cache_dir;
+	/* The consumer keeps pointers to the words of images delivered with
+	 * su_sample.words_stay a while (the -j pipeline, until a worker
+	 * unwinds them): a perf.data reader gives the pages it has read back
+	 * only 64 MiB behind, not at once. */
+	int holds_words;
 };
 
 /* Nonzero when DIR looks like a stackcap trace (metadata naming tracer stackcap). */

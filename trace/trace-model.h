@@ -181,6 +181,10 @@ struct su_sample {
 	 * (the -j pipeline) copies only the words below them when it holds
 	 * that image. */
 	uint64_t decode_no;
+	/* IMAGE's words lie where they stay, unchanged, until the read's end
+	 * callback returns (a perf.data file's mapping): a consumer that
+	 * copies samples (the -j pipeline) may keep the pointer instead. */
+	int words_stay;
 };
 
 /* The name of S's event: its own, or "cpu-clock", what every trace

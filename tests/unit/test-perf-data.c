@@ -261,7 +261,7 @@ static int read_image(const struct buf *f, struct got *g, struct su_reader_stats
 	int fd = memfd_create("test-perf-data", MFD_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, f->b, f->n), (ssize_t)f->n);
-	struct su_reader_callbacks cb = { g, on_process, on_maps, on_sample, on_end };
+	struct su_reader_callbacks cb = { g, on_process, on_maps, on_sample, on_end, NULL };
 	int const rc = su_perf_data_read_fd(fd, "img", NULL, &cb, st, err, errlen);
 	close(fd);
 	return rc;
@@ -368,6 +368,81 @@ START_TEST(t_typical)
 		ck_assert_uint_eq(g.n_kernel[i], 0);
 	}
 	ck_assert_int_eq(g.ends, 1);
+	free(d.b);
+	free(f.b);
+}
+END_TEST
+
+/* A consumer that holds samples (the -j pipeline) and stops the read at
+ * the second: su_reader_callbacks.stop is called once, before what the
+ * held sample points to (its maps, its words in the file's mapping) is
+ * freed (ASan: a use after free otherwise); a whole read never calls it. */
+struct holder {
+	const struct su_sample *first;
+	struct su_sample held;
+	struct stackcap_image img;    /* the image struct is the call's; its words stay */
+	int samples, stops, ends, stay;
+	uint64_t seen_start, seen_word, first_word;
+};
+
+static int hold_sample(void *arg, const struct su_sample *s)
+{
+	struct holder *h = arg;
+	if (h->samples++ == 0) {
+		h->held = *s;
+		h->img = *s->image;
+		h->stay = s->words_stay;
+		h->first_word = s->image->nwords ? s->image->words[0] : 0;
+		return 0;
+	}
+	return 7;
+}
+
+static void hold_stop(void *arg)
+{
+	struct holder *h = arg;
+	h->stops++;
+	h->seen_start = h->held.maps->entries[0].start;
+	h->seen_word = h->img.nwords ? h->img.words[0] : 0;
+}
+
+static int hold_end(void *arg)
+{
+	((struct holder *)arg)->ends++;
+	return 0;
+}
+
+START_TEST(t_stop_before_free)
+{
+	struct buf d = { 0 };
+	typical(&d);
+	struct buf f = file_of(&d, TYPICAL, SAMPLE_ID_ALL);
+	for (int whole = 0; whole < 2; whole++) {
+		struct holder h = { 0 };
+		int fd = memfd_create("test-perf-data", MFD_CLOEXEC);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(write(fd, f.b, f.n), (ssize_t)f.n);
+		struct su_reader_callbacks cb = { .arg = &h, .sample = whole ? NULL : hold_sample, .end = hold_end,
+						  .stop = hold_stop };
+		struct su_reader_stats st;
+		char err[256];
+		int const rc = su_perf_data_read_fd(fd, "img", NULL, &cb, &st, err, sizeof(err));
+		close(fd);
+		if (whole) {
+			ck_assert_int_eq(rc, 0);
+			ck_assert_int_eq(h.stops, 0);
+			ck_assert_int_eq(h.ends, 1);
+			continue;
+		}
+		ck_assert_int_eq(rc, 7);
+		ck_assert_int_eq(h.samples, 2);
+		ck_assert_int_eq(h.ends, 0);
+		ck_assert_int_eq(h.stops, 1);
+		ck_assert_int_eq(h.stay, 1); /* the words were the mapping's */
+		ck_assert_uint_eq(h.seen_start, 0x400000);
+		ck_assert_uint_ne(h.first_word, 0);
+		ck_assert_uint_eq(h.seen_word, h.first_word);
+	}
 	free(d.b);
 	free(f.b);
 }
@@ -571,7 +646,7 @@ START_TEST(t_live_stream_kernel_chain)
 				    0xffffffff81000020ull, 0xffffffff81000030ull };
 	rec_sample_chain(&d, 100, 300, 0x400100, 0x7ff000, 0xa0, chain, 4);
 	struct got g = { 0 };
-	struct su_reader_callbacks cb = { &g, on_process, on_maps, on_sample, on_end };
+	struct su_reader_callbacks cb = { &g, on_process, on_maps, on_sample, on_end, NULL };
 	struct su_perf_stream_callbacks const live = { 0 };
 	struct su_reader_stats st;
 	struct su_perf_stream *s;
@@ -599,6 +674,7 @@ static Suite *suite(void)
 	Suite *s = suite_create("perf-data");
 	TCase *tc = tcase_create("perf-data");
 	tcase_add_test(tc, t_typical);
+	tcase_add_test(tc, t_stop_before_free);
 	tcase_add_test(tc, t_round_order);
 	tcase_add_test(tc, t_not_perf_data);
 	tcase_add_test(tc, t_pipe_mode);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check-main.h"
 #include "cli/pipeline.h"
@@ -184,12 +185,68 @@ START_TEST(deltas_rebuilt)
 }
 END_TEST
 
+/* A read that stops early: samples whose words are the reader's (a
+ * perf.data mapping: su_sample.words_stay), added faster than the workers
+ * unwind them, then pipeline_abort() and the words freed at once, as the
+ * reader unmaps the file.  No worker reads them after (ASan: a use after
+ * free), nothing is emitted, and not every sample was unwound. */
+static uint64_t slow_seen;
+static size_t unwind_slow(void *arg, const struct su_sample *s, const struct su_frame **frames,
+			  enum su_unwind_end *end)
+{
+	(void)arg;
+	uint64_t sum = 0;
+	for (uint64_t i = 0; i < s->image->nwords; i++)
+		sum += s->image->words[i];
+	__atomic_add_fetch(&slow_seen, sum ? 1 : 0, __ATOMIC_RELAXED);
+	struct timespec const ts = { 0, 200000 };
+	nanosleep(&ts, NULL);
+	*frames = NULL;
+	*end = SU_END_OUTERMOST;
+	return 0;
+}
+
+START_TEST(abort_lets_go)
+{
+	enum { N = 4000, W = 64 };
+	uint64_t *words = malloc(N * W * sizeof(uint64_t));
+	ck_assert_ptr_nonnull(words);
+	for (size_t i = 0; i < N * W; i++)
+		words[i] = i + 1;
+	struct stackcap_image *imgs = calloc(N, sizeof(*imgs));
+	ck_assert_ptr_nonnull(imgs);
+	struct ctx ctxs[3] = { { 0 } };
+	void *wctx[2] = { &ctxs[1], &ctxs[2] };
+	struct text got = { 0 };
+	struct pipeline *p = pipeline_new(2, wctx, &ctxs[0], unwind_slow, format_made, emit_made, &got);
+	ck_assert_ptr_nonnull(p);
+	for (int i = 0; i < N; i++) {
+		imgs[i] = (struct stackcap_image){ .sp = 0x7ff000000000ull, .nwords = W, .words = words + (size_t)i * W,
+						   .capacity = W };
+		struct su_sample const s = { .time_ns = (uint64_t)i + 1, .pid = 1, .tid = 1, .process = &proc,
+					     .maps = &maps, .image = &imgs[i], .words_stay = 1 };
+		ck_assert_int_eq(pipeline_add(p, &s), 0);
+		if (i == 600)
+			break; /* the read stops here */
+	}
+	pipeline_abort(p);
+	free(words); /* the mapping goes */
+	uint64_t const seen = __atomic_load_n(&slow_seen, __ATOMIC_RELAXED);
+	pipeline_free(p);
+	ck_assert_uint_eq(__atomic_load_n(&slow_seen, __ATOMIC_RELAXED), seen);
+	ck_assert_msg(seen < 601, "all %llu samples were unwound: nothing was left to discard", (unsigned long long)seen);
+	free(imgs);
+	free(got.buf);
+}
+END_TEST
+
 static Suite *pipeline_suite(void)
 {
 	Suite *s = suite_create("pipeline");
 	TCase *tc = tcase_create("pipeline");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, deltas_rebuilt);
+	tcase_add_test(tc, abort_lets_go);
 	suite_add_tcase(s, tc);
 	return s;
 }
