@@ -92,6 +92,9 @@ struct pipeline {
 	void *emit_arg;
 	struct worker_arg direct_arg; /* the reader thread's context */
 	struct text direct;      /* no worker: samples go straight here */
+	uint64_t direct_n;       /* samples worked straight */
+	uint64_t start_after;    /* the workers start after this many */
+	int batching;            /* the workers started: samples go into batches */
 	unsigned n_workers;      /* threads running */
 	pthread_t *threads;
 	struct worker_arg *args;
@@ -399,9 +402,29 @@ static void submit(struct pipeline *p, struct batch *b)
 	pthread_mutex_unlock(&p->lock);
 }
 
+/* Start the workers (the samples worked straight emitted first).  A
+ * worker that cannot start leaves the others (or none: straight on). */
+static void start_workers(struct pipeline *p)
+{
+	if (p->direct.len)
+		emit(p, p->direct.buf, p->direct.len);
+	p->direct.len = 0;
+	p->direct.gen++;
+	for (unsigned i = 0; i < p->n_args; i++) {
+		if (pthread_create(&p->threads[i], NULL, worker_thread, &p->args[i]))
+			break;
+		p->n_workers = i + 1;
+	}
+	p->batching = p->n_workers > 0;
+	p->start_after = UINT64_MAX;
+}
+
 int pipeline_add(struct pipeline *p, const struct su_sample *s)
 {
-	if (!p->threads) {
+	if (!p->batching && p->direct_n >= p->start_after)
+		start_workers(p);
+	if (!p->batching) {
+		p->direct_n++;
 		/* The same work as a worker's, right here. */
 		work_sample(p, p->direct_arg.ctx, s, &p->direct);
 		if (p->direct.oom)
@@ -433,7 +456,7 @@ void pipeline_abort(struct pipeline *p)
 
 int pipeline_finish(struct pipeline *p)
 {
-	if (!p->threads) {
+	if (!p->batching) {
 		emit(p, p->direct.buf, p->direct.len);
 		p->direct.len = 0;
 		return p->direct.oom ? -ENOMEM : p->err;
@@ -455,7 +478,7 @@ int pipeline_finish(struct pipeline *p)
 	return p->err;
 }
 
-struct pipeline *pipeline_new(unsigned n_workers, void *const *worker_ctx, void *direct_ctx,
+struct pipeline *pipeline_new(unsigned n_workers, uint64_t start_after, void *const *worker_ctx, void *direct_ctx,
 			      pipeline_unwind_fn *unwind, pipeline_format_fn *format, pipeline_emit_fn *emit_fn,
 			      void *emit_arg)
 {
@@ -463,7 +486,8 @@ struct pipeline *pipeline_new(unsigned n_workers, void *const *worker_ctx, void 
 	if (!p)
 		return NULL;
 	*p = (struct pipeline){ .unwind = unwind, .format = format, .emit = emit_fn, .emit_arg = emit_arg,
-				.direct_arg = { p, direct_ctx, NULL, 0 }, .direct = { .gen = 1 } };
+				.direct_arg = { p, direct_ctx, NULL, 0 }, .direct = { .gen = 1 },
+				.start_after = UINT64_MAX };
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
 	if (!n_workers)
@@ -478,15 +502,16 @@ struct pipeline *pipeline_new(unsigned n_workers, void *const *worker_ctx, void 
 		errno = ENOMEM;
 		return NULL;
 	}
-	for (unsigned i = 0; i < n_workers; i++) {
+	for (unsigned i = 0; i < n_workers; i++)
 		p->args[i] = (struct worker_arg){ p, worker_ctx[i], NULL, 0 };
-		int const rc = pthread_create(&p->threads[i], NULL, worker_thread, &p->args[i]);
-		if (rc) {
+	p->start_after = start_after;
+	if (!start_after) {
+		start_workers(p);
+		if (!p->n_workers) {
 			pipeline_free(p);
-			errno = rc;
+			errno = EAGAIN;
 			return NULL;
 		}
-		p->n_workers = i + 1;
 	}
 	return p;
 }

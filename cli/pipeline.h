@@ -47,8 +47,11 @@ struct pipeline;
 
 /* A pipeline with N_WORKERS threads, worker I working with WORKER_CTX[I]
  * and the caller's thread with DIRECT_CTX (alone when N_WORKERS is 0).
- * NULL with errno set when out of memory or a thread cannot start. */
-struct pipeline *pipeline_new(unsigned n_workers, void *const *worker_ctx, void *direct_ctx,
+ * The workers start once START_AFTER samples were worked in the caller's
+ * thread alone: on a short trace, starting threads and warming their
+ * caches costs more than they give.  NULL with errno set when out of
+ * memory or (START_AFTER 0) no thread can start. */
+struct pipeline *pipeline_new(unsigned n_workers, uint64_t start_after, void *const *worker_ctx, void *direct_ctx,
 			      pipeline_unwind_fn *unwind, pipeline_format_fn *format, pipeline_emit_fn *emit,
 			      void *emit_arg);
 

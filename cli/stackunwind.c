@@ -624,6 +624,18 @@ static size_t unwind_sample(void *ctx, const struct su_sample *s, const struct s
 	return worker_unwind(w, s, end);
 }
 
+/* How many samples the reader thread works alone before the workers
+ * start: a short trace is done sooner without them (threads to start,
+ * their caches to fill).  STACKCAP_JOBS_AFTER=N sets it (the tests: 0,
+ * so that short traces exercise the workers). */
+static uint64_t jobs_after(void)
+{
+	const char *e = getenv("STACKCAP_JOBS_AFTER");
+	char *end;
+	unsigned long long const v = e && *e ? strtoull(e, &end, 10) : 0;
+	return e && *e && !*end ? (uint64_t)v : 2048;
+}
+
 /* The read stops early: the workers let go of the samples they hold. */
 static void on_stop(void *arg)
 {
@@ -674,7 +686,7 @@ static int cmd_stacks(const struct options *o)
 		wctx[i] = &ctx[i];
 	}
 	r.reader = &ctx[0];
-	if (!(r.pipeline = pipeline_new(nw, wctx + 1, r.reader, unwind_sample, format_sample_of, emit, &r))) {
+	if (!(r.pipeline = pipeline_new(nw, jobs_after(), wctx + 1, r.reader, unwind_sample, format_sample_of, emit, &r))) {
 		fprintf(stderr, PROG ": cannot start worker threads: %s\n", strerror(errno));
 		goto out;
 	}

@@ -24,9 +24,9 @@ same_j() {
 		"$SU" "$@" -j $j "$work/$tr.trace" >"$work/$name.j$j" 2>"$work/$name.j$j.err"
 		echo $? >"$work/$name.j$j.rc"
 	done
-	check "$tr: $*: exits 0 at -j 1, 2, 8 ($(cat "$work/$name.j1.rc") $(cat "$work/$name.j2.rc") $(cat "$work/$name.j8.rc"))" \
+	check "$tr: $*${JN:+ ($JN)}: exits 0 at -j 1, 2, 8 ($(cat "$work/$name.j1.rc") $(cat "$work/$name.j2.rc") $(cat "$work/$name.j8.rc"))" \
 		sh -c "[ \$(cat '$work/$name.j1.rc')\$(cat '$work/$name.j2.rc')\$(cat '$work/$name.j8.rc') = 000 ]"
-	check "$tr: $*: -j 2 and -j 8 byte-identical to -j 1 ($(wc -c <"$work/$name.j1") bytes)" \
+	check "$tr: $*${JN:+ ($JN)}: -j 2 and -j 8 byte-identical to -j 1 ($(wc -c <"$work/$name.j1") bytes)" \
 		sh -c "[ -s '$work/$name.j1' ] && cmp -s '$work/$name.j1' '$work/$name.j2' && cmp -s '$work/$name.j1' '$work/$name.j8'"
 }
 # delta TRACE: "SAMPLES DELTA": samples, and those with words of their
@@ -53,6 +53,13 @@ for s in $SAMPLERS; do
 	same_j "$tr-dwfl" "$tr" stacks --unwinder dwfl
 	same_j "$tr-bt2" "$tr" stacks --reader babeltrace2
 	same_j "$tr-slices" "$tr" stacks --time 0%-20%,25%-60%,70%-71%,80%-100%
+	# The workers started after 1000 samples the reader worked alone, and
+	# after the default 2048 (the trace is longer: the switch mid-trace).
+	STACKCAP_JOBS_AFTER=1000 JN="workers after 1000 samples"
+	same_j "$tr-after" "$tr" stacks
+	STACKCAP_JOBS_AFTER= JN="workers after the default 2048 samples"
+	same_j "$tr-default" "$tr" folded --per-thread
+	STACKCAP_JOBS_AFTER=0 JN=
 done
 
 # One thread, a deep stack: each sample some 30 KB of words, batches full

@@ -162,11 +162,18 @@ START_TEST(deltas_rebuilt)
 	struct text want = { 0 };
 	expected(&want);
 	ck_assert(!want.oom && want.len > 0);
-	for (unsigned workers = 0; workers <= 4; workers++) {
+	/* The workers from the start, or after some samples worked alone
+	 * (a delta whose previous image was worked alone is held whole), or
+	 * never (a trace shorter than that). */
+	static const uint64_t afters[] = { 0, 1, 777, SAMPLES + 1 };
+	for (unsigned k = 0; k < 4 * 5; k++) {
+		unsigned const workers = k / 4;
+		uint64_t const after = afters[k % 4];
 		struct ctx ctxs[5] = { { 0 } };
 		void *wctx[4] = { &ctxs[1], &ctxs[2], &ctxs[3], &ctxs[4] };
 		struct text got = { 0 };
-		struct pipeline *p = pipeline_new(workers, wctx, &ctxs[0], unwind_made, format_made, emit_made, &got);
+		struct pipeline *p = pipeline_new(workers, after, wctx, &ctxs[0], unwind_made, format_made, emit_made,
+						  &got);
 		ck_assert_ptr_nonnull(p);
 		for (int i = 0; i < SAMPLES; i++)
 			if (made[i].passed)
@@ -174,7 +181,8 @@ START_TEST(deltas_rebuilt)
 		ck_assert_int_eq(pipeline_finish(p), 0);
 		pipeline_free(p);
 		ck_assert_msg(got.len == want.len && memcmp(got.buf, want.buf, want.len) == 0,
-			      "%u workers: the images the unwinder saw differ from the reader's", workers);
+			      "%u workers after %llu samples: the images the unwinder saw differ from the reader's",
+			      workers, (unsigned long long)after);
 		free(got.buf);
 	}
 	free(want.buf);
@@ -218,7 +226,7 @@ START_TEST(abort_lets_go)
 	struct ctx ctxs[3] = { { 0 } };
 	void *wctx[2] = { &ctxs[1], &ctxs[2] };
 	struct text got = { 0 };
-	struct pipeline *p = pipeline_new(2, wctx, &ctxs[0], unwind_slow, format_made, emit_made, &got);
+	struct pipeline *p = pipeline_new(2, 0, wctx, &ctxs[0], unwind_slow, format_made, emit_made, &got);
 	ck_assert_ptr_nonnull(p);
 	for (int i = 0; i < N; i++) {
 		imgs[i] = (struct stackcap_image){ .sp = 0x7ff000000000ull, .nwords = W, .words = words + (size_t)i * W,
