@@ -23,6 +23,14 @@ int su_kallsyms_read(struct su_kernel **out);
  * another kernel is not used. */
 int su_kallsyms_read_cached(const char *dir, struct su_kernel **out);
 
+/* Whether K (from su_kallsyms_read_cached) is a kept copy that a lookup
+ * found damaged where it read (its blocks are checked where lookups read
+ * them; no name comes from a damaged part).  The lookups then went to
+ * /proc/kallsyms, read once, and a good copy was kept in place of the
+ * damaged one: 1; or /proc/kallsyms could not be read (those frames went
+ * unnamed) and the copy is deleted: 2; 0: not damaged.  *PATH: the copy. */
+int su_kallsyms_cache_damaged(const struct su_kernel *k, const char **path);
+
 /* The build-id of the running kernel (/sys/kernel/notes) into ID
  * (SU_BUILD_ID_MAX bytes).  @return its length, 0 when none was found. */
 size_t su_kernel_build_id(uint8_t *id);

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "trace/kallsyms.h"
 #include "trace/perf-data-internal.h"
 
 static void set_err(struct pr *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -447,6 +448,16 @@ int su_perf_data_read_fd(int fd, const char *name, const struct su_reader_opts *
 out:
 	if (!ended && cb->stop)
 		cb->stop(cb->arg);
+	/* Every lookup is done: was the kept copy of kallsyms damaged? */
+	const char *kpath = NULL;
+	int const damaged = su_kallsyms_cache_damaged(r.kernel, &kpath);
+	if (damaged == 1)
+		su_reader_warn(r.warn, "%s: the kept copy of this machine's kernel symbols (%s) is damaged where frames "
+			       "were looked up: they were named from /proc/kallsyms, and a good copy kept", name, kpath);
+	else if (damaged)
+		su_reader_warn(r.warn, "%s: kernel frames not named: the kept copy of this machine's kernel symbols (%s) is "
+			       "damaged where they were looked up, and /proc/kallsyms is not readable; the copy is deleted",
+			       name, kpath);
 	if (map != MAP_FAILED)
 		munmap(map, r.file_size);
 	perf_pr_free(&r);

@@ -129,6 +129,9 @@ void su_kernel_free(struct su_kernel *k)
 	free(k->syms);
 	if (k->map)
 		munmap(k->map, k->map_len);
+	free(k->block_state);
+	free(k->cache_path);
+	su_kernel_free(k->fallback);
 	free(k);
 }
 

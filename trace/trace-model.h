@@ -70,6 +70,20 @@ struct su_kernel {
 	size_t packed_text_len;
 	void *map;
 	size_t map_len;
+	/* The mapped copy is checked where lookups read it: this looks symbols
+	 * up then (set by trace/kallsyms-cache.c, which owns the fields
+	 * below: the body of symbols then names, its checks per block and
+	 * their states, 0 not yet, 1 good, 2 damaged, one more byte set when
+	 * any is damaged, and the copy's file), instead of the search below. */
+	int (*find_checked)(const struct su_kernel *k, uint64_t addr, struct su_ksym *out);
+	const uint8_t *body;
+	uint64_t body_len;
+	const uint64_t *block_check;
+	uint8_t *block_state;
+	size_t n_blocks;
+	char *cache_path;
+	struct su_kernel *fallback; /* /proc/kallsyms, read when a block was damaged */
+	int fallback_tried;
 };
 /* Free K, its symbols and names (NULL: no-op). */
 void su_kernel_free(struct su_kernel *k);
@@ -79,6 +93,8 @@ void su_kernel_free(struct su_kernel *k);
  * whose bounds or names do not hold covers nothing. */
 static inline int su_kernel_find(const struct su_kernel *k, uint64_t addr, struct su_ksym *out)
 {
+	if (k && k->find_checked)
+		return k->find_checked(k, addr, out);
 	size_t lo = 0, hi = k ? k->n : 0;
 	while (lo < hi) { /* the first symbol ending after addr */
 		size_t const mid = lo + (hi - lo) / 2;
