@@ -419,6 +419,12 @@ static void start_workers(struct pipeline *p)
 	p->start_after = UINT64_MAX;
 }
 
+void pipeline_start(struct pipeline *p)
+{
+	if (!p->batching && p->n_args)
+		start_workers(p);
+}
+
 int pipeline_add(struct pipeline *p, const struct su_sample *s)
 {
 	if (!p->batching && p->direct_n >= p->start_after)

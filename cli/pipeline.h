@@ -55,6 +55,9 @@ struct pipeline *pipeline_new(unsigned n_workers, uint64_t start_after, void *co
 			      pipeline_unwind_fn *unwind, pipeline_format_fn *format, pipeline_emit_fn *emit,
 			      void *emit_arg);
 
+/* Start the workers now (before START_AFTER samples). */
+void pipeline_start(struct pipeline *p);
+
 /* Add sample S (what it points to need only last this call).  @return 0
  * or -errno (out of memory, or formatting or emitting failed). */
 int pipeline_add(struct pipeline *p, const struct su_sample *s);

@@ -505,6 +505,8 @@ struct run {
 	uint64_t skipped;            /* samples outside --time +... */
 	uint64_t other_events;       /* samples not of --event */
 	uint64_t other_kind;         /* off-CPU (or CPU) samples the command leaves out */
+	uint64_t jobs_after;         /* -j N: samples before the workers may join (UINT64_MAX: joined) */
+	uint64_t added;              /* samples given to the pipeline */
 };
 
 /* Text of finished samples: to the output, into the folded counts or into
@@ -582,6 +584,32 @@ static int time_slices(struct options *o)
 	return 0;
 }
 
+/* How many samples the reader thread works alone before the workers may
+ * start: a short trace is done sooner without them (threads to start,
+ * each with its caches to fill: some 25 ms of CPU on a 48-frame chain).
+ * STACKCAP_JOBS_AFTER=N sets it (the tests: 0, so that short traces
+ * exercise the workers). */
+static uint64_t jobs_after(void)
+{
+	const char *e = getenv("STACKCAP_JOBS_AFTER");
+	char *end;
+	unsigned long long const v = e && *e ? strtoull(e, &end, 10) : 0;
+	return e && *e && !*end ? (uint64_t)v : 2048;
+}
+
+/* After jobs_after() samples: do the workers join?  When the part of the
+ * trace read so far says at least 4 times as many samples are left (or
+ * the reader does not say: they join). */
+static int workers_worth_it(const struct run *r)
+{
+	uint64_t const read = r->progress.bytes_read ? *r->progress.bytes_read : 0;
+	uint64_t const total = r->progress.bytes_total ? *r->progress.bytes_total : 0;
+	if (!r->jobs_after || !read || !total || read >= total)
+		return 1;
+	long double const left = (long double)r->added * (long double)(total - read) / (long double)read;
+	return left >= 4.0L * (long double)r->jobs_after;
+}
+
 static int on_sample(void *arg, const struct su_sample *s)
 {
 	struct run *r = arg;
@@ -612,6 +640,10 @@ static int on_sample(void *arg, const struct su_sample *s)
 			return 0;
 		}
 	}
+	if (++r->added >= r->jobs_after && workers_worth_it(r)) {
+		pipeline_start(r->pipeline);
+		r->jobs_after = UINT64_MAX;
+	}
 	return pipeline_add(r->pipeline, s);
 }
 
@@ -622,18 +654,6 @@ static size_t unwind_sample(void *ctx, const struct su_sample *s, const struct s
 	struct worker *w = ctx;
 	*frames = w->frames;
 	return worker_unwind(w, s, end);
-}
-
-/* How many samples the reader thread works alone before the workers
- * start: a short trace is done sooner without them (threads to start,
- * their caches to fill).  STACKCAP_JOBS_AFTER=N sets it (the tests: 0,
- * so that short traces exercise the workers). */
-static uint64_t jobs_after(void)
-{
-	const char *e = getenv("STACKCAP_JOBS_AFTER");
-	char *end;
-	unsigned long long const v = e && *e ? strtoull(e, &end, 10) : 0;
-	return e && *e && !*end ? (uint64_t)v : 2048;
 }
 
 /* The read stops early: the workers let go of the samples they hold. */
@@ -686,7 +706,9 @@ static int cmd_stacks(const struct options *o)
 		wctx[i] = &ctx[i];
 	}
 	r.reader = &ctx[0];
-	if (!(r.pipeline = pipeline_new(nw, jobs_after(), wctx + 1, r.reader, unwind_sample, format_sample_of, emit, &r))) {
+	r.jobs_after = nw ? jobs_after() : UINT64_MAX;
+	if (!(r.pipeline = pipeline_new(nw, r.jobs_after ? UINT64_MAX : 0, wctx + 1, r.reader, unwind_sample,
+					format_sample_of, emit, &r))) {
 		fprintf(stderr, PROG ": cannot start worker threads: %s\n", strerror(errno));
 		goto out;
 	}

@@ -237,6 +237,7 @@ void perf_run_data(struct pr *r)
 		const uint8_t *rec = base + pos;
 		uint32_t const type = su_ld32(rec);
 		uint16_t const size = su_ld16(rec + 6);
+		r->st->bytes_read = r->data_off + pos; /* how far: the progress line, stackunwind -j */
 		if (size < 8 || size > r->data_size - pos) {
 			r->malformed = 1;
 			su_reader_warn(r->warn, "%s: damaged record (type %u, size %u) at offset %" PRIu64
