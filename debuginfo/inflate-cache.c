@@ -75,10 +75,24 @@ static int copy_fd(int src, int dst)
 	return 0;
 }
 
-/* Write PATH: a copy of SRC with every compressed section inflated
- * (libelf lays the file out again; a debug file is never loaded, so its
- * section offsets are free to move).  Through a temporary file renamed
- * into place: a reader sees the whole copy or none. */
+/* Sections libdw loads (and inflates) when it opens a file, but that no
+ * lookup of ours reads: variable locations and macros.  Left out of the
+ * copy (SHT_NOBITS): python3.11-dbg's location lists are a quarter of its
+ * compressed debug data. */
+static int unread_section(const char *name)
+{
+	static const char *const names[] = { ".debug_loc", ".debug_loclists", ".debug_macro", ".debug_macinfo" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return 1;
+	return 0;
+}
+
+/* Write PATH: a copy of SRC with every compressed section inflated, but
+ * those unread_section() names, left out (libelf lays the file out again;
+ * a debug file is never loaded, so its section offsets are free to move).
+ * Through a temporary file renamed into place: a reader sees the whole
+ * copy or none. */
 static int write_copy(char *path, int src)
 {
 	if (su_cache_mkdirs(path, 0755) != 0)
@@ -95,11 +109,23 @@ static int write_copy(char *path, int src)
 	elf = elf_begin(fd, ELF_C_RDWR, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF)
 		goto fail;
+	size_t shstrndx;
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		goto fail;
 	Elf_Scn *scn = NULL;
 	while ((scn = elf_nextscn(elf, scn)) != NULL) {
 		GElf_Shdr sh;
-		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_COMPRESSED) && sh.sh_type != SHT_NOBITS &&
-		    elf_compress(scn, 0, 0) < 0)
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		const char *const name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && unread_section(name)) {
+			sh.sh_type = SHT_NOBITS;
+			sh.sh_flags &= ~(GElf_Xword)SHF_COMPRESSED;
+			if (!gelf_update_shdr(scn, &sh))
+				goto fail;
+			continue;
+		}
+		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
 			goto fail;
 	}
 	if (elf_update(elf, ELF_C_WRITE) < 0)

@@ -243,6 +243,10 @@ zstacks zc1
 copy=$(ls "$work/icache/debug/$rel"-*.debug 2>/dev/null | head -n 1)
 check "first run: an inflated copy by build-id, no compressed section left ($(compressed "$copy")), the same output as --no-cache" \
 	sh -c "[ -f '$copy' ] && [ $(compressed "$work/zdbg/.build-id/$rel.debug") -ge 3 ] && [ $(compressed "$copy") = 0 ] && cmp -s '$work/znc.out' '$work/zc1.out'"
+# What no lookup reads (variable locations) is left out of the copy.
+check "the copy leaves the location lists out (NOBITS)" \
+	sh -c "readelf -S -W '$work/zdbg/.build-id/$rel.debug' | grep -Eq '\.debug_loclists +PROGBITS' &&
+		readelf -S -W '$copy' | grep -Eq '\.debug_loclists +NOBITS'"
 ino=$(stat -c %i "$copy")
 zstacks zc2
 check "second run: reads the copy (not written again), the same output" \
