@@ -253,6 +253,14 @@ struct uw_kept_frame {
 	uint64_t ok_end;      /* highest end of a read inside the image (0: none) */
 	uint64_t fail_end;    /* lowest end of a read past the image's top (UINT64_MAX: none) */
 	uint32_t fp_after;    /* later frames reached through rbp */
+	/* Registers of this frame's state that the step from it read (its
+	 * CFA's; every one for a step we do not follow as closely: an
+	 * expression, a register copied to another, no CFI), and those it
+	 * passed on unchanged; then (made a suffix) NEED: the registers the
+	 * rest of the walk depends on.  A kept walk is met where these
+	 * match, whatever the others hold (perf.data's samples carry every
+	 * register, loop data included). */
+	uint32_t uses, keeps, need;
 };
 
 struct uw_kept_walk {
@@ -273,6 +281,7 @@ struct uw_kept_walk {
 };
 
 #define UW_KEPT_SLOTS 16
+#define UW_ALL_REGS ((1u << STACKCAP_NREGS) - 1)
 
 void uw_kept_free(struct uw_kept_walk *k);
 

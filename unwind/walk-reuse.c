@@ -39,16 +39,19 @@ static void word_span(uint64_t lo, uint64_t min, uint64_t end, uint64_t *a, uint
 	*e = end + ((8 - ((end - lo) & 7)) & 7);
 }
 
-static int regs_equal(const struct uw_regs *a, const struct uw_regs *b)
+/* The registers NEED of states A and B: the same known, undefined and
+ * unknown (and why), the same values. */
+static int regs_equal(const struct uw_regs *a, const struct uw_regs *b, uint32_t need)
 {
-	if (a->known != b->known || a->undef != b->undef || a->v[STACKCAP_REG_RIP] != b->v[STACKCAP_REG_RIP])
+	if (((a->known ^ b->known) & need) || ((a->undef ^ b->undef) & need) ||
+	    a->v[STACKCAP_REG_RIP] != b->v[STACKCAP_REG_RIP])
 		return 0;
-	for (uint32_t m = a->known; m; m &= m - 1) {
+	for (uint32_t m = a->known & need; m; m &= m - 1) {
 		unsigned const r = (unsigned)__builtin_ctz(m);
 		if (a->v[r] != b->v[r])
 			return 0;
 	}
-	uint32_t const why = ~(a->known | a->undef) & ((1u << STACKCAP_NREGS) - 1);
+	uint32_t const why = ~(a->known | a->undef) & need;
 	for (uint32_t m = why; m; m &= m - 1) {
 		unsigned const r = (unsigned)__builtin_ctz(m);
 		if (a->why[r] != b->why[r])
@@ -65,7 +68,7 @@ int uw_kept_matches(const struct uw_kept_walk *k, size_t j, const struct uw_regs
 		return 0;
 	if (k->n - j > max - n) /* the copied frames must fit as they did */
 		return 0;
-	if (k->frames[j].pc != pc || k->frames[j].activation != activation || !regs_equal(&k->kf[j].r, cur))
+	if (k->frames[j].pc != pc || k->frames[j].activation != activation || !regs_equal(&k->kf[j].r, cur, k->kf[j].need))
 		return 0;
 	uint64_t lo, hi;
 	image_bounds(sample, &lo, &hi);
@@ -102,6 +105,9 @@ static void make_suffixes(struct uw_kept_frame *kf, const struct su_frame *frame
 		if (o->fail_end < f->fail_end)
 			f->fail_end = o->fail_end;
 		f->fp_after = o->fp_after + (frames[i + 1].how == SU_FRAME_FP);
+		/* What the next frame's state needs of this one: its step's
+		 * inputs, and what it passed on; the pc and sp always. */
+		f->need = f->uses | (o->need & f->keeps) | 1u << STACKCAP_REG_RIP | 1u << STACKCAP_REG_RSP;
 	}
 }
 
@@ -172,6 +178,9 @@ int uw_kept_store(struct uw_kept_walk *k, const struct su_sample *sample, const 
 	/* The last frame's own reads are those of the step that ended the
 	 * walk; the suffixes run from it. */
 	(*kf)[n - 1].fp_after = 0;
+	/* The step that ended the walk: what it read, and the pc and sp it
+	 * made (its end: the pc undefined, 0, unreadable; no progress). */
+	(*kf)[n - 1].need = (*kf)[n - 1].uses | 1u << STACKCAP_REG_RIP | 1u << STACKCAP_REG_RSP;
 	make_suffixes(*kf, frames, n - 2);
 	/* The walk's states become the slot's; the slot's old array is the
 	 * next walk's (fast_unwind grows it if short). */

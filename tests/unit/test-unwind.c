@@ -960,6 +960,33 @@ START_TEST(test_forget_maps)
 }
 END_TEST
 
+/* Every register recorded (perf.data: policy ALL), one the walk never
+ * reads (r15: no CFA of the chain is computed from it) changed from one
+ * sample to the next: the kept walk is met all the same (it compares the
+ * registers the rest of the walk depends on), and gives the frames the
+ * plain walk finds (unwind_both). */
+START_TEST(test_kept_other_regs)
+{
+	capture_chain(MODE_PLAIN);
+	struct uw_sample s;
+	make(&s, STACKCAP_POLICY_ALL);
+	static struct result a, b;
+	unwind_both(&s.s, &a, MAXF);
+	ck_assert_uint_ge(a.n, 4);
+	struct su_unwind_stats st0, st1;
+	su_unwinder_get_stats(fast, &st0);
+	for (int i = 0; i < 8; i++) {
+		s.img.regs[STACKCAP_REG_R15] ^= 0x5a5a5a5a5a5aull + (uint64_t)i;
+		unwind_both(&s.s, &b, MAXF);
+		check_same(&a, &b, "r15 changed");
+	}
+	su_unwinder_get_stats(fast, &st1);
+	ck_assert_msg(st1.reused_frames - st0.reused_frames >= 8 * (a.n - 2), "%llu frames copied in 8 walks of %zu",
+		      (unsigned long long)(st1.reused_frames - st0.reused_frames), a.n);
+	uw_sample_free(&s);
+}
+END_TEST
+
 /* A thread whose stack keeps changing: its walks, never reused, are kept
  * ever more rarely (unwind.c's kept_due); when its stack settles, a walk
  * is kept again within 64 samples and the next ones are reused. */
@@ -1173,6 +1200,7 @@ static Suite *unwind_suite(void)
 	tcase_add_test(tc, test_forget_maps);
 	tcase_add_test(tc, test_kept_walk);
 	tcase_add_test(tc, test_kept_backoff);
+	tcase_add_test(tc, test_kept_other_regs);
 	tcase_add_test(tc, test_kept_walk_sequences);
 	tcase_add_test(tc, test_bad_args);
 	tcase_add_test(tc, test_runtime_splice_leftovers);
