@@ -208,6 +208,7 @@ static void derive(struct uw_rule *r)
 {
 	r->same_mask = r->undef_mask = 0;
 	r->nmoved = 0;
+	r->uses_mask = r->cfa_kind == UW_CFA_REG ? 1u << r->cfa_reg : UW_ALL_REGS;
 	for (unsigned reg = 0; reg < STACKCAP_NREGS; reg++) {
 		if (r->kind[reg] == UW_REG_SAME)
 			r->same_mask |= 1u << reg;
@@ -215,6 +216,8 @@ static void derive(struct uw_rule *r)
 			r->undef_mask |= 1u << reg;
 		else
 			r->moved[r->nmoved++] = (uint8_t)reg;
+		if (r->kind[reg] == UW_REG_IN_REG || r->kind[reg] == UW_REG_EXPR)
+			r->uses_mask = UW_ALL_REGS;
 	}
 }
 

@@ -173,6 +173,8 @@ enum uw_cfa_kind {
 	UW_CFA_BAD,        /* undefined or invalid */
 };
 
+#define UW_ALL_REGS ((1u << STACKCAP_NREGS) - 1)
+
 /* One row of the CFI table, resolved for x86-64: everything the register
  * transfer needs, without libdw. */
 struct uw_rule {
@@ -187,6 +189,9 @@ struct uw_rule {
 	uint32_t undef_mask;     /* registers UW_REG_UNDEF */
 	uint8_t nmoved;          /* registers with any other rule: */
 	uint8_t moved[STACKCAP_NREGS];
+	/* Registers the step reads (struct uw_kept_frame.uses): the CFA's,
+	 * or all of them with an expression or a register copied. */
+	uint32_t uses_mask;
 };
 
 /* An expression op, as libdw interned it (module addresses for DW_OP_addr). */
@@ -281,7 +286,6 @@ struct uw_kept_walk {
 };
 
 #define UW_KEPT_SLOTS 16
-#define UW_ALL_REGS ((1u << STACKCAP_NREGS) - 1)
 
 void uw_kept_free(struct uw_kept_walk *k);
 

@@ -730,14 +730,9 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 		kn->min_read = w.min_read;
 		kn->ok_end = w.ok_end;
 		kn->fail_end = w.fail_end;
-		kn->uses = UW_ALL_REGS;
-		kn->keeps = 0;
-		if (lk == UW_LOOKUP_RULE && rule->cfa_kind == UW_CFA_REG) {
-			kn->uses = 1u << rule->cfa_reg;
+		if (lk == UW_LOOKUP_RULE) { /* else all of them, as set above */
+			kn->uses = rule->uses_mask;
 			kn->keeps = rule->same_mask;
-			for (unsigned i = 0; i < rule->nmoved; i++)
-				if (rule->kind[rule->moved[i]] == UW_REG_IN_REG || rule->kind[rule->moved[i]] == UW_REG_EXPR)
-					kn->uses = UW_ALL_REGS;
 		}
 		any_signal |= signal;
 		if (rc != STEP_OK) {
