@@ -92,8 +92,6 @@ struct pipeline {
 	void *emit_arg;
 	struct worker_arg direct_arg; /* the reader thread's context */
 	struct text direct;      /* no worker: samples go straight here */
-	uint64_t direct_n;       /* samples worked straight */
-	uint64_t start_after;    /* the workers start after this many */
 	int batching;            /* the workers started: samples go into batches */
 	unsigned n_workers;      /* threads running */
 	pthread_t *threads;
@@ -207,8 +205,7 @@ static int batch_add(struct batch *b, const struct su_sample *s)
 		h->image = *s->image; /* a perf.data file's mapping: no copy */
 		h->image.kept = NULL;
 		h->image.capacity = s->image->nwords;
-		h->words_out = 1;
-		h->chain_words = s->image->nwords;
+		h->words_out = 1; /* never a delta's head: perf.data has no deltas */
 	} else if (s->image) {
 		h->words = image_put(b, &h->image, s->image, &oom);
 		h->chain_words = s->image->nwords; /* a head: deltas may follow */
@@ -402,35 +399,26 @@ static void submit(struct pipeline *p, struct batch *b)
 	pthread_mutex_unlock(&p->lock);
 }
 
-/* Start the workers (the samples worked straight emitted first).  A
- * worker that cannot start leaves the others (or none: straight on). */
-static void start_workers(struct pipeline *p)
+int pipeline_start(struct pipeline *p)
 {
+	if (p->batching || !p->n_args)
+		return 0;
+	/* The samples worked straight are emitted first. */
 	if (p->direct.len)
 		emit(p, p->direct.buf, p->direct.len);
 	p->direct.len = 0;
 	p->direct.gen++;
-	for (unsigned i = 0; i < p->n_args; i++) {
-		if (pthread_create(&p->threads[i], NULL, worker_thread, &p->args[i]))
-			break;
-		p->n_workers = i + 1;
-	}
+	int rc = 0;
+	for (unsigned i = 0; i < p->n_args && !rc; i++)
+		if (!(rc = pthread_create(&p->threads[i], NULL, worker_thread, &p->args[i])))
+			p->n_workers = i + 1;
 	p->batching = p->n_workers > 0;
-	p->start_after = UINT64_MAX;
-}
-
-void pipeline_start(struct pipeline *p)
-{
-	if (!p->batching && p->n_args)
-		start_workers(p);
+	return p->batching ? 0 : -rc;
 }
 
 int pipeline_add(struct pipeline *p, const struct su_sample *s)
 {
-	if (!p->batching && p->direct_n >= p->start_after)
-		start_workers(p);
 	if (!p->batching) {
-		p->direct_n++;
 		/* The same work as a worker's, right here. */
 		work_sample(p, p->direct_arg.ctx, s, &p->direct);
 		if (p->direct.oom)
@@ -484,7 +472,7 @@ int pipeline_finish(struct pipeline *p)
 	return p->err;
 }
 
-struct pipeline *pipeline_new(unsigned n_workers, uint64_t start_after, void *const *worker_ctx, void *direct_ctx,
+struct pipeline *pipeline_new(unsigned n_workers, void *const *worker_ctx, void *direct_ctx,
 			      pipeline_unwind_fn *unwind, pipeline_format_fn *format, pipeline_emit_fn *emit_fn,
 			      void *emit_arg)
 {
@@ -492,8 +480,7 @@ struct pipeline *pipeline_new(unsigned n_workers, uint64_t start_after, void *co
 	if (!p)
 		return NULL;
 	*p = (struct pipeline){ .unwind = unwind, .format = format, .emit = emit_fn, .emit_arg = emit_arg,
-				.direct_arg = { p, direct_ctx, NULL, 0 }, .direct = { .gen = 1 },
-				.start_after = UINT64_MAX };
+				.direct_arg = { p, direct_ctx, NULL, 0 }, .direct = { .gen = 1 } };
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
 	if (!n_workers)
@@ -510,15 +497,6 @@ struct pipeline *pipeline_new(unsigned n_workers, uint64_t start_after, void *co
 	}
 	for (unsigned i = 0; i < n_workers; i++)
 		p->args[i] = (struct worker_arg){ p, worker_ctx[i], NULL, 0 };
-	p->start_after = start_after;
-	if (!start_after) {
-		start_workers(p);
-		if (!p->n_workers) {
-			pipeline_free(p);
-			errno = EAGAIN;
-			return NULL;
-		}
-	}
 	return p;
 }
 

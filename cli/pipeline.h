@@ -45,18 +45,19 @@ typedef int pipeline_emit_fn(void *arg, const char *buf, size_t len);
 
 struct pipeline;
 
-/* A pipeline with N_WORKERS threads, worker I working with WORKER_CTX[I]
- * and the caller's thread with DIRECT_CTX (alone when N_WORKERS is 0).
- * The workers start once START_AFTER samples were worked in the caller's
- * thread alone: on a short trace, starting threads and warming their
- * caches costs more than they give.  NULL with errno set when out of
- * memory or (START_AFTER 0) no thread can start. */
-struct pipeline *pipeline_new(unsigned n_workers, uint64_t start_after, void *const *worker_ctx, void *direct_ctx,
+/* A pipeline for N_WORKERS threads, worker I working with WORKER_CTX[I]
+ * and the caller's thread with DIRECT_CTX.  The caller's thread works the
+ * samples alone until pipeline_start() (on a short trace, starting
+ * threads and warming their caches costs more than they give).  NULL with
+ * errno set when out of memory. */
+struct pipeline *pipeline_new(unsigned n_workers, void *const *worker_ctx, void *direct_ctx,
 			      pipeline_unwind_fn *unwind, pipeline_format_fn *format, pipeline_emit_fn *emit,
 			      void *emit_arg);
 
-/* Start the workers now (before START_AFTER samples). */
-void pipeline_start(struct pipeline *p);
+/* Start the workers (the samples worked so far emitted first): 0, or
+ * -errno when none could start (the caller's thread then goes on alone;
+ * with N_WORKERS 0: 0, nothing to start). */
+int pipeline_start(struct pipeline *p);
 
 /* Add sample S (what it points to need only last this call).  @return 0
  * or -errno (out of memory, or formatting or emitting failed). */

@@ -641,7 +641,7 @@ static int on_sample(void *arg, const struct su_sample *s)
 		}
 	}
 	if (++r->added >= r->jobs_after && workers_worth_it(r)) {
-		pipeline_start(r->pipeline);
+		(void)pipeline_start(r->pipeline); /* none started: this thread goes on alone */
 		r->jobs_after = UINT64_MAX;
 	}
 	return pipeline_add(r->pipeline, s);
@@ -707,9 +707,13 @@ static int cmd_stacks(const struct options *o)
 	}
 	r.reader = &ctx[0];
 	r.jobs_after = nw ? jobs_after() : UINT64_MAX;
-	if (!(r.pipeline = pipeline_new(nw, r.jobs_after ? UINT64_MAX : 0, wctx + 1, r.reader, unwind_sample,
-					format_sample_of, emit, &r))) {
+	if (!(r.pipeline = pipeline_new(nw, wctx + 1, r.reader, unwind_sample, format_sample_of, emit, &r))) {
 		fprintf(stderr, PROG ": cannot start worker threads: %s\n", strerror(errno));
+		goto out;
+	}
+	int const src = r.jobs_after ? 0 : pipeline_start(r.pipeline);
+	if (src) {
+		fprintf(stderr, PROG ": cannot start worker threads: %s\n", strerror(-src));
 		goto out;
 	}
 	struct su_reader_callbacks cb = { .arg = &r, .sample = on_sample, .end = on_end, .stop = on_stop };

@@ -172,12 +172,16 @@ START_TEST(deltas_rebuilt)
 		struct ctx ctxs[5] = { { 0 } };
 		void *wctx[4] = { &ctxs[1], &ctxs[2], &ctxs[3], &ctxs[4] };
 		struct text got = { 0 };
-		struct pipeline *p = pipeline_new(workers, after, wctx, &ctxs[0], unwind_made, format_made, emit_made,
-						  &got);
+		struct pipeline *p = pipeline_new(workers, wctx, &ctxs[0], unwind_made, format_made, emit_made, &got);
 		ck_assert_ptr_nonnull(p);
-		for (int i = 0; i < SAMPLES; i++)
-			if (made[i].passed)
-				ck_assert_int_eq(pipeline_add(p, &made[i].s), 0);
+		uint64_t added = 0;
+		for (int i = 0; i < SAMPLES; i++) {
+			if (!made[i].passed)
+				continue;
+			if (added++ == after)
+				ck_assert_int_eq(pipeline_start(p), 0);
+			ck_assert_int_eq(pipeline_add(p, &made[i].s), 0);
+		}
 		ck_assert_int_eq(pipeline_finish(p), 0);
 		pipeline_free(p);
 		ck_assert_msg(got.len == want.len && memcmp(got.buf, want.buf, want.len) == 0,
@@ -226,8 +230,9 @@ START_TEST(abort_lets_go)
 	struct ctx ctxs[3] = { { 0 } };
 	void *wctx[2] = { &ctxs[1], &ctxs[2] };
 	struct text got = { 0 };
-	struct pipeline *p = pipeline_new(2, 0, wctx, &ctxs[0], unwind_slow, format_made, emit_made, &got);
+	struct pipeline *p = pipeline_new(2, wctx, &ctxs[0], unwind_slow, format_made, emit_made, &got);
 	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(pipeline_start(p), 0);
 	for (int i = 0; i < N; i++) {
 		imgs[i] = (struct stackcap_image){ .sp = 0x7ff000000000ull, .nwords = W, .words = words + (size_t)i * W,
 						   .capacity = W };
