@@ -84,6 +84,13 @@ static size_t blocks_of(uint64_t body_len)
 	return (size_t)((body_len + BLOCK - 1) / BLOCK);
 }
 
+/* The bytes of block B of a body BODY_LEN long (the last one: the rest). */
+static size_t block_len(uint64_t body_len, size_t b)
+{
+	uint64_t const at = (uint64_t)b * BLOCK;
+	return (size_t)(body_len - at < BLOCK ? body_len - at : BLOCK);
+}
+
 /* Whether the body bytes [OFF, OFF + LEN) of K lie in good blocks: each
  * block checked the first time it is read (a damaged one marks K).
  * Workers share K: the states are atomic bytes (two checking one block
@@ -95,8 +102,7 @@ static int body_ok(const struct su_kernel *k, uint64_t off, uint64_t len)
 	for (size_t b = (size_t)(off / BLOCK); b <= (size_t)((off + len - 1) / BLOCK); b++) {
 		uint8_t st = __atomic_load_n(&k->block_state[b], __ATOMIC_RELAXED);
 		if (!st) {
-			uint64_t const at = (uint64_t)b * BLOCK, n = k->body_len - at < BLOCK ? k->body_len - at : BLOCK;
-			st = check_of(k->body + at, (size_t)n) == k->block_check[b] ? 1 : 2;
+			st = check_of(k->body + (uint64_t)b * BLOCK, block_len(k->body_len, b)) == k->block_check[b] ? 1 : 2;
 			__atomic_store_n(&k->block_state[b], st, __ATOMIC_RELAXED);
 			if (st == 2)
 				__atomic_store_n(&k->block_state[k->n_blocks], 1, __ATOMIC_RELAXED); /* damaged */
@@ -319,10 +325,8 @@ static void store(const char *path, const struct su_kernel *k)
 		at += ml;
 		memcpy(syms + i, &s, sizeof(s));
 	}
-	for (size_t i = 0; i < n_blocks; i++) {
-		uint64_t const from = (uint64_t)i * BLOCK;
-		table[i] = check_of(body + from, (size_t)(body_len - from < BLOCK ? body_len - from : BLOCK));
-	}
+	for (size_t i = 0; i < n_blocks; i++)
+		table[i] = check_of(body + (uint64_t)i * BLOCK, block_len(body_len, i));
 	h.check = head_check(&h, table);
 	memcpy(b, &h, sizeof(h));
 	(void)su_cache_file_write(path, b, size);
