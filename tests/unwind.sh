@@ -107,6 +107,20 @@ for t in single threads dlopen recurse recurse-capped nofp sigalt inline \
 	cmp -s "$work/$t.out" "$work/$t-dwfl.out" || diff "$work/$t.out" "$work/$t-dwfl.out" | head -n 40 | sed 's/^/# /'
 done
 
+# The leaf rule in both unwinders: a page fault on the first byte of the
+# reloaded plugin's _init (no CFI, no frame pointer yet) is sampled on
+# every run; the return address at rsp follows a call in call_init, and
+# elfutils' walk goes on from there as the fast unwinder does.
+record dlopen-pf -e page-faults -c 1 -- "$TD/tdata-dlopen" --reload 0.1
+stacks dlopen-pf -j 1
+stacks_of dlopen-pf-dwfl dlopen-pf -j 1 --unwinder dwfl
+nleaf=$(awk '/^\t/ && prev ~ / _init\+0x0 / && / call_init\+/ { n++ } { prev = $0 } END { print n + 0 }' "$work/dlopen-pf.out")
+check "leaf rule: page faults at the plugin's _init unwind on through call_init ($nleaf samples)" [ "$nleaf" -ge 1 ]
+check "leaf rule: dwfl and fast unwinders give identical output (page faults in dlopen)" \
+	cmp -s "$work/dlopen-pf.out" "$work/dlopen-pf-dwfl.out"
+cmp -s "$work/dlopen-pf.out" "$work/dlopen-pf-dwfl.out" ||
+	diff "$work/dlopen-pf.out" "$work/dlopen-pf-dwfl.out" | head -n 40 | sed 's/^/# /'
+
 # The babeltrace2 reader (the reference) gives the same output as ours.
 for t in threads sigalt; do
 	stacks_of "$t-bt2" "$t" -j 1 --reader babeltrace2

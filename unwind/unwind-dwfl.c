@@ -37,6 +37,10 @@ struct uw_dwfl_proc {
 	int prev_signal;               /* with a segment: the last frame was a signal frame */
 	uint32_t known_mask;           /* registers elfutils knows in the last frame */
 	uint64_t last_regs[STACKCAP_NREGS];
+	/* The leaf rule's second walk: begun at the caller of a no-CFI
+	 * frame 0, pc LEAF_RA and stack pointer LEAF_RSP. */
+	int leaf;
+	uint64_t leaf_ra, leaf_rsp;
 };
 
 /* ---- thread callbacks --------------------------------------------------------- */
@@ -75,14 +79,23 @@ static bool cb_set_initial_registers(Dwfl_Thread *thread, void *arg)
 {
 	struct uw_dwfl_proc *dp = arg;
 	const struct stackcap_image *img = dp->sample->image;
+	/* The leaf rule: the caller keeps the callee-saved registers (the
+	 * ABI), as unwind.c's leaf_step. */
+	uint32_t const leaf_keeps = 1u << STACKCAP_REG_RBX | 1u << STACKCAP_REG_RBP | 1u << STACKCAP_REG_R12 |
+				    1u << STACKCAP_REG_R13 | 1u << STACKCAP_REG_R14 | 1u << STACKCAP_REG_R15;
 	for (unsigned r = 0; r < STACKCAP_NREGS; r++) {
-		if (!uw_initial_reg_known(img, r))
+		if (!uw_initial_reg_known(img, r) || (dp->leaf && !(leaf_keeps >> r & 1)))
 			continue;
 		Dwarf_Word const v = img->regs[r];
 		if (!dwfl_thread_state_registers(thread, (int)r, 1, &v))
 			return false;
 	}
-	dwfl_thread_state_register_pc(thread, img->regs[STACKCAP_REG_RIP]);
+	if (dp->leaf) {
+		Dwarf_Word const sp = dp->leaf_rsp;
+		if (!dwfl_thread_state_registers(thread, STACKCAP_REG_RSP, 1, &sp))
+			return false;
+	}
+	dwfl_thread_state_register_pc(thread, dp->leaf ? dp->leaf_ra : img->regs[STACKCAP_REG_RIP]);
 	return true;
 }
 
@@ -403,7 +416,14 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 		return stop(dp, SU_END_OUTERMOST);
 
 	uint8_t how = i == 0 ? SU_FRAME_INITIAL : SU_FRAME_CFI;
-	if (i > 0 && act && dp->frames[i - 1].activation) {
+	if (dp->leaf && i == 1) {
+		/* The second walk's first frame: elfutils calls it the
+		 * initial frame, it is the leaf's caller.  (elfutils looks its
+		 * CFI up at the return address, not before it: the two differ
+		 * only where the call ends its function.) */
+		how = SU_FRAME_LEAF;
+		act = false;
+	} else if (i > 0 && act && dp->frames[i - 1].activation) {
 		/* Activation because the previous frame is a signal frame, or
 		 * because this one is?  Look at the previous frame's CFI where
 		 * elfutils looked it up. */
@@ -456,9 +476,29 @@ size_t uw_dwfl_unwind(struct su_unwinder *u, struct uw_proc *p, const struct su_
 	dp->have_end = 0;
 	dp->prev_rsp_known = 0;
 	dp->prev_signal = 0;
-	int const rc = dwfl_getthread_frames(dp->dwfl, sample->tid ? (pid_t)sample->tid : 1,
-					     frame_cb, dp);
+	pid_t const tid = sample->tid ? (pid_t)sample->tid : 1;
+	int rc = dwfl_getthread_frames(dp->dwfl, tid, frame_cb, dp);
+	struct row_info ri;
+	if (rc != 0 && !dp->have_end && dp->n == 1 && cfi_row_info(dp->dwfl, frames[0].pc, &ri) != 0) {
+		/* No CFI at the interrupted pc and no rbp chain: the leaf
+		 * rule, the fast unwinder's own (unwind.c's leaf_step), then
+		 * elfutils again from the caller. */
+		uint64_t const rsp = sample->image->regs[STACKCAP_REG_RSP];
+		uint64_t ra = 0;
+		if (!uw_initial_reg_known(sample->image, STACKCAP_REG_RSP) ||
+		    uw_stack_read(&dp->st, rsp, &ra) != UW_READ_OK || !uw_leaf_return(u, p, sample->maps, ra)) {
+			*end = SU_END_NO_CFI;
+			goto done;
+		}
+		dp->leaf = 1;
+		dp->leaf_ra = ra;
+		dp->leaf_rsp = rsp + 8;
+		dp->read_fail = dp->last_read = UW_READ_OK;
+		rc = dwfl_getthread_frames(dp->dwfl, tid, frame_cb, dp);
+		dp->leaf = 0;
+	}
 	*end = dp->have_end ? dp->end : guess_end(dp, rc);
+done:
 	dp->sample = NULL;
 	dp->frames = NULL;
 	return dp->n;

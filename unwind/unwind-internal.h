@@ -351,6 +351,10 @@ struct su_unwinder {
 };
 
 struct uw_proc *uw_proc_get(struct su_unwinder *u, const struct su_maps *maps);
+/* Can RA, the word at a no-CFI leaf's stack pointer, be its return
+ * address: does it follow a call instruction in a module's code?  The
+ * leaf rule of both unwinders (unwind.c's leaf_step). */
+int uw_leaf_return(struct su_unwinder *u, struct uw_proc *p, const struct su_maps *maps, uint64_t ra);
 
 /* unwind-dwfl.c */
 size_t uw_dwfl_unwind(struct su_unwinder *u, struct uw_proc *p, const struct su_sample *sample,

@@ -538,6 +538,13 @@ static int follows_call(struct su_module *m, uint64_t ra)
 	return 0;
 }
 
+int uw_leaf_return(struct su_unwinder *u, struct uw_proc *p, const struct su_maps *maps, uint64_t ra)
+{
+	int64_t const mi = ra ? su_maps_find(maps, ra - 1) : -1;
+	struct su_module *m = mi >= 0 ? uw_proc_module(u, p, (uint32_t)mi) : NULL;
+	return m && follows_call(m, ra - su_module_bias(m, &maps->entries[mi]));
+}
+
 /* No CFI and no rbp chain at the interrupted pc: code that ended its FDE
  * on purpose (glibc's clone3 and clone before the syscall: the child's
  * unwind info would be wrong) or hand-written stubs, all leaves: the
@@ -550,17 +557,19 @@ static int leaf_step(struct su_unwinder *u, struct uw_proc *p, const struct su_m
 	if (!(cur->known >> STACKCAP_REG_RSP & 1) ||
 	    walk_read(w, cur->v[STACKCAP_REG_RSP], &ra) != UW_READ_OK || ra == 0)
 		return SU_END_NO_CFI;
-	int64_t const mi = su_maps_find(maps, ra - 1);
-	struct su_module *m = mi >= 0 ? uw_proc_module(u, p, (uint32_t)mi) : NULL;
-	if (!m || !follows_call(m, ra - su_module_bias(m, &maps->entries[mi])))
+	if (!uw_leaf_return(u, p, maps, ra))
 		return SU_END_NO_CFI;
 	static const unsigned saved[] = { STACKCAP_REG_RBX, STACKCAP_REG_RBP, STACKCAP_REG_R12,
 					  STACKCAP_REG_R13, STACKCAP_REG_R14, STACKCAP_REG_R15 };
 	nx->known = 0;
 	nx->undef = (1u << STACKCAP_NREGS) - 1;
-	for (size_t i = 0; i < sizeof(saved) / sizeof(saved[0]); i++)
-		if (cur->known >> saved[i] & 1)
-			set_reg(nx, saved[i], cur->v[saved[i]]);
+	for (size_t i = 0; i < sizeof(saved) / sizeof(saved[0]); i++) {
+		unsigned const r = saved[i];
+		if (cur->known >> r & 1)
+			set_reg(nx, r, cur->v[r]);
+		else /* unknown for the same reason (the filter dropped it) */
+			unset_reg(nx, r, cur->undef >> r & 1 ? WHY_UNDEF : cur->why[r]);
+	}
 	set_reg(nx, STACKCAP_REG_RIP, ra);
 	set_reg(nx, STACKCAP_REG_RSP, cur->v[STACKCAP_REG_RSP] + 8);
 	return STEP_OK;
