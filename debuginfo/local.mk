@@ -15,4 +15,4 @@ noinst_LTLIBRARIES += debuginfo/libsudebuginfo-local.la
 debuginfo_libsudebuginfo_local_la_SOURCES = debuginfo/module.c debuginfo/module.h \
 	debuginfo/inflate-cache.c debuginfo/inflate-cache.h
 debuginfo_libsudebuginfo_local_la_CFLAGS = $(AM_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS) -DSU_DEBUGINFO_LOCAL_ONLY
-debuginfo_libsudebuginfo_local_la_LIBADD = $(LIBDW_LIBS) $(LIBELF_LIBS)
+debuginfo_libsudebuginfo_local_la_LIBADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DL_LIBS)

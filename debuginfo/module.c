@@ -1,4 +1,5 @@
 /* Modules by build-id: finding the right files, one private Dwfl each. */
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -97,6 +98,40 @@ static const char *base_name(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	return slash ? slash + 1 : path;
+}
+
+/* PATH's identity into H; a missing file is an identity too (none). */
+static uint64_t identity(uint64_t h, const char *path)
+{
+	struct stat st;
+	if (!path || stat(path, &st) != 0)
+		return su_fnv1a_add(h, 0);
+	uint64_t const who[] = { (uint64_t)st.st_dev, (uint64_t)st.st_ino, (uint64_t)st.st_size,
+				 (uint64_t)st.st_mtim.tv_sec, (uint64_t)st.st_mtim.tv_nsec };
+	return su_fnv1a_from(su_fnv1a_add(h, 1), who, sizeof(who));
+}
+
+int su_module_kept_path(struct su_module *m, const char *subdir, const char *magic, uint64_t salt, char *path,
+			size_t size)
+{
+	if (!m || !m->cache_dir || !*m->cache_dir || m->is_vdso || m->status != SU_MODULE_OK || !m->mod ||
+	    !m->build_id_len || !m->elf_path || m->elf_path[0] != '/')
+		return -1;
+	Dwarf_Addr bias;
+	(void)dwfl_module_getdwarf(m->mod, &bias);
+	uint64_t h = su_fnv1a_add(su_fnv1a(magic, 8), salt);
+	h = su_fnv1a_add(h, m->lookup_hash);
+	Dl_info self;
+	const char *const me = dladdr((void *)su_module_kept_path, &self) && self.dli_fname &&
+			       strchr(self.dli_fname, '/') ? self.dli_fname : "/proc/self/exe";
+	h = identity(h, me);
+	h = identity(h, m->elf_path);
+	h = identity(h, m->debug_path);
+	char hex[2 * SU_BUILD_ID_MAX + 1];
+	for (size_t i = 0; i < m->build_id_len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", m->build_id[i]);
+	return snprintf(path, size, "%s/%s/%s-%016llx", m->cache_dir, subdir, hex, (unsigned long long)h) <
+		       (int)size ? 0 : -1;
 }
 
 void su_build_id_rel(char *buf, const uint8_t *id, size_t len)

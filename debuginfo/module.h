@@ -125,6 +125,19 @@ uint64_t su_module_bias(const struct su_module *m, const struct su_map_entry *en
 
 const char *su_module_status_name(enum su_module_status status);
 
+/* Where answers about M are kept between runs (issue 20):
+ * CACHE_DIR/SUBDIR/BUILDID-KEY, KEY a hash of MAGIC (8 bytes), SALT, how
+ * files are looked up (lookup_hash) and the identity (device, inode,
+ * size, mtime) of M's binary, of the debug file libdw opened for it
+ * (found now: no unit is read) and of the program or plugin holding this
+ * code (another build may answer otherwise).  A build-id is easy to
+ * forge: a hostile file read once is named by its own identity, so it
+ * never stands in for the true one later.  @return 0, or -1 when nothing
+ * is kept for M (no cache directory, a vDSO, no build-id, a file named by
+ * no absolute path, PATH too short). */
+int su_module_kept_path(struct su_module *m, const char *subdir, const char *magic, uint64_t salt, char *path,
+			size_t size);
+
 /* "xx/rest" of a build-id, the layout of .build-id trees, in BUF
  * (2 * SU_BUILD_ID_MAX + 2 bytes). */
 void su_build_id_rel(char *buf, const uint8_t *id, size_t len);

@@ -1,5 +1,4 @@
 /* The symbolizer's answers kept between runs (addr-cache.h). */
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -8,8 +7,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <elfutils/libdwfl.h>
 
 #include "common/cache-file.h"
 #include "common/grow.h"
@@ -35,40 +32,10 @@ struct file_frame {
 	uint32_t line, column, decl_line, inlined;
 };
 
-/* PATH's identity into H; a missing file is an identity too (none). */
-static uint64_t identity(uint64_t h, const char *path)
-{
-	struct stat st;
-	if (!path || stat(path, &st) != 0)
-		return su_fnv1a_add(h, 0);
-	uint64_t const who[] = { (uint64_t)st.st_dev, (uint64_t)st.st_ino, (uint64_t)st.st_size,
-				 (uint64_t)st.st_mtim.tv_sec, (uint64_t)st.st_mtim.tv_nsec };
-	return su_fnv1a_from(su_fnv1a_add(h, 1), who, sizeof(who));
-}
-
 int su_addrcache_path(struct su_module *m, unsigned flags, char *path, size_t size)
 {
-	if (!m || !m->cache_dir || !*m->cache_dir || m->is_vdso || m->status != SU_MODULE_OK || !m->mod ||
-	    !m->build_id_len || !m->elf_path || m->elf_path[0] != '/')
-		return -1;
-	/* The debug file is part of what names the frames: find it now. */
-	Dwarf_Addr bias;
-	(void)dwfl_module_getdwarf(m->mod, &bias);
-	uint64_t h = su_fnv1a_add(su_fnv1a(MAGIC, 8), flags);
-	h = su_fnv1a_add(h, m->lookup_hash);
-	/* The symbolizer itself (stackunwind, or the babeltrace2 plugin):
-	 * another build may name frames otherwise. */
-	Dl_info self;
-	const char *const me = dladdr((void *)su_addrcache_path, &self) && self.dli_fname &&
-			       strchr(self.dli_fname, '/') ? self.dli_fname : "/proc/self/exe";
-	h = identity(h, me);
-	h = identity(h, m->elf_path);
-	h = identity(h, m->debug_path);
-	char hex[2 * SU_BUILD_ID_MAX + 1];
-	for (size_t i = 0; i < m->build_id_len; i++)
-		snprintf(hex + 2 * i, 3, "%02x", m->build_id[i]);
-	return snprintf(path, size, "%s/sym/%s-%016llx", m->cache_dir, hex, (unsigned long long)h) < (int)size ?
-		       0 : -1;
+	/* The debug file is part of what names the frames. */
+	return su_module_kept_path(m, "sym", MAGIC, flags, path, size);
 }
 
 /* The string at OFF of TEXT (LEN bytes, the last a NUL), NULL for NONE;

@@ -3,13 +3,9 @@
  * over the same binaries names its frames without reading their DWARF.
  *
  * A file is named by the module's build-id and a hash of everything its
- * answers depend on: the identity (device, inode, size, mtime) of the
- * binary and of the debug file libdw opened, how files were looked up
- * (su_module.lookup_hash), the symbolizer's flags and the symbolizer
- * itself (the identity of the program or plugin that holds this code: a
- * new build may name frames otherwise).  A build-id is easy
- * to forge: a hostile file read once is named by its own identity, so it
- * never stands in for the true one later.  A file is used only when it
+ * answers depend on (su_module_kept_path: the binary, the debug file, how
+ * they were looked up, the symbolizer's own build) and the symbolizer's
+ * flags.  A file is used only when it
  * is ours (owner, 0600, not a symlink) and parses whole; the directory is
  * 0700 (the answers name a program's functions and sources). */
 #ifndef STACKCAP_SYMBOLIZE_ADDR_CACHE_H

@@ -221,6 +221,8 @@ TESTS += tests/kernel-frames.sh
 EXTRA_DIST += tests/kernel-frames.sh
 TESTS += tests/addr-cache.sh
 EXTRA_DIST += tests/addr-cache.sh
+TESTS += tests/cfi-cache.sh
+EXTRA_DIST += tests/cfi-cache.sh
 TESTS += tests/off-cpu.sh
 EXTRA_DIST += tests/off-cpu.sh
 EXTRA_DIST += tests/plt-burn.c
@@ -491,7 +493,7 @@ TESTS += tests/unit/test-unwind
 # The same under ASan+UBSan, the unwinder and module cache built in.
 check_PROGRAMS += tests/unit/test-unwind-asan
 tests_unit_test_unwind_asan_SOURCES = $(UNWIND_TEST_SOURCES) \
-	unwind/unwind.c unwind/cfi-cache.c unwind/walk-reuse.c unwind/unwind-dwfl.c unwind/runtime-splice.c debuginfo/module.c debuginfo/inflate-cache.c debuginfo/debuginfod-load.c \
+	unwind/unwind.c unwind/cfi-cache.c unwind/cfi-file.c unwind/walk-reuse.c unwind/unwind-dwfl.c unwind/runtime-splice.c debuginfo/module.c debuginfo/inflate-cache.c debuginfo/debuginfod-load.c \
 	compress/stack-codec.c common/cache-file.c common/io.c
 tests_unit_test_unwind_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS) \
 	$(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1

@@ -105,25 +105,31 @@ struct uw_cache {
 	int cfi_tried[2];          /* 0: .eh_frame, 1: .debug_frame */
 	Dwarf_CFI *cfi[2];
 	Dwarf_Addr cfi_bias[2];
+	/* The module's kept file (cfi-file.c), or NULL; the answers it
+	 * gave: this run's others are written back at the end. */
+	char *kept_path;
+	uint32_t kept_answers;
 	int top_tried;             /* go_top read from the symbol table */
 	uint64_t go_top[3][2];     /* [start, end) of Go's outermost functions */
 	unsigned n_go_top;
 };
+
+static void kept_store(struct uw_cache *c);
 
 void uw_cache_free(void *cache)
 {
 	struct uw_cache *c = cache;
 	if (!c)
 		return;
+	if (c->kept_path && c->by_addr.used > c->kept_answers)
+		kept_store(c);
+	free(c->kept_path);
 	map_free(&c->by_addr);
 	map_free(&c->by_hash);
 	free(c->rules);
 	free(c->ops);
 	free(c);
 }
-
-/* Longest expression kept; longer ones (never seen in real CFI) are errors. */
-#define UW_EXPR_MAX 64
 
 /* Append NOPS ops; DW_OP_addr made a module address.  @return the
  * reference, or -1 (too long, no memory). */
@@ -366,10 +372,64 @@ static uint32_t fill(struct uw_cache *c, struct su_module *mod, uint64_t addr)
 	return RULE_NO_CFI;
 }
 
+/* ---- kept between runs ---------------------------------------------------- */
+
+/* The kept file's answers, rules and ops into the new cache C (nothing on
+ * failure: the file is written again at the end). */
+static void kept_load(struct uw_cache *c, struct su_module *mod)
+{
+	char path[4096];
+	if (uw_cfi_file_path(mod, path, sizeof(path)) != 0 || !(c->kept_path = strdup(path)))
+		return;
+	struct uw_cfi_file f;
+	if (uw_cfi_file_load(path, &f) != 0)
+		return;
+	if (f.nrules > UINT32_MAX / 2 || f.nops > UINT32_MAX / 2)
+		goto out;
+	c->rules = f.rules;
+	c->rules_cap = c->nrules = (uint32_t)f.nrules;
+	c->ops = f.ops;
+	c->ops_cap = c->nops = (uint32_t)f.nops;
+	f.rules = NULL;
+	f.ops = NULL;
+	for (uint32_t i = 0; i < c->nrules; i++) {
+		derive(&c->rules[i]);
+		uint64_t const h = rule_hash(c, &c->rules[i]);
+		if (map_get(&c->by_hash, h) == MAP_EMPTY && map_put(&c->by_hash, h, i) != 0)
+			break; /* no memory: later rows are not shared */
+	}
+	for (size_t i = 0; i < f.nent; i++)
+		if (map_put(&c->by_addr, f.addr[i], f.rule[i] == UW_CFI_FILE_NO_CFI ? RULE_NO_CFI : f.rule[i]) != 0)
+			break;
+	c->kept_answers = c->by_addr.used;
+out:
+	uw_cfi_file_free(&f);
+}
+
+/* Every answer of C, with its rules and ops, to its kept file. */
+static void kept_store(struct uw_cache *c)
+{
+	struct uw_cfi_file f = { .nent = 0, .rules = c->rules, .nrules = c->nrules, .ops = c->ops,
+				 .nops = c->nops };
+	f.addr = malloc((c->by_addr.used + 1) * sizeof(*f.addr));
+	f.rule = malloc((c->by_addr.used + 1) * sizeof(*f.rule));
+	for (size_t i = 0; f.addr && f.rule && c->by_addr.keys && i < ((size_t)1 << c->by_addr.bits); i++) {
+		uint32_t const v = c->by_addr.vals[i];
+		if (v == MAP_EMPTY)
+			continue;
+		f.addr[f.nent] = c->by_addr.keys[i];
+		f.rule[f.nent++] = v == RULE_NO_CFI ? UW_CFI_FILE_NO_CFI : v;
+	}
+	if (f.addr && f.rule)
+		(void)uw_cfi_file_store(c->kept_path, &f);
+	free(f.addr);
+	free(f.rule);
+}
+
 static struct uw_cache *cache_of(struct su_module *mod)
 {
-	if (!mod->unwind_cache)
-		mod->unwind_cache = calloc(1, sizeof(struct uw_cache));
+	if (!mod->unwind_cache && (mod->unwind_cache = calloc(1, sizeof(struct uw_cache))))
+		kept_load(mod->unwind_cache, mod);
 	return mod->unwind_cache;
 }
 

@@ -7,6 +7,7 @@ unwind_libsuunwind_la_SOURCES = \
 	unwind/unwind-internal.h \
 	unwind/unwind.c \
 	unwind/cfi-cache.c \
+	unwind/cfi-file.c \
 	unwind/walk-reuse.c \
 	unwind/unwind-dwfl.c \
 	unwind/runtime-splice.c

@@ -226,8 +226,35 @@ enum uw_lookup uw_rule_lookup(struct su_module *mod, uint64_t addr, const struct
  * rt0_go)?  The symbol table is read once per module. */
 int uw_go_topframe(struct su_module *mod, uint64_t addr);
 
-/* Finalizer for su_module.unwind_cache. */
+/* Finalizer for su_module.unwind_cache: writes the module's rules to its
+ * kept file (cfi-file.c) when this run found rows the file did not have. */
 void uw_cache_free(void *cache);
+
+/* Longest expression kept; longer ones (never seen in real CFI) are errors. */
+#define UW_EXPR_MAX 64
+
+/* ---- a module's rules kept between runs (cfi-file.c) ----------------------- */
+
+#define UW_CFI_FILE_NO_CFI UINT32_MAX /* an address no CFI covers */
+
+struct uw_cfi_file {
+	uint64_t *addr;            /* looked-up module addresses ... */
+	uint32_t *rule;            /* ... and their rule index (or NO_CFI) */
+	size_t nent;
+	struct uw_rule *rules;     /* as translated; masks not derived on load */
+	size_t nrules;
+	struct uw_op *ops;
+	size_t nops;
+};
+
+/* The kept file of M's rules, into PATH.  @return 0, -1 (none is kept). */
+int uw_cfi_file_path(struct su_module *m, char *path, size_t size);
+/* Read PATH into OUT (malloc'ed: uw_cfi_file_free).  @return 0, or -1
+ * when missing, not ours or damaged (OUT empty). */
+int uw_cfi_file_load(const char *path, struct uw_cfi_file *out);
+void uw_cfi_file_free(struct uw_cfi_file *f);
+/* Write F to PATH (whole, or not at all).  @return 0, -1. */
+int uw_cfi_file_store(const char *path, const struct uw_cfi_file *f);
 
 /* ---- the fast unwinder's register state ------------------------------------ */
 
