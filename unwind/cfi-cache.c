@@ -133,10 +133,8 @@ void uw_cache_free(void *cache)
 
 /* Append NOPS ops; DW_OP_addr made a module address.  @return the
  * reference, or -1 (too long, no memory). */
-static int64_t add_expr(struct uw_cache *c, const Dwarf_Op *ops, size_t nops, Dwarf_Addr cfi_bias)
+static int ops_reserve(struct uw_cache *c, size_t nops)
 {
-	if (nops == 0 || nops > UW_EXPR_MAX)
-		return -1;
 	if (c->nops + nops > c->ops_cap) {
 		uint32_t cap = c->ops_cap ? c->ops_cap : 64;
 		while (cap < c->nops + nops)
@@ -148,6 +146,13 @@ static int64_t add_expr(struct uw_cache *c, const Dwarf_Op *ops, size_t nops, Dw
 		c->ops_cap = cap;
 		c->moves++;
 	}
+	return 0;
+}
+
+static int64_t add_expr(struct uw_cache *c, const Dwarf_Op *ops, size_t nops, Dwarf_Addr cfi_bias)
+{
+	if (nops == 0 || nops > UW_EXPR_MAX || ops_reserve(c, nops) != 0)
+		return -1;
 	uint32_t const first = c->nops;
 	for (size_t i = 0; i < nops; i++) {
 		struct uw_op *o = &c->ops[c->nops++];
@@ -324,6 +329,38 @@ static int rule_equal(const struct uw_cache *c, const struct uw_rule *a, const s
 	return 1;
 }
 
+/* Room for one more rule.  @return 0, -1. */
+static int rules_reserve(struct uw_cache *c)
+{
+	if (c->nrules < c->rules_cap)
+		return 0;
+	uint32_t const cap = c->rules_cap ? c->rules_cap * 2 : 64;
+	struct uw_rule *n = cap < RULE_NO_CFI ? realloc(c->rules, sizeof(*n) * cap) : NULL;
+	if (!n)
+		return -1;
+	c->rules = n;
+	c->rules_cap = cap;
+	c->moves++;
+	return 0;
+}
+
+/* The rule just made at c->rules[c->nrules] (its expressions from op
+ * NOPS on): kept, or the equal one kept before (the copy dropped).
+ * @return its index, or MAP_EMPTY (no memory). */
+static uint32_t keep_rule(struct uw_cache *c, uint32_t nops)
+{
+	struct uw_rule *r = &c->rules[c->nrules];
+	uint64_t const h = rule_hash(c, r);
+	uint32_t const idx = map_get(&c->by_hash, h);
+	if (idx != MAP_EMPTY && rule_equal(c, &c->rules[idx], r)) {
+		c->nops = nops; /* drop the copy's expressions */
+		return idx;
+	}
+	if (idx == MAP_EMPTY && map_put(&c->by_hash, h, c->nrules) != 0)
+		return MAP_EMPTY;
+	return c->nrules++;
+}
+
 /* Find and translate the row for ADDR: eh_frame first, then debug_frame,
  * as elfutils does.  Rows are shared by content: a row's start address
  * cannot name it (after DW_CFA_restore_state libdw reports the start of
@@ -344,30 +381,14 @@ static uint32_t fill(struct uw_cache *c, struct su_module *mod, uint64_t addr)
 		Dwarf_Frame *fr = NULL;
 		if (dwarf_cfi_addrframe(c->cfi[k], addr - c->cfi_bias[k], &fr) != 0)
 			continue;
-		if (c->nrules == c->rules_cap) {
-			uint32_t const cap = c->rules_cap ? c->rules_cap * 2 : 64;
-			struct uw_rule *n = cap < RULE_NO_CFI ? realloc(c->rules, sizeof(*n) * cap) : NULL;
-			if (!n) {
-				free(fr);
-				return MAP_EMPTY;
-			}
-			c->rules = n;
-			c->rules_cap = cap;
-			c->moves++;
+		if (rules_reserve(c) != 0) {
+			free(fr);
+			return MAP_EMPTY;
 		}
 		uint32_t const nops = c->nops;
-		struct uw_rule *r = &c->rules[c->nrules];
-		translate(c, fr, c->cfi_bias[k], r);
+		translate(c, fr, c->cfi_bias[k], &c->rules[c->nrules]);
 		free(fr);
-		uint64_t const h = rule_hash(c, r);
-		uint32_t const idx = map_get(&c->by_hash, h);
-		if (idx != MAP_EMPTY && rule_equal(c, &c->rules[idx], r)) {
-			c->nops = nops; /* drop the copy's expressions */
-			return idx;
-		}
-		if (idx == MAP_EMPTY && map_put(&c->by_hash, h, c->nrules) != 0)
-			return MAP_EMPTY;
-		return c->nrules++;
+		return keep_rule(c, nops);
 	}
 	return RULE_NO_CFI;
 }
@@ -406,11 +427,65 @@ out:
 	uw_cfi_file_free(&f);
 }
 
+/* Rule I of file F as one of C's (its expressions copied), kept once:
+ * REMAP[I] remembers.  @return its index in C, or MAP_EMPTY. */
+static uint32_t merge_rule(struct uw_cache *c, const struct uw_cfi_file *f, uint32_t i, uint32_t *remap)
+{
+	if (remap[i] != MAP_EMPTY)
+		return remap[i];
+	if (rules_reserve(c) != 0)
+		return MAP_EMPTY;
+	uint32_t const nops = c->nops;
+	struct uw_rule *r = &c->rules[c->nrules];
+	*r = f->rules[i];
+	for (int reg = -1; reg < STACKCAP_NREGS; reg++) {
+		int64_t *const arg = reg < 0 ? &r->cfa_arg : &r->arg[reg];
+		if (!is_expr(r, reg))
+			continue;
+		uint32_t const first = UW_EXPR_FIRST(*arg), n = UW_EXPR_COUNT(*arg);
+		if (ops_reserve(c, n) != 0) {
+			c->nops = nops;
+			return MAP_EMPTY;
+		}
+		r = &c->rules[c->nrules]; /* (ops_reserve does not move rules) */
+		memcpy(&c->ops[c->nops], &f->ops[first], n * sizeof(*c->ops));
+		*arg = UW_EXPR_REF(c->nops, n);
+		c->nops += n;
+	}
+	derive(r);
+	return remap[i] = keep_rule(c, nops);
+}
+
+/* The answers another run or thread wrote to C's file meanwhile, taken
+ * into C (so workers of -j N, each with its own modules, add up). */
+static void kept_merge(struct uw_cache *c)
+{
+	struct uw_cfi_file f;
+	if (uw_cfi_file_load(c->kept_path, &f) != 0)
+		return;
+	uint32_t *remap = malloc((f.nrules + 1) * sizeof(*remap));
+	for (size_t i = 0; remap && i < f.nrules; i++)
+		remap[i] = MAP_EMPTY;
+	for (size_t i = 0; remap && i < f.nent; i++) {
+		if (map_get(&c->by_addr, f.addr[i]) != MAP_EMPTY)
+			continue;
+		uint32_t const v = f.rule[i] == UW_CFI_FILE_NO_CFI ? RULE_NO_CFI : merge_rule(c, &f, f.rule[i], remap);
+		if (v == MAP_EMPTY || map_put(&c->by_addr, f.addr[i], v) != 0)
+			break;
+	}
+	free(remap);
+	uw_cfi_file_free(&f);
+}
+
 /* Every answer of C, with its rules and ops, to its kept file. */
 static void kept_store(struct uw_cache *c)
 {
-	struct uw_cfi_file f = { .nent = 0, .rules = c->rules, .nrules = c->nrules, .ops = c->ops,
-				 .nops = c->nops };
+	kept_merge(c);
+	struct uw_cfi_file f = { .nent = 0 };
+	f.rules = c->rules;
+	f.nrules = c->nrules;
+	f.ops = c->ops;
+	f.nops = c->nops;
 	f.addr = malloc((c->by_addr.used + 1) * sizeof(*f.addr));
 	f.rule = malloc((c->by_addr.used + 1) * sizeof(*f.rule));
 	for (size_t i = 0; f.addr && f.rule && c->by_addr.keys && i < ((size_t)1 << c->by_addr.bits); i++) {

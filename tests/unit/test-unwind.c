@@ -1132,6 +1132,56 @@ START_TEST(test_kept_walk_sequences)
 }
 END_TEST
 
+/* Rules kept between runs (cfi-file.c): two module caches over the same
+ * files (two runs, or two workers of -j 2) each unwind a sample the other
+ * never saw and write the module's file at their end, the second while
+ * the first's answers are already there: it adds them to its own, so a
+ * third run reads every rule of both samples from the file (no row asked
+ * of libdw), and unwinds them as before. */
+START_TEST(test_kept_rules)
+{
+	char dir[] = "/tmp/uwt-cfi-XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	struct su_debuginfo_opts o = { .no_debuginfod = 1, .no_system_dirs = 1, .inflate_cache_dir = dir };
+	struct uw_sample s1, s2;
+	capture_chain(MODE_EXPR); /* rules with expressions, merged by the second */
+	make(&s1, STACKCAP_POLICY_F2);
+	capture_chain(MODE_FP);
+	make(&s2, STACKCAP_POLICY_F2);
+	static struct result r1, r2, k1, k2;
+	run(plain, &s1.s, &r1, MAXF);
+	run(plain, &s2.s, &r2, MAXF);
+	ck_assert_uint_ge(r2.n, 6);
+	struct su_modcache *ma = su_modcache_new(&o), *mb = su_modcache_new(&o);
+	struct su_unwinder *a = su_unwinder_new(SU_UNWINDER_FAST, ma), *b = su_unwinder_new(SU_UNWINDER_FAST, mb);
+	ck_assert(a && b);
+	run(a, &s1.s, &k1, MAXF);
+	run(b, &s2.s, &k2, MAXF); /* b's modules found no file */
+	su_unwinder_free(a);
+	su_modcache_free(ma);   /* writes s1's rules */
+	su_unwinder_free(b);
+	su_modcache_free(mb);   /* s2's, with s1's found there */
+	struct su_modcache *mc3 = su_modcache_new(&o);
+	struct su_unwinder *c = su_unwinder_new(SU_UNWINDER_FAST, mc3);
+	ck_assert_ptr_nonnull(c);
+	run(c, &s1.s, &k1, MAXF);
+	run(c, &s2.s, &k2, MAXF);
+	check_same(&r1, &k1, "sample 1 from kept rules");
+	check_same(&r2, &k2, "sample 2 from kept rules");
+	struct su_unwind_stats st;
+	su_unwinder_get_stats(c, &st);
+	ck_assert_msg(st.rule_misses == 0, "%llu rows asked of libdw with every rule kept",
+		      (unsigned long long)st.rule_misses);
+	su_unwinder_free(c);
+	su_modcache_free(mc3);
+	uw_sample_free(&s1);
+	uw_sample_free(&s2);
+	char cmd[64];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 START_TEST(test_bad_args)
 {
 	static struct result r;
@@ -1209,6 +1259,7 @@ static Suite *unwind_suite(void)
 	tcase_add_test(tc, test_kept_walk_sequences);
 	tcase_add_test(tc, test_bad_args);
 	tcase_add_test(tc, test_runtime_splice_leftovers);
+	tcase_add_test(tc, test_kept_rules);
 	suite_add_tcase(s, tc);
 	return s;
 }
