@@ -1099,11 +1099,29 @@ static void kept_sequence(enum stackcap_policy pol)
 	make(&s, pol);
 	ck_assert_uint_le(s.img.nwords, MAXW);
 	static uint64_t words[NV][MAXW], regs[NV][STACKCAP_NREGS];
+	/* Words the walk reads (return addresses, saved frame pointers:
+	 * code or stack addresses) anywhere, beside the first 96 words
+	 * (mostly uwt_c's locals): walks of other depths, met lower or
+	 * higher than they were kept. */
+	static struct result full;
+	run(plain, &s.s, &full, MAXF);
+	static uint64_t read_at[MAXW];
+	size_t nread = 0;
+	for (uint64_t i = 0; i < s.img.nwords; i++) {
+		uint64_t const w = s.img.words[i];
+		int hit = w >= s.img.sp && w < s.img.sp + 8 * s.img.nwords;
+		for (size_t f = 0; f < full.n && !hit; f++)
+			hit = w == full.f[f].pc;
+		if (hit)
+			read_at[nread++] = i;
+	}
+	ck_assert_uint_ge(nread, 4);
 	for (int v = 0; v < NV; v++) {
 		memcpy(words[v], s.img.words, s.img.nwords * 8);
 		memcpy(regs[v], s.img.regs, sizeof(regs[v]));
 		for (int c = 0; v && c < 1 + v % 3; c++) {
-			uint64_t const i = rnd() % (s.img.nwords < 96 ? s.img.nwords : 96);
+			uint64_t const i = rnd() % 2 ? read_at[rnd() % nread]
+						     : rnd() % (s.img.nwords < 96 ? s.img.nwords : 96);
 			uint64_t const w = words[v][i];
 			switch (rnd() % 4) {
 			case 0: words[v][i] = 0; break;
