@@ -43,7 +43,7 @@ bench_sigfloor_CFLAGS = $(AM_CFLAGS) -O2
 noinst_PROGRAMS += bench/read
 bench_read_SOURCES = bench/read.c
 bench_read_CFLAGS = $(AM_CFLAGS) -O2
-bench_read_LDADD = trace/libsutrace.la
+bench_read_LDADD = trace/libsutrace.la trace/libsubt2lazy.la
 
 bench: all
 	bench/codec

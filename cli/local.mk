@@ -1,7 +1,7 @@
 # cli/: the command-line front ends.
 bin_PROGRAMS += cli/stackcap
 cli_stackcap_SOURCES = cli/stackcap.c cli/convert.c cli/convert.h cli/warn.c cli/warn.h
-cli_stackcap_LDADD = record/librecord.la trace/libsutrace.la compress/libstackcodec.la
+cli_stackcap_LDADD = record/librecord.la trace/libsutrace.la trace/libsubt2lazy.la compress/libstackcodec.la
 cli_stackcap_CPPFLAGS = $(AM_CPPFLAGS) -DSTACKCAP_LIBDIR='"$(libdir)"'
 
 # pprof's profile.proto (Debian's golang-github-google-pprof-dev, never
@@ -27,5 +27,5 @@ cli_stackunwind_SOURCES = cli/stackunwind.c cli/stackunwind.h cli/pipeline.c cli
 	cli/warn.c cli/warn.h
 cli_stackunwind_CFLAGS = $(AM_CFLAGS) $(LIBDW_CFLAGS) $(PROTOBUF_C_CFLAGS) $(ZLIB_CFLAGS) -pthread
 cli_stackunwind_LDFLAGS = -pthread
-cli_stackunwind_LDADD = export/libsuexport.la trace/libsutrace.la symbolize/libsusymbolize.la unwind/libsuunwind.la \
+cli_stackunwind_LDADD = export/libsuexport.la trace/libsutrace.la trace/libsubt2lazy.la symbolize/libsusymbolize.la unwind/libsuunwind.la \
 	debuginfo/libsudebuginfo.la compress/libstackcodec.la cli/libpprofproto.la $(ZLIB_LIBS) -lm

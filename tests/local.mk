@@ -29,7 +29,7 @@ TESTS += tests/unit/test-ctf-writer
 check_PROGRAMS += tests/unit/test-trace-sources
 tests_unit_test_trace_sources_SOURCES = tests/unit/test-trace-sources.c tests/unit/check-main.h
 tests_unit_test_trace_sources_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(ZSTD_CFLAGS)
-tests_unit_test_trace_sources_LDADD = trace/libsutrace.la capture/libctfwriter.la $(ZSTD_LIBS) $(CHECK_LIBS)
+tests_unit_test_trace_sources_LDADD = trace/libsutrace.la trace/libsubt2lazy.la capture/libctfwriter.la $(ZSTD_LIBS) $(CHECK_LIBS)
 TESTS += tests/unit/test-trace-sources
 
 # The perf.data reader (trace/perf-data.h) on images built by the test:
@@ -37,14 +37,14 @@ TESTS += tests/unit/test-trace-sources
 check_PROGRAMS += tests/unit/test-perf-data
 tests_unit_test_perf_data_SOURCES = tests/unit/test-perf-data.c tests/unit/check-main.h
 tests_unit_test_perf_data_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-tests_unit_test_perf_data_LDADD = trace/libsutrace.la $(CHECK_LIBS)
+tests_unit_test_perf_data_LDADD = trace/libsutrace.la trace/libsubt2lazy.la $(CHECK_LIBS)
 TESTS += tests/unit/test-perf-data
 
 # Where the stack of an sp ends, from the mappings MMAP records announce.
 check_PROGRAMS += tests/unit/test-mem-ranges
 tests_unit_test_mem_ranges_SOURCES = tests/unit/test-mem-ranges.c tests/unit/check-main.h
 tests_unit_test_mem_ranges_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-tests_unit_test_mem_ranges_LDADD = trace/libsutrace.la $(CHECK_LIBS)
+tests_unit_test_mem_ranges_LDADD = trace/libsutrace.la trace/libsubt2lazy.la $(CHECK_LIBS)
 TESTS += tests/unit/test-mem-ranges
 
 # The same codec tests under ASan+UBSan, as part of every `make check`.
@@ -121,14 +121,14 @@ TESTS += tests/fuzz/replay-decode tests/fuzz/replay-roundtrip
 check_PROGRAMS += tests/fuzz/replay-native-source
 tests_fuzz_replay_native_source_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-native-source.c tests/fuzz/fuzz-reader.h
 tests_fuzz_replay_native_source_CPPFLAGS = $(AM_CPPFLAGS) -DDEFAULT_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/native-source"'
-tests_fuzz_replay_native_source_LDADD = trace/libsutrace.la
+tests_fuzz_replay_native_source_LDADD = trace/libsutrace.la trace/libsubt2lazy.la
 TESTS += tests/fuzz/replay-native-source
 # The perf.data reader (trace/perf-data.c) on arbitrary files.
 check_PROGRAMS += tests/fuzz/replay-perf-data
 tests_fuzz_replay_perf_data_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-perf-data.c tests/fuzz/fuzz-reader.h \
 	tests/fuzz/fuzz-kallsyms.c
 tests_fuzz_replay_perf_data_CPPFLAGS = $(AM_CPPFLAGS) -DDEFAULT_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/perf-data"'
-tests_fuzz_replay_perf_data_LDADD = trace/libsutrace.la
+tests_fuzz_replay_perf_data_LDADD = trace/libsutrace.la trace/libsubt2lazy.la
 TESTS += tests/fuzz/replay-perf-data
 # The symbolizer's own parsers of outside bytes: CPython line tables, perf maps.
 check_PROGRAMS += tests/fuzz/replay-symbolize-text
@@ -311,7 +311,7 @@ tests_unit_test_export_SOURCES = tests/unit/test-export.c tests/unit/check-main.
 	cli/export-model.c cli/export-speedscope.c cli/export-pprof.c
 tests_unit_test_export_CPPFLAGS = $(AM_CPPFLAGS)
 tests_unit_test_export_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(PROTOBUF_C_CFLAGS) $(ZLIB_CFLAGS)
-tests_unit_test_export_LDADD = cli/libpprofproto.la unwind/libsuunwind.la debuginfo/libsudebuginfo.la trace/libsutrace.la \
+tests_unit_test_export_LDADD = cli/libpprofproto.la unwind/libsuunwind.la debuginfo/libsudebuginfo.la trace/libsutrace.la trace/libsubt2lazy.la \
 	$(ZLIB_LIBS) $(CHECK_LIBS)
 TESTS += tests/unit/test-export
 check_PROGRAMS += tests/unit/test-export-asan
@@ -373,7 +373,7 @@ check_PROGRAMS += tests/unit/test-resolve
 tests_unit_test_resolve_SOURCES = tests/unit/test-resolve.c tests/unit/check-main.h
 tests_unit_test_resolve_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS)
 tests_unit_test_resolve_LDADD = export/libsuexport.la symbolize/libsusymbolize.la debuginfo/libsudebuginfo.la \
-	trace/libsutrace.la $(CHECK_LIBS)
+	trace/libsutrace.la trace/libsubt2lazy.la $(CHECK_LIBS)
 TESTS += tests/unit/test-resolve
 
 # Code fed babeltrace2 messages, on a graph made in the test

@@ -121,6 +121,11 @@ check "leaf rule: dwfl and fast unwinders give identical output (page faults in 
 cmp -s "$work/dlopen-pf.out" "$work/dlopen-pf-dwfl.out" ||
 	diff "$work/dlopen-pf.out" "$work/dlopen-pf-dwfl.out" | head -n 40 | sed 's/^/# /'
 
+# libbabeltrace2 (and glib behind it) loaded only for the traces that need
+# it (trace/bt2-lazy.c): never mapped by a run over perf.data or our own
+# traces.  (The comparisons below load it.)
+check "stackunwind does not link libbabeltrace2 or glib: loaded at the first babeltrace2 read" \
+	sh -c "ldd '$SU' | grep -q libdw && ! ldd '$SU' | grep -q -e libbabeltrace2 -e libglib"
 # The babeltrace2 reader (the reference) gives the same output as ours.
 for t in threads sigalt; do
 	stacks_of "$t-bt2" "$t" -j 1 --reader babeltrace2

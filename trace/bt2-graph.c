@@ -72,9 +72,20 @@ static const bt_plugin *find_plugin(const char *name)
 	return plugin;
 }
 
+/* Linked with libbabeltrace2 itself: loaded already (trace/bt2-lazy.c
+ * has the one that loads it). */
+__attribute__((weak)) int su_bt2_load(char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	return 0;
+}
+
 int su_bt2_read_ctf(const char *const *dirs, size_t n, const char *what, su_bt2_message_fn fn, void *arg,
 		    char *err, size_t errlen)
 {
+	if (su_bt2_load(err, errlen) != 0)
+		return -ENOENT;
 	struct run r = { .fn = fn, .arg = arg, .err = err, .errlen = errlen };
 	char msg[160];
 	int rc = -EIO;              /* babeltrace2 failed: its cause says why */

@@ -19,4 +19,11 @@ typedef int (*su_bt2_message_fn)(void *arg, const bt_message *msg);
 int su_bt2_read_ctf(const char *const *dirs, size_t n, const char *what, su_bt2_message_fn fn, void *arg,
 		    char *err, size_t errlen);
 
+/* Make libbabeltrace2 callable: loaded at the first call in the programs
+ * that link trace/bt2-lazy.c (stackunwind, stackcap); nothing to do in
+ * those that link the library.  su_bt2_read_ctf calls it: the only way
+ * into babeltrace2 (every other bt_* call is made from its callbacks).
+ * @return 0, or -1 with a message in ERR. */
+int su_bt2_load(char *err, size_t errlen);
+
 #endif

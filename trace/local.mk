@@ -33,4 +33,12 @@ trace_libsutrace_la_SOURCES = \
 	trace/mem-ranges.h \
 	trace/mem-ranges.c
 trace_libsutrace_la_CFLAGS = $(AM_CFLAGS) $(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS)
-trace_libsutrace_la_LIBADD = common/libsucommon.la compress/libstackcodec.la $(BABELTRACE2_LIBS) $(ZSTD_LIBS)
+trace_libsutrace_la_LIBADD = common/libsucommon.la compress/libstackcodec.la $(ZSTD_LIBS)
+
+# libbabeltrace2 loaded at its first use (bt2-lazy.c), for the programs:
+# link this beside libsutrace, or $(BABELTRACE2_LIBS) for the library
+# itself (the babeltrace2 plugin, tests built with the sources).
+noinst_LTLIBRARIES += trace/libsubt2lazy.la
+trace_libsubt2lazy_la_SOURCES = trace/bt2-lazy.c
+trace_libsubt2lazy_la_CFLAGS = $(AM_CFLAGS) $(BABELTRACE2_CFLAGS)
+trace_libsubt2lazy_la_LIBADD = $(DL_LIBS)
