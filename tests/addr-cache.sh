@@ -32,24 +32,15 @@ su stacks -j 2 "$work/t.trace" >"$work/warm2.stacks"
 check "-j 2 over the kept answers prints the same bytes" cmp -s "$work/warm2.stacks" "$work/ref.stacks"
 
 # edit FILE: inline_hot renamed inline_HOT in a kept file, its checksum
-# redone (common/hash.h's su_fnv1a_words of what follows the 40-byte head).
+# redone (tap-lib.sh's kept_check_redo).
 edit() {
-	python3 - "$1" <<'PY'
-import struct, sys
+	python3 - "$1" <<'PY' && kept_check_redo "$1"
+import sys
 p = sys.argv[1]
 b = bytearray(open(p, 'rb').read())
 i = b.find(b'inline_hot\0')
 assert i > 40
 b[i:i + 10] = b'inline_HOT'
-h, M = 0xcbf29ce484222325, (1 << 64) - 1
-body = bytes(b[40:])
-n8 = len(body) // 8 * 8
-for (w,) in struct.iter_unpack('<Q', body[:n8]):
-    h = ((h ^ w) * 0x100000001b3) & M
-    h ^= h >> 32
-for c in body[n8:]:
-    h = ((h ^ c) * 0x100000001b3) & M
-b[32:40] = struct.pack('<Q', h)
 open(p, 'r+b').write(b)
 PY
 }

@@ -35,12 +35,12 @@ su stacks -j 2 "$work/t.trace" >"$work/warm2.stacks"
 check "-j 2 over the kept rules prints the same bytes" cmp -s "$work/warm2.stacks" "$work/ref.stacks"
 
 # forge FILE HOW: the kept file changed as HOW says, its checksum redone
-# (common/hash.h's su_fnv1a_words of what follows the 40-byte head).
+# (tap-lib.sh's kept_check_redo).
 # Layout (cfi-file.c): head {magic, nent, nrules, nops, check}; entries
 # {addr u64, rule u32, pad}; rules {cfa_kind, cfa_reg, signal, pad,
 # kind[17], pad[3], cfa_arg, arg[17]} (168 bytes); ops (24 bytes).
 forge() {
-	python3 - "$1" "$2" <<'PY'
+	python3 - "$1" "$2" <<'PY' && kept_check_redo "$1"
 import struct, sys
 p, how = sys.argv[1], sys.argv[2]
 b = bytearray(open(p, 'rb').read())
@@ -64,15 +64,6 @@ elif how == 'expr':        # a register's expression past the last op
     struct.pack_into('<Q', b, rules + 32 + 8 * 3, (1 << 32) | (nops + 5))
 elif how == 'kind':        # a rule kind that does not exist
     b[rules + 4 + 16] = 9
-h, M = 0xcbf29ce484222325, (1 << 64) - 1
-body = bytes(b[40:])
-n8 = len(body) // 8 * 8
-for (w,) in struct.iter_unpack('<Q', body[:n8]):
-    h = ((h ^ w) * 0x100000001b3) & M
-    h ^= h >> 32
-for c in body[n8:]:
-    h = ((h ^ c) * 0x100000001b3) & M
-b[32:40] = struct.pack('<Q', h)
 open(p, 'r+b').write(b)
 PY
 }
