@@ -810,9 +810,13 @@ static int initial_stack_holds(const struct su_sample *sample, uint64_t argc)
 	return 0;
 }
 
-/* Is PC (a return address, looked up at PC - 1) in the first instructions
- * of the entry point of module M?  ld.so's _start calls _dl_start at once
- * and has no CFI: its frame is the first one of every exec'd process. */
+/* Is ELF_LOOKUP (a frame's pc as looked up) in the first instructions of
+ * the entry point of module M?  ld.so's _start calls _dl_start at once,
+ * then (as _dl_start_user, rbp cleared "to mark the outermost frame even
+ * for constructors") _dl_init, 0x30 bytes on in glibc 2.36, then jumps to
+ * the program: no CFI, and the first frame of every exec'd process and of
+ * the constructors its libraries run.  (Only where no CFI covers the
+ * address: a program's own _start has CFI saying it is the outermost.) */
 static int at_entry(struct su_module *m, uint64_t elf_lookup)
 {
 	GElf_Addr bias;
@@ -820,7 +824,7 @@ static int at_entry(struct su_module *m, uint64_t elf_lookup)
 	Elf *elf = m && m->mod ? dwfl_module_getelf(m->mod, &bias) : NULL;
 	if (!elf || !gelf_getehdr(elf, &eh) || !eh.e_entry)
 		return 0;
-	return elf_lookup >= eh.e_entry && elf_lookup < eh.e_entry + 16;
+	return elf_lookup >= eh.e_entry && elf_lookup < eh.e_entry + 64;
 }
 
 /* The first of the N frames in a function Go's own traceback stops at
@@ -861,11 +865,12 @@ static void entry_end(struct su_unwinder *u, const struct su_sample *sample, str
 	    initial_stack_holds(sample, frames[*n - 1].pc)) {
 		(*n)--;
 		*end = SU_END_OUTERMOST;
-	} else if (*end == SU_END_NO_CFI && *n >= 1 && frames[*n - 1].map >= 0 && !frames[*n - 1].activation) {
+	} else if (*end == SU_END_NO_CFI && *n >= 1 && frames[*n - 1].map >= 0) {
+		/* (An activation there: the process's first instructions.) */
 		struct uw_proc *p = uw_proc_get(u, sample->maps);
 		const struct su_frame *f = &frames[*n - 1];
 		struct su_module *m = p ? uw_proc_module(u, p, (uint32_t)f->map) : NULL;
-		if (m && at_entry(m, f->pc - 1 - su_module_bias(m, &sample->maps->entries[f->map])))
+		if (m && at_entry(m, su_frame_lookup_pc(f) - su_module_bias(m, &sample->maps->entries[f->map])))
 			*end = SU_END_OUTERMOST;
 	}
 }
