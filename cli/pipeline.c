@@ -97,9 +97,9 @@ struct pipeline {
 	pthread_t *threads;
 	struct worker_arg *args;
 	unsigned n_args;
-	struct batch *slots;     /* ring of n_slots (of max_slots allocated) */
+	struct batch *slots;     /* ring of n_slots */
 	struct batch *filling;   /* the batch the reader fills, or NULL */
-	unsigned n_slots, max_slots;
+	unsigned n_slots;
 	uint64_t next_fill, next_write;  /* sequence numbers */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -399,20 +399,10 @@ static void submit(struct pipeline *p, struct batch *b)
 	pthread_mutex_unlock(&p->lock);
 }
 
-int pipeline_start(struct pipeline *p, uint64_t left)
+int pipeline_start(struct pipeline *p)
 {
 	if (p->batching || !p->n_args)
 		return 0;
-	/* The reader works a batch itself when the ring is full: the
-	 * workers need batches enough to go on meanwhile.  With 2 n + 2
-	 * slots, -j 2's one worker waited for the reader a quarter of the
-	 * time (folded -j 2 on our own trace: 1.41x -j 1; 1.6-1.8x with
-	 * 8 n + 8).  A slot is 115 KB and its arena, first touched when
-	 * used: for a short rest (an 11,000-sample perf.data: 2 ms more
-	 * with 16 slots than with 4) fewer, one more per 8 batches left. */
-	unsigned const base = 2 * p->n_args + 2;
-	uint64_t const more = left ? left / (8 * BATCH) : UINT64_MAX;
-	p->n_slots = more < p->max_slots - base ? base + (unsigned)more : p->max_slots;
 	/* The samples worked straight are emitted first. */
 	if (p->direct.len)
 		emit(p, p->direct.buf, p->direct.len);
@@ -495,10 +485,8 @@ struct pipeline *pipeline_new(unsigned n_workers, void *const *worker_ctx, void 
 	pthread_cond_init(&p->cond, NULL);
 	if (!n_workers)
 		return p;
-	/* Sized by pipeline_start; calloc'ed pages are touched only for
-	 * the slots used. */
-	p->max_slots = p->n_slots = 8 * n_workers + 8;
-	p->slots = calloc(p->max_slots, sizeof(*p->slots));
+	p->n_slots = 2 * n_workers + 2;
+	p->slots = calloc(p->n_slots, sizeof(*p->slots));
 	p->threads = calloc(n_workers, sizeof(*p->threads));
 	p->args = calloc(n_workers, sizeof(*p->args));
 	p->n_args = n_workers;
@@ -517,7 +505,7 @@ void pipeline_free(struct pipeline *p)
 	if (!p)
 		return;
 	stop_workers(p);
-	for (unsigned i = 0; p->slots && i < p->max_slots; i++) {
+	for (unsigned i = 0; p->slots && i < p->n_slots; i++) {
 		free(p->slots[i].arena);
 		free(p->slots[i].out.buf);
 	}

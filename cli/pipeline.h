@@ -56,10 +56,8 @@ struct pipeline *pipeline_new(unsigned n_workers, void *const *worker_ctx, void 
 
 /* Start the workers (the samples worked so far emitted first): 0, or
  * -errno when none could start (the caller's thread then goes on alone;
- * with N_WORKERS 0: 0, nothing to start).  LEFT: about how many samples
- * are still to come (the batches in flight are fewer for a short rest),
- * 0 when not known. */
-int pipeline_start(struct pipeline *p, uint64_t left);
+ * with N_WORKERS 0: 0, nothing to start). */
+int pipeline_start(struct pipeline *p);
 
 /* Add sample S (what it points to need only last this call).  @return 0
  * or -errno (out of memory, or formatting or emitting failed). */

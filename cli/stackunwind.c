@@ -600,15 +600,13 @@ static uint64_t jobs_after(void)
 /* After jobs_after() samples: do the workers join?  When the part of the
  * trace read so far says at least 4 times as many samples are left (or
  * the reader does not say: they join). */
-static int workers_worth_it(const struct run *r, uint64_t *left_out)
+static int workers_worth_it(const struct run *r)
 {
 	uint64_t const read = r->progress.bytes_read ? *r->progress.bytes_read : 0;
 	uint64_t const total = r->progress.bytes_total ? *r->progress.bytes_total : 0;
-	*left_out = 0;
 	if (!r->jobs_after || !read || !total || read >= total)
 		return 1;
 	long double const left = (long double)r->added * (long double)(total - read) / (long double)read;
-	*left_out = left < 1e18L ? (uint64_t)left : UINT64_MAX;
 	return left >= 4.0L * (long double)r->jobs_after;
 }
 
@@ -642,9 +640,8 @@ static int on_sample(void *arg, const struct su_sample *s)
 			return 0;
 		}
 	}
-	uint64_t left;
-	if (++r->added >= r->jobs_after && workers_worth_it(r, &left)) {
-		(void)pipeline_start(r->pipeline, left); /* none started: this thread goes on alone */
+	if (++r->added >= r->jobs_after && workers_worth_it(r)) {
+		(void)pipeline_start(r->pipeline); /* none started: this thread goes on alone */
 		r->jobs_after = UINT64_MAX;
 	}
 	return pipeline_add(r->pipeline, s);
@@ -714,7 +711,7 @@ static int cmd_stacks(const struct options *o)
 		fprintf(stderr, PROG ": cannot start worker threads: %s\n", strerror(errno));
 		goto out;
 	}
-	int const src = r.jobs_after ? 0 : pipeline_start(r.pipeline, 0);
+	int const src = r.jobs_after ? 0 : pipeline_start(r.pipeline);
 	if (src) {
 		fprintf(stderr, PROG ": cannot start worker threads: %s\n", strerror(-src));
 		goto out;

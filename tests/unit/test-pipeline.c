@@ -178,10 +178,8 @@ START_TEST(deltas_rebuilt)
 		for (int i = 0; i < SAMPLES; i++) {
 			if (!made[i].passed)
 				continue;
-			/* The ring as small as it gets (a short rest said),
-			 * or whole. */
 			if (added++ == after)
-				ck_assert_int_eq(pipeline_start(p, k % 2 ? 1 : 0), 0);
+				ck_assert_int_eq(pipeline_start(p), 0);
 			ck_assert_int_eq(pipeline_add(p, &made[i].s), 0);
 		}
 		ck_assert_int_eq(pipeline_finish(p), 0);
@@ -234,7 +232,7 @@ START_TEST(abort_lets_go)
 	struct text got = { 0 };
 	struct pipeline *p = pipeline_new(2, wctx, &ctxs[0], unwind_slow, format_made, emit_made, &got);
 	ck_assert_ptr_nonnull(p);
-	ck_assert_int_eq(pipeline_start(p, 0), 0);
+	ck_assert_int_eq(pipeline_start(p), 0);
 	for (int i = 0; i < N; i++) {
 		imgs[i] = (struct stackcap_image){ .sp = 0x7ff000000000ull, .nwords = W, .words = words + (size_t)i * W,
 						   .capacity = W };
