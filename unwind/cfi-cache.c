@@ -3,6 +3,7 @@
  * struct uw_rule and kept in hash tables owned by the module. */
 #include <dwarf.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -395,38 +396,6 @@ static uint32_t fill(struct uw_cache *c, struct su_module *mod, uint64_t addr)
 
 /* ---- kept between runs ---------------------------------------------------- */
 
-/* The kept file's answers, rules and ops into the new cache C (nothing on
- * failure: the file is written again at the end). */
-static void kept_load(struct uw_cache *c, struct su_module *mod)
-{
-	char path[4096];
-	if (uw_cfi_file_path(mod, path, sizeof(path)) != 0 || !(c->kept_path = strdup(path)))
-		return;
-	struct uw_cfi_file f;
-	if (uw_cfi_file_load(path, &f) != 0)
-		return;
-	if (f.nrules > UINT32_MAX / 2 || f.nops > UINT32_MAX / 2)
-		goto out;
-	c->rules = f.rules;
-	c->rules_cap = c->nrules = (uint32_t)f.nrules;
-	c->ops = f.ops;
-	c->ops_cap = c->nops = (uint32_t)f.nops;
-	f.rules = NULL;
-	f.ops = NULL;
-	for (uint32_t i = 0; i < c->nrules; i++) {
-		derive(&c->rules[i]);
-		uint64_t const h = rule_hash(c, &c->rules[i]);
-		if (map_get(&c->by_hash, h) == MAP_EMPTY && map_put(&c->by_hash, h, i) != 0)
-			break; /* no memory: later rows are not shared */
-	}
-	for (size_t i = 0; i < f.nent; i++)
-		if (map_put(&c->by_addr, f.addr[i], f.rule[i] == UW_CFI_FILE_NO_CFI ? RULE_NO_CFI : f.rule[i]) != 0)
-			break;
-	c->kept_answers = c->by_addr.used;
-out:
-	uw_cfi_file_free(&f);
-}
-
 /* Rule I of file F as one of C's (its expressions copied), kept once:
  * REMAP[I] remembers.  @return its index in C, or MAP_EMPTY. */
 static uint32_t merge_rule(struct uw_cache *c, const struct uw_cfi_file *f, uint32_t i, uint32_t *remap)
@@ -447,7 +416,6 @@ static uint32_t merge_rule(struct uw_cache *c, const struct uw_cfi_file *f, uint
 			c->nops = nops;
 			return MAP_EMPTY;
 		}
-		r = &c->rules[c->nrules]; /* (ops_reserve does not move rules) */
 		memcpy(&c->ops[c->nops], &f->ops[first], n * sizeof(*c->ops));
 		*arg = UW_EXPR_REF(c->nops, n);
 		c->nops += n;
@@ -456,8 +424,9 @@ static uint32_t merge_rule(struct uw_cache *c, const struct uw_cfi_file *f, uint
 	return remap[i] = keep_rule(c, nops);
 }
 
-/* The answers another run or thread wrote to C's file meanwhile, taken
- * into C (so workers of -j N, each with its own modules, add up). */
+/* The answers of C's file that C lacks, taken into C: at its start, and
+ * at its end what another run or thread wrote meanwhile (so workers of
+ * -j N, each with its own modules, add up). */
 static void kept_merge(struct uw_cache *c)
 {
 	struct uw_cfi_file f;
@@ -477,15 +446,22 @@ static void kept_merge(struct uw_cache *c)
 	uw_cfi_file_free(&f);
 }
 
+/* The kept file's answers, with their rules and ops, into the new cache C
+ * (nothing on failure: the file is written again at the end). */
+static void kept_load(struct uw_cache *c, struct su_module *mod)
+{
+	char path[PATH_MAX];
+	if (uw_cfi_file_path(mod, path, sizeof(path)) != 0 || !(c->kept_path = strdup(path)))
+		return;
+	kept_merge(c);
+	c->kept_answers = c->by_addr.used;
+}
+
 /* Every answer of C, with its rules and ops, to its kept file. */
 static void kept_store(struct uw_cache *c)
 {
 	kept_merge(c);
-	struct uw_cfi_file f = { .nent = 0 };
-	f.rules = c->rules;
-	f.nrules = c->nrules;
-	f.ops = c->ops;
-	f.nops = c->nops;
+	struct uw_cfi_file f = { .rules = c->rules, .nrules = c->nrules, .ops = c->ops, .nops = c->nops };
 	f.addr = malloc((c->by_addr.used + 1) * sizeof(*f.addr));
 	f.rule = malloc((c->by_addr.used + 1) * sizeof(*f.rule));
 	for (size_t i = 0; f.addr && f.rule && c->by_addr.keys && i < ((size_t)1 << c->by_addr.bits); i++) {
