@@ -79,12 +79,9 @@ static bool cb_set_initial_registers(Dwfl_Thread *thread, void *arg)
 {
 	struct uw_dwfl_proc *dp = arg;
 	const struct stackcap_image *img = dp->sample->image;
-	/* The leaf rule: the caller keeps the callee-saved registers (the
-	 * ABI), as unwind.c's leaf_step. */
-	uint32_t const leaf_keeps = 1u << STACKCAP_REG_RBX | 1u << STACKCAP_REG_RBP | 1u << STACKCAP_REG_R12 |
-				    1u << STACKCAP_REG_R13 | 1u << STACKCAP_REG_R14 | 1u << STACKCAP_REG_R15;
 	for (unsigned r = 0; r < STACKCAP_NREGS; r++) {
-		if (!uw_initial_reg_known(img, r) || (dp->leaf && !(leaf_keeps >> r & 1)))
+		/* The leaf rule: the caller has the callee-saved ones only. */
+		if (!uw_initial_reg_known(img, r) || (dp->leaf && !(UW_CALLEE_SAVED >> r & 1)))
 			continue;
 		Dwarf_Word const v = img->regs[r];
 		if (!dwfl_thread_state_registers(thread, (int)r, 1, &v))

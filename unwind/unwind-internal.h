@@ -378,6 +378,11 @@ struct su_unwinder {
 };
 
 struct uw_proc *uw_proc_get(struct su_unwinder *u, const struct su_maps *maps);
+/* The registers the x86-64 ABI makes callee-saved: a no-CFI leaf's
+ * caller has them as the leaf has them (the leaf rule of both unwinders). */
+#define UW_CALLEE_SAVED                                                                            \
+	(1u << STACKCAP_REG_RBX | 1u << STACKCAP_REG_RBP | 1u << STACKCAP_REG_R12 | 1u << STACKCAP_REG_R13 | \
+	 1u << STACKCAP_REG_R14 | 1u << STACKCAP_REG_R15)
 /* Can RA, the word at a no-CFI leaf's stack pointer, be its return
  * address: does it follow a call instruction in a module's code?  The
  * leaf rule of both unwinders (unwind.c's leaf_step). */

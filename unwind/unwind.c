@@ -559,12 +559,10 @@ static int leaf_step(struct su_unwinder *u, struct uw_proc *p, const struct su_m
 		return SU_END_NO_CFI;
 	if (!uw_leaf_return(u, p, maps, ra))
 		return SU_END_NO_CFI;
-	static const unsigned saved[] = { STACKCAP_REG_RBX, STACKCAP_REG_RBP, STACKCAP_REG_R12,
-					  STACKCAP_REG_R13, STACKCAP_REG_R14, STACKCAP_REG_R15 };
 	nx->known = 0;
 	nx->undef = (1u << STACKCAP_NREGS) - 1;
-	for (size_t i = 0; i < sizeof(saved) / sizeof(saved[0]); i++) {
-		unsigned const r = saved[i];
+	for (uint32_t m = UW_CALLEE_SAVED; m; m &= m - 1) {
+		unsigned const r = (unsigned)__builtin_ctz(m);
 		if (cur->known >> r & 1)
 			set_reg(nx, r, cur->v[r]);
 		else /* unknown for the same reason (the filter dropped it) */
