@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/cache-file.h"
+#include "common/hash.h"
 #include "common/io.h"
 
 void *su_cache_file_read(const char *path, size_t min, size_t max, size_t *size)
@@ -88,4 +89,11 @@ int su_cache_file_write(const char *path, const void *data, size_t size)
 		return 0;
 	unlink(tmp);
 	return -1;
+}
+
+uint64_t su_file_identity(uint64_t h, const struct stat *st)
+{
+	uint64_t const who[] = { (uint64_t)st->st_dev, (uint64_t)st->st_ino, (uint64_t)st->st_size,
+				 (uint64_t)st->st_mtim.tv_sec, (uint64_t)st->st_mtim.tv_nsec };
+	return su_fnv1a_from(h, who, sizeof(who));
 }

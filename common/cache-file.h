@@ -6,6 +6,7 @@
 #define STACKCAP_COMMON_CACHE_FILE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* The whole of PATH, malloc'ed, its length in *SIZE, when it is a regular
  * file (not followed if a symlink), owned by the effective user, closed
@@ -18,6 +19,12 @@ void *su_cache_file_read(const char *path, size_t min, size_t max, size_t *size)
  * writer below replaces a file, never changes it in place, so a mapping
  * keeps the file it was made of. */
 void *su_cache_file_map(const char *path, size_t min, size_t max, size_t *size);
+
+struct stat;
+/* The identity of a file that answers kept between runs depend on (its
+ * device, inode, size and modification time) hashed into H: another
+ * file, or the same one changed, names other answers. */
+uint64_t su_file_identity(uint64_t h, const struct stat *st);
 
 /* The missing directories of PATH (not PATH itself) created with MODE.
  * @return 0, -1. */

@@ -172,9 +172,7 @@ int su_inflate_cached(const char *dir, int fd)
 	struct stat st;
 	if (fstat(fd, &st) != 0)
 		return -1;
-	uint64_t const who[] = { (uint64_t)st.st_dev, (uint64_t)st.st_ino, (uint64_t)st.st_size,
-				 (uint64_t)st.st_mtim.tv_sec, (uint64_t)st.st_mtim.tv_nsec };
-	uint64_t const h = su_fnv1a(who, sizeof(who));
+	uint64_t const h = su_file_identity(SU_FNV_SEED, &st);
 	char rel[2 * SU_BUILD_ID_MAX + 2], path[PATH_MAX];
 	su_build_id_rel(rel, id, (size_t)len);
 	if (snprintf(path, sizeof(path), "%s/debug/%s-%016llx.debug", dir, rel, (unsigned long long)h) >=

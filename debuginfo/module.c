@@ -25,6 +25,7 @@
 #include "debuginfo/debuginfod-load.h"
 #endif
 
+#include "common/cache-file.h"
 #include "common/hash.h"
 #include "debuginfo/module.h"
 #include "debuginfo/inflate-cache.h"
@@ -106,9 +107,7 @@ static uint64_t identity(uint64_t h, const char *path)
 	struct stat st;
 	if (!path || stat(path, &st) != 0)
 		return su_fnv1a_add(h, 0);
-	uint64_t const who[] = { (uint64_t)st.st_dev, (uint64_t)st.st_ino, (uint64_t)st.st_size,
-				 (uint64_t)st.st_mtim.tv_sec, (uint64_t)st.st_mtim.tv_nsec };
-	return su_fnv1a_from(su_fnv1a_add(h, 1), who, sizeof(who));
+	return su_file_identity(su_fnv1a_add(h, 1), &st);
 }
 
 int su_module_kept_path(struct su_module *m, const char *subdir, const char *magic, uint64_t salt, char *path,
