@@ -65,11 +65,7 @@ spoiled() {
 	rm -f "$kf" "$kf.real"
 	cp -p "$work/kf.edited" "$kf"
 }
-spoiled "damaged (a byte changed)" "printf 'Z' | dd of='$kf' bs=1 seek=60 conv=notrunc 2>/dev/null"
-spoiled "cut short" "truncate -s 100 '$kf'"
-spoiled "open to others (0644)" "chmod 644 '$kf'"
-spoiled "owned by another user" "chown nobody '$kf'"
-spoiled "a symlink" "mv '$kf' '$kf.real'; ln -s '$kf.real' '$kf'"
+kept_spoils "$kf"
 # The program changed on disk (same build-id, another identity): its
 # answers are made again, never taken from the old file.
 touch -d '2001-01-01' "$work/prog"

@@ -275,3 +275,14 @@ b[32:40] = struct.pack('<Q', h)
 open(p, 'r+b').write(b)
 PY
 }
+
+# kept_spoils FILE: the five ways a file kept between runs is spoiled,
+# none of which it may be used after: the test's own `spoiled WHAT CMD`
+# runs shell command CMD, then checks and puts the file back.
+kept_spoils() {
+	spoiled "damaged (a byte changed)" "printf 'Z' | dd of='$1' bs=1 seek=60 conv=notrunc 2>/dev/null"
+	spoiled "cut short" "truncate -s 100 '$1'"
+	spoiled "open to others (0644)" "chmod 644 '$1'"
+	spoiled "owned by another user" "chown nobody '$1'"
+	spoiled "a symlink" "mv '$1' '$1.real'; ln -s '$1.real' '$1'"
+}
