@@ -342,8 +342,12 @@ static void on_self_prof(int sig, siginfo_t *si, void *uc)
 }
 
 /* Its own task-clock event every 2 ms of CPU, F_SETSIG SIGPROF to this
- * thread (what a self-profiler does): every overflow must reach its
- * handler, as many as 2 ms of CPU time allow, and nothing else. */
+ * thread (what a self-profiler does): its overflows must reach its
+ * handler, and nothing else.  The overflows are counted from the event's
+ * own ring (one sample record each), not guessed from CPU time: the
+ * kernel skips a task-clock overflow whose timer fires in kernel mode
+ * (exclude_kernel) or late (a stolen vCPU), which a loaded CI machine
+ * does often enough to fail a CPU-time bound. */
 static int mode_selfprof(int units)
 {
 	struct sigaction sa;
@@ -358,6 +362,7 @@ static int mode_selfprof(int units)
 	a.type = PERF_TYPE_SOFTWARE;
 	a.config = PERF_COUNT_SW_TASK_CLOCK;
 	a.sample_period = 2000000;
+	a.sample_type = PERF_SAMPLE_IP;
 	a.exclude_kernel = 1;
 	a.exclude_hv = 1;
 	a.disabled = 1;
@@ -365,6 +370,13 @@ static int mode_selfprof(int units)
 	int const fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0) {
 		printf("selfprof: perf_event_open: %s\n", strerror(errno));
+		return 1;
+	}
+	/* 1 + 8 pages: ~150 records of 16 bytes fit many times over. */
+	size_t const page = (size_t)sysconf(_SC_PAGESIZE), ring_len = 9 * page;
+	void *const ring = mmap(NULL, ring_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (ring == MAP_FAILED) {
+		printf("selfprof: cannot map its event's ring: %s\n", strerror(errno));
 		return 1;
 	}
 	self_fd = fd;
@@ -380,13 +392,36 @@ static int mode_selfprof(int units)
 		sum += work((uint64_t)i, 1) & 1;
 	ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
 	double const ms = cpu_ms() - t0;
-	/* Overflows of one event cannot be lost while none is pending; half
-	 * of the CPU time's share leaves room for merged ones. */
-	int const rate_ok = self_ticks >= ms / 2 / 2 && self_ticks <= ms / 2 + 10;
+	struct perf_event_mmap_page *const meta = ring;
+	uint64_t const head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+	unsigned char const *const data = (unsigned char const *)ring + page;
+	size_t const data_len = ring_len - page;
+	int overflows = 0, lost = 0;
+	for (uint64_t off = 0; off + sizeof(struct perf_event_header) <= head;) {
+		struct perf_event_header h;
+		for (size_t i = 0; i < sizeof(h); i++) /* may wrap around the ring's end */
+			((unsigned char *)&h)[i] = data[(off + i) % data_len];
+		if (h.size < sizeof(h))
+			break;
+		overflows += h.type == PERF_RECORD_SAMPLE;
+		lost += h.type == PERF_RECORD_LOST;
+		off += h.size;
+	}
+	munmap(ring, ring_len);
+	/* Every overflow signals (wakeup_events 1).  A classic signal merges
+	 * with one of its number already pending: when the sampler's timer
+	 * and this one expire in the same interrupt (a loaded machine), the
+	 * one queued second is lost, the program's half the time
+	 * (docs/RELIABILITY.md, 10-26% of them lost here under load, none
+	 * when idle).  A quarter still tells that from a handler that eats
+	 * them (0 of ~150 before the fix); more ticks than overflows, a
+	 * signal not of its event taken for one. */
+	int const rate_ok = lost == 0 && overflows >= 10 && self_ticks >= overflows / 4 && self_ticks <= overflows;
 	printf("selfprof: ticks %s, other signals %d, sum %llu\n", rate_ok ? "at its event's rate" : "WRONG",
 	       (int)self_other, (unsigned long long)sum);
 	if (!rate_ok)
-		fprintf(stderr, "selfprof: %d ticks of its event in %.0f ms of CPU\n", (int)self_ticks, ms);
+		fprintf(stderr, "selfprof: %d ticks of its event's %d overflows (%d records lost) in %.0f ms of CPU\n",
+			(int)self_ticks, overflows, lost, ms);
 	close(fd);
 	return 0;
 }
