@@ -27,7 +27,7 @@ void worker_fini(struct worker *w)
 {
 	su_unwinder_free(w->unwinder);
 	su_resolver_free(w->resolver);
-	su_modcache_free(w->modules);
+	su_modcache_free_at_exit(w->modules); /* the command ends: the process exits next */
 	free(w->frames);
 	free(w->bad);
 	for (size_t i = 0; i < w->n_ftext; i++)

@@ -96,6 +96,8 @@ struct chain_text {
 };
 
 int worker_init(struct worker *w, const struct options *o);
+/* At a command's end, before the process exits (libdw's state is left to
+ * the exit: su_modcache_free_at_exit). */
 void worker_fini(struct worker *w);
 
 /* Unwind S into W's frames, counting how it ended.  @return the frames. */

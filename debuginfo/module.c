@@ -857,14 +857,14 @@ oom:
 	return NULL;
 }
 
-static void module_free(struct su_modcache *c, struct modpriv *p)
+static void module_free(struct su_modcache *c, struct modpriv *p, int at_exit)
 {
 	struct su_module *m = &p->pub;
 	if (m->unwind_cache && c->unwind_free)
 		c->unwind_free(m->unwind_cache);
 	if (m->sym_cache && c->sym_free)
 		c->sym_free(m->sym_cache);
-	if (m->dwfl)
+	if (m->dwfl && !at_exit)
 		dwfl_end(m->dwfl);
 	free(m->recorded_path);
 	free(m->elf_path);
@@ -874,7 +874,7 @@ static void module_free(struct su_modcache *c, struct modpriv *p)
 	free(p);
 }
 
-void su_modcache_free(struct su_modcache *c)
+static void modcache_free(struct su_modcache *c, int at_exit)
 {
 	if (!c)
 		return;
@@ -882,7 +882,7 @@ void su_modcache_free(struct su_modcache *c)
 		struct modpriv *p = c->buckets[i];
 		while (p) {
 			struct modpriv *next = p->next;
-			module_free(c, p);
+			module_free(c, p, at_exit);
 			p = next;
 		}
 	}
@@ -898,6 +898,27 @@ void su_modcache_free(struct su_modcache *c)
 #endif
 	free(c->vdso);
 	free(c);
+}
+
+void su_modcache_free(struct su_modcache *c)
+{
+	modcache_free(c, 0);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
+
+void su_modcache_free_at_exit(struct su_modcache *c)
+{
+	modcache_free(c, !SANITIZED);
 }
 
 static void grow(struct su_modcache *c)
