@@ -26,6 +26,15 @@ static int qev_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* How far ahead of the event delivered the next ones are fetched into the
+ * cache.  A round queues megabytes of records (a sample with its stack is
+ * ~8 KB), so each is cold again when delivered: without this a DRAM
+ * latency per record read (header, registers, the stack's bottom, the
+ * stack size at its end) was a third of a 1 GB perf.data's run. */
+#define PREFETCH_FAR 6
+#define PREFETCH_NEAR 3
+#define PREFETCH_HEAD 512 /* header, sample fields, registers, the stack's first words */
+
 /* Deliver the queued events with ts <= LIMIT, in (ts, file order). */
 static void flush_until(struct pr *r, uint64_t limit)
 {
@@ -34,6 +43,16 @@ static void flush_until(struct pr *r, uint64_t limit)
 	qsort(r->q, r->nq, sizeof(*r->q), qev_cmp);
 	size_t i = 0;
 	for (; i < r->nq && r->q[i].ts <= limit && !r->cb_rc; i++) {
+		if (i + PREFETCH_FAR < r->nq)
+			for (unsigned b = 0; b < PREFETCH_HEAD; b += 64)
+				__builtin_prefetch(r->q[i + PREFETCH_FAR].rec + b);
+		if (i + PREFETCH_NEAR < r->nq) {
+			/* Its header is in the cache by now: its end too. */
+			const uint8_t *const rec = r->q[i + PREFETCH_NEAR].rec;
+			uint16_t const size = su_ld16(rec + 6);
+			if (size > PREFETCH_HEAD)
+				__builtin_prefetch(rec + size - 8);
+		}
 		r->now = r->q[i].ts;
 		perf_deliver(r, r->q[i].rec, su_ld16(r->q[i].rec + 6));
 	}
