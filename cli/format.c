@@ -326,11 +326,19 @@ frames_done:
 
 static uint64_t chain_hash(const struct su_maps *maps, const struct su_frame *frames, size_t n)
 {
-	/* pcs only (chain_eq compares the rest): one multiply a frame, the
-	 * high bits folded down once for the slot index. */
-	uint64_t h = (uint64_t)(uintptr_t)maps * 0x9E3779B97F4A7C15ull ^ n;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ frames[i].pc) * 0xC2B2AE3D27D4EB4Full;
+	/* pcs only (chain_eq compares the rest): one multiply a frame, in
+	 * two lanes (even and odd frames) so that the multiplies of a deep
+	 * chain overlap instead of waiting on one another; the high bits
+	 * folded down once for the slot index. */
+	uint64_t h0 = (uint64_t)(uintptr_t)maps * 0x9E3779B97F4A7C15ull ^ n, h1 = ~h0;
+	size_t i = 0;
+	for (; i + 1 < n; i += 2) {
+		h0 = (h0 ^ frames[i].pc) * 0xC2B2AE3D27D4EB4Full;
+		h1 = (h1 ^ frames[i + 1].pc) * 0x9E3779B97F4A7C15ull;
+	}
+	if (i < n)
+		h0 = (h0 ^ frames[i].pc) * 0xC2B2AE3D27D4EB4Full;
+	uint64_t const h = (h0 ^ (h1 >> 29) ^ (h1 << 35)) * 0xC2B2AE3D27D4EB4Full;
 	return h ^ (h >> 31);
 }
 
@@ -402,6 +410,18 @@ static void chain_keep(struct chain_text *c, uint64_t hash, const struct su_maps
  * -1 (the sum would not fit: P unchanged). */
 static int count_add(char *p, uint64_t n)
 {
+	/* Below 10^16 (four leading zeros) and N below it too: the sum fits
+	 * the digits and a uint64_t, added digit by digit from the end (a
+	 * weight of 1 touches one digit, seldom two). */
+	if (n < 10000000000000000ull && p[0] == '0' && p[1] == '0' && p[2] == '0' && p[3] == '0') {
+		uint64_t carry = n;
+		for (int i = FOLDED_COUNT_DIGITS; carry && i-- > 0;) {
+			uint64_t const d = (uint64_t)(p[i] - '0') + carry % 10;
+			carry = carry / 10 + d / 10;
+			p[i] = (char)('0' + d % 10);
+		}
+		return 0;
+	}
 	uint64_t v = 0;
 	for (int i = 0; i < FOLDED_COUNT_DIGITS; i++) {
 		uint64_t const d = (uint64_t)(p[i] - '0');
