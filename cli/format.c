@@ -261,8 +261,8 @@ static int format_frame(struct worker *w, uint32_t pid, const struct su_maps *ma
 
 static struct chain_text *chain_find(struct worker *w, const struct pipeline_sample *u,
 				     const struct su_frame *frames, uint64_t *hash, int *hit);
-static void chain_keep(struct chain_text *c, uint64_t hash, const struct su_maps *maps,
-		       const struct su_frame *frames, size_t n, uint32_t unknown, const char *text, size_t len);
+static int chain_keep(struct chain_text *c, uint64_t hash, const struct su_maps *maps,
+		      const struct su_frame *frames, size_t n, uint32_t unknown, const char *text, size_t len);
 
 static void format_stacks(struct worker *w, const struct pipeline_sample *u, const char *comm,
 			  const struct su_frame *frames, struct text *out)
@@ -305,9 +305,12 @@ static void format_stacks(struct worker *w, const struct pipeline_sample *u, con
 	int whole = 1;
 	for (size_t i = 0; i < u->nframes; i++)
 		whole &= format_frame(w, u->pid, u->maps, &frames[i], out);
-	if (ct && whole && !out->oom)
-		chain_keep(ct, ch, u->maps, frames, u->nframes, (uint32_t)(w->counts.unknown_frames - unknown_before),
-			   out->buf + chain_start, out->len - chain_start);
+	if (ct && whole && !out->oom &&
+	    chain_keep(ct, ch, u->maps, frames, u->nframes, (uint32_t)(w->counts.unknown_frames - unknown_before),
+		       out->buf + chain_start, out->len - chain_start) == 0) {
+		w->last_chain = ct;
+		w->last_hash = ch;
+	}
 frames_done:
 	if (u->end != SU_END_OUTERMOST) {
 		text_pc(out, 0);
@@ -360,36 +363,46 @@ static int chain_eq(const struct chain_text *c, uint64_t hash, const struct su_m
 static struct chain_text *chain_find(struct worker *w, const struct pipeline_sample *u,
 				     const struct su_frame *frames, uint64_t *hash, int *hit)
 {
-	*hash = chain_hash(u->maps, frames, u->nframes);
-	*hit = 0;
-	if (!w->chains)
-		w->chains = calloc(CHAIN_SLOTS, sizeof(*w->chains));
-	if (!w->chains)
-		return NULL;
-	struct chain_text *ct = &w->chains[*hash % CHAIN_SLOTS];
-	if (chain_eq(ct, *hash, u->maps, frames, u->nframes)) {
-		w->counts.unknown_frames += ct->unknown;
-		*hit = 1;
+	struct chain_text *ct = w->reuse_chain;
+	w->reuse_chain = NULL;
+	if (ct && ct->maps == u->maps && ct->hash == w->last_hash && ct->nframes == u->nframes) {
+		/* The previous sample's frames again, in the slot that holds
+		 * them (worker_unwind). */
+		*hash = w->last_hash;
+	} else {
+		*hash = chain_hash(u->maps, frames, u->nframes);
+		*hit = 0;
+		if (!w->chains)
+			w->chains = calloc(CHAIN_SLOTS, sizeof(*w->chains));
+		if (!w->chains)
+			return NULL;
+		ct = &w->chains[*hash % CHAIN_SLOTS];
+		if (!chain_eq(ct, *hash, u->maps, frames, u->nframes))
+			return ct;
 	}
+	w->counts.unknown_frames += ct->unknown;
+	*hit = 1;
+	w->last_chain = ct;
+	w->last_hash = *hash;
 	return ct;
 }
 
 /* Keep TEXT (LEN bytes) as the chain's text in slot C, replacing what it
  * held.  Out of memory: only the cache entry is lost. */
-static void chain_keep(struct chain_text *c, uint64_t hash, const struct su_maps *maps,
-		       const struct su_frame *frames, size_t n, uint32_t unknown, const char *text, size_t len)
+static int chain_keep(struct chain_text *c, uint64_t hash, const struct su_maps *maps,
+		      const struct su_frame *frames, size_t n, uint32_t unknown, const char *text, size_t len)
 {
 	if (n > UINT32_MAX || len > UINT32_MAX)
-		return;
+		return -1;
 	struct su_frame *fr = c->nframes >= n ? c->frames : realloc(c->frames, n * sizeof(*fr));
 	if (!fr)
-		return;
+		return -1;
 	c->frames = fr;
 	c->nframes = (uint32_t)n > c->nframes ? (uint32_t)n : c->nframes;
 	char *t = c->len >= len && c->text ? c->text : realloc(c->text, len ? len : 1);
 	if (!t) {
 		c->maps = NULL;
-		return;
+		return -1;
 	}
 	c->text = t;
 	memcpy(fr, frames, n * sizeof(*fr));
@@ -400,6 +413,7 @@ static void chain_keep(struct chain_text *c, uint64_t hash, const struct su_maps
 	c->unknown = unknown;
 	c->len = (uint32_t)len;
 	c->line_out = NULL; /* a line written with the chain it held */
+	return 0;
 }
 
 /* The count ending each folded line the workers write: fixed width, so
@@ -503,11 +517,14 @@ static void format_folded(struct worker *w, const struct pipeline_sample *u, con
 			ct = NULL; /* this frame's text is not a function of its key */
 		}
 	}
-	if (ct && !out->oom)
-		chain_keep(ct, ch, u->maps, frames, u->nframes, chain_unknown, out->buf + chain_start,
-			   out->len - chain_start);
-	else
-		ct = NULL;
+	if (ct && !out->oom &&
+	    chain_keep(ct, ch, u->maps, frames, u->nframes, chain_unknown, out->buf + chain_start,
+		       out->len - chain_start) == 0) {
+		w->last_chain = ct;
+		w->last_hash = ch;
+	} else {
+		ct = NULL; /* not kept: the slot may hold another chain, whose line this is not */
+	}
 frames_done:
 	text_put(out, " ", 1);
 	size_t const count_at = out->len;

@@ -87,6 +87,10 @@ size_t worker_unwind(struct worker *w, const struct su_sample *s, enum su_unwind
 {
 	*end = SU_END_ERROR;
 	size_t const n = su_unwind(w->unwinder, s, w->frames, w->o->max_frames, end);
+	/* The previous sample's chain slot, if this one repeats its frames;
+	 * this sample's formatting names its own (or none). */
+	w->reuse_chain = su_unwind_repeats(w->unwinder) ? w->last_chain : NULL;
+	w->last_chain = NULL;
 	w->counts.samples++;
 	w->counts.frames += n;
 	if (*end == SU_END_OUTERMOST)

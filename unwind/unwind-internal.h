@@ -310,6 +310,7 @@ struct uw_kept_walk {
 	uint64_t wlo, whi;
 	size_t wcap;                   /* words allocated */
 	uint32_t misses;               /* walks since the last that reused this slot's */
+	uint64_t stamp;                /* the su_unwind call whose frames FRAMES are (0: none) */
 };
 
 #define UW_KEPT_SLOTS 16
@@ -375,6 +376,12 @@ struct su_unwinder {
 	struct uw_kept_walk kept[UW_KEPT_SLOTS];
 	struct uw_kept_frame *walk;
 	size_t walk_cap;
+	/* su_unwind_repeats: calls so far (the current one included); the
+	 * current fast walk met the kept walk the previous call left, with
+	 * the same frames before it; the previous call's frames were its fast
+	 * walk's, untouched after it; the answer. */
+	uint64_t calls;
+	uint8_t fast_repeat, prev_plain, repeat;
 };
 
 struct uw_proc *uw_proc_get(struct su_unwinder *u, const struct su_maps *maps);

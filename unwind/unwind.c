@@ -82,6 +82,11 @@ void su_unwinder_forget_maps(struct su_unwinder *u, const struct su_maps *maps)
 	u->memo_epoch++;
 }
 
+int su_unwind_repeats(const struct su_unwinder *u)
+{
+	return u && u->repeat;
+}
+
 void su_unwinder_get_stats(const struct su_unwinder *u, struct su_unwind_stats *stats)
 {
 	if (!stats)
@@ -601,6 +606,17 @@ static int walk_reserve(struct su_unwinder *u, size_t max)
  * walk is reused (sqlite3's: keeping cost 11% of `stackunwind stacks`),
  * walks are kept ever more rarely after 4 misses, down to one in 64; a
  * reuse brings back keeping every walk. */
+/* Frames A and B the same, N of them (a walk's frames: rt_fp and rt_pos
+ * are a runtime frame's only, never set here). */
+static int frames_same(const struct su_frame *a, const struct su_frame *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i].pc != b[i].pc || a[i].map != b[i].map || a[i].how != b[i].how ||
+		    a[i].activation != b[i].activation)
+			return 0;
+	return 1;
+}
+
 static int kept_due(struct uw_kept_walk *k)
 {
 	uint32_t const m = k->misses < UINT32_MAX ? ++k->misses : k->misses;
@@ -664,7 +680,11 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 				u->stats.fp_frames += kw->kf[j].fp_after;
 				u->stats.reused_frames += rest + 1;
 				kw->misses = 0;
-				uw_kept_splice(kw, j, sample, frames, kf, n);
+				/* The previous call's frames, when it left this walk
+				 * and the frames below the meeting are its own too. */
+				u->fast_repeat = kw->stamp && kw->stamp + 1 == u->calls && n == j &&
+						 frames_same(frames, kw->frames, n + 1);
+				kw->stamp = uw_kept_splice(kw, j, sample, frames, kf, n) == 0 ? u->calls : 0;
 				return n + 1 + rest;
 			}
 		}
@@ -773,8 +793,10 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 	if (kw) {
 		if (any_signal)
 			kw->maps = NULL; /* never kept: reads of a signal frame depend on more */
-		else if (kept_due(kw) && uw_kept_store(kw, sample, frames, n, &u->walk, &u->walk_cap, *end) == 0)
+		else if (kept_due(kw) && uw_kept_store(kw, sample, frames, n, &u->walk, &u->walk_cap, *end) == 0) {
 			u->stats.kept_walks++;
+			kw->stamp = u->calls;
+		}
 	}
 	return n;
 }
@@ -898,11 +920,20 @@ size_t su_unwind(struct su_unwinder *u, const struct su_sample *sample,
 	if (!end)
 		end = &dummy;
 	*end = SU_END_ERROR;
-	if (!u || !sample || !sample->image || (!frames && max))
+	if (u) {
+		u->calls++;
+		u->fast_repeat = 0;
+		u->repeat = 0;
+	}
+	if (!u || !sample || !sample->image || (!frames && max)) {
+		if (u)
+			u->prev_plain = 0;
 		return 0;
+	}
 	const struct stackcap_image *img = sample->image;
 	size_t n;
 	u->stats.samples++;
+	int plain = 0; /* the frames are the fast walk's, as it left them */
 	uint64_t const rip = img->regs[STACKCAP_REG_RIP];
 	if (!(img->regs_kept >> STACKCAP_REG_RIP & 1)) {
 		/* No registers: nothing to unwind.  A perf record -g sample
@@ -940,13 +971,23 @@ size_t su_unwind(struct su_unwinder *u, const struct su_sample *sample,
 			n = uw_dwfl_unwind(u, p, sample, frames, max, end);
 		} else {
 			n = fast_unwind(u, p, sample, frames, max, end);
+			plain = 1;
 		}
+		size_t const walked = n;
+		enum su_unwind_end const walk_end = *end;
 		entry_end(u, sample, frames, &n, end);
+		plain &= n == walked && *end == walk_end;
 	}
-	if (sample->runtime_frames)
+	if (sample->runtime_frames) {
 		n = su_runtime_splice(u, sample, frames, n, max, end);
-	if (sample->kernel_chain && sample->n_kernel_chain && max)
+		plain = 0;
+	}
+	if (sample->kernel_chain && sample->n_kernel_chain && max) {
 		n = kernel_prepend(sample, frames, n, max, end);
+		plain = 0;
+	}
+	u->repeat = (uint8_t)(plain && u->prev_plain && u->fast_repeat);
+	u->prev_plain = (uint8_t)plain;
 	u->stats.frames += n;
 	if ((unsigned)*end < SU_END_COUNT)
 		u->stats.ends[*end]++;

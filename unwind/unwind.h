@@ -112,6 +112,14 @@ void su_unwinder_free(struct su_unwinder *u);
 size_t su_unwind(struct su_unwinder *u, const struct su_sample *sample,
 		 struct su_frame *frames, size_t max, enum su_unwind_end *end);
 
+/* Whether the last su_unwind's frames and end are exactly the previous
+ * call's (the same thread and maps snapshot: a hot loop's samples): its
+ * fast walk met the walk the previous call kept, with the same frames
+ * below, and neither call had kernel, runtime or entry frames changed
+ * after the walk.  A consumer that keyed something on the previous
+ * frames may take it as is.  0 when not known to be so. */
+int su_unwind_repeats(const struct su_unwinder *u);
+
 /* State is kept per maps snapshot (the module of each entry; the dwfl
  * unwinder's Dwfl), found again by pointer, generation, count and entries.
  * Call this before freeing a snapshot whose memory could be reused for

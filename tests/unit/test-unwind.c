@@ -225,10 +225,28 @@ static const char *dump(const struct result *r)
 	return dump_buf;
 }
 
+/* The fast unwinder's previous result, to check each call that says it
+ * repeats it (su_unwind_repeats); how many did. */
+static struct result fast_last;
+static int fast_last_set;
+static unsigned fast_repeats;
+
 static void run(struct su_unwinder *u, const struct su_sample *s, struct result *r, size_t max)
 {
 	memset(r, 0x5a, sizeof(*r));
 	r->n = su_unwind(u, s, r->f, max, &r->end);
+	if (u == fast) {
+		if (su_unwind_repeats(u)) {
+			int rep = fast_last_set && fast_last.n == r->n && fast_last.end == r->end;
+			for (size_t i = 0; rep && i < r->n; i++)
+				rep = fast_last.f[i].pc == r->f[i].pc && fast_last.f[i].map == r->f[i].map &&
+				      fast_last.f[i].how == r->f[i].how && fast_last.f[i].activation == r->f[i].activation;
+			ck_assert_msg(rep, "su_unwind_repeats says so, but the frames differ from the previous call's");
+			fast_repeats++;
+		}
+		fast_last = *r;
+		fast_last_set = 1;
+	}
 	if (verbose())
 		fprintf(stderr, "%s: %s\n", u == fast ? "fast" : u == plain ? "plain" : "dwfl", dump(r));
 	ck_assert_uint_le(r->n, max);
@@ -1051,6 +1069,8 @@ START_TEST(test_kept_walk)
 	unwind_both(&s.s, &b, MAXF);
 	su_unwinder_get_stats(fast, &st1);
 	check_same(&a, &b, "first and second unwind");
+	/* The same frames again: said so (run checks that it is true). */
+	ck_assert_msg(su_unwind_repeats(fast), "the same sample twice: not a repeat");
 	ck_assert_msg(st1.reused_frames - st0.reused_frames >= b.n - 2, "%llu frames of %zu copied",
 		      (unsigned long long)(st1.reused_frames - st0.reused_frames), b.n);
 	size_t const k = find_name(&a, "uwt_top");
@@ -1065,6 +1085,7 @@ START_TEST(test_kept_walk)
 	unwind_both(&s.s, &c, MAXF);
 	su_unwinder_get_stats(fast, &st2);
 	ck_assert_msg(c.n > k && c.f[k].pc == a.f[k - 1].pc, "changed return address not seen: %s", dump(&c));
+	ck_assert_msg(!su_unwind_repeats(fast), "other frames, said to repeat");
 	/* Frames below the change can still be matched, none above it. */
 	ck_assert_uint_lt(st2.reused_frames - st1.reused_frames, c.n - k);
 	/* A copy the stack cap cut, a little longer each time: what the
@@ -1132,12 +1153,15 @@ static void kept_sequence(enum stackcap_policy pol)
 		}
 	}
 	static struct result r;
+	unsigned const repeats0 = fast_repeats;
 	for (int iter = 0; iter < 3000; iter++) {
 		int const v = (int)(rnd() % NV);
 		memcpy(s.img.words, words[v], s.img.nwords * 8);
 		memcpy(s.img.regs, regs[v], sizeof(regs[v]));
 		unwind_both(&s.s, &r, MAXF);
 	}
+	/* A variant after itself repeats (run checks each one said). */
+	ck_assert_uint_gt(fast_repeats, repeats0);
 	uw_sample_free(&s);
 }
 
