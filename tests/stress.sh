@@ -194,9 +194,15 @@ if want selfprof; then
 	# (50 of ~245 ticks; plain runs and ASan: all of them).
 	sf=10000 smin=500
 	[ "${STRESS_SAN:-}" = tsan ] && sf=999 smin=100
+	# The counts of the run last done: the recorded one.
+	export STRESS_SELFPROF_COUNTS="$work/selfprof.counts"
 	scenario selfprof $sf selfprof 3000
-	check "selfprof: the program's event reaches its handler at its rate, nothing else does" \
-		grep -q "ticks at its event's rate, other signals 0," "$work/selfprof/rec.out"
+	unset STRESS_SELFPROF_COUNTS
+	check "selfprof: the program's event reaches its handler, nothing else does" \
+		grep -q "ticks of its event only, other signals 0," "$work/selfprof/rec.out"
+	# How many of its signals merged with ours (docs/RELIABILITY.md: a
+	# limit, shown, not asserted: it depends on the machine's load).
+	echo "# selfprof: the program's handler got $(cat "$work/selfprof.counts" 2>/dev/null || echo '?') overflows of its event while recorded"
 	check "selfprof: we still sample (>= $smin)" [ "${samples:-0}" -ge $smin ]
 fi
 # EINTR is the program's to choose: its SIGPROF handler without SA_RESTART

@@ -408,20 +408,27 @@ static int mode_selfprof(int units)
 		off += h.size;
 	}
 	munmap(ring, ring_len);
-	/* Every overflow signals (wakeup_events 1).  A classic signal merges
-	 * with one of its number already pending: when the sampler's timer
-	 * and this one expire in the same interrupt (a loaded machine), the
-	 * one queued second is lost, the program's half the time
-	 * (docs/RELIABILITY.md, 10-26% of them lost here under load, none
-	 * when idle).  A quarter still tells that from a handler that eats
-	 * them (0 of ~150 before the fix); more ticks than overflows, a
-	 * signal not of its event taken for one. */
-	int const rate_ok = lost == 0 && overflows >= 10 && self_ticks >= overflows / 4 && self_ticks <= overflows;
-	printf("selfprof: ticks %s, other signals %d, sum %llu\n", rate_ok ? "at its event's rate" : "WRONG",
+	/* Every overflow signals (wakeup_events 1), and every signal that
+	 * reaches the handler is one of its event's.  A classic signal merges
+	 * with one of its number already pending: an in-process recorder's
+	 * SIGPROF and this one generated in the same interrupt (both timers
+	 * late, a loaded machine) leave one, and the program's is lost
+	 * (docs/RELIABILITY.md: none idle, up to 80% under a full make check).
+	 * So at least one, never more than the overflows: a handler that eats
+	 * them (0 of ~150 before the fix) or takes ours for the program's
+	 * still fails.  STRESS_SELFPROF_COUNTS=FILE: the counts written there. */
+	int const rate_ok = lost == 0 && overflows >= 10 && self_ticks >= 1 && self_ticks <= overflows;
+	printf("selfprof: ticks %s, other signals %d, sum %llu\n", rate_ok ? "of its event only" : "WRONG",
 	       (int)self_other, (unsigned long long)sum);
 	if (!rate_ok)
 		fprintf(stderr, "selfprof: %d ticks of its event's %d overflows (%d records lost) in %.0f ms of CPU\n",
 			(int)self_ticks, overflows, lost, ms);
+	const char *const counts = getenv("STRESS_SELFPROF_COUNTS");
+	FILE *const cf = counts ? fopen(counts, "w") : NULL;
+	if (cf) {
+		fprintf(cf, "%d of %d\n", (int)self_ticks, overflows);
+		fclose(cf);
+	}
 	close(fd);
 	return 0;
 }
