@@ -96,6 +96,7 @@ static int fidelity_sample(void *arg, const struct su_sample *s)
 	struct su_sample full = *s;
 	full.image = s->full_image;
 	full.full_image = NULL;
+	full.decode_no = 0; /* not the thread's decoded image: its top is not vouched for */
 	enum su_unwind_end e1, e2;
 	size_t const n1 = su_unwind(f->w.unwinder, s, f->w.frames, f->w.o->max_frames, &e1);
 	size_t const n2 = su_unwind(f->w.unwinder, &full, f->full_frames, f->w.o->max_frames, &e2);

@@ -311,6 +311,11 @@ struct uw_kept_walk {
 	size_t wcap;                   /* words allocated */
 	uint32_t misses;               /* walks since the last that reused this slot's */
 	uint64_t stamp;                /* the su_unwind call whose frames FRAMES are (0: none) */
+	/* The sample WORDS were taken from: its thread and su_sample.decode_no
+	 * (0: not counted), so that the next image of that thread, whose top
+	 * words are known to be the same, is not compared there. */
+	uint32_t pid, tid;
+	uint64_t decode_no;
 };
 
 #define UW_KEPT_SLOTS 16
@@ -320,9 +325,10 @@ void uw_kept_free(struct uw_kept_walk *k);
 /* Whether the state CUR of frame N of SAMPLE's walk is frame J of K's,
  * whose remaining frames then hold for this sample too (their count fits
  * in MAX).  Only for one-segment images and walks that met no signal
- * frame. */
+ * frame.  *TRUSTED counts the words not compared because SAMPLE's image
+ * says they are those of the image K's words came from. */
 int uw_kept_matches(const struct uw_kept_walk *k, size_t j, const struct uw_regs *cur, uint64_t pc,
-		    uint8_t activation, const struct su_sample *sample, size_t n, size_t max);
+		    uint8_t activation, const struct su_sample *sample, size_t n, size_t max, uint64_t *trusted);
 
 /* Keep SAMPLE's walk: its N FRAMES, the state of each frame in KF[0..N)
  * with each frame's own reads (made suffixes here), ending with END.

@@ -671,7 +671,8 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 			while (j < kw->n && kw->kf[j].r.v[STACKCAP_REG_RSP] < rsp)
 				j++;
 			if (j < kw->n && kw->kf[j].r.v[STACKCAP_REG_RSP] == rsp &&
-			    uw_kept_matches(kw, j, cur, pc, (uint8_t)activation, sample, n, max)) {
+			    uw_kept_matches(kw, j, cur, pc, (uint8_t)activation, sample, n, max,
+					    &u->stats.trusted_words)) {
 				frames[n] = (struct su_frame){ .pc = pc, .map = kw->frames[j].map, .how = how,
 							      .activation = (uint8_t)activation };
 				size_t const rest = kw->n - j - 1;

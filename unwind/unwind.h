@@ -135,6 +135,8 @@ struct su_unwind_stats {
 	uint64_t maps_built;           /* per-maps states built */
 	uint64_t reused_frames;        /* frames copied from the thread's kept walk (fast) */
 	uint64_t kept_walks;           /* walks kept whole for the next sample (fast) */
+	uint64_t trusted_words;        /* words a kept walk did not compare: the image's top, the same
+					* as its thread's previous image's (su_sample.decode_no) */
 };
 
 void su_unwinder_get_stats(const struct su_unwinder *u, struct su_unwind_stats *stats);

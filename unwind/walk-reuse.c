@@ -61,7 +61,7 @@ static int regs_equal(const struct uw_regs *a, const struct uw_regs *b, uint32_t
 }
 
 int uw_kept_matches(const struct uw_kept_walk *k, size_t j, const struct uw_regs *cur, uint64_t pc,
-		    uint8_t activation, const struct su_sample *sample, size_t n, size_t max)
+		    uint8_t activation, const struct su_sample *sample, size_t n, size_t max, uint64_t *trusted)
 {
 	if (!k->maps || k->maps != sample->maps || k->generation != sample->maps->generation ||
 	    j == 0 || j >= k->n || sample->segment || k->end == SU_END_MAX_FRAMES)
@@ -88,7 +88,21 @@ int uw_kept_matches(const struct uw_kept_walk *k, size_t j, const struct uw_regs
 	word_span(lo, f->min_read, f->ok_end, &a, &e);
 	if (e > hi || a < k->wlo || e > k->whi)
 		return 0;
-	return memcmp(sample->image->words + (a - lo) / 8, k->words + (a - k->wlo) / 8, (size_t)(e - a)) == 0;
+	/* The image's top ELIDED words are those of its thread's image
+	 * before it, at the same stack top (su_sample.decode_no): when the
+	 * kept words were taken from that image, the part of them there is
+	 * this image's already. */
+	const struct stackcap_image *img = sample->image;
+	if (k->decode_no && sample->decode_no == k->decode_no + 1 && sample->pid == k->pid && sample->tid == k->tid &&
+	    img->elided && img->elided <= img->nwords && hi == k->hi && (hi - lo) / 8 == img->nwords) {
+		uint64_t const same_from = hi - 8 * img->elided;
+		if (e > same_from) {
+			uint64_t const cut = same_from > a ? same_from : a;
+			*trusted += (e - cut) / 8;
+			e = cut;
+		}
+	}
+	return memcmp(img->words + (a - lo) / 8, k->words + (a - k->wlo) / 8, (size_t)(e - a)) == 0;
 }
 
 /* Each frame's own reads into suffixes over the walk: frames UPTO down
@@ -167,6 +181,9 @@ static void kept_head(struct uw_kept_walk *k, const struct su_sample *sample, ui
 	k->hi = hi;
 	k->capped = sample->stack_capped != 0;
 	k->filtered = sample->image->policy != STACKCAP_POLICY_ALL;
+	k->pid = sample->pid;
+	k->tid = sample->tid;
+	k->decode_no = sample->decode_no;
 }
 
 int uw_kept_store(struct uw_kept_walk *k, const struct su_sample *sample, const struct su_frame *frames,

@@ -1165,6 +1165,61 @@ static void kept_sequence(enum stackcap_policy pol)
 	uw_sample_free(&s);
 }
 
+/* Our traces: an image's top ELIDED words are those of its thread's
+ * image before it (su_sample.decode_no).  A kept walk taken from that
+ * image does not compare them again: the same frames, with words counted
+ * as trusted; not for an image that does not follow it (a gap, another
+ * process).  And the words there are indeed not compared: changed behind
+ * the claim's back, the kept walk's frames are given, where the plain walk
+ * sees the change (the claim is the reader's to keep, stackcap-reader.c). */
+START_TEST(test_kept_trusted)
+{
+	capture_chain(MODE_PLAIN);
+	struct uw_sample s;
+	make(&s, STACKCAP_POLICY_F2);
+	static struct result a, b, c;
+	s.s.pid = s.s.tid = 77;
+	s.s.decode_no = 1;
+	unwind_both(&s.s, &a, MAXF);
+	ck_assert_uint_ge(a.n, 4);
+	struct su_unwind_stats st0, st1, st2;
+	su_unwinder_get_stats(fast, &st0);
+	s.s.decode_no = 2;
+	s.img.elided = s.img.nwords; /* the same image: every word the same */
+	unwind_both(&s.s, &b, MAXF);
+	su_unwinder_get_stats(fast, &st1);
+	check_same(&a, &b, "the next image, trusted");
+	ck_assert_uint_gt(st1.trusted_words, st0.trusted_words);
+	s.s.decode_no = 4; /* not the next one */
+	unwind_both(&s.s, &b, MAXF);
+	s.s.decode_no = 5;
+	s.s.pid = 78; /* the next number, another process */
+	unwind_both(&s.s, &b, MAXF);
+	su_unwinder_get_stats(fast, &st2);
+	ck_assert_uint_eq(st2.trusted_words, st1.trusted_words);
+	check_same(&a, &b, "not trusted");
+	/* The outermost frame's return address changed: the kept walk's read
+	 * it.  Claimed the same, it is not read again. */
+	s.s.pid = 77;
+	s.s.decode_no = 6;
+	unwind_both(&s.s, &b, MAXF);
+	int changed = 0;
+	for (uint64_t i = 0; i < s.img.nwords; i++)
+		if (s.img.words[i] == a.f[a.n - 1].pc) {
+			s.img.words[i] = a.f[a.n - 2].pc;
+			changed++;
+		}
+	ck_assert_int_gt(changed, 0);
+	s.s.decode_no = 7;
+	run(fast, &s.s, &b, MAXF);
+	run(plain, &s.s, &c, MAXF);
+	check_same(&a, &b, "kept walk on the claim");
+	ck_assert_msg(c.n != a.n || c.f[a.n - 1].pc != a.f[a.n - 1].pc, "the plain walk did not see the change: %s",
+		      dump(&c));
+	uw_sample_free(&s);
+}
+END_TEST
+
 START_TEST(test_kept_walk_sequences)
 {
 	frames_only = 1; /* changed registers: dwfl's end reason is a guess */
@@ -1298,6 +1353,7 @@ static Suite *unwind_suite(void)
 	tcase_add_test(tc, test_kept_walk);
 	tcase_add_test(tc, test_kept_backoff);
 	tcase_add_test(tc, test_kept_other_regs);
+	tcase_add_test(tc, test_kept_trusted);
 	tcase_add_test(tc, test_kept_walk_sequences);
 	tcase_add_test(tc, test_bad_args);
 	tcase_add_test(tc, test_runtime_splice_leftovers);
