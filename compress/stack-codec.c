@@ -290,9 +290,14 @@ struct dec {
 	const uint8_t *end;
 };
 
-/* Read a varint; @return 0 or an error code. */
-static size_t dec_varint(struct dec *d, uint64_t *v)
+/* Read a varint; @return 0 or an error code.  Most tokens are one byte
+ * (a zero run, a code range index with a short offset): read inline. */
+static inline __attribute__((always_inline)) size_t dec_varint(struct dec *d, uint64_t *v)
 {
+	if (likely(d->p < d->end && *d->p < 0x80)) {
+		*v = *d->p++;
+		return 0;
+	}
 	int const n = varint_get(d->p, d->end, v);
 	if (n == 0)
 		return STACKCAP_CODEC_ERROR(TRUNCATED);
