@@ -41,7 +41,12 @@ static void flush_until(struct pr *r, uint64_t limit)
 {
 	if (!r->nq)
 		return;
-	qsort(r->q, r->nq, sizeof(*r->q), qev_cmp);
+	/* One CPU's ring is already in time order: sorted only when not. */
+	size_t k = 1;
+	while (k < r->nq && qev_cmp(&r->q[k - 1], &r->q[k]) <= 0)
+		k++;
+	if (k < r->nq)
+		qsort(r->q, r->nq, sizeof(*r->q), qev_cmp);
 	size_t i = 0;
 	for (; i < r->nq && r->q[i].ts <= limit && !r->cb_rc; i++) {
 		if (i + PREFETCH_FAR < r->nq)
