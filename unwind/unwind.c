@@ -601,11 +601,6 @@ static int walk_reserve(struct su_unwinder *u, size_t max)
 	return 0;
 }
 
-/* Keep this walk for the next sample of its thread?  Keeping copies the
- * words the walk read: on threads whose stacks keep changing, where no
- * walk is reused (sqlite3's: keeping cost 11% of `stackunwind stacks`),
- * walks are kept ever more rarely after 4 misses, down to one in 64; a
- * reuse brings back keeping every walk. */
 /* Frames A and B the same, N of them (a walk's frames: rt_fp and rt_pos
  * are a runtime frame's only, never set here). */
 static int frames_same(const struct su_frame *a, const struct su_frame *b, size_t n)
@@ -617,6 +612,11 @@ static int frames_same(const struct su_frame *a, const struct su_frame *b, size_
 	return 1;
 }
 
+/* Keep this walk for the next sample of its thread?  Keeping copies the
+ * words the walk read: on threads whose stacks keep changing, where no
+ * walk is reused (sqlite3's: keeping cost 11% of `stackunwind stacks`),
+ * walks are kept ever more rarely after 4 misses, down to one in 64; a
+ * reuse brings back keeping every walk. */
 static int kept_due(struct uw_kept_walk *k)
 {
 	uint32_t const m = k->misses < UINT32_MAX ? ++k->misses : k->misses;
