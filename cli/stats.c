@@ -86,7 +86,10 @@ static int fidelity_sample(void *arg, const struct su_sample *s)
 	ps->samples++;
 	ps->capped += s->stack_capped != 0;
 	if (s->process) { /* its drops are known before the first sample */
-		snprintf(ps->comm, sizeof(ps->comm), "%s", s->process->comm ? s->process->comm : "");
+		/* The name, copied when it changed (an exec): not formatted per sample. */
+		const char *const comm = s->process->comm ? s->process->comm : "";
+		if (strncmp(ps->comm, comm, sizeof(ps->comm) - 1))
+			snprintf(ps->comm, sizeof(ps->comm), "%s", comm);
 		ps->drops = s->process->drops;
 		if (!f->window)
 			f->window = s->process->stack_cap;
