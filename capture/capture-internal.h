@@ -82,6 +82,7 @@ struct thread_state {
 	timer_t timer;
 	int has_timer;
 	int perf_fd;                  /* perf task-clock sampler, or -1 */
+	int perf_sig;                 /* the signal it raises now */
 	uint64_t perf_id;             /* its PERF_EVENT_IOC_ID: is the fd still it? */
 	volatile sig_atomic_t busy;   /* a capture is running on this thread */
 	_Atomic int exited;           /* set at thread exit; writer retires it */
@@ -156,7 +157,7 @@ HIDDEN int capture_install_handler(void);
 HIDDEN void capture_remove_handler(void);
 /* The program set PROGRAM as its action on our signal: our handler takes
  * its SA_RESTART choice (async-signal-safe). */
-HIDDEN void capture_follow_program_action(const struct sigaction *program);
+HIDDEN void capture_follow_program_action(int sig, const struct sigaction *program);
 HIDDEN int capture_thread_register(void);
 HIDDEN void capture_thread_unregister(void);
 /* Stop T's sampling timer or perf event (not after fork: the child has
@@ -195,10 +196,11 @@ HIDDEN void writer_resume(void);
 /* ---- the sampling signal shared with the program (sigchain.c) ---------- */
 
 HIDDEN int sigchain_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
-/* Our handler is installed; PREVIOUS becomes the program's action. */
-HIDDEN void sigchain_start(const struct sigaction *previous);
-/* Our handler goes; the program's action, to put back. */
-HIDDEN void sigchain_stop(struct sigaction *program_action);
+/* Our handler is installed on SIG (the sampling signal, or the real-time
+ * one of capture.c); PREVIOUS becomes the program's action. */
+HIDDEN void sigchain_start(int sig, const struct sigaction *previous);
+/* Our handler goes from SIG; the program's action, to put back. */
+HIDDEN void sigchain_stop(int sig, struct sigaction *program_action);
 /* PERF_FD: the calling thread's own perf sampler fd (or -1). */
 HIDDEN int sigchain_is_ours(const siginfo_t *si, int perf_fd);
 HIDDEN void sigchain_forward(int sig, siginfo_t *si, void *uc);

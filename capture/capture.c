@@ -259,6 +259,21 @@ __asm__(
 /* ---- the sampling signal ----------------------------------------------- */
 
 static int handler_installed;
+/* Two of our samples' signals or one of ours and one of the program's,
+ * generated while the other is pending, merge: a classic signal is
+ * pending once.  When the program handles the sampling signal itself (its
+ * own profiler: an ITIMER_PROF or perf event handler), its signals are
+ * lost that way as soon as both timers fire in one interrupt (a loaded
+ * machine: 80% of them, docs/RELIABILITY.md).  Our samples then move to a
+ * real-time signal of our own, ALT_SIGNO (queued, never merged; the event
+ * is re-armed at each sample, 6-11 us), each thread at its next sample. */
+static int alt_signo;
+static _Atomic int use_alt;
+
+static int program_handles(const struct sigaction *a)
+{
+	return a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN;
+}
 
 static void on_signal(int sig, siginfo_t *si, void *ucv)
 {
@@ -287,12 +302,23 @@ static void on_signal(int sig, siginfo_t *si, void *ucv)
 		[STACKCAP_REG_RIP] = (uint64_t)g[REG_RIP],
 	};
 	stackcap_capture_regs(regs);
-	/* A real-time signal queues: the event then stops at each overflow
-	 * and is re-armed here, so the queue never fills (see arm_perf). */
 	struct thread_state *t = tls_thread;
-	if (sig >= SIGRTMIN && t && t->perf_fd >= 0 &&
-	    atomic_load_explicit(&stackcap_g.running, memory_order_relaxed))
+	if (!t || t->perf_fd < 0 || !atomic_load_explicit(&stackcap_g.running, memory_order_relaxed))
+		return;
+	int const saved_errno = errno;
+	if (sig >= SIGRTMIN) {
+		/* A real-time signal queues: the event then stops at each
+		 * overflow and is re-armed here, so the queue never fills (see
+		 * arm_perf). */
 		ioctl(t->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
+	} else if (alt_signo && t->perf_sig != alt_signo && atomic_load_explicit(&use_alt, memory_order_relaxed) &&
+		   fcntl(t->perf_fd, F_SETSIG, alt_signo) == 0) {
+		/* The program handles this signal itself: this thread's samples
+		 * move to the real-time one (capture_install_handler). */
+		t->perf_sig = alt_signo;
+		ioctl(t->perf_fd, PERF_EVENT_IOC_REFRESH, 1);
+	}
+	errno = saved_errno;
 }
 
 /* Our action, given the program's.  SA_RESTART: the traced program's
@@ -320,33 +346,61 @@ int capture_install_handler(void)
 	our_action(&sa, &old);
 	if (sigchain_real_sigaction(stackcap_g.cfg.signo, &sa, &old) != 0)
 		return -errno;
-	sigchain_start(&old);
+	sigchain_start(stackcap_g.cfg.signo, &old);
+	/* The real-time signal our samples move to: the highest but one the
+	 * program has no action on yet (SIGRTMAX itself is the one programs
+	 * most often take). */
+	alt_signo = 0;
+	atomic_store(&use_alt, 0);
+	for (int s = SIGRTMAX - 1; stackcap_g.cfg.signo < SIGRTMIN && s >= SIGRTMIN + 4; s--) {
+		struct sigaction o, ours;
+		if (sigchain_real_sigaction(s, NULL, &o) != 0 || o.sa_handler != SIG_DFL)
+			continue;
+		our_action(&ours, &o);
+		if (sigchain_real_sigaction(s, &ours, NULL) == 0) {
+			sigchain_start(s, &o);
+			alt_signo = s;
+		}
+		break;
+	}
+	if (alt_signo && program_handles(&old))
+		atomic_store(&use_alt, 1);
 	handler_installed = 1;
 	return 0;
 }
 
-void capture_follow_program_action(const struct sigaction *program)
+void capture_follow_program_action(int sig, const struct sigaction *program)
 {
 	if (!handler_installed)
 		return;
 	struct sigaction sa;
 	our_action(&sa, program);
-	sigchain_real_sigaction(stackcap_g.cfg.signo, &sa, NULL);
+	sigchain_real_sigaction(sig, &sa, NULL);
+	if (sig == stackcap_g.cfg.signo && alt_signo && program_handles(program))
+		atomic_store(&use_alt, 1); /* for good: its signals may come any time */
+}
+
+/* Our handler off SIG: the program's own action back; ignore rather than
+ * restore the default: a signal of ours still in flight must not kill the
+ * process. */
+static void handler_remove(int sig)
+{
+	struct sigaction sa;
+	sigchain_stop(sig, &sa);
+	if (sa.sa_handler == SIG_DFL) {
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = SIG_IGN;
+	}
+	sigchain_real_sigaction(sig, &sa, NULL);
 }
 
 void capture_remove_handler(void)
 {
 	if (handler_installed) {
-		/* The program's own handler back; ignore rather than restore
-		 * the default: a timer signal of ours still in flight must not
-		 * kill the process. */
-		struct sigaction sa;
-		sigchain_stop(&sa);
-		if (sa.sa_handler == SIG_DFL) {
-			memset(&sa, 0, sizeof(sa));
-			sa.sa_handler = SIG_IGN;
-		}
-		sigchain_real_sigaction(stackcap_g.cfg.signo, &sa, NULL);
+		handler_remove(stackcap_g.cfg.signo);
+		if (alt_signo)
+			handler_remove(alt_signo);
+		alt_signo = 0;
 		handler_installed = 0;
 	}
 }
@@ -417,8 +471,10 @@ static int arm_perf(struct thread_state *t)
 	/* Before the first overflow can signal: this thread's own. */
 	tls_perf_sig_fd = fd;
 	struct f_owner_ex owner = { .type = F_OWNER_TID, .pid = t->tid };
+	int const sig = alt_signo && atomic_load(&use_alt) ? alt_signo : stackcap_g.cfg.signo;
+	t->perf_sig = sig;
 	if (fcntl(fd, F_SETFL, O_ASYNC | O_NONBLOCK) != 0 ||
-	    fcntl(fd, F_SETSIG, stackcap_g.cfg.signo) != 0 ||
+	    fcntl(fd, F_SETSIG, sig) != 0 ||
 	    fcntl(fd, F_SETOWN_EX, &owner) != 0 ||
 	    /* A classic signal is enabled once: every overflow signals with
 	     * no ioctl per sample (bench/sigfloor: re-arming cost 6-11 us a
@@ -427,8 +483,7 @@ static int arm_perf(struct thread_state *t)
 	     * which kills: that one stops after each overflow and the handler
 	     * re-arms it. */
 	    ioctl(fd, PERF_EVENT_IOC_ID, &t->perf_id) != 0 ||
-	    (stackcap_g.cfg.signo >= SIGRTMIN ? ioctl(fd, PERF_EVENT_IOC_REFRESH, 1)
-					      : ioctl(fd, PERF_EVENT_IOC_ENABLE, 0)) != 0) {
+	    (sig >= SIGRTMIN ? ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) : ioctl(fd, PERF_EVENT_IOC_ENABLE, 0)) != 0) {
 		int const e = errno;
 		close(fd);
 		return -e;

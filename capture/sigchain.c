@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * sigchain.c: sharing the sampling signal (SIGPROF) with a program that
- * uses it too (its own profiler, setitimer(ITIMER_PROF)).
+ * uses it too (its own profiler, setitimer(ITIMER_PROF)), and the
+ * real-time signal our samples move to once the program handles SIGPROF
+ * itself (capture.c: two SIGPROF pending at once merge into one, and the
+ * program's was lost).
  *
- * Our handler stays installed; the program's sigaction()/signal() on that
- * signal are interposed and recorded as the program's action, which they
+ * Our handler stays installed on both; the program's sigaction()/signal()
+ * on them are interposed and recorded as the program's action, which they
  * also report back.  Our handler keeps the signals that are ours (perf
  * overflow: POLL_* codes naming this thread's event fd; our timers:
  * SI_TIMER with our cookie) and hands
@@ -26,10 +29,13 @@ typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 
 static sigaction_fn real_sigaction_fn;
 
-/* The program's action: two slots, the handler reads the published one. */
-static struct sigaction user_slots[2];
-static _Atomic int user_slot;
-static _Atomic int chaining;   /* our handler is installed on cfg.signo */
+/* Per signal chained (0: the sampling signal, 1: the real-time one): the
+ * program's action in two slots, the handler reads the published one;
+ * the signal's number while our handler is installed on it, else 0. */
+#define CHAINS 2
+static struct sigaction user_slots[CHAINS][2];
+static _Atomic int user_slot[CHAINS];
+static _Atomic int chained[CHAINS];
 
 int sigchain_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
@@ -42,25 +48,42 @@ int sigchain_real_sigaction(int sig, const struct sigaction *act, struct sigacti
 	return real_sigaction_fn(sig, act, old);
 }
 
-static void user_set(const struct sigaction *act)
+/* Which chain SIG is, or -1. */
+static int chain_of(int sig)
 {
-	int const next = !atomic_load(&user_slot);
-	user_slots[next] = *act;
-	atomic_store(&user_slot, next);
-	if (atomic_load(&chaining))
-		capture_follow_program_action(act);
+	for (int c = 0; c < CHAINS; c++)
+		if (sig > 0 && atomic_load(&chained[c]) == sig)
+			return c;
+	return -1;
 }
 
-void sigchain_start(const struct sigaction *previous)
+static void user_set(int c, const struct sigaction *act)
 {
-	user_set(previous);
-	atomic_store(&chaining, 1);
+	int const next = !atomic_load(&user_slot[c]);
+	user_slots[c][next] = *act;
+	atomic_store(&user_slot[c], next);
+	int const sig = atomic_load(&chained[c]);
+	if (sig)
+		capture_follow_program_action(sig, act);
 }
 
-void sigchain_stop(struct sigaction *program_action)
+void sigchain_start(int sig, const struct sigaction *previous)
 {
-	atomic_store(&chaining, 0);
-	*program_action = user_slots[atomic_load(&user_slot)];
+	int const c = sig == stackcap_g.cfg.signo ? 0 : 1;
+	user_set(c, previous);
+	atomic_store(&chained[c], sig);
+}
+
+void sigchain_stop(int sig, struct sigaction *program_action)
+{
+	int const c = chain_of(sig);
+	if (c < 0) {
+		memset(program_action, 0, sizeof(*program_action));
+		program_action->sa_handler = SIG_DFL;
+		return;
+	}
+	atomic_store(&chained[c], 0);
+	*program_action = user_slots[c][atomic_load(&user_slot[c])];
 }
 
 int sigchain_is_ours(const siginfo_t *si, int perf_fd)
@@ -77,7 +100,10 @@ int sigchain_is_ours(const siginfo_t *si, int perf_fd)
  * done with the program's action. */
 void sigchain_forward(int sig, siginfo_t *si, void *uc)
 {
-	struct sigaction const act = user_slots[atomic_load(&user_slot)];
+	int c = chain_of(sig);
+	if (c < 0) /* being removed: the program's action as last known */
+		c = sig == stackcap_g.cfg.signo ? 0 : 1;
+	struct sigaction const act = user_slots[c][atomic_load(&user_slot[c])];
 	if (act.sa_handler == SIG_IGN)
 		return;
 	if (act.sa_handler == SIG_DFL) {
@@ -96,7 +122,7 @@ void sigchain_forward(int sig, siginfo_t *si, void *uc)
 		struct sigaction dfl;
 		memset(&dfl, 0, sizeof(dfl));
 		dfl.sa_handler = SIG_DFL;
-		user_set(&dfl);
+		user_set(c, &dfl);
 	}
 	/* The program's handler runs with the mask it asked for (what it
 	 * interrupted, its sa_mask, the signal unless SA_NODEFER), so a
@@ -118,18 +144,19 @@ void sigchain_forward(int sig, siginfo_t *si, void *uc)
 
 STACKCAP_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	if (!atomic_load(&chaining) || sig != stackcap_g.cfg.signo)
+	int const c = chain_of(sig);
+	if (c < 0)
 		return sigchain_real_sigaction(sig, act, old);
 	if (old)
-		*old = user_slots[atomic_load(&user_slot)];
+		*old = user_slots[c][atomic_load(&user_slot[c])];
 	if (act)
-		user_set(act);
+		user_set(c, act);
 	return 0;
 }
 
 STACKCAP_API sighandler_t signal(int sig, sighandler_t handler)
 {
-	if (sig == stackcap_g.cfg.signo && atomic_load(&chaining)) {
+	if (chain_of(sig) >= 0) {
 		/* glibc's signal(): BSD semantics. */
 		struct sigaction act, old;
 		memset(&act, 0, sizeof(act));
