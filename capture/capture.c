@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "capture/capture-internal.h"
+#include "common/asan.h"
 #include "capture/runtime.h"
 
 /* The calling thread's state; initial-exec TLS so that reading it in a
@@ -38,7 +39,7 @@ static __thread int tls_perf_sig_fd __attribute__((tls_model("initial-exec"))) =
  * interrupted stack can be copied too.  Only words inside the copied
  * range are read.  @return the interrupted rsp, or 0. */
 /* Reads the live stack, redzones included: not checked by ASan. */
-#if defined(__SANITIZE_ADDRESS__)
+#if SU_ASAN
 __attribute__((no_sanitize("address")))
 #endif
 static uint64_t interrupted_sp(const struct thread_state *t, uint64_t sp, uint64_t nwords)

@@ -14,6 +14,7 @@ common_libsucommon_la_SOURCES = \
 	common/cache-file.c \
 	common/cache-file.h \
 	common/varint.h \
+	common/asan.h \
 	common/ctf-layout.h \
 	common/map-entry.h \
 	common/zstd-frame.c \

@@ -7,6 +7,7 @@
 
 #include <string.h>
 
+#include "common/asan.h"
 #include "common/varint.h"
 
 /* Header flag bits (byte 1). */
@@ -159,14 +160,9 @@ static const uint16_t filter_all[STACKCAP_FILTER_SIZE] = {
 /* One word of a live stack: the capture reads other frames by design,
  * redzones included, so ASan must not check this load (in ASan builds it
  * is then a call; elsewhere the attribute is nothing and it inlines). */
-#if defined(__SANITIZE_ADDRESS__)
+#if SU_ASAN
 #define STACK_LOAD_ATTR __attribute__((no_sanitize("address"), noinline))
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define STACK_LOAD_ATTR __attribute__((no_sanitize("address"), noinline))
-#endif
-#endif
-#ifndef STACK_LOAD_ATTR
+#else
 #define STACK_LOAD_ATTR inline __attribute__((always_inline))
 #endif
 static STACK_LOAD_ATTR uint64_t stack_word(const uint64_t *words, uint64_t i)

@@ -25,6 +25,7 @@
 #include "debuginfo/debuginfod-load.h"
 #endif
 
+#include "common/asan.h"
 #include "common/cache-file.h"
 #include "common/hash.h"
 #include "debuginfo/module.h"
@@ -905,20 +906,9 @@ void su_modcache_free(struct su_modcache *c)
 	modcache_free(c, 0);
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
-
 void su_modcache_free_at_exit(struct su_modcache *c)
 {
-	modcache_free(c, !SANITIZED);
+	modcache_free(c, !SU_ASAN);
 }
 
 static void grow(struct su_modcache *c)

@@ -10,17 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/asan.h"
 #include "trace/stackcap-reader.h"
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FUZZ_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) && !defined(FUZZ_SANITIZED)
-#define FUZZ_SANITIZED 1
-#endif
-#ifdef FUZZ_SANITIZED
+#if SU_ASAN
 #include <fcntl.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
@@ -53,7 +46,7 @@ static inline int fuzz_touch_sample(void *arg, const struct su_sample *s)
  * reports keep the real stderr.  Replays (no sanitizer) print them. */
 static inline void fuzz_quiet(int on)
 {
-#ifdef FUZZ_SANITIZED
+#if SU_ASAN
 	static int real_stderr = -1, devnull = -1;
 	if (real_stderr < 0) {
 		real_stderr = dup(2);
