@@ -261,7 +261,7 @@ static int format_frame(struct worker *w, uint32_t pid, const struct su_maps *ma
 
 static struct chain_text *chain_find(struct worker *w, const struct pipeline_sample *u,
 				     const struct su_frame *frames, uint64_t *hash, int *hit);
-static int chain_keep(struct chain_text *c, uint64_t hash, const struct su_maps *maps,
+static int chain_keep(struct worker *w, struct chain_text *c, uint64_t hash, const struct su_maps *maps,
 		      const struct su_frame *frames, size_t n, uint32_t unknown, const char *text, size_t len);
 
 static void format_stacks(struct worker *w, const struct pipeline_sample *u, const char *comm,
@@ -305,12 +305,9 @@ static void format_stacks(struct worker *w, const struct pipeline_sample *u, con
 	int whole = 1;
 	for (size_t i = 0; i < u->nframes; i++)
 		whole &= format_frame(w, u->pid, u->maps, &frames[i], out);
-	if (ct && whole && !out->oom &&
-	    chain_keep(ct, ch, u->maps, frames, u->nframes, (uint32_t)(w->counts.unknown_frames - unknown_before),
-		       out->buf + chain_start, out->len - chain_start) == 0) {
-		w->last_chain = ct;
-		w->last_hash = ch;
-	}
+	if (ct && whole && !out->oom)
+		chain_keep(w, ct, ch, u->maps, frames, u->nframes, (uint32_t)(w->counts.unknown_frames - unknown_before),
+			   out->buf + chain_start, out->len - chain_start);
 frames_done:
 	if (u->end != SU_END_OUTERMOST) {
 		text_pc(out, 0);
@@ -365,10 +362,10 @@ static struct chain_text *chain_find(struct worker *w, const struct pipeline_sam
 {
 	struct chain_text *ct = w->reuse_chain;
 	w->reuse_chain = NULL;
-	if (ct && ct->maps == u->maps && ct->hash == w->last_hash && ct->nframes == u->nframes) {
+	if (ct && ct->maps == u->maps && ct->nframes == u->nframes) {
 		/* The previous sample's frames again, in the slot that holds
 		 * them (worker_unwind). */
-		*hash = w->last_hash;
+		*hash = ct->hash;
 	} else {
 		*hash = chain_hash(u->maps, frames, u->nframes);
 		*hit = 0;
@@ -383,13 +380,12 @@ static struct chain_text *chain_find(struct worker *w, const struct pipeline_sam
 	w->counts.unknown_frames += ct->unknown;
 	*hit = 1;
 	w->last_chain = ct;
-	w->last_hash = *hash;
 	return ct;
 }
 
 /* Keep TEXT (LEN bytes) as the chain's text in slot C, replacing what it
  * held.  Out of memory: only the cache entry is lost. */
-static int chain_keep(struct chain_text *c, uint64_t hash, const struct su_maps *maps,
+static int chain_keep(struct worker *w, struct chain_text *c, uint64_t hash, const struct su_maps *maps,
 		      const struct su_frame *frames, size_t n, uint32_t unknown, const char *text, size_t len)
 {
 	if (n > UINT32_MAX || len > UINT32_MAX)
@@ -413,6 +409,7 @@ static int chain_keep(struct chain_text *c, uint64_t hash, const struct su_maps 
 	c->unknown = unknown;
 	c->len = (uint32_t)len;
 	c->line_out = NULL; /* a line written with the chain it held */
+	w->last_chain = c; /* the sample's chain: the next may repeat it */
 	return 0;
 }
 
@@ -517,14 +514,10 @@ static void format_folded(struct worker *w, const struct pipeline_sample *u, con
 			ct = NULL; /* this frame's text is not a function of its key */
 		}
 	}
-	if (ct && !out->oom &&
-	    chain_keep(ct, ch, u->maps, frames, u->nframes, chain_unknown, out->buf + chain_start,
-		       out->len - chain_start) == 0) {
-		w->last_chain = ct;
-		w->last_hash = ch;
-	} else {
+	if (!ct || out->oom ||
+	    chain_keep(w, ct, ch, u->maps, frames, u->nframes, chain_unknown, out->buf + chain_start,
+		       out->len - chain_start) != 0)
 		ct = NULL; /* not kept: the slot may hold another chain, whose line this is not */
-	}
 frames_done:
 	text_put(out, " ", 1);
 	size_t const count_at = out->len;

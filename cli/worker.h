@@ -66,12 +66,11 @@ struct worker {
 	size_t last_pctext;          /* the last one found (recursion repeats a pc) */
 	struct chain_text *chains;   /* folded or stacks: CHAIN_SLOTS, direct-mapped, or NULL */
 	/* The slot holding the previous sample's chain exactly (its lookup
-	 * hit, or its text was kept there) and its hash; REUSE_CHAIN: that
-	 * slot when the unwinder says this sample's frames repeat the
-	 * previous one's (su_unwind_repeats), taken without hashing or
-	 * comparing the frames again.  NULL: none. */
+	 * hit, or its text was kept there); REUSE_CHAIN: that slot when the
+	 * unwinder says this sample's frames repeat the previous one's
+	 * (su_unwind_repeats), taken without hashing or comparing the frames
+	 * again.  NULL: none. */
 	struct chain_text *last_chain, *reuse_chain;
-	uint64_t last_hash;
 	struct su_modcache *modules;
 	struct su_resolver *resolver;
 	struct su_unwinder *unwinder;
