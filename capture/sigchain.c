@@ -48,6 +48,12 @@ int sigchain_real_sigaction(int sig, const struct sigaction *act, struct sigacti
 	return real_sigaction_fn(sig, act, old);
 }
 
+/* The chain that is SIG's when chained. */
+static int chain_for(int sig)
+{
+	return sig == stackcap_g.cfg.signo ? 0 : 1;
+}
+
 /* Which chain SIG is, or -1. */
 static int chain_of(int sig)
 {
@@ -69,7 +75,7 @@ static void user_set(int c, const struct sigaction *act)
 
 void sigchain_start(int sig, const struct sigaction *previous)
 {
-	int const c = sig == stackcap_g.cfg.signo ? 0 : 1;
+	int const c = chain_for(sig);
 	user_set(c, previous);
 	atomic_store(&chained[c], sig);
 }
@@ -102,7 +108,7 @@ void sigchain_forward(int sig, siginfo_t *si, void *uc)
 {
 	int c = chain_of(sig);
 	if (c < 0) /* being removed: the program's action as last known */
-		c = sig == stackcap_g.cfg.signo ? 0 : 1;
+		c = chain_for(sig);
 	struct sigaction const act = user_slots[c][atomic_load(&user_slot[c])];
 	if (act.sa_handler == SIG_IGN)
 		return;
