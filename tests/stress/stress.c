@@ -414,8 +414,16 @@ static int mode_selfprof(int units)
 	 * the program handles it (capture.c moves them to a real-time signal;
 	 * before, 80% of these were lost under a full make check).  The
 	 * counts, with STRESS_SELFPROF_COUNTS=FILE, written there. */
-	int const rate_ok = lost == 0 && overflows >= 10 && self_ticks == overflows;
-	printf("selfprof: ticks %s, other signals %d, sum %llu\n", rate_ok ? "every one of its event's" : "WRONG",
+	/* STRESS_TICKS_MIN set (under TSan, stress.sh): its emulation of
+	 * signals holds one pending per number and re-raises what it held,
+	 * which loses some of the program's whatever the recorder does; then
+	 * at least that many, and never more than the overflows. */
+	char const *const min_env = getenv("STRESS_TICKS_MIN");
+	int const exact = !min_env;
+	int const rate_ok = lost == 0 && overflows >= 10 &&
+			    (exact ? self_ticks == overflows : self_ticks >= atoi(min_env) && self_ticks <= overflows);
+	printf("selfprof: ticks %s, other signals %d, sum %llu\n",
+	       !rate_ok ? "WRONG" : exact ? "every one of its event's" : "of its event only",
 	       (int)self_other, (unsigned long long)sum);
 	if (!rate_ok)
 		fprintf(stderr, "selfprof: %d ticks of its event's %d overflows (%d records lost) in %.0f ms of CPU\n",
@@ -430,16 +438,18 @@ static int mode_selfprof(int units)
 	 * are not SIGPROF (they would merge with its own): its event off and
 	 * SIGPROF blocked for 3 ms of CPU, none is pending (a recorder
 	 * sampling at 10 kHz on SIGPROF would have ~30 pending as one). */
-	sigset_t prof, pend;
-	sigemptyset(&prof);
-	sigaddset(&prof, SIGPROF);
-	sigprocmask(SIG_BLOCK, &prof, NULL);
-	double const b0 = cpu_ms();
-	for (uint64_t i = 0; cpu_ms() - b0 < 3; i++)
-		sum += work(i, 1) & 1;
-	int const on_prof = sigpending(&pend) == 0 && sigismember(&pend, SIGPROF) == 1;
-	sigprocmask(SIG_UNBLOCK, &prof, NULL);
-	printf("selfprof: a recorder's samples %s\n", on_prof ? "ON SIGPROF too" : "not on SIGPROF");
+	if (exact) {
+		sigset_t prof, pend;
+		sigemptyset(&prof);
+		sigaddset(&prof, SIGPROF);
+		sigprocmask(SIG_BLOCK, &prof, NULL);
+		double const b0 = cpu_ms();
+		for (uint64_t i = 0; cpu_ms() - b0 < 3; i++)
+			sum += work(i, 1) & 1;
+		int const on_prof = sigpending(&pend) == 0 && sigismember(&pend, SIGPROF) == 1;
+		sigprocmask(SIG_UNBLOCK, &prof, NULL);
+		printf("selfprof: a recorder's samples %s\n", on_prof ? "ON SIGPROF too" : "not on SIGPROF");
+	}
 	close(fd);
 	return 0;
 }
