@@ -12,6 +12,10 @@
 # `folded -j 1` run side by side, whose wall time against one alone says
 # how much two busy cores slow each other (a VM's two vCPUs may share a
 # physical core): a -j 2 speed-up is judged against 2x and that ceiling.
+# And each core's own speed: `folded -j 1` pinned to each CPU in turn
+# (taskset); a VM's vCPUs need not run alike (one here ran at 60% of the
+# other in most minutes, its host core shared): with per-CPU times t_i,
+# two threads can at best finish in 1 / sum(1 / t_i), the second ceiling.
 # Outputs of -j 1 and -j 2 are compared.  `make bench-own-rate`; numbers go
 # to docs/BENCHMARKS.md with the machine line this prints.
 set -eu
@@ -21,7 +25,20 @@ TRACE=${3:-}
 RUNS=${RUNS:-5}
 B=$(cd "$B" && pwd)
 SU="$B/cli/stackunwind"
-command -v /usr/bin/time >/dev/null || { echo "bench/own-rate.sh: /usr/bin/time missing (apt-get install time)" >&2; exit 1; }
+# Each timing runs its command OWN_RATE_REPEAT times in a row (default 5)
+# and takes the mean: the shell's CPU times come in 10 ms steps, a run
+# here takes 30 to 80 ms.  Wall time from date's nanoseconds.
+REP=${OWN_RATE_REPEAT:-5}
+ONE='t0=$(date +%s%N); i=0; while [ $i -lt '"$REP"' ]; do "$@" >/dev/null 2>&1; i=$((i + 1)); done
+t1=$(date +%s%N); echo $(( (t1 - t0) / 1000 )); times'
+# timed OUT CMD...: "WALL_S CPU_S" of one run of CMD appended to OUT.
+timed() {
+	out=$1
+	shift
+	sh -c "$ONE" sh "$@" | awk -v rep="$REP" 'NR == 1 { w = $1 }
+		NR == 3 { c = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); c += a[1] * 60 + a[2] } }
+		END { printf "%.6f %.6f\n", w / 1e6 / rep, c / rep }' >>"$out"
+}
 w=$(mktemp -d)
 trap 'rm -rf "$w"' EXIT
 
@@ -34,30 +51,35 @@ n=$("$SU" stats "$TRACE" 2>/dev/null | sed -n 's/^samples: *//p')
 [ -n "$n" ] && [ "$n" -gt 0 ] || { echo "bench/own-rate.sh: no samples in $TRACE" >&2; exit 1; }
 
 echo "machine: $(nproc) cores, $(sed -n 's/^model name[ 	]*: //p' /proc/cpuinfo | head -n 1), $(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "trace: $TRACE, $n samples; median of $RUNS interleaved runs"
+echo "trace: $TRACE, $n samples; median of $RUNS interleaved runs, each the mean of $REP in a row"
 set -- "stacks -j 1" "stacks -j 2" "folded -j 1" "folded -j 2"
 i=0
 for c in "$@"; do
 	i=$((i + 1))
 	"$SU" $c "$TRACE" >"$w/out.$i" 2>/dev/null # warm the page cache
 done
+# The first two CPUs this process may run on (taskset: util-linux).
+cpus=$(taskset -pc $$ 2>/dev/null | sed 's/.*: //' | tr ',' '\n' |
+	awk -F- '{ for (c = $1; c <= ($2 == "" ? $1 : $2); c++) print c }' | head -n 2 | tr '\n' ' ')
 r=0
 while [ $r -lt "$RUNS" ]; do
 	r=$((r + 1))
 	i=0
 	for c in "$@"; do
 		i=$((i + 1))
-		/usr/bin/time -f "%e %U %S" -a -o "$w/time.$i" "$SU" $c "$TRACE" >/dev/null 2>&1 || true
+		timed "$w/time.$i" "$SU" $c "$TRACE"
 	done
-	/usr/bin/time -f "%e" -a -o "$w/time.pair" sh -c \
-		"'$SU' folded -j 1 '$TRACE' >/dev/null 2>&1 & '$SU' folded -j 1 '$TRACE' >/dev/null 2>&1; wait" || true
+	timed "$w/time.pair" sh -c "'$SU' folded -j 1 '$TRACE' >/dev/null 2>&1 & '$SU' folded -j 1 '$TRACE' >/dev/null 2>&1; wait"
+	for cpu in $cpus; do
+		timed "$w/time.cpu$cpu" taskset -c "$cpu" "$SU" folded -j 1 "$TRACE"
+	done
 done
 med() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 printf '%-12s %9s %9s %14s %15s\n' command "CPU s" "wall s" "samples/CPU-s" "samples/wall-s"
 i=0
 for c in "$@"; do
 	i=$((i + 1))
-	cpu=$(awk '{ print $2 + $3 }' "$w/time.$i" | med)
+	cpu=$(awk '{ print $2 }' "$w/time.$i" | med)
 	wall=$(awk '{ print $1 }' "$w/time.$i" | med)
 	echo "$cpu $wall" >"$w/med.$i"
 	awk -v c="$c" -v n="$n" -v u="$cpu" -v t="$wall" 'BEGIN {
@@ -66,12 +88,23 @@ done
 awk 'FNR == 1 { w[++k] = $2 } END {
 	printf "-j 2 wall speed-up over -j 1: stacks %.2fx, folded %.2fx (aim 1.8x; needs an idle core)\n",
 		(w[2] > 0 ? w[1] / w[2] : 0), (w[4] > 0 ? w[3] / w[4] : 0) }' "$w/med.1" "$w/med.2" "$w/med.3" "$w/med.4"
-pair=$(med <"$w/time.pair")
+pair=$(awk '{ print $1 }' "$w/time.pair" | med)
 awk -v p="$pair" 'FNR == 1 { w[++k] = $2 } END {
 	c = p > 0 ? 2 * w[3] / p : 0
 	printf "this machine, two threads: two folded -j 1 side by side take %.3f s, one alone %.3f s: ceiling %.2fx;", p, w[3], c
 	printf " -j 2 reaches %.0f%% of it (stacks), %.0f%% (folded)\n",
 		(c > 0 && w[2] > 0 ? 100 * w[1] / w[2] / c : 0), (c > 0 && w[4] > 0 ? 100 * w[3] / w[4] / c : 0) }' \
+	"$w/med.1" "$w/med.2" "$w/med.3" "$w/med.4"
+sum=0
+for cpu in $cpus; do
+	t=$(awk '{ print $1 }' "$w/time.cpu$cpu" | med)
+	printf 'folded -j 1 pinned to CPU %s: %.3f s\n' "$cpu" "$t"
+	sum=$(awk -v s="$sum" -v t="$t" 'BEGIN { print (t > 0 ? s + 1 / t : s) }')
+done
+awk -v s="$sum" 'FNR == 1 { w[++k] = $2 } END {
+	if (s > 0)
+		printf "these CPUs, two threads: at best %.3f s for folded: ceiling %.2fx over -j 1 (-j 2 reaches %.0f%% of it)\n",
+			1 / s, w[3] * s, (w[4] > 0 ? 100 * w[3] / w[4] / (w[3] * s) : 0) }' \
 	"$w/med.1" "$w/med.2" "$w/med.3" "$w/med.4"
 cmp -s "$w/out.1" "$w/out.2" && cmp -s "$w/out.3" "$w/out.4" && echo "-j 1 and -j 2 outputs identical" ||
 	echo "WARNING: -j 1 and -j 2 outputs differ"
