@@ -38,6 +38,10 @@ bias_of() {
 # frames, and the user pc after them is where the program was stopped, not
 # a return address (pc - 1 there names the instruction before it: another
 # line or inline chain where pc starts a line table row or inline range).
+# So is the frame a signal interrupted, after its trampoline (libc's
+# __restore_rt, Go's runtime.sigreturn): a Go program preempted
+# asynchronously is stopped at any instruction, runtime.asyncPreempt+0x0
+# among them, whose pc - 1 is the end of another function.
 our_chains() {
 	awk -v bin="$2" -v bias="$3" '
 	function hex(s,  v, i) { v = 0; for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1; return v }
@@ -46,19 +50,21 @@ our_chains() {
 		line = $0; sub(/^\t */, "", line)
 		pc = line; sub(/ .*/, "", pc); rest = substr(line, length(pc) + 2)
 		if (length(pc) == 16 && pc ~ /^ffff/) next   # a kernel frame
-		if (pc != lastpc) { flush(); nth++; lastpc = pc }
+		if (pc != lastpc) { flush(); nth++; lastpc = pc; act = nth == 1 || aftersig; aftersig = 0 }
+		fn = rest; sub(/[+ ].*/, "", fn)
+		if (fn ~ /^(__restore_rt|runtime\.sigreturn)/) aftersig = 1
 		i = index(rest, " (" bin ")")
 		if (!i) { cur = ""; next }
 		name = substr(rest, 1, i - 1); loc = substr(rest, i + length(bin) + 4)
 		inl = sub(/ \(inlined\)$/, "", name); sub(/\+0x[0-9a-f]+$/, "", name)
-		key = hex(pc) - bias - (nth > 1 ? 1 : 0)
+		key = hex(pc) - bias - (act ? 0 : 1)
 		cur = cur (cur == "" ? "" : ";") name "|" loc
 		# A real frame ends its address chain: a recursion repeats the
 		# same return address in the next frame (runtime.doInit).
 		if (!inl) { flush(); lastpc = "" }
 		next
 	}
-	{ flush(); nth = 0; lastpc = "" }
+	{ flush(); nth = 0; lastpc = ""; aftersig = 0 }
 	END { flush() }' "$1" | sort
 }
 
