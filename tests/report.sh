@@ -106,8 +106,22 @@ row() {
 }
 got=$(row "$hot" "$work/demo.report" | awk '{ print $2 }')
 check "report: Self of the hot leaf $hot is folded's share, $want ($got)" [ "$got" = "$want" ]
+# Every function's Children: the stacks holding it at least once, from folded.
+awk -v t="$total" '{ c = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); delete seen
+		for (i = 2; i <= k; i++) if (!(f[i] in seen)) { seen[f[i]] = 1; ch[f[i]] += c } }
+	END { for (x in ch) printf "%s\t%.2f%%\n", x, 100 * ch[x] / t }' "$work/demo.folded" >"$work/children"
+# A loaded machine may leave a sample or two outside the program proper: in
+# ld.so before _start (C++ initializers), or in exec (a pc in no mapping:
+# folded's [no-map], report's [unknown]).  Their frames may name a function
+# of two modules (_start, [unknown]): two rows of one name, left out of the
+# per-function comparisons below.
+awk '!/^#/ { line = $0; sub(/^ *[^ ]+ +[^ ]+ +[^ ]+ +[^ ]+ +/, "", line); print line }' "$work/demo.report" |
+	sort >"$work/rownames"
+uniq -d "$work/rownames" >"$work/dupnames"
+most=$(cut -f 2 "$work/children" | sort -n | tail -n 1)
 first=$(awk '!/^#/ { print; exit }' "$work/demo.report")
-check "report: sorted by Children, its first row 100.00% ($first)" [ "$(echo "$first" | awk '{ print $1 }')" = "100.00%" ]
+check "report: sorted by Children, its first row the most stacks any function is in, $most ($first)" \
+	[ "$(echo "$first" | awk '{ print $1 }')" = "$most" ]
 main_want=$(awk -v t="$total" '{ c = $NF; sub(/ [0-9]+$/, ""); if ($0 ~ /;main(;|$)/) n += c }
 	END { printf "%.2f%%", 100 * n / t }' "$work/demo.folded")
 main_got=$(row main "$work/demo.report" | awk '{ print $1 }')
@@ -116,21 +130,21 @@ check "report: Children of main is the share of stacks through it, $main_want ($
 # Every leaf of folded has its Self in the report (rows of a function in two
 # modules aside, none here).
 bad=$(awk -F '\t' -v t="$total" '{ printf "%s\t%.2f%%\n", $2, 100 * $1 / t }' "$work/leaves" | while IFS="$(printf '\t')" read -r f p; do
+	grep -qxF -- "$f" "$work/dupnames" && continue
 	[ "$(row "$f" "$work/demo.report" | awk '{ print $2 }')" = "$p" ] || echo "$f"
 done | head -n 3)
 check "report: every folded leaf's Self as folded counts it (wrong: ${bad:-none})" [ -z "$bad" ]
-# Every function's Children: the stacks holding it at least once, from folded.
-awk -v t="$total" '{ c = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); delete seen
-		for (i = 2; i <= k; i++) if (!(f[i] in seen)) { seen[f[i]] = 1; ch[f[i]] += c } }
-	END { for (x in ch) printf "%s\t%.2f%%\n", x, 100 * ch[x] / t }' "$work/demo.folded" >"$work/children"
 bad=$(while IFS="$(printf '\t')" read -r f p; do
+	grep -qxF -- "$f" "$work/dupnames" && continue
+	[ "$f" = "[no-map]" ] && continue
 	[ "$(row "$f" "$work/demo.report" | awk '{ print $1 }')" = "$p" ] || echo "$f"
 done <"$work/children" | head -n 3)
 check "report: every function's Children as the folded stacks holding it ($(wc -l <"$work/children") functions; wrong: ${bad:-none})" \
 	[ -z "$bad" -a "$(wc -l <"$work/children")" -gt 5 ]
-rows=$(grep -vc '^#' "$work/demo.report")
-check "report: a row per distinct folded frame ($rows rows, $(wc -l <"$work/children") frames)" \
-	[ "$rows" = "$(wc -l <"$work/children")" ]
+cut -f 1 "$work/children" | sed 's/^\[no-map\]$/[unknown]/' | sort -u >"$work/framenames"
+sort -u "$work/rownames" >"$work/rownames.u"
+check "report: a row per distinct folded frame ($(wc -l <"$work/rownames") rows of $(wc -l <"$work/rownames.u") names, $(wc -l <"$work/framenames") frames)" \
+	cmp -s "$work/rownames.u" "$work/framenames"
 "$SU" report -j 1 "$work/demo.trace" >"$work/j1.report" 2>/dev/null
 "$SU" report -j 3 "$work/demo.trace" >"$work/j3.report" 2>/dev/null
 check "report: -j 3 prints what -j 1 prints" cmp -s "$work/j1.report" "$work/j3.report"
@@ -171,8 +185,20 @@ LC_ALL=C awk '{ c = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); s = ""
 check "report --tree: the hottest path is folded's heaviest prefix ($(wc -l <"$work/tree.path") frames, leaf $(tail -n 1 "$work/tree.path"))" \
 	cmp -s "$work/tree.path" "$work/folded.path"
 [ -s "$work/tree.path" ] || not_ok_show "tree path empty" "$work/tree.report"
-top=$(awk '!/^#/ { print $1; exit }' "$work/tree.report")
-check "report --tree: its first line is the share of the outermost frame ($top)" [ "$top" = "100.00%" ]
+# Its first line: tdata-demo's _start, through which every sample of the
+# program's own goes; a sample taken in the kernel as the process exits
+# (its user state gone: a loaded machine makes the exit long) has no user
+# frame, so the share is that of the samples whose outermost frame
+# `stacks` gives as _start.
+top=$(awk '!/^#/ { print $1, $2, $3; exit }' "$work/tree.report")
+"$SU" stacks "$work/demo.trace" >"$work/demo.stacks" 2>/dev/null
+want=$(awk -v bin="$TD/tdata-demo" '
+	function end() { if (seen) { t++; if (index(last, " _start+0x") && index(last, "(" bin ")")) s++ } seen = 0 }
+	/^[^\t]/ { end(); seen = 1; last = ""; next }
+	/^\t/ { last = $0 }
+	END { end(); if (t) printf "%.2f%%", 100 * s / t }' "$work/demo.stacks")
+check "report --tree: its first line is _start's share of the samples, as stacks gives their outermost frames ($top; $want)" \
+	[ "$top" = "$want _start (tdata-demo)" ]
 "$SU" report --tree "$work/demo.trace" >"$work/tree05.report" 2>/dev/null
 low=$(awk '!/^#/ { p = $1; sub(/%/, "", p); if (p + 0 < 0.5) n++ } END { print n + 0 }' "$work/tree05.report")
 check "report --tree: nothing under perf's 0.5% threshold by default ($low lines)" [ "$low" = 0 ]
