@@ -115,6 +115,10 @@ N=400
 rm -f "$work/go"
 "$EV" -n $N --wait "$work/go" &
 pid=$!
+# Attached once the shell's child is the program: before its exec it is
+# dash, whose files hold no such probe (the recorder says so and stops;
+# seen under load).
+wait_until 30 grep -q tdata-events "/proc/$pid/maps" || echo "# $EV did not start"
 (cd "$TD" && "$STACKCAP" record -p $pid -e tdata-events:probe_hit -e sdt:tdata:guarded --stack-size 8192 \
 	-o "$work/p.trace") >"$work/p.out" 2>"$work/p.err" &
 rp=$!
@@ -167,6 +171,8 @@ check "an SDT marker in none of the command's files and libraries: status 1, say
 rm -f "$work/lgo"
 "$LB" -n $N --wait "$work/lgo" &
 pid=$!
+# Once the program's library is mapped (the probes are looked for there).
+wait_until 30 grep -q libtdata-evlib "/proc/$pid/maps" || echo "# $LB did not map its library"
 (cd "$TD" && "$STACKCAP" record -p $pid -e sdt:tdata_lib:lib_tick -e libtdata-evlib.so:evlib_hit --stack-size 8192 \
 	-o "$work/libp.trace") >"$work/libp.out" 2>"$work/libp.err" &
 rp=$!
