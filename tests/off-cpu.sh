@@ -144,8 +144,12 @@ check "-p --off-cpu: the reader's blocked reads are there" grep -q ';pipe_reader
 "$STACKCAP" record -a --off-cpu --stack-size 8192 -o "$work/all.trace" -- "$P" pipe 10 100 >"$work/all.out" 2>"$work/all.err"
 check "-a --off-cpu: exit 0" [ $? = 0 ]
 "$UNW" folded --off-cpu --per-process "$work/all.trace" >"$work/all.folded" 2>/dev/null
-check "-a --off-cpu: the reader's blocked reads are there among every process's" \
-	grep -q '^tdata-offcpu-[0-9]*;.*;pipe_reader;pipe_read_one;' "$work/all.folded"
+# A machine switching fast enough fills the rings (two checks at once
+# did): then the reads may be among the samples lost, but not silently.
+adrops=$(sed -n 's/.* samples, \([0-9]*\) drops.*/\1/p' "$work/all.err" | head -n 1)
+aswl=$(sed -n 's/.*; \([0-9]*\) stacks whose switch records were lost.*/\1/p' "$work/all.err" | head -n 1)
+check "-a --off-cpu: the reader's blocked reads are there among every process's, or losses were counted ($adrops drops, $aswl switch records lost)" \
+	sh -c "grep -q '^tdata-offcpu-[0-9]*;.*;pipe_reader;pipe_read_one;' '$work/all.folded' || [ '${adrops:-0}' -gt 0 ] || [ '${aswl:-0}' -gt 0 ]"
 
 # -- no recording mode makes sleeping calls fail -------------------------------------------
 # tests/stress.sh's sleepers scenario (in-process, with its options) under

@@ -31,6 +31,12 @@ compare() {
 	res=$("$COMPARE" "$work/$name.data" "$SU" "$work/cmp-$name" "$work/sigtramp.sed" 2>"$work/cmp-$name.err")
 	crc=$?
 	echo "# $name: $res"
+	# What to look at when it fails: perf script's own complaints, and
+	# how many samples each side printed.
+	[ "$crc" = 0 ] || {
+		echo "# $name: perf script $(wc -l <"$work/cmp-$name/perf.txt") samples, stackunwind $(wc -l <"$work/cmp-$name/su.txt")"
+		head -c 600 "$work/cmp-$name.err" "$work/cmp-$name/perf.err" | sed 's/^/# /'
+	}
 	total=$(field "$res" samples)
 	check "$name: stackunwind prints perf script's $total samples in its order ($(field "$res" order_mismatch) out of place)" \
 		sh -c "[ $crc = 0 ] && [ '$total' -ge 100 ] && [ '$(field "$res" order_mismatch)' = 0 ]"
