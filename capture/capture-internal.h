@@ -114,9 +114,9 @@ struct capture_sink {
 			   uint32_t count, const uint8_t *vdso_build_id, uint8_t vdso_build_id_len,
 			   const struct stackcap_config *cfg); /* 1: recorded (enabled), 0: not */
 	/* The registered runtime and one code object's description (writer
-	 * thread; capture/runtime.c). */
-	void (*runtime)(uint8_t runtime, uint32_t version, uint64_t eval_start, uint64_t eval_end,
-			uint64_t chains, uint64_t dropped, const char *name);
+	 * thread; capture/runtime.c).  RUNTIME: 1 recorded (enabled), 0 not. */
+	int (*runtime)(uint8_t runtime, uint32_t version, uint64_t eval_start, uint64_t eval_end,
+		       uint64_t chains, uint64_t dropped, const char *name);
 	void (*runtime_code)(uint8_t runtime, uint64_t code, uint32_t fp, uint32_t first_line, const char *name,
 			     const char *file, const uint8_t *line_table, uint32_t line_table_len);
 };

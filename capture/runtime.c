@@ -242,15 +242,15 @@ static void lttng_forget_parent(void)
 	described_in = stackcap_g.pid;
 }
 
-void capture_rt_lttng_info(void)
+int capture_rt_lttng_info(void)
 {
 	if (!have_active || !&capture_lttng_sink)
-		return;
+		return 0;
 	lttng_forget_parent();
 	uint64_t chains, dropped;
 	capture_rt_counts(&chains, &dropped);
-	capture_lttng_sink.runtime((uint8_t)active.kind, active.version, active.eval_lo, active.eval_hi, chains,
-				   dropped, active.name);
+	return capture_lttng_sink.runtime((uint8_t)active.kind, active.version, active.eval_lo, active.eval_hi,
+					  chains, dropped, active.name);
 }
 
 void capture_rt_lttng_codes(const uint8_t *blob, size_t len)

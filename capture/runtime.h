@@ -132,11 +132,11 @@ __attribute__((visibility("hidden"))) int capture_rt_write(struct ctf_stream *pr
 							    const uint8_t *blob, size_t len);
 
 /* LTTng mode, writer thread: the `stackcap:runtime` event (registration
- * and counts; repeated for sessions started later), and a
+ * and counts; repeated for sessions started later; 1 when recorded), and a
  * `stackcap:runtime_code` event for each code object of the frames BLOB
  * not described yet (the capture path commits each sample's frames to
  * the ring for this, and nothing else). */
-__attribute__((visibility("hidden"))) void capture_rt_lttng_info(void);
+__attribute__((visibility("hidden"))) int capture_rt_lttng_info(void);
 __attribute__((visibility("hidden"))) void capture_rt_lttng_codes(const uint8_t *blob, size_t len);
 
 /* Read LEN bytes at ADDR of our own memory into DST without ever faulting.

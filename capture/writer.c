@@ -397,7 +397,14 @@ static void wthread_close(struct thread_state *t, int keep)
 static void lttng_repeat_ranges(int now)
 {
 	static uint64_t last;
+	static pid_t rt_described; /* the runtime described once in this process */
 	uint64_t const t = capture_now_ns();
+	/* The runtime's description at once, each cycle until it is recorded:
+	 * the runtime is found, or the session enables the event, after the
+	 * first cycle; a program shorter than the repeat had it only at its
+	 * exit, lost when LTTng-UST is torn down first. */
+	if (rt_described != stackcap_g.pid && capture_rt_lttng_info())
+		rt_described = stackcap_g.pid;
 	if (!now && t - last < LTTNG_RANGES_REPEAT_NS)
 		return;
 	last = t;

@@ -55,11 +55,16 @@ static int sink_code_ranges(uint32_t generation, const struct stackcap_code_rang
 	return 1;
 }
 
-/* Writer thread. */
-static void sink_runtime(uint8_t runtime, uint32_t version, uint64_t eval_start, uint64_t eval_end,
-			 uint64_t chains, uint64_t dropped, const char *name)
+/* Writer thread.  Whether it was recorded: a session enables the event a
+ * while after the program starts, and without this description no frame
+ * of the runtime is named. */
+static int sink_runtime(uint8_t runtime, uint32_t version, uint64_t eval_start, uint64_t eval_end,
+			uint64_t chains, uint64_t dropped, const char *name)
 {
-	lttng_ust_tracepoint(stackcap, runtime, runtime, version, eval_start, eval_end, chains, dropped, name);
+	if (!lttng_ust_tracepoint_enabled(stackcap, runtime))
+		return 0;
+	lttng_ust_do_tracepoint(stackcap, runtime, runtime, version, eval_start, eval_end, chains, dropped, name);
+	return 1;
 }
 
 static void sink_runtime_code(uint8_t runtime, uint64_t code, uint32_t fp, uint32_t first_line, const char *name,
