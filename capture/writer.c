@@ -399,20 +399,22 @@ static void lttng_repeat_ranges(int now)
 	static uint64_t last;
 	static pid_t rt_described; /* the runtime described once in this process */
 	uint64_t const t = capture_now_ns();
-	/* The runtime's description at once, each cycle until it is recorded:
-	 * the runtime is found, or the session enables the event, after the
-	 * first cycle; a program shorter than the repeat had it only at its
-	 * exit, lost when LTTng-UST is torn down first. */
-	if (rt_described != stackcap_g.pid && capture_rt_lttng_info())
-		rt_described = stackcap_g.pid;
-	if (!now && t - last < LTTNG_RANGES_REPEAT_NS)
+	/* The runtime's description each cycle until it is recorded, not only
+	 * with the repeat: the runtime is found, or the session enables the
+	 * event, after the first cycle; a program shorter than the repeat had
+	 * it only at its exit, lost when LTTng-UST is torn down first. */
+	if (!now && t - last < LTTNG_RANGES_REPEAT_NS) {
+		if (rt_described != stackcap_g.pid && capture_rt_lttng_info())
+			rt_described = stackcap_g.pid;
 		return;
+	}
 	last = t;
 	const struct snapshot *cur = snapshot_enter();
 	if (cur)
 		lttng_emit(cur);
 	snapshot_leave();
-	capture_rt_lttng_info();
+	if (capture_rt_lttng_info())
+		rt_described = stackcap_g.pid;
 }
 
 static void summary_running(void);
