@@ -286,21 +286,25 @@ static void on_prof_plain(int sig)
 	ticks++;
 }
 
+/* SIG's action: H, given the siginfo, SA_RESTART (a program's own
+ * handler).  @return sigaction's. */
+static int handle_info(int sig, void (*h)(int, siginfo_t *, void *))
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = h;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	return sigaction(sig, &sa, NULL);
+}
+
 /* Its own SIGPROF handler and ITIMER_PROF at 2 ms: it must see its own
  * ticks only, and only as many as 2 ms of CPU time allow. */
 static int mode_ownprof(const char *how, int units)
 {
-	struct sigaction sa, old;
-	memset(&sa, 0, sizeof(sa));
-	if (!strcmp(how, "signal")) {
-		if (signal(SIGPROF, on_prof_plain) == SIG_ERR)
-			return 1;
-	} else {
-		sa.sa_sigaction = on_prof_info;
-		sa.sa_flags = SA_SIGINFO | SA_RESTART;
-		if (sigaction(SIGPROF, &sa, NULL) != 0)
-			return 1;
-	}
+	struct sigaction old;
+	if (!strcmp(how, "signal") ? signal(SIGPROF, on_prof_plain) == SIG_ERR
+				   : handle_info(SIGPROF, on_prof_info) != 0)
+		return 1;
 	sigaction(SIGPROF, NULL, &old);
 	int const kept = !strcmp(how, "signal") ? old.sa_handler == on_prof_plain
 						: old.sa_sigaction == on_prof_info && (old.sa_flags & SA_SIGINFO);
@@ -350,11 +354,7 @@ static void on_self_prof(int sig, siginfo_t *si, void *uc)
  * does often enough to fail a CPU-time bound. */
 static int mode_selfprof(int units)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_self_prof;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	if (sigaction(SIGPROF, &sa, NULL) != 0)
+	if (handle_info(SIGPROF, on_self_prof) != 0)
 		return 1;
 	struct perf_event_attr a;
 	memset(&a, 0, sizeof(a));
@@ -468,9 +468,11 @@ static void on_rt(int sig, siginfo_t *si, void *uc)
 		rt_bad++;
 }
 
-static void on_prof_count(int sig)
+static void on_prof_count(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
+	(void)si;
+	(void)uc;
 }
 
 /* A program with its own SIGPROF handler (so an in-process recorder's
@@ -480,17 +482,10 @@ static void on_prof_count(int sig)
  * its value, while the program works; nothing else reaches them. */
 static int mode_rtshare(int units)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_prof_count;
-	sa.sa_flags = SA_RESTART;
-	if (sigaction(SIGPROF, &sa, NULL) != 0)
+	if (handle_info(SIGPROF, on_prof_count) != 0)
 		return 1;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_rt;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	for (int k = 0; k < 4; k++)
-		if (sigaction(SIGRTMAX - 4 + k + 1, &sa, NULL) != 0)
+		if (handle_info(SIGRTMAX - 4 + k + 1, on_rt) != 0)
 			return 1;
 	uint64_t sum = 0;
 	for (int i = 0; i < units; i++) {
