@@ -313,7 +313,7 @@ run oc-cpu $BT "$work/oc.trace" -c filter.stackcap.unwind -c sink.stackcap.folde
 "$SU" folded "$work/oc.trace" >"$work/oc-cpu-su.out" 2>/dev/null
 # CPU samples may land in sleeper_wait too (switched back in after the
 # sleep): the sink's counts add up to the samples that are not off-CPU.
-ncpu=$("$SU" stats "$work/oc.trace" 2>/dev/null | awk '$1 == "samples:" { n = $2 } $1 == "off-CPU:" { o = $2 } END { print n - o }')
+ncpu=$("$SU" stats "$work/oc.trace" 2>/dev/null | cpu_samples)
 nsink=$(awk '{ s += $NF } END { print s + 0 }' "$work/oc-cpu.out")
 check "oc: without off-cpu= the sink leaves the off-CPU stacks out ($nsink counted, $ncpu CPU samples), as stackunwind folded" \
 	sh -c "[ $(rc oc-cpu) = 0 ] && [ '$nsink' = '$ncpu' ] && cmp -s '$work/oc-cpu.out' '$work/oc-cpu-su.out'"

@@ -55,7 +55,7 @@ check "stacks --off-cpu: at least 2 of them blocked 800 to 880 ms ($nms)" [ "$nm
 # A CPU sample may land in sleeper_wait too (the thread's clock ticking as
 # it is switched back in after the sleep): the CPU samples are counted,
 # every sample but the off-CPU stacks, each weighing 1.
-ncpu=$(awk '$1 == "samples:" { n = $2 } $1 == "off-CPU:" { o = $2 } END { print n - o }' "$work/sleep.stats")
+ncpu=$(cpu_samples <"$work/sleep.stats")
 nfold=$(sum_us "$work/sleep.cpu" .)
 check "plain folded: CPU samples only ($nfold counted, $ncpu taken), the off-CPU stacks left out and said so" \
 	sh -c "[ '$nfold' = '$ncpu' ] && grep -q 'off-CPU stacks left out' '$work/sleep.cpuerr'"

@@ -80,6 +80,10 @@ tcp_port() {
 		END { exit !found }' /proc/net/tcp /proc/net/tcp6 2>/dev/null
 }
 
+# cpu_samples: the CPU samples of the `stackunwind stats` output on
+# standard input: every sample but the off-CPU stacks.
+cpu_samples() { awk '$1 == "samples:" { n = $2 } $1 == "off-CPU:" { o = $2 } END { print n - o }'; }
+
 # need "PACKAGES" TOOL...: a failing plan naming what to install, and exit,
 # when a tool is missing.
 need() {
