@@ -285,6 +285,7 @@ struct uw_kept_frame {
 	uint64_t ok_end;      /* highest end of a read inside the image (0: none) */
 	uint64_t fail_end;    /* lowest end of a read past the image's top (UINT64_MAX: none) */
 	uint32_t fp_after;    /* later frames reached through rbp */
+	uint32_t r0;          /* the walk's first read (uw_kept_walk.reads) of this frame's step */
 	/* Registers of this frame's state that the step from it read (its
 	 * CFA's; every one for a step we do not follow as closely: an
 	 * expression, a register copied to another, no CFI), and those it
@@ -293,6 +294,12 @@ struct uw_kept_frame {
 	 * match, whatever the others hold (perf.data's samples carry every
 	 * register, loop data included). */
 	uint32_t uses, keeps, need;
+};
+
+/* A word a kept walk read, as its image held it: at AT, word-aligned as
+ * the image is (an unaligned read is two). */
+struct uw_kept_read {
+	uint64_t at, word;
 };
 
 struct uw_kept_walk {
@@ -306,9 +313,10 @@ struct uw_kept_walk {
 	size_t fcap;
 	struct uw_kept_frame *kf;      /* per frame */
 	size_t kcap;
-	uint64_t *words;               /* the image's words in [wlo, whi) */
-	uint64_t wlo, whi;
-	size_t wcap;                   /* words allocated */
+	/* The words the walk read, in the order its steps read them: frame
+	 * i's suffix read reads [kf[i].r0, nreads). */
+	struct uw_kept_read *reads;
+	size_t nreads, rcap;
 	uint32_t misses;               /* walks since the last that reused this slot's */
 	uint64_t stamp;                /* the su_unwind call whose frames FRAMES are (0: none) */
 	/* The sample WORDS were taken from: its thread and su_sample.decode_no
@@ -331,17 +339,21 @@ int uw_kept_matches(const struct uw_kept_walk *k, size_t j, const struct uw_regs
 		    uint8_t activation, const struct su_sample *sample, size_t n, size_t max, uint64_t *trusted);
 
 /* Keep SAMPLE's walk: its N FRAMES, the state of each frame in KF[0..N)
- * with each frame's own reads (made suffixes here), ending with END.
+ * with each frame's own reads (made suffixes here), ending with END; the
+ * word addresses it read, NRD at RD (struct uw_kept_read.at).
  * Swaps KF's storage with the slot's (*KF is the slot's old array, or a
  * new one, on return).  @return 0, or -1 (no memory: the slot is emptied). */
 int uw_kept_store(struct uw_kept_walk *k, const struct su_sample *sample, const struct su_frame *frames,
-		  size_t n, struct uw_kept_frame **kf, size_t *kf_cap, enum su_unwind_end end);
+		  size_t n, struct uw_kept_frame **kf, size_t *kf_cap, enum su_unwind_end end, const uint64_t *rd,
+		  size_t nrd);
 
 /* After a match of frame N with frame J of K (uw_kept_matches): FRAMES
- * [0..N] and KF[0..N) are this sample's; make K this sample's walk
- * (N + K->n - J frames).  @return 0, or -1 (the slot is emptied). */
+ * [0..N] and KF[0..N) are this sample's, and the NRD word addresses at RD
+ * its steps read; make K this sample's walk (N + K->n - J frames).
+ * @return 0, or -1 (the slot is emptied). */
 int uw_kept_splice(struct uw_kept_walk *k, size_t j, const struct su_sample *sample,
-		   const struct su_frame *frames, const struct uw_kept_frame *kf, size_t n);
+		   const struct su_frame *frames, const struct uw_kept_frame *kf, size_t n, const uint64_t *rd,
+		   size_t nrd);
 
 /* ---- the unwinder ---------------------------------------------------------- */
 
@@ -382,6 +394,8 @@ struct su_unwinder {
 	struct uw_kept_walk kept[UW_KEPT_SLOTS];
 	struct uw_kept_frame *walk;
 	size_t walk_cap;
+	uint64_t *rd;            /* the word addresses the current walk read */
+	size_t rd_cap;
 	/* su_unwind_repeats: calls so far (the current one included); the
 	 * current fast walk met the kept walk the previous call left, with
 	 * the same frames before it; the previous call's frames were its fast

@@ -66,6 +66,7 @@ void su_unwinder_free(struct su_unwinder *u)
 	for (int i = 0; i < UW_KEPT_SLOTS; i++)
 		uw_kept_free(&u->kept[i]);
 	free(u->walk);
+	free(u->rd);
 	free(u);
 }
 
@@ -159,7 +160,26 @@ struct walk {
 	uint64_t bias;                 /* load bias of the current module */
 	/* What the current frame's step read (struct uw_kept_frame). */
 	uint64_t min_read, ok_end, fail_end;
+	/* The word addresses read so far, when the walk may be kept (else
+	 * RD is NULL): RD_N of RD_CAP; RD_FULL: some did not fit (not kept). */
+	uint64_t *rd;
+	size_t rd_n, rd_cap;
+	int rd_full;
 };
+
+/* Note the read of the 8 bytes at ADDR, inside the one segment: the
+ * word or two of the image that hold them. */
+static inline void walk_note(struct walk *w, uint64_t addr)
+{
+	uint64_t const off = (addr - w->st.seg[0].lo) & 7;
+	if (w->rd_n + 2 > w->rd_cap) {
+		w->rd_full = 1;
+		return;
+	}
+	w->rd[w->rd_n++] = addr - off;
+	if (off)
+		w->rd[w->rd_n++] = addr - off + 8;
+}
 
 /* A read of the image, noted for the walk kept for the next sample. */
 static inline enum uw_read walk_read(struct walk *w, uint64_t addr, uint64_t *val)
@@ -171,6 +191,8 @@ static inline enum uw_read walk_read(struct walk *w, uint64_t addr, uint64_t *va
 	if (rd == UW_READ_OK || rd == UW_READ_DROPPED) {
 		if (e > w->ok_end)
 			w->ok_end = e;
+		if (w->rd)
+			walk_note(w, addr);
 	} else if (e < w->fail_end) {
 		w->fail_end = e;
 	}
@@ -591,6 +613,15 @@ static struct uw_kept_walk *kept_slot(struct su_unwinder *u, const struct su_sam
  * from the last frame writes the next).  @return 0, or -1. */
 static int walk_reserve(struct su_unwinder *u, size_t max)
 {
+	/* Reads: a few a frame (more after a walk that ran out). */
+	if (u->rd_cap < 8 * (max + 1)) {
+		size_t const cap = 8 * (max + 1);
+		uint64_t *rd = realloc(u->rd, cap * sizeof(*rd));
+		if (!rd)
+			return -1;
+		u->rd = rd;
+		u->rd_cap = cap;
+	}
 	if (max < u->walk_cap)
 		return 0;
 	struct uw_kept_frame *w = realloc(u->walk, (max + 1) * sizeof(*w));
@@ -643,6 +674,10 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 		kw = NULL;
 	struct uw_kept_frame bufs[2];
 	struct uw_kept_frame *const kf = kw ? u->walk : bufs;
+	w.rd = kw ? u->rd : NULL;
+	w.rd_n = 0;
+	w.rd_cap = kw ? u->rd_cap : 0;
+	w.rd_full = 0;
 	size_t const kmask = kw ? SIZE_MAX : 1;
 	int const match = kw && kw->maps == maps; /* the kept walk may be met */
 	size_t j = 1;                               /* the kept frame to meet next */
@@ -685,7 +720,11 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 				 * and the frames below the meeting are its own too. */
 				u->fast_repeat = kw->stamp && kw->stamp + 1 == u->calls && n == j &&
 						 frames_same(frames, kw->frames, n + 1);
-				kw->stamp = uw_kept_splice(kw, j, sample, frames, kf, n) == 0 ? u->calls : 0;
+				kw->stamp = !w.rd_full && uw_kept_splice(kw, j, sample, frames, kf, n, w.rd, w.rd_n) == 0
+						    ? u->calls
+						    : 0;
+				if (w.rd_full)
+					kw->maps = NULL;
 				return n + 1 + rest;
 			}
 		}
@@ -703,6 +742,7 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 		kn->min_read = UINT64_MAX;
 		kn->ok_end = 0;
 		kn->fail_end = UINT64_MAX;
+		kn->r0 = (uint32_t)w.rd_n;
 		kn->uses = UW_ALL_REGS; /* until a step says less */
 		kn->keeps = 0;
 		n++;
@@ -792,9 +832,19 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 		cur = nx;
 	}
 	if (kw) {
-		if (any_signal)
-			kw->maps = NULL; /* never kept: reads of a signal frame depend on more */
-		else if (kept_due(kw) && uw_kept_store(kw, sample, frames, n, &u->walk, &u->walk_cap, *end) == 0) {
+		if (any_signal || w.rd_full) {
+			/* never kept: reads of a signal frame depend on more;
+			 * reads that did not fit are made room for next time */
+			kw->maps = NULL;
+			if (w.rd_full) {
+				uint64_t *rd = realloc(u->rd, 2 * u->rd_cap * sizeof(*rd));
+				if (rd) {
+					u->rd = rd;
+					u->rd_cap *= 2;
+				}
+			}
+		} else if (kept_due(kw) && uw_kept_store(kw, sample, frames, n, &u->walk, &u->walk_cap, *end, w.rd,
+							 w.rd_n) == 0) {
 			u->stats.kept_walks++;
 			kw->stamp = u->calls;
 		}
