@@ -200,6 +200,11 @@ if want selfprof; then
 		# held: under load it lost 8 of 133 of the program's, and left a
 		# SIGPROF pending, with our samples on their real-time signal.
 		echo "# selfprof under TSan: neither every overflow nor no SIGPROF pending is asked (TSan's signal emulation, tsan-limits)"
+		# Nor 500 samples: in one check run under load TSan lost 108 of
+		# the program's 111 signals and ours stopped at 49 (our event
+		# waits at each overflow for its handler to re-arm it, as in
+		# rtshare); 2,100-2,250 in other runs.
+		smin=1
 		check "selfprof: the program's event reaches its handler, nothing else does" \
 			grep -q "ticks of its event only, other signals 0," "$work/selfprof/rec.out"
 	else
