@@ -681,6 +681,20 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 	size_t const kmask = kw ? SIZE_MAX : 1;
 	int const match = kw && kw->maps == maps; /* the kept walk may be met */
 	size_t j = 1;                               /* the kept frame to meet next */
+	if (match) {
+		/* The words the kept walk read, where this image holds them:
+		 * fetched while the first frames unwind (a perf.data image is
+		 * cold memory, first read by the compare). */
+		uint64_t const lo = w.st.seg[0].lo, hi = w.st.seg[0].hi;
+		uint64_t line = 0;
+		for (size_t i = kw->n > 1 ? kw->kf[1].r0 : 0; i < kw->nreads; i++) {
+			uint64_t const at = kw->reads[i].at;
+			if (at >= lo && at < hi && at >> 6 != line) {
+				__builtin_prefetch(&img->words[(at - lo) / 8]);
+				line = at >> 6;
+			}
+		}
+	}
 
 	struct uw_regs *cur = &kf[0].r, *nx;
 	memset(cur, 0, sizeof(*cur));
