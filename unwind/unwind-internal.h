@@ -285,7 +285,10 @@ struct uw_kept_frame {
 	uint64_t ok_end;      /* highest end of a read inside the image (0: none) */
 	uint64_t fail_end;    /* lowest end of a read past the image's top (UINT64_MAX: none) */
 	uint32_t fp_after;    /* later frames reached through rbp */
-	uint32_t r0;          /* the walk's first read (uw_kept_walk.reads) of this frame's step */
+	/* Reads: while walking, those made before this frame's step; once
+	 * kept, those of this frame's suffix (the first RN of
+	 * uw_kept_walk.reads). */
+	uint32_t rn;
 	/* Registers of this frame's state that the step from it read (its
 	 * CFA's; every one for a step we do not follow as closely: an
 	 * expression, a register copied to another, no CFI), and those it
@@ -297,9 +300,10 @@ struct uw_kept_frame {
 };
 
 /* A word a kept walk read, as its image held it: at AT, word-aligned as
- * the image is (an unaligned read is two). */
+ * the image is (an unaligned read is two); LOW: the lowest AT of the
+ * reads up to this one (uw_kept_walk.reads), which falls along them. */
 struct uw_kept_read {
-	uint64_t at, word;
+	uint64_t at, word, low;
 };
 
 struct uw_kept_walk {
@@ -313,8 +317,9 @@ struct uw_kept_walk {
 	size_t fcap;
 	struct uw_kept_frame *kf;      /* per frame */
 	size_t kcap;
-	/* The words the walk read, in the order its steps read them: frame
-	 * i's suffix read reads [kf[i].r0, nreads). */
+	/* The words the walk read, the last read first: frame i's suffix
+	 * read reads [0, kf[i].rn), so that a walk spliced in at a frame
+	 * changes only the end. */
 	struct uw_kept_read *reads;
 	size_t nreads, rcap;
 	uint32_t misses;               /* walks since the last that reused this slot's */

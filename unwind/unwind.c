@@ -681,13 +681,15 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 	size_t const kmask = kw ? SIZE_MAX : 1;
 	int const match = kw && kw->maps == maps; /* the kept walk may be met */
 	size_t j = 1;                               /* the kept frame to meet next */
-	if (match) {
+	if (match && !sample->decode_no) {
 		/* The words the kept walk read, where this image holds them:
 		 * fetched while the first frames unwind (a perf.data image is
-		 * cold memory, first read by the compare). */
+		 * cold memory, first read by the compare; ours was just
+		 * decoded). */
 		uint64_t const lo = w.st.seg[0].lo, hi = w.st.seg[0].hi;
 		uint64_t line = 0;
-		for (size_t i = kw->n > 1 ? kw->kf[1].r0 : 0; i < kw->nreads; i++) {
+		size_t const nr = kw->n > 1 ? kw->kf[1].rn : kw->nreads;
+		for (size_t i = 0; i < nr; i++) {
 			uint64_t const at = kw->reads[i].at;
 			if (at >= lo && at < hi && at >> 6 != line) {
 				__builtin_prefetch(&img->words[(at - lo) / 8]);
@@ -756,7 +758,7 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 		kn->min_read = UINT64_MAX;
 		kn->ok_end = 0;
 		kn->fail_end = UINT64_MAX;
-		kn->r0 = (uint32_t)w.rd_n;
+		kn->rn = (uint32_t)w.rd_n;
 		kn->uses = UW_ALL_REGS; /* until a step says less */
 		kn->keeps = 0;
 		n++;

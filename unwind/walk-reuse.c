@@ -100,8 +100,20 @@ int uw_kept_matches(const struct uw_kept_walk *k, size_t j, const struct uw_regs
 	if (k->decode_no && sample->decode_no == k->decode_no + 1 && sample->pid == k->pid && sample->tid == k->tid &&
 	    img->elided && img->elided <= img->nwords && hi == k->hi && (hi - lo) / 8 == img->nwords)
 		same_from = hi - 8 * img->elided;
-	uint64_t skipped = 0;
-	for (const struct uw_kept_read *r = &k->reads[f->r0], *const end = &k->reads[k->nreads]; r < end; r++) {
+	/* The first reads, all at or above SAME_FROM, are there. */
+	size_t trust = 0;
+	if (same_from != UINT64_MAX) {
+		size_t t_hi = f->rn; /* the first read below: in [trust, t_hi] */
+		while (trust < t_hi) {
+			size_t const mid = trust + (t_hi - trust) / 2;
+			if (k->reads[mid].low >= same_from)
+				trust = mid + 1;
+			else
+				t_hi = mid;
+		}
+	}
+	uint64_t skipped = trust;
+	for (const struct uw_kept_read *r = &k->reads[trust], *const e_r = &k->reads[f->rn]; r < e_r; r++) {
 		if (r->at >= same_from) {
 			skipped++;
 			continue;
@@ -148,13 +160,18 @@ static int reads_reserve(struct uw_kept_walk *k, size_t n)
 }
 
 /* The words at the N word addresses AT (SAMPLE's image starts at LO and
- * holds them: the walk read them there) into OUT. */
+ * holds them: the walk read them there) into OUT, the last first, after
+ * reads whose lowest address is LOW. */
 static void gather(struct uw_kept_read *out, const uint64_t *at, size_t n, const struct su_sample *sample,
-		   uint64_t lo)
+		   uint64_t lo, uint64_t low)
 {
 	const uint64_t *const w = sample->image->words;
-	for (size_t i = 0; i < n; i++)
-		out[i] = (struct uw_kept_read){ .at = at[i], .word = w[(at[i] - lo) / 8] };
+	for (size_t i = n; i-- > 0;) {
+		uint64_t const a = at[i];
+		if (a < low)
+			low = a;
+		*out++ = (struct uw_kept_read){ .at = a, .word = w[(a - lo) / 8], .low = low };
+	}
 }
 
 /* Copy the words the walk read, its NRD reads at RD, from SAMPLE's image
@@ -165,8 +182,10 @@ static int keep_reads(struct uw_kept_walk *k, const struct su_sample *sample, ui
 {
 	if (k->kf[1].min_read < lo || reads_reserve(k, nrd) != 0)
 		return -1;
-	gather(k->reads, rd, nrd, sample, lo);
+	gather(k->reads, rd, nrd, sample, lo, UINT64_MAX);
 	k->nreads = nrd;
+	for (size_t i = 0; i < k->n; i++)
+		k->kf[i].rn = (uint32_t)(nrd - k->kf[i].rn);
 	return 0;
 }
 
@@ -258,22 +277,20 @@ int uw_kept_splice(struct uw_kept_walk *k, size_t j, const struct su_sample *sam
 	memcpy(k->kf, kf, n * sizeof(*kf));
 	k->kf[n].r = kf[n].r;
 	k->n = total;
-	/* The reads: this walk's NRD before frame N's, then the kept ones
-	 * from frame J's on, compared equal (or the image's own top). */
-	size_t const from = k->kf[n].r0, rest = k->nreads - from;
-	if (nrd != from) {
-		if (reads_reserve(k, nrd + rest) != 0) {
-			kept_empty(k);
-			return -1;
-		}
-		memmove(&k->reads[nrd], &k->reads[from], rest * sizeof(*k->reads));
-		for (size_t i = n; i < total; i++)
-			k->kf[i].r0 = k->kf[i].r0 - (uint32_t)from + (uint32_t)nrd;
+	/* The reads: the kept ones of frame N's suffix (frame J's, compared
+	 * equal or the image's own top), then this walk's NRD before frame
+	 * N's, the last first. */
+	size_t const keep = k->kf[n].rn;
+	if (reads_reserve(k, keep + nrd) != 0) {
+		kept_empty(k);
+		return -1;
 	}
-	k->nreads = nrd + rest;
+	for (size_t i = 0; i < n; i++)
+		k->kf[i].rn = (uint32_t)(keep + nrd - k->kf[i].rn);
+	k->nreads = keep + nrd;
 	uint64_t lo, hi;
 	image_bounds(sample, &lo, &hi);
-	gather(k->reads, rd, nrd, sample, lo);
+	gather(k->reads + keep, rd, nrd, sample, lo, keep ? k->reads[keep - 1].low : UINT64_MAX);
 	make_suffixes(k->kf, k->frames, n - 1);
 	kept_head(k, sample, lo, hi);
 	if (k->kf[1].min_read < lo) {
