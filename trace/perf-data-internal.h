@@ -159,6 +159,8 @@ struct pr {
 
 	struct qev *q;
 	size_t nq, capq;
+	struct qev *qtmp;            /* the merge sort's other buffer (capqtmp) */
+	size_t capqtmp;
 	uint64_t seq, max_ts, next_flush;
 
 	ZSTD_DCtx *dctx;

@@ -476,6 +476,43 @@ START_TEST(t_round_order)
 }
 END_TEST
 
+/* A round as perf writes it: each CPU's ring in time order, one after the
+ * other, events of equal times on two CPUs; then a round of two more, out
+ * of order.  Delivered merged (five runs in order: three passes), in time
+ * order and, at equal times, in file order. */
+START_TEST(t_round_runs)
+{
+	struct buf d = { 0 };
+	rec_comm(&d, 7, "r", 1);
+	rec_mmap2(&d, 7, 0x400000, 0x1000, 0, "/nonexistent/r", 2);
+	static const uint64_t ts[] = { 10, 40, 70, 100, /* CPU 0 */ 20, 40, 90, /* CPU 1 */ 5, 60, 70, 110 /* CPU 2 */ };
+	size_t const n = sizeof(ts) / sizeof(ts[0]);
+	for (size_t i = 0; i < n; i++)
+		rec_sample(&d, 7, ts[i], 0x400000 + i, 0x1000, 1); /* pc: its place in the file */
+	rec_round(&d);
+	rec_sample(&d, 7, 95, 0x400100, 0x1000, 1);
+	rec_sample(&d, 7, 30, 0x400101, 0x1000, 1);
+	rec_round(&d);
+	struct buf f = file_of(&d, TYPICAL, SAMPLE_ID_ALL);
+	struct got g;
+	struct su_reader_stats st;
+	char err[256];
+	ck_assert_int_eq(read_image(&f, &g, &st, err, sizeof(err)), 0);
+	ck_assert_int_eq(g.samples, 13);
+	/* The first FINISHED_ROUND delivers nothing (perf's rule: up to the
+	 * highest time before the previous round), the second all of them
+	 * (up to 110). */
+	static const uint64_t want_t[] = { 5, 10, 20, 30, 40, 40, 60, 70, 70, 90, 95, 100, 110 };
+	static const uint64_t want_pc[] = { 7, 0, 4, 0x101, 1, 5, 8, 2, 9, 6, 0x100, 3, 10 };
+	for (int i = 0; i < 13; i++) {
+		ck_assert_uint_eq(g.time[i], want_t[i]);
+		ck_assert_uint_eq(g.pc[i], 0x400000 + want_pc[i]);
+	}
+	free(d.b);
+	free(f.b);
+}
+END_TEST
+
 static int read_bytes(const void *p, size_t n, char *err, size_t errlen, struct got *g, struct su_reader_stats *st)
 {
 	struct buf f = { 0 };
@@ -676,6 +713,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_typical);
 	tcase_add_test(tc, t_stop_before_free);
 	tcase_add_test(tc, t_round_order);
+	tcase_add_test(tc, t_round_runs);
 	tcase_add_test(tc, t_not_perf_data);
 	tcase_add_test(tc, t_pipe_mode);
 	tcase_add_test(tc, t_cut_header);
