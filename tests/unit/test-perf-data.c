@@ -448,6 +448,18 @@ START_TEST(t_stop_before_free)
 }
 END_TEST
 
+/* The records D (freed) as a file, read into *G: N samples. */
+static void read_rounds(struct buf *d, struct got *g, int n)
+{
+	struct buf f = file_of(d, TYPICAL, SAMPLE_ID_ALL);
+	struct su_reader_stats st;
+	char err[256];
+	ck_assert_int_eq(read_image(&f, g, &st, err, sizeof(err)), 0);
+	ck_assert_int_eq(g->samples, n);
+	free(d->b);
+	free(f.b);
+}
+
 /* perf's order, not a sort: at a FINISHED_ROUND only the events up to the
  * highest time seen before the previous round are delivered; an event
  * later in the file with an earlier time comes after them. */
@@ -462,17 +474,11 @@ START_TEST(t_round_order)
 	rec_sample(&d, 7, 50, 0x400050, 0x1000, 5);
 	rec_round(&d); /* delivers 10 and 30 */
 	rec_sample(&d, 7, 20, 0x400020, 0x1000, 2);
-	struct buf f = file_of(&d, TYPICAL, SAMPLE_ID_ALL);
 	struct got g;
-	struct su_reader_stats st;
-	char err[256];
-	ck_assert_int_eq(read_image(&f, &g, &st, err, sizeof(err)), 0);
-	ck_assert_int_eq(g.samples, 4);
+	read_rounds(&d, &g, 4);
 	uint64_t const want[4] = { 10, 30, 20, 50 };
 	for (int i = 0; i < 4; i++)
 		ck_assert_uint_eq(g.time[i], want[i]);
-	free(d.b);
-	free(f.b);
 }
 END_TEST
 
@@ -493,12 +499,8 @@ START_TEST(t_round_runs)
 	rec_sample(&d, 7, 95, 0x400100, 0x1000, 1);
 	rec_sample(&d, 7, 30, 0x400101, 0x1000, 1);
 	rec_round(&d);
-	struct buf f = file_of(&d, TYPICAL, SAMPLE_ID_ALL);
 	struct got g;
-	struct su_reader_stats st;
-	char err[256];
-	ck_assert_int_eq(read_image(&f, &g, &st, err, sizeof(err)), 0);
-	ck_assert_int_eq(g.samples, 13);
+	read_rounds(&d, &g, 13);
 	/* The first FINISHED_ROUND delivers nothing (perf's rule: up to the
 	 * highest time before the previous round), the second all of them
 	 * (up to 110). */
@@ -508,8 +510,6 @@ START_TEST(t_round_runs)
 		ck_assert_uint_eq(g.time[i], want_t[i]);
 		ck_assert_uint_eq(g.pc[i], 0x400000 + want_pc[i]);
 	}
-	free(d.b);
-	free(f.b);
 }
 END_TEST
 
