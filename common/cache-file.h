@@ -32,8 +32,24 @@ int su_cache_mkdirs(const char *path, unsigned mode);
 
 /* PATH written with the SIZE bytes at DATA, mode 0600, its missing
  * directories created 0700, through a temporary file renamed over it: a
- * reader sees the old file or the whole new one.  @return 0, -1 (nothing
- * left behind). */
+ * reader sees the old file or the whole new one; then PATH's directory
+ * pruned (su_cache_prune).  @return 0, -1 (nothing left behind). */
 int su_cache_file_write(const char *path, const void *data, size_t size);
+
+/* A kept file is used: FD, whose stat is ST.  Its access time, the "last
+ * used" su_cache_prune goes by, is set to now when a day old: kept files
+ * are opened O_NOATIME (no inode write per read), and mounts may not keep
+ * access times.  Never its modification time, which names answers kept
+ * about it. */
+void su_cache_file_used(int fd, const struct stat *st);
+
+/* Bound DIR, where kept files are named by what they depend on (a binary,
+ * a boot, our own build: names never asked for again once those change):
+ * at most once a day (the time of DIR/.pruned), its files of ours, and
+ * with DEPTH 1 those of its subdirectories, unused for
+ * $STACKCAP_CACHE_DAYS days (default 30) are removed, then the least
+ * recently used ones until they hold at most $STACKCAP_CACHE_MAX_MB
+ * (default 1024) MiB.  Failures are ignored: the cache only saves time. */
+void su_cache_prune(const char *dir, int depth);
 
 #endif

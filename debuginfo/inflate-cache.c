@@ -31,7 +31,7 @@ static int has_compressed(Elf *elf)
 /* PATH if it is an inflated copy of the file with build-id ID: its fd. */
 static int open_copy(const char *path, const uint8_t *id, size_t len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOATIME);
 	if (fd < 0)
 		return -1;
 	/* Ours only: a copy someone else put there could say anything. */
@@ -50,6 +50,7 @@ static int open_copy(const char *path, const uint8_t *id, size_t len)
 		close(fd);
 		return -1;
 	}
+	su_cache_file_used(fd, &st);
 	return fd;
 }
 
@@ -181,6 +182,9 @@ int su_inflate_cached(const char *dir, int fd)
 	int const cfd = open_copy(path, id, (size_t)len);
 	if (cfd >= 0 || write_copy(path, fd) != 0)
 		return cfd;
+	char debug[PATH_MAX];
+	if (snprintf(debug, sizeof(debug), "%s/debug", dir) < (int)sizeof(debug))
+		su_cache_prune(debug, 1); /* its files are under the build-ids' first bytes */
 	return open_copy(path, id, (size_t)len);
 }
 

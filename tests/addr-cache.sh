@@ -7,7 +7,8 @@
 # kept for other files (the binary touched: another identity; another
 # --debug-dir), damaged, not ours, open to others or a symlink is not used;
 # --no-cache neither reads nor writes; -j 2 over kept answers prints what
-# -j 1 printed; folded keeps its own (names only) answers.
+# -j 1 printed; folded keeps its own (names only) answers; the cache is
+# pruned (files unused for 30 days, then down to a budget).
 . "${top_srcdir:?}/tests/tap-lib.sh"
 SU="$B/cli/stackunwind"
 need "python3" python3
@@ -80,4 +81,47 @@ su folded "$work/t.trace" >"$work/f2.folded"
 nf=$(grep -l inline_hot "$C"/sym/* 2>/dev/null | wc -l)
 check "folded: the same lines cold and warm, its own kept file ($nf files name inline_hot)" \
 	sh -c "cmp -s '$work/f1.folded' '$work/ref.folded' && cmp -s '$work/f2.folded' '$work/ref.folded' && [ $nf -ge 2 ]"
+
+# The cache stays bounded (common/cache-file.c su_cache_prune): kept files
+# are named by what they depend on, so a binary upgraded or rebuilt leaves
+# files no run asks for again.  A write prunes its directory at most once
+# a day (DIR/.pruned): files of ours unused for $STACKCAP_CACHE_DAYS (30)
+# days go, then the least recently used down to $STACKCAP_CACHE_MAX_MB.
+C="$work/pcache"
+su stacks -j 1 "$work/t.trace" >/dev/null
+kf=$(grep -l inline_hot "$C"/sym/* 2>/dev/null | head -n 1)
+check "a write leaves the day's stamp (sym/.pruned)" [ -f "$C/sym/.pruned" ]
+head -c 1000 /dev/zero >"$C/sym/stale" && touch -d '40 days ago' "$C/sym/stale"
+head -c 1000 /dev/zero >"$C/sym/idle" && touch -d '10 days ago' "$C/sym/idle"
+head -c 1000 /dev/zero >"$C/sym/foreign" && touch -d '40 days ago' "$C/sym/foreign" && chown nobody "$C/sym/foreign"
+head -c 1000 /dev/zero >"$work/outside" && touch -d '40 days ago' "$work/outside"
+ln -s "$work/outside" "$C/sym/link"
+chmod 600 "$C/sym/"*
+# A write within the day prunes nothing.
+rm -f "$kf"
+su stacks -j 1 "$work/t.trace" >/dev/null
+check "within the day of the last pruning, a stale file stays" [ -f "$C/sym/stale" ]
+rm -f "$kf" "$C/sym/.pruned"
+su stacks -j 1 "$work/t.trace" >"$work/pr.stacks"
+left=$(cd "$C/sym" && ls | tr '\n' ' ')
+check "pruned: the file unused 40 days removed; the one 10 days old, another user's, a symlink and what it points to kept; the answers written again ($left)" \
+	sh -c "[ ! -e '$C/sym/stale' ] && [ -f '$C/sym/idle' ] && [ -f '$C/sym/foreign' ] && [ -L '$C/sym/link' ] && [ -f '$work/outside' ] && [ -n \"\$(grep -l inline_hot '$C'/sym/* 2>/dev/null)\" ] && cmp -s '$work/pr.stacks' '$work/ref.stacks'"
+# A kept file read is marked used (its access time; its modification time,
+# which names answers about it, unchanged).
+kf=$(grep -l inline_hot "$C"/sym/* 2>/dev/null | head -n 1)
+touch -a -d '10 days ago' "$kf"
+m0=$(stat -c %Y "$kf")
+su stacks -j 1 "$work/t.trace" >/dev/null
+a1=$(stat -c %X "$kf")
+check "a kept file read is marked used: its access time now, its modification time kept" \
+	sh -c "[ $a1 -gt $(($(date +%s) - 3600)) ] && [ $(stat -c %Y "$kf") = $m0 ]"
+# Over the budget: the least recently used go first, down to it.
+head -c 700000 /dev/zero >"$C/sym/big-old" && touch -d '5 days ago' "$C/sym/big-old"
+head -c 700000 /dev/zero >"$C/sym/big-new" && touch -d '3 days ago' "$C/sym/big-new"
+chmod 600 "$C/sym/big-old" "$C/sym/big-new"
+rm -f "$kf" "$C/sym/.pruned"
+STACKCAP_CACHE_MAX_MB=1 su stacks -j 1 "$work/t.trace" >/dev/null
+left=$(cd "$C/sym" && ls | tr '\n' ' ')
+check "over a 1 MiB budget: the older of two 700 KB files removed, the newer and the answers just written kept ($left)" \
+	sh -c "[ ! -e '$C/sym/big-old' ] && [ -f '$C/sym/big-new' ] && [ -n \"\$(grep -l inline_hot '$C'/sym/* 2>/dev/null)\" ]"
 echo "1..$n"
