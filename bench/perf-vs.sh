@@ -11,7 +11,9 @@
 # 32: ~128,000 samples of ~8.4 KB; off by default: the file takes 1 GB of
 # /tmp and a few minutes).  Then times, on each file, whole process, warm (a
 # first run fills the page cache), median of 3, everything under nice:
-#   stackunwind stacks -j 1, stacks -j 2, folded -j 1 (their first run also
+#   stackunwind stacks -j 1, stacks -j 2, folded -j 1, folded -j 2 (-j 2:
+#     the default on two cores; a perf.data of 4 MB or more is then also
+#     mapped ahead on a thread of its own, trace/perf-ahead.h) (their first run also
 #     keeps the kernel's symbols and each binary's answers under the cache
 #     directory: these are the runs after it), then stacks and folded -j 1
 #     --no-cache (every run cold: nothing kept, nothing read);
@@ -118,7 +120,7 @@ chmod +x "$w/samply"
 echo "machine: $(nproc) cores, $(sed -n 's/^model name[ 	]*: //p' /proc/cpuinfo | head -n 1), $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "perf 6: $(perf version)$([ "$PERF7" = skip ] || echo ", perf 7: $("$PERF7" perf version), $("$w/samply" --version)")"
 echo "seconds, median of 3: wall, then CPU (user + system); in brackets perf 7 script's time / this one"
-hdr() { printf '%-8s %-4s %8s %7s %7s %17s %17s %17s %17s %8s %17s %17s %17s\n' file what samples MB frames "stacks -j 1" "stacks -j 2" "folded -j 1" "perf 6 script" "perf 7" "samply import" "stacks no-cache" "folded no-cache"; }
+hdr() { printf '%-8s %-4s %8s %7s %7s %17s %17s %17s %17s %17s %8s %17s %17s %17s\n' file what samples MB frames "stacks -j 1" "stacks -j 2" "folded -j 1" "folded -j 2" "perf 6 script" "perf 7" "samply import" "stacks no-cache" "folded no-cache"; }
 hdr
 for p in $FILES; do
 	f="$w/$p.data"
@@ -128,6 +130,7 @@ for p in $FILES; do
 	ts=$(timed one "$SU" stacks -j 1 "$f")
 	t2=$(timed one "$SU" stacks -j 2 "$f")
 	tf=$(timed one "$SU" folded -j 1 "$f")
+	tf2=$(timed one "$SU" folded -j 2 "$f")
 	# Cold: nothing kept from an earlier run (no kernel symbols, no
 	# answers, debug files inflated again).
 	tsc=$(timed one "$SU" stacks -j 1 --no-cache "$f")
@@ -139,11 +142,11 @@ for p in $FILES; do
 		tsa=$(timed one "$w/samply" import "$f" --save-only -o "$w/samply.json.gz")
 	fi
 	for k in 1 2; do
-		echo "$ts $t2 $tf $tp $t7 $tsa $tsc $tfc" | awk -v p="$p" -v n="$n" -v mb="$mb" -v fr="$fr" -v k="$k" '
+		echo "$ts $t2 $tf $tf2 $tp $t7 $tsa $tsc $tfc" | awk -v p="$p" -v n="$n" -v mb="$mb" -v fr="$fr" -v k="$k" '
 		function c(t) { return sprintf("%.3f (%5.1fx)", t, (t > 0 && t7 > 0) ? t7 / t : 0) }
-		{ t7 = $(8 + k)
-		  printf "%-8s %-4s %8d %7d %7s %17s %17s %17s %17s %8.3f %17s %17s %17s\n", p, (k == 1 ? "wall" : "cpu"), n, mb, fr,
-			c($k), c($(2 + k)), c($(4 + k)), c($(6 + k)), t7, c($(10 + k)), c($(12 + k)), c($(14 + k)) }'
+		{ t7 = $(10 + k)
+		  printf "%-8s %-4s %8d %7d %7s %17s %17s %17s %17s %17s %8.3f %17s %17s %17s\n", p, (k == 1 ? "wall" : "cpu"), n, mb, fr,
+			c($k), c($(2 + k)), c($(4 + k)), c($(6 + k)), c($(8 + k)), t7, c($(12 + k)), c($(14 + k)), c($(16 + k)) }'
 	done
 done
 

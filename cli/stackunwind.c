@@ -724,6 +724,7 @@ static int cmd_stacks(const struct options *o)
 	progress_init(&r.progress, to_stdout && isatty(STDOUT_FILENO), &st.bytes_read, &st.bytes_on_disk);
 	struct su_reader_opts filter = o->filter;
 	filter.holds_words = nw > 0; /* workers read words in the reader's mapping */
+	filter.map_ahead = nw > 0;
 	int const rrc = su_trace_read(o->trace, &filter, &cb, &st, err, sizeof(err));
 	progress_end(&r.progress);
 	pipeline_free(r.pipeline); /* the reader stopped early: stop the workers */

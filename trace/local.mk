@@ -30,9 +30,11 @@ trace_libsutrace_la_SOURCES = \
 	trace/perf-procs.c \
 	trace/perf-sample.c \
 	trace/perf-stream.c \
+	trace/perf-ahead.h \
+	trace/perf-ahead.c \
 	trace/mem-ranges.h \
 	trace/mem-ranges.c
-trace_libsutrace_la_CFLAGS = $(AM_CFLAGS) $(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS)
+trace_libsutrace_la_CFLAGS = $(AM_CFLAGS) $(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS) -pthread
 trace_libsutrace_la_LIBADD = common/libsucommon.la compress/libstackcodec.la $(ZSTD_LIBS)
 
 # libbabeltrace2 loaded at its first use (bt2-lazy.c), for the programs:

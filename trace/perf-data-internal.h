@@ -20,6 +20,7 @@
 #include <zstd.h>
 
 #include "common/grow.h"
+#include "trace/perf-ahead.h"
 #include "trace/mem-ranges.h"
 #include "trace/perf-data.h"
 #include "trace/reader-internal.h"
@@ -160,6 +161,7 @@ struct pr {
 	struct qev *q;
 	size_t nq, capq;
 	struct qev *qtmp;            /* the merge sort's other buffer (capqtmp) */
+	struct perf_ahead *ahead;    /* the thread mapping the file ahead (perf-ahead.h), or NULL */
 	size_t capqtmp;
 	uint64_t seq, max_ts, next_flush;
 

@@ -428,7 +428,13 @@ int su_perf_data_read_fd(int fd, const char *name, const struct su_reader_opts *
 		partial |= read_features(&r, hdr + 72);
 	}
 	madvise(map, r.file_size, MADV_SEQUENTIAL);
+	/* Another core maps the pages ahead, when the consumer has cores to
+	 * spare and the file enough pages to map (perf-ahead.h). */
+	if (opts && opts->map_ahead && r.data_size >= (4u << 20))
+		r.ahead = perf_ahead_start(map, r.file_size, r.data_off);
 	perf_run_data(&r);
+	perf_ahead_stop(r.ahead);
+	r.ahead = NULL;
 	if (r.cb_rc) {
 		rc = r.cb_rc;
 		goto out;

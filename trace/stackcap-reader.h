@@ -86,6 +86,10 @@ struct su_reader_opts {
 	 * unwinds them): a perf.data reader gives the pages it has read back
 	 * only 64 MiB behind, not at once. */
 	int holds_words;
+	/* A perf.data reader may map the file's pages ahead of it on a thread
+	 * of its own (trace/perf-ahead.h): the consumer has a core to spare
+	 * (stackunwind -j N > 1). */
+	int map_ahead;
 };
 
 /* Nonzero when DIR looks like a stackcap trace (metadata naming tracer stackcap). */

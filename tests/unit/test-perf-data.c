@@ -255,16 +255,22 @@ static int on_end(void *arg)
 	return 0;
 }
 
-static int read_image(const struct buf *f, struct got *g, struct su_reader_stats *st, char *err, size_t errlen)
+static int read_image_opts(const struct buf *f, const struct su_reader_opts *o, struct got *g,
+			   struct su_reader_stats *st, char *err, size_t errlen)
 {
 	memset(g, 0, sizeof(*g));
 	int fd = memfd_create("test-perf-data", MFD_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, f->b, f->n), (ssize_t)f->n);
 	struct su_reader_callbacks cb = { g, on_process, on_maps, on_sample, on_end, NULL };
-	int const rc = su_perf_data_read_fd(fd, "img", NULL, &cb, st, err, errlen);
+	int const rc = su_perf_data_read_fd(fd, "img", o, &cb, st, err, errlen);
 	close(fd);
 	return rc;
+}
+
+static int read_image(const struct buf *f, struct got *g, struct su_reader_stats *st, char *err, size_t errlen)
+{
+	return read_image_opts(f, NULL, g, st, err, errlen);
 }
 
 /* The records of a typical short recording: COMM, MMAP2, samples. */
@@ -513,6 +519,43 @@ START_TEST(t_round_runs)
 }
 END_TEST
 
+/* With map_ahead (stackunwind -j N > 1) a thread maps the file ahead of
+ * the reader: the same samples as without, in the same order (a 6 MB
+ * file: past the 4 MB below which no thread starts). */
+START_TEST(t_map_ahead)
+{
+	struct buf d = { 0 };
+	rec_comm(&d, 7, "r", 1);
+	rec_mmap2(&d, 7, 0x400000, 0x1000, 0, "/nonexistent/r", 2);
+	int n = 0;
+	while (d.n < (6u << 20)) {
+		/* each round in reverse time order: delivered sorted */
+		rec_sample(&d, 7, 1000000 - (uint64_t)(n % 1000) + 1000 * (uint64_t)(n / 1000), 0x400000 + (uint64_t)(n & 0xfff),
+			   0x1000, (uint64_t)n);
+		if (++n % 1000 == 0)
+			rec_round(&d);
+	}
+	struct buf f = file_of(&d, TYPICAL, SAMPLE_ID_ALL);
+	free(d.b);
+	static struct got g0, g1;
+	struct su_reader_stats st0, st1;
+	char err[256];
+	struct su_reader_opts o = { .map_ahead = 1 };
+	ck_assert_int_eq(read_image_opts(&f, NULL, &g0, &st0, err, sizeof(err)), 0);
+	ck_assert_int_eq(read_image_opts(&f, &o, &g1, &st1, err, sizeof(err)), 0);
+	ck_assert_int_eq(g0.samples, n);
+	ck_assert_int_eq(g1.samples, n);
+	ck_assert_uint_eq(st1.samples, st0.samples);
+	ck_assert_uint_eq(st1.raw_stack_bytes, st0.raw_stack_bytes);
+	for (int i = 0; i < 16; i++) {
+		ck_assert_uint_eq(g1.time[i], g0.time[i]);
+		ck_assert_uint_eq(g1.word0[i], g0.word0[i]);
+	}
+	ck_assert_uint_eq(g0.time[0], 1000000 - 999); /* sorted: the round's last record first */
+	free(f.b);
+}
+END_TEST
+
 static int read_bytes(const void *p, size_t n, char *err, size_t errlen, struct got *g, struct su_reader_stats *st)
 {
 	struct buf f = { 0 };
@@ -714,6 +757,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_stop_before_free);
 	tcase_add_test(tc, t_round_order);
 	tcase_add_test(tc, t_round_runs);
+	tcase_add_test(tc, t_map_ahead);
 	tcase_add_test(tc, t_not_perf_data);
 	tcase_add_test(tc, t_pipe_mode);
 	tcase_add_test(tc, t_cut_header);

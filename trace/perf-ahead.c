@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/* The thread mapping a perf.data file ahead of its reader (perf-ahead.h). */
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "trace/perf-ahead.h"
+
+struct perf_ahead {
+	pthread_t thread;
+	const uint8_t *map;
+	uint64_t size;
+	uint64_t done;            /* mapped up to here (the thread's own) */
+	_Atomic uint64_t want;    /* map up to here */
+	_Atomic uint32_t moved;   /* a futex word: bumped whenever WANT moves or on stop */
+	_Atomic int sleeping;     /* the thread waits on MOVED */
+	_Atomic int stop;
+};
+
+static void futex_wait(_Atomic uint32_t *w, uint32_t v)
+{
+	(void)syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+}
+
+static void futex_wake(_Atomic uint32_t *w)
+{
+	(void)syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+static void *ahead_main(void *arg)
+{
+	struct perf_ahead *a = arg;
+	long const page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
+	while (!atomic_load_explicit(&a->stop, memory_order_acquire) && a->done < a->size) {
+		uint32_t const seen = atomic_load_explicit(&a->moved, memory_order_acquire);
+		uint64_t want = atomic_load_explicit(&a->want, memory_order_relaxed);
+		if (want > a->size)
+			want = a->size;
+		if (a->done < want) {
+			/* A load per page: the fault maps the cached pages around it. */
+			volatile const uint8_t *const m = a->map;
+			for (; a->done < want && !atomic_load_explicit(&a->stop, memory_order_relaxed);
+			     a->done += (uint64_t)page)
+				(void)m[a->done];
+			continue;
+		}
+		atomic_store_explicit(&a->sleeping, 1, memory_order_seq_cst);
+		if (atomic_load_explicit(&a->moved, memory_order_seq_cst) == seen &&
+		    !atomic_load_explicit(&a->stop, memory_order_seq_cst))
+			futex_wait(&a->moved, seen);
+		atomic_store_explicit(&a->sleeping, 0, memory_order_relaxed);
+	}
+	return NULL;
+}
+
+struct perf_ahead *perf_ahead_start(const uint8_t *map, uint64_t size, uint64_t from)
+{
+	struct perf_ahead *a = calloc(1, sizeof(*a));
+	if (!a)
+		return NULL;
+	a->map = map;
+	a->size = size;
+	a->done = from & ~(uint64_t)4095;
+	atomic_init(&a->want, from + PERF_AHEAD_BYTES);
+	if (pthread_create(&a->thread, NULL, ahead_main, a) != 0) {
+		free(a);
+		return NULL;
+	}
+	return a;
+}
+
+void perf_ahead_at(struct perf_ahead *a, uint64_t pos)
+{
+	atomic_store_explicit(&a->want, pos + PERF_AHEAD_BYTES, memory_order_relaxed);
+	atomic_fetch_add_explicit(&a->moved, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&a->sleeping, memory_order_seq_cst))
+		futex_wake(&a->moved);
+}
+
+void perf_ahead_stop(struct perf_ahead *a)
+{
+	if (!a)
+		return;
+	atomic_store_explicit(&a->stop, 1, memory_order_seq_cst);
+	atomic_fetch_add_explicit(&a->moved, 1, memory_order_seq_cst);
+	futex_wake(&a->moved);
+	pthread_join(a->thread, NULL);
+	free(a);
+}
