@@ -160,9 +160,7 @@ struct pr {
 
 	struct qev *q;
 	size_t nq, capq;
-	struct qev *qtmp;            /* the merge sort's other buffer (capqtmp) */
 	struct perf_ahead *ahead;    /* the thread mapping the file ahead (perf-ahead.h), or NULL */
-	size_t capqtmp;
 	uint64_t seq, max_ts, next_flush;
 
 	ZSTD_DCtx *dctx;

@@ -328,7 +328,6 @@ void perf_pr_free(struct pr *r)
 	free(r->attrs);
 	free(r->ids);
 	free(r->q);
-	free(r->qtmp);
 	free(r->scratch[0]);
 	free(r->scratch[1]);
 	while (r->chunks) {

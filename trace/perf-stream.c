@@ -26,56 +26,6 @@ static int qev_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static inline int qev_before(const struct qev *x, const struct qev *y)
-{
-	return x->ts < y->ts || (x->ts == y->ts && x->seq < y->seq);
-}
-
-/* Sort the queue by (ts, file order).  It is a few runs in order already
- * (the events the last round left, then each CPU's ring as perf wrote
- * it): merged pairwise, pass after pass, each pass linear (qsort's
- * n log n calls of qev_cmp were 2.5% of a 1 GB perf.data's run).
- * @return 0, or -ENOMEM (the queue left as it was). */
-static int sort_queue(struct pr *r)
-{
-	if (SU_GROW(r->qtmp, r->capqtmp, r->nq))
-		return -ENOMEM;
-	struct qev *src = r->q, *dst = r->qtmp;
-	size_t const n = r->nq;
-	for (;;) {
-		size_t runs = 0;
-		for (size_t a = 0; a < n;) {
-			size_t m = a + 1; /* the first run: [a, m) */
-			while (m < n && !qev_before(&src[m], &src[m - 1]))
-				m++;
-			size_t e = m; /* the second: [m, e) */
-			while (e < n && (e == m || !qev_before(&src[e], &src[e - 1])))
-				e++;
-			size_t i = a, j = m, o = a;
-			while (i < m && j < e)
-				dst[o++] = qev_before(&src[j], &src[i]) ? src[j++] : src[i++];
-			memcpy(&dst[o], &src[i], (m - i) * sizeof(*dst));
-			o += m - i;
-			memcpy(&dst[o], &src[j], (e - j) * sizeof(*dst));
-			runs++;
-			a = e;
-		}
-		struct qev *const t = src;
-		src = dst;
-		dst = t;
-		if (runs <= 1)
-			break;
-	}
-	if (src != r->q) { /* the sorted queue is in the other buffer: swap them */
-		r->qtmp = r->q;
-		r->q = src;
-		size_t const c = r->capq;
-		r->capq = r->capqtmp;
-		r->capqtmp = c;
-	}
-	return 0;
-}
-
 /* How far ahead of the event delivered the next ones are fetched into the
  * cache.  A round queues megabytes of records (a sample with its stack is
  * ~8 KB), so each is cold again when delivered: without this a DRAM
@@ -95,8 +45,8 @@ static void flush_until(struct pr *r, uint64_t limit)
 	size_t k = 1;
 	while (k < r->nq && qev_cmp(&r->q[k - 1], &r->q[k]) <= 0)
 		k++;
-	if (k < r->nq && sort_queue(r) != 0)
-		qsort(r->q, r->nq, sizeof(*r->q), qev_cmp); /* no memory for the merge */
+	if (k < r->nq)
+		qsort(r->q, r->nq, sizeof(*r->q), qev_cmp);
 	size_t i = 0;
 	for (; i < r->nq && r->q[i].ts <= limit && !r->cb_rc; i++) {
 		if (i + PREFETCH_FAR < r->nq)
