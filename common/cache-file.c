@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/cache-file.h"
+#include "common/grow.h"
 #include "common/hash.h"
 #include "common/io.h"
 
@@ -133,7 +134,8 @@ static int kept_older(const void *a, const void *b)
 
 /* The files of ours in DFD (closed by the caller), and with DEPTH 1 in its
  * subdirectories of ours (their fds into *SUBS).  @return 0, -1. */
-static int kept_list(int dfd, int depth, struct kept **v, size_t *n, size_t *cap, int **subs, size_t *nsubs)
+static int kept_list(int dfd, int depth, struct kept **v, size_t *n, size_t *cap, int **subs, size_t *nsubs,
+		     size_t *subs_cap)
 {
 	DIR *d = fdopendir(dup(dfd));
 	if (!d)
@@ -149,30 +151,18 @@ static int kept_list(int dfd, int depth, struct kept **v, size_t *n, size_t *cap
 			int const sfd = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sfd < 0)
 				continue;
-			int *ns = realloc(*subs, (*nsubs + 1) * sizeof(**subs));
-			if (!ns) {
+			if (su_grow((void **)subs, subs_cap, *nsubs + 1, sizeof(**subs))) {
 				close(sfd);
 				rc = -1;
 				break;
 			}
-			*subs = ns;
 			(*subs)[(*nsubs)++] = sfd;
-			rc = kept_list(sfd, depth - 1, v, n, cap, subs, nsubs);
+			rc = kept_list(sfd, depth - 1, v, n, cap, subs, nsubs, subs_cap);
 			continue;
 		}
 		if (!S_ISREG(st.st_mode))
 			continue;
-		if (*n == *cap) {
-			size_t const nc = *cap ? 2 * *cap : 64;
-			struct kept *nv = realloc(*v, nc * sizeof(**v));
-			if (!nv) {
-				rc = -1;
-				break;
-			}
-			*v = nv;
-			*cap = nc;
-		}
-		char *const name = strdup(e->d_name);
+		char *const name = su_grow((void **)v, cap, *n + 1, sizeof(**v)) ? NULL : strdup(e->d_name);
 		if (!name) {
 			rc = -1;
 			break;
@@ -219,9 +209,9 @@ void su_cache_prune(const char *dir, int depth)
 	long const days = env_long("STACKCAP_CACHE_DAYS", 30, 0, 100000);
 	uint64_t const budget = (uint64_t)env_long("STACKCAP_CACHE_MAX_MB", 1024, 0, 1L << 30) << 20;
 	struct kept *v = NULL;
-	size_t n = 0, cap = 0, nsubs = 0;
+	size_t n = 0, cap = 0, nsubs = 0, subs_cap = 0;
 	int *subs = NULL;
-	if (kept_list(dfd, depth, &v, &n, &cap, &subs, &nsubs) == 0) {
+	if (kept_list(dfd, depth, &v, &n, &cap, &subs, &nsubs, &subs_cap) == 0) {
 		qsort(v, n, sizeof(*v), kept_older);
 		uint64_t total = 0;
 		for (size_t i = 0; i < n; i++)

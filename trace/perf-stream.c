@@ -248,10 +248,12 @@ void perf_run_data(struct pr *r)
 	const uint8_t *const base = r->map + r->data_off;
 	uint64_t pos = 0;
 	uint64_t released = 0;
-	/* The pages are mapped by faults as records are read (a fault maps
-	 * up to 16 cached pages around it), not populated ahead: on kernel
-	 * 6.18, MADV_POPULATE_READ (page by page, through get_user_pages)
-	 * cost 6-12% more CPU than the faults on 15-270 MB files. */
+	/* The pages are mapped by faults (a fault maps up to 16 cached pages
+	 * around it): as records are read, or up to 8 MB ahead by the thread
+	 * of perf-ahead.c (su_reader_opts.map_ahead).  Not populated with
+	 * MADV_POPULATE_READ: on kernel 6.18 (page by page, through
+	 * get_user_pages) it cost 6-12% more CPU than the faults on 15-270 MB
+	 * files. */
 	uint64_t ahead_next = 0;
 	while (pos < r->data_size && !r->cb_rc) {
 		if (r->ahead && pos >= ahead_next) { /* tell it where we are, each megabyte */
