@@ -148,6 +148,9 @@ struct stackcap_global {
 	/* The signal return trampoline (glibc's __restore_rt), learnt from
 	 * our own handler's return address: it marks signal frames. */
 	_Atomic uint64_t restorer;
+	/* A capture's pc was in no range of the current snapshot (new JIT
+	 * code): the writer reads the maps again soon (snapshot_stale). */
+	_Atomic int pc_unmapped;
 	pid_t pid;                               /* the process recording (not a vfork child) */
 };
 

@@ -90,6 +90,13 @@ static int capture_regs(struct thread_state *t, const uint64_t *regs)
 	}
 
 	const struct snapshot *snap = snapshot_enter();
+	/* The pc in no known code: code mapped since the last read of the
+	 * maps (a JIT's new page).  The writer is told at once, not after
+	 * its next scan (up to 240 ms): until then every sample there has
+	 * no map.  Only the first such capture wakes it. */
+	if (snap && stackcap_code_ranges_find(&snap->set, regs[STACKCAP_REG_RIP]) < 0 &&
+	    !atomic_exchange_explicit(&stackcap_g.pc_unmapped, 1, memory_order_relaxed))
+		writer_wake();
 	size_t const need = sizeof(struct ring_rec) + STACKCAP_CODEC_BOUND(nwords) +
 			    (seg_nwords ? STACKCAP_CODEC_BOUND(seg_nwords) : 0) + capture_rt_room();
 	struct ring_rec *rec = ring_reserve(&t->ring, need);

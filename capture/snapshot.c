@@ -351,6 +351,7 @@ void snapshot_free(struct snapshot *s)
 /* How often snapshot_stale reads the maps file: see there. */
 #define SCAN_MIN_NS (20 * 1000000ull)
 #define SCAN_MAX_NS (240 * 1000000ull)
+#define ASKED_MIN_NS (1000000ull)
 
 static int count_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
@@ -377,16 +378,28 @@ int snapshot_stale(const struct snapshot *s)
 	 * without a map.  (A read of node's 90 lines takes about 0.1 ms here:
 	 * at most 50 a second, while a JIT keeps mapping, about 0.5% of a
 	 * CPU for the writer thread.) */
-	static uint64_t last_scan_ns, scan_every_ns = SCAN_MIN_NS;
+	/* A capture whose pc was in no known code asks for a scan now
+	 * (capture.c): 1 ms after the last one, the wait doubling (up to
+	 * 20 ms) while such scans find nothing new, as for a pc in code
+	 * no scan lists. */
+	static uint64_t last_scan_ns, scan_every_ns = SCAN_MIN_NS, asked_every_ns = ASKED_MIN_NS;
 	uint64_t const now = capture_now_ns();
-	if (now - last_scan_ns < scan_every_ns)
+	int const asked = atomic_load_explicit(&stackcap_g.pc_unmapped, memory_order_relaxed);
+	if (now - last_scan_ns < (asked ? asked_every_ns : scan_every_ns))
 		return 0;
 	last_scan_ns = now;
+	if (asked)
+		atomic_store_explicit(&stackcap_g.pc_unmapped, 0, memory_order_relaxed);
 	int const changed = scan_exec(NULL, NULL, NULL) != s->exec_hash;
-	if (changed)
+	if (changed) {
 		scan_every_ns = SCAN_MIN_NS;
-	else if (scan_every_ns + SCAN_MIN_NS <= SCAN_MAX_NS)
-		scan_every_ns += SCAN_MIN_NS;
+		asked_every_ns = ASKED_MIN_NS;
+	} else {
+		if (scan_every_ns + SCAN_MIN_NS <= SCAN_MAX_NS)
+			scan_every_ns += SCAN_MIN_NS;
+		if (asked && asked_every_ns * 2 <= SCAN_MIN_NS)
+			asked_every_ns *= 2;
+	}
 	return changed;
 }
 

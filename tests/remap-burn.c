@@ -5,7 +5,9 @@
  * executable segment from /proc/self/exe again, elsewhere, and calls
  * remap_top in that copy: remap_top -> remap_mid -> remap_leaf run there
  * (relative calls stay in the copy; nothing there calls out of it).
- *   remap-burn [ROUNDS]   prints the copy's range and a checksum
+ *   remap-burn [ROUNDS [WARM_MS]]   prints the copy's range and a checksum;
+ *     WARM_MS: CPU time spent in ordinary code first (long enough for
+ *     libstackcap's scans of the maps to slow to their slowest)
  *   remap-burn --chain    prints the chain, innermost first */
 #include <fcntl.h>
 #include <link.h>
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 __attribute__((noinline)) static uint64_t remap_leaf(uint64_t x)
@@ -64,6 +67,13 @@ static int find_text(struct dl_phdr_info *info, size_t size, void *data)
 	return 1; /* the first object is the main program */
 }
 
+static long cpu_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "--chain") == 0) {
@@ -71,9 +81,13 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	uint64_t const rounds = argc > 1 ? strtoull(argv[1], NULL, 10) : 3000;
+	long const warm_ms = argc > 2 ? strtol(argv[2], NULL, 10) : 0;
 	volatile uint64_t acc = 0;
 	for (int i = 0; i < 50000000; i++)
 		acc = acc * 31 + 7;
+	while (warm_ms > 0 && cpu_ms() < warm_ms)
+		for (int i = 0; i < 1000000; i++)
+			acc = acc * 31 + 7;
 	struct text t = { 0 };
 	dl_iterate_phdr(find_text, &t);
 	int const fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
