@@ -77,6 +77,7 @@ struct recorder {
 	uint32_t window;       /* the stack bytes a sample holds at most */
 	int werr;              /* first writing error */
 	double cpu_loop;       /* our CPU seconds while sampling (the poll loop) */
+	double cmd_cpu;        /* the command's CPU seconds (-1: not known) */
 };
 
 /* Packets in flight put on disk this often (as the capture library
@@ -350,11 +351,17 @@ static pid_t spawn(char **argv, int *go, const struct rec_options *o)
 	return pid;
 }
 
-static int reap(pid_t pid, int *status)
+/* Waits for PID; its CPU time (and that of the descendants it waited
+ * for), in seconds, into *CPU when not NULL. */
+static int reap(pid_t pid, int *status, double *cpu)
 {
-	while (waitpid(pid, status, 0) < 0)
+	struct rusage ru;
+	while (wait4(pid, status, 0, &ru) < 0)
 		if (errno != EINTR)
 			return -errno;
+	if (cpu)
+		*cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+		       ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e-6;
 	return 0;
 }
 
@@ -518,6 +525,12 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 		" drops, %" PRIu64 " bytes (%.1f B/sample) in %s; recorder CPU %.3f s (%.1f us/sample, %.1f while "
 		"sampling)", o->freq, window, st.samples, drops, bytes,
 		st.samples ? (double)bytes / (double)st.samples : 0.0, o->out, cpu, cpu * per, r->cpu_loop * per);
+	/* What the samples should be: cpu-clock samples CPU time, the
+	 * command's threads' and its waited-for children's. */
+	if (r->cmd_cpu >= 0 && !r->n_table && !o->off_cpu)
+		say(o, "the command's CPU time: %.3f s, %.0f samples at %u Hz (%" PRIu64 " taken, %.1f%%)", r->cmd_cpu,
+		    r->cmd_cpu * o->freq, o->freq, st.samples,
+		    r->cmd_cpu > 0 ? 100.0 * (double)st.samples / (r->cmd_cpu * o->freq) : 0.0);
 	if (drops) {
 		for (size_t i = 0; i < st.n_procs; i++) {
 			const struct rec_proc_stats *p = &st.procs[i];
@@ -569,7 +582,7 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 
 int rec_record(const struct rec_options *o)
 {
-	struct recorder R = { .o = o, .self = getpid(),
+	struct recorder R = { .o = o, .self = getpid(), .cmd_cpu = -1,
 			      .live = { .lost = on_lost, .exit = on_exit_task, .context_switch = on_switch,
 					.warn = { warn_line, (void *)o } } };
 	struct recorder *r = &R;
@@ -679,7 +692,7 @@ int rec_record(const struct rec_options *o)
 		if (cmd_only) {
 			close(go); /* the child sees EOF and leaves without running */
 			go = -1;
-			reap(child, &status);
+			reap(child, &status, NULL);
 			child = -1;
 			/* Refused: the in-process sampler may take over (cpu-clock
 			 * only; the caller refuses --off-cpu there, saying why). */
@@ -887,7 +900,7 @@ int rec_record(const struct rec_options *o)
 	if (child > 0) {
 		if (!child_done && !cmd_only)
 			kill(child, SIGTERM); /* -p -- CMD stopped by a signal */
-		reap(child, &status);
+		reap(child, &status, cmd_only ? &r->cmd_cpu : NULL);
 	}
 	/* The streams closed, the bytes counted; the stats kept for the summary. */
 	struct rec_encoder_stats st;
@@ -933,7 +946,7 @@ fail_cmd: /* RET set */
 	if (child > 0) {
 		if (!cmd_only)
 			kill(child, SIGTERM);
-		reap(child, &status);
+		reap(child, &status, NULL);
 	}
 out:
 	if (r->ps)
