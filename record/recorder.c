@@ -527,7 +527,7 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 		st.samples ? (double)bytes / (double)st.samples : 0.0, o->out, cpu, cpu * per, r->cpu_loop * per);
 	/* What the samples should be: cpu-clock samples CPU time, the
 	 * command's threads' and its waited-for children's. */
-	if (r->cmd_cpu >= 0 && !r->n_table && !o->off_cpu)
+	if (r->cmd_cpu >= 0 && !r->n_table && !o->period && !o->off_cpu)
 		say(o, "the command's CPU time: %.3f s, %.0f samples at %u Hz (%" PRIu64 " taken, %.1f%%)", r->cmd_cpu,
 		    r->cmd_cpu * o->freq, o->freq, st.samples,
 		    r->cmd_cpu > 0 ? 100.0 * (double)st.samples / (r->cmd_cpu * o->freq) : 0.0);
