@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -19,7 +20,31 @@ struct perf_ahead {
 	_Atomic uint32_t moved;   /* a futex word: bumped whenever WANT moves or on stop */
 	_Atomic int sleeping;     /* the thread waits on MOVED */
 	_Atomic int stop;
+	_Atomic uint64_t next_chunk; /* perf_ahead_stop: the next 2 MB to give back */
 };
+
+/* Page tables map 2 MB each (x86-64, arm64 with 4 KB pages): two threads
+ * giving back whole ones never wait for each other's table. */
+#define CHUNK (2u << 20)
+
+/* Give back the mapping's pages, 2 MB after 2 MB, with whoever else runs
+ * this: each takes the next one not taken. */
+static void give_back_chunks(struct perf_ahead *a)
+{
+	uintptr_t const lo = (uintptr_t)a->map, hi = lo + a->size;
+	uintptr_t const first = lo & ~(uintptr_t)(CHUNK - 1);
+	for (;;) {
+		uint64_t const i = atomic_fetch_add_explicit(&a->next_chunk, 1, memory_order_relaxed);
+		uintptr_t from = first + (uintptr_t)i * CHUNK, to = from + CHUNK;
+		if (from >= hi)
+			return;
+		if (from < lo)
+			from = lo;
+		if (to > hi)
+			to = hi;
+		madvise((void *)from, to - from, MADV_DONTNEED);
+	}
+}
 
 static void futex_wait(_Atomic uint32_t *w, uint32_t v)
 {
@@ -35,7 +60,7 @@ static void *ahead_main(void *arg)
 {
 	struct perf_ahead *a = arg;
 	long const page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
-	while (!atomic_load_explicit(&a->stop, memory_order_acquire) && a->done < a->size) {
+	while (!atomic_load_explicit(&a->stop, memory_order_acquire)) {
 		uint32_t const seen = atomic_load_explicit(&a->moved, memory_order_acquire);
 		uint64_t want = atomic_load_explicit(&a->want, memory_order_relaxed);
 		if (want > a->size)
@@ -54,6 +79,7 @@ static void *ahead_main(void *arg)
 			futex_wait(&a->moved, seen);
 		atomic_store_explicit(&a->sleeping, 0, memory_order_relaxed);
 	}
+	give_back_chunks(a);
 	return NULL;
 }
 
@@ -88,6 +114,7 @@ void perf_ahead_stop(struct perf_ahead *a)
 	atomic_store_explicit(&a->stop, 1, memory_order_seq_cst);
 	atomic_fetch_add_explicit(&a->moved, 1, memory_order_seq_cst);
 	futex_wake(&a->moved);
+	give_back_chunks(a);
 	pthread_join(a->thread, NULL);
 	free(a);
 }

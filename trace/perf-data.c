@@ -432,8 +432,6 @@ int su_perf_data_read_fd(int fd, const char *name, const struct su_reader_opts *
 	if (opts && opts->map_ahead && r.data_size >= (4u << 20))
 		r.ahead = perf_ahead_start(map, r.file_size, r.data_off);
 	perf_run_data(&r);
-	perf_ahead_stop(r.ahead);
-	r.ahead = NULL;
 	if (r.cb_rc) {
 		rc = r.cb_rc;
 		goto out;
@@ -464,6 +462,9 @@ out:
 		su_reader_warn(r.warn, "%s: kernel frames not named: the kept copy of this machine's kernel symbols (%s) is "
 			       "damaged where they were looked up, and /proc/kallsyms is not readable; the copy is deleted",
 			       name, kpath);
+	/* The consumer let go of every sample (cb->end or cb->stop). */
+	perf_ahead_stop(r.ahead);
+	r.ahead = NULL;
 	if (map != MAP_FAILED)
 		munmap(map, r.file_size);
 	perf_pr_free(&r);
