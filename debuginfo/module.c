@@ -114,8 +114,12 @@ static uint64_t identity(uint64_t h, const char *path)
 int su_module_kept_path(struct su_module *m, const char *subdir, const char *magic, uint64_t salt, char *path,
 			size_t size)
 {
+	/* Named by the opened file's build-id: the recorded one, or the
+	 * file's own when the trace recorded none (perf record lists only the
+	 * files its samples' pcs hit: a callchain's callers, such as libc,
+	 * come without, and their answers were worked out again each run). */
 	if (!m || !m->cache_dir || !*m->cache_dir || m->is_vdso || m->status != SU_MODULE_OK || !m->mod ||
-	    !m->build_id_len || !m->elf_path || m->elf_path[0] != '/')
+	    !m->file_id_len || !m->elf_path || m->elf_path[0] != '/')
 		return -1;
 	Dwarf_Addr bias;
 	(void)dwfl_module_getdwarf(m->mod, &bias);
@@ -128,8 +132,8 @@ int su_module_kept_path(struct su_module *m, const char *subdir, const char *mag
 	h = identity(h, m->elf_path);
 	h = identity(h, m->debug_path);
 	char hex[2 * SU_BUILD_ID_MAX + 1];
-	for (size_t i = 0; i < m->build_id_len; i++)
-		snprintf(hex + 2 * i, 3, "%02x", m->build_id[i]);
+	for (size_t i = 0; i < m->file_id_len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", m->file_id[i]);
 	return snprintf(path, size, "%s/%s/%s-%016llx", m->cache_dir, subdir, hex, (unsigned long long)h) <
 		       (int)size ? 0 : -1;
 }

@@ -140,8 +140,10 @@ const char *su_module_status_name(enum su_module_status status);
  * code (another build may answer otherwise).  A build-id is easy to
  * forge: a hostile file read once is named by its own identity, so it
  * never stands in for the true one later.  @return 0, or -1 when nothing
- * is kept for M (no cache directory, a vDSO, no build-id, a file named by
- * no absolute path, PATH too short). */
+ * is kept for M (no cache directory, a vDSO, a file with no build-id, a
+ * file named by no absolute path, PATH too short).  The build-id in the
+ * name is the opened file's (su_module.file_id): the recorded one, or the
+ * file's own when none was recorded. */
 int su_module_kept_path(struct su_module *m, const char *subdir, const char *magic, uint64_t salt, char *path,
 			size_t size);
 

@@ -247,6 +247,22 @@ check "stats on a perf.data: exit 0, $ns samples (perf script: $np), format name
 frc=$?
 hot=$(awk '/hot_leaf / { s += $NF } END { print s + 0 }' "$work/folded.out")
 check "folded on a perf.data: exit 0, hot_leaf stacks counted ($hot)" sh -c "[ $frc = 0 ] && [ $hot -ge 100 ]"
+# Files whose build-id the perf.data does not give (perf record lists
+# only those its samples' pcs hit, and none with --no-buildid): their
+# answers and CFI are still kept between runs, named by their own build-id
+# (before, each run worked them out again: libc below main in every chain).
+perf record -q -B -k monotonic -e cpu-clock --call-graph dwarf -o "$work/nobid.data" -- "$TD/tdata-single" 0.3 \
+	>/dev/null 2>&1
+libc=$(ldd "$TD/tdata-single" | awk '$1 ~ /^libc\.so/ { print $3 }')
+lid=$(readelf -n "$libc" 2>/dev/null | sed -n 's/^ *Build ID: *//p')
+pid=$(readelf -n "$TD/tdata-single" 2>/dev/null | sed -n 's/^ *Build ID: *//p')
+listed=$(perf buildid-list -i "$work/nobid.data" 2>/dev/null | grep -c '^[0-9a-f]' || true)
+STACKCAP_CACHE_DIR="$work/kept" "$SU" folded "$work/nobid.data" >"$work/nobid1.out" 2>/dev/null
+STACKCAP_CACHE_DIR="$work/kept" "$SU" folded "$work/nobid.data" >"$work/nobid2.out" 2>/dev/null
+check "perf record --no-buildid ($listed build-ids in the file): the program's and libc's answers and CFI kept, named by their own build-ids; a second run prints the same" \
+	sh -c "[ -n '$lid' ] && [ -n '$pid' ] && [ '$listed' = 0 ] && grep -q hot_leaf '$work/nobid1.out' &&
+		ls '$work/kept/sym/$lid-'* '$work/kept/cfi/$lid-'* '$work/kept/sym/$pid-'* '$work/kept/cfi/$pid-'* >/dev/null &&
+		cmp -s '$work/nobid1.out' '$work/nobid2.out'"
 "$SU" stacks --tid "$(awk 'NR == 1 { split($1, a, " "); print a[1] }' "$work/cmp-threads/su.txt")" \
 	"$work/threads.data" >"$work/tid.out" 2>/dev/null
 # The flamegraph and both exports, from the same samples as stats.
