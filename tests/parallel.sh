@@ -88,4 +88,21 @@ same_j deep-slices deep stacks --time 0%-10%,15%-30%,33%-34%,50%-90%
 set -- $(tids_of "$work/deep-slices.j1")
 check "deep: the slices print some samples, not all ($1 of $nstats)" sh -c "[ '$1' -gt 0 ] && [ '$1' -lt '$nstats' ]"
 
+# folded (flamegraph, report) over our traces: -j N reads the trace in N
+# parts at once, each thread taking the sample packets no other took
+# first, and adds up the counts (cli/stackunwind.c read_in_parts): the
+# folded runs above went that way.  A damaged trace is read again the
+# usual way: -j 1's counts, warnings and exit status.
+cp -r "$work/deep.trace" "$work/cut.trace"
+f=$(ls "$work/cut.trace"/samples-* | head -n 1)
+printf 'XXXXXXXXXXXXXXXXXXXXXXXX' | dd of="$f" bs=1 seek=$(($(stat -c %s "$f") / 2)) conv=notrunc 2>/dev/null
+for j in 1 2 8; do
+	"$SU" folded -j $j "$work/cut.trace" >"$work/cut.j$j" 2>"$work/cut.j$j.err"
+	echo $? >"$work/cut.j$j.rc"
+done
+check "a damaged trace: folded -j 2 and -j 8 print -j 1's counts, warnings and exit status ($(cat "$work/cut.j1.rc"); $(grep -c warning "$work/cut.j1.err") warnings)" \
+	sh -c "[ -s '$work/cut.j1' ] && [ \$(cat '$work/cut.j1.rc') != 0 ] && grep -q warning '$work/cut.j1.err' &&
+		for j in 2 8; do cmp -s '$work/cut.j1' '$work/cut.j'\$j && cmp -s '$work/cut.j1.err' '$work/cut.j'\$j.err &&
+			cmp -s '$work/cut.j1.rc' '$work/cut.j'\$j.rc || exit 1; done"
+
 echo "1..$n"

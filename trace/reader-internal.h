@@ -72,6 +72,9 @@ struct source_report {
 	int truncated_files;      /* files cut short or corrupt (warned) */
 	uint64_t *bytes_read;     /* stream bytes consumed so far, kept up to date
 				   * (progress), or NULL */
+	unsigned part, parts;     /* su_reader_opts.part, parts, claims, n_claims */
+	_Atomic uint64_t *claims;
+	size_t n_claims;
 };
 
 enum source_pass { PASS_PROCESS = 1, PASS_SAMPLES = 2 };

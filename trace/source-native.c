@@ -230,6 +230,24 @@ static int zframe_end(struct native_source *s, struct nfile *f, const char **why
 
 /* Read the next packet of F into its buffer and check its header and
  * context.  @return 1 loaded, 0 end of file or defect (F done), -ENOMEM. */
+/* Is F's packet just loaded (its f->packets-th) this part's to read
+ * (su_reader_opts.parts)?  Taken when no part took it or a later one of
+ * the file: each part goes through every packet in order, so each
+ * packet is taken by exactly one. */
+static int packet_mine(struct native_source *s, const struct nfile *f)
+{
+	size_t const i = (size_t)(f - s->files[1]);
+	uint64_t const n = f->packets;
+	if (!s->rep->claims || i >= s->rep->n_claims)
+		return (n - 1) % s->rep->parts == s->rep->part;
+	_Atomic uint64_t *const c = &s->rep->claims[i];
+	uint64_t seen = atomic_load_explicit(c, memory_order_relaxed);
+	while (seen < n)
+		if (atomic_compare_exchange_weak_explicit(c, &seen, n, memory_order_relaxed, memory_order_relaxed))
+			return 1;
+	return 0;
+}
+
 static int load_packet(struct native_source *s, struct nfile *f)
 {
 	uint64_t const off = f->next_poff;
@@ -403,6 +421,10 @@ static int load_packet(struct native_source *s, struct nfile *f)
 	f->have_pkt = 1;
 	f->packets++;
 	f->pkt_begin = begin;
+	/* Another part's packet (su_reader_opts.parts): its header was
+	 * checked, its events are not read. */
+	if (f->kind == 1 && s->rep->parts > 1 && !packet_mine(s, f))
+		f->end = f->pos;
 	if (s->rep->bytes_read)
 		*s->rep->bytes_read += f->foff - f->frame_off;
 	return 1;

@@ -1024,6 +1024,12 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 	}
 	stats->bytes_on_disk = su_trace_dir_bytes(dir);
 	rep.bytes_read = &stats->bytes_read;
+	if (opts && opts->parts > 1 && opts->part < opts->parts) {
+		rep.part = opts->part;
+		rep.parts = opts->parts;
+		rep.claims = opts->claims;
+		rep.n_claims = opts->n_claims;
+	}
 	if ((rc = su_trace_event_table(dir, &r.events, &r.n_events)) != 0)
 		goto out;
 	if ((rc = src->open(abs_dir, &rep, &h, err, errlen)) != 0)

@@ -7,6 +7,7 @@
 #ifndef STACKCAP_STACKCAP_READER_H
 #define STACKCAP_STACKCAP_READER_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include "trace/trace-model.h"
 
@@ -86,6 +87,17 @@ struct su_reader_opts {
 	 * unwinds them): a perf.data reader gives the pages it has read back
 	 * only 64 MiB behind, not at once. */
 	int holds_words;
+	/* Our traces (the native source) read as one of PARTS parts at once
+	 * (PARTS 0 or 1: whole): of each sample stream file only some packets
+	 * are decoded and delivered (a packet decodes alone:
+	 * docs/trace-format.md), the process streams read whole by every part.
+	 * With CLAIMS (N_CLAIMS counters, zeroed, shared by the parts: one a
+	 * sample stream file, in name order), a part takes each packet no
+	 * other part took before it got there: the faster takes more.
+	 * Without, those whose index in the file is PART modulo PARTS. */
+	unsigned part, parts;
+	_Atomic uint64_t *claims;
+	size_t n_claims;
 	/* A perf.data reader may map the file's pages ahead of it on a thread
 	 * of its own (trace/perf-ahead.h): the consumer has a core to spare
 	 * (stackunwind -j N > 1). */
