@@ -858,9 +858,10 @@ static int cmd_stacks(const struct options *o)
 				goto out;
 			}
 		}
-		if (!read && fold.n) {
+		if (!read) {
 			folded_counts_free(&fold);
 			memset(&fold, 0, sizeof(fold));
+			r.skipped = r.other_events = r.other_kind = 0;
 		}
 	}
 	if (!read) {

@@ -45,6 +45,9 @@ struct raw_event {
 	uint64_t drops_total;
 	/* RAW_SAMPLE*: */
 	uint32_t generation;
+	/* In a packet another part reads (su_reader_opts.parts): a
+	 * RAW_SAMPLE is not decoded nor delivered. */
+	int others;
 	const uint8_t *blob;
 	size_t blob_len;
 	/* RAW_SAMPLE: the index of its event in the trace's event table

@@ -67,6 +67,7 @@ struct nfile {
 	size_t hdr_off;           /* header offset, for messages */
 	size_t order;             /* index in the pass, sorted by name */
 	uint64_t packets;         /* packets loaded so far */
+	int others;               /* the current packet is another part's (su_reader_opts.parts) */
 	uint64_t pkt_begin;       /* timestamp_begin of the current packet */
 };
 
@@ -91,6 +92,7 @@ struct native_source {
 	size_t n_heap;
 	char *err;
 	size_t errlen;
+	int parts_warned;         /* the files are not those the parts counted: said */
 };
 
 /* 24-bit little-endian field (compact event headers). */
@@ -238,6 +240,14 @@ static int packet_mine(struct native_source *s, const struct nfile *f)
 {
 	size_t const i = (size_t)(f - s->files[1]);
 	uint64_t const n = f->packets;
+	if (s->rep->claims && s->n_files[1] != s->rep->n_claims && !s->parts_warned) {
+		/* Files added or gone since the parts counted them: which
+		 * counter is whose file is no longer sure.  The warning makes
+		 * the caller read the trace again whole. */
+		s->parts_warned = 1;
+		su_reader_warn(s->rep->warn, "%s: %zu sample stream files, not the %zu counted: the trace changed while "
+			       "read in parts", s->dir, s->n_files[1], s->rep->n_claims);
+	}
 	if (!s->rep->claims || i >= s->rep->n_claims)
 		return (n - 1) % s->rep->parts == s->rep->part;
 	_Atomic uint64_t *const c = &s->rep->claims[i];
@@ -421,10 +431,11 @@ static int load_packet(struct native_source *s, struct nfile *f)
 	f->have_pkt = 1;
 	f->packets++;
 	f->pkt_begin = begin;
-	/* Another part's packet (su_reader_opts.parts): its header was
-	 * checked, its events are not read. */
-	if (f->kind == 1 && s->rep->parts > 1 && !packet_mine(s, f))
-		f->end = f->pos;
+	/* Another part's packet (su_reader_opts.parts): its samples are
+	 * not decoded, but its other events are read (the kernel chain,
+	 * runtime frames... written just before a sample may end the packet
+	 * before the one holding it). */
+	f->others = f->kind == 1 && s->rep->parts > 1 && !packet_mine(s, f);
 	if (s->rep->bytes_read)
 		*s->rep->bytes_read += f->foff - f->frame_off;
 	return 1;
@@ -708,6 +719,7 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 		ev.generation = le24(p);
 		ev.blob = p + 6;
 		ev.blob_len = len;
+		ev.others = f->others;
 		f->pos = (size_t)(p + 6 + len - f->buf);
 		return emit(ctx, &ev);
 	}

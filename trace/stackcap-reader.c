@@ -766,6 +766,15 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 		return 0;
 	if (r->opts && r->opts->tid && r->opts->tid != tid)
 		return 0;
+	if (ev->others && kind == RAW_SAMPLE) {
+		/* Another part's: what came with it goes with it. */
+		struct thread_state *t = thread_get(r, pid, tid);
+		if (!t)
+			return -ENOMEM;
+		t->has_ref = 0;
+		t->kc_pending = t->oc_pending = t->full_pending = t->seg_pending = t->rt_pending = 0;
+		return 0;
+	}
 	uint32_t const generation = ev->generation;
 
 	struct section *sec = section_at(r, pid, ts);

@@ -88,9 +88,10 @@ struct su_reader_opts {
 	 * only 64 MiB behind, not at once. */
 	int holds_words;
 	/* Our traces (the native source) read as one of PARTS parts at once
-	 * (PARTS 0 or 1: whole): of each sample stream file only some packets
-	 * are decoded and delivered (a packet decodes alone:
-	 * docs/trace-format.md), the process streams read whole by every part.
+	 * (PARTS 0 or 1: whole): of each sample stream file only the samples
+	 * of some packets are decoded and delivered (a packet's samples
+	 * decode alone: docs/trace-format.md); every other event is read by
+	 * every part.
 	 * With CLAIMS (N_CLAIMS counters, zeroed, shared by the parts: one a
 	 * sample stream file, in name order), a part takes each packet no
 	 * other part took before it got there: the faster takes more.

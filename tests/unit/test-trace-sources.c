@@ -17,6 +17,8 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -849,16 +851,16 @@ static int on_sample_hash(void *arg, const struct su_sample *s)
 	return 0;
 }
 
-/* Real codec blobs, read through su_stackcap_trace_read with each source. */
-START_TEST(t_reader_core)
+/* A trace of real codec blobs in T (zstd: ZST): pid 77's two threads,
+ * 300 samples in two stream files of 1 KB packets, 100 with a full copy. */
+static void core_trace(struct tb *t, int zst)
 {
-	struct tb t;
-	tb_open(&t, _i, 1024);
-	int p = tb_stream(&t, 0, "proc-77-0", 77);
-	int s0 = tb_stream(&t, 1, "samples-77-0", 77);
-	int s1 = tb_stream(&t, 1, "samples-77-1", 77);
-	tb_process_start(&t, p, T0, 1, "core", "/core");
-	write_maps(&t, p, T0, 1, 4);
+	tb_open(t, zst, 1024);
+	int p = tb_stream(t, 0, "proc-77-0", 77);
+	int s0 = tb_stream(t, 1, "samples-77-0", 77);
+	int s1 = tb_stream(t, 1, "samples-77-1", 77);
+	tb_process_start(t, p, T0, 1, "core", "/core");
+	write_maps(t, p, T0, 1, 4);
 	init_code_ranges();
 	uint64_t words[64], regs[STACKCAP_NREGS] = { 0 };
 	uint8_t blob[STACKCAP_CODEC_BOUND(64)];
@@ -878,13 +880,20 @@ START_TEST(t_reader_core)
 			ck_assert(!stackcap_codec_is_error(n));
 			uint64_t const ts = T0 + 100 + (uint64_t)(i / 2) * 1000;
 			if (full && i % 3 == 0)
-				tb_sample(&t, i % 2 ? s1 : s0, RAW_SAMPLE_FULL, ts, 78 + (uint32_t)(i % 2), 1, blob, n);
+				tb_sample(t, i % 2 ? s1 : s0, RAW_SAMPLE_FULL, ts, 78 + (uint32_t)(i % 2), 1, blob, n);
 			if (!full)
-				tb_sample(&t, i % 2 ? s1 : s0, RAW_SAMPLE, ts, 78 + (uint32_t)(i % 2), 1, blob, n);
+				tb_sample(t, i % 2 ? s1 : s0, RAW_SAMPLE, ts, 78 + (uint32_t)(i % 2), 1, blob, n);
 		}
 	}
-	tb_end(&t, p, T0 + 10000000);
-	tb_close(&t);
+	tb_end(t, p, T0 + 10000000);
+	tb_close(t);
+}
+
+/* Real codec blobs, read through su_stackcap_trace_read with each source. */
+START_TEST(t_reader_core)
+{
+	struct tb t;
+	core_trace(&t, _i);
 
 	struct sample_log ln = { 0 }, lb = { 0 };
 	struct su_reader_callbacks cbn = { .arg = &ln, .sample = on_sample_hash };
@@ -917,6 +926,101 @@ START_TEST(t_reader_core)
 	struct su_reader_callbacks cbd = { .arg = &ld, .sample = on_sample_hash };
 	ck_assert_int_eq(su_stackcap_trace_read(t.dir, NULL, &cbd, &sn, err, sizeof(err)), 0);
 	ck_assert_uint_eq(ld.hash, ln.hash);
+	tb_free(&t);
+}
+END_TEST
+
+/* Samples and the sum of their hashes: the same whatever their order. */
+struct sample_sum {
+	size_t n;
+	uint64_t sum;
+};
+
+static int on_sample_sum(void *arg, const struct su_sample *s)
+{
+	struct sample_sum *l = arg;
+	struct sample_log one = { 0 };
+	on_sample_hash(&one, s);
+	l->n++;
+	l->sum += one.hash;
+	return 0;
+}
+
+static void count_warning(void *arg, const char *msg)
+{
+	(void)msg;
+	++*(size_t *)arg;
+}
+
+/* One part's read (su_reader_opts.parts), on a thread of its own. */
+struct part_read {
+	const char *dir;
+	struct su_reader_opts o;
+	struct sample_sum got;
+	int rc;
+};
+
+static void *part_read(void *arg)
+{
+	struct part_read *p = arg;
+	struct su_reader_callbacks cb = { .arg = &p->got, .sample = on_sample_sum };
+	struct su_reader_stats st;
+	char err[256];
+	p->rc = su_stackcap_trace_read(p->dir, &p->o, &cb, &st, err, sizeof(err));
+	return NULL;
+}
+
+/* A trace read in parts: each sample by exactly one part, whether the
+ * parts take packets by their index, one after the other through shared
+ * counters, or at once; counters made for another number of files warn
+ * (stackunwind then reads the trace again whole). */
+START_TEST(t_reader_parts)
+{
+	struct tb t;
+	core_trace(&t, _i);
+	struct part_read whole = { .dir = t.dir };
+	part_read(&whole);
+	ck_assert_int_eq(whole.rc, 0);
+	ck_assert_uint_eq(whole.got.n, 300);
+	/* By index: packets 0, 2... and 1, 3... */
+	struct part_read by[2];
+	for (unsigned k = 0; k < 2; k++) {
+		by[k] = (struct part_read){ .dir = t.dir, .o = { .part = k, .parts = 2 } };
+		part_read(&by[k]);
+		ck_assert_int_eq(by[k].rc, 0);
+		ck_assert_uint_gt(by[k].got.n, 0);
+	}
+	ck_assert_uint_eq(by[0].got.n + by[1].got.n, 300);
+	ck_assert_uint_eq(by[0].got.sum + by[1].got.sum, whole.got.sum);
+	/* Shared counters, one part after the other: the first takes all. */
+	_Atomic uint64_t claims[2] = { 0, 0 };
+	struct part_read cl[2];
+	for (unsigned k = 0; k < 2; k++)
+		cl[k] = (struct part_read){ .dir = t.dir, .o = { .part = k, .parts = 2, .claims = claims, .n_claims = 2 } };
+	part_read(&cl[1]);
+	part_read(&cl[0]);
+	ck_assert_uint_eq(cl[1].got.n, 300);
+	ck_assert_uint_eq(cl[0].got.n, 0);
+	/* At once. */
+	atomic_store(&claims[0], 0);
+	atomic_store(&claims[1], 0);
+	memset(&cl[0].got, 0, sizeof(cl[0].got));
+	memset(&cl[1].got, 0, sizeof(cl[1].got));
+	pthread_t th;
+	ck_assert_int_eq(pthread_create(&th, NULL, part_read, &cl[1]), 0);
+	part_read(&cl[0]);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(cl[0].rc | cl[1].rc, 0);
+	ck_assert_uint_eq(cl[0].got.n + cl[1].got.n, 300);
+	ck_assert_uint_eq(cl[0].got.sum + cl[1].got.sum, whole.got.sum);
+	/* Counters for one file, the trace has two: a warning. */
+	size_t warnings = 0;
+	atomic_store(&claims[0], 0);
+	struct part_read odd = { .dir = t.dir,
+				 .o = { .part = 0, .parts = 2, .claims = claims, .n_claims = 1,
+					.warn = { count_warning, &warnings } } };
+	part_read(&odd);
+	ck_assert_uint_eq(warnings, 1);
 	tb_free(&t);
 }
 END_TEST
@@ -1727,6 +1831,7 @@ static Suite *suite(void)
 	tcase_add_loop_test(tc, t_big_events, 0, 2);
 	tcase_add_loop_test(tc, t_discarded, 0, 2);
 	tcase_add_loop_test(tc, t_reader_core, 0, 2);
+	tcase_add_loop_test(tc, t_reader_parts, 0, 2);
 	tcase_add_loop_test(tc, t_reader_elided_top, 0, 2);
 	tcase_add_loop_test(tc, t_events, 0, 4);
 	tcase_add_loop_test(tc, t_off_cpu, 0, 2);
