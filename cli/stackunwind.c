@@ -710,9 +710,10 @@ static void *part_read(void *arg)
 }
 
 /* Is O's trace one of ours, to count in parts with -j, and long enough
- * for threads of their own (as the pipeline's workers: jobs_after(),
- * and four times as many samples left, at ~32 bytes a sample)?  Its
- * sample stream files into *FILES. */
+ * for threads of their own: ten times jobs_after() samples at ~32 bytes a
+ * sample (each part warms a context of its own, 2-3 ms of CPU: on the
+ * chain's trace -j 2 in parts was slower than -j 1 at 9,000 samples,
+ * about even at 21,000)?  Its sample stream files into *FILES. */
 static int parts_worth_it(const struct options *o, size_t *files)
 {
 	if (o->jobs < 2 || !o->folded || o->export_format || o->time_rel ||
@@ -731,7 +732,7 @@ static int parts_worth_it(const struct options *o, size_t *files)
 		}
 	}
 	closedir(d);
-	return bytes >= 5 * 32 * jobs_after();
+	return bytes >= 10 * 32 * jobs_after();
 }
 
 /* Read O's trace in N parts, part K with context CTX[K] (K > 0 on a
