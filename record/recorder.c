@@ -351,6 +351,13 @@ static pid_t spawn(char **argv, int *go, const struct rec_options *o)
 	return pid;
 }
 
+/* RU's user and system time, in seconds. */
+static double ru_seconds(const struct rusage *ru)
+{
+	return (double)ru->ru_utime.tv_sec + (double)ru->ru_stime.tv_sec +
+	       ((double)ru->ru_utime.tv_usec + (double)ru->ru_stime.tv_usec) * 1e-6;
+}
+
 /* Waits for PID; its CPU time (and that of the descendants it waited
  * for), in seconds, into *CPU when not NULL. */
 static int reap(pid_t pid, int *status, double *cpu)
@@ -360,8 +367,7 @@ static int reap(pid_t pid, int *status, double *cpu)
 		if (errno != EINTR)
 			return -errno;
 	if (cpu)
-		*cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
-		       ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e-6;
+		*cpu = ru_seconds(&ru);
 	return 0;
 }
 
@@ -506,8 +512,7 @@ static double cpu_now(void)
 	struct rusage ru;
 	if (getrusage(RUSAGE_SELF, &ru))
 		return 0;
-	return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
-	       ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) * 1e-6;
+	return ru_seconds(&ru);
 }
 
 static void summary(const struct recorder *r, const struct rec_encoder_stats *sp, uint64_t bytes)

@@ -22,7 +22,7 @@ su() { STACKCAP_CACHE_DIR="$C" "$SU" "$@" 2>/dev/null; }
 su stacks -j 1 --no-cache "$work/t.trace" >"$work/ref.stacks"
 check "--no-cache keeps no rules" [ ! -e "$C/cfi" ]
 su stacks -j 1 "$work/t.trace" >"$work/cold.stacks"
-id=$(readelf -n "$work/prog" | sed -n 's/.*Build ID: *//p')
+id=$(build_id "$work/prog")
 kf=$(ls "$C"/cfi/"$id"-* 2>/dev/null | head -n 1)
 modes="$(stat -c %a "$C/cfi" 2>/dev/null) $(stat -c %a "$kf" 2>/dev/null)"
 check "a first run keeps the rules: the program's file, 0600 in a 0700 directory ($modes), output unchanged" \

@@ -254,8 +254,8 @@ check "folded on a perf.data: exit 0, hot_leaf stacks counted ($hot)" sh -c "[ $
 perf record -q -B -k monotonic -e cpu-clock --call-graph dwarf -o "$work/nobid.data" -- "$TD/tdata-single" 0.3 \
 	>/dev/null 2>&1
 libc=$(ldd "$TD/tdata-single" | awk '$1 ~ /^libc\.so/ { print $3 }')
-lid=$(readelf -n "$libc" 2>/dev/null | sed -n 's/^ *Build ID: *//p')
-pid=$(readelf -n "$TD/tdata-single" 2>/dev/null | sed -n 's/^ *Build ID: *//p')
+lid=$(build_id "$libc")
+pid=$(build_id "$TD/tdata-single")
 listed=$(perf buildid-list -i "$work/nobid.data" 2>/dev/null | grep -c '^[0-9a-f]' || true)
 STACKCAP_CACHE_DIR="$work/kept" "$SU" folded "$work/nobid.data" >"$work/nobid1.out" 2>/dev/null
 STACKCAP_CACHE_DIR="$work/kept" "$SU" folded "$work/nobid.data" >"$work/nobid2.out" 2>/dev/null

@@ -60,7 +60,7 @@ cp "$TD/tdata-single" "$work/full-single"
 objcopy --only-keep-debug "$work/full-single" "$work/srv/tdata-single.debug"
 strip --strip-all -o "$work/stripped-single" "$work/full-single"
 rm -f "$work/full-single"
-id=$(readelf -n "$work/stripped-single" | awk '/Build ID/ { print $3 }')
+id=$(build_id "$work/stripped-single")
 "$STACKCAP" record -o "$work/stripped.trace" -- "$work/stripped-single" 0.5 >/dev/null 2>"$work/stripped.rerr"
 "$SU" stacks --no-cache "$work/stripped.trace" >"$work/nodi.out" 2>/dev/null
 unnamed=$(grep -c ' stripped-single+0x' "$work/nodi.out")

@@ -104,6 +104,9 @@ need_perf_sampling() {
 	exit 0
 }
 
+# build_id FILE: FILE's GNU build-id in hex (readelf -n), empty when none.
+build_id() { readelf -n "$1" 2>/dev/null | awk '/Build ID:/ { print $3; exit }'; }
+
 # sigtramp_sed: a sed script naming libc's signal return trampoline
 # __restore_rt where it shows without a name, as module+offset: in
 # `stackunwind stacks` and folded text (libc.so.6+0x3c050) and in the

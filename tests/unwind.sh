@@ -270,7 +270,7 @@ check "wrong build-id: never used, counted as a mismatch, exit 3" \
 # a binary stripped of its DWARF, whose debug file (--debug-dir) has
 # zlib-compressed sections, as Debian's debug packages do.
 cp "$TD/tdata-inline" "$work/zinline"
-bid=$(readelf -n "$work/zinline" | awk '/Build ID:/ { print $3; exit }')
+bid=$(build_id "$work/zinline")
 rel=$(echo "$bid" | cut -c1-2)/$(echo "$bid" | cut -c3-)
 mkdir -p "$work/zdbg/.build-id/$(echo "$bid" | cut -c1-2)"
 objcopy --only-keep-debug --compress-debug-sections=zlib "$work/zinline" "$work/zdbg/.build-id/$rel.debug"
