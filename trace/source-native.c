@@ -68,6 +68,11 @@ struct nfile {
 	size_t order;             /* index in the pass, sorted by name */
 	uint64_t packets;         /* packets loaded so far */
 	int others;               /* the current packet is another part's (su_reader_opts.parts) */
+	/* Skipping another part's packet up to its last sample (advance):
+	 * where to come back to, and the stream clock there. */
+	int skipping;
+	size_t resume_pos;
+	uint64_t resume_cur_ts, resume_last_ts;
 	uint64_t pkt_begin;       /* timestamp_begin of the current packet */
 };
 
@@ -436,8 +441,66 @@ static int load_packet(struct native_source *s, struct nfile *f)
 	 * runtime frames... written just before a sample may end the packet
 	 * before the one holding it). */
 	f->others = f->kind == 1 && s->rep->parts > 1 && !packet_mine(s, f);
+	f->skipping = f->others;
+	if (f->others) {
+		f->resume_pos = f->pos;
+		f->resume_cur_ts = f->cur_ts;
+		f->resume_last_ts = f->last_ts;
+	}
 	if (s->rep->bytes_read)
 		*s->rep->bytes_read += f->foff - f->frame_off;
+	return 1;
+}
+
+/* The payload size of a sample stream's event ID at P (AVAIL bytes
+ * there), 0 when cut. */
+static size_t sample_stream_payload(uint32_t id, const uint8_t *p, size_t avail)
+{
+	size_t n;
+	switch (id) {
+	case CTF_EV_EVENT_SAMPLE:
+		if (avail < 8)
+			return 0;
+		n = 2 + 6 + (size_t)le24(p + 2 + 3);
+		break;
+	case CTF_EV_SAMPLE:
+	case CTF_EV_SAMPLE_FULL:
+	case CTF_EV_SAMPLE_SEGMENT:
+		if (avail < 6)
+			return 0;
+		n = 6 + (size_t)le24(p + 3);
+		break;
+	case CTF_EV_RUNTIME_FRAMES:
+		if (avail < 4)
+			return 0;
+		n = 4 + (size_t)le24(p + 1);
+		break;
+	case CTF_EV_KERNEL_CHAIN:
+		if (avail < 4)
+			return 0;
+		n = 4 + (size_t)su_ld32(p) * 8;
+		break;
+	case CTF_EV_OFF_CPU:
+		n = 8;
+		break;
+	default:
+		return 0;
+	}
+	return n <= avail ? n : 0;
+}
+
+/* Stop skipping F's packet, if it was: back to its last sample seen (or
+ * where the skip began), with the stream clock as it was there; a defect
+ * met while skipping is then met again and reported where it is.
+ * @return 1 when it was skipping. */
+static int skip_rewind(struct nfile *f)
+{
+	if (!f->skipping)
+		return 0;
+	f->skipping = 0;
+	f->pos = f->resume_pos;
+	f->cur_ts = f->resume_cur_ts;
+	f->last_ts = f->resume_last_ts;
 	return 1;
 }
 
@@ -455,6 +518,8 @@ static int advance(struct native_source *s, struct nfile *f)
 			return 0;
 		}
 		if (f->pos >= f->end) {
+			if (skip_rewind(f))
+				continue;
 			if (f->buf && f->end) /* a packet was read: remember where it ended */
 				f->prev_end = f->ts_end;
 			int rc = load_packet(s, f);
@@ -468,6 +533,8 @@ static int advance(struct native_source *s, struct nfile *f)
 		uint32_t id;
 		uint64_t ts;
 		if (avail < CTF_EV_COMPACT_SIZE) {
+			if (skip_rewind(f))
+				continue;
 			defect(s, f, at, "cut event header");
 			return 0;
 		}
@@ -483,6 +550,8 @@ static int advance(struct native_source *s, struct nfile *f)
 			f->pos += CTF_EV_COMPACT_SIZE;
 		} else {
 			if (avail < CTF_EV_EXTENDED_SIZE) {
+				if (skip_rewind(f))
+					continue;
 				defect(s, f, at, "cut event header");
 				return 0;
 			}
@@ -492,13 +561,35 @@ static int advance(struct native_source *s, struct nfile *f)
 			f->pos += CTF_EV_EXTENDED_SIZE;
 		}
 		if (id >= n_event_ids[f->kind]) {
+			if (skip_rewind(f))
+				continue;
 			defect(s, f, at, "unknown event id %u", id);
 			return 0;
 		}
 		if (ts < f->last_ts || ts > f->ts_end) {
+			if (skip_rewind(f))
+				continue;
 			defect(s, f, at, "event timestamp %llu outside [%llu, %llu]", (unsigned long long)ts,
 			       (unsigned long long)f->last_ts, (unsigned long long)f->ts_end);
 			return 0;
+		}
+		if (f->skipping) {
+			/* Another part's packet: its samples are that part's,
+			 * and what comes before a sample goes with it.  Only
+			 * the last sample (it clears the thread's pending side
+			 * events) and what follows it are delivered. */
+			size_t const len = sample_stream_payload(id, f->buf + f->pos, f->end - f->pos);
+			if (!len && skip_rewind(f))
+				continue; /* cut: the normal path says so */
+			if (id == CTF_EV_SAMPLE || id == CTF_EV_EVENT_SAMPLE) {
+				f->resume_pos = f->hdr_off;
+				f->resume_cur_ts = f->cur_ts;
+				f->resume_last_ts = f->last_ts;
+			}
+			f->cur_ts = ts;
+			f->last_ts = ts;
+			f->pos += len;
+			continue;
 		}
 		f->cur_ts = ts;
 		f->last_ts = ts;
