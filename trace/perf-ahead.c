@@ -20,24 +20,31 @@ struct perf_ahead {
 	_Atomic uint32_t moved;   /* a futex word: bumped whenever WANT moves or on stop */
 	_Atomic int sleeping;     /* the thread waits on MOVED */
 	_Atomic int stop;
-	_Atomic uint64_t next_chunk; /* perf_ahead_stop: the next 2 MB to give back */
+	_Atomic uint64_t next_chunk; /* the next 2 MB to give back */
+	_Atomic uint64_t release;    /* perf_ahead_release: give back below this offset */
 };
 
 /* Page tables map 2 MB each (x86-64, arm64 with 4 KB pages): two threads
  * giving back whole ones never wait for each other's table. */
 #define CHUNK (2u << 20)
 
-/* Give back the mapping's pages, 2 MB after 2 MB, with whoever else runs
- * this: each takes the next one not taken. */
-static void give_back_chunks(struct perf_ahead *a)
+/* Give back the mapping's pages below offset UPTO, 2 MB after 2 MB, with
+ * whoever else runs this: each takes the next one not taken, and only a
+ * whole one below UPTO (the last one of the mapping ends at its end). */
+static void give_back_chunks(struct perf_ahead *a, uint64_t upto)
 {
 	uintptr_t const lo = (uintptr_t)a->map, hi = lo + a->size;
 	uintptr_t const first = lo & ~(uintptr_t)(CHUNK - 1);
+	uintptr_t const limit = upto >= a->size ? hi : lo + upto;
+	uint64_t i = atomic_load_explicit(&a->next_chunk, memory_order_relaxed);
 	for (;;) {
-		uint64_t const i = atomic_fetch_add_explicit(&a->next_chunk, 1, memory_order_relaxed);
 		uintptr_t from = first + (uintptr_t)i * CHUNK, to = from + CHUNK;
-		if (from >= hi)
+		if (from >= hi || (to > limit && limit < hi))
 			return;
+		if (!atomic_compare_exchange_weak_explicit(&a->next_chunk, &i, i + 1, memory_order_relaxed,
+							   memory_order_relaxed))
+			continue; /* I is now the next one not taken */
+		i++;
 		if (from < lo)
 			from = lo;
 		if (to > hi)
@@ -59,27 +66,32 @@ static void futex_wake(_Atomic uint32_t *w)
 static void *ahead_main(void *arg)
 {
 	struct perf_ahead *a = arg;
-	long const page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
+	/* A load each 64 KB: the fault maps the cached pages of the aligned
+	 * 64 KB around it (the kernel's fault_around_bytes, 64 KB unless
+	 * changed in debugfs; a page left unmapped is mapped by the reader's
+	 * own fault).  A load per 4 KB page took twice as long (a TLB miss
+	 * each, through the VM's nested page tables) and this thread fell
+	 * behind the reader. */
+	uint64_t const stride = 64u << 10;
 	while (!atomic_load_explicit(&a->stop, memory_order_acquire)) {
 		uint32_t const seen = atomic_load_explicit(&a->moved, memory_order_acquire);
 		uint64_t want = atomic_load_explicit(&a->want, memory_order_relaxed);
 		if (want > a->size)
 			want = a->size;
 		if (a->done < want) {
-			/* A load per page: the fault maps the cached pages around it. */
 			volatile const uint8_t *const m = a->map;
-			for (; a->done < want && !atomic_load_explicit(&a->stop, memory_order_relaxed);
-			     a->done += (uint64_t)page)
+			for (; a->done < want && !atomic_load_explicit(&a->stop, memory_order_relaxed); a->done += stride)
 				(void)m[a->done];
 			continue;
 		}
+		give_back_chunks(a, atomic_load_explicit(&a->release, memory_order_relaxed));
 		atomic_store_explicit(&a->sleeping, 1, memory_order_seq_cst);
 		if (atomic_load_explicit(&a->moved, memory_order_seq_cst) == seen &&
 		    !atomic_load_explicit(&a->stop, memory_order_seq_cst))
 			futex_wait(&a->moved, seen);
 		atomic_store_explicit(&a->sleeping, 0, memory_order_relaxed);
 	}
-	give_back_chunks(a);
+	give_back_chunks(a, UINT64_MAX);
 	return NULL;
 }
 
@@ -90,7 +102,7 @@ struct perf_ahead *perf_ahead_start(const uint8_t *map, uint64_t size, uint64_t 
 		return NULL;
 	a->map = map;
 	a->size = size;
-	a->done = from & ~(uint64_t)4095;
+	a->done = from & ~(uint64_t)((64u << 10) - 1);
 	atomic_init(&a->want, from + PERF_AHEAD_BYTES);
 	if (pthread_create(&a->thread, NULL, ahead_main, a) != 0) {
 		free(a);
@@ -99,12 +111,24 @@ struct perf_ahead *perf_ahead_start(const uint8_t *map, uint64_t size, uint64_t 
 	return a;
 }
 
-void perf_ahead_at(struct perf_ahead *a, uint64_t pos)
+/* Wake the thread if it waits: WANT or RELEASE moved. */
+static void nudge(struct perf_ahead *a)
 {
-	atomic_store_explicit(&a->want, pos + PERF_AHEAD_BYTES, memory_order_relaxed);
 	atomic_fetch_add_explicit(&a->moved, 1, memory_order_seq_cst);
 	if (atomic_load_explicit(&a->sleeping, memory_order_seq_cst))
 		futex_wake(&a->moved);
+}
+
+void perf_ahead_at(struct perf_ahead *a, uint64_t pos)
+{
+	atomic_store_explicit(&a->want, pos + PERF_AHEAD_BYTES, memory_order_relaxed);
+	nudge(a);
+}
+
+void perf_ahead_release(struct perf_ahead *a, uint64_t below)
+{
+	atomic_store_explicit(&a->release, below, memory_order_relaxed);
+	nudge(a);
 }
 
 void perf_ahead_stop(struct perf_ahead *a)
@@ -114,7 +138,7 @@ void perf_ahead_stop(struct perf_ahead *a)
 	atomic_store_explicit(&a->stop, 1, memory_order_seq_cst);
 	atomic_fetch_add_explicit(&a->moved, 1, memory_order_seq_cst);
 	futex_wake(&a->moved);
-	give_back_chunks(a);
+	give_back_chunks(a, UINT64_MAX);
 	pthread_join(a->thread, NULL);
 	free(a);
 }

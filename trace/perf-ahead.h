@@ -7,8 +7,10 @@
  * on a 1 GB one, all on the reader's thread, the one every sample waits
  * for.  With another core to spare (stackunwind -j N > 1), this thread
  * takes those faults a few megabytes ahead of the reader, so the reader
- * finds the pages mapped.  It touches no page further than that: what is
- * mapped at once stays bounded however long the file. */
+ * finds the pages mapped.  It touches no page further than that, and
+ * gives back (MADV_DONTNEED) the pages the reader says it is done with:
+ * what is mapped at once stays bounded however long the file, and the
+ * teardown of the mapping is off the reader's thread too. */
 #ifndef STACKCAP_TRACE_PERF_AHEAD_H
 #define STACKCAP_TRACE_PERF_AHEAD_H
 
@@ -25,6 +27,11 @@ struct perf_ahead *perf_ahead_start(const uint8_t *map, uint64_t size, uint64_t 
 
 /* The reader is at offset POS (call it every megabyte or so). */
 void perf_ahead_at(struct perf_ahead *a, uint64_t pos);
+
+/* Nothing reads the mapping below offset BELOW any more: the thread gives
+ * those pages back (MADV_DONTNEED, 2 MB at a time) when it has nothing to
+ * map, on its own core rather than the reader's. */
+void perf_ahead_release(struct perf_ahead *a, uint64_t below);
 
 /* Stop the thread and free A, once nothing reads the mapping any more:
  * the thread and the caller first give back all of its pages together

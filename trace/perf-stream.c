@@ -231,7 +231,14 @@ static void release_consumed(struct pr *r, uint64_t from, uint64_t *released)
 	for (size_t i = 0; i < r->nq; i++)
 		if (r->q[i].rec >= base && r->q[i].rec < base + from && (uint64_t)(r->q[i].rec - base) < low)
 			low = (uint64_t)(r->q[i].rec - base);
-	uint64_t const behind = r->opts && r->opts->holds_words ? RELEASE_BEHIND : 0;
+	int const holding = r->opts && r->opts->holds_words && (!r->opts->holding || *r->opts->holding);
+	if (!holding && r->ahead) {
+		/* The thread that maps ahead gives them back, on its core. */
+		perf_ahead_release(r->ahead, r->data_off + low);
+		*released = low;
+		return;
+	}
+	uint64_t const behind = holding ? RELEASE_BEHIND : 0;
 	if (low < behind)
 		return;
 	low -= behind;

@@ -87,6 +87,11 @@ struct su_reader_opts {
 	 * unwinds them): a perf.data reader gives the pages it has read back
 	 * only 64 MiB behind, not at once. */
 	int holds_words;
+	/* With HOLDING, the consumer holds words only while *HOLDING is
+	 * nonzero (it sets it in its callbacks, on the reader's thread: the
+	 * -j pipeline once its workers start); the pages of samples delivered
+	 * before then may be given back at once. */
+	const int *holding;
 	/* Our traces (the native source) read as one of PARTS parts at once
 	 * (PARTS 0 or 1: whole): of each sample stream file only the samples
 	 * of some packets are decoded and delivered (a packet's samples

@@ -11,12 +11,15 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "trace/perf-ahead.h"
 #include "trace/perf-data.h"
 #include "tests/unit/check-main.h"
 
@@ -556,6 +559,70 @@ START_TEST(t_map_ahead)
 }
 END_TEST
 
+/* Is the page at P mapped (present in this process's page tables)?  From
+ * /proc/self/pagemap (bit 63); -1 when it cannot be read. */
+static int page_mapped(const void *p)
+{
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	uint64_t e = 0;
+	off_t const off = (off_t)((uintptr_t)p / 4096u * 8u);
+	ssize_t const n = pread(fd, &e, sizeof(e), off);
+	close(fd);
+	return n == (ssize_t)sizeof(e) ? (int)(e >> 63) : -1;
+}
+
+/* Wait up to 10 s for the page at P to be mapped (WANT 1) or not (0). */
+static int wait_mapped(const void *p, int want)
+{
+	for (int i = 0; i < 10000; i++) {
+		int const m = page_mapped(p);
+		if (m < 0 || m == want)
+			return m;
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	}
+	return !want;
+}
+
+/* The thread of perf-ahead.h maps ahead of where the reader says it is,
+ * gives back what the reader says it is done with (whole 2 MB pieces
+ * only), and everything when stopped. */
+START_TEST(t_ahead_gives_back)
+{
+	char path[] = "/tmp/stackcap-ahead-XXXXXX";
+	int fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	size_t const size = 12u << 20;
+	static char block[1u << 20];
+	memset(block, 1, sizeof(block));
+	for (size_t off = 0; off < size; off += sizeof(block))
+		ck_assert_int_eq(write(fd, block, sizeof(block)), (ssize_t)sizeof(block));
+	const uint8_t *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	ck_assert_ptr_ne(map, MAP_FAILED);
+	close(fd);
+	ck_assert_msg(page_mapped(map) == 0, "a page mapped before anything read it");
+	struct perf_ahead *a = perf_ahead_start(map, size, 0);
+	ck_assert_ptr_nonnull(a);
+	/* 8 MB ahead of offset 0, not further. */
+	ck_assert_int_eq(wait_mapped(map + (7u << 20), 1), 1);
+	ck_assert_int_eq(wait_mapped(map, 1), 1);
+	ck_assert_int_eq(page_mapped(map + (10u << 20)), 0);
+	/* Done with the first 5 MB: the pieces below go, the one holding
+	 * 5 MB stays, and so does what is after it. */
+	perf_ahead_release(a, 5u << 20);
+	ck_assert_int_eq(wait_mapped(map, 0), 0);
+	ck_assert_int_eq(wait_mapped(map + (3u << 20) - 4096, 0), 0);
+	ck_assert_int_eq(page_mapped(map + (6u << 20) + 4096), 1);
+	ck_assert_int_eq(page_mapped(map + (7u << 20)), 1);
+	perf_ahead_stop(a);
+	for (size_t off = 0; off < size; off += 1u << 20)
+		ck_assert_msg(page_mapped(map + off) == 0, "page at %zu MB still mapped after the stop", off >> 20);
+	munmap((void *)map, size);
+}
+END_TEST
+
 static int read_bytes(const void *p, size_t n, char *err, size_t errlen, struct got *g, struct su_reader_stats *st)
 {
 	struct buf f = { 0 };
@@ -758,6 +825,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_round_order);
 	tcase_add_test(tc, t_round_runs);
 	tcase_add_test(tc, t_map_ahead);
+	tcase_add_test(tc, t_ahead_gives_back);
 	tcase_add_test(tc, t_not_perf_data);
 	tcase_add_test(tc, t_pipe_mode);
 	tcase_add_test(tc, t_cut_header);
