@@ -22,6 +22,7 @@ struct perf_ahead {
 	_Atomic int stop;
 	_Atomic uint64_t next_chunk; /* the next 2 MB to give back */
 	_Atomic uint64_t release;    /* perf_ahead_release: give back below this offset */
+	uint64_t release_told;       /* the reader's: RELEASE when it last woke the thread */
 };
 
 /* Page tables map 2 MB each (x86-64, arm64 with 4 KB pages): two threads
@@ -128,7 +129,12 @@ void perf_ahead_at(struct perf_ahead *a, uint64_t pos)
 void perf_ahead_release(struct perf_ahead *a, uint64_t below)
 {
 	atomic_store_explicit(&a->release, below, memory_order_relaxed);
-	nudge(a);
+	/* A wake is a system call and an interrupt for the other core: only
+	 * for a whole piece more to give back. */
+	if (below >= a->release_told + CHUNK) {
+		a->release_told = below;
+		nudge(a);
+	}
 }
 
 void perf_ahead_stop(struct perf_ahead *a)
