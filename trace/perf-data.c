@@ -427,6 +427,11 @@ int su_perf_data_read_fd(int fd, const char *name, const struct su_reader_opts *
 		partial |= read_features(&r, hdr + 72);
 	}
 	madvise(map, r.file_size, MADV_SEQUENTIAL);
+	/* Pages read from disk come in 2 MB folios, each mapped by one page
+	 * table entry: 1.5 us a megabyte against 45-60 for single pages, in
+	 * this run and the next ones, while the page cache keeps them
+	 * (perf-ahead.h).  Only a hint: ignored where THP is off. */
+	madvise(map, r.file_size, MADV_HUGEPAGE);
 	/* Another core maps the pages ahead, when the consumer has cores to
 	 * spare and the file enough pages to map (perf-ahead.h). */
 	if (opts && opts->map_ahead && r.data_size >= (4u << 20))

@@ -232,9 +232,8 @@ static void release_consumed(struct pr *r, uint64_t from, uint64_t *released)
 		if (r->q[i].rec >= base && r->q[i].rec < base + from && (uint64_t)(r->q[i].rec - base) < low)
 			low = (uint64_t)(r->q[i].rec - base);
 	int const holding = r->opts && r->opts->holds_words && (!r->opts->holding || *r->opts->holding);
-	if (!holding && r->ahead) {
+	if (!holding && r->ahead && perf_ahead_release(r->ahead, r->data_off + low) == 0) {
 		/* The thread that maps ahead gives them back, on its core. */
-		perf_ahead_release(r->ahead, r->data_off + low);
 		*released = low;
 		return;
 	}
