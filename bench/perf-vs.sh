@@ -30,7 +30,9 @@
 # faster than perf 7 script).  Then the same chain recorded by stackcap
 # record at 9999 Hz (our own trace): samples per second of stacks -j 1,
 # -j 2 and folded.  PERF7_SH=skip leaves perf 7 and samply out;
-# PERF_VS_FILES="chain big" (say) times only those files; PERF_VS_REPEAT=N
+# PERF_VS_FILES="chain big" (say) times only those files; after them, the
+# same files copied with cp (a perf.data read later or elsewhere: the
+# page cache then in large folios; PERF_VS_COPY=0 leaves it out); PERF_VS_REPEAT=N
 # times N runs in a row for each figure (short runs: the shell counts CPU
 # in 10 ms steps).
 # Numbers go to docs/BENCHMARKS.md.  The machine may be shared: ratios in
@@ -149,6 +151,32 @@ for p in $FILES; do
 			c($k), c($(2 + k)), c($(4 + k)), c($(6 + k)), c($(8 + k)), t7, c($(12 + k)), c($(14 + k)), c($(16 + k)) }'
 	done
 done
+
+# The same files copied with cp, as a perf.data read later or elsewhere is
+# cached: cp's large writes (and readahead from disk) leave the page cache
+# in large folios where the kernel and filesystem have them (ext4 on 6.18),
+# which map 10-30x faster than the single pages perf record's writes leave
+# (trace/perf-ahead.h).  PERF_VS_COPY=0 leaves this out.
+if [ "${PERF_VS_COPY:-1}" = 1 ]; then
+	echo "the same files after cp (the page cache in large folios where the kernel has them): seconds, median of 3"
+	printf '%-8s %-4s %17s %17s %17s %8s\n' file what "stacks -j 2" "folded -j 1" "folded -j 2" "perf 7"
+	for p in $FILES; do
+		f="$w/$p.copy.data"
+		cp "$w/$p.data" "$f"
+		t2=$(timed one "$SU" stacks -j 2 "$f")
+		tf=$(timed one "$SU" folded -j 1 "$f")
+		tf2=$(timed one "$SU" folded -j 2 "$f")
+		t7="0 0"
+		[ "$PERF7" = skip ] || t7=$(timed one7 perf script --symfs=/hostroot -i "$f")
+		for k in 1 2; do
+			echo "$t2 $tf $tf2 $t7" | awk -v p="$p" -v k="$k" '
+			function c(t) { return sprintf("%.3f (%5.1fx)", t, (t > 0 && t7 > 0) ? t7 / t : 0) }
+			{ t7 = $(6 + k)
+			  printf "%-8s %-4s %17s %17s %17s %8.3f\n", p, (k == 1 ? "wall" : "cpu"), c($k), c($(2 + k)), c($(4 + k)), t7 }'
+		done
+		rm -f "$f"
+	done
+fi
 
 # Our own trace of the same chain.
 want chain || exit 0
