@@ -163,6 +163,7 @@ if [ "${PERF_VS_COPY:-1}" = 1 ]; then
 	for p in $FILES; do
 		f="$w/$p.copy.data"
 		cp "$w/$p.data" "$f"
+		sync "$f" # its writeback not in the timings
 		t2=$(timed one "$SU" stacks -j 2 "$f")
 		tf=$(timed one "$SU" folded -j 1 "$f")
 		tf2=$(timed one "$SU" folded -j 2 "$f")

@@ -31,7 +31,7 @@ void perf_ahead_at(struct perf_ahead *a, uint64_t pos);
 /* Nothing reads the mapping below offset BELOW any more: the thread gives
  * those pages back (MADV_DONTNEED, 2 MB at a time) when it has nothing to
  * map, on its own core rather than the reader's.  -1 when the thread
- * left, its first 4-8 MB mapping faster than 15 us a megabyte (the
+ * left, its first 4-8 MB mapping faster than 10 us a megabyte (the
  * file's pages cached in large folios: the reader's own faults cost
  * little): the caller gives them back itself. */
 int perf_ahead_release(struct perf_ahead *a, uint64_t below);
