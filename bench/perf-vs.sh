@@ -153,12 +153,14 @@ for p in $FILES; do
 done
 
 # The same files copied with cp, as a perf.data read later or elsewhere is
-# cached: cp's large writes (and readahead from disk) leave the page cache
-# in large folios where the kernel and filesystem have them (ext4 on 6.18),
-# which map 10-30x faster than the single pages perf record's writes leave
-# (trace/perf-ahead.h).  PERF_VS_COPY=0 leaves this out.
+# cached: cp's writes leave the page cache in 64 KB folios where the
+# kernel and filesystem have large folios (ext4 on 6.18; a read from disk
+# through stackunwind's mapping, 2 MB ones), which map 2-3x faster than the
+# single pages perf record's writes leave (trace/perf-ahead.h).  This VM
+# pages out what was not touched for a minute (DAMON): each file is timed
+# right after it is copied.  PERF_VS_COPY=0 leaves this out.
 if [ "${PERF_VS_COPY:-1}" = 1 ]; then
-	echo "the same files after cp (the page cache in large folios where the kernel has them): seconds, median of 3"
+	echo "the same files after cp (the page cache in 64 KB folios where the kernel has large folios): seconds, median of 3"
 	printf '%-8s %-4s %17s %17s %17s %8s\n' file what "stacks -j 2" "folded -j 1" "folded -j 2" "perf 7"
 	for p in $FILES; do
 		f="$w/$p.copy.data"
