@@ -95,8 +95,10 @@ struct su_reader_opts {
 	/* Our traces (the native source) read as one of PARTS parts at once
 	 * (PARTS 0 or 1: whole): of each sample stream file only the samples
 	 * of some packets are decoded and delivered (a packet's samples
-	 * decode alone: docs/trace-format.md); every other event is read by
-	 * every part.
+	 * decode alone: docs/trace-format.md).  Of another part's packet
+	 * only the events after its last sample are delivered (they may go
+	 * with the next packet's first sample): what comes before a sample
+	 * goes with it.
 	 * With CLAIMS (N_CLAIMS counters, zeroed, shared by the parts: one a
 	 * sample stream file, in name order), a part takes each packet no
 	 * other part took before it got there: the faster takes more.
