@@ -24,6 +24,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char dir[4096];
 
+static void count_warning(void *arg, const char *msg)
+{
+	(void)msg;
+	++*(size_t *)arg;
+}
+
 static void put(const char *name, const uint8_t *data, size_t len)
 {
 	char path[4200];
@@ -100,10 +106,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t sum = 0;
 	struct su_reader_callbacks cb = { .arg = &sum, .sample = fuzz_touch_sample };
 	char err[512];
+	size_t warnings = 0;
+	struct su_reader_opts o = { .warn = { count_warning, &warnings } };
 	fuzz_quiet(1);
-	int const rc = su_stackcap_trace_read(dir, NULL, &cb, &st, err, sizeof(err));
+	int const rc = su_stackcap_trace_read(dir, &o, &cb, &st, err, sizeof(err));
 	fuzz_quiet(0);
 	if (rc < 0 && rc != -ENOMEM && (!with_meta || !err[0]))
 		abort(); /* damaged streams are never fatal; a refused trace says why */
+	/* Read in two parts (stackunwind -j 2 over our traces: each part
+	 * decodes the packets it takes and skips through the others'): a
+	 * trace read whole without a warning gives the same samples. */
+	if (rc == 0 && !warnings) {
+		uint64_t psum[2] = { 0, 0 };
+		uint64_t samples = 0;
+		for (unsigned k = 0; k < 2; k++) {
+			struct su_reader_callbacks pcb = { .arg = &psum[k], .sample = fuzz_touch_sample };
+			struct su_reader_opts po = { .part = k, .parts = 2, .warn = { count_warning, &warnings } };
+			struct su_reader_stats pst;
+			fuzz_quiet(1);
+			int const prc = su_stackcap_trace_read(dir, &po, &pcb, &pst, err, sizeof(err));
+			fuzz_quiet(0);
+			if (prc == -ENOMEM)
+				return 0;
+			if (prc != 0 || warnings)
+				abort(); /* a part warns where the whole did not */
+			samples += pst.samples;
+		}
+		if (samples != st.samples || psum[0] + psum[1] != sum)
+			abort(); /* the parts lost, doubled or changed a sample */
+	}
 	return 0;
 }
