@@ -63,9 +63,9 @@ done
 # above a liblzma worker's stack lies other readable memory, which the
 # kernel copies up to the window (before: nearly every sample filled it).
 # At most one in a thousand may still fill it: under load about one
-# recording in 15 has one such sample, a worker's last ones (its 7,731st
-# of 7,743 in the one looked at), its copy not cut; an open race in the
-# live recorder (docs/BENCHMARKS.md, 2026-11-27 and 2026-11-28), whose
+# recording in 15 has one such sample, a worker's last (as it left, in
+# the one looked at), its copy not cut; an open race in the live
+# recorder (docs/BENCHMARKS.md, 2026-11-27 and 2026-11-28), whose
 # unwinding it does not change (the next check).
 head -c 4000000 /dev/urandom | od -x >"$work/xz.in"
 rec xzt -- xz -T2 -3 -c "$work/xz.in"
