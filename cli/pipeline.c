@@ -416,6 +416,11 @@ int pipeline_start(struct pipeline *p)
 	return p->batching ? 0 : -rc;
 }
 
+const int *pipeline_holding(const struct pipeline *p)
+{
+	return &p->batching;
+}
+
 int pipeline_add(struct pipeline *p, const struct su_sample *s)
 {
 	if (!p->batching) {

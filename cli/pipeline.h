@@ -59,6 +59,11 @@ struct pipeline *pipeline_new(unsigned n_workers, void *const *worker_ctx, void 
  * with N_WORKERS 0: 0, nothing to start). */
 int pipeline_start(struct pipeline *p);
 
+/* Nonzero while batches hold samples (the workers started): what the
+ * samples point to must then last until the pipeline lets go of them
+ * (su_reader_opts.holding points here). */
+const int *pipeline_holding(const struct pipeline *p);
+
 /* Add sample S (what it points to need only last this call).  @return 0
  * or -errno (out of memory, or formatting or emitting failed). */
 int pipeline_add(struct pipeline *p, const struct su_sample *s);

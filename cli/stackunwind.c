@@ -509,7 +509,6 @@ struct run {
 	uint64_t other_events;       /* samples not of --event */
 	uint64_t other_kind;         /* off-CPU (or CPU) samples the command leaves out */
 	uint64_t jobs_after;         /* -j N: samples before the workers may join (UINT64_MAX: joined) */
-	int batching;                /* the workers joined: batches hold samples (su_reader_opts.holding) */
 	uint64_t added;              /* samples given to the pipeline */
 };
 
@@ -645,8 +644,7 @@ static int on_sample(void *arg, const struct su_sample *s)
 		}
 	}
 	if (++r->added >= r->jobs_after && workers_worth_it(r)) {
-		/* None started: this thread goes on alone. */
-		r->batching = pipeline_start(r->pipeline) == 0 && r->o->jobs > 1;
+		(void)pipeline_start(r->pipeline); /* none started: this thread goes on alone */
 		r->jobs_after = UINT64_MAX;
 	}
 	return pipeline_add(r->pipeline, s);
@@ -874,7 +872,6 @@ static int cmd_stacks(const struct options *o)
 			goto out;
 		}
 		int const src = r.jobs_after ? 0 : pipeline_start(r.pipeline);
-		r.batching = !r.jobs_after && !src && nw > 0;
 		if (src) {
 			fprintf(stderr, PROG ": cannot start worker threads: %s\n", strerror(-src));
 			goto out;
@@ -883,7 +880,7 @@ static int cmd_stacks(const struct options *o)
 		progress_init(&r.progress, quiet, &st.bytes_read, &st.bytes_on_disk);
 		struct su_reader_opts filter = o->filter;
 		filter.holds_words = nw > 0; /* workers read words in the reader's mapping */
-		filter.holding = &r.batching;
+		filter.holding = pipeline_holding(r.pipeline);
 		filter.map_ahead = nw > 0;
 		rrc = su_trace_read(o->trace, &filter, &cb, &st, err, sizeof(err));
 		progress_end(&r.progress);
