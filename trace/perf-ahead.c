@@ -56,6 +56,14 @@ static void give_back_chunks(struct perf_ahead *a, uint64_t upto)
 	}
 }
 
+/* The mapping thread loads one address each STRIDE bytes: a fault maps
+ * the cached pages of the aligned 64 KB around it (the kernel's
+ * fault_around_bytes, 64 KB unless changed in debugfs; a page left
+ * unmapped is mapped by the reader's own fault).  A load per 4 KB page
+ * took twice as long (a TLB miss each, through the VM's nested page
+ * tables) and the thread fell behind the reader. */
+#define STRIDE (64u << 10)
+
 /* Mapping a megabyte faster than this: the pages are in large folios.
  * Measured here: 1.5 us in 2 MB folios, 5-6 after dd bs=1M, 19-28 in the
  * 64 KB folios cp leaves, 45-60 in single pages. */
@@ -74,13 +82,6 @@ static void futex_wake(_Atomic uint32_t *w)
 static void *ahead_main(void *arg)
 {
 	struct perf_ahead *a = arg;
-	/* A load each 64 KB: the fault maps the cached pages of the aligned
-	 * 64 KB around it (the kernel's fault_around_bytes, 64 KB unless
-	 * changed in debugfs; a page left unmapped is mapped by the reader's
-	 * own fault).  A load per 4 KB page took twice as long (a TLB miss
-	 * each, through the VM's nested page tables) and this thread fell
-	 * behind the reader. */
-	uint64_t const stride = 64u << 10;
 	int first = 1;
 	while (!atomic_load_explicit(&a->stop, memory_order_acquire)) {
 		uint32_t const seen = atomic_load_explicit(&a->moved, memory_order_acquire);
@@ -92,7 +93,7 @@ static void *ahead_main(void *arg)
 			uint64_t const from = a->done;
 			struct timespec t0, t1;
 			clock_gettime(CLOCK_MONOTONIC, &t0);
-			for (; a->done < want && !atomic_load_explicit(&a->stop, memory_order_relaxed); a->done += stride)
+			for (; a->done < want && !atomic_load_explicit(&a->stop, memory_order_relaxed); a->done += STRIDE)
 				(void)m[a->done];
 			clock_gettime(CLOCK_MONOTONIC, &t1);
 			/* Pages cached in large folios (a file written in big
@@ -128,7 +129,7 @@ struct perf_ahead *perf_ahead_start(const uint8_t *map, uint64_t size, uint64_t 
 		return NULL;
 	a->map = map;
 	a->size = size;
-	a->done = from & ~(uint64_t)((64u << 10) - 1);
+	a->done = from & ~(uint64_t)(STRIDE - 1);
 	atomic_init(&a->want, from + PERF_AHEAD_BYTES);
 	if (pthread_create(&a->thread, NULL, ahead_main, a) != 0) {
 		free(a);

@@ -235,8 +235,6 @@ static int zframe_end(struct native_source *s, struct nfile *f, const char **why
 	return 0;
 }
 
-/* Read the next packet of F into its buffer and check its header and
- * context.  @return 1 loaded, 0 end of file or defect (F done), -ENOMEM. */
 /* Is F's packet just loaded (its f->packets-th) this part's to read
  * (su_reader_opts.parts)?  Taken when no part took it or a later one of
  * the file: each part goes through every packet in order, so each
@@ -263,6 +261,8 @@ static int packet_mine(struct native_source *s, const struct nfile *f)
 	return 0;
 }
 
+/* Read the next packet of F into its buffer and check its header and
+ * context.  @return 1 loaded, 0 end of file or defect (F done), -ENOMEM. */
 static int load_packet(struct native_source *s, struct nfile *f)
 {
 	uint64_t const off = f->next_poff;
@@ -436,10 +436,11 @@ static int load_packet(struct native_source *s, struct nfile *f)
 	f->have_pkt = 1;
 	f->packets++;
 	f->pkt_begin = begin;
-	/* Another part's packet (su_reader_opts.parts): its samples are
-	 * not decoded, but its other events are read (the kernel chain,
-	 * runtime frames... written just before a sample may end the packet
-	 * before the one holding it). */
+	/* Another part's packet (su_reader_opts.parts): skipped up to its
+	 * last sample (advance), whose side events went with it; what
+	 * follows it is read (the kernel chain, runtime frames... written
+	 * just before a sample may end the packet before the one holding
+	 * it). */
 	f->others = f->kind == 1 && s->rep->parts > 1 && !packet_mine(s, f);
 	f->skipping = f->others;
 	if (f->others) {
