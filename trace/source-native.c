@@ -454,7 +454,8 @@ static int load_packet(struct native_source *s, struct nfile *f)
 }
 
 /* The payload size of a sample stream's event ID at P (AVAIL bytes
- * there), 0 when cut. */
+ * there), 0 when cut: the sizes deliver() checks and reads, event by
+ * event (a new event or field changes both). */
 static size_t sample_stream_payload(uint32_t id, const uint8_t *p, size_t avail)
 {
 	size_t n;
