@@ -296,7 +296,7 @@ static void format_stacks(struct worker *w, const struct pipeline_sample *u, con
 	int hit = 0;
 	struct chain_text *ct = u->nframes && u->maps ? chain_find(w, u, frames, &ch, &hit) : NULL;
 	if (hit) {
-		text_put(out, ct->text, ct->len);
+		text_put_shared(out, ct->text, ct->len);
 		ct = NULL;
 		goto frames_done;
 	}
@@ -395,14 +395,20 @@ static int chain_keep(struct worker *w, struct chain_text *c, uint64_t hash, con
 		return -1;
 	c->frames = fr;
 	c->nframes = (uint32_t)n > c->nframes ? (uint32_t)n : c->nframes;
-	char *t = c->len >= len && c->text ? c->text : realloc(c->text, len ? len : 1);
-	if (!t) {
-		c->maps = NULL;
-		return -1;
+	/* In place when no output holds the old text (stacks puts it into
+	 * the output by reference). */
+	if (c->text && c->text->cap >= len && text_shared_alone(c->text)) {
+		memcpy(c->text->s, text, len);
+	} else {
+		struct text_shared *const t = text_shared_new(text, len, len);
+		text_shared_drop(c->text);
+		c->text = t;
+		if (!t) {
+			c->maps = NULL;
+			return -1;
+		}
 	}
-	c->text = t;
 	memcpy(fr, frames, n * sizeof(*fr));
-	memcpy(t, text, len);
 	c->maps = maps;
 	c->hash = hash;
 	c->nframes = (uint32_t)n;
@@ -479,7 +485,7 @@ static void format_folded(struct worker *w, const struct pipeline_sample *u, con
 			out->len = line_at; /* the same line: counted there */
 			return;
 		}
-		text_put(out, ct->text, ct->len);
+		text_put(out, ct->text->s, ct->len);
 		goto frames_done;
 	}
 	size_t const chain_start = out->len;

@@ -14,6 +14,7 @@
 #define BATCH 256                /* samples, at most */
 #define BATCH_BYTES (1u << 18)   /* copied stack words and chains: a batch is full past this */
 #define DIRECT_FLUSH (1u << 16)
+#define DIRECT_FLUSH_REFS (1u << 20) /* bytes by reference: only the pointers are in memory */
 
 enum batch_state {
 	BATCH_FREE = 0,
@@ -266,7 +267,7 @@ static int held_rebuild(struct batch *b, struct held *h, const struct worker_arg
 
 static void work_batch(struct pipeline *p, struct batch *b, struct worker_arg *w)
 {
-	b->out.len = 0;
+	text_clear(&b->out);
 	b->out.gen = b->seq + 1; /* unique per batch */
 	b->err = 0;
 	/* A buffer per chain of deltas, in W's scratch. */
@@ -341,11 +342,13 @@ static void stop_workers(struct pipeline *p)
 	p->n_workers = 0;
 }
 
-static void emit(struct pipeline *p, const char *buf, size_t len)
+/* T to the emit function, then emptied. */
+static void emit(struct pipeline *p, struct text *t)
 {
-	int const rc = p->emit(p->emit_arg, buf, len);
+	int const rc = text_size(t) ? p->emit(p->emit_arg, t) : 0;
 	if (rc && !p->err)
 		p->err = rc;
+	text_clear(t);
 }
 
 /* Emit finished batches in sequence order, the lock released meanwhile
@@ -361,7 +364,7 @@ static void write_done(struct pipeline *p)
 			p->err = -ENOMEM;
 		if (b->err && !p->err)
 			p->err = b->err;
-		emit(p, b->out.buf, b->out.len);
+		emit(p, &b->out);
 		pthread_mutex_lock(&p->lock);
 		b->state = BATCH_FREE;
 		b->n = 0;
@@ -404,9 +407,7 @@ int pipeline_start(struct pipeline *p)
 	if (p->batching || !p->n_args)
 		return 0;
 	/* The samples worked straight are emitted first. */
-	if (p->direct.len)
-		emit(p, p->direct.buf, p->direct.len);
-	p->direct.len = 0;
+	emit(p, &p->direct);
 	p->direct.gen++;
 	int rc = 0;
 	for (unsigned i = 0; i < p->n_args && !rc; i++)
@@ -414,6 +415,13 @@ int pipeline_start(struct pipeline *p)
 			p->n_workers = i + 1;
 	p->batching = p->n_workers > 0;
 	return p->batching ? 0 : -rc;
+}
+
+void pipeline_emit_by_ref(struct pipeline *p)
+{
+	p->direct.by_ref = 1;
+	for (unsigned i = 0; i < p->n_slots; i++)
+		p->slots[i].out.by_ref = 1;
 }
 
 const int *pipeline_holding(const struct pipeline *p)
@@ -428,9 +436,8 @@ int pipeline_add(struct pipeline *p, const struct su_sample *s)
 		work_sample(p, p->direct_arg.ctx, s, &p->direct);
 		if (p->direct.oom)
 			return -ENOMEM;
-		if (p->direct.len >= DIRECT_FLUSH) {
-			emit(p, p->direct.buf, p->direct.len);
-			p->direct.len = 0;
+		if (p->direct.len >= DIRECT_FLUSH || p->direct.ref_bytes >= DIRECT_FLUSH_REFS) {
+			emit(p, &p->direct);
 			p->direct.gen++;
 		}
 		return p->err;
@@ -456,9 +463,9 @@ void pipeline_abort(struct pipeline *p)
 int pipeline_finish(struct pipeline *p)
 {
 	if (!p->batching) {
-		emit(p, p->direct.buf, p->direct.len);
-		p->direct.len = 0;
-		return p->direct.oom ? -ENOMEM : p->err;
+		int const oom = p->direct.oom;
+		emit(p, &p->direct);
+		return oom ? -ENOMEM : p->err;
 	}
 	struct batch *b = p->filling;
 	if (b && b->n)
@@ -512,7 +519,7 @@ void pipeline_free(struct pipeline *p)
 	stop_workers(p);
 	for (unsigned i = 0; p->slots && i < p->n_slots; i++) {
 		free(p->slots[i].arena);
-		free(p->slots[i].out.buf);
+		text_free(&p->slots[i].out);
 	}
 	free(p->slots);
 	free(p->threads);
@@ -520,7 +527,7 @@ void pipeline_free(struct pipeline *p)
 		free(p->args[i].scratch);
 	free(p->args);
 	free(p->direct_arg.scratch);
-	free(p->direct.buf);
+	text_free(&p->direct);
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->cond);
 	free(p);

@@ -39,9 +39,10 @@ typedef size_t pipeline_unwind_fn(void *ctx, const struct su_sample *s, const st
  * to OUT (out of memory: OUT->oom). */
 typedef void pipeline_format_fn(void *ctx, const struct pipeline_sample *s, const struct su_frame *frames,
 				struct text *out);
-/* Take the text of finished samples, in sample order (the reader thread).
- * @return 0 or -errno. */
-typedef int pipeline_emit_fn(void *arg, const char *buf, size_t len);
+/* Take the text of finished samples, in sample order (the reader thread):
+ * T's bytes, and with pipeline_emit_by_ref() the bytes it refers to (its
+ * references are let go after).  @return 0 or -errno. */
+typedef int pipeline_emit_fn(void *arg, const struct text *t);
 
 struct pipeline;
 
@@ -58,6 +59,11 @@ struct pipeline *pipeline_new(unsigned n_workers, void *const *worker_ctx, void 
  * -errno when none could start (the caller's thread then goes on alone;
  * with N_WORKERS 0: 0, nothing to start). */
 int pipeline_start(struct pipeline *p);
+
+/* The emit function writes texts out with their references (text_write):
+ * the formats may put shared text into them by reference.  Before the
+ * first sample. */
+void pipeline_emit_by_ref(struct pipeline *p);
 
 /* Nonzero while batches hold samples (the workers started): what the
  * samples point to must then last until the pipeline lets go of them

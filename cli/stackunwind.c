@@ -510,18 +510,26 @@ struct run {
 	uint64_t other_kind;         /* off-CPU (or CPU) samples the command leaves out */
 	uint64_t jobs_after;         /* -j N: samples before the workers may join (UINT64_MAX: joined) */
 	uint64_t added;              /* samples given to the pipeline */
+	int out_errno;               /* writing the output failed (emit) */
 };
 
 /* Text of finished samples: to the output, into the folded counts or into
  * the export model. */
-static int emit(void *arg, const char *buf, size_t len)
+static int emit(void *arg, const struct text *t)
 {
 	struct run *r = arg;
 	if (r->exp)
-		return export_model_add(r->exp, buf, len);
+		return export_model_add(r->exp, t->buf, t->len);
 	if (r->fold) /* each line ends with its count (cli/format.c) */
-		return folded_counts_add_weighted_lines(r->fold, buf, len);
-	fwrite(buf, 1, len, stdout);
+		return folded_counts_add_weighted_lines(r->fold, t->buf, t->len);
+	if (!t->by_ref) {
+		fwrite(t->buf, 1, t->len, stdout);
+		return 0;
+	}
+	/* The text and the chains' lines it refers to, straight to the
+	 * output; a write error is said at the end, as for stdout's. */
+	if (!r->out_errno && (fflush(stdout) || (r->out_errno = -text_write(t, STDOUT_FILENO))))
+		r->out_errno = r->out_errno ? r->out_errno : EIO;
 	return 0;
 }
 
@@ -871,6 +879,8 @@ static int cmd_stacks(const struct options *o)
 			fprintf(stderr, PROG ": cannot start worker threads: %s\n", strerror(errno));
 			goto out;
 		}
+		if (!r.fold && !r.exp) /* stacks: a chain's lines go out by reference */
+			pipeline_emit_by_ref(r.pipeline);
 		int const src = r.jobs_after ? 0 : pipeline_start(r.pipeline);
 		if (src) {
 			fprintf(stderr, PROG ": cannot start worker threads: %s\n", strerror(-src));
@@ -941,8 +951,9 @@ static int cmd_stacks(const struct options *o)
 			o->folded ? "--off-cpu shows them, --with-off-cpu both kinds" : "speedscope shows CPU samples only");
 	if (!c.samples && r.other_kind && o->off_cpu == OFF_CPU_ONLY)
 		fprintf(stderr, PROG ": no off-CPU stack in %s (stackcap record --off-cpu records them)\n", o->trace);
-	if (ferror(stdout)) {
-		fprintf(stderr, PROG ": write error on standard output\n");
+	if (ferror(stdout) || r.out_errno) {
+		fprintf(stderr, PROG ": write error on standard output%s%s\n", r.out_errno ? ": " : "",
+			r.out_errno ? strerror(r.out_errno) : "");
 		goto out;
 	}
 	rc = rrc > 0 || ms.build_id_mismatch || ms.not_found ? EXIT_PARTIAL : EXIT_OK;

@@ -41,7 +41,7 @@ void worker_fini(struct worker *w)
 	if (w->chains)
 		for (size_t i = 0; i < CHAIN_SLOTS; i++) {
 			free(w->chains[i].frames);
-			free(w->chains[i].text);
+			text_shared_drop(w->chains[i].text);
 		}
 	free(w->chains);
 }

@@ -95,7 +95,7 @@ struct chain_text {
 	uint32_t nframes;
 	uint32_t unknown;            /* frames without a symbol */
 	uint32_t len;
-	char *text;
+	struct text_shared *text;    /* LEN bytes (stacks writes them out by reference) */
 	/* The line last written with this chain, to add the next same line's
 	 * count to rather than write it again: in text LINE_OUT while its
 	 * contents are LINE_GEN, at LINE_AT, its root ROOT_LEN bytes, its

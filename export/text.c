@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The growable text buffer (text.h). */
+#include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "common/grow.h"
 #include "export/text.h"
@@ -67,4 +70,132 @@ void text_id(struct text *t, uint64_t id)
 		text_put(t, "-1", 2);
 	else
 		text_u64(t, id, 1);
+}
+
+/* ---- shared text, by reference ------------------------------------------ */
+
+struct text_shared *text_shared_new(const char *s, size_t len, size_t cap)
+{
+	if (cap < len)
+		cap = len;
+	if (cap > UINT32_MAX)
+		return NULL;
+	struct text_shared *sh = malloc(sizeof(*sh) + (cap ? cap : 1));
+	if (!sh)
+		return NULL;
+	atomic_init(&sh->refs, 1);
+	sh->cap = (uint32_t)cap;
+	sh->held_by = NULL;
+	sh->held_gen = 0;
+	memcpy(sh->s, s, len);
+	return sh;
+}
+
+void text_shared_drop(struct text_shared *sh)
+{
+	/* acq_rel: the last one's free comes after every other holder's
+	 * reads of the contents. */
+	if (sh && atomic_fetch_sub_explicit(&sh->refs, 1, memory_order_acq_rel) == 1)
+		free(sh);
+}
+
+int text_shared_alone(struct text_shared *sh)
+{
+	/* acquire: the writer that let go of it last is done reading. */
+	return atomic_load_explicit(&sh->refs, memory_order_acquire) == 1;
+}
+
+void text_put_shared(struct text *t, struct text_shared *sh, size_t len)
+{
+	if (!t->by_ref) {
+		text_put(t, sh->s, len);
+		return;
+	}
+	if (t->oom)
+		return;
+	if (sh->held_by != t || sh->held_gen != t->gen) {
+		if (SU_GROW(t->holds, t->cap_holds, t->n_holds + 1)) {
+			t->oom = 1;
+			return;
+		}
+		/* relaxed: the owner's own count, let go by whoever writes T. */
+		atomic_fetch_add_explicit(&sh->refs, 1, memory_order_relaxed);
+		t->holds[t->n_holds++] = sh;
+		sh->held_by = t;
+		sh->held_gen = t->gen;
+	}
+	if (SU_GROW(t->refs, t->cap_refs, t->n_refs + 1)) {
+		t->oom = 1;
+		return;
+	}
+	t->refs[t->n_refs++] = (struct text_ref){ .at = t->len, .s = sh->s, .len = len };
+	t->ref_bytes += len;
+}
+
+int text_write(const struct text *t, int fd)
+{
+	/* The pieces in order: own bytes up to a reference, the reference,
+	 * ..., the own bytes after the last; IOV_MAX at a time. */
+	struct iovec iov[IOV_MAX];
+	size_t own = 0, r = 0;
+	for (;;) {
+		int n = 0;
+		while (n < IOV_MAX && (r < t->n_refs || own < t->len)) {
+			size_t const upto = r < t->n_refs ? t->refs[r].at : t->len;
+			if (own < upto) {
+				iov[n++] = (struct iovec){ t->buf + own, upto - own };
+				own = upto;
+			} else if (r < t->n_refs) {
+				if (t->refs[r].len)
+					iov[n++] = (struct iovec){ (void *)t->refs[r].s, t->refs[r].len };
+				r++;
+			} else {
+				break;
+			}
+		}
+		if (!n)
+			return 0;
+		struct iovec *v = iov;
+		while (n) {
+			ssize_t w = writev(fd, v, n);
+			if (w < 0) {
+				if (errno == EINTR)
+					continue;
+				return -errno;
+			}
+			if (w == 0)
+				return -EIO;
+			/* A short write: on from the byte after the last written. */
+			size_t done = (size_t)w;
+			while (n && done >= v->iov_len) {
+				done -= v->iov_len;
+				v++;
+				n--;
+			}
+			if (n) {
+				v->iov_base = (char *)v->iov_base + done;
+				v->iov_len -= done;
+			}
+		}
+	}
+}
+
+void text_clear(struct text *t)
+{
+	for (size_t i = 0; i < t->n_holds; i++)
+		text_shared_drop(t->holds[i]);
+	t->n_holds = t->n_refs = t->ref_bytes = 0;
+	t->len = 0;
+}
+
+void text_free(struct text *t)
+{
+	text_clear(t);
+	free(t->buf);
+	free(t->refs);
+	free(t->holds);
+	t->buf = NULL;
+	t->refs = NULL;
+	t->holds = NULL;
+	t->cap = t->cap_refs = t->cap_holds = 0;
 }

@@ -6,8 +6,31 @@
 #ifndef STACKCAP_EXPORT_TEXT_H
 #define STACKCAP_EXPORT_TEXT_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* Text kept once and written into many outputs by reference (a stacks
+ * chain's lines, ~6 KB, in every sample that repeats the chain: copying
+ * them was a quarter to a third of `stackunwind stacks`).  Counted: its
+ * owner's reference and one per text that holds it; the contents do not
+ * change while a text holds it, so another thread may write it out. */
+struct text_shared {
+	_Atomic uint32_t refs;
+	uint32_t cap;
+	/* The text that took a reference last, while its contents were
+	 * HELD_GEN (only the owner's thread puts it into texts). */
+	const struct text *held_by;
+	uint64_t held_gen;
+	char s[];
+};
+
+/* LEN bytes of S, placed at AT of the text's own bytes. */
+struct text_ref {
+	size_t at;
+	const char *s;
+	size_t len;
+};
 
 struct text {
 	char *buf;
@@ -15,6 +38,15 @@ struct text {
 	int oom;
 	uint64_t gen;   /* which contents: the owner changes it when it empties BUF to
 			 * fill it anew (stackunwind folded merges repeated lines of one) */
+	/* BY_REF: its owner writes it out with text_write() and empties it
+	 * with text_clear(), so shared text goes in by reference: REFS in
+	 * order of AT, REF_BYTES their bytes, HOLDS the shared texts they
+	 * keep.  Otherwise shared text is copied into BUF. */
+	int by_ref;
+	struct text_ref *refs;
+	size_t n_refs, cap_refs, ref_bytes;
+	struct text_shared **holds;
+	size_t n_holds, cap_holds;
 };
 
 /* Room for N more bytes (and a NUL).  @return 0, or -1 with OOM set. */
@@ -28,5 +60,28 @@ void text_u64(struct text *t, uint64_t v, int min_digits);
  * more" (a task sampled after release_task) is -1, not 4294967295; so is
  * a signed -1 read as 64 bits (LTTng's vpid). */
 void text_id(struct text *t, uint64_t id);
+
+/* A shared text of LEN bytes of S (room for CAP >= LEN), one reference
+ * (the caller's).  NULL: out of memory. */
+struct text_shared *text_shared_new(const char *s, size_t len, size_t cap);
+/* Let go of one reference to SH (NULL: none); the last frees it. */
+void text_shared_drop(struct text_shared *sh);
+/* Is SH held by no text (its owner may change its contents)? */
+int text_shared_alone(struct text_shared *sh);
+/* SH's first LEN bytes into T: by reference when T->by_ref, else copied.
+ * Only SH's owner's thread. */
+void text_put_shared(struct text *t, struct text_shared *sh, size_t len);
+/* T's bytes, its own and those it refers to. */
+static inline size_t text_size(const struct text *t)
+{
+	return t->len + t->ref_bytes;
+}
+/* Write all of T to FD, in order (writev; EINTR and short writes go on).
+ * @return 0 or -errno. */
+int text_write(const struct text *t, int fd);
+/* Empty T (its references let go); GEN is the owner's to change. */
+void text_clear(struct text *t);
+/* Free what T holds. */
+void text_free(struct text *t);
 
 #endif

@@ -10,7 +10,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "check-main.h"
 #include "cli/pipeline.h"
@@ -140,9 +142,9 @@ static void format_made(void *arg, const struct pipeline_sample *s, const struct
 	text_printf(out, "%u %llu %016llx\n", s->tid, (unsigned long long)s->time_ns, (unsigned long long)c->hash);
 }
 
-static int emit_made(void *arg, const char *buf, size_t len)
+static int emit_made(void *arg, const struct text *t)
 {
-	text_put(arg, buf, len);
+	text_put(arg, t->buf, t->len);
 	return 0;
 }
 
@@ -253,6 +255,171 @@ START_TEST(abort_lets_go)
 }
 END_TEST
 
+/* stacks' chains by reference (text_put_shared): each context keeps two
+ * shared texts, keyed by the sample's fingerprint, and puts one into
+ * every sample's text; a key not in its slot replaces the text there as
+ * cli/format.c does (in place only when no text holds it).  Emitted with
+ * text_write into a file while the contexts replace texts that batches
+ * not yet emitted refer to: the output is what copies would have made,
+ * and no reference is left when all is done. */
+struct shared_ctx {
+	uint64_t hash;
+	struct text_shared *slot[2];
+	uint64_t key[2];
+	uint32_t len[2];
+};
+
+static void shared_body(char *b, size_t n, uint64_t key)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (char)('a' + (key + i) % 26);
+	b[n - 1] = '\n';
+}
+
+/* The chain of a fingerprint: its slot, key and text length. */
+static void shared_chain(uint64_t hash, unsigned *slot, uint64_t *key, size_t *len)
+{
+	*slot = (unsigned)(hash & 1);
+	*key = (hash >> 1) % 5;
+	*len = 40 + (size_t)(*key * 997) % 3000;
+}
+
+static size_t unwind_shared(void *arg, const struct su_sample *s, const struct su_frame **frames,
+			    enum su_unwind_end *end)
+{
+	return unwind_made(&((struct shared_ctx *)arg)->hash, s, frames, end);
+}
+
+static void format_shared(void *arg, const struct pipeline_sample *s, const struct su_frame *frames, struct text *out)
+{
+	(void)frames;
+	struct shared_ctx *c = arg;
+	unsigned slot;
+	uint64_t key;
+	size_t len;
+	shared_chain(c->hash, &slot, &key, &len);
+	text_printf(out, "%u %llu\n", s->tid, (unsigned long long)s->time_ns);
+	if (!c->slot[slot] || c->key[slot] != key) {
+		char body[4096];
+		shared_body(body, len, key);
+		if (c->slot[slot] && c->slot[slot]->cap >= len && text_shared_alone(c->slot[slot])) {
+			memcpy(c->slot[slot]->s, body, len);
+		} else {
+			text_shared_drop(c->slot[slot]);
+			c->slot[slot] = text_shared_new(body, len, len);
+			ck_assert_ptr_nonnull(c->slot[slot]);
+		}
+		c->key[slot] = key;
+		c->len[slot] = (uint32_t)len;
+	}
+	text_put_shared(out, c->slot[slot], c->len[slot]);
+}
+
+static int emit_fd(void *arg, const struct text *t)
+{
+	ck_assert(t->by_ref);
+	return text_write(t, *(int *)arg);
+}
+
+START_TEST(shared_by_reference)
+{
+	make_samples();
+	struct text want = { 0 };
+	for (int i = 0; i < SAMPLES; i++) {
+		if (!made[i].passed)
+			continue;
+		unsigned slot;
+		uint64_t key;
+		size_t len;
+		char body[4096];
+		shared_chain(made[i].hash, &slot, &key, &len);
+		shared_body(body, len, key);
+		text_printf(&want, "%u %llu\n", made[i].s.tid, (unsigned long long)made[i].s.time_ns);
+		text_put(&want, body, len);
+	}
+	ck_assert(!want.oom);
+	for (unsigned workers = 0; workers <= 3; workers++) {
+		struct shared_ctx ctxs[4] = { { 0 } };
+		void *wctx[3] = { &ctxs[1], &ctxs[2], &ctxs[3] };
+		FILE *f = tmpfile();
+		ck_assert_ptr_nonnull(f);
+		int fd = fileno(f);
+		struct pipeline *p = pipeline_new(workers, wctx, &ctxs[0], unwind_shared, format_shared, emit_fd, &fd);
+		ck_assert_ptr_nonnull(p);
+		pipeline_emit_by_ref(p);
+		uint64_t added = 0;
+		for (int i = 0; i < SAMPLES; i++) {
+			if (!made[i].passed)
+				continue;
+			if (added++ == 100)
+				ck_assert_int_eq(pipeline_start(p), 0);
+			ck_assert_int_eq(pipeline_add(p, &made[i].s), 0);
+		}
+		ck_assert_int_eq(pipeline_finish(p), 0);
+		pipeline_free(p);
+		for (unsigned k = 0; k < 4; k++)
+			for (unsigned j = 0; j < 2; j++) {
+				if (!ctxs[k].slot[j])
+					continue;
+				ck_assert_msg(text_shared_alone(ctxs[k].slot[j]), "a text still holds a shared text");
+				text_shared_drop(ctxs[k].slot[j]);
+			}
+		struct stat sb;
+		ck_assert_int_eq(fstat(fd, &sb), 0);
+		ck_assert_uint_eq((uint64_t)sb.st_size, want.len);
+		char *got = malloc(want.len);
+		ck_assert_ptr_nonnull(got);
+		ck_assert_int_eq(pread(fd, got, want.len, 0), (ssize_t)want.len);
+		ck_assert_msg(memcmp(got, want.buf, want.len) == 0, "%u workers: the output by reference differs",
+			      workers);
+		free(got);
+		fclose(f);
+	}
+	free(want.buf);
+	for (int i = 0; i < SAMPLES; i++) {
+		free(made[i].blob);
+		free(made[i].image.words);
+	}
+}
+END_TEST
+
+/* text_write: more pieces than one writev takes (IOV_MAX), empty
+ * references, own bytes before, between and after. */
+START_TEST(text_write_pieces)
+{
+	struct text_shared *sh = text_shared_new("xyz", 3, 3);
+	ck_assert_ptr_nonnull(sh);
+	struct text t = { .by_ref = 1, .gen = 1 };
+	struct text want = { 0 };
+	for (int i = 0; i < 3000; i++) {
+		if (i % 3) {
+			text_printf(&t, "%d,", i);
+			text_printf(&want, "%d,", i);
+		}
+		text_put_shared(&t, sh, (size_t)(i % 4));
+		text_put(&want, "xyz", (size_t)(i % 4));
+	}
+	text_put(&t, "end", 3);
+	text_put(&want, "end", 3);
+	ck_assert_uint_eq(text_size(&t), want.len);
+	ck_assert_uint_eq(t.n_holds, 1);
+	FILE *f = tmpfile();
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(text_write(&t, fileno(f)), 0);
+	char *got = malloc(want.len);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_int_eq(pread(fileno(f), got, want.len, 0), (ssize_t)want.len);
+	ck_assert(memcmp(got, want.buf, want.len) == 0);
+	ck_assert(!text_shared_alone(sh));
+	text_free(&t);
+	ck_assert(text_shared_alone(sh));
+	text_shared_drop(sh);
+	free(got);
+	free(want.buf);
+	fclose(f);
+}
+END_TEST
+
 static Suite *pipeline_suite(void)
 {
 	Suite *s = suite_create("pipeline");
@@ -260,6 +427,8 @@ static Suite *pipeline_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, deltas_rebuilt);
 	tcase_add_test(tc, abort_lets_go);
+	tcase_add_test(tc, shared_by_reference);
+	tcase_add_test(tc, text_write_pieces);
 	suite_add_tcase(s, tc);
 	return s;
 }
