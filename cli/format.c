@@ -264,20 +264,51 @@ static struct chain_text *chain_find(struct worker *w, const struct pipeline_sam
 static int chain_keep(struct worker *w, struct chain_text *c, uint64_t hash, const struct su_maps *maps,
 		      const struct su_frame *frames, size_t n, uint32_t unknown, const char *text, size_t len);
 
+/* V (below 10^9) in 9 digits, zeros in front. */
+static void text_digits9(struct text *out, uint32_t v)
+{
+	if (text_reserve(out, 9))
+		return;
+	char *p = out->buf + out->len + 9;
+	for (int i = 0; i < 9; i++, v /= 10)
+		*--p = (char)('0' + v % 10);
+	out->len += 9;
+}
+
 static void format_stacks(struct worker *w, const struct pipeline_sample *u, const char *comm,
 			  const struct su_frame *frames, struct text *out)
 {
 	/* "comm pid/tid sec.nsec:", then " EVENT:" when the trace names its
-	 * events (perf script prints the event after the time). */
-	text_puts(out, comm);
-	text_put(out, " ", 1);
-	text_id(out, u->pid);
-	text_put(out, "/", 1);
-	text_id(out, u->tid);
-	text_put(out, " ", 1);
-	text_u64(out, u->time_ns / 1000000000u, 1);
-	text_put(out, ".", 1);
-	text_u64(out, u->time_ns % 1000000000u, 9);
+	 * events (perf script prints the event after the time).  Up to the
+	 * nanoseconds, the thread's sample before may have written the same
+	 * (numbers to text were a tenth of stacks' time). */
+	size_t const comm_len = strlen(comm);
+	uint64_t const sec = u->time_ns / 1000000000u;
+	if (w->head.len && w->head.sec == sec && w->head.pid == u->pid && w->head.tid == u->tid &&
+	    w->head.comm_len == comm_len && !memcmp(w->head.buf, comm, comm_len)) {
+		text_put(out, w->head.buf, w->head.len);
+	} else {
+		size_t const at = out->len;
+		text_put(out, comm, comm_len);
+		text_put(out, " ", 1);
+		text_id(out, u->pid);
+		text_put(out, "/", 1);
+		text_id(out, u->tid);
+		text_put(out, " ", 1);
+		text_u64(out, sec, 1);
+		text_put(out, ".", 1);
+		size_t const n = out->len - at;
+		w->head.len = 0;
+		if (!out->oom && n <= sizeof(w->head.buf)) {
+			memcpy(w->head.buf, out->buf + at, n);
+			w->head.len = (uint32_t)n;
+			w->head.comm_len = (uint32_t)comm_len;
+			w->head.pid = u->pid;
+			w->head.tid = u->tid;
+			w->head.sec = sec;
+		}
+	}
+	text_digits9(out, (uint32_t)(u->time_ns % 1000000000u));
 	if (u->event) {
 		text_put(out, ": ", 2);
 		text_puts(out, u->event);

@@ -71,6 +71,14 @@ struct worker {
 	 * (su_unwind_repeats), taken without hashing or comparing the frames
 	 * again.  NULL: none. */
 	struct chain_text *last_chain, *reuse_chain;
+	/* stacks: the start of the last sample's first line, "comm pid/tid
+	 * sec.", and what it was made of (LEN 0: none): a thread's next
+	 * samples in the same second start alike. */
+	struct {
+		char buf[96];
+		uint32_t len, comm_len, pid, tid;
+		uint64_t sec;
+	} head;
 	struct su_modcache *modules;
 	struct su_resolver *resolver;
 	struct su_unwinder *unwinder;
