@@ -75,6 +75,16 @@ set -- $(tids_of "$work/deep-stacks.j1")
 check "deep: every sample printed ($1 of $nstats)" [ "$1" = "$nstats" ]
 same_j deep-folded deep folded
 same_j deep-pprof deep export --format pprof -o -
+# stacks writes the chains' lines by reference (writev, export/text.c):
+# a full disk says so and fails at any -j, as stdio's writes do.
+[ -w /dev/full ] || { echo "tests/parallel.sh: /dev/full is missing (a Linux system has it)" >&2; exit 1; }
+for j in 1 2; do
+	STACKCAP_JOBS_AFTER=0 "$SU" stacks -j $j "$work/deep.trace" >/dev/full 2>"$work/full.j$j.err"
+	echo $? >"$work/full.j$j.rc"
+done
+check "deep: stacks to a full disk at -j 1 and -j 2: exit 1, a write error saying why ($(cat "$work/full.j1.rc") $(cat "$work/full.j2.rc"))" \
+	sh -c "for j in 1 2; do [ \$(cat '$work/full.j'\$j.rc) = 1 ] &&
+		grep -q 'write error on standard output: No space left on device' '$work/full.j'\$j.err || exit 1; done"
 # A handler on the alternate signal stack, sampled in process: each sample
 # holds a second stack segment (the thread's own stack), unwound through.
 record sigalt -F 1999 --in-process -- "$TD/tdata-sigalt" 0.5
