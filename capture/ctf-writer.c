@@ -860,6 +860,11 @@ int ctf_stream_discarded(struct ctf_stream *s, uint64_t n)
 	return 0;
 }
 
+int ctf_stream_joins(const struct ctf_stream *s, uint32_t tid, size_t bytes)
+{
+	return s && !s->err && s->nsamples && s->tid == tid && bytes <= s->cap - s->used;
+}
+
 int ctf_stream_flush(struct ctf_stream *s)
 {
 	if (!s)

@@ -222,6 +222,20 @@ int ctf_stream_discarded(struct ctf_stream *s, uint64_t n);
 /* Write the packet in flight, if any. */
 int ctf_stream_flush(struct ctf_stream *s);
 
+/* At most the bytes an event takes (its header and payload): a sample or
+ * event_sample of a LEN-byte blob, a kernel chain of N addresses, an
+ * off_cpu. */
+#define CTF_SAMPLE_EVENT_MAX(len) (CTF_EV_EXTENDED_SIZE + 8 + (size_t)(len))
+#define CTF_KERNEL_CHAIN_EVENT_MAX(n) (CTF_EV_EXTENDED_SIZE + 4 + 8 * (size_t)(n))
+#define CTF_OFF_CPU_EVENT_MAX (CTF_EV_EXTENDED_SIZE + 8)
+
+/* Would events of thread TID, BYTES in all (the ..._EVENT_MAX above), the
+ * last one a sample, go in the packet in flight after a sample of TID?
+ * Only then may that sample take words from TID's sample before: each
+ * packet decodes alone (docs/trace-format.md), and a packet also ends when
+ * full, before its writer's count of samples. */
+int ctf_stream_joins(const struct ctf_stream *s, uint32_t tid, size_t bytes);
+
 /* Put the packet in flight on disk and keep it open: written where the
  * next packet goes, it is a complete last packet of the file until more
  * events come, and is then rewritten in its place, grown, by the next

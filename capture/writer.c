@@ -309,7 +309,16 @@ static void write_record(struct wthread *w, pid_t tid, const struct ring_rec *re
 		W.blob = nb;
 		W.blob_cap = need;
 	}
-	size_t const out = stackcap_codec_encode(W.blob, W.blob_cap, &in);
+	size_t out = stackcap_codec_encode(W.blob, W.blob_cap, &in);
+	/* Not after a sample of its thread in the packet in flight (the
+	 * packet filled by bytes, or the events just written began one): it
+	 * refers to none, so that the packet decodes alone. */
+	if (!stackcap_codec_is_error(out) && in.has_ref &&
+	    !ctf_stream_joins(w->stream, (uint32_t)tid, CTF_SAMPLE_EVENT_MAX(out))) {
+		in.has_ref = 0;
+		in.elide_top = 0;
+		out = stackcap_codec_encode(W.blob, W.blob_cap, &in);
+	}
 	if (stackcap_codec_is_error(out)) {
 		W.decode_errors++;
 		return;

@@ -705,8 +705,14 @@ struct part {
 
 static void part_warned(void *arg, const char *msg)
 {
-	(void)msg;
-	((struct part *)arg)->warned = 1;
+	struct part *p = arg;
+	p->warned = 1;
+	/* STACKUNWIND_PARTS_WARNINGS=1 (tests): what sent a part's read back
+	 * to the usual way, said (the usual way says what is wrong with the
+	 * trace; this says why the parts were not enough). */
+	const char *e = getenv("STACKUNWIND_PARTS_WARNINGS");
+	if (e && *e == '1')
+		fprintf(stderr, PROG ": in part %u: %s\n", p->filter.part, msg);
 }
 
 static void *part_read(void *arg)

@@ -539,6 +539,14 @@ int rec_encoder_sample(struct rec_encoder *e, const struct su_sample *s)
 	size_t out;
 	if ((rc = encode_stack(e, t, s, &out)) != 0)
 		return rc;
+	/* Not after a sample of its thread in the packet in flight (the
+	 * packet filled by bytes, or the events just written began one): it
+	 * refers to none, so that the packet decodes alone. */
+	if (t->have_prev && !ctf_stream_joins(t->s, s->tid, CTF_SAMPLE_EVENT_MAX(out))) {
+		t->have_prev = 0;
+		if ((rc = encode_stack(e, t, s, &out)) != 0)
+			return rc;
+	}
 	uint32_t const ev = event_index(e, s->event);
 	if ((rc = put_sample(e, t, s->time_ns, ev, s->maps->generation, e->blob, out)) != 0) {
 		t->have_prev = 0; /* not written: no later sample may refer to it */
@@ -561,6 +569,17 @@ int rec_encoder_hold(struct rec_encoder *e, const struct su_sample *s)
 	size_t out;
 	if ((rc = encode_stack(e, t, s, &out)) != 0)
 		return rc;
+	/* Written later with its kernel chain and off_cpu event, in the
+	 * packet in flight now (nothing else of the thread comes between):
+	 * if they would begin a packet, the sample refers to none. */
+	size_t const kc_bytes = e->o.kernel_frames && s->kernel_chain && s->n_kernel_chain
+		? CTF_KERNEL_CHAIN_EVENT_MAX(s->n_kernel_chain) : 0;
+	if (t->have_prev &&
+	    !ctf_stream_joins(t->s, s->tid, kc_bytes + CTF_OFF_CPU_EVENT_MAX + CTF_SAMPLE_EVENT_MAX(out))) {
+		t->have_prev = 0;
+		if ((rc = encode_stack(e, t, s, &out)) != 0)
+			return rc;
+	}
 	if (out > t->hold_cap) {
 		uint8_t *nb = realloc(t->hold_blob, out);
 		if (!nb)

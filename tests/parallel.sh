@@ -85,6 +85,21 @@ done
 check "deep: stacks to a full disk at -j 1 and -j 2: exit 1, a write error saying why ($(cat "$work/full.j1.rc") $(cat "$work/full.j2.rc"))" \
 	sh -c "for j in 1 2; do [ \$(cat '$work/full.j'\$j.rc) = 1 ] &&
 		grep -q 'write error on standard output: No space left on device' '$work/full.j'\$j.err || exit 1; done"
+# Each packet decodes alone (docs/trace-format.md), also where a packet
+# fills by bytes before its writer's count of samples: --full-copy puts
+# ~6 KB before each sample.  Read in parts, no part meets a sample that
+# needs another part's packet (it would warn, and the trace be read again
+# the usual way).
+for s in $SAMPLERS; do
+	tr=full-$s
+	record "$tr" $(sampler_opts "$s") -F 999 --full-copy -- "$TD/tdata-recurse" -d 46 0.5
+	check "$tr: recorded ($(rc "$tr"))" [ "$(rc "$tr")" = 0 ]
+	"$SU" folded -j 1 "$work/$tr.trace" >"$work/$tr.j1" 2>/dev/null
+	STACKCAP_JOBS_AFTER=0 STACKUNWIND_PARTS_WARNINGS=1 "$SU" folded -j 2 "$work/$tr.trace" >"$work/$tr.j2" \
+		2>"$work/$tr.j2.err"
+	check "$tr: read in 2 parts, no packet needs another ($(grep -c 'in part' "$work/$tr.j2.err") warnings: $(grep -m 1 'in part' "$work/$tr.j2.err" | cut -c 1-160)), folded as -j 1's" \
+		sh -c "! grep -q 'in part' '$work/$tr.j2.err' && [ -s '$work/$tr.j1' ] && cmp -s '$work/$tr.j1' '$work/$tr.j2'"
+done
 # A handler on the alternate signal stack, sampled in process: each sample
 # holds a second stack segment (the thread's own stack), unwound through.
 record sigalt -F 1999 --in-process -- "$TD/tdata-sigalt" 0.5
