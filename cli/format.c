@@ -426,18 +426,11 @@ static int chain_keep(struct worker *w, struct chain_text *c, uint64_t hash, con
 		return -1;
 	c->frames = fr;
 	c->nframes = (uint32_t)n > c->nframes ? (uint32_t)n : c->nframes;
-	/* In place when no output holds the old text (stacks puts it into
-	 * the output by reference). */
-	if (c->text && c->text->cap >= len && text_shared_alone(c->text)) {
-		memcpy(c->text->s, text, len);
-	} else {
-		struct text_shared *const t = text_shared_new(text, len, len);
-		text_shared_drop(c->text);
-		c->text = t;
-		if (!t) {
-			c->maps = NULL;
-			return -1;
-		}
+	/* Not in place while an output holds the old text (stacks puts it
+	 * into the output by reference). */
+	if (!(c->text = text_shared_set(c->text, text, len))) {
+		c->maps = NULL;
+		return -1;
 	}
 	memcpy(fr, frames, n * sizeof(*fr));
 	c->maps = maps;

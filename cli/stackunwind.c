@@ -528,8 +528,8 @@ static int emit(void *arg, const struct text *t)
 	}
 	/* The text and the chains' lines it refers to, straight to the
 	 * output; a write error is said at the end, as for stdout's. */
-	if (!r->out_errno && (fflush(stdout) || (r->out_errno = -text_write(t, fileno(stdout)))))
-		r->out_errno = r->out_errno ? r->out_errno : EIO;
+	if (!r->out_errno)
+		r->out_errno = fflush(stdout) ? EIO : -text_write(t, fileno(stdout));
 	return 0;
 }
 

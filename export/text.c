@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 /* The growable text buffer (text.h). */
-#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,6 +8,7 @@
 #include <sys/uio.h>
 
 #include "common/grow.h"
+#include "common/io.h"
 #include "export/text.h"
 
 int text_reserve(struct text *t, size_t n)
@@ -99,6 +99,16 @@ void text_shared_drop(struct text_shared *sh)
 		free(sh);
 }
 
+struct text_shared *text_shared_set(struct text_shared *sh, const char *s, size_t len)
+{
+	if (sh && sh->cap >= len && text_shared_alone(sh)) {
+		memcpy(sh->s, s, len);
+		return sh;
+	}
+	text_shared_drop(sh);
+	return text_shared_new(s, len, len);
+}
+
 int text_shared_alone(struct text_shared *sh)
 {
 	/* acquire: the writer that let go of it last is done reading. */
@@ -145,38 +155,15 @@ int text_write(const struct text *t, int fd)
 			if (own < upto) {
 				iov[n++] = (struct iovec){ t->buf + own, upto - own };
 				own = upto;
-			} else if (r < t->n_refs) {
+			} else { /* own bytes done up to reference R */
 				if (t->refs[r].len)
 					iov[n++] = (struct iovec){ (void *)t->refs[r].s, t->refs[r].len };
 				r++;
-			} else {
-				break;
 			}
 		}
-		if (!n)
-			return 0;
-		struct iovec *v = iov;
-		while (n) {
-			ssize_t w = writev(fd, v, n);
-			if (w < 0) {
-				if (errno == EINTR)
-					continue;
-				return -errno;
-			}
-			if (w == 0)
-				return -EIO;
-			/* A short write: on from the byte after the last written. */
-			size_t done = (size_t)w;
-			while (n && done >= v->iov_len) {
-				done -= v->iov_len;
-				v++;
-				n--;
-			}
-			if (n) {
-				v->iov_base = (char *)v->iov_base + done;
-				v->iov_len -= done;
-			}
-		}
+		int const rc = n ? su_writev_all(fd, iov, n) : 0;
+		if (rc || !n)
+			return rc;
 	}
 }
 

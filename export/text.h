@@ -66,6 +66,10 @@ void text_id(struct text *t, uint64_t id);
 struct text_shared *text_shared_new(const char *s, size_t len, size_t cap);
 /* Let go of one reference to SH (NULL: none); the last frees it. */
 void text_shared_drop(struct text_shared *sh);
+/* SH (NULL: none) to hold LEN bytes of S instead: changed in place when
+ * no text holds it and it has room, else let go of and a new one made.
+ * @return the shared text to keep, NULL when out of memory (SH let go). */
+struct text_shared *text_shared_set(struct text_shared *sh, const char *s, size_t len);
 /* Is SH held by no text (its owner may change its contents)? */
 int text_shared_alone(struct text_shared *sh);
 /* SH's first LEN bytes into T: by reference when T->by_ref, else copied.

@@ -360,7 +360,7 @@ TESTS += tests/unit/test-flamegraph tests/unit/test-flamegraph-asan
 # stackunwind report's table and tree on hand-made folded counts (and under ASan+UBSan).
 check_PROGRAMS += tests/unit/test-report tests/unit/test-report-asan
 tests_unit_test_report_SOURCES = tests/unit/test-report.c tests/unit/check-main.h cli/report.c cli/report.h \
-	export/folded.c export/text.c common/grow.c common/hashmap.c
+	export/folded.c export/text.c common/grow.c common/hashmap.c common/io.c
 tests_unit_test_report_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS)
 tests_unit_test_report_LDADD = $(CHECK_LIBS)
 tests_unit_test_report_asan_SOURCES = $(tests_unit_test_report_SOURCES)

@@ -302,13 +302,8 @@ static void format_shared(void *arg, const struct pipeline_sample *s, const stru
 	if (!c->slot[slot] || c->key[slot] != key) {
 		char body[4096];
 		shared_body(body, len, key);
-		if (c->slot[slot] && c->slot[slot]->cap >= len && text_shared_alone(c->slot[slot])) {
-			memcpy(c->slot[slot]->s, body, len);
-		} else {
-			text_shared_drop(c->slot[slot]);
-			c->slot[slot] = text_shared_new(body, len, len);
-			ck_assert_ptr_nonnull(c->slot[slot]);
-		}
+		c->slot[slot] = text_shared_set(c->slot[slot], body, len);
+		ck_assert_ptr_nonnull(c->slot[slot]);
 		c->key[slot] = key;
 		c->len[slot] = (uint32_t)len;
 	}
