@@ -459,6 +459,21 @@ static int put_sample(struct rec_encoder *e, struct thread *t, uint64_t ts, uint
 			     : ctf_stream_sample(t->s, ts, t->tid, generation, blob, len);
 }
 
+/* S encoded (encode_stack) to be written after BEFORE bytes of other
+ * events of its thread: over T's previous sample only when it all goes
+ * in the packet in flight after that sample (the packet may fill by bytes
+ * first, or those events begin a new one), so that each packet decodes
+ * alone. */
+static int encode_in_packet(struct rec_encoder *e, struct thread *t, const struct su_sample *s, size_t before,
+			    size_t *out)
+{
+	int rc = encode_stack(e, t, s, out);
+	if (rc || !t->have_prev || ctf_stream_joins(t->s, s->tid, before + CTF_SAMPLE_EVENT_MAX(*out)))
+		return rc;
+	t->have_prev = 0;
+	return encode_stack(e, t, s, out);
+}
+
 /* T's sample of event EV and OUT bytes at TS written: counted, the packet
  * closed when full, cur becomes the reference of the next sample. */
 static int sample_written(struct rec_encoder *e, struct section *sec, struct thread *t, uint64_t ts, uint32_t ev,
@@ -537,16 +552,8 @@ int rec_encoder_sample(struct rec_encoder *e, const struct su_sample *s)
 		e->st.kernel_samples++;
 	}
 	size_t out;
-	if ((rc = encode_stack(e, t, s, &out)) != 0)
+	if ((rc = encode_in_packet(e, t, s, 0, &out)) != 0)
 		return rc;
-	/* Not after a sample of its thread in the packet in flight (the
-	 * packet filled by bytes, or the events just written began one): it
-	 * refers to none, so that the packet decodes alone. */
-	if (t->have_prev && !ctf_stream_joins(t->s, s->tid, CTF_SAMPLE_EVENT_MAX(out))) {
-		t->have_prev = 0;
-		if ((rc = encode_stack(e, t, s, &out)) != 0)
-			return rc;
-	}
 	uint32_t const ev = event_index(e, s->event);
 	if ((rc = put_sample(e, t, s->time_ns, ev, s->maps->generation, e->blob, out)) != 0) {
 		t->have_prev = 0; /* not written: no later sample may refer to it */
@@ -566,20 +573,13 @@ int rec_encoder_hold(struct rec_encoder *e, const struct su_sample *s)
 	struct thread *t = sample_thread(e, s, &sec, &rc);
 	if (!t)
 		return rc;
-	size_t out;
-	if ((rc = encode_stack(e, t, s, &out)) != 0)
-		return rc;
 	/* Written later with its kernel chain and off_cpu event, in the
-	 * packet in flight now (nothing else of the thread comes between):
-	 * if they would begin a packet, the sample refers to none. */
+	 * packet in flight now (nothing else of the thread comes between). */
 	size_t const kc_bytes = e->o.kernel_frames && s->kernel_chain && s->n_kernel_chain
 		? CTF_KERNEL_CHAIN_EVENT_MAX(s->n_kernel_chain) : 0;
-	if (t->have_prev &&
-	    !ctf_stream_joins(t->s, s->tid, kc_bytes + CTF_OFF_CPU_EVENT_MAX + CTF_SAMPLE_EVENT_MAX(out))) {
-		t->have_prev = 0;
-		if ((rc = encode_stack(e, t, s, &out)) != 0)
-			return rc;
-	}
+	size_t out;
+	if ((rc = encode_in_packet(e, t, s, kc_bytes + CTF_OFF_CPU_EVENT_MAX, &out)) != 0)
+		return rc;
 	if (out > t->hold_cap) {
 		uint8_t *nb = realloc(t->hold_blob, out);
 		if (!nb)
