@@ -45,11 +45,16 @@ struct nfile {
 	uint64_t size;            /* bytes on disk */
 	uint64_t foff;            /* next byte of the file to read */
 	uint64_t frame_off;       /* zst: file offset of the current packet's frame */
-	uint64_t poff;            /* offset of the current packet in the plain stream */
+	uint64_t poff;            /* plain-stream offset of BUF[0] (poff + pos: a byte's offset) */
 	uint64_t next_poff;
 	uint8_t *buf;
 	size_t cap;
-	size_t pos, end;          /* cursor, content end */
+	size_t pos, end;          /* cursor, content end (in BUF) */
+	/* Plain files: BUF holds the file's bytes from WIN_OFF, WIN_LEN of
+	 * them, read ahead of the packet (packets of ~8 KB, reads of 64 KB):
+	 * the next packet is taken from there without a read. */
+	uint64_t win_off;
+	size_t win_len;
 	int have_pkt;             /* a packet was seen (instance id, discarded) */
 	uint64_t instance_id;
 	uint64_t cur_ts;          /* the stream clock (compact rule) */
@@ -116,6 +121,7 @@ static void file_release(struct nfile *f)
 	free(f->buf);
 	f->buf = NULL;
 	f->cap = 0;
+	f->win_len = 0;
 }
 
 /* The first defect of F: warn, count, deliver nothing more of it.  OFF is
@@ -281,10 +287,12 @@ static int load_packet(struct native_source *s, struct nfile *f)
 		free(f->buf);
 		f->buf = NULL;
 		f->cap = 0;
+		f->win_len = 0;
 	}
 	if (buf_reserve(f, PKT_READ))
 		return -ENOMEM;
 	int fend = 0;
+	size_t base = 0; /* the packet's first byte in BUF */
 	if (f->zst) {
 		ZSTD_DCtx_reset(s->dctx, ZSTD_reset_session_only);
 		ssize_t n = zread(s, f, f->buf, PKT_HDR, &fend, &why);
@@ -300,19 +308,26 @@ static int load_packet(struct native_source *s, struct nfile *f)
 			return 0;
 		}
 	} else {
-		uint64_t const rem = f->size - f->foff;
-		ssize_t n = pread_full(f->fd, f->buf, rem < PKT_READ ? (size_t)rem : PKT_READ, f->foff);
-		if (n < 0) {
-			defect(s, f, off, "read error (%s)", strerror((int)-n));
-			return 0;
+		if (f->win_len && f->foff >= f->win_off && f->foff - f->win_off + PKT_HDR <= f->win_len) {
+			base = (size_t)(f->foff - f->win_off);
+		} else {
+			uint64_t const rem = f->size - f->foff;
+			ssize_t n = pread_full(f->fd, f->buf, rem < PKT_READ ? (size_t)rem : PKT_READ, f->foff);
+			f->win_len = 0;
+			if (n < 0) {
+				defect(s, f, off, "read error (%s)", strerror((int)-n));
+				return 0;
+			}
+			f->win_off = f->foff;
+			f->win_len = (size_t)n;
 		}
-		got = (size_t)n;
+		got = f->win_len - base;
 		if (got < PKT_HDR) {
 			defect(s, f, off, "cut packet header (%zu of %u bytes)", got, PKT_HDR);
 			return 0;
 		}
 	}
-	const uint8_t *h = f->buf;
+	const uint8_t *h = f->buf + base;
 	uint32_t const magic = su_ld32(h + CTF_PH_MAGIC);
 	uint32_t const cls = su_ld32(h + CTF_PH_STREAM_ID);
 	uint64_t const inst = su_ld64(h + CTF_PH_INSTANCE_ID);
@@ -376,6 +391,13 @@ static int load_packet(struct native_source *s, struct nfile *f)
 		}
 	}
 	/* H and CTX die here: the buffer may move. */
+	if (!f->zst && got < psize && base) {
+		/* The packet runs past the window: it moves to the front. */
+		memmove(f->buf, f->buf + base, got);
+		f->win_off += base;
+		f->win_len = got;
+		base = 0;
+	}
 	if (buf_reserve(f, (size_t)psize))
 		return -ENOMEM;
 	if (f->zst) {
@@ -407,15 +429,18 @@ static int load_packet(struct native_source *s, struct nfile *f)
 		if (got < psize) {
 			ssize_t n = pread_full(f->fd, f->buf + got, (size_t)psize - got, f->foff + got);
 			if (n < 0 || (size_t)n < psize - got) {
+				f->win_len = 0;
 				defect(s, f, off, "cut packet");
 				return 0;
 			}
+			f->win_len = (size_t)psize;
 		}
 		f->foff += psize;
 	}
 	f->next_poff = off + psize;
-	f->pos = PKT_HDR;
-	f->end = (size_t)(content_bits / 8);
+	f->poff = off - base; /* the offset of BUF's first byte: poff + pos is the byte's */
+	f->pos = base + PKT_HDR;
+	f->end = base + (size_t)(content_bits / 8);
 	f->cur_ts = begin;
 	f->last_ts = begin;
 	f->ts_end = end;
