@@ -337,6 +337,7 @@ static char *metadata_text(const uint8_t uuid[16], int64_t offset_ns, int versio
 		"\ttracer_name = \"stackcap\";\n"
 		"\ttracer_major = 0;\n"
 		"\ttracer_minor = 1;\n"
+		"\tstackcap_packets_whole = 1;\n"
 		"%s%s"
 		"};\n\n"
 		"clock {\n"

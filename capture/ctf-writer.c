@@ -74,6 +74,13 @@ struct ctf_stream {
 	int have_ts;
 	uint64_t discarded;     /* running total, as CTF wants it */
 	uint64_t discarded_written;
+	/* A sample's group (ctf_stream_group_begin): its events from BUF +
+	 * GROUP_START; what the packet held before it, to go back to. */
+	int group;
+	size_t group_start;
+	uint32_t group_events, group_samples;
+	uint64_t group_prev_ts;   /* last_ts before the group */
+	uint64_t group_first_ts;  /* its first event's */
 };
 
 /* ---- little-endian encoding ---------------------------------------------- */
@@ -483,8 +490,9 @@ static int append_packet(struct ctf_stream *s)
 }
 
 /* Write the packet in flight (or an empty one carrying a new discard
- * count), then start an empty one whatever happened. */
-static int packet_write(struct ctf_stream *s)
+ * count), then start an empty one whatever happened; the buffer is kept
+ * as it is (packet_write gives memory back). */
+static int packet_emit(struct ctf_stream *s)
 {
 	if (s->err)
 		return s->err;
@@ -500,6 +508,43 @@ static int packet_write(struct ctf_stream *s)
 	s->used = PKT_HDR;
 	s->nevents = 0;
 	s->nsamples = 0;
+	return rc;
+}
+
+/* The group does not fit in the packet in flight: the packet is written
+ * without it, and the group's events move to the front of the next one
+ * (their headers hold as they are: the first one's time begins the
+ * packet, the others' follow it). */
+static int group_move(struct ctf_stream *s)
+{
+	size_t const len = s->used - s->group_start;
+	uint32_t const events = s->nevents - s->group_events, samples = s->nsamples - s->group_samples;
+	uint64_t const last = s->last_ts;
+	s->used = s->group_start;
+	s->nevents = s->group_events;
+	s->nsamples = s->group_samples;
+	s->last_ts = s->group_prev_ts;
+	int const rc = packet_emit(s);
+	if (s->err)
+		return s->err;
+	memmove(s->buf + PKT_HDR, s->buf + s->group_start, len);
+	s->used = PKT_HDR + len;
+	s->nevents = events;
+	s->nsamples = samples;
+	if (events) {
+		s->ts_begin = s->group_first_ts;
+		s->last_ts = last;
+	}
+	s->group_start = PKT_HDR;
+	s->group_events = 0;
+	s->group_samples = 0;
+	return rc;
+}
+
+/* packet_emit, and the memory a huge event took given back. */
+static int packet_write(struct ctf_stream *s)
+{
+	int const rc = packet_emit(s);
 	/* A huge event grew the buffer: give the memory back. */
 	if (s->cap > 4 * s->w->packet_size) {
 		uint8_t *nb = realloc(s->buf, s->w->packet_size);
@@ -547,6 +592,8 @@ static uint8_t *event_begin(struct ctf_stream *s, uint64_t ts, uint32_t tid,
 				s->ts_begin = ts;
 				s->tid = tid;
 			}
+			if (s->group && s->used == s->group_start)
+				s->group_first_ts = ts;
 			uint8_t *p = s->buf + s->used;
 			if (compact) {
 				p = put_le(p, id | ((ts & (TS27 - 1)) << 5), 4);
@@ -561,24 +608,25 @@ static uint8_t *event_begin(struct ctf_stream *s, uint64_t ts, uint32_t tid,
 			s->have_ts = 1;
 			return p;
 		}
-		if (s->nevents) {
-			*rc = packet_write(s);
+		if (s->nevents && !(s->group && s->group_start == PKT_HDR)) {
+			*rc = s->group ? group_move(s) : packet_write(s);
 			if (*rc)
 				return NULL;
 			continue;
 		}
-		/* Alone in its packet and still too big: grow the packet. */
+		/* Alone in its packet, or with its own group only, and still
+		 * too big: grow the packet. */
 		if (payload > SIZE_MAX / 2) {
 			*rc = -EINVAL;
 			return NULL;
 		}
-		uint8_t *nb = realloc(s->buf, PKT_HDR + need);
+		uint8_t *nb = realloc(s->buf, s->used + need);
 		if (!nb) {
 			*rc = -ENOMEM;
 			return NULL;
 		}
 		s->buf = nb;
-		s->cap = PKT_HDR + need;
+		s->cap = s->used + need;
 	}
 }
 
@@ -706,8 +754,10 @@ int ctf_stream_sample(struct ctf_stream *s, uint64_t ts, uint32_t tid,
 		      uint32_t generation, const uint8_t *blob, size_t len)
 {
 	int const rc = sample_event(s, ts, tid, CTF_EV_SAMPLE, generation, blob, len);
-	if (!rc)
+	if (!rc) {
 		s->nsamples++; /* in the packet in flight, counted once written */
+		s->group = 0;  /* the sample ends its group */
+	}
 	return rc;
 }
 
@@ -722,8 +772,10 @@ int ctf_stream_event_sample(struct ctf_stream *s, uint64_t ts, uint32_t tid, uin
 	uint8_t head[2 + 3];
 	put_le(put_le(head, event, 2), generation, 3);
 	int const rc = blob_event(s, ts, tid, CTF_EV_EVENT_SAMPLE, head, sizeof(head), blob, len);
-	if (!rc)
+	if (!rc) {
 		s->nsamples++;
+		s->group = 0;
+	}
 	return rc;
 }
 
@@ -858,6 +910,37 @@ int ctf_stream_discarded(struct ctf_stream *s, uint64_t n)
 		return -EINVAL;
 	s->discarded += n;
 	return 0;
+}
+
+int ctf_stream_group_begin(struct ctf_stream *s, uint32_t tid)
+{
+	if (!s || s->kind != CTF_STREAM_SAMPLES)
+		return -EINVAL;
+	/* A packet never mixes threads: the group begins the next one. */
+	if (s->nevents && tid != s->tid) {
+		int const rc = packet_write(s);
+		if (rc)
+			return rc;
+	}
+	s->group = 1;
+	s->group_start = s->used;
+	s->group_events = s->nevents;
+	s->group_samples = s->nsamples;
+	s->group_prev_ts = s->last_ts;
+	return 0;
+}
+
+void ctf_stream_group_cancel(struct ctf_stream *s)
+{
+	if (!s || !s->group)
+		return;
+	s->group = 0;
+	if (s->err)
+		return;
+	s->used = s->group_start;
+	s->nevents = s->group_events;
+	s->nsamples = s->group_samples;
+	s->last_ts = s->group_prev_ts;
 }
 
 int ctf_stream_joins(const struct ctf_stream *s, uint32_t tid, size_t bytes)

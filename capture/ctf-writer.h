@@ -229,6 +229,23 @@ int ctf_stream_flush(struct ctf_stream *s);
 #define CTF_KERNEL_CHAIN_EVENT_MAX(n) (CTF_EV_EXTENDED_SIZE + 4 + 8 * (size_t)(n))
 #define CTF_OFF_CPU_EVENT_MAX (CTF_EV_EXTENDED_SIZE + 8)
 
+/* The events of thread TID written next, up to and with its sample
+ * (sample or event_sample), go in one packet (docs/trace-format.md
+ * "Packets"): the side events a sample comes with (sample_full,
+ * sample_segment, runtime_frames, kernel_chain, off_cpu) are never in the
+ * packet before its own.  When they do not all fit in the packet in
+ * flight, that packet is written without them and they begin the next;
+ * a group bigger than a packet grows its packet.  Nothing but TID's
+ * events may be written to S until the sample or
+ * ctf_stream_group_cancel.  0 or -errno (writing the packet in flight
+ * when it held another thread). */
+int ctf_stream_group_begin(struct ctf_stream *s, uint32_t tid);
+
+/* The group begun is dropped, its events taken out of the packet in
+ * flight (its sample could not be written: no side event stays without
+ * it). */
+void ctf_stream_group_cancel(struct ctf_stream *s);
+
 /* Would events of thread TID, BYTES in all (the ..._EVENT_MAX above), the
  * last one a sample, go in the packet in flight after a sample of TID?
  * Only then may that sample take words from TID's sample before: each

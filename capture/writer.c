@@ -240,13 +240,10 @@ static void filter_image(struct stackcap_image *img, const struct stackcap_code_
 	img->policy = policy;
 }
 
-/* One record: decode, elide the top shared with the previous sample,
- * write.  A record that does not decode is counted, never written. */
-static void write_record(struct wthread *w, pid_t tid, const struct ring_rec *rec)
+/* write_record's events, in the group it began. */
+static void write_group(struct wthread *w, pid_t tid, const struct ring_rec *rec,
+			const struct stackcap_code_ranges *ranges, size_t len)
 {
-	const struct snapshot *snap = snapshot_lookup(rec->generation);
-	const struct stackcap_code_ranges *ranges = snap ? &snap->set : NULL;
-	size_t const len = rec->size - sizeof(*rec) - rec->seg_len - rec->rt_len;
 	if (rec->rt_len) {
 		/* A runtime unwinder's frames (runtime.h), before the sample. */
 		int const rrc = capture_rt_write(W.proc, writer_ts(), w->stream, rec->ts, (uint32_t)tid,
@@ -340,6 +337,24 @@ static void write_record(struct wthread *w, pid_t tid, const struct ring_rec *re
 		w->in_packet = 0;
 		w->have_prev = 0;
 	}
+}
+
+/* One record: decode, elide the top shared with the previous sample,
+ * write.  A record that does not decode is counted, never written. */
+static void write_record(struct wthread *w, pid_t tid, const struct ring_rec *rec)
+{
+	const struct snapshot *snap = snapshot_lookup(rec->generation);
+	const struct stackcap_code_ranges *ranges = snap ? &snap->set : NULL;
+	size_t const len = rec->size - sizeof(*rec) - rec->seg_len - rec->rt_len;
+	/* The sample and the events it comes with go in one packet; a
+	 * record that fails half-way leaves none of them. */
+	int const grc = ctf_stream_group_begin(w->stream, (uint32_t)tid);
+	if (grc < 0) {
+		note_error(grc);
+		return;
+	}
+	write_group(w, tid, rec, ranges, len);
+	ctf_stream_group_cancel(w->stream); /* no-op once the sample is written */
 }
 
 static void drain_thread(struct thread_state *t)

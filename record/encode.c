@@ -543,23 +543,30 @@ int rec_encoder_sample(struct rec_encoder *e, const struct su_sample *s)
 	struct thread *t = sample_thread(e, s, &sec, &rc);
 	if (!t)
 		return rc;
-	if (e->o.full_copy && (rc = write_full(e, t, s)) != 0)
+	/* The sample and the events it comes with go in one packet. */
+	if ((rc = ctf_stream_group_begin(t->s, s->tid)) != 0)
 		return rc;
+	if (e->o.full_copy && (rc = write_full(e, t, s)) != 0)
+		goto cancel;
 	if (e->o.kernel_frames && s->kernel_chain && s->n_kernel_chain) {
 		if ((rc = ctf_stream_kernel_chain(t->s, s->time_ns, s->tid, s->kernel_chain, s->n_kernel_chain)) != 0 ||
 		    (rc = kaddr_add(e, s->kernel_chain, s->n_kernel_chain)) != 0)
-			return rc;
-		e->st.kernel_samples++;
+			goto cancel;
 	}
 	size_t out;
 	if ((rc = encode_in_packet(e, t, s, 0, &out)) != 0)
-		return rc;
+		goto cancel;
 	uint32_t const ev = event_index(e, s->event);
 	if ((rc = put_sample(e, t, s->time_ns, ev, s->maps->generation, e->blob, out)) != 0) {
 		t->have_prev = 0; /* not written: no later sample may refer to it */
-		return rc;
+		goto cancel;
 	}
+	if (e->o.kernel_frames && s->kernel_chain && s->n_kernel_chain)
+		e->st.kernel_samples++;
 	return sample_written(e, sec, t, s->time_ns, ev, out, s->stack_capped, s->image->nwords);
+cancel:
+	ctf_stream_group_cancel(t->s);
+	return rc;
 }
 
 /* ---- off-CPU time ------------------------------------------------------------- */
@@ -616,17 +623,23 @@ static int hold_write(struct rec_encoder *e, struct thread *t, uint64_t duration
 		return rc;
 	if (t->hold_ref && !t->have_prev)
 		return 0; /* cannot happen: a held thread's packet stays open */
+	if ((rc = ctf_stream_group_begin(t->s, t->tid)) != 0)
+		return rc;
 	if (t->hold_nkc) {
 		if ((rc = ctf_stream_kernel_chain(t->s, t->hold_ts, t->tid, t->hold_kc, t->hold_nkc)) != 0 ||
-		    (rc = kaddr_add(e, t->hold_kc, t->hold_nkc)) != 0)
+		    (rc = kaddr_add(e, t->hold_kc, t->hold_nkc)) != 0) {
+			ctf_stream_group_cancel(t->s);
 			return rc;
-		e->st.kernel_samples++;
+		}
 	}
 	if ((rc = ctf_stream_off_cpu(t->s, t->hold_ts, t->tid, duration)) != 0 ||
 	    (rc = put_sample(e, t, t->hold_ts, t->hold_event, t->hold_generation, t->hold_blob, t->hold_len)) != 0) {
+		ctf_stream_group_cancel(t->s);
 		t->have_prev = 0;
 		return rc;
 	}
+	if (t->hold_nkc)
+		e->st.kernel_samples++;
 	e->st.off_cpu_samples++;
 	e->st.off_cpu_ns += duration;
 	return sample_written(e, sec, t, t->hold_ts, t->hold_event, t->hold_len, t->hold_capped, t->cur.nwords);

@@ -100,6 +100,22 @@ for s in $SAMPLERS; do
 	check "$tr: read in 2 parts, no packet needs another ($(grep -c 'in part' "$work/$tr.j2.err") warnings: $(grep -m 1 'in part' "$work/$tr.j2.err" | cut -c 1-160)), folded as -j 1's" \
 		sh -c "! grep -q 'in part' '$work/$tr.j2.err' && [ -s '$work/$tr.j1' ] && cmp -s '$work/$tr.j1' '$work/$tr.j2'"
 done
+# Each sample's packet holds the events it comes with (the full copy,
+# the kernel chain): the metadata says so, and a part skips another
+# part's packet whole.  Without that line (traces written before it) a
+# part reads the headers of another's packets up to their last sample:
+# the same output either way.
+for s in $SAMPLERS; do
+	tr=full-$s
+	check "$tr: the metadata says stackcap_packets_whole = 1" grep -q '^	stackcap_packets_whole = 1;$' "$work/$tr.trace/metadata"
+	rm -rf "$work/$tr-old.trace"
+	cp -r "$work/$tr.trace" "$work/$tr-old.trace"
+	sed -i '/stackcap_packets_whole/d' "$work/$tr-old.trace/metadata"
+	STACKCAP_JOBS_AFTER=0 STACKUNWIND_PARTS_WARNINGS=1 "$SU" folded -j 2 "$work/$tr-old.trace" >"$work/$tr-old.j2" \
+		2>"$work/$tr-old.j2.err"
+	check "$tr without stackcap_packets_whole: read in 2 parts, no part warns, folded as -j 1's" \
+		sh -c "! grep -q 'in part' '$work/$tr-old.j2.err' && [ -s '$work/$tr.j1' ] && cmp -s '$work/$tr.j1' '$work/$tr-old.j2'"
+done
 # A handler on the alternate signal stack, sampled in process: each sample
 # holds a second stack segment (the thread's own stack), unwound through.
 record sigalt -F 1999 --in-process -- "$TD/tdata-sigalt" 0.5

@@ -46,7 +46,8 @@ struct raw_event {
 	/* RAW_SAMPLE*: */
 	uint32_t generation;
 	/* In a packet another part reads (su_reader_opts.parts): a
-	 * RAW_SAMPLE is not decoded nor delivered. */
+	 * RAW_SAMPLE is not decoded nor delivered, its thread starts anew
+	 * (no blob, when the packet was skipped whole). */
 	int others;
 	const uint8_t *blob;
 	size_t blob_len;
@@ -78,6 +79,8 @@ struct source_report {
 	unsigned part, parts;     /* su_reader_opts.part, parts, claims, n_claims */
 	_Atomic uint64_t *claims;
 	size_t n_claims;
+	/* su_trace_packets_whole: another part's packet is skipped whole. */
+	int packets_whole;
 };
 
 enum source_pass { PASS_PROCESS = 1, PASS_SAMPLES = 2 };
@@ -147,6 +150,9 @@ int su_trace_check_metadata(const char *dir, char *msg, size_t msglen);
 /* The event table of DIR's metadata (version 4): *OUT holds *N names, or
  * none.  0 or -ENOMEM. */
 int su_trace_event_table(const char *dir, char ***out, size_t *n);
+/* DIR's metadata says stackcap_packets_whole = 1 (docs/trace-format.md:
+ * a sample's packet holds the events it comes with): 1, else 0. */
+int su_trace_packets_whole(const char *dir);
 /* The bytes of DIR's files, subdirectories included. */
 uint64_t su_trace_dir_bytes(const char *dir);
 /* Errors as layers (babeltrace2's causes, innermost first): the layer

@@ -33,7 +33,9 @@
  * ones). */
 static const unsigned n_event_ids[2] = { CTF_EV_KERNEL_SYMBOLS + 1, CTF_EV_OFF_CPU + 1 };
 
-enum next_item { NEXT_NONE, NEXT_EVENT, NEXT_DISCARDED };
+/* NEXT_RESET: another part's packet was skipped whole; its thread starts
+ * anew (delivered as a RAW_SAMPLE of others, without blob). */
+enum next_item { NEXT_NONE, NEXT_EVENT, NEXT_DISCARDED, NEXT_RESET };
 
 struct nfile {
 	char *name;
@@ -76,6 +78,7 @@ struct nfile {
 	/* Skipping another part's packet up to its last sample (advance):
 	 * where to come back to, and the stream clock there. */
 	int skipping;
+	int reset;                /* skipped whole: NEXT_RESET to deliver */
 	size_t resume_pos;
 	uint64_t resume_cur_ts, resume_last_ts;
 	uint64_t pkt_begin;       /* timestamp_begin of the current packet */
@@ -461,14 +464,19 @@ static int load_packet(struct native_source *s, struct nfile *f)
 	f->have_pkt = 1;
 	f->packets++;
 	f->pkt_begin = begin;
-	/* Another part's packet (su_reader_opts.parts): skipped up to its
-	 * last sample (advance), whose side events went with it; what
-	 * follows it is read (the kernel chain, runtime frames... written
-	 * just before a sample may end the packet before the one holding
-	 * it). */
+	/* Another part's packet (su_reader_opts.parts).  Where each sample's
+	 * packet holds its side events (stackcap_packets_whole), it is
+	 * skipped whole: only its thread's state is reset.  Else it is
+	 * skipped up to its last sample (advance), whose side events went
+	 * with it; what follows it is read (the kernel chain, runtime
+	 * frames... written just before a sample may end the packet before
+	 * the one holding it). */
 	f->others = f->kind == 1 && s->rep->parts > 1 && !packet_mine(s, f);
-	f->skipping = f->others;
-	if (f->others) {
+	f->skipping = f->others && !s->rep->packets_whole;
+	if (f->others && s->rep->packets_whole) {
+		f->pos = f->end;
+		f->reset = 1;
+	} else if (f->others) {
 		f->resume_pos = f->pos;
 		f->resume_cur_ts = f->cur_ts;
 		f->resume_last_ts = f->last_ts;
@@ -542,6 +550,12 @@ static int advance(struct native_source *s, struct nfile *f)
 		if (f->pending_discard) {
 			f->next = NEXT_DISCARDED;
 			f->key = f->prev_end; /* babeltrace2 dates them at the previous packet's end */
+			return 0;
+		}
+		if (f->reset) {
+			f->reset = 0;
+			f->next = NEXT_RESET;
+			f->key = f->pkt_begin;
 			return 0;
 		}
 		if (f->pos >= f->end) {
@@ -772,6 +786,11 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 		ev.kind = RAW_DISCARDED;
 		ev.discarded = f->pending_discard;
 		f->pending_discard = 0;
+		return emit(ctx, &ev);
+	}
+	if (f->next == NEXT_RESET) {
+		ev.kind = RAW_SAMPLE;
+		ev.others = 1;
 		return emit(ctx, &ev);
 	}
 	const uint8_t *p = f->buf + f->ev_off;

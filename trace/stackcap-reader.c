@@ -1038,6 +1038,7 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 		rep.parts = opts->parts;
 		rep.claims = opts->claims;
 		rep.n_claims = opts->n_claims;
+		rep.packets_whole = su_trace_packets_whole(dir);
 	}
 	if ((rc = su_trace_event_table(dir, &r.events, &r.n_events)) != 0)
 		goto out;

@@ -89,6 +89,27 @@ int su_stackcap_trace_sampler(const char *dir, char *buf, size_t len)
 	return found;
 }
 
+int su_trace_packets_whole(const char *dir)
+{
+	char path[8192], line[1024];
+	snprintf(path, sizeof(path), "%s/metadata", dir);
+	int const fd = su_open_regular(path, O_NOFOLLOW);
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	int whole = 0;
+	/* The env block comes before the event classes: stop at the first. */
+	while (!whole && fgets(line, sizeof(line), f) && strncmp(line, "event {", 7) != 0) {
+		const char *p = line + strspn(line, " \t");
+		whole = strcmp(p, "stackcap_packets_whole = 1;\n") == 0;
+	}
+	fclose(f);
+	return whole;
+}
+
 /* The event table of DIR's metadata (versions 4, 5: env.stackcap_events
  * and env.stackcap_event_I, docs/trace-format.md): *OUT holds N names, or
  * none.  0 or -ENOMEM. */

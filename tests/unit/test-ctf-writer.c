@@ -945,6 +945,166 @@ START_TEST(zstd_truncated_multiblock_frame)
 }
 END_TEST
 
+/* ---- a sample's group in one packet ------------------------------------------ */
+
+static uint64_t ld(const uint8_t *p, unsigned n)
+{
+	uint64_t v = 0;
+	for (unsigned i = 0; i < n; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+struct group_walk {
+	size_t packets, samples, fulls, chains, off_cpus;
+	size_t left_at_end;   /* packets ending with side events after their last sample */
+	size_t big_packets;   /* packets over the packet size */
+	size_t bad_ts;        /* events whose time is not their group's */
+};
+
+/* Walk the plain samples stream PATH as a reader does (packets, event
+ * headers with the compact clock rule, payload sizes): count events, and
+ * the packets that end on a side event not followed by its sample. */
+static void walk_samples(const char *path, size_t packet_size, struct group_walk *g)
+{
+	size_t len;
+	uint8_t *f = (uint8_t *)read_file(path, &len);
+	memset(g, 0, sizeof(*g));
+	const uint64_t mask = (1ull << CTF_EV_TS_BITS) - 1;
+	for (size_t off = 0; off < len;) {
+		ck_assert_uint_ge(len - off, CTF_PACKET_PREAMBLE);
+		const uint8_t *ctx = f + off + CTF_PACKET_HEADER_SIZE;
+		size_t const content = ld(ctx + CTF_PC_CONTENT_SIZE, 8) / 8, psize = ld(ctx + CTF_PC_PACKET_SIZE, 8) / 8;
+		ck_assert(content <= psize && psize <= len - off);
+		uint64_t ts = ld(ctx + CTF_PC_TS_BEGIN, 8);
+		size_t side = 0;
+		g->packets++;
+		g->big_packets += psize > packet_size;
+		for (size_t pos = CTF_PACKET_PREAMBLE; pos < content;) {
+			const uint8_t *p = f + off + pos;
+			uint32_t const v = (uint32_t)ld(p, 4);
+			unsigned id;
+			if ((v & 31) != CTF_EV_EXTENDED_MARK) {
+				id = v & 31;
+				uint64_t const low = v >> 5;
+				if (low < (ts & mask))
+					ts += mask + 1;
+				ts = (ts & ~mask) | low;
+				p += CTF_EV_COMPACT_SIZE;
+			} else {
+				id = (unsigned)ld(p + 1, 4);
+				ts = ld(p + 5, 8);
+				p += CTF_EV_EXTENDED_SIZE;
+			}
+			size_t n;
+			switch (id) {
+			case CTF_EV_SAMPLE:
+			case CTF_EV_SAMPLE_FULL:
+				n = 6 + ld(p + 3, 3);
+				break;
+			case CTF_EV_KERNEL_CHAIN:
+				n = 4 + 8 * ld(p, 4);
+				break;
+			case CTF_EV_OFF_CPU:
+				n = 8;
+				break;
+			default:
+				ck_abort_msg("unexpected event id %u", id);
+			}
+			/* Every event of group I is at 1000 + 10 * I. */
+			g->bad_ts += ts < 1000 || (ts - 1000) % 10 != 0;
+			if (id == CTF_EV_SAMPLE) {
+				g->samples++;
+				side = 0;
+			} else {
+				side++;
+				g->fulls += id == CTF_EV_SAMPLE_FULL;
+				g->chains += id == CTF_EV_KERNEL_CHAIN;
+				g->off_cpus += id == CTF_EV_OFF_CPU;
+			}
+			pos = (size_t)(p - (f + off)) + n;
+		}
+		g->left_at_end += side != 0;
+		off += psize;
+	}
+	free(f);
+}
+
+/* Both writers put a sample and the events it comes with in one packet
+ * (ctf_stream_group_begin, docs/trace-format.md "Stream class 1"): a read
+ * in parts skips another part's packet whole.  Groups of every size
+ * around a small packet's, a group bigger than a packet, threads
+ * changing, groups cancelled half-way. */
+START_TEST(sample_group_in_one_packet)
+{
+	char *dir = new_tmpdir();
+	size_t const psize = 512;
+	struct ctf_writer_opts o = { .sz = sizeof o, .packet_size = psize, .clock_offset_ns = TEST_OFFSET_NS,
+				     .kernel_frames = 1, .off_cpu = 1 };
+	struct ctf_writer *w = NULL;
+	ck_assert_int_eq(ctf_writer_open(dir, &o, &w), 0);
+	struct ctf_stream *s;
+	ck_assert_int_eq(ctf_writer_open_stream(w, CTF_STREAM_SAMPLES, "samples-3-0", 3, &s), 0);
+	static uint8_t blob[3000];
+	uint64_t ips[40];
+	for (size_t k = 0; k < 40; k++)
+		ips[k] = 0xffffffff81000000ull + 16 * k;
+	size_t want_samples = 0, want_fulls = 0, want_chains = 0, want_off = 0;
+	for (unsigned i = 0; i < 400; i++) {
+		uint64_t const ts = 1000 + 10 * (uint64_t)i;
+		uint32_t const tid = 20 + i / 7 % 2;
+		size_t const full = i % 3 == 0 ? 40 + (i * 37) % 300 : i == 200 ? sizeof blob : 0;
+		size_t const nkc = 1 + i % 40;
+		int const off_cpu = i % 5 == 0, cancel = i % 17 == 0;
+		memset(blob, (int)(i % 251), sizeof blob);
+		ck_assert_int_eq(ctf_stream_group_begin(s, tid), 0);
+		if (full)
+			ck_assert_int_eq(ctf_stream_sample_full(s, ts, tid, 1, blob, full), 0);
+		ck_assert_int_eq(ctf_stream_kernel_chain(s, ts, tid, ips, nkc), 0);
+		if (off_cpu)
+			ck_assert_int_eq(ctf_stream_off_cpu(s, ts, tid, 12345), 0);
+		if (cancel) {
+			ctf_stream_group_cancel(s);
+			continue;
+		}
+		ck_assert_int_eq(ctf_stream_sample(s, ts, tid, 1, blob, 10 + (i * 13) % 90), 0);
+		want_samples++;
+		want_fulls += full != 0;
+		want_chains++;
+		want_off += off_cpu;
+	}
+	ck_assert_int_eq(ctf_writer_close(w), 0);
+	char *path = xasprintf("%s/samples-3-0", dir);
+	struct group_walk g;
+	walk_samples(path, psize, &g);
+	ck_assert_msg(g.left_at_end == 0, "%zu of %zu packets end on side events whose sample is in the next one",
+		      g.left_at_end, g.packets);
+	ck_assert_uint_eq(g.samples, want_samples);
+	ck_assert_uint_eq(g.fulls, want_fulls);
+	ck_assert_uint_eq(g.chains, want_chains);
+	ck_assert_uint_eq(g.off_cpus, want_off);
+	ck_assert_uint_eq(g.bad_ts, 0);
+	ck_assert_msg(g.packets > 100, "%zu packets: the groups should fill many", g.packets);
+	ck_assert_msg(g.big_packets >= 1, "the 3000-byte group grows its packet");
+	char *mpath = xasprintf("%s/metadata", dir);
+	size_t mlen;
+	char *meta = read_file(mpath, &mlen);
+	ck_assert_ptr_nonnull(strstr(meta, "\tstackcap_packets_whole = 1;\n"));
+	free(meta);
+	free(mpath);
+	/* babeltrace2 reads the moved groups' times as we do. */
+	struct bt bt;
+	bt_read(dir, &bt);
+	ck_assert_uint_eq(bt.n, want_samples + want_fulls + want_chains + want_off);
+	for (size_t i = 0; i < bt.n; i++)
+		ck_assert_msg((bt.ev[i].ts - 1000) % 10 == 0 && (i == 0 || bt.ev[i].ts >= bt.ev[i - 1].ts),
+			      "event %zu at %" PRIu64, i, bt.ev[i].ts);
+	bt_free(&bt);
+	free(path);
+	rm_rf(dir);
+}
+END_TEST
+
 /* The size goal: headers must stay tiny (compact header + 6 bytes). */
 START_TEST(bytes_per_sample)
 {
@@ -1126,6 +1286,7 @@ static Suite *ctf_writer_suite(void)
 	tcase_add_test(tc, zstd_truncated_keeps_complete_packets);
 	tcase_add_test(tc, sync_keeps_packet_open);
 	tcase_add_test(tc, zstd_truncated_multiblock_frame);
+	tcase_add_test(tc, sample_group_in_one_packet);
 	tcase_add_test(tc, bytes_per_sample);
 	tcase_add_test(tc, negative_clock_offset);
 	tcase_add_test(tc, enospc_keeps_trace_valid);
