@@ -541,9 +541,11 @@ static int group_move(struct ctf_stream *s)
 	return rc;
 }
 
-/* packet_emit, and the memory a huge event took given back. */
+/* packet_emit, and the memory a huge event took given back.  A group
+ * open here (a thread change, a flush) ends: its events went out. */
 static int packet_write(struct ctf_stream *s)
 {
+	s->group = 0;
 	int const rc = packet_emit(s);
 	/* A huge event grew the buffer: give the memory back. */
 	if (s->cap > 4 * s->w->packet_size) {
@@ -554,6 +556,16 @@ static int packet_write(struct ctf_stream *s)
 		}
 	}
 	return rc;
+}
+
+/* A group begins at the end of the packet in flight. */
+static void group_open(struct ctf_stream *s)
+{
+	s->group = 1;
+	s->group_start = s->used;
+	s->group_events = s->nevents;
+	s->group_samples = s->nsamples;
+	s->group_prev_ts = s->last_ts;
 }
 
 /*
@@ -583,6 +595,11 @@ static uint8_t *event_begin(struct ctf_stream *s, uint64_t ts, uint32_t tid,
 		if (*rc)
 			return NULL;
 	}
+	/* An event a sample comes with opens its group when the caller did
+	 * not (ctf_stream_group_begin): the events up to the sample go in
+	 * one packet whoever writes them. */
+	if (!s->group && s->kind == CTF_STREAM_SAMPLES && id != CTF_EV_SAMPLE && id != CTF_EV_EVENT_SAMPLE)
+		group_open(s);
 	for (;;) {
 		int compact = id <= CTF_EV_COMPACT_MAX_ID &&
 			      (!s->nevents || ts - s->last_ts < TS27);
@@ -922,11 +939,7 @@ int ctf_stream_group_begin(struct ctf_stream *s, uint32_t tid)
 		if (rc)
 			return rc;
 	}
-	s->group = 1;
-	s->group_start = s->used;
-	s->group_events = s->nevents;
-	s->group_samples = s->nsamples;
-	s->group_prev_ts = s->last_ts;
+	group_open(s);
 	return 0;
 }
 

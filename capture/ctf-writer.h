@@ -235,10 +235,11 @@ int ctf_stream_flush(struct ctf_stream *s);
  * sample_segment, runtime_frames, kernel_chain, off_cpu) are never in the
  * packet before its own.  When they do not all fit in the packet in
  * flight, that packet is written without them and they begin the next;
- * a group bigger than a packet grows its packet.  Nothing but TID's
- * events may be written to S until the sample or
- * ctf_stream_group_cancel.  0 or -errno (writing the packet in flight
- * when it held another thread). */
+ * a group bigger than a packet grows its packet.  The first such event
+ * opens a group itself when none is open: begun here, the group also
+ * covers a cancel before any event.  Another thread's event, or a flush,
+ * ends it.  0 or -errno (writing the packet in flight when it held
+ * another thread). */
 int ctf_stream_group_begin(struct ctf_stream *s, uint32_t tid);
 
 /* The group begun is dropped, its events taken out of the packet in
