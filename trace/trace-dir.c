@@ -89,17 +89,25 @@ int su_stackcap_trace_sampler(const char *dir, char *buf, size_t len)
 	return found;
 }
 
-int su_trace_packets_whole(const char *dir)
+/* DIR/metadata opened for reading (a regular file, not through a
+ * symlink), or NULL. */
+static FILE *metadata_open(const char *dir)
 {
-	char path[8192], line[1024];
+	char path[8192];
 	snprintf(path, sizeof(path), "%s/metadata", dir);
 	int const fd = su_open_regular(path, O_NOFOLLOW);
 	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
-	if (!f) {
-		if (fd >= 0)
-			close(fd);
+	if (!f && fd >= 0)
+		close(fd);
+	return f;
+}
+
+int su_trace_packets_whole(const char *dir)
+{
+	FILE *f = metadata_open(dir);
+	if (!f)
 		return 0;
-	}
+	char line[1024];
 	int whole = 0;
 	/* The env block comes before the event classes: stop at the first. */
 	while (!whole && fgets(line, sizeof(line), f) && strncmp(line, "event {", 7) != 0) {
@@ -117,15 +125,10 @@ int su_trace_event_table(const char *dir, char ***out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
-	char path[8192], line[1024];
-	snprintf(path, sizeof(path), "%s/metadata", dir);
-	int const fd = su_open_regular(path, O_NOFOLLOW);
-	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
-	if (!f) {
-		if (fd >= 0)
-			close(fd);
+	char line[1024];
+	FILE *f = metadata_open(dir);
+	if (!f)
 		return 0;
-	}
 	long count = -1;
 	char **v = NULL;
 	int rc = 0;
