@@ -427,7 +427,7 @@ static int packet_bytes(struct ctf_stream *s, const void **out, size_t *outlen)
 	const void *data = s->buf;
 	size_t len = s->used;
 	if (w->zstd) {
-		size_t bound = ZSTD_compressBound(len);
+		size_t bound = ZSTD_compressBound(len) + 64; /* and the header's own block */
 		if (bound > w->zcap) {
 			uint8_t *nb = realloc(w->zbuf, bound);
 			if (!nb)
@@ -435,9 +435,27 @@ static int packet_bytes(struct ctf_stream *s, const void **out, size_t *outlen)
 			w->zbuf = nb;
 			w->zcap = bound;
 		}
-		len = ZSTD_compress2(w->cctx, w->zbuf, w->zcap, s->buf, s->used);
-		if (ZSTD_isError(len))
-			return ZSTD_getErrorCode(len) == ZSTD_error_memory_allocation ? -ENOMEM : -EIO;
+		/* The packet header and context in a block of their own, the
+		 * events after it: a reader that only needs the header (a part
+		 * of stackunwind -j N skipping another part's packet) inflates
+		 * 80 bytes, not the packet.  One frame still, its content size
+		 * and checksum in it; later blocks may refer to the first. */
+		size_t rc = ZSTD_CCtx_reset(w->cctx, ZSTD_reset_session_only);
+		if (!ZSTD_isError(rc))
+			rc = ZSTD_CCtx_setPledgedSrcSize(w->cctx, s->used);
+		ZSTD_outBuffer ob = { w->zbuf, w->zcap, 0 };
+		ZSTD_inBuffer hb = { s->buf, PKT_HDR, 0 };
+		/* The output holds the whole frame: each call finishes its part. */
+		if (!ZSTD_isError(rc))
+			rc = ZSTD_compressStream2(w->cctx, &ob, &hb, ZSTD_e_flush);
+		ZSTD_inBuffer eb = { s->buf + PKT_HDR, s->used - PKT_HDR, 0 };
+		if (!ZSTD_isError(rc) && rc == 0)
+			rc = ZSTD_compressStream2(w->cctx, &ob, &eb, ZSTD_e_end);
+		if (!ZSTD_isError(rc) && rc != 0)
+			return -EIO; /* cannot be: the output is the bound */
+		if (ZSTD_isError(rc))
+			return ZSTD_getErrorCode(rc) == ZSTD_error_memory_allocation ? -ENOMEM : -EIO;
+		len = ob.pos;
 		data = w->zbuf;
 	}
 	*out = data;

@@ -116,6 +116,18 @@ for s in $SAMPLERS; do
 	check "$tr without stackcap_packets_whole: read in 2 parts, no part warns, folded as -j 1's" \
 		sh -c "! grep -q 'in part' '$work/$tr-old.j2.err' && [ -s '$work/$tr.j1' ] && cmp -s '$work/$tr.j1' '$work/$tr-old.j2'"
 done
+# A zstd trace: a part inflates only the first block of another part's
+# frame (the packet header, alone in it) and goes past the rest.
+record zst -F 1999 --zstd -- "$TD/tdata-recurse" -d 46 0.5
+check "zst: recorded ($(rc zst))" [ "$(rc zst)" = 0 ]
+"$SU" folded -j 1 "$work/zst.trace" >"$work/zst.j1" 2>/dev/null
+for j in 2 8; do
+	STACKCAP_JOBS_AFTER=0 STACKUNWIND_PARTS_WARNINGS=1 "$SU" folded -j $j "$work/zst.trace" >"$work/zst.j$j" \
+		2>"$work/zst.j$j.err"
+done
+check "zst: read in 2 and 8 parts, no part warns, folded as -j 1's ($(wc -l <"$work/zst.j1") stacks)" \
+	sh -c "! grep -q 'in part' '$work/zst.j2.err' '$work/zst.j8.err' && [ -s '$work/zst.j1' ] &&
+		cmp -s '$work/zst.j1' '$work/zst.j2' && cmp -s '$work/zst.j1' '$work/zst.j8'"
 # A handler on the alternate signal stack, sampled in process: each sample
 # holds a second stack segment (the thread's own stack), unwound through.
 record sigalt -F 1999 --in-process -- "$TD/tdata-sigalt" 0.5

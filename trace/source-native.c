@@ -244,14 +244,80 @@ static int zframe_end(struct native_source *s, struct nfile *f, const char **why
 	return 0;
 }
 
-/* Is F's packet just loaded (its f->packets-th) this part's to read
+/* zstd: the input holds all of F's next frame, from its first byte
+ * (f->foff) at ZI->buf + *AT, *LEN bytes long (found from its block
+ * headers, nothing inflated).  @return 0, 1 when not (a frame bigger than
+ * one read, or damaged: it is read the usual way), -EIO. */
+static int zframe_locate(struct native_source *s, struct nfile *f, size_t *at, size_t *len)
+{
+	struct zin *zi = &s->zin;
+	for (int fresh = 0; fresh < 2; fresh++) {
+		if (zi->owner == f && f->foff >= zi->base && f->foff - zi->base <= zi->len) {
+			*at = (size_t)(f->foff - zi->base);
+			*len = ZSTD_findFrameCompressedSize(zi->buf + *at, zi->len - *at);
+			if (!ZSTD_isError(*len))
+				return 0;
+			if (*at == 0)
+				return 1;
+		}
+		ssize_t const n = pread_full(f->fd, zi->buf, ZIN_SIZE, f->foff);
+		if (n < 0) {
+			zi->owner = NULL;
+			return -EIO;
+		}
+		zi->owner = f;
+		zi->base = f->foff;
+		zi->len = (size_t)n;
+		zi->pos = 0;
+	}
+	return 1;
+}
+
+/* zstd: the packet header of the LEN-byte frame at FRAME into DST
+ * (PKT_HDR bytes), inflating the frame's first block only: our writers
+ * put the header alone in it (a frame of an older writer has one block,
+ * inflated whole).  The block's extent comes from its 3-byte header
+ * (RFC 8878 3.1.1.2): only its input is given to the decoder, which then
+ * cannot go on into the next.  @return 0, 1 when the header is not had so
+ * (read the frame the usual way). */
+static int zhead(struct native_source *s, const uint8_t *frame, size_t len, uint8_t *dst)
+{
+	/* The frame header (RFC 8878 3.1.1.1): magic, descriptor, window
+	 * descriptor unless single-segment, dictionary id, content size.
+	 * (zstd.h has ZSTD_frameHeaderSize only among its unstable calls.) */
+	if (len < 6 || su_ld32(frame) != ZSTD_MAGICNUMBER)
+		return 1;
+	uint8_t const fhd = frame[4];
+	unsigned const single = fhd >> 5 & 1, fcs = fhd >> 6;
+	size_t const hs = 5 + !single + (size_t)(fhd & 3 ? 1u << ((fhd & 3) - 1) : 0) +
+			  (size_t)(fcs ? 1u << fcs : single);
+	if (hs > len || len - hs < 3)
+		return 1;
+	uint32_t const bh = le24(frame + hs);
+	uint32_t const type = bh >> 1 & 3, size = bh >> 3;
+	size_t const in = hs + 3 + (type == 1 ? 1 : size); /* RLE: one byte */
+	if (type == 3 || in > len)
+		return 1;
+	ZSTD_DCtx_reset(s->dctx, ZSTD_reset_session_only);
+	ZSTD_inBuffer ib = { frame, in, 0 };
+	ZSTD_outBuffer ob = { dst, PKT_HDR, 0 };
+	while (ob.pos < ob.size) {
+		size_t const pos = ib.pos, out = ob.pos;
+		size_t const r = ZSTD_decompressStream(s->dctx, &ob, &ib);
+		if (ZSTD_isError(r) || r == 0 || (ib.pos == pos && ob.pos == out))
+			break;
+	}
+	ZSTD_DCtx_reset(s->dctx, ZSTD_reset_session_only);
+	return ob.pos == PKT_HDR ? 0 : 1;
+}
+
+/* Is F's packet being loaded (its N-th) this part's to read
  * (su_reader_opts.parts)?  Taken when no part took it or a later one of
  * the file: each part goes through every packet in order, so each
  * packet is taken by exactly one. */
-static int packet_mine(struct native_source *s, const struct nfile *f)
+static int packet_mine(struct native_source *s, const struct nfile *f, uint64_t n)
 {
 	size_t const i = (size_t)(f - s->files[1]);
-	uint64_t const n = f->packets;
 	if (s->rep->claims && s->n_files[1] != s->rep->n_claims && !s->parts_warned) {
 		/* Files added or gone since the parts counted them: which
 		 * counter is whose file is no longer sure.  The warning makes
@@ -294,9 +360,27 @@ static int load_packet(struct native_source *s, struct nfile *f)
 	}
 	if (buf_reserve(f, PKT_READ))
 		return -ENOMEM;
+	/* Another part's packet (su_reader_opts.parts), decided before it is
+	 * read: where each sample's packet holds its side events
+	 * (stackcap_packets_whole) nothing in it is needed but its header,
+	 * and of a zstd frame only the block holding the header is inflated. */
+	int const others = f->kind == 1 && s->rep->parts > 1 && !packet_mine(s, f, f->packets + 1);
+	int const skip_whole = others && s->rep->packets_whole;
 	int fend = 0;
 	size_t base = 0; /* the packet's first byte in BUF */
-	if (f->zst) {
+	size_t zat = 0, zlen = 0; /* skip_whole, zstd: the frame in the input, when found */
+	if (f->zst && skip_whole) {
+		int const zrc = zframe_locate(s, f, &zat, &zlen);
+		if (zrc < 0) {
+			defect(s, f, off, "read error");
+			return 0;
+		}
+		if (zrc || zhead(s, s->zin.buf + zat, zlen, f->buf))
+			zlen = 0; /* the usual way */
+	}
+	if (f->zst && zlen) {
+		got = PKT_HDR;
+	} else if (f->zst) {
 		ZSTD_DCtx_reset(s->dctx, ZSTD_reset_session_only);
 		ssize_t n = zread(s, f, f->buf, PKT_HDR, &fend, &why);
 		if (n == -ENOMEM)
@@ -380,6 +464,12 @@ static int load_packet(struct native_source *s, struct nfile *f)
 		defect(s, f, off, "packet timestamps go back in time");
 		return 0;
 	}
+	if (f->zst && zlen) {
+		/* Another part's frame: gone past, its events not inflated. */
+		s->zin.pos = zat + zlen;
+		f->foff = s->zin.base + s->zin.pos;
+		goto skipped;
+	}
 	/* A plain packet is on disk; an inflated one may be KBs claiming
 	 * 64 MiB, and every file of the pass holds its current packet. */
 	if (f->zst && psize > PKT_READ) {
@@ -440,6 +530,7 @@ static int load_packet(struct native_source *s, struct nfile *f)
 		}
 		f->foff += psize;
 	}
+skipped:
 	f->next_poff = off + psize;
 	f->poff = off - base; /* the offset of BUF's first byte: poff + pos is the byte's */
 	f->pos = base + PKT_HDR;
@@ -464,16 +555,14 @@ static int load_packet(struct native_source *s, struct nfile *f)
 	f->have_pkt = 1;
 	f->packets++;
 	f->pkt_begin = begin;
-	/* Another part's packet (su_reader_opts.parts).  Where each sample's
-	 * packet holds its side events (stackcap_packets_whole), it is
-	 * skipped whole: only its thread's state is reset.  Else it is
-	 * skipped up to its last sample (advance), whose side events went
-	 * with it; what follows it is read (the kernel chain, runtime
-	 * frames... written just before a sample may end the packet before
-	 * the one holding it). */
-	f->others = f->kind == 1 && s->rep->parts > 1 && !packet_mine(s, f);
-	f->skipping = f->others && !s->rep->packets_whole;
-	if (f->others && s->rep->packets_whole) {
+	/* Another part's packet: with stackcap_packets_whole skipped whole,
+	 * only its thread's state reset.  Else skipped up to its last sample
+	 * (advance), whose side events went with it; what follows it is read
+	 * (the kernel chain, runtime frames... written just before a sample
+	 * may end the packet before the one holding it). */
+	f->others = others;
+	f->skipping = others && !skip_whole;
+	if (skip_whole) {
 		f->pos = f->end;
 		f->reset = 1;
 	} else if (f->others) {

@@ -786,6 +786,60 @@ START_TEST(zstd_inflates_to_plain_trace)
 }
 END_TEST
 
+/* Each zstd frame's first block holds the packet header and context alone
+ * (a part of stackunwind -j N skipping another part's packet inflates
+ * that block only): the decoder given the frame up to the end of its first
+ * block (RFC 8878: frame header, 3-byte block header) gives exactly the
+ * packet's first CTF_PACKET_PREAMBLE bytes. */
+START_TEST(zstd_header_block)
+{
+	char *dir = new_tmpdir();
+	char *plain = xasprintf("%s/plain", dir), *z = xasprintf("%s/z", dir);
+	write_ref_trace(plain, 0, 256);
+	write_ref_trace(z, 1, 256);
+	char *pp = xasprintf("%s/samples-4242-0", plain), *zp = xasprintf("%s/samples-4242-0.zst", z);
+	size_t plen, zlen;
+	uint8_t *pb = (uint8_t *)read_file(pp, &plen), *zb = (uint8_t *)read_file(zp, &zlen);
+	ZSTD_DCtx *d = ZSTD_createDCtx();
+	size_t frames = 0, poff = 0;
+	for (size_t off = 0; off < zlen; frames++) {
+		size_t const flen = ZSTD_findFrameCompressedSize(zb + off, zlen - off);
+		ck_assert(!ZSTD_isError(flen));
+		const uint8_t *fr = zb + off;
+		uint8_t const fhd = fr[4];
+		unsigned const single = fhd >> 5 & 1, fcs = fhd >> 6;
+		size_t const hs = 5 + !single + (fhd & 3 ? 1u << ((fhd & 3) - 1) : 0) + (fcs ? 1u << fcs : single);
+		uint32_t const bh = fr[hs] | fr[hs + 1] << 8 | (uint32_t)fr[hs + 2] << 16;
+		size_t const in = hs + 3 + ((bh >> 1 & 3) == 1 ? 1 : bh >> 3);
+		uint8_t out[4096];
+		ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
+		ZSTD_inBuffer ib = { fr, in, 0 };
+		ZSTD_outBuffer ob = { out, sizeof(out), 0 };
+		for (int k = 0; k < 8 && ib.pos < ib.size; k++)
+			ck_assert(!ZSTD_isError(ZSTD_decompressStream(d, &ob, &ib)));
+		ck_assert_msg(ob.pos == CTF_PACKET_PREAMBLE, "frame %zu: its first block holds %zu bytes", frames, ob.pos);
+		ck_assert(poff + ob.pos <= plen && memcmp(out, pb + poff, ob.pos) == 0);
+		/* The plain packet's size, from its context. */
+		const uint8_t *ctx = pb + poff + CTF_PACKET_HEADER_SIZE;
+		uint64_t bits = 0;
+		for (int i = 7; i >= 0; i--)
+			bits = bits << 8 | ctx[CTF_PC_PACKET_SIZE + i];
+		poff += bits / 8;
+		off += flen;
+	}
+	ck_assert_uint_eq(poff, plen);
+	ck_assert_uint_gt(frames, 2);
+	ZSTD_freeDCtx(d);
+	free(pb);
+	free(zb);
+	free(pp);
+	free(zp);
+	free(plain);
+	free(z);
+	rm_rf(dir);
+}
+END_TEST
+
 /* ctf_stream_sync: the open packet is on disk (a reader sees the samples
  * so far), and the trace written in the end is byte for byte the one
  * written without syncs: packets are not cut. */
@@ -1284,6 +1338,7 @@ static Suite *ctf_writer_suite(void)
 	tcase_add_test(tc, several_writers_share_a_trace);
 	tcase_add_test(tc, zstd_inflates_to_plain_trace);
 	tcase_add_test(tc, zstd_truncated_keeps_complete_packets);
+	tcase_add_test(tc, zstd_header_block);
 	tcase_add_test(tc, sync_keeps_packet_open);
 	tcase_add_test(tc, zstd_truncated_multiblock_frame);
 	tcase_add_test(tc, sample_group_in_one_packet);
