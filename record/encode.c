@@ -9,6 +9,7 @@
 
 #include "common/grow.h"
 #include "record/encode.h"
+#include "record/sigframe.h"
 #include "debuginfo/module.h"
 #include "record/kallsyms.h"
 #include "trace/stackcap-reader.h"
@@ -362,40 +363,6 @@ static int write_full(struct rec_encoder *e, struct thread *t, const struct su_s
 	return ctf_stream_sample_full(t->s, s->time_ns, s->tid, s->maps->generation, e->blob, out);
 }
 
-/* Words of the kernel's signal frame (x86-64 struct rt_sigframe: the
- * return address into the trampoline, then the ucontext). */
-#define SIGF_WORD(field) (1 + offsetof(ucontext_t, field) / 8)
-#define SIGF_SS_SP SIGF_WORD(uc_stack.ss_sp)
-#define SIGF_SS_SIZE SIGF_WORD(uc_stack.ss_size)
-#define SIGF_RSP SIGF_WORD(uc_mcontext.gregs[REG_RSP])
-#define SIGF_RIP SIGF_WORD(uc_mcontext.gregs[REG_RIP])
-
-/* A handler on the alternate signal stack: the kernel copied the
- * alternate stack only, where the signal frame holds the interrupted
- * context, whose rsp and rbp point into the thread's own stack: not into
- * the copy, so F2 would drop them and the unwind would end at the
- * trampoline.  The codec's second stack range (also_lo, also_hi: what the
- * in-process hook sets to the interrupted stack it copies) keeps them: the
- * unwind goes on to the interrupted function, where the copy ends.  A
- * signal frame is known by its own uc_stack, the alternate stack it lies
- * in, and code pointers where the return address and rip are.  @return
- * the interrupted rsp of the outermost such frame in the N words WORDS
- * from SP, or 0. */
-static uint64_t sigframe_rsp(const uint64_t *words, uint64_t n, uint64_t sp, const struct stackcap_code_ranges *ranges)
-{
-	uint64_t found = 0;
-	for (uint64_t i = 0; i + SIGF_RIP < n; i++) {
-		uint64_t const at = sp + 8 * i, ss = words[i + SIGF_SS_SP], size = words[i + SIGF_SS_SIZE];
-		uint64_t const rsp = words[i + SIGF_RSP];
-		if (at < ss || at - ss >= size || size > (1ull << 30) || !rsp || rsp >= (1ull << 47) ||
-		    (rsp >= ss && rsp - ss < size))
-			continue; /* not on an alternate stack, or interrupted there */
-		if (stackcap_codec_classify(words[i], ranges, 0, 0, STACKCAP_POLICY_F1) &&
-		    stackcap_codec_classify(words[i + SIGF_RIP], ranges, 0, 0, STACKCAP_POLICY_F1))
-			found = rsp;
-	}
-	return found;
-}
 /* The interrupted stack's words kept: those up to this far above its sp. */
 #define SIGF_STACK_SPAN (1ull << 20)
 
@@ -431,7 +398,7 @@ static int encode_stack(struct rec_encoder *e, struct thread *t, const struct su
 		return -ENOMEM;
 	uint64_t const hi = t->cur.sp + 8 * t->cur.nwords;
 	uint64_t const also =
-		e->o.policy == STACKCAP_POLICY_F2 ? sigframe_rsp(t->cur.words, t->cur.nwords, t->cur.sp, ranges) : 0;
+		e->o.policy == STACKCAP_POLICY_F2 ? rec_sigframe_rsp(t->cur.words, t->cur.nwords, t->cur.sp, t->cur.regs[STACKCAP_REG_RIP], ranges) : 0;
 	for (uint64_t i = 0; i < t->cur.nwords; i++)
 		if (!stackcap_codec_classify(t->cur.words[i], ranges, t->cur.sp, hi, (enum stackcap_policy)e->o.policy) &&
 		    !(also && t->cur.words[i] - also < SIGF_STACK_SPAN))

@@ -5,6 +5,8 @@ noinst_LTLIBRARIES += record/librecord.la
 record_librecord_la_SOURCES = \
 	record/encode.h \
 	record/encode.c \
+	record/sigframe.h \
+	record/sigframe.c \
 	record/events.h \
 	record/events.c \
 	record/kallsyms.h \

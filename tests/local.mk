@@ -7,6 +7,13 @@ tests_unit_test_stack_codec_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_unit_test_stack_codec_LDADD = compress/libstackcodec.la $(CHECK_LIBS)
 TESTS += tests/unit/test-stack-codec
 
+# record/sigframe.c: the signal frame in a copied alternate stack.
+check_PROGRAMS += tests/unit/test-sigframe
+tests_unit_test_sigframe_SOURCES = tests/unit/test-sigframe.c tests/unit/check-main.h record/sigframe.c record/sigframe.h
+tests_unit_test_sigframe_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_unit_test_sigframe_LDADD = compress/libstackcodec.la $(CHECK_LIBS)
+TESTS += tests/unit/test-sigframe
+
 # common/: grow, hash, hash map, varints (and under ASan+UBSan).
 check_PROGRAMS += tests/unit/test-common tests/unit/test-common-asan
 tests_unit_test_common_SOURCES = tests/unit/test-common.c tests/unit/check-main.h
