@@ -588,8 +588,12 @@ static int hold_write(struct rec_encoder *e, struct thread *t, uint64_t duration
 	struct section *sec = section_open(e, t->p, t->hold_ts, &rc);
 	if (!sec)
 		return rc;
-	if (t->hold_ref && !t->have_prev)
-		return 0; /* cannot happen: a held thread's packet stays open */
+	if (t->hold_ref && !t->have_prev) {
+		/* Not expected (a held thread's packet stays open), but
+		 * counted: no loss is silent. */
+		e->st.off_cpu_unwritable++;
+		return 0;
+	}
 	if ((rc = ctf_stream_group_begin(t->s, t->tid)) != 0)
 		return rc;
 	if (t->hold_nkc) {

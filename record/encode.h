@@ -66,6 +66,7 @@ struct rec_encoder_stats {
 	uint64_t off_cpu_preempted;  /* switched out while runnable: not off-CPU, left out */
 	uint64_t off_cpu_unfinished; /* still blocked at the end: counted until then */
 	uint64_t off_cpu_unpaired;   /* a switch record lost (ring full): the stack left out */
+	uint64_t off_cpu_unwritable; /* held over its thread's previous sample, which its packet no longer holds: left out */
 	size_t n_procs;
 	const struct rec_proc_stats *procs; /* valid until rec_encoder_free */
 	const uint64_t *event_samples;      /* per event of the table (n_events), or NULL */

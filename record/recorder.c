@@ -571,6 +571,9 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 		    " of them still blocked at the end, counted until then); %" PRIu64 " preemptions left out; %" PRIu64
 		    " stacks whose switch records were lost (ring full) left out", st.off_cpu_samples,
 		    (double)st.off_cpu_ns * 1e-9, st.off_cpu_unfinished, st.off_cpu_preempted, st.off_cpu_unpaired);
+	if (o->off_cpu && st.off_cpu_unwritable)
+		say(o, "off-CPU: %" PRIu64 " held stacks left out: the sample they were encoded against was no longer "
+		    "in their packet", st.off_cpu_unwritable);
 	if (st.kernel_samples)
 		say(o, "kernel frames in %" PRIu64 " samples; %" PRIu64 " kernel symbols kept (%" PRIu64
 			" bytes)", st.kernel_samples, st.kernel_symbols, st.kernel_symbol_bytes);
