@@ -5,22 +5,6 @@
 
 #include "common/io.h"
 
-int su_write_all(int fd, const void *data, size_t len)
-{
-	const uint8_t *p = data;
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int su_writev_all(int fd, struct iovec *v, int n)
 {
 	while (n) {
@@ -45,4 +29,10 @@ int su_writev_all(int fd, struct iovec *v, int n)
 		}
 	}
 	return 0;
+}
+
+int su_write_all(int fd, const void *data, size_t len)
+{
+	struct iovec v = { (void *)(uintptr_t)data, len };
+	return len ? su_writev_all(fd, &v, 1) : 0;
 }

@@ -6,7 +6,8 @@
 #include <stddef.h>
 #include <sys/uio.h>
 
-/* write() all of DATA, retrying on EINTR.  @return 0 or -errno. */
+/* write() all of DATA, retrying on EINTR (su_writev_all of one piece).
+ * @return 0 or -errno. */
 int su_write_all(int fd, const void *data, size_t len);
 
 /* writev() all N pieces of IOV (changed: a short write moves them on),

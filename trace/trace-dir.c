@@ -69,11 +69,23 @@ int su_trace_check_metadata(const char *dir, char *msg, size_t msglen)
 	return 0;
 }
 
+/* DIR/metadata opened for reading (a regular file, not through a
+ * symlink), or NULL. */
+static FILE *metadata_open(const char *dir)
+{
+	char path[8192];
+	snprintf(path, sizeof(path), "%s/metadata", dir);
+	int const fd = su_open_regular(path, O_NOFOLLOW);
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+	if (!f && fd >= 0)
+		close(fd);
+	return f;
+}
+
 int su_stackcap_trace_sampler(const char *dir, char *buf, size_t len)
 {
-	char path[8192], line[1024];
-	snprintf(path, sizeof(path), "%s/metadata", dir);
-	FILE *f = fopen(path, "r");
+	char line[1024];
+	FILE *f = metadata_open(dir);
 	int found = 0;
 	while (f && !found && fgets(line, sizeof(line), f)) {
 		const char *p = line + strspn(line, " \t");
@@ -87,19 +99,6 @@ int su_stackcap_trace_sampler(const char *dir, char *buf, size_t len)
 	if (!found)
 		snprintf(buf, len, "in-process");
 	return found;
-}
-
-/* DIR/metadata opened for reading (a regular file, not through a
- * symlink), or NULL. */
-static FILE *metadata_open(const char *dir)
-{
-	char path[8192];
-	snprintf(path, sizeof(path), "%s/metadata", dir);
-	int const fd = su_open_regular(path, O_NOFOLLOW);
-	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
-	if (!f && fd >= 0)
-		close(fd);
-	return f;
 }
 
 int su_trace_packets_whole(const char *dir)
