@@ -78,8 +78,19 @@ static uint64_t mix(uint64_t h, uint64_t v)
 	return h * 0xC2B2AE3D27D4EB4Full;
 }
 
+/* A chain a worker kept (export_rec_sample.chain_slot): its frames'
+ * locations, LOCS[LOC_OFF, + NLOCS). */
+struct chain_locs {
+	const void *slot;
+	uint64_t version;
+	size_t loc_off;
+	uint32_t nlocs;
+};
+
 struct index {
-	struct su_hmap strings, mappings, functions, locations, threads;
+	struct su_hmap strings, mappings, functions, locations, threads, chains;
+	struct chain_locs *chain;
+	size_t n_chain, cap_chain;
 	/* The mapping of a maps entry by address: entries live until the
 	 * reader's end, and the model is built before it. */
 	struct { const struct su_map_entry *e; uint32_t mapping; } emap[1024];
@@ -155,6 +166,8 @@ void export_model_free(struct export_model *m)
 		su_hmap_free(&x->functions);
 		su_hmap_free(&x->locations);
 		su_hmap_free(&x->threads);
+		su_hmap_free(&x->chains);
+		free(x->chain);
 		free(x);
 	}
 	for (size_t i = 0; i < m->n_strings; i++)
@@ -375,6 +388,58 @@ static int thread_of(struct export_model *m, const struct export_rec_sample *s, 
 	return 0;
 }
 
+/* ---- chains met again ---------------------------------------------------------- */
+
+static int chain_eq(const void *arg, uint32_t i)
+{
+	const struct eqarg *a = arg;
+	const struct export_rec_sample *k = a->key;
+	const struct chain_locs *c = &((const struct index *)a->m->index)->chain[i];
+	return c->slot == k->chain_slot && c->version == k->chain_version;
+}
+
+static uint64_t chain_key_hash(const struct export_rec_sample *s)
+{
+	return mix((uint64_t)(uintptr_t)s->chain_slot, s->chain_version);
+}
+
+/* The chain S names: *OUT its locations, or NULL (not met: a worker's
+ * record came without the one it repeats). */
+static int chain_get(struct export_model *m, const struct export_rec_sample *s, const struct chain_locs **out)
+{
+	struct index *x = m->index;
+	struct eqarg a = { m, s };
+	*out = NULL;
+	if (!x->chains.cap)
+		return 0;
+	size_t const t = su_hmap_find(&x->chains, chain_key_hash(s), chain_eq, &a);
+	if (su_hmap_used(&x->chains, t))
+		*out = &x->chain[su_hmap_value(&x->chains, t)];
+	return 0;
+}
+
+/* Keep the locations of S's frames, LOCS[LOC_OFF, + NLOCS), for the
+ * records that repeat its chain (a slot taking a new chain has a new
+ * version: the old one is never named again, and stays). */
+static int chain_put(struct export_model *m, const struct export_rec_sample *s, size_t loc_off, uint32_t nlocs)
+{
+	struct index *x = m->index;
+	if (su_hmap_reserve(&x->chains) ||
+	    su_grow((void **)&x->chain, &x->cap_chain, x->n_chain + 1, sizeof(*x->chain)))
+		return -ENOMEM;
+	uint64_t const h = chain_key_hash(s);
+	struct eqarg a = { m, s };
+	size_t const t = su_hmap_find(&x->chains, h, chain_eq, &a);
+	struct chain_locs const c = { s->chain_slot, s->chain_version, loc_off, nlocs };
+	if (su_hmap_used(&x->chains, t)) {
+		x->chain[su_hmap_value(&x->chains, t)] = c;
+		return 0;
+	}
+	x->chain[x->n_chain] = c;
+	su_hmap_set(&x->chains, t, h, (uint32_t)x->n_chain++);
+	return 0;
+}
+
 /* ---- records ------------------------------------------------------------------ */
 
 static int add_loc(struct export_model *m, uint32_t li)
@@ -398,7 +463,27 @@ static long add_sample(struct export_model *m, const unsigned char *p, size_t le
 	int rc = thread_of(m, &s, &out.thread);
 	if (rc)
 		return rc;
-	for (uint32_t i = 0; i < s.nframes; i++) {
+	if (s.repeat) {
+		const struct chain_locs *c;
+		if ((rc = chain_get(m, &s, &c)))
+			return rc;
+		if (!c)
+			return -EINVAL;
+		if (s.end == SU_END_OUTERMOST) {
+			/* The very same list: the samples share it. */
+			out.loc_off = c->loc_off;
+			out.nlocs = c->nlocs;
+			if (GROW(m, samples))
+				return -ENOMEM;
+			m->samples[m->n_samples++] = out;
+			return (long)off;
+		}
+		/* Its root names why it stopped: the list again, that root after. */
+		for (uint32_t i = 0; i < c->nlocs; i++)
+			if ((rc = add_loc(m, m->locs[c->loc_off + i])))
+				return rc;
+	}
+	for (uint32_t i = 0; !s.repeat && i < s.nframes; i++) {
 		struct export_rec_frame f;
 		if (len - off < sizeof(f))
 			return -EINVAL;
@@ -430,6 +515,9 @@ static long add_sample(struct export_model *m, const unsigned char *p, size_t le
 		if ((rc = add_loc(m, li)))
 			return rc;
 	}
+	if (s.chain_slot && !s.repeat &&
+	    (rc = chain_put(m, &s, out.loc_off, (uint32_t)(m->n_locs - out.loc_off))))
+		return rc;
 	if (s.end != SU_END_OUTERMOST) {
 		/* The root of a stack that stopped early names why, as in
 		 * `folded` ("[truncated]"): such stacks group apart. */

@@ -2,7 +2,10 @@
  *
  * Workers unwind and symbolize; for each sample they append a record
  * (export_rec_sample, then per frame an export_rec_frame followed by its
- * su_symframe inline chain) to their batch's byte buffer.  The main thread
+ * su_symframe inline chain) to their batch's byte buffer; a chain of
+ * frames a worker met before (its chain cache, as folded's) is a record
+ * naming that one, its frames neither symbolized again nor hashed again
+ * into locations (~50 frames a sample of a deep program).  The main thread
  * hands the batches, in sample order, to export_model_add, which builds
  * one model with everything deduplicated: strings, mappings, functions,
  * locations (mapping, address) with their inline chain, threads, samples
@@ -26,9 +29,19 @@ struct export_rec_sample {
 	const struct su_process *process;  /* NULL when unknown */
 	const char *comm;                  /* its name, safe to print (symbolize/resolve.h) */
 	uint32_t pid, tid;
-	uint32_t nframes;                  /* export_rec_frame records that follow */
+	uint32_t nframes;                  /* export_rec_frame records that follow (none with REPEAT) */
 	uint8_t end;                       /* enum su_unwind_end */
+	/* The frames are those of the worker's record that named the same
+	 * CHAIN_SLOT and CHAIN_VERSION before: no frame records follow. */
+	uint8_t repeat;
 	uint64_t off_cpu_ns;               /* su_sample.off_cpu_ns */
+	/* The worker's chain cache slot holding this chain, and the slot's
+	 * version (bumped when it takes another chain): with frames, the
+	 * model keeps their locations for the repeats that will name them
+	 * (in the same worker's later records, emitted after this one).
+	 * NULL: not kept. */
+	const void *chain_slot;
+	uint64_t chain_version;
 };
 
 struct export_rec_frame {

@@ -435,6 +435,7 @@ static int chain_keep(struct worker *w, struct chain_text *c, uint64_t hash, con
 	memcpy(fr, frames, n * sizeof(*fr));
 	c->maps = maps;
 	c->hash = hash;
+	c->version++;
 	c->nframes = (uint32_t)n;
 	c->unknown = unknown;
 	c->len = (uint32_t)len;
@@ -563,20 +564,40 @@ frames_done:
 }
 
 /* `export`: the sample as records for the export model (cli/export.h):
- * symbolized here, in the worker; deduplicated in the main thread. */
+ * symbolized here, in the worker; deduplicated in the main thread.  A
+ * chain this worker kept before is a record naming it (its slot and
+ * version); a chain is kept when each frame's symbols are a function of
+ * its key (code of a file, as folded's pc texts: not a JIT map, not an
+ * interpreter's frame). */
 static void format_export(struct worker *w, const struct pipeline_sample *u, const char *comm,
 			  const struct su_frame *frames, struct text *out)
 {
-	struct export_rec_sample const h = { .time_ns = u->time_ns, .process = u->process, .comm = comm,
-					     .pid = u->pid, .tid = u->tid, .nframes = u->nframes, .end = u->end,
-					     .off_cpu_ns = u->off_cpu_ns };
+	struct export_rec_sample h = { .time_ns = u->time_ns, .process = u->process, .comm = comm,
+				       .pid = u->pid, .tid = u->tid, .nframes = u->nframes, .end = u->end,
+				       .off_cpu_ns = u->off_cpu_ns };
+	uint64_t ch = 0;
+	int hit = 0;
+	struct chain_text *ct = u->nframes && u->maps ? chain_find(w, u, frames, &ch, &hit) : NULL;
+	if (hit) {
+		h.repeat = 1;
+		h.nframes = 0;
+		h.chain_slot = ct;
+		h.chain_version = ct->version;
+		text_put(out, (const char *)&h, sizeof(h));
+		return;
+	}
+	size_t const at = out->len;
 	text_put(out, (const char *)&h, sizeof(h));
+	uint64_t const unknown_before = w->counts.unknown_frames;
+	int keep = ct != NULL;
 	for (size_t i = 0; i < u->nframes; i++) {
 		struct su_resolved r;
 		if (worker_resolve(w, u->pid, u->maps, &frames[i], &r)) {
 			out->oom = 1;
 			return;
 		}
+		keep &= frames[i].map >= 0 && frames[i].how != SU_FRAME_RUNTIME && r.module &&
+			(r.kind == SU_RESOLVED_SYMBOLS || r.kind == SU_RESOLVED_MODULE);
 		struct export_rec_frame const x = {
 			.pc = r.pc, .map = r.entry, .module_name = r.module_name, .activation = r.activation,
 			.module = r.module,
@@ -585,6 +606,13 @@ static void format_export(struct worker *w, const struct pipeline_sample *u, con
 			.rt_pos = frames[i].how == SU_FRAME_RUNTIME ? frames[i].rt_pos : 0 };
 		text_put(out, (const char *)&x, sizeof(x));
 		text_put(out, (const char *)r.sym, r.nsym * sizeof(*r.sym));
+	}
+	if (keep && !out->oom &&
+	    chain_keep(w, ct, ch, u->maps, frames, u->nframes, (uint32_t)(w->counts.unknown_frames - unknown_before),
+		       "", 0) == 0) {
+		h.chain_slot = ct;
+		h.chain_version = ct->version;
+		memcpy(out->buf + at, &h, sizeof(h));
 	}
 }
 

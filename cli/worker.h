@@ -64,7 +64,7 @@ struct worker {
 	size_t n_pctext, cap_pctext;
 	struct su_hmap pctext_map;
 	size_t last_pctext;          /* the last one found (recursion repeats a pc) */
-	struct chain_text *chains;   /* folded or stacks: CHAIN_SLOTS, direct-mapped, or NULL */
+	struct chain_text *chains;   /* folded, stacks or export: CHAIN_SLOTS, direct-mapped, or NULL */
 	/* The slot holding the previous sample's chain exactly (its lookup
 	 * hit, or its text was kept there); REUSE_CHAIN: that slot when the
 	 * unwinder says this sample's frames repeat the previous one's
@@ -99,6 +99,7 @@ struct worker {
 struct chain_text {
 	const struct su_maps *maps;  /* NULL: empty slot */
 	uint64_t hash;
+	uint64_t version;            /* bumped each time the slot takes a chain (export names it) */
 	struct su_frame *frames;     /* NFRAMES, only pc, map, activation compared */
 	uint32_t nframes;
 	uint32_t unknown;            /* frames without a symbol */

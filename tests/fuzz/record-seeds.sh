@@ -24,7 +24,7 @@ seed() {
 	p=$(ls "$2" | grep -E "^$3" | head -n 1) s=$(ls "$2" | grep -E "^$4" | head -n 1)
 	z=0
 	case $p in *.zst) z=1 ;; esac
-	grep -E '^\s*(stackcap_trace_version|stackcap_sampler|stackcap_events|stackcap_event_[0-9]+) =' \
+	grep -E '^\s*(stackcap_trace_version|stackcap_sampler|stackcap_events|stackcap_event_[0-9]+|stackcap_packets_whole) =' \
 		"$2/metadata" | sed 's/^\s*//' >meta
 	pn=$(wc -c <"$2/$p") mn=$(wc -c <meta)
 	{
@@ -50,6 +50,13 @@ seed v5-zstd-events-offcpu ev5z 'proc-[0-9]+-0.zst$' 'samples-[0-9]+-0.zst$'
 seed v5-zstd-offcpu-writer ev5z 'proc-[0-9]+-0.zst$' 'samples-[0-9]+-1.zst$'
 "$S" record -F 2000 -o k3 -- dd if=/dev/zero of=/dev/null bs=4k count=20000 >/dev/null 2>&1
 seed v3-kernel-chains k3 'proc-[0-9]+-0$' 'samples-[0-9]+-0$'
+# Packets of 256 samples, each holding what its samples come with (the
+# metadata says stackcap_packets_whole): a part skips another's packets
+# from their headers, plain and zstd (a frame's first block, the header).
+"$S" record -F 2000 -o whole -- "$TD/tdata-threads" -t 2 0.3 >/dev/null 2>&1
+seed whole-packets-plain whole 'proc-[0-9]+-0$' 'samples-[0-9]+-1$'
+"$S" record --zstd -F 2000 -o wholez -- "$TD/tdata-threads" -t 2 0.3 >/dev/null 2>&1
+seed whole-packets-zstd wholez 'proc-[0-9]+-0.zst$' 'samples-[0-9]+-1.zst$'
 
 P="$TD/tdata-offcpu"
 perf record -q -e task-clock -F 500 -g -o "$O/perf-data/kernel-chain-g" -- \
