@@ -118,6 +118,57 @@ static int sample_frames(const struct export_model *m, struct frames *fr, const 
 	return 0;
 }
 
+/* The stacks of the samples, each once: samples that share their list of
+ * locations (a chain the model met again) share its frames and its text
+ * "[f,f,...]", computed at its first use.  Open addressing on (LOC_OFF,
+ * NLOCS); a sample points at its stack. */
+struct stack {
+	size_t loc_off;
+	uint32_t nlocs;
+	uint32_t depth;          /* frames, at STACKS[SOFF] */
+	size_t soff;
+	size_t toff;             /* its text, at TEXT[TOFF], TLEN bytes; TLEN 0: not yet */
+	size_t tlen;
+	uint32_t uses;           /* samples: a stack of one sample keeps no text */
+};
+
+struct stacks {
+	struct stack *tab;
+	size_t n, cap;
+	uint32_t *slot;          /* stack + 1, 0: empty */
+	size_t nslot;            /* a power of two, above twice the samples */
+};
+
+static uint32_t stack_of(struct stacks *st, const struct export_sample *s, int *fresh)
+{
+	uint64_t const h = su_fnv1a_add(su_fnv1a_add(SU_FNV_SEED, s->loc_off), s->nlocs);
+	size_t i = (size_t)h & (st->nslot - 1);
+	for (; st->slot[i]; i = (i + 1) & (st->nslot - 1)) {
+		const struct stack *x = &st->tab[st->slot[i] - 1];
+		if (x->loc_off == s->loc_off && x->nlocs == s->nlocs) {
+			*fresh = 0;
+			return st->slot[i] - 1;
+		}
+	}
+	*fresh = 1;
+	st->tab[st->n] = (struct stack){ .loc_off = s->loc_off, .nlocs = s->nlocs };
+	st->slot[i] = (uint32_t)++st->n;
+	return st->slot[i] - 1;
+}
+
+/* V in decimal at P.  @return the digits written. */
+static size_t u32_text(char *p, uint32_t v)
+{
+	char tmp[10];
+	size_t n = 0;
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	for (size_t i = 0; i < n; i++)
+		p[i] = tmp[n - 1 - i];
+	return n;
+}
+
 int export_speedscope_write(const struct export_model *m, const struct export_info *info, FILE *f,
 			    char *err, size_t errlen)
 {
@@ -131,12 +182,18 @@ int export_speedscope_write(const struct export_model *m, const struct export_in
 	/* Per sample: its frames, outermost first, in STACKS at SOFF[i]. */
 	uint32_t *stacks = NULL;
 	size_t n_stacks = 0, cap_stacks = 0;
-	size_t *soff = malloc((m->n_samples + 1) * sizeof(*soff));
-	uint32_t *sdepth = malloc((m->n_samples + 1) * sizeof(*sdepth));
+	uint32_t *sstack = malloc((m->n_samples + 1) * sizeof(*sstack)); /* sample -> its stack */
+	struct stacks st = { .nslot = 2 };
+	while (st.nslot < 2 * m->n_samples + 2)
+		st.nslot *= 2;
+	st.slot = calloc(st.nslot, sizeof(*st.slot));
+	st.tab = malloc((m->n_samples + 1) * sizeof(*st.tab));
+	char *text = NULL;
+	size_t n_text = 0, cap_text = 0;
 	fr.of_function = calloc(m->n_functions + 1, sizeof(*fr.of_function));
 	fr.of_location = calloc(m->n_locations + 1, sizeof(*fr.of_location));
 	fr.byname = calloc(2 * m->n_locations + 2, sizeof(*fr.byname));
-	if (!start || !order || !soff || !sdepth || !fr.of_function || !fr.of_location || !fr.byname)
+	if (!start || !order || !sstack || !st.slot || !st.tab || !fr.of_function || !fr.of_location || !fr.byname)
 		goto out;
 	for (size_t i = 0; i < m->n_samples; i++)
 		start[m->samples[i].thread + 1]++;
@@ -154,12 +211,18 @@ int export_speedscope_write(const struct export_model *m, const struct export_in
 	/* Frames are numbered in the order the profiles use them. */
 	for (size_t k = 0; k < m->n_samples; k++) {
 		uint32_t const i = order[k];
+		int fresh;
+		uint32_t const j = stack_of(&st, &m->samples[i], &fresh);
+		sstack[i] = j;
+		st.tab[j].uses++;
+		if (!fresh)
+			continue;
 		if (sample_frames(m, &fr, &m->samples[i], &stack, &stack_cap, &depth))
 			goto out;
 		if (SU_GROW(stacks, cap_stacks, n_stacks + depth))
 			goto out;
-		soff[i] = n_stacks;
-		sdepth[i] = (uint32_t)depth;
+		st.tab[j].soff = n_stacks;
+		st.tab[j].depth = (uint32_t)depth;
 		memcpy(stacks + n_stacks, stack, depth * sizeof(*stack));
 		n_stacks += depth;
 	}
@@ -227,16 +290,37 @@ int export_speedscope_write(const struct export_model *m, const struct export_in
 			fprintf(f, ",\"unit\":\"none\",\"startValue\":0,\"endValue\":%" PRIu64, th->samples);
 		fputs(",\n\"samples\":[", f);
 		for (size_t k = start[t]; k < start[t + 1]; k++) {
-			uint32_t const i = order[k];
-			fputs(k > start[t] ? ",[" : "[", f);
-			size_t const a = soff[i], b = a + sdepth[i];
-			for (size_t j = a; j < b; j++)
-				fprintf(f, j > a ? ",%" PRIu32 : "%" PRIu32, stacks[j]);
-			putc(']', f);
+			struct stack *x = &st.tab[sstack[order[k]]];
+			if (k > start[t])
+				putc(',', f);
+			if (x->tlen) {
+				fwrite(text + x->toff, 1, x->tlen, f);
+				continue;
+			}
+			/* "[f,f,...]", 11 bytes a frame at most, after the texts
+			 * kept: kept there too when more samples use it. */
+			if (SU_GROW(text, cap_text, n_text + 11 * (size_t)x->depth + 2))
+				goto out;
+			char *const from = text + n_text, *p = from;
+			*p++ = '[';
+			for (uint32_t d = 0; d < x->depth; d++) {
+				if (d)
+					*p++ = ',';
+				p += u32_text(p, stacks[x->soff + d]);
+			}
+			*p++ = ']';
+			fwrite(from, 1, (size_t)(p - from), f);
+			if (x->uses > 1) {
+				x->toff = n_text;
+				x->tlen = (size_t)(p - from);
+				n_text += x->tlen;
+			}
 		}
 		fputs("],\n\"weights\":[", f);
+		char w[24];
+		int const wn = snprintf(w, sizeof(w), ",%" PRIu64, timed ? th->period_ns : 1);
 		for (size_t k = start[t]; k < start[t + 1]; k++)
-			fprintf(f, k > start[t] ? ",%" PRIu64 : "%" PRIu64, timed ? th->period_ns : 1);
+			fwrite(k > start[t] ? w : w + 1, 1, (size_t)(k > start[t] ? wn : wn - 1), f);
 		fputs("]}", f);
 	}
 	fputs("\n]}\n", f);
@@ -252,8 +336,10 @@ out:
 	free(fr.byname);
 	free(stack);
 	free(stacks);
-	free(soff);
-	free(sdepth);
+	free(sstack);
+	free(st.slot);
+	free(st.tab);
+	free(text);
 	free(start);
 	free(order);
 	return rc;
