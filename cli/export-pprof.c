@@ -109,7 +109,7 @@ int export_pprof_write(struct export_model *m, const struct export_info *info, F
 	Label **plabels = calloc(4 * m->n_threads + 1, sizeof(*plabels));
 	Sample *samples = calloc(m->n_samples + 1, sizeof(*samples));
 	Sample **psamples = calloc(m->n_samples + 1, sizeof(*psamples));
-	uint64_t *loc_ids = calloc(m->n_locs + 1, sizeof(*loc_ids));
+	uint64_t *loc_ids = NULL; /* the aggregated samples' location ids, once they are known */
 	/* samples/count, cpu/nanoseconds, and off-cpu/nanoseconds when
 	 * the trace has off-CPU stacks (their blocked time; 0 cpu). */
 	size_t const nv = m->n_off_cpu ? 3 : 2;
@@ -125,7 +125,7 @@ int export_pprof_write(struct export_model *m, const struct export_info *info, F
 	    s_pid == UINT32_MAX || s_tid == UINT32_MAX || s_comm == UINT32_MAX || s_thread == UINT32_MAX ||
 	    s_exporter == UINT32_MAX || s_name == UINT32_MAX || !mappings || !pmappings || !functions ||
 	    !pfunctions || !lines || !plines || !locations || !plocations || !labels || !plabels || !samples ||
-	    !psamples || !loc_ids || !values || !agg.slot || !map_pos)
+	    !psamples || !values || !agg.slot || !map_pos)
 		goto oom;
 
 	/* The main executable's mappings first: pprof takes the first
@@ -235,9 +235,7 @@ int export_pprof_write(struct export_model *m, const struct export_info *info, F
 			Sample *x = &samples[n_samples];
 			perftools__profiles__sample__init(x);
 			x->n_location_id = s->nlocs;
-			x->location_id = loc_ids + n_ids;
-			for (uint32_t k = 0; k < s->nlocs; k++)
-				loc_ids[n_ids++] = m->locs[s->loc_off + k] + 1;
+			n_ids += s->nlocs;
 			x->n_value = nv;
 			x->value = values + nv * n_samples;
 			x->n_label = 4;
@@ -252,6 +250,20 @@ int export_pprof_write(struct export_model *m, const struct export_info *info, F
 			x->value[2] += (int64_t)s->off_cpu_ns;
 		else
 			x->value[1] += (int64_t)th->period_ns;
+	}
+	/* Their location ids (samples may share one list in the model: two
+	 * threads' samples of one chain are two pprof samples, each with its
+	 * own copy). */
+	if (!(loc_ids = calloc(n_ids + 1, sizeof(*loc_ids)))) {
+		free(first);
+		goto oom;
+	}
+	n_ids = 0;
+	for (size_t a = 0; a < n_samples; a++) {
+		const struct export_sample *s = &m->samples[first[a]];
+		samples[a].location_id = loc_ids + n_ids;
+		for (uint32_t k = 0; k < s->nlocs; k++)
+			loc_ids[n_ids++] = m->locs[s->loc_off + k] + 1;
 	}
 	free(first);
 

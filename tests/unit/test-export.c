@@ -90,11 +90,14 @@ static struct su_map_entry lib = {
 };
 
 /* A sample of 2 frames: the leaf at 0x401000 (inlined g into f, "bad\x80"
- * file name), a caller at 0x402005 in main; END says how the unwind ended. */
-static void add_sample(struct recbuf *r, uint32_t tid, uint64_t t, int end)
+ * file name), a caller at 0x402005 in main; END says how the unwind ended.
+ * SLOT, VERSION: the worker's chain cache slot that kept the chain (NULL:
+ * not kept). */
+static void add_sample_as(struct recbuf *r, uint32_t tid, uint64_t t, int end, const void *slot, uint64_t version)
 {
 	struct export_rec_sample const s = { .time_ns = t, .process = &proc, .comm = proc.comm, .pid = 42, .tid = tid,
-					     .nframes = 3, .end = (uint8_t)end };
+					     .nframes = 3, .end = (uint8_t)end, .chain_slot = slot,
+					     .chain_version = version };
 	put(r, &s, sizeof(s));
 	struct export_rec_frame f = { .pc = 0x401000, .map = &lib, .module_name = "/usr/lib/libx.so", .activation = 1, .module_ok = 1, .nsym = 2 };
 	put(r, &f, sizeof(f));
@@ -112,6 +115,20 @@ static void add_sample(struct recbuf *r, uint32_t tid, uint64_t t, int end)
 	/* A frame no symbol covers. */
 	f = (struct export_rec_frame){ .pc = 0x4a0010, .map = &lib, .module_name = "/usr/lib/libx.so", .activation = 0, .module_ok = 1, .nsym = 0 };
 	put(r, &f, sizeof(f));
+}
+
+static void add_sample(struct recbuf *r, uint32_t tid, uint64_t t, int end)
+{
+	add_sample_as(r, tid, t, end, NULL, 0);
+}
+
+/* A sample whose frames are those of the chain SLOT kept at VERSION. */
+static void add_repeat(struct recbuf *r, uint32_t tid, uint64_t t, int end, const void *slot, uint64_t version)
+{
+	struct export_rec_sample const s = { .time_ns = t, .process = &proc, .comm = proc.comm, .pid = 42, .tid = tid,
+					     .end = (uint8_t)end, .repeat = 1, .chain_slot = slot,
+					     .chain_version = version };
+	put(r, &s, sizeof(s));
 }
 
 static struct export_model *model_of(int no_inline)
@@ -282,6 +299,81 @@ START_TEST(pprof_sums_identical_stacks)
 }
 END_TEST
 
+/* Records repeating a chain (a worker's chain cache): the samples share
+ * the kept one's location list, or copy it when their root names why the
+ * unwind stopped; a slot's next version is another chain; two threads'
+ * samples of one list are two pprof samples with the same locations. */
+START_TEST(model_repeats_share)
+{
+	static struct recbuf r;
+	static int slot, other;
+	r.len = 0;
+	add_sample_as(&r, 42, 1000, SU_END_OUTERMOST, &slot, 1);
+	add_repeat(&r, 43, 2000, SU_END_OUTERMOST, &slot, 1);
+	add_repeat(&r, 42, 3000, SU_END_TRUNCATED, &slot, 1);
+	add_sample_as(&r, 42, 4000, SU_END_OUTERMOST, &slot, 2);
+	add_repeat(&r, 42, 5000, SU_END_OUTERMOST, &slot, 2);
+	struct export_model *m = export_model_new(0);
+	ck_assert_int_eq(export_model_add(m, r.b, r.len), 0);
+	ck_assert_uint_eq(m->n_samples, 5);
+	ck_assert_uint_eq(m->n_threads, 2);
+	ck_assert_uint_eq(m->n_locations, 4); /* 3 frames, the [truncated] root */
+	ck_assert_uint_eq(m->n_locs, 3 + 4 + 3);
+	const struct export_sample *s = m->samples;
+	ck_assert_uint_eq(s[1].loc_off, s[0].loc_off);
+	ck_assert_uint_eq(s[1].nlocs, 3);
+	ck_assert_uint_eq(s[1].thread, 1);
+	ck_assert_uint_eq(s[2].nlocs, 4);
+	ck_assert_uint_ne(s[2].loc_off, s[0].loc_off);
+	ck_assert_int_eq(memcmp(&m->locs[s[2].loc_off], &m->locs[s[0].loc_off], 3 * sizeof(*m->locs)), 0);
+	ck_assert_int_eq(m->locations[m->locs[s[2].loc_off + 3]].pseudo, 1);
+	ck_assert_uint_eq(s[4].loc_off, s[3].loc_off);
+	ck_assert_uint_ne(s[3].loc_off, s[0].loc_off);
+	Perftools__Profiles__Profile *p = pprof_of(m);
+	ck_assert_uint_eq(p->n_sample, 3); /* thread 42's chain (3 samples), 43's, 42's truncated */
+	ck_assert_int_eq(p->sample[0]->value[0], 3);
+	ck_assert_uint_eq(p->sample[1]->n_location_id, 3);
+	ck_assert_int_eq(memcmp(p->sample[0]->location_id, p->sample[1]->location_id, 3 * sizeof(uint64_t)), 0);
+	ck_assert_uint_eq(p->sample[2]->n_location_id, 4);
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	/* The speedscope file: each sample's frames, shared or not. */
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct export_info const info = { .name = "t", .exporter = "stackunwind test" };
+	char err[256];
+	ck_assert_int_eq(export_speedscope_write(m, &info, f, err, sizeof(err)), 0);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(buf, "\"samples\":[[0,1,2,3],[4,0,1,2,3],[0,1,2,3],[0,1,2,3]],"));
+	ck_assert_ptr_nonnull(strstr(buf, "\"samples\":[[0,1,2,3]],"));
+	free(buf);
+	export_model_free(m);
+	/* Four threads' samples of one kept chain: one list in the model,
+	 * four in the pprof file. */
+	r.len = 0;
+	add_sample_as(&r, 42, 1000, SU_END_OUTERMOST, &slot, 7);
+	for (uint32_t t = 43; t < 46; t++)
+		add_repeat(&r, t, 1000 * t, SU_END_OUTERMOST, &slot, 7);
+	m = export_model_new(0);
+	ck_assert_int_eq(export_model_add(m, r.b, r.len), 0);
+	ck_assert_uint_eq(m->n_locs, 3);
+	p = pprof_of(m);
+	ck_assert_uint_eq(p->n_sample, 4);
+	for (size_t i = 0; i < 4; i++) {
+		ck_assert_uint_eq(p->sample[i]->n_location_id, 3);
+		ck_assert_int_eq(memcmp(p->sample[0]->location_id, p->sample[i]->location_id, 3 * sizeof(uint64_t)), 0);
+	}
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	export_model_free(m);
+	/* A repeat of a chain the model never met: refused. */
+	r.len = 0;
+	add_repeat(&r, 42, 1, SU_END_OUTERMOST, &other, 1);
+	m = export_model_new(0);
+	ck_assert_int_eq(export_model_add(m, r.b, r.len), -EINVAL);
+	export_model_free(m);
+}
+END_TEST
+
 START_TEST(records_cut_rejected)
 {
 	static struct recbuf r;
@@ -305,6 +397,7 @@ static Suite *export_suite(void)
 	tcase_add_test(tc, speedscope_file);
 	tcase_add_test(tc, pprof_file);
 	tcase_add_test(tc, pprof_sums_identical_stacks);
+	tcase_add_test(tc, model_repeats_share);
 	tcase_add_test(tc, records_cut_rejected);
 	suite_add_tcase(s, tc);
 	return s;
