@@ -39,6 +39,12 @@ noinst_PROGRAMS += bench/sigfloor
 bench_sigfloor_SOURCES = bench/sigfloor.c
 bench_sigfloor_CFLAGS = $(AM_CFLAGS) -O2
 
+# The kernel's part of reading a cached perf.data through a mapping
+# (bench/perf-vs.sh, beside the ~1 GB file).
+noinst_PROGRAMS += bench/page-floor
+bench_page_floor_SOURCES = bench/page-floor.c
+bench_page_floor_CFLAGS = $(AM_CFLAGS) -O2
+
 # Reading a recorded trace with each event source (samples/s, peak RSS).
 noinst_PROGRAMS += bench/read
 bench_read_SOURCES = bench/read.c
@@ -76,7 +82,7 @@ bench-unwind-fast: bench/unwind-fast
 # to perf 7), then samples/s on our own trace.  `make bench-perf-vs`
 # (PERF_VS_BIG=1: a ~1 GB perf.data too).
 EXTRA_DIST += bench/perf-vs.sh
-bench-perf-vs: cli/stackunwind cli/stackcap testdata/tdata-recurse testdata/tdata-threads
+bench-perf-vs: cli/stackunwind cli/stackcap testdata/tdata-recurse testdata/tdata-threads bench/page-floor
 	$(SHELL) $(srcdir)/bench/perf-vs.sh $(abs_top_builddir)
 .PHONY: bench-perf-vs
 

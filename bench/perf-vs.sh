@@ -27,7 +27,10 @@
 #     chroot's dynamic loader and libraries (inside the chroot it would
 #     unwind with the chroot's libc, not the recorded one);
 # and prints each time and perf 7's time divided by it (how many times
-# faster than perf 7 script).  Then the same chain recorded by stackcap
+# faster than perf 7 script).  Then the profiles for a viewer: stackunwind
+# export --format speedscope and pprof (default -j) beside samply import's
+# time; on the ~1 GB file the kernel's part alone (bench/page-floor: map
+# the file, load a byte a page, give it back).  Then the same chain recorded by stackcap
 # record at 9999 Hz (our own trace): samples per second of stacks -j 1,
 # -j 2 and folded.  PERF7_SH=skip leaves perf 7 and samply out;
 # PERF_VS_FILES="chain big" (say) times only those files; after them, the
@@ -143,6 +146,12 @@ for p in $FILES; do
 		t7=$(timed one7 perf script --symfs=/hostroot -i "$f")
 		tsa=$(timed one "$w/samply" import "$f" --save-only -o "$w/samply.json.gz")
 	fi
+	[ "$p" = big ] && t7big=${t7%% *}
+	# Profiles for a viewer: ours (speedscope, pprof) beside samply's
+	# import (a profile for the Firefox profiler, its frames unnamed).
+	tes=$(timed one "$SU" export --format speedscope -o "$w/x.json" "$f")
+	tep=$(timed one "$SU" export --format pprof -o "$w/x.pb" "$f")
+	echo "$p $tes $tep $tsa" >>"$w/profiles"
 	for k in 1 2; do
 		echo "$ts $t2 $tf $tf2 $tp $t7 $tsa $tsc $tfc" | awk -v p="$p" -v n="$n" -v mb="$mb" -v fr="$fr" -v k="$k" '
 		function c(t) { return sprintf("%.3f (%5.1fx)", t, (t > 0 && t7 > 0) ? t7 / t : 0) }
@@ -151,6 +160,28 @@ for p in $FILES; do
 			c($k), c($(2 + k)), c($(4 + k)), c($(6 + k)), c($(8 + k)), t7, c($(12 + k)), c($(14 + k)), c($(16 + k)) }'
 	done
 done
+
+echo "profiles, the default -j: seconds, median of 3, wall then CPU; in brackets samply import's time / this one"
+printf '%-8s %-4s %17s %17s %13s\n' file what "speedscope" "pprof" "samply import"
+while read -r p es_w es_c ep_w ep_c sa_w sa_c; do
+	for k in 1 2; do
+		echo "$es_w $es_c $ep_w $ep_c $sa_w $sa_c" | awk -v p="$p" -v k="$k" '
+		function c(t) { return sprintf("%.3f (%5.1fx)", t, (t > 0 && ts > 0) ? ts / t : 0) }
+		{ ts = $(4 + k)
+		  printf "%-8s %-4s %17s %17s %13.3f\n", p, (k == 1 ? "wall" : "cpu"), c($k), c($(2 + k)), ts }'
+	done
+done <"$w/profiles"
+
+# The floor under the ~1 GB file's times: the kernel's part of lending
+# its page cache through a mapping (bench/page-floor: map, load a byte a
+# page, give back 2 MB at a time; no parsing), one thread, right after
+# the timings above (the file as they found it).  Two threads sharing it
+# perfectly take half: with perf record's single 4 KB pages that half
+# alone is about perf 7's time / 20 on this 2-vCPU machine.
+if [ -n "${t7big:-}" ] && [ -x "$B/bench/page-floor" ]; then
+	for i in 1 2 3; do "$B/bench/page-floor" "$w/big.data"; done | sort -n -k 2 | sed -n 2p |
+		awk -v t7="$t7big" '{ printf "big: the page cache alone (bench/page-floor, one thread): %.3f s wall, %.3f s CPU; half of it %.3f s; perf 7 / 20 = %.3f s\n", $1, $2, $2 / 2, t7 / 20 }'
+fi
 
 # The same files copied with cp, as a perf.data read later or elsewhere is
 # cached: cp's writes leave the page cache in 64 KB folios where the
