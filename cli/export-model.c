@@ -85,6 +85,7 @@ struct chain_locs {
 	uint64_t version;
 	size_t loc_off;
 	uint32_t nlocs;
+	uint64_t hash;           /* export_locs_hash of the list */
 };
 
 struct index {
@@ -421,7 +422,8 @@ static int chain_get(struct export_model *m, const struct export_rec_sample *s, 
 /* Keep the locations of S's frames, LOCS[LOC_OFF, + NLOCS), for the
  * records that repeat its chain (a slot taking a new chain has a new
  * version: the old one is never named again, and stays). */
-static int chain_put(struct export_model *m, const struct export_rec_sample *s, size_t loc_off, uint32_t nlocs)
+static int chain_put(struct export_model *m, const struct export_rec_sample *s, size_t loc_off, uint32_t nlocs,
+		     uint64_t hash)
 {
 	struct index *x = m->index;
 	if (su_hmap_reserve(&x->chains) ||
@@ -430,7 +432,7 @@ static int chain_put(struct export_model *m, const struct export_rec_sample *s, 
 	uint64_t const h = chain_key_hash(s);
 	struct eqarg a = { m, s };
 	size_t const t = su_hmap_find(&x->chains, h, chain_eq, &a);
-	struct chain_locs const c = { s->chain_slot, s->chain_version, loc_off, nlocs };
+	struct chain_locs const c = { s->chain_slot, s->chain_version, loc_off, nlocs, hash };
 	if (su_hmap_used(&x->chains, t)) {
 		x->chain[su_hmap_value(&x->chains, t)] = c;
 		return 0;
@@ -473,6 +475,7 @@ static long add_sample(struct export_model *m, const unsigned char *p, size_t le
 			/* The very same list: the samples share it. */
 			out.loc_off = c->loc_off;
 			out.nlocs = c->nlocs;
+			out.locs_hash = c->hash;
 			if (GROW(m, samples))
 				return -ENOMEM;
 			m->samples[m->n_samples++] = out;
@@ -516,7 +519,8 @@ static long add_sample(struct export_model *m, const unsigned char *p, size_t le
 			return rc;
 	}
 	if (s.chain_slot && !s.repeat &&
-	    (rc = chain_put(m, &s, out.loc_off, (uint32_t)(m->n_locs - out.loc_off))))
+	    (rc = chain_put(m, &s, out.loc_off, (uint32_t)(m->n_locs - out.loc_off),
+			    export_locs_hash(m->locs + out.loc_off, (uint32_t)(m->n_locs - out.loc_off)))))
 		return rc;
 	if (s.end != SU_END_OUTERMOST) {
 		/* The root of a stack that stopped early names why, as in
@@ -537,6 +541,7 @@ static long add_sample(struct export_model *m, const unsigned char *p, size_t le
 			return rc;
 	}
 	out.nlocs = (uint32_t)(m->n_locs - out.loc_off);
+	out.locs_hash = export_locs_hash(m->locs + out.loc_off, out.nlocs);
 	if (GROW(m, samples))
 		return -ENOMEM;
 	m->samples[m->n_samples++] = out;

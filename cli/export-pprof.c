@@ -28,18 +28,17 @@ struct agg {
 	size_t cap;
 };
 
-static uint64_t stack_hash(const struct export_model *m, const struct export_sample *s)
+static uint64_t stack_hash(const struct export_sample *s)
 {
-	uint64_t h = SU_FNV_SEED ^ s->thread;
-	for (uint32_t i = 0; i < s->nlocs; i++)
-		h = su_fnv1a_add(h, m->locs[s->loc_off + i]);
-	return h;
+	/* The list's hash, made once per list by the model, and the thread. */
+	return (s->locs_hash ^ s->thread) * 0x9E3779B97F4A7C15ull;
 }
 
 static int stack_eq(const struct export_model *m, const struct export_sample *a, const struct export_sample *b)
 {
-	return a->thread == b->thread && a->nlocs == b->nlocs &&
-	       !memcmp(m->locs + a->loc_off, m->locs + b->loc_off, a->nlocs * sizeof(*m->locs));
+	return a->thread == b->thread && a->nlocs == b->nlocs && a->locs_hash == b->locs_hash &&
+	       (a->loc_off == b->loc_off || /* one list, shared (a chain met again) */
+		!memcmp(m->locs + a->loc_off, m->locs + b->loc_off, a->nlocs * sizeof(*m->locs)));
 }
 
 /* gzip BUF[LEN] to F. */
@@ -228,7 +227,7 @@ int export_pprof_write(struct export_model *m, const struct export_info *info, F
 	for (size_t i = 0; i < m->n_samples; i++) {
 		const struct export_sample *s = &m->samples[i];
 		const struct export_thread *th = &m->threads[s->thread];
-		size_t h = stack_hash(m, s) & (agg.cap - 1);
+		size_t h = (size_t)(stack_hash(s) >> 20) & (agg.cap - 1);
 		while (agg.slot[h] && !stack_eq(m, &m->samples[first[agg.slot[h] - 1]], s))
 			h = (h + 1) & (agg.cap - 1);
 		if (!agg.slot[h]) {

@@ -112,7 +112,17 @@ struct export_sample {
 	uint32_t nlocs;
 	uint32_t thread;
 	uint64_t off_cpu_ns;               /* an off-CPU stack: its blocked time */
+	uint64_t locs_hash;                /* of its list (export_locs_hash), computed once a list */
 };
+
+/* The hash of a list of NLOCS location indexes. */
+static inline uint64_t export_locs_hash(const uint32_t *locs, uint32_t nlocs)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (uint32_t i = 0; i < nlocs; i++)
+		h = (h ^ locs[i]) * 0x100000001b3ull;
+	return h;
+}
 
 struct export_model {
 	int no_inline;                     /* keep only the real function of each address */
