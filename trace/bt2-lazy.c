@@ -39,6 +39,9 @@
 	X(bt_event_class_get_name) \
 	X(bt_field_array_borrow_element_field_by_index_const) \
 	X(bt_field_array_get_length) \
+	X(bt_field_borrow_class_const) \
+	X(bt_field_class_array_borrow_element_field_class_const) \
+	X(bt_field_class_get_type) \
 	X(bt_field_get_class_type) \
 	X(bt_field_integer_signed_get_value) \
 	X(bt_field_integer_unsigned_get_value) \
