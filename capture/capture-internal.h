@@ -105,7 +105,9 @@ struct capture_sink {
 	void (*thread_init)(void);
 	/* In the sampled thread, from the signal handler or stackcap_capture:
 	 * async-signal-safe, no malloc.  SEG: a second segment or NULL; RT:
-	 * the runtime frames of RUNTIME (capture/runtime.h) or NULL. */
+	 * the runtime frames of RUNTIME (capture/runtime.h) or NULL.  Each
+	 * 8-byte aligned, zeros after it up to its next multiple of 8 (the
+	 * LTTng sink records them as 64-bit words). */
 	void (*sample)(uint32_t generation, const uint8_t *blob, size_t len,
 		       const uint8_t *seg, size_t seg_len, uint8_t runtime, const uint8_t *rt, size_t rt_len);
 	/* The range list of a generation, and the vDSO's build-id (LTTng's

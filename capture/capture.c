@@ -42,6 +42,14 @@ static __thread int tls_perf_sig_fd __attribute__((tls_model("initial-exec"))) =
 #if SU_ASAN
 __attribute__((no_sanitize("address")))
 #endif
+/* Zeros after LEN bytes at P up to the next multiple of 8 (in the signal
+ * handler: no libc). */
+static void pad8(uint8_t *p, size_t len)
+{
+	for (size_t i = len; i & 7; i++)
+		p[i] = 0;
+}
+
 static uint64_t interrupted_sp(const struct thread_state *t, uint64_t sp, uint64_t nwords)
 {
 	uint64_t const restorer = atomic_load_explicit(&stackcap_g.restorer, memory_order_relaxed);
@@ -97,8 +105,10 @@ static int capture_regs(struct thread_state *t, const uint64_t *regs)
 	if (snap && stackcap_code_ranges_find(&snap->set, regs[STACKCAP_REG_RIP]) < 0 &&
 	    !atomic_exchange_explicit(&stackcap_g.pc_unmapped, 1, memory_order_relaxed))
 		writer_wake();
+	/* (+ 16: LTTng mode puts the segment and the runtime frames at the
+	 * next multiple of 8, capture_sink.sample) */
 	size_t const need = sizeof(struct ring_rec) + STACKCAP_CODEC_BOUND(nwords) +
-			    (seg_nwords ? STACKCAP_CODEC_BOUND(seg_nwords) : 0) + capture_rt_room();
+			    (seg_nwords ? STACKCAP_CODEC_BOUND(seg_nwords) : 0) + capture_rt_room() + 16;
 	struct ring_rec *rec = ring_reserve(&t->ring, need);
 	if (!rec) {
 		snapshot_leave();
@@ -137,6 +147,9 @@ static int capture_regs(struct thread_state *t, const uint64_t *regs)
 		.also_hi = seg_nwords ? seg_sp + 8 * seg_nwords : 0,
 	};
 	size_t const len = stackcap_codec_encode((uint8_t *)(rec + 1), need - sizeof(*rec), &in);
+	/* The segment's blob right after (the writer's record), or at the
+	 * next multiple of 8 (LTTng: 64-bit words, capture_sink.sample). */
+	size_t const seg_at = stackcap_g.cfg.lttng && !stackcap_codec_is_error(len) ? (len + 7) & ~(size_t)7 : len;
 	size_t seg_len = 0;
 	if (seg_nwords && !stackcap_codec_is_error(len)) {
 		struct stackcap_codec_input seg = {
@@ -149,7 +162,7 @@ static int capture_regs(struct thread_state *t, const uint64_t *regs)
 			.policy = stackcap_g.cfg.policy,
 			.encoding = STACKCAP_WORDS_RELATIVE,
 		};
-		seg_len = stackcap_codec_encode((uint8_t *)(rec + 1) + len, need - sizeof(*rec) - len, &seg);
+		seg_len = stackcap_codec_encode((uint8_t *)(rec + 1) + seg_at, need - sizeof(*rec) - seg_at, &seg);
 		if (stackcap_codec_is_error(seg_len))
 			seg_len = 0;
 	}
@@ -166,15 +179,22 @@ static int capture_regs(struct thread_state *t, const uint64_t *regs)
 		 * this thread; the ring was only scratch space (never
 		 * committed).  The blob is self-contained: no writer stage. */
 		uint8_t *const blob = (uint8_t *)(rec + 1);
+		size_t const rt_at = (seg_at + seg_len + 7) & ~(size_t)7;
 		/* Runtime frames (--python): their code objects are described
 		 * by the writer, which gets the frames as a record of their
 		 * own (moved to the record's start; nothing else committed). */
-		size_t const rt_len = capture_rt_sample(blob + len + seg_len, need - sizeof(*rec) - len - seg_len);
+		size_t const rt_len = capture_rt_sample(blob + rt_at, need - sizeof(*rec) - rt_at);
+		/* Zeros up to each piece's next multiple of 8: its last word. */
+		pad8(blob, len);
+		if (seg_len)
+			pad8(blob + seg_at, seg_len);
+		if (rt_len)
+			pad8(blob + rt_at, rt_len);
 		const struct capture_runtime *const rt = capture_rt_active();
-		capture_lttng_sink.sample(rec->generation, blob, len, seg_len ? blob + len : NULL, seg_len,
-					  rt ? (uint8_t)rt->kind : 0, rt_len ? blob + len + seg_len : NULL, rt_len);
+		capture_lttng_sink.sample(rec->generation, blob, len, seg_len ? blob + seg_at : NULL, seg_len,
+					  rt ? (uint8_t)rt->kind : 0, rt_len ? blob + rt_at : NULL, rt_len);
 		if (rt_len) {
-			memmove(blob, blob + len + seg_len, rt_len);
+			memmove(blob, blob + rt_at, rt_len);
 			rec->ts = capture_now_ns();
 			rec->seg_len = 0;
 			rec->rt_len = (uint32_t)rt_len;

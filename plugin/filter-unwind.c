@@ -272,7 +272,11 @@ static int payload_tag(const bt_event_class *ec, const bt_field_class *payload, 
 {
 	const char *name = bt_event_class_get_name(ec);
 	int const sk = su_bt2_stackcap_kind(name);
-	int const ours = has_member(payload, "blob") && has_member(payload, "generation");
+	/* (an LTTng sample's blob: blob_words and blob_bytes, docs/lttng.md;
+	 * blob in ours and in LTTng traces recorded before) */
+	int const ours = (has_member(payload, "blob") || (has_member(payload, "blob_words") &&
+							   has_member(payload, "blob_bytes"))) &&
+			 has_member(payload, "generation");
 	*add = 0;
 	if (sk >= 0) {
 		if (sk == RAW_SAMPLE || sk == RAW_SAMPLE_FULL || sk == RAW_SAMPLE_SEGMENT) {

@@ -95,3 +95,8 @@ EXTRA_DIST += testdata/README.md
 # A trace recorded by the parent commit of stackcap record -e (4015bdf,
 # format version 1): tests/events.sh reads it as cpu-clock samples.
 EXTRA_DIST += testdata/trace-v1/metadata testdata/trace-v1/proc-22377-0 testdata/trace-v1/samples-22377-0
+# An LTTng trace recorded before blobs were 64-bit words (each blob a
+# uint8_t sequence; docs/lttng.md): tests/lttng.sh reads it.
+EXTRA_DIST += testdata/lttng-bytes-blob/ust/uid/0/64-bit/metadata testdata/lttng-bytes-blob/ust/uid/0/64-bit/c16_0 \
+	testdata/lttng-bytes-blob/ust/uid/0/64-bit/c16_1 testdata/lttng-bytes-blob/ust/uid/0/64-bit/index/c16_0.idx \
+	testdata/lttng-bytes-blob/ust/uid/0/64-bit/index/c16_1.idx

@@ -82,6 +82,34 @@ int64_t su_bt2_copy_bytes(const bt_field *st, const char *name, uint8_t **buf, s
 	return (int64_t)su_bt2_bytes(st, name, *buf, n);
 }
 
+int64_t su_bt2_copy_blob(const bt_field *st, uint8_t **buf, size_t *cap)
+{
+	uint64_t n = 0, len;
+	const bt_field *w = su_bt2_array(st, "blob_words", &n);
+	if (!w)
+		return su_bt2_copy_bytes(st, "blob", buf, cap);
+	if (su_bt2_u64(st, "blob_bytes", &len) || len > 8 * n || 8 * n - len >= 8)
+		return -EINVAL;
+	const bt_field_class *ec =
+		bt_field_class_array_borrow_element_field_class_const(bt_field_borrow_class_const(w));
+	if (!bt_field_class_type_is(bt_field_class_get_type(ec), BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER))
+		return -EINVAL;
+	if (8 * n + 1 > *cap) {
+		uint8_t *nb = realloc(*buf, 8 * n + 1);
+		if (!nb)
+			return -ENOMEM;
+		*buf = nb;
+		*cap = 8 * n + 1;
+	}
+	uint8_t *p = *buf;
+	for (uint64_t i = 0; i < n; i++, p += 8) {
+		uint64_t const v = bt_field_integer_unsigned_get_value(bt_field_array_borrow_element_field_by_index_const(w, i));
+		for (unsigned k = 0; k < 8; k++)
+			p[k] = (uint8_t)(v >> (8 * k));
+	}
+	return (int64_t)len;
+}
+
 uint64_t su_bt2_event_ts(const bt_message *msg)
 {
 	const bt_event *e = bt_message_event_borrow_event_const(msg);

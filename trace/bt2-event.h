@@ -27,6 +27,12 @@ uint64_t su_bt2_bytes(const bt_field *st, const char *name, uint8_t *buf, uint64
 /* The unsigned integer array member NAME copied into *BUF (grown to *CAP
  * bytes as needed).  @return its length, -ENOENT when absent, or -ENOMEM. */
 int64_t su_bt2_copy_bytes(const bt_field *st, const char *name, uint8_t **buf, size_t *cap);
+/* A stackcap blob of payload ST into *BUF (grown to *CAP bytes as
+ * needed): BLOB_BYTES bytes of the little-endian 64-bit words BLOB_WORDS
+ * (docs/lttng.md: babeltrace2 decodes 8 bytes a field), or, in traces
+ * written before, the bytes of BLOB.  @return its length, -ENOENT when
+ * absent, -EINVAL when BLOB_BYTES does not fit the words, or -ENOMEM. */
+int64_t su_bt2_copy_blob(const bt_field *st, uint8_t **buf, size_t *cap);
 /* The event's default clock value (0 without a clock). */
 uint64_t su_bt2_event_ts(const bt_message *msg);
 

@@ -571,7 +571,7 @@ int su_lttng_join_sample(struct su_lttng_join *j, const bt_message *msg, enum su
 		struct lt_seg *g = seg_get(j, vpid, vtid);
 		if (!g)
 			return -ENOMEM;
-		int64_t const n = su_bt2_copy_bytes(pl, "blob", &g->rt, &g->rt_cap);
+		int64_t const n = su_bt2_copy_blob(pl, &g->rt, &g->rt_cap);
 		if (n == -ENOMEM)
 			return -ENOMEM;
 		g->rt_pending = n >= 0;
@@ -584,7 +584,7 @@ int su_lttng_join_sample(struct su_lttng_join *j, const bt_message *msg, enum su
 		struct lt_seg *g = seg_get(j, vpid, vtid);
 		if (!g)
 			return -ENOMEM;
-		int64_t const n = su_bt2_copy_bytes(pl, "blob", &g->blob, &g->cap);
+		int64_t const n = su_bt2_copy_blob(pl, &g->blob, &g->cap);
 		if (n == -ENOMEM)
 			return -ENOMEM;
 		g->pending = n >= 0;
@@ -592,9 +592,11 @@ int su_lttng_join_sample(struct su_lttng_join *j, const bt_message *msg, enum su
 		g->generation = (uint32_t)gen;
 		return 0;
 	}
-	int64_t const n = su_bt2_copy_bytes(pl, "blob", &j->blob, &j->blob_cap);
+	int64_t n = su_bt2_copy_blob(pl, &j->blob, &j->blob_cap);
 	if (n == -ENOMEM)
 		return -ENOMEM;
+	if (n == -EINVAL)
+		n = 0; /* words that do not hold their byte count: a sample, whose blob is said damaged */
 	if (n < 0)
 		return 0;
 	/* Its segment and runtime frames were recorded just before it in

@@ -23,16 +23,24 @@ static void sink_thread_init(void)
 	lttng_ust_init_thread();
 }
 
+/* The blobs' words are their bytes in memory order: little-endian, as
+ * the reader takes them (trace/bt2-event.c su_bt2_copy_blob). */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "stackcap:sample blob_words are little-endian");
+
+/* The 64-bit words of LEN bytes at P (8-byte aligned, its last word
+ * padded with zeros: capture_sample's layout for LTTng). */
+#define WORDS(p, len) (const uint64_t *)(const void *)(p), (uint32_t)(((len) + 7) / 8), (uint32_t)(len)
+
 /* In the signal handler or stackcap_capture(): the tracepoint is lock-free
  * and reentrant (nested events use their own nesting level). */
 static void sink_sample(uint32_t generation, const uint8_t *blob, size_t len, const uint8_t *seg,
 			size_t seg_len, uint8_t runtime, const uint8_t *rt, size_t rt_len)
 {
 	if (rt && rt_len)
-		lttng_ust_tracepoint(stackcap, runtime_frames, runtime, rt, (uint32_t)rt_len);
+		lttng_ust_tracepoint(stackcap, runtime_frames, runtime, WORDS(rt, rt_len));
 	if (seg && seg_len)
-		lttng_ust_tracepoint(stackcap, sample_segment, generation, seg, (uint32_t)seg_len);
-	lttng_ust_tracepoint(stackcap, sample, generation, blob, (uint32_t)len);
+		lttng_ust_tracepoint(stackcap, sample_segment, generation, WORDS(seg, seg_len));
+	lttng_ust_tracepoint(stackcap, sample, generation, WORDS(blob, len));
 }
 
 /* Writer thread: malloc is fine here. */

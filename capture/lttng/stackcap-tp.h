@@ -17,19 +17,24 @@
 #include <lttng/tracepoint.h>
 
 /* A stack-codec blob (self-contained) and the generation of its ranges. */
+/* A blob travels as little-endian 64-bit words (BLOB_WORDS, its last one
+ * padded with zeros) and its length in bytes (BLOB_BYTES): CTF 1.8 has no
+ * byte-string type, and babeltrace2 decodes each element of a sequence as
+ * a field of its own, 8x faster 8 bytes at a time (docs/lttng.md). */
 LTTNG_UST_TRACEPOINT_EVENT_CLASS(stackcap, blob_class,
-	LTTNG_UST_TP_ARGS(uint32_t, generation, const uint8_t *, blob, uint32_t, len),
+	LTTNG_UST_TP_ARGS(uint32_t, generation, const uint64_t *, words, uint32_t, nwords, uint32_t, len),
 	LTTNG_UST_TP_FIELDS(
 		lttng_ust_field_integer(uint32_t, generation, generation)
-		lttng_ust_field_sequence(uint8_t, blob, blob, uint32_t, len)
+		lttng_ust_field_integer(uint32_t, blob_bytes, len)
+		lttng_ust_field_sequence(uint64_t, blob_words, words, uint32_t, nwords)
 	)
 )
 
 LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(stackcap, blob_class, stackcap, sample,
-	LTTNG_UST_TP_ARGS(uint32_t, generation, const uint8_t *, blob, uint32_t, len))
+	LTTNG_UST_TP_ARGS(uint32_t, generation, const uint64_t *, words, uint32_t, nwords, uint32_t, len))
 
 LTTNG_UST_TRACEPOINT_EVENT_INSTANCE(stackcap, blob_class, stackcap, sample_segment,
-	LTTNG_UST_TP_ARGS(uint32_t, generation, const uint8_t *, blob, uint32_t, len))
+	LTTNG_UST_TP_ARGS(uint32_t, generation, const uint64_t *, words, uint32_t, nwords, uint32_t, len))
 
 /* The exact range list of one generation: start0, end0, start1, end1... */
 LTTNG_UST_TRACEPOINT_EVENT(stackcap, code_ranges,
@@ -52,10 +57,11 @@ LTTNG_UST_TRACEPOINT_EVENT(stackcap, code_ranges,
  * interpreter frames (compress/rt-frames.h), right before its
  * stackcap:sample in the same thread. */
 LTTNG_UST_TRACEPOINT_EVENT(stackcap, runtime_frames,
-	LTTNG_UST_TP_ARGS(uint8_t, runtime, const uint8_t *, blob, uint32_t, len),
+	LTTNG_UST_TP_ARGS(uint8_t, runtime, const uint64_t *, words, uint32_t, nwords, uint32_t, len),
 	LTTNG_UST_TP_FIELDS(
 		lttng_ust_field_integer(uint8_t, runtime, runtime)
-		lttng_ust_field_sequence(uint8_t, blob, blob, uint32_t, len)
+		lttng_ust_field_integer(uint32_t, blob_bytes, len)
+		lttng_ust_field_sequence(uint64_t, blob_words, words, uint32_t, nwords)
 	)
 )
 

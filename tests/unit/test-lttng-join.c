@@ -16,6 +16,7 @@
 enum {
 	C_DUMP_START, C_BIN_INFO, C_BUILD_ID, C_DUMP_END, C_PROCNAME, C_DLOPEN, C_DLCLOSE,
 	C_RANGES, C_SAMPLE, C_SEGMENT, C_USER, C_BIN_NOPATH, C_SAMPLE_NOBLOB, C_SAMPLE_NOGEN,
+	C_SAMPLE_W, C_SEGMENT_W,
 };
 static const struct fx_class classes[] = {
 	[C_DUMP_START] = { "lttng_ust_statedump:start", { { NULL, FX_END } } },
@@ -36,6 +37,11 @@ static const struct fx_class classes[] = {
 	[C_BIN_NOPATH] = { "lttng_ust_statedump:bin_info", { { "baddr", FX_U64 }, { "memsz", FX_U64 } } },
 	[C_SAMPLE_NOBLOB] = { "stackcap:sample", { { "generation", FX_U32 } } },
 	[C_SAMPLE_NOGEN] = { "stackcap:sample", { { "blob", FX_U8_SEQ } } },
+	/* The blob as little-endian 64-bit words (docs/lttng.md). */
+	[C_SAMPLE_W] = { "stackcap:sample",
+			 { { "generation", FX_U32 }, { "blob_bytes", FX_U32 }, { "blob_words", FX_U64_SEQ } } },
+	[C_SEGMENT_W] = { "stackcap:sample_segment",
+			  { { "generation", FX_U32 }, { "blob_bytes", FX_U32 }, { "blob_words", FX_U64_SEQ } } },
 };
 #define NCLASSES (sizeof(classes) / sizeof(classes[0]))
 
@@ -429,6 +435,38 @@ START_TEST(t_samples)
 }
 END_TEST
 
+/* Blobs as 64-bit words: BLOB_BYTES bytes of them, little-endian; a byte
+ * count the words cannot hold (more, or 8 and more fewer) is a sample
+ * whose blob is empty (said damaged when decoded), not a lost one. */
+START_TEST(t_samples_words)
+{
+	struct fx_event const ev[] = {
+		{ C_SEGMENT_W, 1, 2, 100, { { .u = 3 }, { .u = 2 }, { ARR(0x0809) } } },
+		{ C_SAMPLE_W, 1, 2, 101, { { .u = 3 }, { .u = 11 }, { ARR(0x0807060504030201ull, 0x0b0a09) } } },
+		{ C_SAMPLE_W, 1, 2, 102, { { .u = 3 }, { .u = 17 }, { ARR(1, 2) } } },  /* more than 2 words */
+		{ C_SAMPLE_W, 1, 2, 103, { { .u = 3 }, { .u = 5 }, { ARR(1, 2) } } },   /* a word too many */
+		{ C_SAMPLE_W, 1, 2, 104, { { .u = 3 }, { .u = 0 }, { .n = 0 } } },     /* empty */
+		{ C_SAMPLE, 1, 2, 105, { { .u = 3 }, { ARR(6, 7) } } },                  /* bytes, as recorded before */
+	};
+	struct run r;
+	run_script(&r, ev, sizeof(ev) / sizeof(ev[0]), 0);
+	ck_assert_int_eq(r.n_samples, 5);
+	const struct out_sample *s = r.samples;
+	ck_assert_uint_eq(s[0].ev.blob_len, 11);
+	ck_assert_mem_eq(s[0].blob, "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b", 11);
+	ck_assert_int_eq(s[0].has_seg, 1);
+	ck_assert_uint_eq(s[0].seg.blob_len, 2);
+	ck_assert_mem_eq(s[0].seg_blob, "\x09\x08", 2);
+	ck_assert_uint_eq(s[1].ev.blob_len, 0);
+	ck_assert_uint_eq(s[1].ev.ts, 102);
+	ck_assert_uint_eq(s[2].ev.blob_len, 0);
+	ck_assert_uint_eq(s[3].ev.blob_len, 0);
+	ck_assert_uint_eq(s[4].ev.blob_len, 2);
+	ck_assert_mem_eq(s[4].blob, "\x06\x07", 2);
+	run_free(&r);
+}
+END_TEST
+
 /* EMIT's nonzero return stops the flush and is returned; what was not
  * emitted goes out at the next flush. */
 static int refuse_maps(void *ctx, const struct raw_event *ev)
@@ -469,6 +507,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_generations_in_time);
 	tcase_add_test(tc, t_bad_events);
 	tcase_add_test(tc, t_samples);
+	tcase_add_test(tc, t_samples_words);
 	tcase_add_test(tc, t_emit_error);
 	suite_add_tcase(s, tc);
 	return s;
