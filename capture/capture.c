@@ -105,10 +105,11 @@ static int capture_regs(struct thread_state *t, const uint64_t *regs)
 	if (snap && stackcap_code_ranges_find(&snap->set, regs[STACKCAP_REG_RIP]) < 0 &&
 	    !atomic_exchange_explicit(&stackcap_g.pc_unmapped, 1, memory_order_relaxed))
 		writer_wake();
-	/* (+ 16: LTTng mode puts the segment and the runtime frames at the
-	 * next multiple of 8, capture_sink.sample) */
+	/* (+ 24: LTTng mode puts the segment and the runtime frames at the
+	 * next multiple of 8 and pads each piece with zeros up to one,
+	 * capture_sink.sample: 7 bytes each at most) */
 	size_t const need = sizeof(struct ring_rec) + STACKCAP_CODEC_BOUND(nwords) +
-			    (seg_nwords ? STACKCAP_CODEC_BOUND(seg_nwords) : 0) + capture_rt_room() + 16;
+			    (seg_nwords ? STACKCAP_CODEC_BOUND(seg_nwords) : 0) + capture_rt_room() + 24;
 	struct ring_rec *rec = ring_reserve(&t->ring, need);
 	if (!rec) {
 		snapshot_leave();
@@ -183,7 +184,7 @@ static int capture_regs(struct thread_state *t, const uint64_t *regs)
 		/* Runtime frames (--python): their code objects are described
 		 * by the writer, which gets the frames as a record of their
 		 * own (moved to the record's start; nothing else committed). */
-		size_t const rt_len = capture_rt_sample(blob + rt_at, need - sizeof(*rec) - rt_at);
+		size_t const rt_len = capture_rt_sample(blob + rt_at, need - sizeof(*rec) - rt_at - 7);
 		/* Zeros up to each piece's next multiple of 8: its last word. */
 		pad8(blob, len);
 		if (seg_len)
