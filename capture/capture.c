@@ -33,6 +33,14 @@ static __thread int tls_perf_sig_fd __attribute__((tls_model("initial-exec"))) =
 
 /* ---- the capture ------------------------------------------------------- */
 
+/* Zeros after LEN bytes at P up to the next multiple of 8 (in the signal
+ * handler: no libc). */
+static void pad8(uint8_t *p, size_t len)
+{
+	for (size_t i = len; i & 7; i++)
+		p[i] = 0;
+}
+
 /* A handler running on the alternate signal stack interrupted code on the
  * thread's own stack: find that stack pointer in the signal frame (its
  * first word is the return trampoline, the ucontext follows) so the
@@ -42,14 +50,6 @@ static __thread int tls_perf_sig_fd __attribute__((tls_model("initial-exec"))) =
 #if SU_ASAN
 __attribute__((no_sanitize("address")))
 #endif
-/* Zeros after LEN bytes at P up to the next multiple of 8 (in the signal
- * handler: no libc). */
-static void pad8(uint8_t *p, size_t len)
-{
-	for (size_t i = len; i & 7; i++)
-		p[i] = 0;
-}
-
 static uint64_t interrupted_sp(const struct thread_state *t, uint64_t sp, uint64_t nwords)
 {
 	uint64_t const restorer = atomic_load_explicit(&stackcap_g.restorer, memory_order_relaxed);
