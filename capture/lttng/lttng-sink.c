@@ -28,7 +28,7 @@ static void sink_thread_init(void)
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "stackcap:sample blob_words are little-endian");
 
 /* The 64-bit words of LEN bytes at P (8-byte aligned, its last word
- * padded with zeros: capture_sample's layout for LTTng). */
+ * padded with zeros: capture_regs lays them out so in LTTng mode). */
 #define WORDS(p, len) (const uint64_t *)(const void *)(p), (uint32_t)(((len) + 7) / 8), (uint32_t)(len)
 
 /* In the signal handler or stackcap_capture(): the tracepoint is lock-free

@@ -16,8 +16,8 @@
 #include <stdint.h>
 #include <lttng/tracepoint.h>
 
-/* A stack-codec blob (self-contained) and the generation of its ranges. */
-/* A blob travels as little-endian 64-bit words (BLOB_WORDS, its last one
+/* A stack-codec blob (self-contained) and the generation of its ranges.
+ * A blob travels as little-endian 64-bit words (BLOB_WORDS, its last one
  * padded with zeros) and its length in bytes (BLOB_BYTES): CTF 1.8 has no
  * byte-string type, and babeltrace2 decodes each element of a sequence as
  * a field of its own, 8x faster 8 bytes at a time (docs/lttng.md). */
