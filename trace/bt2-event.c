@@ -88,7 +88,7 @@ int64_t su_bt2_copy_blob(const bt_field *st, uint8_t **buf, size_t *cap)
 	const bt_field *w = su_bt2_array(st, "blob_words", &n);
 	if (!w)
 		return su_bt2_copy_bytes(st, "blob", buf, cap);
-	if (su_bt2_u64(st, "blob_bytes", &len) || len > 8 * n || 8 * n - len >= 8)
+	if (n > (SIZE_MAX - 1) / 8 || su_bt2_u64(st, "blob_bytes", &len) || len > 8 * n || 8 * n - len >= 8)
 		return -EINVAL;
 	const bt_field_class *ec =
 		bt_field_class_array_borrow_element_field_class_const(bt_field_borrow_class_const(w));
