@@ -404,19 +404,16 @@ static uint64_t chain_key_hash(const struct export_rec_sample *s)
 	return mix((uint64_t)(uintptr_t)s->chain_slot, s->chain_version);
 }
 
-/* The chain S names: *OUT its locations, or NULL (not met: a worker's
+/* The locations of the chain S names, or NULL (not met: a worker's
  * record came without the one it repeats). */
-static int chain_get(struct export_model *m, const struct export_rec_sample *s, const struct chain_locs **out)
+static const struct chain_locs *chain_get(const struct export_model *m, const struct export_rec_sample *s)
 {
-	struct index *x = m->index;
+	const struct index *x = m->index;
 	struct eqarg a = { m, s };
-	*out = NULL;
-	if (!x->chains.cap)
-		return 0;
+	if (!x->chains.cap) /* (su_hmap_find wants a table) */
+		return NULL;
 	size_t const t = su_hmap_find(&x->chains, chain_key_hash(s), chain_eq, &a);
-	if (su_hmap_used(&x->chains, t))
-		*out = &x->chain[su_hmap_value(&x->chains, t)];
-	return 0;
+	return su_hmap_used(&x->chains, t) ? &x->chain[su_hmap_value(&x->chains, t)] : NULL;
 }
 
 /* Keep the locations of S's frames, LOCS[LOC_OFF, + NLOCS), for the
@@ -466,9 +463,7 @@ static long add_sample(struct export_model *m, const unsigned char *p, size_t le
 	if (rc)
 		return rc;
 	if (s.repeat) {
-		const struct chain_locs *c;
-		if ((rc = chain_get(m, &s, &c)))
-			return rc;
+		const struct chain_locs *const c = chain_get(m, &s);
 		if (!c)
 			return -EINVAL;
 		if (s.end == SU_END_OUTERMOST) {

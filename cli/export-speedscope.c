@@ -9,6 +9,7 @@
 #include "cli/export.h"
 #include "common/grow.h"
 #include "common/hash.h"
+#include "common/hashmap.h"
 
 void export_json_string(FILE *f, const char *s)
 {
@@ -120,8 +121,8 @@ static int sample_frames(const struct export_model *m, struct frames *fr, const 
 
 /* The stacks of the samples, each once: samples that share their list of
  * locations (a chain the model met again) share its frames and its text
- * "[f,f,...]", computed at its first use.  Open addressing on (LOC_OFF,
- * NLOCS); a sample points at its stack. */
+ * "[f,f,...]", computed at its first use.  Found by (LOC_OFF, NLOCS); a
+ * sample points at its stack. */
 struct stack {
 	size_t loc_off;
 	uint32_t nlocs;
@@ -133,27 +134,38 @@ struct stack {
 };
 
 struct stacks {
-	struct stack *tab;
-	size_t n, cap;
-	uint32_t *slot;          /* stack + 1, 0: empty */
-	size_t nslot;            /* a power of two, above twice the samples */
+	struct stack *tab;       /* room for one a sample */
+	size_t n;
+	struct su_hmap map;      /* (LOC_OFF, NLOCS) -> TAB index */
 };
 
-static uint32_t stack_of(struct stacks *st, const struct export_sample *s, int *fresh)
+struct stack_key {
+	const struct stacks *st;
+	const struct export_sample *s;
+};
+
+static int stack_eq(const void *arg, uint32_t i)
 {
+	const struct stack_key *k = arg;
+	const struct stack *x = &k->st->tab[i];
+	return x->loc_off == k->s->loc_off && x->nlocs == k->s->nlocs;
+}
+
+/* The stack of sample S (*FRESH: new, its frames to fill), or -1 when out
+ * of memory. */
+static int64_t stack_of(struct stacks *st, const struct export_sample *s, int *fresh)
+{
+	if (su_hmap_reserve(&st->map))
+		return -1;
 	uint64_t const h = su_fnv1a_add(su_fnv1a_add(SU_FNV_SEED, s->loc_off), s->nlocs);
-	size_t i = (size_t)h & (st->nslot - 1);
-	for (; st->slot[i]; i = (i + 1) & (st->nslot - 1)) {
-		const struct stack *x = &st->tab[st->slot[i] - 1];
-		if (x->loc_off == s->loc_off && x->nlocs == s->nlocs) {
-			*fresh = 0;
-			return st->slot[i] - 1;
-		}
+	struct stack_key const k = { st, s };
+	size_t const t = su_hmap_find(&st->map, h, stack_eq, &k);
+	*fresh = !su_hmap_used(&st->map, t);
+	if (*fresh) {
+		st->tab[st->n] = (struct stack){ .loc_off = s->loc_off, .nlocs = s->nlocs };
+		su_hmap_set(&st->map, t, h, (uint32_t)st->n++);
 	}
-	*fresh = 1;
-	st->tab[st->n] = (struct stack){ .loc_off = s->loc_off, .nlocs = s->nlocs };
-	st->slot[i] = (uint32_t)++st->n;
-	return st->slot[i] - 1;
+	return su_hmap_value(&st->map, t);
 }
 
 /* V in decimal at P.  @return the digits written. */
@@ -183,17 +195,13 @@ int export_speedscope_write(const struct export_model *m, const struct export_in
 	uint32_t *stacks = NULL;
 	size_t n_stacks = 0, cap_stacks = 0;
 	uint32_t *sstack = malloc((m->n_samples + 1) * sizeof(*sstack)); /* sample -> its stack */
-	struct stacks st = { .nslot = 2 };
-	while (st.nslot < 2 * m->n_samples + 2)
-		st.nslot *= 2;
-	st.slot = calloc(st.nslot, sizeof(*st.slot));
-	st.tab = malloc((m->n_samples + 1) * sizeof(*st.tab));
+	struct stacks st = { .tab = malloc((m->n_samples + 1) * sizeof(*st.tab)) };
 	char *text = NULL;
 	size_t n_text = 0, cap_text = 0;
 	fr.of_function = calloc(m->n_functions + 1, sizeof(*fr.of_function));
 	fr.of_location = calloc(m->n_locations + 1, sizeof(*fr.of_location));
 	fr.byname = calloc(2 * m->n_locations + 2, sizeof(*fr.byname));
-	if (!start || !order || !sstack || !st.slot || !st.tab || !fr.of_function || !fr.of_location || !fr.byname)
+	if (!start || !order || !sstack || !st.tab || !fr.of_function || !fr.of_location || !fr.byname)
 		goto out;
 	for (size_t i = 0; i < m->n_samples; i++)
 		start[m->samples[i].thread + 1]++;
@@ -212,8 +220,10 @@ int export_speedscope_write(const struct export_model *m, const struct export_in
 	for (size_t k = 0; k < m->n_samples; k++) {
 		uint32_t const i = order[k];
 		int fresh;
-		uint32_t const j = stack_of(&st, &m->samples[i], &fresh);
-		sstack[i] = j;
+		int64_t const j = stack_of(&st, &m->samples[i], &fresh);
+		if (j < 0)
+			goto out;
+		sstack[i] = (uint32_t)j;
 		st.tab[j].uses++;
 		if (!fresh)
 			continue;
@@ -337,7 +347,7 @@ out:
 	free(stack);
 	free(stacks);
 	free(sstack);
-	free(st.slot);
+	su_hmap_free(&st.map);
 	free(st.tab);
 	free(text);
 	free(start);

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <stdio.h>
+#include "common/hash.h"
 #include "trace/trace-model.h"
 #include "symbolize/symbolize.h"
 
@@ -118,9 +119,9 @@ struct export_sample {
 /* The hash of a list of NLOCS location indexes. */
 static inline uint64_t export_locs_hash(const uint32_t *locs, uint32_t nlocs)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = SU_FNV_SEED;
 	for (uint32_t i = 0; i < nlocs; i++)
-		h = (h ^ locs[i]) * 0x100000001b3ull;
+		h = su_fnv1a_add(h, locs[i]);
 	return h;
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/grow.h"
 #include "trace/bt2-event.h"
 
 const bt_field *su_bt2_member(const bt_field *st, const char *name)
@@ -49,37 +50,45 @@ const bt_field *su_bt2_array(const bt_field *st, const char *name, uint64_t *n)
 	return f;
 }
 
+/* Are the elements of array F unsigned integers?  Their class asked once,
+ * not each element's (a blob is ~200 of them: asking each its class was a
+ * tenth of reading an LTTng trace). */
+static int elements_unsigned(const bt_field *f)
+{
+	const bt_field_class *ec =
+		bt_field_class_array_borrow_element_field_class_const(bt_field_borrow_class_const(f));
+	return bt_field_class_type_is(bt_field_class_get_type(ec), BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER);
+}
+
+/* The first N elements of the unsigned integer array F as bytes into BUF. */
+static void elements_as_bytes(const bt_field *f, uint64_t n, uint8_t *buf)
+{
+	for (uint64_t i = 0; i < n; i++)
+		buf[i] = (uint8_t)bt_field_integer_unsigned_get_value(bt_field_array_borrow_element_field_by_index_const(f, i));
+}
+
 uint64_t su_bt2_bytes(const bt_field *st, const char *name, uint8_t *buf, uint64_t cap)
 {
 	uint64_t n = 0;
 	const bt_field *f = su_bt2_array(st, name, &n);
-	if (!f)
+	if (!f || !elements_unsigned(f))
 		return 0;
-	/* The elements' class once, not each element's (a blob is ~200 of
-	 * them: asking each its class was a tenth of reading an LTTng trace). */
-	const bt_field_class *ec =
-		bt_field_class_array_borrow_element_field_class_const(bt_field_borrow_class_const(f));
-	if (!bt_field_class_type_is(bt_field_class_get_type(ec), BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER))
-		return 0;
-	for (uint64_t i = 0; i < n && i < cap; i++)
-		buf[i] = (uint8_t)bt_field_integer_unsigned_get_value(
-			bt_field_array_borrow_element_field_by_index_const(f, i));
+	elements_as_bytes(f, n < cap ? n : cap, buf);
 	return n;
 }
 
 int64_t su_bt2_copy_bytes(const bt_field *st, const char *name, uint8_t **buf, size_t *cap)
 {
 	uint64_t n = 0;
-	if (!su_bt2_array(st, name, &n))
+	const bt_field *f = su_bt2_array(st, name, &n);
+	if (!f)
 		return -ENOENT;
-	if (n + 1 > *cap) {
-		uint8_t *nb = realloc(*buf, n + 1);
-		if (!nb)
-			return -ENOMEM;
-		*buf = nb;
-		*cap = n + 1;
-	}
-	return (int64_t)su_bt2_bytes(st, name, *buf, n);
+	if (n >= SIZE_MAX || SU_GROW(*buf, *cap, n + 1))
+		return -ENOMEM;
+	if (!elements_unsigned(f))
+		return 0;
+	elements_as_bytes(f, n, *buf);
+	return (int64_t)n;
 }
 
 int64_t su_bt2_copy_blob(const bt_field *st, uint8_t **buf, size_t *cap)
@@ -88,19 +97,11 @@ int64_t su_bt2_copy_blob(const bt_field *st, uint8_t **buf, size_t *cap)
 	const bt_field *w = su_bt2_array(st, "blob_words", &n);
 	if (!w)
 		return su_bt2_copy_bytes(st, "blob", buf, cap);
-	if (n > (SIZE_MAX - 1) / 8 || su_bt2_u64(st, "blob_bytes", &len) || len > 8 * n || 8 * n - len >= 8)
+	if (n > (SIZE_MAX - 1) / 8 || su_bt2_u64(st, "blob_bytes", &len) || len > 8 * n || 8 * n - len >= 8 ||
+	    !elements_unsigned(w))
 		return -EINVAL;
-	const bt_field_class *ec =
-		bt_field_class_array_borrow_element_field_class_const(bt_field_borrow_class_const(w));
-	if (!bt_field_class_type_is(bt_field_class_get_type(ec), BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER))
-		return -EINVAL;
-	if (8 * n + 1 > *cap) {
-		uint8_t *nb = realloc(*buf, 8 * n + 1);
-		if (!nb)
-			return -ENOMEM;
-		*buf = nb;
-		*cap = 8 * n + 1;
-	}
+	if (SU_GROW(*buf, *cap, 8 * n + 1))
+		return -ENOMEM;
 	uint8_t *p = *buf;
 	for (uint64_t i = 0; i < n; i++, p += 8) {
 		uint64_t const v = bt_field_integer_unsigned_get_value(bt_field_array_borrow_element_field_by_index_const(w, i));
