@@ -160,6 +160,8 @@ struct pr {
 
 	struct qev *q;
 	size_t nq, capq;
+	struct qev *q_merge;         /* the queue's sort merges into this one, then they swap */
+	size_t cap_merge;
 	struct perf_ahead *ahead;    /* the thread mapping the file ahead (perf-ahead.h), or NULL */
 	uint64_t seq, max_ts, next_flush;
 

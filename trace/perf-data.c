@@ -328,6 +328,7 @@ void perf_pr_free(struct pr *r)
 	free(r->attrs);
 	free(r->ids);
 	free(r->q);
+	free(r->q_merge);
 	free(r->scratch[0]);
 	free(r->scratch[1]);
 	while (r->chunks) {

@@ -26,6 +26,50 @@ static int qev_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+static inline int qev_before(const struct qev *x, const struct qev *y)
+{
+	return x->ts < y->ts || (x->ts == y->ts && x->seq < y->seq);
+}
+
+/* Sort the queue by (time, file order).  It is a few runs in order
+ * already (what the round before left, then each CPU's ring as this
+ * round read it): a pass merges them two by two into q_merge, and the
+ * two arrays swap, until one run is left.  qsort, a call per comparison
+ * of its n log n, was 6% of the CPU reading a 1 GB perf.data. */
+static void sort_queue(struct pr *r)
+{
+	size_t const n = r->nq;
+	if (r->cap_merge < n && su_grow((void **)&r->q_merge, &r->cap_merge, n, sizeof(*r->q_merge))) {
+		qsort(r->q, n, sizeof(*r->q), qev_cmp);
+		return;
+	}
+	size_t runs;
+	do {
+		const struct qev *const src = r->q;
+		struct qev *const dst = r->q_merge;
+		runs = 0;
+		for (size_t a = 0; a < n; runs++) {
+			size_t m = a + 1, e;
+			while (m < n && !qev_before(&src[m], &src[m - 1]))
+				m++;
+			for (e = m < n ? m + 1 : m; e < n && !qev_before(&src[e], &src[e - 1]); e++)
+				;
+			size_t i = a, j = m, k = a;
+			while (i < m && j < e)
+				dst[k++] = qev_before(&src[j], &src[i]) ? src[j++] : src[i++];
+			memcpy(dst + k, src + i, (m - i) * sizeof(*dst));
+			memcpy(dst + k + (m - i), src + j, (e - j) * sizeof(*dst));
+			a = e;
+		}
+		struct qev *const t = r->q;
+		size_t const cap = r->capq;
+		r->q = r->q_merge;
+		r->capq = r->cap_merge;
+		r->q_merge = t;
+		r->cap_merge = cap;
+	} while (runs > 1);
+}
+
 /* How far ahead of the event delivered the next ones are fetched into the
  * cache.  A round queues megabytes of records (a sample with its stack is
  * ~8 KB), so each is cold again when delivered: without this a DRAM
@@ -46,7 +90,7 @@ static void flush_until(struct pr *r, uint64_t limit)
 	while (k < r->nq && qev_cmp(&r->q[k - 1], &r->q[k]) <= 0)
 		k++;
 	if (k < r->nq)
-		qsort(r->q, r->nq, sizeof(*r->q), qev_cmp);
+		sort_queue(r);
 	size_t i = 0;
 	for (; i < r->nq && r->q[i].ts <= limit && !r->cb_rc; i++) {
 		if (i + PREFETCH_FAR < r->nq)
