@@ -97,13 +97,14 @@ int stackcap_convert(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	const char *in = argv[optind];
-	FILE *probe = fopen(in, "r");
-	if (!probe) { /* missing or unreadable: say so, not "not a perf.data" */
+	const char *in = argv[optind]; /* "-": standard input, perf record -o - */
+	FILE *probe = strcmp(in, "-") ? fopen(in, "r") : NULL;
+	if (!probe && strcmp(in, "-")) { /* missing or unreadable: say so, not "not a perf.data" */
 		fprintf(stderr, PROG ": %s: %s\n", in, strerror(errno));
 		return 1;
 	}
-	fclose(probe);
+	if (probe)
+		fclose(probe);
 	if (su_trace_probe(in) != SU_TRACE_PERF) {
 		fprintf(stderr, PROG ": %s is not a perf.data file\n", in);
 		return 1;

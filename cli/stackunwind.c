@@ -435,10 +435,11 @@ static void parse_options(int argc, char **argv, struct options *o)
 	if (is_export && !o->output)
 		die_usage("export: missing -o FILE");
 	o->trace = argv[optind];
+	o->name = strcmp(o->trace, "-") ? o->trace : "standard input";
 	o->fold = (struct folded_opts){ .root = (enum folded_root)o->roots, .no_inline = o->no_inline,
 					.modules = o->flamegraph || o->report };
 	o->rep.unit = o->weigh ? "us" : NULL;
-	o->rep.title = o->trace;
+	o->rep.title = o->name;
 	o->di.debug_dirs = o->n_debug_dirs ? o->debug_dirs : NULL;
 	o->di.inflate_cache_dir = no_cache ? NULL : su_inflate_default_dir();
 	o->filter.kernel_cache_dir = o->di.inflate_cache_dir;
@@ -471,7 +472,7 @@ static int fold_flamegraph(struct folded_counts *f, const struct options *o)
 	struct flame_opts fo = o->flame;
 	char title[512];
 	if (!fo.title) {
-		snprintf(title, sizeof(title), "Flame Graph: %s", base_name(o->trace));
+		snprintf(title, sizeof(title), "Flame Graph: %s", base_name(o->name));
 		fo.title = title;
 	}
 	struct flame_result res;
@@ -564,6 +565,11 @@ static int span_sample(void *arg, const struct su_sample *s)
  * sample).  @return 0 or -1 (said). */
 static int time_slices(struct options *o)
 {
+	if (!strcmp(o->trace, "-")) {
+		fprintf(stderr, PROG ": --time in percentages reads the trace twice (its span first): not from standard "
+			"input; write the stream to a file, or give times in seconds\n");
+		return -1;
+	}
 	struct su_reader_opts f = { .source = o->filter.source, .user_only = 1 };
 	struct su_reader_callbacks cb = { 0 };
 	struct span sp = { 0 };
@@ -919,7 +925,7 @@ static int cmd_stacks(const struct options *o)
 	} else if (r.fold) {
 		folded_counts_print(&fold, stdout);
 	}
-	struct export_info const xinfo = { .name = o->trace, .exporter = PROG " " PACKAGE_VERSION };
+	struct export_info const xinfo = { .name = o->name, .exporter = PROG " " PACKAGE_VERSION };
 	if (r.exp && export_out_finish(&xo, r.exp, o->export_format == EXPORT_PPROF, &xinfo, xerr, sizeof(xerr))) {
 		fprintf(stderr, PROG ": %s\n", xerr);
 		goto out;
@@ -956,7 +962,7 @@ static int cmd_stacks(const struct options *o)
 		fprintf(stderr, PROG ": %" PRIu64 " off-CPU stacks left out (%s)\n", r.other_kind,
 			o->folded ? "--off-cpu shows them, --with-off-cpu both kinds" : "speedscope shows CPU samples only");
 	if (!c.samples && r.other_kind && o->off_cpu == OFF_CPU_ONLY)
-		fprintf(stderr, PROG ": no off-CPU stack in %s (stackcap record --off-cpu records them)\n", o->trace);
+		fprintf(stderr, PROG ": no off-CPU stack in %s (stackcap record --off-cpu records them)\n", o->name);
 	if (ferror(stdout) || r.out_errno) {
 		fprintf(stderr, PROG ": write error on standard output%s%s\n", r.out_errno ? ": " : "",
 			r.out_errno ? strerror(r.out_errno) : "");

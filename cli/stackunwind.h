@@ -24,6 +24,7 @@ enum { EXPORT_SPEEDSCOPE = 1, EXPORT_PPROF };
 struct options {
 	const char *command;
 	const char *trace;
+	const char *name;        /* TRACE as messages and titles name it ("-": standard input) */
 	struct su_reader_opts filter;
 	unsigned jobs;
 	enum su_unwinder_kind unwinder;

@@ -137,7 +137,7 @@ int cmd_stats(const struct options *o)
 		return EXIT_ERROR;
 	}
 	double const per = st.samples ? (double)st.bytes_on_disk / (double)st.samples : 0;
-	printf("trace:                %s\n", o->trace);
+	printf("trace:                %s\n", o->name);
 	printf("processes:            %" PRIu64 " (%" PRIu64 " ended normally)\n", st.processes, st.ended);
 	printf("samples:              %" PRIu64 "\n", st.samples);
 	printf("bytes on disk:        %" PRIu64 "\n", st.bytes_on_disk);

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <zstd.h>
 
@@ -54,7 +55,8 @@ enum { F_TOTAL_TIME_ENABLED = 1, F_TOTAL_TIME_RUNNING = 2, F_ID = 4, F_GROUP = 8
 enum {
 	R_MMAP = 1, R_LOST = 2, R_COMM = 3, R_EXIT = 4, R_THROTTLE = 5, R_FORK = 7, R_SAMPLE = 9,
 	R_MMAP2 = 10, R_LOST_SAMPLES = 13, R_SWITCH = 14, R_SWITCH_CPU_WIDE = 15,
-	R_FINISHED_ROUND = 68, R_AUXTRACE = 71, R_COMPRESSED = 81,
+	R_HEADER_ATTR = 64, R_HEADER_TRACING_DATA = 66, R_HEADER_BUILD_ID = 67,
+	R_FINISHED_ROUND = 68, R_AUXTRACE = 71, R_HEADER_FEATURE = 80, R_COMPRESSED = 81,
 };
 #define MISC_CPUMODE_MASK 7u
 #define MISC_KERNEL 1u
@@ -191,6 +193,7 @@ struct pr {
 	uint64_t now;                /* time of the record being delivered */
 	int cb_rc;
 	int malformed;               /* the data section ended at a damaged record */
+	int attrs_done;              /* pipe mode: the attributes checked, records follow */
 };
 
 /* ---- across the files ------------------------------------------------------- */
@@ -199,6 +202,13 @@ struct pr {
 void perf_attr_parse(struct attr *a, const uint8_t *e, size_t avail);
 void perf_id_positions(struct pr *r);
 void perf_pr_free(struct pr *r);
+/* Pipe mode: REC (LEN bytes) taken in when it is a part of the header
+ * (HEADER_ATTR, HEADER_FEATURE, HEADER_BUILD_ID): 1; 0 when it is not
+ * one; -errno, with a message, when it is damaged. */
+int perf_pipe_header(struct pr *r, const uint8_t *rec, size_t len);
+/* Pipe mode, at the first record after the attributes: they are checked
+ * as a file's are.  @return 0, or -errno with a message. */
+int perf_pipe_attrs_done(struct pr *r);
 
 /* perf-procs.c */
 struct path_info *perf_intern(struct pr *r, const char *s, size_t n);
@@ -221,5 +231,12 @@ void perf_deliver(struct pr *r, const uint8_t *rec, size_t len);
 
 /* perf-stream.c */
 void perf_run_data(struct pr *r);
+/* Up to LEN bytes from FD into BUF, fewer only at its end (EINTR
+ * retried): how many, or -1 (errno set). */
+ssize_t perf_read_fully(int fd, uint8_t *buf, size_t len);
+/* Pipe mode: the records from FD's offset 16 on, read front to back.
+ * @return 0 (damage and a cut end are warned of, R->malformed), or -errno
+ * with a message in R's error (no attributes, out of memory). */
+int perf_run_pipe(struct pr *r, int fd);
 
 #endif

@@ -128,6 +128,8 @@ void perf_id_positions(struct pr *r)
 	r->id_from_end = t & S_IDENTIFIER ? 1 : t & S_ID ? 1 + !!(t & S_CPU) + !!(t & S_STREAM_ID) : 0;
 }
 
+static int attrs_check(struct pr *r);
+
 static int read_attrs(struct pr *r, uint64_t attr_size, uint64_t off, uint64_t size)
 {
 	if (attr_size < 64 + 16 || attr_size > 4096 || size % attr_size || size / attr_size == 0 ||
@@ -165,7 +167,14 @@ static int read_attrs(struct pr *r, uint64_t attr_size, uint64_t off, uint64_t s
 			r->n_ids++;
 		}
 	}
-	/* Sort ids for lookup. */
+	return attrs_check(r);
+}
+
+/* Once every attribute is known: ids sorted for lookup, where a sample's
+ * id sits, and whether anything can be unwound.  @return 0 or -EINVAL
+ * (a message in R's error). */
+static int attrs_check(struct pr *r)
+{
 	if (r->n_ids)
 		qsort(r->ids, r->n_ids, sizeof(*r->ids), id_cmp);
 	perf_id_positions(r);
@@ -269,6 +278,23 @@ damaged:
 	su_reader_warn(r->warn, "%s: damaged event descriptions: the rest of the events are unnamed", r->name);
 }
 
+/* Feature FEAT's SIZE bytes at P: a file's feature section, or a pipe's
+ * HEADER_FEATURE record. */
+static void read_feature(struct pr *r, unsigned feat, const uint8_t *p, uint64_t size)
+{
+	if (feat == FEAT_BUILD_ID) {
+		read_build_ids(r, p, size);
+	} else if (feat == FEAT_OSRELEASE && size >= 4) {
+		uint32_t const slen = su_ld32(p);
+		if (slen <= size - 4)
+			snprintf(r->osrelease, sizeof(r->osrelease), "%.*s", (int)strnlen((const char *)p + 4, slen),
+				 (const char *)p + 4);
+	} else if (feat == FEAT_EVENT_DESC) {
+		read_event_desc(r, p, size);
+	}
+	/* FEAT_COMPRESSED: checked when a compressed record is met. */
+}
+
 static int read_features(struct pr *r, const uint8_t *bits)
 {
 	uint64_t const sec = r->data_off + r->data_size;
@@ -286,21 +312,65 @@ static int read_features(struct pr *r, const uint8_t *bits)
 			su_reader_warn(r->warn, "%s: feature %u points outside the file: ignored", r->name, feat);
 			continue;
 		}
-		const uint8_t *p = r->map + off;
-		if (feat == FEAT_BUILD_ID) {
-			read_build_ids(r, p, size);
-		} else if (feat == FEAT_OSRELEASE && size >= 4) {
-			uint32_t const slen = su_ld32(p);
-			if (slen <= size - 4)
-				snprintf(r->osrelease, sizeof(r->osrelease), "%.*s", (int)strnlen((const char *)p + 4, slen),
-					 (const char *)p + 4);
-		} else if (feat == FEAT_EVENT_DESC) {
-			read_event_desc(r, p, size);
-		} else if (feat == FEAT_COMPRESSED) {
-			/* Checked when a compressed record is met. */
-		}
+		read_feature(r, feat, r->map + off, size);
 	}
 	return 0;
+}
+
+/* ---- pipe mode (perf record -o -): the header as records ------------------------- */
+
+int perf_pipe_header(struct pr *r, const uint8_t *rec, size_t len)
+{
+	switch (su_ld32(rec)) {
+	case R_HEADER_ATTR: {
+		/* The attr (its own size field says how long), then the ids of
+		 * its events. */
+		uint32_t const asz = len >= 16 ? su_ld32(rec + 12) : 0;
+		if (asz < 64 || asz > len - 8 || (len - 8 - asz) % 8) {
+			set_err(r, "damaged event attribute record (%zu bytes, attr size %u)", len, asz);
+			return -EINVAL;
+		}
+		if (r->attrs_done) {
+			su_reader_warn(r->warn, "%s: an event attribute after the records it describes: ignored", r->name);
+			return 1;
+		}
+		if (r->n_attrs >= 4096) {
+			set_err(r, "more than 4096 event attributes");
+			return -EINVAL;
+		}
+		size_t const nid = (len - 8 - asz) / 8;
+		struct attr *na = realloc(r->attrs, (r->n_attrs + 1) * sizeof(*na));
+		if (!na)
+			return -ENOMEM;
+		r->attrs = na;
+		memset(&na[r->n_attrs], 0, sizeof(*na));
+		perf_attr_parse(&na[r->n_attrs], rec + 8, asz);
+		if (su_grow((void **)&r->ids, &r->cap_ids, r->n_ids + nid + 1, sizeof(*r->ids)))
+			return -ENOMEM;
+		for (size_t k = 0; k < nid; k++)
+			r->ids[r->n_ids++] = (struct id_attr){ .id = su_ld64(rec + 8 + asz + 8 * k), .attr = r->n_attrs };
+		r->n_attrs++;
+		return 1;
+	}
+	case R_HEADER_FEATURE:
+		if (len >= 16 && su_ld64(rec + 8) < 256)
+			read_feature(r, (unsigned)su_ld64(rec + 8), rec + 16, len - 16);
+		return 1;
+	case R_HEADER_BUILD_ID: /* one entry of a file's table, as a record */
+		read_build_ids(r, rec, len);
+		return 1;
+	}
+	return 0;
+}
+
+int perf_pipe_attrs_done(struct pr *r)
+{
+	r->attrs_done = 1;
+	if (!r->n_attrs) {
+		set_err(r, "no event attribute before the first record (HEADER_ATTR): not a stream of perf record -o -");
+		return -EINVAL;
+	}
+	return attrs_check(r);
 }
 
 void perf_pr_free(struct pr *r)
@@ -371,11 +441,21 @@ int su_perf_data_read_fd(int fd, const char *name, const struct su_reader_opts *
 		set_err(&r, "%s", strerror(errno));
 		return -errno;
 	}
-	r.file_size = (uint64_t)sb.st_size;
+	/* A pipe (perf record -o - | stackunwind folded -) is read once,
+	 * front to back: pipe mode only. */
+	int const regular = S_ISREG(sb.st_mode);
+	r.file_size = regular ? (uint64_t)sb.st_size : 0;
 	stats->bytes_on_disk = r.file_size;
 	uint8_t hdr[FILE_HEADER_SIZE];
-	if (r.file_size < 16 || pread(fd, hdr, 16, 0) != 16) {
-		set_err(&r, "not a perf.data file (%" PRIu64 " bytes)", r.file_size);
+	ssize_t const got = regular ? pread(fd, hdr, 16, 0) : perf_read_fully(fd, hdr, 16);
+	if (got != 16) {
+		if (got < 0) {
+			int const e = errno;
+			set_err(&r, "%s", strerror(e));
+			return -e;
+		}
+		set_err(&r, "not a perf.data %s (%" PRIu64 " bytes)", regular ? "file" : "stream",
+			regular ? r.file_size : (uint64_t)got);
 		return -EINVAL;
 	}
 	uint64_t const magic = su_ld64(hdr), hsize = su_ld64(hdr + 8);
@@ -387,10 +467,26 @@ int su_perf_data_read_fd(int fd, const char *name, const struct su_reader_opts *
 		set_err(&r, "not a perf.data file (no PERFILE2 magic)");
 		return -EINVAL;
 	}
+	int partial = 0;
 	if (hsize == PIPE_HEADER_SIZE) {
-		set_err(&r, "perf.data in pipe mode (perf record -o -): not supported; "
-			"write it to a file with `perf inject -i IN -o OUT`");
-		return -ENOTSUP;
+		/* perf record -o -: the header's parts come as records. */
+		if (regular && lseek(fd, PIPE_HEADER_SIZE, SEEK_SET) != PIPE_HEADER_SIZE) {
+			rc = -errno;
+			set_err(&r, "%s", strerror(errno));
+			goto out;
+		}
+		r.data_off = PIPE_HEADER_SIZE;
+		rc = perf_run_pipe(&r, fd);
+		if (!regular) /* a stream's size: what came through */
+			stats->bytes_on_disk = stats->bytes_read;
+		if (rc)
+			goto out;
+		goto read;
+	}
+	if (!regular) {
+		set_err(&r, "a perf.data file (not pipe mode: its header points across the whole file) is read from "
+			"its path, not from a pipe");
+		return -ESPIPE;
 	}
 	if (hsize != FILE_HEADER_SIZE || r.file_size < FILE_HEADER_SIZE) {
 		set_err(&r, "bad perf.data header (size %" PRIu64 ", expected %u)", hsize, FILE_HEADER_SIZE);
@@ -413,7 +509,6 @@ int su_perf_data_read_fd(int fd, const char *name, const struct su_reader_opts *
 	}
 	if ((rc = read_attrs(&r, attr_size, su_ld64(hdr + 24), su_ld64(hdr + 32))) != 0)
 		goto out;
-	int partial = 0;
 	if (r.data_size == 0 && r.file_size > r.data_off) {
 		su_reader_warn(r.warn, "%s: data size is 0 (perf record did not finish?): reading to the end of the file",
 			       name);
@@ -438,6 +533,7 @@ int su_perf_data_read_fd(int fd, const char *name, const struct su_reader_opts *
 	if (opts && opts->map_ahead && r.data_size >= (4u << 20))
 		r.ahead = perf_ahead_start(map, r.file_size, r.data_off);
 	perf_run_data(&r);
+read:
 	if (r.cb_rc) {
 		rc = r.cb_rc;
 		goto out;
@@ -481,7 +577,10 @@ int su_perf_data_read(const char *path, const struct su_reader_opts *opts,
 		      const struct su_reader_callbacks *cb,
 		      struct su_reader_stats *stats, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	/* "-": standard input, a stream of perf record -o - (its own copy of
+	 * the descriptor, closed after). */
+	int const in = !strcmp(path, "-");
+	int fd = in ? fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3) : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
 		int const e = errno;
 		memset(stats, 0, sizeof(*stats));
@@ -489,7 +588,7 @@ int su_perf_data_read(const char *path, const struct su_reader_opts *opts,
 			snprintf(err, errlen, "%s: %s", path, strerror(e));
 		return -e;
 	}
-	int rc = su_perf_data_read_fd(fd, path, opts, cb, stats, err, errlen);
+	int rc = su_perf_data_read_fd(fd, in ? "standard input" : path, opts, cb, stats, err, errlen);
 	close(fd);
 	return rc;
 }

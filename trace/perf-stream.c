@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include "trace/perf-data-internal.h"
 
@@ -358,6 +359,143 @@ void perf_run_data(struct pr *r)
 	}
 	if (!r->cb_rc)
 		flush_until(r, UINT64_MAX);
+}
+
+/* ---- pipe mode (perf record -o -) ------------------------------------------------ */
+
+ssize_t perf_read_fully(int fd, uint8_t *buf, size_t len)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t const n = read(fd, buf + got, len - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+/* A pipe is read this much at a time into a chunk whose records are
+ * queued where they lie; the chunk is freed once they are all delivered
+ * (chunk_keep), and a record cut at its end begins the next one. */
+#define PIPE_CHUNK (4u << 20)
+
+int perf_run_pipe(struct pr *r, int fd)
+{
+	struct chunk *c = malloc(sizeof(*c) + PIPE_CHUNK);
+	if (!c)
+		return -ENOMEM;
+	uint64_t off = PIPE_HEADER_SIZE; /* of C's first byte in the stream */
+	uint64_t skip = 0;               /* payload bytes after a record (tracing data, AUX) */
+	size_t len = 0;
+	int eof = 0, stop = 0, rc = 0;
+	while (!stop && !r->cb_rc) {
+		ssize_t const n = perf_read_fully(fd, c->data + len, PIPE_CHUNK - len);
+		if (n < 0) {
+			su_reader_warn(r->warn, "%s: read error at offset %" PRIu64 " (%s): the rest is ignored", r->name,
+				       off + len, strerror(errno));
+			r->malformed = 1;
+			eof = 1;
+		} else {
+			eof = (size_t)n < PIPE_CHUNK - len;
+			len += (size_t)n;
+		}
+		size_t pos = skip < len ? (size_t)skip : len;
+		skip -= pos;
+		uint64_t const seq0 = r->seq;
+		while (len - pos >= 8 && !r->cb_rc) {
+			const uint8_t *const rec = c->data + pos;
+			uint32_t const type = su_ld32(rec);
+			uint16_t const size = su_ld16(rec + 6);
+			r->st->bytes_read = off + pos;
+			if (size < 8) {
+				su_reader_warn(r->warn, "%s: damaged record (type %u, size %u) at offset %" PRIu64
+					       ": the rest is ignored", r->name, type, size, off + pos);
+				r->malformed = 1;
+				stop = 1;
+				break;
+			}
+			if (size > len - pos)
+				break;
+			pos += size;
+			if (type == R_HEADER_TRACING_DATA || type == R_AUXTRACE) {
+				/* Their payload follows the record (tracing data
+				 * padded to 8 bytes), outside its size. */
+				uint64_t const pay = size < 16 ? 0 : type == R_AUXTRACE ? su_ld64(rec + 8)
+										: (su_ld32(rec + 8) + 7ull) & ~7ull;
+				size_t const here = pay < len - pos ? (size_t)pay : len - pos;
+				pos += here;
+				skip = pay - here;
+				continue;
+			}
+			if (!r->attrs_done && type != R_HEADER_ATTR && (rc = perf_pipe_attrs_done(r)) != 0) {
+				stop = 1;
+				break;
+			}
+			int const h = perf_pipe_header(r, rec, size);
+			if (h < 0) {
+				rc = h;
+				stop = 1;
+				break;
+			}
+			if (h)
+				continue;
+			if (type == R_COMPRESSED) {
+				if (on_compressed(r, rec, size))
+					stop = 1;
+				continue;
+			}
+			if (type == R_FINISHED_ROUND) {
+				flush_until(r, r->next_flush);
+				r->next_flush = r->max_ts;
+				chunks_release(r);
+				continue;
+			}
+			if (handle_record(r, rec, size))
+				stop = 1;
+		}
+		if (eof && !stop && (len > pos || skip)) {
+			su_reader_warn(r->warn, "%s: the stream ends inside a record at offset %" PRIu64 ": it is ignored",
+				       r->name, off + pos);
+			r->malformed = 1;
+		}
+		struct chunk *next = NULL;
+		if (!eof && !stop && !r->cb_rc) {
+			if (!(next = malloc(sizeof(*next) + PIPE_CHUNK))) {
+				rc = -ENOMEM;
+				stop = 1;
+			} else {
+				memcpy(next->data, c->data + pos, len - pos);
+			}
+		}
+		c->len = pos;
+		chunk_keep(r, c, seq0);
+		if (!next)
+			break;
+		c = next;
+		off += pos;
+		len -= pos;
+		/* Events wait for a FINISHED_ROUND to be sorted, and their
+		 * chunks with them: a stream without rounds would hold them all. */
+		if (r->chunk_bytes > COMPRESSED_HELD_MAX && !r->cb_rc) {
+			if (!r->warned_chunks++)
+				su_reader_warn(r->warn, "%s: more than %u MiB of records without a FINISHED_ROUND: the "
+					       "events so far are delivered, later ones may be out of time order",
+					       r->name, COMPRESSED_HELD_MAX >> 20);
+			flush_until(r, UINT64_MAX);
+			chunks_release(r);
+		}
+	}
+	if (!rc && !r->attrs_done)
+		rc = perf_pipe_attrs_done(r);
+	if (!rc && !r->cb_rc)
+		flush_until(r, UINT64_MAX);
+	r->st->bytes_read = off + len;
+	return rc == -ENOMEM ? (r->cb_rc = -ENOMEM) : rc;
 }
 
 /* ---- a live stream of records --------------------------------------------------- */

@@ -14,6 +14,8 @@
 enum su_trace_format su_trace_probe(const char *path)
 {
 	struct stat sb;
+	if (!strcmp(path, "-")) /* standard input: perf record -o - | ... */
+		return SU_TRACE_PERF;
 	if (stat(path, &sb))
 		return SU_TRACE_UNKNOWN;
 	if (S_ISDIR(sb.st_mode) && su_stackcap_trace_probe(path))
