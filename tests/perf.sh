@@ -340,11 +340,34 @@ printf '\007' | dd of="$work/attr.data" bs=1 seek=16 conv=notrunc 2>/dev/null
 bad attr
 check "corrupted attribute size: exit 1, 'bad attribute section'" \
 	sh -c "[ $(rc attr) = 1 ] && grep -q 'bad attribute section' '$work/attr.err'"
-perf record -q -k monotonic -e cpu-clock --call-graph dwarf -o - -- "$TD/tdata-single" 0.1 \
+# Pipe mode (perf record -o -): from a file, the samples of perf script in
+# its order and its chains; from standard input, the same output; straight
+# from perf record through a pipe; cut, or a file-mode perf.data on a pipe.
+perf record -q -k monotonic -e cpu-clock --call-graph dwarf -o - -- "$TD/tdata-single" 0.5 \
 	>"$work/pipe.data" 2>/dev/null
-bad pipe
-check "pipe-mode perf.data: exit 1, 'pipe mode' and what to do" \
-	sh -c "[ $(rc pipe) = 1 ] && grep -q 'pipe mode' '$work/pipe.err' && grep -q 'perf inject' '$work/pipe.err'"
+compare pipe
+chain_ok pipe tdata-single
+"$SU" folded "$work/pipe.data" >"$work/pipe-file.folded" 2>/dev/null
+cat "$work/pipe.data" | "$SU" folded - >"$work/pipe-in.folded" 2>"$work/pipe-in.err"
+"$SU" folded - <"$work/pipe.data" >"$work/pipe-redir.folded" 2>/dev/null
+check "pipe mode from standard input (a pipe, a file): the file's folded output ($(wc -l <"$work/pipe-in.folded") stacks)" \
+	sh -c "[ -s '$work/pipe-in.folded' ] && cmp -s '$work/pipe-file.folded' '$work/pipe-in.folded' &&
+		cmp -s '$work/pipe-file.folded' '$work/pipe-redir.folded'"
+perf record -q -k monotonic -e cpu-clock --call-graph dwarf -o - -- "$TD/tdata-single" 0.3 2>/dev/null |
+	"$SU" folded - >"$work/live.folded" 2>"$work/live.err"
+echo $? >"$work/live.rc"
+nl=$(sed -n 's/^stackunwind: \([0-9]*\) samples, \1 fully unwound.*/\1/p' "$work/live.err")
+check "perf record -o - | stackunwind folded -: exit 0, every one of ${nl:-no} samples fully unwound" \
+	sh -c "[ $(rc live) = 0 ] && [ '${nl:-0}' -ge 100 ] && grep -q '^tdata-single;.*main;' '$work/live.folded'"
+size=$(stat -c %s "$work/pipe.data")
+head -c $((size / 2 + 5)) "$work/pipe.data" | "$SU" stacks - >"$work/pcut.out" 2>"$work/pcut.err"
+echo $? >"$work/pcut.rc"
+ns=$(grep -c '^tdata-single' "$work/pcut.out")
+check "a pipe-mode stream cut in the middle: exit 3, 'ends inside a record', $ns samples still read" \
+	sh -c "[ $(rc pcut) = 3 ] && grep -q 'warning: standard input: the stream ends inside a record' '$work/pcut.err' && [ $ns -ge 100 ]"
+cat "$work/single.data" | { "$SU" stacks - >/dev/null 2>"$work/fpipe.err"; echo $? >"$work/fpipe.rc"; }
+check "a file-mode perf.data on a pipe: exit 1, says to give its path" \
+	sh -c "[ $(rc fpipe) = 1 ] && grep -q 'standard input: a perf.data file (not pipe mode' '$work/fpipe.err'"
 cp "$work/single.data" "$work/nosize.data"
 dd if=/dev/zero of="$work/nosize.data" bs=1 seek=48 count=8 conv=notrunc 2>/dev/null
 bad nosize

@@ -472,6 +472,7 @@ int perf_run_pipe(struct pr *r, int fd)
 				memcpy(next->data, c->data + pos, len - pos);
 			}
 		}
+		c->next = NULL;
 		c->len = pos;
 		chunk_keep(r, c, seq0);
 		if (!next)

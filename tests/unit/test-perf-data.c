@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -660,18 +661,175 @@ START_TEST(t_not_perf_data)
 }
 END_TEST
 
+/* perf record -o -: the 16-byte header, then the header's parts as
+ * records -- HEADER_ATTR (the attribute and its ids: none), HEADER_FEATURE
+ * (OSRELEASE; EVENT_DESC naming the event NAME when not NULL), tracing
+ * data (TRACING_BYTES of payload after its record, outside its size) --
+ * then DATA's records. */
+static struct buf pipe_of(const struct buf *data, uint64_t sample_type, const char *name, uint32_t tracing_bytes)
+{
+	struct buf f = { 0 };
+	put64(&f, 0x32454c4946524550ull); /* "PERFILE2" */
+	put64(&f, 16);
+	size_t at = rec_begin(&f, 64, 0); /* HEADER_ATTR */
+	put_attr(&f, sample_type, SAMPLE_ID_ALL);
+	rec_end(&f, at);
+	at = rec_begin(&f, 80, 0); /* HEADER_FEATURE */
+	put64(&f, 4);              /* HEADER_OSRELEASE */
+	put32(&f, 16);
+	put(&f, "6.1.0-test\0\0\0\0\0", 16);
+	rec_end(&f, at);
+	if (name) {
+		/* A file's section (after a header and its 16-byte index entry). */
+		struct buf e = { 0 };
+		uint8_t header[104] = { 0 };
+		put(&e, header, sizeof(header));
+		add_event_desc(&e, name, 0);
+		at = rec_begin(&f, 80, 0);
+		put64(&f, 12); /* HEADER_EVENT_DESC */
+		put(&f, e.b + 104 + 16, e.n - 104 - 16);
+		rec_end(&f, at);
+		free(e.b);
+	}
+	if (tracing_bytes) {
+		at = rec_begin(&f, 66, 0); /* HEADER_TRACING_DATA: u32 size, then the data */
+		put32(&f, tracing_bytes);
+		rec_end(&f, at);
+		for (uint32_t i = 0; i < (tracing_bytes + 7) / 8; i++)
+			put64(&f, 0x0900000000000000ull | i); /* would read as records if not skipped */
+	}
+	put(&f, data->b, data->n);
+	return f;
+}
+
+/* A pipe-mode perf.data read from a file: what the same records give in
+ * file mode, in time order, the event named by its HEADER_FEATURE. */
 START_TEST(t_pipe_mode)
 {
 	struct buf d = { 0 };
 	typical(&d);
-	struct buf f = file_of(&d, TYPICAL, SAMPLE_ID_ALL);
-	uint64_t const pipe_size = 16;
-	memcpy(f.b + 8, &pipe_size, 8);
+	struct buf f = pipe_of(&d, TYPICAL, "page-faults", 100);
 	struct got g;
 	struct su_reader_stats st;
 	char err[256];
-	ck_assert_int_eq(read_image(&f, &g, &st, err, sizeof(err)), -ENOTSUP);
-	ck_assert_msg(strstr(err, "pipe mode") && strstr(err, "perf inject"), "%s", err);
+	int const rc = read_image(&f, &g, &st, err, sizeof(err));
+	ck_assert_msg(rc == 0, "rc %d: %s", rc, err);
+	ck_assert_int_eq(g.processes, 1);
+	ck_assert_str_eq(g.comm[0], "prog");
+	ck_assert_int_eq(g.maps, 1);
+	ck_assert_str_eq(g.path[0], "/nonexistent/prog");
+	ck_assert_int_eq(g.samples, 3);
+	uint64_t const times[3] = { 200, 300, 400 }, w0[3] = { 0xb0, 0xa0, 0xc0 };
+	for (int i = 0; i < 3; i++) {
+		ck_assert_uint_eq(g.time[i], times[i]);
+		ck_assert_uint_eq(g.word0[i], w0[i]);
+		ck_assert_uint_eq(g.nwords[i], 4);
+		ck_assert_str_eq(g.event[i], "page-faults");
+	}
+	ck_assert_int_eq(g.ends, 1);
+	ck_assert_int_eq(st.truncated_files, 0);
+	/* No attribute before the records: not a stream perf wrote. */
+	struct buf bare = { 0 };
+	put64(&bare, 0x32454c4946524550ull);
+	put64(&bare, 16);
+	put(&bare, d.b, d.n);
+	ck_assert_int_eq(read_image(&bare, &g, &st, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "img: no event attribute before the first record"), "%s", err);
+	ck_assert_int_eq(g.samples, 0);
+	/* An attribute record too short for its attr. */
+	struct buf bad = { 0 };
+	put(&bad, f.b, 16 + 8 + 64);
+	set16(&bad, 16 + 6, 8 + 64);
+	bad.b[16 + 8 + 4] = (uint8_t)ATTR_BYTES; /* attr.size says 128 */
+	ck_assert_int_eq(read_image(&bad, &g, &st, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "damaged event attribute record"), "%s", err);
+	free(bad.b);
+	free(bare.b);
+	free(d.b);
+	free(f.b);
+}
+END_TEST
+
+/* F written into a pipe by a child process, the reader at its other end
+ * (as `perf record -o - | stackunwind folded -`). */
+static int read_piped(const struct buf *f, struct got *g, struct su_reader_stats *st, char *err, size_t errlen)
+{
+	memset(g, 0, sizeof(*g));
+	int p[2];
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	pid_t const child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		close(p[0]);
+		size_t off = 0;
+		while (off < f->n) {
+			/* Uneven writes: records cut across reads. */
+			size_t const n = f->n - off < 4099 ? f->n - off : 4099;
+			ssize_t const w = write(p[1], f->b + off, n);
+			if (w <= 0)
+				_exit(1);
+			off += (size_t)w;
+		}
+		_exit(0);
+	}
+	close(p[1]);
+	struct su_reader_callbacks cb = { g, on_process, on_maps, on_sample, on_end, NULL };
+	int const rc = su_perf_data_read_fd(p[0], "pipe", NULL, &cb, st, err, errlen);
+	close(p[0]);
+	int status;
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	return rc;
+}
+
+/* From a pipe: more than one 4 MB read (records and the tracing data's
+ * payload cut across them), rounds out of order, every sample delivered
+ * in time order; a stream cut inside a record gives what came before and
+ * says it was cut; a file-mode perf.data on a pipe is refused, saying why. */
+START_TEST(t_pipe_stream)
+{
+	struct buf d = { 0 };
+	rec_comm(&d, 100, "prog", 10);
+	rec_mmap2(&d, 100, 0x400000, 0x2000, 0x1000, "/nonexistent/prog", 20);
+	int n = 0;
+	size_t last = 0;
+	while (d.n < (9u << 20)) {
+		/* each round of 100 in reverse time order */
+		last = d.n;
+		rec_sample(&d, 100, 1000000 + 1000 * (uint64_t)(n / 100) - (uint64_t)(n % 100), 0x400100, 0x7ff000,
+			   (uint64_t)n);
+		if (++n % 100 == 0)
+			rec_round(&d);
+	}
+	struct buf f = pipe_of(&d, TYPICAL, NULL, (4u << 20) + 12345);
+	struct got g;
+	struct su_reader_stats st;
+	char err[256];
+	int rc = read_piped(&f, &g, &st, err, sizeof(err));
+	ck_assert_msg(rc == 0, "rc %d: %s", rc, err);
+	ck_assert_int_eq(g.samples, n);
+	ck_assert_uint_eq(st.samples, (uint64_t)n);
+	ck_assert_uint_eq(st.bytes_on_disk, f.n);
+	for (int i = 1; i < 16; i++)
+		ck_assert_uint_gt(g.time[i], g.time[i - 1]);
+	ck_assert_uint_eq(g.word0[0], 99); /* the first round's last: its earliest */
+	ck_assert_int_eq(g.ends, 1);
+	/* Cut 20 bytes into the last sample. */
+	struct buf cut = { 0 };
+	put(&cut, f.b, f.n - d.n + last + 20);
+	rc = read_piped(&cut, &g, &st, err, sizeof(err));
+	ck_assert_int_gt(rc, 0);
+	ck_assert_int_eq(g.samples, n - 1);
+	ck_assert_int_eq(st.truncated_files, 1);
+	free(cut.b);
+	/* File mode cannot be read front to back. */
+	struct buf small = { 0 };
+	typical(&small);
+	struct buf file = file_of(&small, TYPICAL, SAMPLE_ID_ALL);
+	ck_assert_int_eq(read_piped(&file, &g, &st, err, sizeof(err)), -ESPIPE);
+	ck_assert_msg(strstr(err, "pipe: a perf.data file (not pipe mode") && strstr(err, "path"), "%s", err);
+	ck_assert_int_eq(g.samples, 0);
+	free(small.b);
+	free(file.b);
 	free(d.b);
 	free(f.b);
 }
@@ -842,6 +1000,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_ahead_gives_back);
 	tcase_add_test(tc, t_not_perf_data);
 	tcase_add_test(tc, t_pipe_mode);
+	tcase_add_test(tc, t_pipe_stream);
 	tcase_add_test(tc, t_cut_header);
 	tcase_add_test(tc, t_bad_attr_size);
 	tcase_add_test(tc, t_no_call_graph);
