@@ -232,7 +232,7 @@ void perf_deliver(struct pr *r, const uint8_t *rec, size_t len);
 /* perf-stream.c */
 void perf_run_data(struct pr *r);
 /* Up to LEN bytes from FD into BUF, fewer only at its end (EINTR
- * retried): how many, or -1 (errno set). */
+ * retried, a non-blocking FD waited on): how many, or -1 (errno set). */
 ssize_t perf_read_fully(int fd, uint8_t *buf, size_t len);
 /* Pipe mode: the records from FD's offset 16 on, read front to back.
  * @return 0 (damage and a cut end are warned of, R->malformed), or -errno

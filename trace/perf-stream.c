@@ -8,6 +8,7 @@
  * previous round flushed in (time, file order); the rest at the end. */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,6 +371,14 @@ ssize_t perf_read_fully(int fd, uint8_t *buf, size_t len)
 		ssize_t const n = read(fd, buf + got, len - got);
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			/* A non-blocking descriptor (as a shell may leave
+			 * standard input): wait for the writer. */
+			struct pollfd pfd = { .fd = fd, .events = POLLIN };
+			if (poll(&pfd, 1, -1) >= 0 || errno == EINTR)
+				continue;
+			return -1;
+		}
 		if (n < 0)
 			return -1;
 		if (n == 0)
