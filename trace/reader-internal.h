@@ -98,7 +98,19 @@ struct event_source {
 	/* The format has no process_end event (LTTng: a process's end is
 	 * the session's), so a missing one means nothing. */
 	int no_process_end;
+	/* RUN is called once, with PASS_PROCESS | PASS_SAMPLES: the source
+	 * emits process and maps events among the samples, holding a sample
+	 * until reader_can_decode() says its maps are in (LTTng: decoding
+	 * the trace twice was half of reading it). */
+	int one_pass;
 };
+
+/* For a one_pass source, CTX being the core's (what RUN was given):
+ * nonzero when sample EV (a RAW_SAMPLE*) has its process section and
+ * maps generation, so that emitted now it is decoded; when runtime frames
+ * RT name only code objects already described. */
+int reader_can_decode(void *ctx, const struct raw_event *ev);
+int reader_can_name_runtime(void *ctx, const struct raw_event *rt);
 
 extern const struct event_source su_source_babeltrace2;
 extern const struct event_source su_source_native;

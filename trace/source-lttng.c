@@ -4,9 +4,16 @@
  * events of the stackcap reader core by the LTTng join
  * (trace/lttng-join.h, shared with the babeltrace2 filter).
  *
- * Pass 1 feeds the join every module and code_ranges event; at its end
- * each process becomes a process_start and each generation a maps event.
- * Pass 2 delivers the samples, with vpid/vtid as pid/tid. */
+ * One pass (event_source.one_pass: babeltrace2 decoding every event twice
+ * was half of reading a trace): module and code_ranges events go to the
+ * join, which turns each process into a process_start and each generation
+ * into a maps event once settled (lttng-join.h); samples go to the core
+ * with vpid/vtid as pid/tid as soon as their generation is in.  A sample
+ * that comes before it (the writer thread writes code_ranges after the
+ * samples that meet the code) waits, with every later one (a blob may
+ * refer to its thread's previous sample), until it is in, or until the
+ * trace time has moved HOLD_NS past it, or MAX_HELD wait, or the trace
+ * ends: then every generation is settled and what waits is delivered. */
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -25,6 +32,20 @@
 #include "trace/bt2-event.h"
 #include "trace/bt2-graph.h"
 
+/* How long the join waits for a generation to settle, in trace time
+ * (lttng-join.h); a sample waits twice that, since its generation's event
+ * may come after it (by a writer period) and waits WAIT_NS from there;
+ * at most MAX_HELD samples wait. */
+#define WAIT_NS (5ull * 1000000000u)
+#define HOLD_NS (2 * WAIT_NS)
+#define MAX_HELD (1u << 20)
+
+/* A sample waiting, with what came with it; blobs copied. */
+struct held {
+	struct raw_event ev, seg, rt;
+	int has_seg, has_rt;
+};
+
 struct lt_source {
 	struct source_report *rep;
 	char dir[4096];
@@ -32,15 +53,107 @@ struct lt_source {
 	size_t n_traces, cap_traces;
 	char **staged;                 /* private copies of damaged traces (removed at close) */
 	size_t n_staged, cap_staged;
-	enum source_pass pass;
 	raw_emit_fn emit;
 	void *ctx;
 	int emit_rc;
 	struct su_lttng_join *join;
 	uint64_t samples_seen;
+	struct held *held;             /* a ring: HELD_HEAD, N_HELD of CAP_HELD */
+	size_t held_head, n_held, cap_held;
+	uint64_t now;                  /* the latest event's time */
 	char *err;
 	size_t errlen;
 };
+
+/* ---- samples waiting for their generation --------------------------------- */
+
+static void held_free(struct held *h)
+{
+	free((void *)h->ev.blob);
+	if (h->has_seg)
+		free((void *)h->seg.blob);
+	if (h->has_rt)
+		free((void *)h->rt.blob);
+}
+
+static int copy_blob(struct raw_event *dst, const struct raw_event *src)
+{
+	*dst = *src;
+	dst->blob = NULL;
+	if (!src->blob_len)
+		return 0;
+	uint8_t *b = malloc(src->blob_len);
+	if (!b)
+		return -ENOMEM;
+	memcpy(b, src->blob, src->blob_len);
+	dst->blob = b;
+	return 0;
+}
+
+/* Sample EV with X waits at the end of the ring. */
+static int hold(struct lt_source *s, const struct raw_event *ev, const struct su_lttng_extra *x)
+{
+	if (s->n_held == s->cap_held) {
+		size_t const ncap = s->cap_held ? 2 * s->cap_held : 64;
+		struct held *n = malloc(ncap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		for (size_t i = 0; i < s->n_held; i++)
+			n[i] = s->held[(s->held_head + i) % s->cap_held];
+		free(s->held);
+		s->held = n;
+		s->held_head = 0;
+		s->cap_held = ncap;
+	}
+	struct held *h = &s->held[(s->held_head + s->n_held) % s->cap_held];
+	*h = (struct held){ .has_seg = x->has_seg, .has_rt = x->has_rt };
+	int rc = copy_blob(&h->ev, ev);
+	if (!rc && x->has_seg && (rc = copy_blob(&h->seg, &x->seg)) != 0)
+		h->has_seg = 0;
+	if (!rc && x->has_rt && (rc = copy_blob(&h->rt, &x->rt)) != 0)
+		h->has_rt = 0;
+	if (rc) {
+		held_free(h);
+		return rc;
+	}
+	s->n_held++;
+	return 0;
+}
+
+/* The sample with its segment and runtime frames to the core. */
+static int deliver(struct lt_source *s, const struct raw_event *ev, const struct raw_event *seg,
+		   const struct raw_event *rt)
+{
+	int rc = seg ? s->emit(s->ctx, seg) : 0;
+	if (!rc && rt)
+		rc = s->emit(s->ctx, rt);
+	if (!rc)
+		rc = s->emit(s->ctx, ev);
+	return rc;
+}
+
+static int ready(struct lt_source *s, const struct raw_event *ev, const struct raw_event *rt)
+{
+	return reader_can_decode(s->ctx, ev) && (!rt || reader_can_name_runtime(s->ctx, rt));
+}
+
+/* Settled generations to the core, then the waiting samples that can go,
+ * in order; FORCE (the trace ended): every generation, every sample. */
+static int settle(struct lt_source *s, int force)
+{
+	int rc = su_lttng_join_flush(s->join, s->now, WAIT_NS, force, s->emit, s->ctx);
+	while (!rc && s->n_held) {
+		struct held *h = &s->held[s->held_head];
+		if (!force && s->now < h->ev.ts + HOLD_NS && s->n_held < MAX_HELD &&
+		    !ready(s, &h->ev, h->has_rt ? &h->rt : NULL))
+			break;
+		rc = deliver(s, &h->ev, h->has_seg ? &h->seg : NULL, h->has_rt ? &h->rt : NULL);
+		held_free(h);
+		s->held_head = (s->held_head + 1) % s->cap_held;
+		s->n_held--;
+	}
+	return rc;
+}
 
 /* ---- babeltrace2 messages ------------------------------------------------ */
 
@@ -59,23 +172,29 @@ static int handle_event(struct lt_source *s, const bt_message *msg)
 		return -EINVAL;
 	}
 	uint64_t const ts = su_bt2_event_ts(msg);
+	if (ts > s->now)
+		s->now = ts;
 	int const sample = kind == SU_LTTNG_SAMPLE || kind == SU_LTTNG_SEGMENT || kind == SU_LTTNG_RUNTIME_FRAMES;
-	if (s->pass == PASS_PROCESS) {
+	int rc;
+	if (!sample) {
+		rc = su_lttng_join_add(s->join, msg, kind, vpid, ts);
+		if (!rc)
+			rc = settle(s, 0);
+	} else {
 		s->samples_seen += kind == SU_LTTNG_SAMPLE || kind == SU_LTTNG_SEGMENT;
-		return sample ? 0 : su_lttng_join_add(s->join, msg, kind, vpid, ts);
+		struct raw_event ev;
+		struct su_lttng_extra x;
+		rc = su_lttng_join_sample(s->join, msg, kind, vpid, vtid, ts, &ev, &x);
+		if (rc > 0) {
+			const struct raw_event *const rt = x.has_rt ? &x.rt : NULL;
+			if (!s->n_held && ready(s, &ev, rt))
+				rc = deliver(s, &ev, x.has_seg ? &x.seg : NULL, rt);
+			else if (!(rc = hold(s, &ev, &x)))
+				rc = settle(s, 0);
+		}
 	}
-	if (!sample)
-		return 0;
-	struct raw_event ev;
-	struct su_lttng_extra x;
-	int rc = su_lttng_join_sample(s->join, msg, kind, vpid, vtid, ts, &ev, &x);
-	if (rc <= 0)
+	if (rc == -ENOMEM)
 		return rc;
-	rc = x.has_seg ? s->emit(s->ctx, &x.seg) : 0;
-	if (!rc && x.has_rt)
-		rc = s->emit(s->ctx, &x.rt);
-	if (!rc)
-		rc = s->emit(s->ctx, &ev);
 	if (rc)
 		s->emit_rc = rc;
 	return 0;
@@ -90,7 +209,7 @@ static int on_message(void *arg, const bt_message *m)
 		int const rc = handle_event(s, m);
 		if (rc)
 			return rc < 0 ? rc : -EINVAL;
-	} else if (t == BT_MESSAGE_TYPE_DISCARDED_EVENTS && s->pass == PASS_SAMPLES) {
+	} else if (t == BT_MESSAGE_TYPE_DISCARDED_EVENTS) {
 		/* LTTng's ring buffer was full: records lost. */
 		struct raw_event ev = { .kind = RAW_DISCARDED };
 		if (bt_message_discarded_events_get_count(m, &ev.discarded) == BT_PROPERTY_AVAILABILITY_AVAILABLE &&
@@ -306,6 +425,9 @@ static void lt_close(void *h)
 	if (!s)
 		return;
 	su_lttng_join_free(s->join);
+	for (; s->n_held; s->n_held--, s->held_head = (s->held_head + 1) % s->cap_held)
+		held_free(&s->held[s->held_head]);
+	free(s->held);
 	for (size_t i = 0; i < s->n_traces; i++)
 		free(s->traces[i]);
 	free(s->traces);
@@ -363,7 +485,7 @@ static int lt_open(const char *dir, struct source_report *rep, void **h, char *e
 static int lt_run(void *h, enum source_pass pass, raw_emit_fn emit, void *ctx, char *err, size_t errlen)
 {
 	struct lt_source *s = h;
-	s->pass = pass;
+	(void)pass; /* one pass: process, maps and samples */
 	s->emit = emit;
 	s->ctx = ctx;
 	s->emit_rc = 0;
@@ -372,20 +494,20 @@ static int lt_run(void *h, enum source_pass pass, raw_emit_fn emit, void *ctx, c
 	int rc = run_graph(s);
 	if (rc)
 		return rc;
-	if (pass == PASS_PROCESS) {
-		if (!su_lttng_join_has_generations(s->join)) {
-			su_set_err(s->err, s->errlen, "no stackcap:code_ranges event (%llu stackcap:sample events): enable "
-				   "`stackcap:*` in the LTTng session and record with stackcap record --lttng or "
-				   "liblttng-stackcap.so (docs/lttng.md)",
-				(unsigned long long)s->samples_seen);
-			return -ENODATA;
-		}
-		/* Every generation now: all of the trace is known. */
-		rc = su_lttng_join_flush(s->join, 0, 0, 1, s->emit, s->ctx);
-		if (rc == -ENOMEM)
-			su_set_err(s->err, s->errlen, "out of memory");
+	if (s->emit_rc)
+		return s->emit_rc;
+	if (!su_lttng_join_has_generations(s->join)) {
+		su_set_err(s->err, s->errlen, "no stackcap:code_ranges event (%llu stackcap:sample events): enable "
+			   "`stackcap:*` in the LTTng session and record with stackcap record --lttng or "
+			   "liblttng-stackcap.so (docs/lttng.md)",
+			(unsigned long long)s->samples_seen);
+		return -ENODATA;
 	}
-	return rc ? rc : s->emit_rc;
+	/* The trace ended: every generation, then what waits. */
+	rc = settle(s, 1);
+	if (rc == -ENOMEM)
+		su_set_err(s->err, s->errlen, "out of memory");
+	return rc;
 }
 
 const struct event_source su_source_lttng = {
@@ -394,6 +516,7 @@ const struct event_source su_source_lttng = {
 	.run = lt_run,
 	.close = lt_close,
 	.no_process_end = 1,
+	.one_pass = 1,
 };
 
 /* ---- probing and the entry point ------------------------------------------ */

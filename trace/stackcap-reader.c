@@ -1044,6 +1044,18 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 		goto out;
 	if ((rc = src->open(abs_dir, &rep, &h, err, errlen)) != 0)
 		goto out;
+	if (src->one_pass) {
+		/* Process, maps and samples in one pass: the maps told as
+		 * they come (push mode's rule, on_event). */
+		r.pass = PUSH_PASSES;
+		if ((rc = src->run(h, PUSH_PASSES, on_event, &r, err, errlen)) != 0) {
+			source_context(&r, src, rc, dir, "streams");
+			goto out;
+		}
+		if (!r.n_sections)
+			su_reader_warn(r.warn, "%s: no process_start event: samples cannot be decoded", dir);
+		goto read;
+	}
 	r.pass = PASS_PROCESS;
 	if ((rc = src->run(h, PASS_PROCESS, on_event, &r, err, errlen)) != 0) {
 		source_context(&r, src, rc, dir, "process streams");
@@ -1075,6 +1087,7 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 		source_context(&r, src, rc, dir, "sample streams");
 		goto out;
 	}
+read:
 	ended = 1;
 	if (cb->end)
 		rc = cb->end(cb->arg);
@@ -1141,9 +1154,9 @@ void su_reader_set_events(struct su_reader *p, char **names, size_t n)
 	p->r.n_events = names ? n : 0;
 }
 
-int su_reader_can_decode(const struct su_reader *p, const struct raw_event *ev)
+int reader_can_decode(void *ctx, const struct raw_event *ev)
 {
-	struct reader *r = (struct reader *)&p->r; /* section_at only reads */
+	struct reader *r = ctx; /* section_at only reads */
 	struct section *sec = section_at(r, ev->pid, ev->ts);
 	if (!sec)
 		return 0;
@@ -1152,9 +1165,19 @@ int su_reader_can_decode(const struct su_reader *p, const struct raw_event *ev)
 	return section_maps(sec, ev->generation) != NULL;
 }
 
+int su_reader_can_decode(const struct su_reader *p, const struct raw_event *ev)
+{
+	return reader_can_decode((struct reader *)&p->r, ev);
+}
+
 int su_reader_can_name_runtime(const struct su_reader *p, const struct raw_event *ev)
 {
-	struct reader *r = (struct reader *)&p->r; /* section_at only reads */
+	return reader_can_name_runtime((struct reader *)&p->r, ev);
+}
+
+int reader_can_name_runtime(void *ctx, const struct raw_event *ev)
+{
+	struct reader *r = ctx; /* section_at only reads */
 	struct section *sec = section_at(r, ev->pid, ev->ts);
 	struct rt_frames_dec d;
 	struct rt_frame f;
