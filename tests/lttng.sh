@@ -200,10 +200,14 @@ as_user "$RUN_STACKCAP" record --lttng -- "$RUN_TESTS/jit-burn" 1.5 >"$work/jit.
 end_session
 jit=$(cat "$work/jit.addr")
 ngen=$(babeltrace2 "$lt/jit" 2>/dev/null | grep 'stackcap:code_ranges:' | grep -o 'generation = [0-9]*' | sort -u | wc -l)
-"$SU" stacks "$lt/jit" >"$work/jit.out" 2>/dev/null
+"$SU" stacks "$lt/jit" >"$work/jit.out" 2>"$work/jit.err"
 set -- $(awk '/^jit-burn/ { tot++; getline; if ($3 == "([anon:exec])") n++ } END { print n + 0, tot + 0 }' "$work/jit.out")
 check "JIT page $jit: $ngen generations, $1 of $2 samples have their leaf in [anon:exec] (>= 50%)" \
 	sh -c "[ $ngen -ge 2 ] && [ $2 -ge 500 ] && [ $(( $1 * 2 )) -ge $2 ]"
+# Samples in the page come before the code_ranges of its generation (the
+# writer thread writes them after): read in one pass, they wait for it.
+check "JIT: every sample decoded, none before its generation ($(tail -n 1 "$work/jit.err" | cut -c1-120))" \
+	sh -c "grep -q 'stackunwind: [0-9]* samples' '$work/jit.err' && ! grep -q 'not decodable' '$work/jit.err'"
 
 # A damaged LTTng trace: a stream file cut inside its last packet.
 cp -r "$lt/single" "$work/cut"
