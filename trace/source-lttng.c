@@ -12,7 +12,7 @@
  * that comes before it (the writer thread writes code_ranges after the
  * samples that meet the code) waits, with every later one (a blob may
  * refer to its thread's previous sample), until it is in, or until the
- * trace time has moved HOLD_NS past it, or MAX_HELD wait, or the trace
+ * trace time has moved HOLD_NS past it, or too many wait, or the trace
  * ends: then every generation is settled and what waits is delivered. */
 #include <errno.h>
 #include <dirent.h>
@@ -34,11 +34,12 @@
 
 /* How long the join waits for a generation to settle, in trace time
  * (lttng-join.h); a sample waits twice that, since its generation's event
- * may come after it (by a writer period) and waits WAIT_NS from there;
- * at most MAX_HELD samples wait. */
+ * may come after it (by a writer period) and waits WAIT_NS from there.
+ * What waits holds at most HELD_MAX bytes (~50,000 samples): past that
+ * the first goes, decoded or counted as not decodable. */
 #define WAIT_NS (5ull * 1000000000u)
 #define HOLD_NS (2 * WAIT_NS)
-#define MAX_HELD (1u << 20)
+#define HELD_MAX (64u << 20)
 
 /* A sample waiting, with what came with it; blobs copied. */
 struct held {
@@ -60,12 +61,18 @@ struct lt_source {
 	uint64_t samples_seen;
 	struct held *held;             /* a ring: HELD_HEAD, N_HELD of CAP_HELD */
 	size_t held_head, n_held, cap_held;
+	size_t held_bytes;             /* of the waiting samples, blobs included */
 	uint64_t now;                  /* the latest event's time */
 	char *err;
 	size_t errlen;
 };
 
 /* ---- samples waiting for their generation --------------------------------- */
+
+static size_t held_size(const struct held *h)
+{
+	return sizeof(*h) + h->ev.blob_len + (h->has_seg ? h->seg.blob_len : 0) + (h->has_rt ? h->rt.blob_len : 0);
+}
 
 static void held_free(struct held *h)
 {
@@ -116,6 +123,7 @@ static int hold(struct lt_source *s, const struct raw_event *ev, const struct su
 		held_free(h);
 		return rc;
 	}
+	s->held_bytes += held_size(h);
 	s->n_held++;
 	return 0;
 }
@@ -144,10 +152,11 @@ static int settle(struct lt_source *s, int force)
 	int rc = su_lttng_join_flush(s->join, s->now, WAIT_NS, force, s->emit, s->ctx);
 	while (!rc && s->n_held) {
 		struct held *h = &s->held[s->held_head];
-		if (!force && s->now < h->ev.ts + HOLD_NS && s->n_held < MAX_HELD &&
+		if (!force && s->now < h->ev.ts + HOLD_NS && s->held_bytes <= HELD_MAX &&
 		    !ready(s, &h->ev, h->has_rt ? &h->rt : NULL))
 			break;
 		rc = deliver(s, &h->ev, h->has_seg ? &h->seg : NULL, h->has_rt ? &h->rt : NULL);
+		s->held_bytes -= held_size(h);
 		held_free(h);
 		s->held_head = (s->held_head + 1) % s->cap_held;
 		s->n_held--;
