@@ -34,8 +34,9 @@
  * snapshot when it writes it), a sample's runtime frames before the
  * runtime_code events that name them, a user's event before its sample: such a
  * message and every message after it wait in a queue until what they
- * wait for arrives, or until the trace time has moved WAIT_NS past them,
- * or the queue holds MAX_QUEUE messages, or the input ends; then a sample
+ * wait for arrives, or until the trace time has moved WAIT_NS past them
+ * (a sample waiting for its maps: twice that), or the queue holds
+ * MAX_QUEUE messages, or the input ends; then a sample
  * still without maps leaves with an empty callstack (unwind_end
  * "not-decoded").  Messages leave in arrival order. */
 #include <errno.h>
@@ -602,8 +603,10 @@ static int resolve(struct unwind_iter *it, int force)
 				  : qi->ev.kind == RAW_KERNEL_CHAIN || qi->ev.kind == RAW_OFF_CPU ? 1
 				  : su_reader_can_decode(it->reader, &qi->ev) &&
 					    (!qi->has_rt || su_reader_can_name_runtime(it->reader, &qi->rt));
+		/* Twice the join's wait: the generation's code_ranges may come
+		 * after the sample (by a writer period), then wait WAIT_NS. */
 		if (!force && !ready &&
-		    it->last_ts < qi->ev.ts + WAIT_NS && it->qlen < MAX_QUEUE)
+		    it->last_ts < qi->ev.ts + 2 * WAIT_NS && it->qlen < MAX_QUEUE)
 			break;
 		/* Kernel symbols come at the end of the trace: no time limit. */
 		if (!force && ready && qi->needs_ksyms && !it->have_ksyms && it->qlen < MAX_QUEUE)
