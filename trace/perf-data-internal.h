@@ -65,7 +65,8 @@ enum {
 #define MISC_MMAP_BUILD_ID (1u << 14)
 #define MISC_BUILD_ID_SIZE (1u << 15)
 
-enum { FEAT_BUILD_ID = 2, FEAT_OSRELEASE = 4, FEAT_CMDLINE = 11, FEAT_EVENT_DESC = 12, FEAT_COMPRESSED = 27 };
+enum { FEAT_BUILD_ID = 2, FEAT_OSRELEASE = 4, FEAT_CMDLINE = 11, FEAT_EVENT_DESC = 12, FEAT_DIR_FORMAT = 24,
+       FEAT_COMPRESSED = 27 };
 
 /* ---- the model being built -------------------------------------------------- */
 
@@ -194,6 +195,11 @@ struct pr {
 	int cb_rc;
 	int malformed;               /* the data section ended at a damaged record */
 	int attrs_done;              /* pipe mode: the attributes checked, records follow */
+	/* perf record --threads: the header file says HEADER_DIR_FORMAT; its
+	 * data section and then each DIR/data.N are read with no round
+	 * flushed, every event sorted at the end (as perf does). */
+	int dir_format, dir_mode;
+	uint64_t read_base;          /* bytes of the files read before this one (progress) */
 };
 
 /* ---- across the files ------------------------------------------------------- */
@@ -231,6 +237,8 @@ void perf_deliver(struct pr *r, const uint8_t *rec, size_t len);
 
 /* perf-stream.c */
 void perf_run_data(struct pr *r);
+/* Every queued event, delivered in (time, file order). */
+void perf_flush_all(struct pr *r);
 /* Up to LEN bytes from FD into BUF, fewer only at its end (EINTR
  * retried, a non-blocking FD waited on): how many, or -1 (errno set). */
 ssize_t perf_read_fully(int fd, uint8_t *buf, size_t len);

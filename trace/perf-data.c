@@ -6,6 +6,8 @@
  *
  * The data section is mapped, not read: queued events are file offsets, so
  * memory holds one round of 32-byte index entries, never sample bytes. */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -291,6 +293,8 @@ static void read_feature(struct pr *r, unsigned feat, const uint8_t *p, uint64_t
 				 (const char *)p + 4);
 	} else if (feat == FEAT_EVENT_DESC) {
 		read_event_desc(r, p, size);
+	} else if (feat == FEAT_DIR_FORMAT) {
+		r->dir_format = 1;
 	}
 	/* FEAT_COMPRESSED: checked when a compressed record is met. */
 }
@@ -413,6 +417,15 @@ void perf_pr_free(struct pr *r)
 
 int su_perf_data_probe(const char *path)
 {
+	struct stat ds;
+	if (stat(path, &ds) == 0 && S_ISDIR(ds.st_mode)) { /* perf record --threads */
+		char *data;
+		if (asprintf(&data, "%s/data", path) < 0)
+			return 0;
+		int const ok = su_perf_data_probe(data);
+		free(data);
+		return ok;
+	}
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return 0;
@@ -424,14 +437,126 @@ int su_perf_data_probe(const char *path)
 	return ok;
 }
 
-int su_perf_data_read_fd(int fd, const char *name, const struct su_reader_opts *opts,
-			 const struct su_reader_callbacks *cb,
-			 struct su_reader_stats *stats, char *err, size_t errlen)
+/* ---- perf record --threads: a directory, DIR/data and DIR/data.N ---------------------- */
+
+struct dir_file {
+	unsigned n;
+	char *path;
+	const uint8_t *map;
+	uint64_t size;
+};
+
+static int dir_file_cmp(const void *a, const void *b)
+{
+	unsigned const x = ((const struct dir_file *)a)->n, y = ((const struct dir_file *)b)->n;
+	return (x > y) - (x < y);
+}
+
+/* DIR's data.N files (N a number), in number order, into *FILES (paths
+ * malloc'ed, not mapped yet).  @return how many, or -errno. */
+static long dir_files(const char *dir, struct dir_file **files)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return -errno;
+	size_t n = 0, cap = 0;
+	struct dir_file *f = NULL;
+	struct dirent *e;
+	long rc = 0;
+	while ((e = readdir(d))) {
+		char *end;
+		if (strncmp(e->d_name, "data.", 5) || !isdigit((unsigned char)e->d_name[5]))
+			continue;
+		unsigned long const k = strtoul(e->d_name + 5, &end, 10);
+		if (*end || k > UINT32_MAX)
+			continue;
+		if (SU_GROW(f, cap, n + 1) || asprintf(&f[n].path, "%s/%s", dir, e->d_name) < 0) {
+			rc = -ENOMEM;
+			break;
+		}
+		f[n].n = (unsigned)k;
+		f[n].map = NULL;
+		f[n].size = 0;
+		n++;
+	}
+	closedir(d);
+	if (rc) {
+		for (size_t i = 0; i < n; i++)
+			free(f[i].path);
+		free(f);
+		return rc;
+	}
+	if (n)
+		qsort(f, n, sizeof(*f), dir_file_cmp);
+	*files = f;
+	return (long)n;
+}
+
+/* After DIR/data's data section: each data.N, its records queued with
+ * no round flushed; then all of them sorted and delivered (perf's
+ * __perf_session__process_dir_events: every reader's events, then a final
+ * flush).  The files stay mapped until the consumer is done: queued
+ * events and held words point into them.  A file that cannot be read is
+ * warned of, and the others read. */
+static void read_dir_files(struct pr *r, struct dir_file *f, size_t n)
+{
+	const uint8_t *const map = r->map;
+	uint64_t const file_size = r->file_size, data_off = r->data_off, data_size = r->data_size;
+	const char *const name = r->name;
+	struct perf_ahead *const ahead = r->ahead;
+	r->ahead = NULL; /* it maps DIR/data only */
+	r->read_base = file_size;
+	for (size_t i = 0; i < n && !r->cb_rc; i++) {
+		int const fd = su_open_regular(f[i].path, O_NOFOLLOW);
+		struct stat sb;
+		if (fd < 0 || fstat(fd, &sb)) {
+			su_reader_warn(r->warn, "%s: %s: its events are missing", f[i].path, strerror(errno));
+			r->malformed = 1;
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		if (sb.st_size > 0) {
+			void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+			if (m == MAP_FAILED) {
+				su_reader_warn(r->warn, "%s: cannot map it (%s): its events are missing", f[i].path,
+					       strerror(errno));
+				r->malformed = 1;
+			} else {
+				madvise(m, (size_t)sb.st_size, MADV_SEQUENTIAL);
+				f[i].map = m;
+				f[i].size = (uint64_t)sb.st_size;
+				r->map = m;
+				r->file_size = r->data_size = f[i].size;
+				r->data_off = 0;
+				r->name = f[i].path;
+				perf_run_data(r);
+				r->read_base += f[i].size;
+			}
+		}
+		close(fd);
+	}
+	r->map = map;
+	r->file_size = file_size;
+	r->data_off = data_off;
+	r->data_size = data_size;
+	r->name = name;
+	r->ahead = ahead;
+	r->st->bytes_on_disk = r->read_base;
+	if (!r->cb_rc)
+		perf_flush_all(r);
+}
+
+static int read_fd(int fd, const char *name, const char *dir, const struct su_reader_opts *opts,
+		   const struct su_reader_callbacks *cb, struct su_reader_stats *stats, char *err, size_t errlen)
 {
 	struct pr r = { .opts = opts, .cb = cb, .st = stats, .err = err, .errlen = errlen, .name = name,
 			.warn = opts ? &opts->warn : NULL };
 	int rc = 0, ended = 0;
 	void *map = MAP_FAILED;
+	uint64_t map_size = 0;
+	struct dir_file *files = NULL;
+	long n_files = 0;
 	struct stat sb;
 
 	if (err && errlen)
@@ -492,6 +617,7 @@ int su_perf_data_read_fd(int fd, const char *name, const struct su_reader_opts *
 		set_err(&r, "bad perf.data header (size %" PRIu64 ", expected %u)", hsize, FILE_HEADER_SIZE);
 		return -EINVAL;
 	}
+	map_size = r.file_size;
 	map = mmap(NULL, r.file_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (map == MAP_FAILED) {
 		set_err(&r, "cannot map the file: %s", strerror(errno));
@@ -532,7 +658,19 @@ int su_perf_data_read_fd(int fd, const char *name, const struct su_reader_opts *
 	 * spare and the file enough pages to map (perf-ahead.h). */
 	if (opts && opts->map_ahead && r.data_size >= (4u << 20))
 		r.ahead = perf_ahead_start(map, r.file_size, r.data_off);
+	/* perf record --threads: the events are in DIR/data.N. */
+	if (dir && r.dir_format) {
+		n_files = dir_files(dir, &files);
+		if (n_files < 0) {
+			rc = (int)n_files;
+			set_err(&r, "its data.N files cannot be listed: %s", strerror(-rc));
+			goto out;
+		}
+		r.dir_mode = 1;
+	}
 	perf_run_data(&r);
+	if (r.dir_mode)
+		read_dir_files(&r, files, (size_t)n_files);
 read:
 	if (r.cb_rc) {
 		rc = r.cb_rc;
@@ -568,9 +706,22 @@ out:
 	perf_ahead_stop(r.ahead);
 	r.ahead = NULL;
 	if (map != MAP_FAILED)
-		munmap(map, r.file_size);
+		munmap(map, map_size);
+	for (long i = 0; i < n_files; i++) {
+		if (files[i].map)
+			munmap((void *)(uintptr_t)files[i].map, files[i].size);
+		free(files[i].path);
+	}
+	free(files);
 	perf_pr_free(&r);
 	return rc;
+}
+
+int su_perf_data_read_fd(int fd, const char *name, const struct su_reader_opts *opts,
+			 const struct su_reader_callbacks *cb,
+			 struct su_reader_stats *stats, char *err, size_t errlen)
+{
+	return read_fd(fd, name, NULL, opts, cb, stats, err, errlen);
 }
 
 int su_perf_data_read(const char *path, const struct su_reader_opts *opts,
@@ -578,9 +729,17 @@ int su_perf_data_read(const char *path, const struct su_reader_opts *opts,
 		      struct su_reader_stats *stats, char *err, size_t errlen)
 {
 	/* "-": standard input, a stream of perf record -o - (its own copy of
-	 * the descriptor, closed after). */
+	 * the descriptor, closed after); a directory: perf record --threads,
+	 * its header in DIR/data. */
 	int const in = !strcmp(path, "-");
-	int fd = in ? fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3) : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat ds;
+	int const is_dir = !in && stat(path, &ds) == 0 && S_ISDIR(ds.st_mode);
+	char *data = NULL;
+	if (is_dir && asprintf(&data, "%s/data", path) < 0)
+		return -ENOMEM;
+	int fd = in ? fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3)
+		    : open(is_dir ? data : path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	free(data);
 	if (fd < 0) {
 		int const e = errno;
 		memset(stats, 0, sizeof(*stats));
@@ -594,7 +753,7 @@ int su_perf_data_read(const char *path, const struct su_reader_opts *opts,
 	struct stat sb;
 	if (in && fstat(fd, &sb) == 0 && S_ISFIFO(sb.st_mode))
 		(void)fcntl(fd, F_SETPIPE_SZ, 1 << 20);
-	int rc = su_perf_data_read_fd(fd, in ? "standard input" : path, opts, cb, stats, err, errlen);
+	int rc = read_fd(fd, in ? "standard input" : path, is_dir ? path : NULL, opts, cb, stats, err, errlen);
 	close(fd);
 	return rc;
 }

@@ -321,7 +321,7 @@ void perf_run_data(struct pr *r)
 		const uint8_t *rec = base + pos;
 		uint32_t const type = su_ld32(rec);
 		uint16_t const size = su_ld16(rec + 6);
-		r->st->bytes_read = r->data_off + pos; /* how far: the progress line, stackunwind -j */
+		r->st->bytes_read = r->read_base + r->data_off + pos; /* how far: the progress line, stackunwind -j */
 		if (size < 8 || size > r->data_size - pos) {
 			r->malformed = 1;
 			su_reader_warn(r->warn, "%s: damaged record (type %u, size %u) at offset %" PRIu64
@@ -349,6 +349,8 @@ void perf_run_data(struct pr *r)
 			continue;
 		}
 		if (type == R_FINISHED_ROUND) {
+			if (r->dir_mode) /* a file's round says nothing of the others' */
+				continue;
 			flush_until(r, r->next_flush);
 			r->next_flush = r->max_ts;
 			chunks_release(r);
@@ -358,8 +360,13 @@ void perf_run_data(struct pr *r)
 		if (handle_record(r, rec, size))
 			break;
 	}
-	if (!r->cb_rc)
+	if (!r->cb_rc && !r->dir_mode)
 		flush_until(r, UINT64_MAX);
+}
+
+void perf_flush_all(struct pr *r)
+{
+	flush_until(r, UINT64_MAX);
 }
 
 /* ---- pipe mode (perf record -o -) ------------------------------------------------ */

@@ -22,6 +22,8 @@ enum su_trace_format su_trace_probe(const char *path)
 		return SU_TRACE_STACKCAP;
 	if (S_ISDIR(sb.st_mode) && su_lttng_trace_probe(path))
 		return SU_TRACE_LTTNG;
+	if (S_ISDIR(sb.st_mode) && su_perf_data_probe(path)) /* perf record --threads */
+		return SU_TRACE_PERF;
 	if (S_ISREG(sb.st_mode) && su_perf_data_probe(path))
 		return SU_TRACE_PERF;
 	return SU_TRACE_UNKNOWN;
