@@ -170,8 +170,8 @@ static void heading(FILE *f, unsigned mask)
 static void footer(FILE *f)
 {
 	fputs("\nTRACE: a stackcap trace directory, an LTTng trace with stackcap:* events or\n"
-	      "a perf.data file (perf record --call-graph dwarf); - reads a perf.data stream\n"
-	      "(perf record -o -) from standard input.\n"
+	      "a perf.data file or directory (perf record --call-graph dwarf [--threads]); - reads\n"
+	      "a perf.data stream (perf record -o -) from standard input.\n"
 	      "On a terminal, stderr shows the progress of long runs.\n"
 	      "exit status: 0 all read; 1 error; 2 usage; 3 read in part (warnings say what\n"
 	      "was skipped, the rest is printed)\n", f);

@@ -359,6 +359,24 @@ echo $? >"$work/live.rc"
 nl=$(sed -n 's/^stackunwind: \([0-9]*\) samples, \1 fully unwound.*/\1/p' "$work/live.err")
 check "perf record -o - | stackunwind folded -: exit 0, every one of ${nl:-no} samples fully unwound" \
 	sh -c "[ $(rc live) = 0 ] && [ '${nl:-0}' -ge 100 ] && grep -q '^tdata-single;.*main;' '$work/live.folded'"
+# perf record --threads: a directory, the header in data, the events in
+# data.N (one writer thread each): perf script's samples in its order.
+perf record -q --threads -k monotonic -e cpu-clock --call-graph dwarf -o "$work/thr.data" -- \
+	"$TD/tdata-single" 0.5 >/dev/null 2>"$work/thr.perr"
+compare thr
+chain_ok thr tdata-single
+"$SU" stacks -j 1 "$work/thr.data" >"$work/thr.j1" 2>/dev/null
+"$SU" stacks -j 2 "$work/thr.data" >"$work/thr.j2" 2>/dev/null
+nf=$(ls "$work/thr.data" | grep -c '^data\.[0-9]')
+check "perf record --threads: $nf data.N files; stacks -j 2 byte-identical to -j 1" \
+	sh -c "[ $nf -ge 1 ] && [ -s '$work/thr.j1' ] && cmp -s '$work/thr.j1' '$work/thr.j2'"
+cp -r "$work/thr.data" "$work/thrcut.data"
+big=$(ls -S "$work/thrcut.data"/data.* | head -n 1)
+truncate -s $(( $(stat -c %s "$big") / 2 + 5 )) "$big"
+bad thrcut
+check "perf record --threads, a data.N cut in the middle: exit 3, a warning naming it, the rest read" \
+	sh -c "[ $(rc thrcut) = 3 ] && grep -q 'warning: .*thrcut.data/data\.[0-9]*: .*ignored' '$work/thrcut.err' &&
+		[ $(grep -c '^tdata-single' "$work/thrcut.out") -ge 100 ]"
 size=$(stat -c %s "$work/pipe.data")
 head -c $((size / 2 + 5)) "$work/pipe.data" | "$SU" stacks - >"$work/pcut.out" 2>"$work/pcut.err"
 echo $? >"$work/pcut.rc"

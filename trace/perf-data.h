@@ -1,9 +1,12 @@
 /* Reading perf.data files (`perf record --call-graph dwarf`) into the same
  * sample model as a stackcap trace: processes from COMM/FORK/EXIT, maps
  * generations from MMAP/MMAP2, samples from REGS_USER + STACK_USER
- * (docs/perf-data.md).  File mode only (not `perf record -o -`); samples
- * are delivered in perf's order (time, FINISHED_ROUND flushing), with
- * memory bounded by one round of events, never the file length. */
+ * (docs/perf-data.md).  A file (mapped), pipe mode (`perf record -o -`,
+ * read front to back, from standard input as "-") or a directory
+ * (`perf record --threads`); samples are delivered in perf's order (time,
+ * FINISHED_ROUND flushing), with memory bounded by one round of events,
+ * never the file length (a directory's events are all sorted at the end,
+ * as perf does: its files stay mapped until then). */
 #ifndef STACKCAP_PERF_DATA_H
 #define STACKCAP_PERF_DATA_H
 
@@ -11,7 +14,8 @@
 #include <stdint.h>
 #include "trace/stackcap-reader.h"
 
-/* Nonzero when PATH is a regular file starting with perf's magic. */
+/* Nonzero when PATH is a regular file starting with perf's magic, or a
+ * directory whose `data` is one (perf record --threads). */
 int su_perf_data_probe(const char *path);
 
 /* Read the perf.data file PATH with su_stackcap_trace_read()'s contract:

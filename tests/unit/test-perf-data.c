@@ -835,6 +835,91 @@ START_TEST(t_pipe_stream)
 }
 END_TEST
 
+/* perf record --threads: DIR/data (header, attribute, its data section
+ * with COMM and MMAP2, the HEADER_DIR_FORMAT feature bit) and DIR/data.0,
+ * DIR/data.1 holding samples whose times interleave across the files (and
+ * a FINISHED_ROUND in one, which must not flush the other's): every sample
+ * delivered in time order; a data.N cut inside a record gives the rest and
+ * says so. */
+static void write_file(const char *dir, const char *name, const void *p, size_t n)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(p, 1, n, f), n);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+static int read_dir(const char *dir, struct got *g, struct su_reader_stats *st, char *err, size_t errlen)
+{
+	memset(g, 0, sizeof(*g));
+	struct su_reader_callbacks cb = { g, on_process, on_maps, on_sample, on_end, NULL };
+	return su_perf_data_read(dir, NULL, &cb, st, err, errlen);
+}
+
+START_TEST(t_dir_format)
+{
+	char dir[] = "/tmp/test-perf-dir.XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	struct buf d = { 0 }, d0 = { 0 }, d1 = { 0 };
+	rec_comm(&d, 100, "prog", 10);
+	rec_mmap2(&d, 100, 0x400000, 0x2000, 0x1000, "/nonexistent/prog", 20);
+	struct buf f = file_of(&d, TYPICAL, SAMPLE_ID_ALL);
+	f.b[72 + 24 / 8] |= 1u << (24 % 8); /* HEADER_DIR_FORMAT */
+	put64(&f, f.n + 16);                 /* its section: a u64 version */
+	put64(&f, 8);
+	put64(&f, 1);
+	static const uint64_t t0[] = { 300, 100, 500, 700 }, t1[] = { 200, 600, 400, 800 };
+	for (int i = 0; i < 4; i++) {
+		rec_sample(&d0, 100, t0[i], 0x400100, 0x7ff000, t0[i]);
+		rec_sample(&d1, 100, t1[i], 0x400100, 0x7ff000, t1[i]);
+		if (i == 1 || i == 2) /* the second would flush 100 and 300 before data.1's 200 */
+			rec_round(&d0);
+	}
+	write_file(dir, "data", f.b, f.n);
+	write_file(dir, "data.0", d0.b, d0.n);
+	write_file(dir, "data.1", d1.b, d1.n);
+	ck_assert(su_perf_data_probe(dir));
+	struct got g;
+	struct su_reader_stats st;
+	char err[256];
+	int rc = read_dir(dir, &g, &st, err, sizeof(err));
+	ck_assert_msg(rc == 0, "rc %d: %s", rc, err);
+	ck_assert_int_eq(g.processes, 1);
+	ck_assert_int_eq(g.samples, 8);
+	for (int i = 0; i < 8; i++) {
+		ck_assert_uint_eq(g.time[i], 100 * (uint64_t)(i + 1));
+		ck_assert_uint_eq(g.word0[i], 100 * (uint64_t)(i + 1));
+	}
+	ck_assert_uint_eq(st.bytes_on_disk, f.n + d0.n + d1.n);
+	ck_assert_int_eq(g.ends, 1);
+	/* data.1 cut inside its last sample. */
+	write_file(dir, "data.1", d1.b, d1.n - 20);
+	rc = read_dir(dir, &g, &st, err, sizeof(err));
+	ck_assert_int_gt(rc, 0);
+	ck_assert_int_eq(g.samples, 7);
+	ck_assert_int_eq(st.truncated_files, 1);
+	/* Without the feature bit, DIR/data alone: its data section only. */
+	f.b[72 + 24 / 8] &= (uint8_t)~(1u << (24 % 8));
+	write_file(dir, "data", f.b, f.n);
+	rc = read_dir(dir, &g, &st, err, sizeof(err));
+	ck_assert_msg(rc == 0, "rc %d: %s", rc, err);
+	ck_assert_int_eq(g.samples, 0);
+	ck_assert_int_eq(g.processes, 1);
+	char path[512];
+	for (const char *const *n = (const char *const[]){ "data", "data.0", "data.1", NULL }; *n; n++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, *n);
+		unlink(path);
+	}
+	rmdir(dir);
+	free(d.b);
+	free(d0.b);
+	free(d1.b);
+	free(f.b);
+}
+END_TEST
+
 /* A header cut inside: the file is shorter than its header. */
 START_TEST(t_cut_header)
 {
@@ -1001,6 +1086,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_not_perf_data);
 	tcase_add_test(tc, t_pipe_mode);
 	tcase_add_test(tc, t_pipe_stream);
+	tcase_add_test(tc, t_dir_format);
 	tcase_add_test(tc, t_cut_header);
 	tcase_add_test(tc, t_bad_attr_size);
 	tcase_add_test(tc, t_no_call_graph);
