@@ -164,6 +164,21 @@ static void chunk_keep(struct pr *r, struct chunk *c, uint64_t seq0)
 	r->chunks_tail = c;
 }
 
+/* Events wait for a FINISHED_ROUND to be sorted, and the chunks they lie
+ * in with them (inflated -z records, a pipe's reads): a stream without
+ * rounds would hold them all.  Past COMPRESSED_HELD_MAX, what is queued
+ * goes, once said (WHAT: the chunks' kind). */
+static void chunks_bound(struct pr *r, const char *what)
+{
+	if (r->chunk_bytes <= COMPRESSED_HELD_MAX || r->cb_rc)
+		return;
+	if (!r->warned_chunks++)
+		su_reader_warn(r->warn, "%s: more than %u MiB of %s without a FINISHED_ROUND: the events so far are "
+			       "delivered, later ones may be out of time order", r->name, COMPRESSED_HELD_MAX >> 20, what);
+	flush_until(r, UINT64_MAX);
+	chunks_release(r);
+}
+
 /* Queue the whole records of chunk C (decompressed, or copied from a live
  * ring), C->len bytes; @return the bytes consumed (a record cut at the
  * end is left).  A record shorter than its header stops it (*DAMAGED). */
@@ -245,16 +260,7 @@ static int on_compressed(struct pr *r, const uint8_t *rec, uint16_t size)
 	r->rem_len = damaged || r->cb_rc || len - pos > 65535 ? 0 : len - pos;
 	memcpy(r->rem, c->data + pos, r->rem_len);
 	chunk_keep(r, c, seq0);
-	/* Events wait for a FINISHED_ROUND to be sorted, and their inflated
-	 * chunks with them: a file without rounds would hold them all. */
-	if (r->chunk_bytes > COMPRESSED_HELD_MAX && !r->cb_rc) {
-		if (!r->warned_chunks++)
-			su_reader_warn(r->warn, "%s: more than %u MiB of compressed records without a FINISHED_ROUND: "
-				       "the events so far are delivered, later ones may be out of time order",
-				       r->name, COMPRESSED_HELD_MAX >> 20);
-		flush_until(r, UINT64_MAX);
-		chunks_release(r);
-	}
+	chunks_bound(r, "compressed records");
 	return damaged ? -EINVAL : 0;
 }
 
@@ -496,16 +502,7 @@ int perf_run_pipe(struct pr *r, int fd)
 		c = next;
 		off += pos;
 		len -= pos;
-		/* Events wait for a FINISHED_ROUND to be sorted, and their
-		 * chunks with them: a stream without rounds would hold them all. */
-		if (r->chunk_bytes > COMPRESSED_HELD_MAX && !r->cb_rc) {
-			if (!r->warned_chunks++)
-				su_reader_warn(r->warn, "%s: more than %u MiB of records without a FINISHED_ROUND: the "
-					       "events so far are delivered, later ones may be out of time order",
-					       r->name, COMPRESSED_HELD_MAX >> 20);
-			flush_until(r, UINT64_MAX);
-			chunks_release(r);
-		}
+		chunks_bound(r, "records");
 	}
 	if (!rc && !r->attrs_done)
 		rc = perf_pipe_attrs_done(r);
