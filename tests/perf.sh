@@ -370,6 +370,10 @@ chain_ok thr tdata-single
 nf=$(ls "$work/thr.data" | grep -c '^data\.[0-9]')
 check "perf record --threads: $nf data.N files; stacks -j 2 byte-identical to -j 1" \
 	sh -c "[ $nf -ge 1 ] && [ -s '$work/thr.j1' ] && cmp -s '$work/thr.j1' '$work/thr.j2'"
+# With -z each writer thread compresses its own zstd stream.
+perf record -q --threads -z -k monotonic -e cpu-clock --call-graph dwarf -o "$work/thrz.data" -- \
+	"$TD/tdata-single" 0.5 >/dev/null 2>"$work/thrz.perr"
+compare thrz
 cp -r "$work/thr.data" "$work/thrcut.data"
 big=$(ls -S "$work/thrcut.data"/data.* | head -n 1)
 truncate -s $(( $(stat -c %s "$big") / 2 + 5 )) "$big"

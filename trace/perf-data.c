@@ -530,6 +530,11 @@ static void read_dir_files(struct pr *r, struct dir_file *f, size_t n)
 				r->file_size = r->data_size = f[i].size;
 				r->data_off = 0;
 				r->name = f[i].path;
+				/* perf record -z: each writer thread has its own
+				 * zstd stream. */
+				if (r->dctx)
+					ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
+				r->rem_len = 0;
 				perf_run_data(r);
 				r->read_base += f[i].size;
 			}

@@ -167,14 +167,17 @@ static void chunk_keep(struct pr *r, struct chunk *c, uint64_t seq0)
 /* Events wait for a FINISHED_ROUND to be sorted, and the chunks they lie
  * in with them (inflated -z records, a pipe's reads): a stream without
  * rounds would hold them all.  Past COMPRESSED_HELD_MAX, what is queued
- * goes, once said (WHAT: the chunks' kind). */
+ * goes, once said (WHAT: the chunks' kind).  A directory's events wait
+ * for the end (perf's final sort): DIR_HELD_MAX for its -z records. */
+#define DIR_HELD_MAX (1024u << 20)
 static void chunks_bound(struct pr *r, const char *what)
 {
-	if (r->chunk_bytes <= COMPRESSED_HELD_MAX || r->cb_rc)
+	unsigned const max = r->dir_mode ? DIR_HELD_MAX : COMPRESSED_HELD_MAX;
+	if (r->chunk_bytes <= max || r->cb_rc)
 		return;
 	if (!r->warned_chunks++)
 		su_reader_warn(r->warn, "%s: more than %u MiB of %s without a FINISHED_ROUND: the events so far are "
-			       "delivered, later ones may be out of time order", r->name, COMPRESSED_HELD_MAX >> 20, what);
+			       "delivered, later ones may be out of time order", r->name, max >> 20, what);
 	flush_until(r, UINT64_MAX);
 	chunks_release(r);
 }
