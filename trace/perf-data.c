@@ -663,15 +663,16 @@ static int read_fd(int fd, const char *name, const char *dir, const struct su_re
 	 * spare and the file enough pages to map (perf-ahead.h). */
 	if (opts && opts->map_ahead && r.data_size >= (4u << 20))
 		r.ahead = perf_ahead_start(map, r.file_size, r.data_off);
-	/* perf record --threads: the events are in DIR/data.N. */
-	if (dir && r.dir_format) {
+	/* perf record --threads: the events are in DIR/data.N (also when
+	 * perf was killed before writing the features that say so). */
+	if (dir) {
 		n_files = dir_files(dir, &files);
 		if (n_files < 0) {
 			rc = (int)n_files;
 			set_err(&r, "its data.N files cannot be listed: %s", strerror(-rc));
 			goto out;
 		}
-		r.dir_mode = 1;
+		r.dir_mode = n_files > 0 || r.dir_format;
 	}
 	perf_run_data(&r);
 	if (r.dir_mode)
