@@ -415,17 +415,9 @@ void perf_pr_free(struct pr *r)
 	free(r->rem);
 }
 
-int su_perf_data_probe(const char *path)
+/* A regular file at PATH that starts with perf's magic. */
+static int probe_file(const char *path)
 {
-	struct stat ds;
-	if (stat(path, &ds) == 0 && S_ISDIR(ds.st_mode)) { /* perf record --threads */
-		char *data;
-		if (asprintf(&data, "%s/data", path) < 0)
-			return 0;
-		int const ok = su_perf_data_probe(data);
-		free(data);
-		return ok;
-	}
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return 0;
@@ -435,6 +427,20 @@ int su_perf_data_probe(const char *path)
 		 pread(fd, &magic, 8, 0) == 8 && (magic == PERF_MAGIC2 || magic == PERF_MAGIC2_SWAPPED);
 	close(fd);
 	return ok;
+}
+
+int su_perf_data_probe(const char *path)
+{
+	struct stat ds;
+	if (stat(path, &ds) == 0 && S_ISDIR(ds.st_mode)) { /* perf record --threads */
+		char *data;
+		if (asprintf(&data, "%s/data", path) < 0)
+			return 0;
+		int const ok = probe_file(data);
+		free(data);
+		return ok;
+	}
+	return probe_file(path);
 }
 
 /* ---- perf record --threads: a directory, DIR/data and DIR/data.N ---------------------- */
