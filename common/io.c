@@ -1,9 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <poll.h>
 #include <stdint.h>
 #include <unistd.h>
 
 #include "common/io.h"
+
+ssize_t su_read_full(int fd, void *dst, size_t len, off_t off)
+{
+	uint8_t *const d = dst;
+	size_t got = 0;
+	while (got < len) {
+		ssize_t const n = off < 0 ? read(fd, d + got, len - got) : pread(fd, d + got, len - got, off + (off_t)got);
+		if (n == 0)
+			break;
+		if (n > 0) {
+			got += (size_t)n;
+			continue;
+		}
+		if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+			if (poll(&p, 1, -1) < 0 && errno != EINTR)
+				return -errno;
+		} else if (errno != EINTR) {
+			return -errno;
+		}
+	}
+	return (ssize_t)got;
+}
 
 int su_writev_all(int fd, struct iovec *v, int n)
 {

@@ -1,10 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* io.h: file writes that finish what they start. */
+/* io.h: file reads and writes that finish what they start. */
 #ifndef STACKCAP_COMMON_IO_H
 #define STACKCAP_COMMON_IO_H
 
 #include <stddef.h>
+#include <sys/types.h>
 #include <sys/uio.h>
+
+/* Up to LEN bytes into DST, fewer only at the end of the file or stream:
+ * from offset OFF (pread), or with OFF < 0 from where FD is (read).
+ * EINTR is retried, and a non-blocking FD (as a shell may leave standard
+ * input) is waited on rather than failed.  @return the bytes read, or
+ * -errno. */
+ssize_t su_read_full(int fd, void *dst, size_t len, off_t off);
 
 /* write() all of DATA, retrying on EINTR (su_writev_all of one piece).
  * @return 0 or -errno. */

@@ -16,7 +16,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
 
 #include <zstd.h>
 
@@ -239,9 +238,6 @@ void perf_deliver(struct pr *r, const uint8_t *rec, size_t len);
 void perf_run_data(struct pr *r);
 /* Every queued event, delivered in (time, file order). */
 void perf_flush_all(struct pr *r);
-/* Up to LEN bytes from FD into BUF, fewer only at its end (EINTR
- * retried, a non-blocking FD waited on): how many, or -1 (errno set). */
-ssize_t perf_read_fully(int fd, uint8_t *buf, size_t len);
 /* Pipe mode: the records from FD's offset 16 on, read front to back.
  * @return 0 (damage and a cut end are warned of, R->malformed), or -errno
  * with a message in R's error (no attributes, out of memory). */

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/io.h"
 #include "trace/kallsyms.h"
 #include "trace/perf-data-internal.h"
 
@@ -583,12 +584,11 @@ static int read_fd(int fd, const char *name, const char *dir, const struct su_re
 	r.file_size = regular ? (uint64_t)sb.st_size : 0;
 	stats->bytes_on_disk = r.file_size;
 	uint8_t hdr[FILE_HEADER_SIZE];
-	ssize_t const got = regular ? pread(fd, hdr, 16, 0) : perf_read_fully(fd, hdr, 16);
+	ssize_t const got = su_read_full(fd, hdr, 16, regular ? 0 : -1);
 	if (got != 16) {
 		if (got < 0) {
-			int const e = errno;
-			set_err(&r, "%s", strerror(e));
-			return -e;
+			set_err(&r, "%s", strerror((int)-got));
+			return (int)got;
 		}
 		set_err(&r, "not a perf.data %s (%" PRIu64 " bytes)", regular ? "file" : "stream",
 			regular ? r.file_size : (uint64_t)got);

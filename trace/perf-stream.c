@@ -8,14 +8,13 @@
  * previous round flushed in (time, file order); the rest at the end. */
 #include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/utsname.h>
-#include <unistd.h>
 
+#include "common/io.h"
 #include "trace/perf-data-internal.h"
 
 /* ---- ordering ------------------------------------------------------------------ */
@@ -145,6 +144,16 @@ static void chunks_release(struct pr *r)
 		r->chunk_bytes -= c->len;
 		free(c);
 	}
+}
+
+/* A FINISHED_ROUND (or a live stream's pass over its rings): the events
+ * up to the highest time seen before the previous round go (perf's
+ * rule), and the chunks nothing queued points into any more. */
+static void round_end(struct pr *r)
+{
+	flush_until(r, r->next_flush);
+	r->next_flush = r->max_ts;
+	chunks_release(r);
 }
 
 /* Chunk C, whose events were queued from sequence SEQ0 on, joins the list
@@ -360,9 +369,7 @@ void perf_run_data(struct pr *r)
 		if (type == R_FINISHED_ROUND) {
 			if (r->dir_mode) /* a file's round says nothing of the others' */
 				continue;
-			flush_until(r, r->next_flush);
-			r->next_flush = r->max_ts;
-			chunks_release(r);
+			round_end(r);
 			release_consumed(r, pos, &released);
 			continue;
 		}
@@ -380,30 +387,6 @@ void perf_flush_all(struct pr *r)
 
 /* ---- pipe mode (perf record -o -) ------------------------------------------------ */
 
-ssize_t perf_read_fully(int fd, uint8_t *buf, size_t len)
-{
-	size_t got = 0;
-	while (got < len) {
-		ssize_t const n = read(fd, buf + got, len - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			/* A non-blocking descriptor (as a shell may leave
-			 * standard input): wait for the writer. */
-			struct pollfd pfd = { .fd = fd, .events = POLLIN };
-			if (poll(&pfd, 1, -1) >= 0 || errno == EINTR)
-				continue;
-			return -1;
-		}
-		if (n < 0)
-			return -1;
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	return (ssize_t)got;
-}
-
 /* A pipe is read this much at a time into a chunk whose records are
  * queued where they lie; the chunk is freed once they are all delivered
  * (chunk_keep), and a record cut at its end begins the next one. */
@@ -419,10 +402,10 @@ int perf_run_pipe(struct pr *r, int fd)
 	size_t len = 0;
 	int eof = 0, stop = 0, rc = 0;
 	while (!stop && !r->cb_rc) {
-		ssize_t const n = perf_read_fully(fd, c->data + len, PIPE_CHUNK - len);
+		ssize_t const n = su_read_full(fd, c->data + len, PIPE_CHUNK - len, -1);
 		if (n < 0) {
 			su_reader_warn(r->warn, "%s: read error at offset %" PRIu64 " (%s): the rest is ignored", r->name,
-				       off + len, strerror(errno));
+				       off + len, strerror((int)-n));
 			r->malformed = 1;
 			eof = 1;
 		} else {
@@ -475,9 +458,7 @@ int perf_run_pipe(struct pr *r, int fd)
 				continue;
 			}
 			if (type == R_FINISHED_ROUND) {
-				flush_until(r, r->next_flush);
-				r->next_flush = r->max_ts;
-				chunks_release(r);
+				round_end(r);
 				continue;
 			}
 			if (handle_record(r, rec, size))
@@ -633,9 +614,7 @@ int su_perf_stream_round(struct su_perf_stream *s)
 	struct pr *r = &s->r;
 	if (r->cb_rc)
 		return r->cb_rc;
-	flush_until(r, r->next_flush);
-	r->next_flush = r->max_ts;
-	chunks_release(r);
+	round_end(r);
 	return r->cb_rc;
 }
 

@@ -20,6 +20,7 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
+#include "common/io.h"
 #include "trace/reader-internal.h"
 
 #define PKT_HDR CTF_PACKET_PREAMBLE
@@ -166,24 +167,6 @@ static int buf_reserve(struct nfile *f, size_t need)
 	return 0;
 }
 
-/* pread all of LEN bytes.  @return bytes read (short only at EOF), or -errno. */
-static ssize_t pread_full(int fd, uint8_t *dst, size_t len, uint64_t off)
-{
-	size_t got = 0;
-	while (got < len) {
-		ssize_t n = pread(fd, dst + got, len - got, (off_t)(off + got));
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	return (ssize_t)got;
-}
-
 /* zstd: inflate the current frame of F into DST until WANT bytes are out
  * (stop_at_end 0) or the frame ends.  @return bytes written, -EBADMSG on
  * a corrupt or truncated frame (message in WHY), -ENOMEM, -EIO. */
@@ -195,7 +178,7 @@ static ssize_t zread(struct native_source *s, struct nfile *f, uint8_t *dst, siz
 	*frame_end = 0;
 	while (ob.pos < ob.size) {
 		if (zi->owner != f || zi->pos == zi->len) {
-			ssize_t n = pread_full(f->fd, zi->buf, ZIN_SIZE, f->foff);
+			ssize_t n = su_read_full(f->fd, zi->buf, ZIN_SIZE, (off_t)f->foff);
 			if (n < 0) {
 				*why = "read error";
 				return -EIO;
@@ -260,7 +243,7 @@ static int zframe_locate(struct native_source *s, struct nfile *f, size_t *at, s
 			if (*at == 0)
 				return 1;
 		}
-		ssize_t const n = pread_full(f->fd, zi->buf, ZIN_SIZE, f->foff);
+		ssize_t const n = su_read_full(f->fd, zi->buf, ZIN_SIZE, (off_t)f->foff);
 		if (n < 0) {
 			zi->owner = NULL;
 			return -EIO;
@@ -399,7 +382,7 @@ static int load_packet(struct native_source *s, struct nfile *f)
 			base = (size_t)(f->foff - f->win_off);
 		} else {
 			uint64_t const rem = f->size - f->foff;
-			ssize_t n = pread_full(f->fd, f->buf, rem < PKT_READ ? (size_t)rem : PKT_READ, f->foff);
+			ssize_t n = su_read_full(f->fd, f->buf, rem < PKT_READ ? (size_t)rem : PKT_READ, (off_t)f->foff);
 			f->win_len = 0;
 			if (n < 0) {
 				defect(s, f, off, "read error (%s)", strerror((int)-n));
@@ -520,7 +503,7 @@ static int load_packet(struct native_source *s, struct nfile *f)
 		}
 	} else {
 		if (got < psize) {
-			ssize_t n = pread_full(f->fd, f->buf + got, (size_t)psize - got, f->foff + got);
+			ssize_t n = su_read_full(f->fd, f->buf + got, (size_t)psize - got, (off_t)(f->foff + got));
 			if (n < 0 || (size_t)n < psize - got) {
 				f->win_len = 0;
 				defect(s, f, off, "cut packet");
@@ -1204,7 +1187,7 @@ static void metadata_uuid(struct native_source *s)
 	int fd = su_open_regular(path, O_NOFOLLOW);
 	if (fd < 0)
 		return;
-	ssize_t n = pread_full(fd, (uint8_t *)text, sizeof(text) - 1, 0);
+	ssize_t n = su_read_full(fd, (uint8_t *)text, sizeof(text) - 1, 0);
 	close(fd);
 	if (n <= 0)
 		return;
