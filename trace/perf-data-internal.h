@@ -195,10 +195,26 @@ struct pr {
 	int malformed;               /* the data section ended at a damaged record */
 	int attrs_done;              /* pipe mode: the attributes checked, records follow */
 	/* perf record --threads: the header file says HEADER_DIR_FORMAT; its
-	 * data section and then each DIR/data.N are read with no round
-	 * flushed, every event sorted at the end (as perf does). */
+	 * data section, then the DIR/data.N files merged in steps of time
+	 * (perf_run_dir); no round flushed. */
 	int dir_format, dir_mode;
 	uint64_t read_base;          /* bytes of the files read before this one (progress) */
+	uint64_t dir_flushed;        /* the time up to which events were delivered */
+	uint64_t dir_slack;          /* the most a file's record came before one ahead of it */
+	uint64_t dir_late;           /* records that came after later ones were delivered */
+	/* The data.N mappings, by address (perf_run_dir): a sample's words
+	 * there stay as the file's (su_sample.words_stay). */
+	struct stay_range { const uint8_t *lo, *hi; } *stay;
+	size_t n_stay;
+};
+
+/* perf record --threads: one DIR/data.N, mapped (NULL when it could not
+ * be: warned of already). */
+struct perf_dir_file {
+	unsigned n;
+	char *path;
+	const uint8_t *map;
+	uint64_t size;
 };
 
 /* ---- across the files ------------------------------------------------------- */
@@ -236,8 +252,9 @@ void perf_deliver(struct pr *r, const uint8_t *rec, size_t len);
 
 /* perf-stream.c */
 void perf_run_data(struct pr *r);
-/* Every queued event, delivered in (time, file order). */
-void perf_flush_all(struct pr *r);
+/* After DIR/data's data section (perf_run_data, R->dir_mode): the N
+ * files of the directory, merged in time order; every event delivered. */
+void perf_run_dir(struct pr *r, const struct perf_dir_file *f, size_t n);
 /* Pipe mode: the records from FD's offset 16 on, read front to back.
  * @return 0 (damage and a cut end are warned of, R->malformed), or -errno
  * with a message in R's error (no attributes, out of memory). */

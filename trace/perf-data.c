@@ -446,28 +446,21 @@ int su_perf_data_probe(const char *path)
 
 /* ---- perf record --threads: a directory, DIR/data and DIR/data.N ---------------------- */
 
-struct dir_file {
-	unsigned n;
-	char *path;
-	const uint8_t *map;
-	uint64_t size;
-};
-
 static int dir_file_cmp(const void *a, const void *b)
 {
-	unsigned const x = ((const struct dir_file *)a)->n, y = ((const struct dir_file *)b)->n;
+	unsigned const x = ((const struct perf_dir_file *)a)->n, y = ((const struct perf_dir_file *)b)->n;
 	return (x > y) - (x < y);
 }
 
 /* DIR's data.N files (N a number), in number order, into *FILES (paths
  * malloc'ed, not mapped yet).  @return how many, or -errno. */
-static long dir_files(const char *dir, struct dir_file **files)
+static long dir_files(const char *dir, struct perf_dir_file **files)
 {
 	DIR *d = opendir(dir);
 	if (!d)
 		return -errno;
 	size_t n = 0, cap = 0;
-	struct dir_file *f = NULL;
+	struct perf_dir_file *f = NULL;
 	struct dirent *e;
 	long rc = 0;
 	while ((e = readdir(d))) {
@@ -499,21 +492,13 @@ static long dir_files(const char *dir, struct dir_file **files)
 	return (long)n;
 }
 
-/* After DIR/data's data section: each data.N, its records queued with
- * no round flushed; then all of them sorted and delivered (perf's
- * __perf_session__process_dir_events: every reader's events, then a final
- * flush).  The files stay mapped until the consumer is done: queued
- * events and held words point into them.  A file that cannot be read is
- * warned of, and the others read. */
-static void read_dir_files(struct pr *r, struct dir_file *f, size_t n)
+/* After DIR/data's data section: each data.N mapped, then merged
+ * (perf_run_dir).  The files stay mapped until the consumer is done:
+ * queued events and held words point into them.  A file that cannot be
+ * read is warned of, and the others read. */
+static void read_dir_files(struct pr *r, struct perf_dir_file *f, size_t n)
 {
-	const uint8_t *const map = r->map;
-	uint64_t const file_size = r->file_size, data_off = r->data_off, data_size = r->data_size;
-	const char *const name = r->name;
-	struct perf_ahead *const ahead = r->ahead;
-	r->ahead = NULL; /* it maps DIR/data only */
-	r->read_base = file_size;
-	for (size_t i = 0; i < n && !r->cb_rc; i++) {
+	for (size_t i = 0; i < n; i++) {
 		int const fd = su_open_regular(f[i].path, O_NOFOLLOW);
 		struct stat sb;
 		if (fd < 0 || fstat(fd, &sb)) {
@@ -533,30 +518,12 @@ static void read_dir_files(struct pr *r, struct dir_file *f, size_t n)
 				madvise(m, (size_t)sb.st_size, MADV_SEQUENTIAL);
 				f[i].map = m;
 				f[i].size = (uint64_t)sb.st_size;
-				r->map = m;
-				r->file_size = r->data_size = f[i].size;
-				r->data_off = 0;
-				r->name = f[i].path;
-				/* perf record -z: each writer thread has its own
-				 * zstd stream. */
-				if (r->dctx)
-					ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
-				r->rem_len = 0;
-				perf_run_data(r);
-				r->read_base += f[i].size;
 			}
 		}
 		close(fd);
 	}
-	r->map = map;
-	r->file_size = file_size;
-	r->data_off = data_off;
-	r->data_size = data_size;
-	r->name = name;
-	r->ahead = ahead;
+	perf_run_dir(r, f, n);
 	r->st->bytes_on_disk = r->read_base;
-	if (!r->cb_rc)
-		perf_flush_all(r);
 }
 
 static int read_fd(int fd, const char *name, const char *dir, const struct su_reader_opts *opts,
@@ -567,7 +534,7 @@ static int read_fd(int fd, const char *name, const char *dir, const struct su_re
 	int rc = 0, ended = 0;
 	void *map = MAP_FAILED;
 	uint64_t map_size = 0;
-	struct dir_file *files = NULL;
+	struct perf_dir_file *files = NULL;
 	long n_files = 0;
 	struct stat sb;
 

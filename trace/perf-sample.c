@@ -174,6 +174,25 @@ static void kernel_syms(struct pr *r)
 		r->gens[i]->kernel = r->kernel;
 }
 
+/* P lies in the file's mapping or, reading a directory, in a data.N's. */
+static int in_mapping(const struct pr *r, const void *p)
+{
+	const uint8_t *const b = p;
+	if (r->map && b >= r->map && b < r->map + r->file_size)
+		return 1;
+	size_t lo = 0, hi = r->n_stay;
+	while (lo < hi) {
+		size_t const mid = lo + (hi - lo) / 2;
+		if (b < r->stay[mid].lo)
+			hi = mid;
+		else if (b >= r->stay[mid].hi)
+			lo = mid + 1;
+		else
+			return 1;
+	}
+	return 0;
+}
+
 static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 {
 	const uint8_t *p = rec + 8, *const end = rec + len;
@@ -335,8 +354,7 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 		.stack_capped = !no_user && dyn >= size && !cut,
 		.event = a->name,
 		/* In the file's mapping (not a copy, nor a decompressed chunk). */
-		.words_stay = r->map && img.words && (const uint8_t *)img.words >= r->map &&
-			      (const uint8_t *)img.words < r->map + r->file_size,
+		.words_stay = img.words && in_mapping(r, img.words),
 	};
 	if (chain_only) {
 		if (!(s.user_chain = words_at(r, uchain, n_uchain, 0)))

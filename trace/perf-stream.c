@@ -124,8 +124,15 @@ static int handle_record(struct pr *r, const uint8_t *rec, uint16_t size)
 		return -ENOMEM;
 	}
 	r->q[r->nq++] = (struct qev){ ts, r->seq++, rec };
-	if (ts > r->max_ts)
+	if (ts > r->max_ts) {
 		r->max_ts = ts;
+	} else if (r->dir_mode) {
+		/* A directory's file out of time order (perf_run_dir). */
+		if (r->max_ts - ts > r->dir_slack)
+			r->dir_slack = r->max_ts - ts;
+		if (ts <= r->dir_flushed)
+			r->dir_late++;
+	}
 	return 0;
 }
 
@@ -177,7 +184,8 @@ static void chunk_keep(struct pr *r, struct chunk *c, uint64_t seq0)
  * in with them (inflated -z records, a pipe's reads): a stream without
  * rounds would hold them all.  Past COMPRESSED_HELD_MAX, what is queued
  * goes, once said (WHAT: the chunks' kind).  A directory's events wait
- * for the end (perf's final sort): DIR_HELD_MAX for its -z records. */
+ * for a step of the merge (perf_run_dir), longer where its files are out
+ * of order: DIR_HELD_MAX for its -z records. */
 #define DIR_HELD_MAX (1024u << 20)
 static void chunks_bound(struct pr *r, const char *what)
 {
@@ -313,11 +321,14 @@ static void release_consumed(struct pr *r, uint64_t from, uint64_t *released)
 	}
 }
 
-void perf_run_data(struct pr *r)
+/* Read R's data section from POS on: to its end, or (a directory's file,
+ * perf_run_dir) until a record later than HORIZON has been queued.
+ * @return where it stopped; *MORE 1 when records are left after it (not
+ * at the end, no damage, no stop). */
+static uint64_t run_records(struct pr *r, uint64_t pos, uint64_t horizon, uint64_t *released, int *more)
 {
 	const uint8_t *const base = r->map + r->data_off;
-	uint64_t pos = 0;
-	uint64_t released = 0;
+	*more = 0;
 	/* The pages are mapped by faults (a fault maps up to 16 cached pages
 	 * around it): as records are read, or up to 8 MB ahead by the thread
 	 * of perf-ahead.c (su_reader_opts.map_ahead).  Not populated with
@@ -334,7 +345,7 @@ void perf_run_data(struct pr *r)
 			r->malformed = 1;
 			su_reader_warn(r->warn, "%s: data section ends inside a record header at offset %" PRIu64
 				       ": the rest is ignored", r->name, r->data_off + pos);
-			break;
+			return pos;
 		}
 		const uint8_t *rec = base + pos;
 		uint32_t const type = su_ld32(rec);
@@ -345,7 +356,7 @@ void perf_run_data(struct pr *r)
 			su_reader_warn(r->warn, "%s: damaged record (type %u, size %u) at offset %" PRIu64
 				       ": the rest of the data section is ignored",
 				       r->name, type, size, r->data_off + pos);
-			break;
+			return pos;
 		}
 		/* Records of one size follow one another (samples with their
 		 * stack): the header a few records on is fetched on that guess;
@@ -356,33 +367,181 @@ void perf_run_data(struct pr *r)
 			uint64_t const aux = su_ld64(rec + 8);
 			if (aux > r->data_size - pos) {
 				r->malformed = 1;
-				break;
+				return pos;
 			}
 			pos += aux;
 			continue;
 		}
 		if (type == R_COMPRESSED) {
 			if (on_compressed(r, rec, size))
-				break;
-			continue;
-		}
-		if (type == R_FINISHED_ROUND) {
+				return pos;
+		} else if (type == R_FINISHED_ROUND) {
 			if (r->dir_mode) /* a file's round says nothing of the others' */
 				continue;
 			round_end(r);
-			release_consumed(r, pos, &released);
+			release_consumed(r, pos, released);
 			continue;
+		} else if (handle_record(r, rec, size)) {
+			return pos;
 		}
-		if (handle_record(r, rec, size))
+		if (r->max_ts > horizon)
 			break;
 	}
+	*more = pos < r->data_size && !r->cb_rc;
+	return pos;
+}
+
+void perf_run_data(struct pr *r)
+{
+	uint64_t released = 0;
+	int more;
+	run_records(r, 0, UINT64_MAX, &released, &more);
 	if (!r->cb_rc && !r->dir_mode)
 		flush_until(r, UINT64_MAX);
 }
 
-void perf_flush_all(struct pr *r)
+/* ---- perf record --threads: DIR/data.N merged ----------------------------------- */
+
+/* Each DIR/data.N holds what one thread of perf record wrote: by default
+ * one CPU's rings, in time order, as perf's own reader assumes (session.c,
+ * __perf_session__process_dir_events, which sorts them all at the end).
+ * Here they are read in steps of trace time: every file up to its first
+ * record past the step's horizon, then what is queued up to the horizon
+ * delivered.  That is the order of one sort at the end, holding a step's
+ * records (mapped pages, inflated -z chunks) instead of the recording's.
+ * Where a file is out of order (several CPUs to a writer thread), the most
+ * a record came before one ahead of it in its file is kept as a margin
+ * behind the horizon; a record earlier than what went already is counted
+ * and told (R->dir_late). */
+struct dir_cursor {
+	const struct perf_dir_file *f;
+	uint64_t pos, released, max_ts;
+	ZSTD_DCtx *dctx;              /* perf record -z: each file its own zstd stream */
+	uint8_t *rem;
+	size_t rem_len;
+	int more;
+};
+
+#define DIR_FIRST_STEP 10000000ull  /* ns of trace time */
+/* Kept behind the horizon even where no file was seen out of order: a
+ * record a little earlier than the one before it in a CPU's ring (an
+ * interrupt's sample written between another event's time and its
+ * place) must not come after the horizon went past it. */
+#define DIR_MIN_MARGIN 1000000ull   /* ns */
+#define DIR_STEP_BYTES (16u << 20)   /* what a step aims to read: steps double or halve to it */
+
+static void dir_in(struct pr *r, struct dir_cursor *c)
 {
-	flush_until(r, UINT64_MAX);
+	r->map = c->f->map;
+	r->file_size = r->data_size = c->f->size;
+	r->data_off = 0;
+	r->name = c->f->path;
+	r->max_ts = c->max_ts;
+	r->dctx = c->dctx;
+	r->rem = c->rem;
+	r->rem_len = c->rem_len;
+}
+
+static void dir_out(struct pr *r, struct dir_cursor *c)
+{
+	c->max_ts = r->max_ts;
+	c->dctx = r->dctx;
+	c->rem = r->rem;
+	c->rem_len = r->rem_len;
+}
+
+void perf_run_dir(struct pr *r, const struct perf_dir_file *f, size_t n)
+{
+	struct dir_cursor *const c = calloc(n ? n : 1, sizeof(*c));
+	if (!c) {
+		r->cb_rc = -ENOMEM;
+		return;
+	}
+	/* DIR/data's own state, back at the end. */
+	struct pr const top = *r;
+	r->ahead = NULL; /* it maps DIR/data only */
+	size_t live = 0;
+	r->stay = calloc(n + 1, sizeof(*r->stay));
+	r->n_stay = 0;
+	for (size_t i = 0; i < n; i++) {
+		c[i].f = &f[i];
+		c[i].more = f[i].map && f[i].size > 0;
+		live += (size_t)c[i].more;
+		if (c[i].more && r->stay) {
+			size_t k = r->n_stay++;
+			for (; k > 0 && r->stay[k - 1].lo > f[i].map; k--)
+				r->stay[k] = r->stay[k - 1];
+			r->stay[k] = (struct stay_range){ f[i].map, f[i].map + f[i].size };
+		}
+	}
+	uint64_t horizon = 0, step = DIR_FIRST_STEP, done = 0;
+	while (live && !r->cb_rc) {
+		uint64_t frontier = UINT64_MAX, read = 0;
+		for (size_t i = 0; i < n && !r->cb_rc; i++) {
+			if (!c[i].more)
+				continue;
+			dir_in(r, &c[i]);
+			r->read_base = top.file_size + done - c[i].pos; /* progress: all the files' bytes read */
+			uint64_t const from = c[i].pos;
+			size_t const held = r->chunk_bytes;
+			c[i].pos = run_records(r, from, horizon, &c[i].released, &c[i].more);
+			dir_out(r, &c[i]);
+			done += c[i].pos - from;
+			read += c[i].pos - from + (r->chunk_bytes > held ? r->chunk_bytes - held : 0);
+			if (!c[i].more)
+				live--;
+			else if (c[i].max_ts < frontier)
+				frontier = c[i].max_ts;
+		}
+		if (!live || r->cb_rc)
+			break;
+		/* Every file has been read past HORIZON: what is queued up to it
+		 * (less the margin) goes, then the pages and chunks behind. */
+		uint64_t const margin = r->dir_slack > UINT64_MAX / 4	    ? UINT64_MAX / 2
+					: 2 * r->dir_slack > DIR_MIN_MARGIN ? 2 * r->dir_slack
+									    : DIR_MIN_MARGIN;
+		uint64_t const limit = horizon > margin ? horizon - margin : 0;
+		flush_until(r, limit);
+		if (limit > r->dir_flushed)
+			r->dir_flushed = limit;
+		chunks_release(r);
+		for (size_t i = 0; i < n && !r->cb_rc; i++)
+			if (c[i].more) {
+				dir_in(r, &c[i]);
+				release_consumed(r, c[i].pos, &c[i].released);
+			}
+		if (read < DIR_STEP_BYTES / 4 && step < (1ull << 40))
+			step *= 2;
+		else if (read > DIR_STEP_BYTES * 4 && step > 1000)
+			step /= 2;
+		uint64_t const from = frontier > horizon ? frontier : horizon;
+		horizon = from > UINT64_MAX - step ? UINT64_MAX - 1 : from + step;
+	}
+	for (size_t i = 0; i < n; i++) {
+		ZSTD_freeDCtx(c[i].dctx);
+		free(c[i].rem);
+	}
+	free(c);
+	r->map = top.map;
+	r->file_size = top.file_size;
+	r->data_off = top.data_off;
+	r->data_size = top.data_size;
+	r->name = top.name;
+	r->ahead = top.ahead;
+	r->max_ts = top.max_ts;
+	r->dctx = top.dctx;
+	r->rem = top.rem;
+	r->rem_len = top.rem_len;
+	r->read_base = top.file_size + done;
+	if (!r->cb_rc)
+		flush_until(r, UINT64_MAX);
+	free(r->stay);
+	r->stay = NULL;
+	r->n_stay = 0;
+	if (r->dir_late)
+		su_reader_warn(r->warn, "%s: %" PRIu64 " events came after later ones had been delivered: its data.N "
+			       "files are not each in time order (perf record --threads with several CPUs to a "
+			       "thread?)", r->name, r->dir_late);
 }
 
 /* ---- pipe mode (perf record -o -) ------------------------------------------------ */

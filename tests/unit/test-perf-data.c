@@ -12,6 +12,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -925,6 +926,102 @@ START_TEST(t_dir_format)
 }
 END_TEST
 
+/* perf_run_dir: samples delivered as they are read, in time order. */
+struct merged {
+	const struct su_reader_stats *st;
+	uint64_t n, last, backwards, read_at_first;
+};
+
+static int merged_sample(void *arg, const struct su_sample *s)
+{
+	struct merged *m = arg;
+	if (m->n++ == 0)
+		m->read_at_first = m->st->bytes_read;
+	if (s->time_ns < m->last)
+		m->backwards++;
+	m->last = s->time_ns;
+	return 0;
+}
+
+static void merged_warn(void *arg, const char *msg)
+{
+	snprintf(arg, 256, "%s", msg);
+}
+
+static int read_merged(const char *dir, struct merged *m, struct su_reader_stats *st, char *warned)
+{
+	memset(m, 0, sizeof(*m));
+	m->st = st;
+	warned[0] = 0;
+	struct su_reader_opts o = { .warn = { merged_warn, warned } };
+	struct su_reader_callbacks cb = { m, NULL, NULL, merged_sample, NULL, NULL };
+	char err[256];
+	int const rc = su_perf_data_read(dir, &o, &cb, st, err, sizeof(err));
+	ck_assert_msg(rc >= 0, "rc %d: %s", rc, err);
+	return rc;
+}
+
+/* A directory read in steps of time: two files of 3000 samples over 6 s
+ * merged in time order, the first sample delivered before the files were
+ * read to their end (the recording's events are not all held); a file a
+ * little out of order (0.3 ms) still in order; one far out of order told. */
+START_TEST(t_dir_merge_steps)
+{
+	char dir[] = "/tmp/test-perf-dir.XXXXXX";
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	struct buf d = { 0 }, d0 = { 0 }, d1 = { 0 }, d1s = { 0 }, d0f = { 0 };
+	rec_comm(&d, 100, "prog", 10);
+	rec_mmap2(&d, 100, 0x400000, 0x2000, 0x1000, "/nonexistent/prog", 20);
+	struct buf f = file_of(&d, TYPICAL, SAMPLE_ID_ALL);
+	uint64_t const ms = 1000000;
+	for (uint64_t i = 0; i < 3000; i++) {
+		uint64_t const t0 = (2 * i + 2) * ms, t1 = (2 * i + 1) * ms;
+		rec_sample(&d0, 100, t0, 0x400100, 0x7ff000, i);
+		rec_sample(&d1, 100, t1, 0x400100, 0x7ff000, i);
+		/* One sample 0.3 ms before the one ahead of it. */
+		rec_sample(&d1s, 100, i == 1500 ? t1 + 3 * ms / 2 : i == 1501 ? t1 - 8 * ms / 10 : t1, 0x400100,
+			   0x7ff000, i);
+		/* 3 s before it, long after that time was delivered. */
+		rec_sample(&d0f, 100, i == 2000 ? t0 - 3000 * ms : t0, 0x400100, 0x7ff000, i);
+	}
+	write_file(dir, "data", f.b, f.n);
+	write_file(dir, "data.0", d0.b, d0.n);
+	write_file(dir, "data.1", d1.b, d1.n);
+	struct merged m;
+	struct su_reader_stats st;
+	char warned[256];
+	ck_assert_int_eq(read_merged(dir, &m, &st, warned), 0);
+	ck_assert_uint_eq(m.n, 6000);
+	ck_assert_uint_eq(m.backwards, 0);
+	ck_assert_msg(m.read_at_first < (d0.n + d1.n) / 2, "first sample delivered at %" PRIu64 " of %zu bytes",
+		      m.read_at_first, f.n + d0.n + d1.n);
+	ck_assert_str_eq(warned, "");
+	write_file(dir, "data.1", d1s.b, d1s.n);
+	ck_assert_int_eq(read_merged(dir, &m, &st, warned), 0);
+	ck_assert_uint_eq(m.n, 6000);
+	ck_assert_uint_eq(m.backwards, 0);
+	ck_assert_str_eq(warned, "");
+	write_file(dir, "data.1", d1.b, d1.n);
+	write_file(dir, "data.0", d0f.b, d0f.n);
+	ck_assert_int_eq(read_merged(dir, &m, &st, warned), 0);
+	ck_assert_uint_eq(m.n, 6000);
+	ck_assert_uint_eq(m.backwards, 1);
+	ck_assert_msg(strstr(warned, "1 events came after later ones had been delivered"), "%s", warned);
+	char path[512];
+	for (const char *const *n = (const char *const[]){ "data", "data.0", "data.1", NULL }; *n; n++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, *n);
+		unlink(path);
+	}
+	rmdir(dir);
+	free(d.b);
+	free(d0.b);
+	free(d1.b);
+	free(d1s.b);
+	free(d0f.b);
+	free(f.b);
+}
+END_TEST
+
 /* A header cut inside: the file is shorter than its header. */
 START_TEST(t_cut_header)
 {
@@ -1092,6 +1189,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_pipe_mode);
 	tcase_add_test(tc, t_pipe_stream);
 	tcase_add_test(tc, t_dir_format);
+	tcase_add_test(tc, t_dir_merge_steps);
 	tcase_add_test(tc, t_cut_header);
 	tcase_add_test(tc, t_bad_attr_size);
 	tcase_add_test(tc, t_no_call_graph);
