@@ -259,5 +259,9 @@ void perf_run_dir(struct pr *r, const struct perf_dir_file *f, size_t n);
  * @return 0 (damage and a cut end are warned of, R->malformed), or -errno
  * with a message in R's error (no attributes, out of memory). */
 int perf_run_pipe(struct pr *r, int fd);
+/* Pipe mode from a regular file, mapped (R's map, data_off 16,
+ * data_size): the same records without a copy.  @return as
+ * perf_run_pipe. */
+int perf_run_pipe_map(struct pr *r);
 
 #endif

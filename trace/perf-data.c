@@ -526,6 +526,22 @@ static void read_dir_files(struct pr *r, struct perf_dir_file *f, size_t n)
 	r->st->bytes_on_disk = r->read_base;
 }
 
+/* R's mapping (the whole file) read front to back, once. */
+static void map_hints(struct pr *r, const struct su_reader_opts *opts)
+{
+	void *const map = (void *)(uintptr_t)r->map;
+	madvise(map, r->file_size, MADV_SEQUENTIAL);
+	/* Pages read from disk come in 2 MB folios, each mapped by one page
+	 * table entry: 1.5 us a megabyte against 45-60 for single pages, in
+	 * this run and the next ones, while the page cache keeps them
+	 * (perf-ahead.h).  Only a hint: ignored where THP is off. */
+	madvise(map, r->file_size, MADV_HUGEPAGE);
+	/* Another core maps the pages ahead, when the consumer has cores to
+	 * spare and the file enough pages to map (perf-ahead.h). */
+	if (opts && opts->map_ahead && r->data_size >= (4u << 20))
+		r->ahead = perf_ahead_start(r->map, r->file_size, r->data_off);
+}
+
 static int read_fd(int fd, const char *name, const char *dir, const struct su_reader_opts *opts,
 		   const struct su_reader_callbacks *cb, struct su_reader_stats *stats, char *err, size_t errlen)
 {
@@ -573,15 +589,25 @@ static int read_fd(int fd, const char *name, const char *dir, const struct su_re
 	int partial = 0;
 	if (hsize == PIPE_HEADER_SIZE) {
 		/* perf record -o -: the header's parts come as records. */
-		if (regular && lseek(fd, PIPE_HEADER_SIZE, SEEK_SET) != PIPE_HEADER_SIZE) {
-			rc = -errno;
-			set_err(&r, "%s", strerror(errno));
-			goto out;
-		}
 		r.data_off = PIPE_HEADER_SIZE;
-		rc = perf_run_pipe(&r, fd);
-		if (!regular) /* a stream's size: what came through */
-			stats->bytes_on_disk = stats->bytes_read;
+		if (regular) {
+			/* Saved from a pipe (perf record -o - > FILE): mapped as a
+			 * file-mode perf.data is, not read into chunks (a copy of
+			 * every byte: 54 against 30 ms on 270 MB). */
+			map_size = r.file_size;
+			map = mmap(NULL, r.file_size, PROT_READ, MAP_PRIVATE, fd, 0);
+			if (map == MAP_FAILED) {
+				set_err(&r, "cannot map the file: %s", strerror(errno));
+				return -errno;
+			}
+			r.map = map;
+			r.data_size = r.file_size - PIPE_HEADER_SIZE;
+			map_hints(&r, opts);
+			rc = perf_run_pipe_map(&r);
+		} else {
+			rc = perf_run_pipe(&r, fd);
+			stats->bytes_on_disk = stats->bytes_read; /* a stream's size: what came through */
+		}
 		if (rc)
 			goto out;
 		goto read;
@@ -626,16 +652,7 @@ static int read_fd(int fd, const char *name, const char *dir, const struct su_re
 	} else {
 		partial |= read_features(&r, hdr + 72);
 	}
-	madvise(map, r.file_size, MADV_SEQUENTIAL);
-	/* Pages read from disk come in 2 MB folios, each mapped by one page
-	 * table entry: 1.5 us a megabyte against 45-60 for single pages, in
-	 * this run and the next ones, while the page cache keeps them
-	 * (perf-ahead.h).  Only a hint: ignored where THP is off. */
-	madvise(map, r.file_size, MADV_HUGEPAGE);
-	/* Another core maps the pages ahead, when the consumer has cores to
-	 * spare and the file enough pages to map (perf-ahead.h). */
-	if (opts && opts->map_ahead && r.data_size >= (4u << 20))
-		r.ahead = perf_ahead_start(map, r.file_size, r.data_off);
+	map_hints(&r, opts);
 	/* perf record --threads: the events are in DIR/data.N (also when
 	 * perf was killed before writing the features that say so). */
 	if (dir) {

@@ -551,6 +551,89 @@ void perf_run_dir(struct pr *r, const struct perf_dir_file *f, size_t n)
  * (chunk_keep), and a record cut at its end begins the next one. */
 #define PIPE_CHUNK (4u << 20)
 
+/* Pipe mode's records in BUF[*POS, LEN), OFF the stream offset of BUF[0]:
+ * the header's parts taken in, the others queued where they lie.  Stops
+ * at a record LEN cuts (left at *POS for the next read) or, with *STOP
+ * set, at damage; *SKIP: payload bytes still to pass over after LEN
+ * (tracing data, AUX).  RELEASED: a mapped file's pages given back at
+ * each round (NULL: a chunk, freed once delivered).  @return 0, or -errno
+ * with a message (no attributes). */
+static int pipe_records(struct pr *r, const uint8_t *buf, size_t len, size_t *pos_io, uint64_t off, uint64_t *skip,
+			int *stop, uint64_t *released)
+{
+	size_t pos = *pos_io;
+	int rc = 0;
+	uint64_t ahead_next = 0;
+	while (len - pos >= 8 && !r->cb_rc) {
+		if (r->ahead && pos >= ahead_next) { /* a mapped file: where we are, each megabyte */
+			perf_ahead_at(r->ahead, off + pos);
+			ahead_next = pos + (1u << 20);
+		}
+		const uint8_t *const rec = buf + pos;
+		uint32_t const type = su_ld32(rec);
+		uint16_t const size = su_ld16(rec + 6);
+		r->st->bytes_read = off + pos;
+		if (size < 8) {
+			su_reader_warn(r->warn, "%s: damaged record (type %u, size %u) at offset %" PRIu64
+				       ": the rest is ignored", r->name, type, size, off + pos);
+			r->malformed = 1;
+			*stop = 1;
+			break;
+		}
+		if (size > len - pos)
+			break;
+		pos += size;
+		if (type == R_HEADER_TRACING_DATA || type == R_AUXTRACE) {
+			/* Their payload follows the record (tracing data
+			 * padded to 8 bytes), outside its size. */
+			uint64_t const pay = size < 16 ? 0 : type == R_AUXTRACE ? su_ld64(rec + 8)
+									: (su_ld32(rec + 8) + 7ull) & ~7ull;
+			size_t const here = pay < len - pos ? (size_t)pay : len - pos;
+			pos += here;
+			*skip = pay - here;
+			continue;
+		}
+		if (!r->attrs_done && type != R_HEADER_ATTR && (rc = perf_pipe_attrs_done(r)) != 0) {
+			*stop = 1;
+			break;
+		}
+		int const h = perf_pipe_header(r, rec, size);
+		if (h < 0) {
+			rc = h;
+			*stop = 1;
+			break;
+		}
+		if (h)
+			continue;
+		if (type == R_COMPRESSED) {
+			if (on_compressed(r, rec, size))
+				*stop = 1;
+			continue;
+		}
+		if (type == R_FINISHED_ROUND) {
+			round_end(r);
+			if (released)
+				release_consumed(r, pos, released);
+			continue;
+		}
+		if (handle_record(r, rec, size))
+			*stop = 1;
+	}
+	*pos_io = pos;
+	return rc;
+}
+
+/* The end of a pipe-mode stream: the attributes checked if no record
+ * came after them, every event delivered.  @return RC or the first error. */
+static int pipe_end(struct pr *r, int rc)
+{
+	if (!rc && !r->attrs_done)
+		rc = perf_pipe_attrs_done(r);
+	if (!rc && !r->cb_rc)
+		flush_until(r, UINT64_MAX);
+	return rc == -ENOMEM ? (r->cb_rc = -ENOMEM) : rc;
+}
+
 int perf_run_pipe(struct pr *r, int fd)
 {
 	struct chunk *c = malloc(sizeof(*c) + PIPE_CHUNK);
@@ -574,55 +657,7 @@ int perf_run_pipe(struct pr *r, int fd)
 		size_t pos = skip < len ? (size_t)skip : len;
 		skip -= pos;
 		uint64_t const seq0 = r->seq;
-		while (len - pos >= 8 && !r->cb_rc) {
-			const uint8_t *const rec = c->data + pos;
-			uint32_t const type = su_ld32(rec);
-			uint16_t const size = su_ld16(rec + 6);
-			r->st->bytes_read = off + pos;
-			if (size < 8) {
-				su_reader_warn(r->warn, "%s: damaged record (type %u, size %u) at offset %" PRIu64
-					       ": the rest is ignored", r->name, type, size, off + pos);
-				r->malformed = 1;
-				stop = 1;
-				break;
-			}
-			if (size > len - pos)
-				break;
-			pos += size;
-			if (type == R_HEADER_TRACING_DATA || type == R_AUXTRACE) {
-				/* Their payload follows the record (tracing data
-				 * padded to 8 bytes), outside its size. */
-				uint64_t const pay = size < 16 ? 0 : type == R_AUXTRACE ? su_ld64(rec + 8)
-										: (su_ld32(rec + 8) + 7ull) & ~7ull;
-				size_t const here = pay < len - pos ? (size_t)pay : len - pos;
-				pos += here;
-				skip = pay - here;
-				continue;
-			}
-			if (!r->attrs_done && type != R_HEADER_ATTR && (rc = perf_pipe_attrs_done(r)) != 0) {
-				stop = 1;
-				break;
-			}
-			int const h = perf_pipe_header(r, rec, size);
-			if (h < 0) {
-				rc = h;
-				stop = 1;
-				break;
-			}
-			if (h)
-				continue;
-			if (type == R_COMPRESSED) {
-				if (on_compressed(r, rec, size))
-					stop = 1;
-				continue;
-			}
-			if (type == R_FINISHED_ROUND) {
-				round_end(r);
-				continue;
-			}
-			if (handle_record(r, rec, size))
-				stop = 1;
-		}
+		rc = pipe_records(r, c->data, len, &pos, off, &skip, &stop, NULL);
 		if (eof && !stop && (len > pos || skip)) {
 			su_reader_warn(r->warn, "%s: the stream ends inside a record at offset %" PRIu64 ": it is ignored",
 				       r->name, off + pos);
@@ -647,12 +682,25 @@ int perf_run_pipe(struct pr *r, int fd)
 		len -= pos;
 		chunks_bound(r, "records");
 	}
-	if (!rc && !r->attrs_done)
-		rc = perf_pipe_attrs_done(r);
-	if (!rc && !r->cb_rc)
-		flush_until(r, UINT64_MAX);
+	rc = pipe_end(r, rc);
 	r->st->bytes_read = off + len;
-	return rc == -ENOMEM ? (r->cb_rc = -ENOMEM) : rc;
+	return rc;
+}
+
+int perf_run_pipe_map(struct pr *r)
+{
+	size_t pos = 0;
+	uint64_t skip = 0, released = 0;
+	int stop = 0;
+	int rc = pipe_records(r, r->map + r->data_off, r->data_size, &pos, r->data_off, &skip, &stop, &released);
+	if (!stop && !rc && (pos < r->data_size || skip)) {
+		su_reader_warn(r->warn, "%s: the stream ends inside a record at offset %" PRIu64 ": it is ignored",
+			       r->name, r->data_off + pos);
+		r->malformed = 1;
+	}
+	rc = pipe_end(r, rc);
+	r->st->bytes_read = r->data_off + r->data_size;
+	return rc;
 }
 
 /* ---- a live stream of records --------------------------------------------------- */
