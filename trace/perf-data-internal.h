@@ -125,9 +125,18 @@ struct qev {
 struct chunk {
 	struct chunk *next;
 	uint64_t last_seq;          /* of the last event queued from it */
-	size_t len;
+	size_t len, cap;            /* CAP: of DATA, an inflated chunk used again (0: freed) */
 	uint8_t data[];
 };
+
+/* perf record -z's zstd stream (perf-stream.c). */
+struct perf_zstream {
+	ZSTD_DCtx *dctx;
+	uint8_t *rem;                /* 64 KiB: an event cut at a chunk end */
+	size_t rem_len;
+};
+
+void perf_zstream_free(struct perf_zstream *z);
 
 struct pr {
 	const struct su_reader_opts *opts;
@@ -167,10 +176,9 @@ struct pr {
 	struct perf_ahead *ahead;    /* the thread mapping the file ahead (perf-ahead.h), or NULL */
 	uint64_t seq, max_ts, next_flush;
 
-	ZSTD_DCtx *dctx;
+	struct perf_zstream z;       /* perf record -z's stream */
+	struct chunk *spare;         /* inflated chunks delivered, to inflate into again */
 	struct chunk *chunks, *chunks_tail;
-	uint8_t *rem;                /* 64 KiB: an event cut at a chunk end */
-	size_t rem_len;
 	size_t chunk_bytes;          /* inflated bytes held in chunks */
 	int warned_chunks;
 

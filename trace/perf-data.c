@@ -411,9 +411,13 @@ void perf_pr_free(struct pr *r)
 		r->chunks = c->next;
 		free(c);
 	}
-	ZSTD_freeDCtx(r->dctx);
+	while (r->spare) {
+		struct chunk *c = r->spare;
+		r->spare = c->next;
+		free(c);
+	}
+	perf_zstream_free(&r->z);
 	su_kernel_free(r->kernel);
-	free(r->rem);
 }
 
 /* A regular file at PATH that starts with perf's magic. */
