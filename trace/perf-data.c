@@ -530,6 +530,22 @@ static void read_dir_files(struct pr *r, struct perf_dir_file *f, size_t n)
 	r->st->bytes_on_disk = r->read_base;
 }
 
+/* FD's R->file_size bytes mapped read-only (*MAP, *SIZE for the unmap,
+ * R->map).  @return 0, or -errno with a message. */
+static int map_file(struct pr *r, int fd, void **map, uint64_t *size)
+{
+	void *const m = mmap(NULL, r->file_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (m == MAP_FAILED) {
+		int const e = errno;
+		set_err(r, "cannot map the file: %s", strerror(e));
+		return -e;
+	}
+	*map = m;
+	*size = r->file_size;
+	r->map = m;
+	return 0;
+}
+
 /* R's mapping (the whole file) read front to back, once. */
 static void map_hints(struct pr *r, const struct su_reader_opts *opts)
 {
@@ -598,13 +614,8 @@ static int read_fd(int fd, const char *name, const char *dir, const struct su_re
 			/* Saved from a pipe (perf record -o - > FILE): mapped as a
 			 * file-mode perf.data is, not read into chunks (a copy of
 			 * every byte: 54 against 30 ms on 270 MB). */
-			map_size = r.file_size;
-			map = mmap(NULL, r.file_size, PROT_READ, MAP_PRIVATE, fd, 0);
-			if (map == MAP_FAILED) {
-				set_err(&r, "cannot map the file: %s", strerror(errno));
-				return -errno;
-			}
-			r.map = map;
+			if ((rc = map_file(&r, fd, &map, &map_size)) != 0)
+				return rc;
 			r.data_size = r.file_size - PIPE_HEADER_SIZE;
 			map_hints(&r, opts);
 			rc = perf_run_pipe_map(&r);
@@ -625,13 +636,8 @@ static int read_fd(int fd, const char *name, const char *dir, const struct su_re
 		set_err(&r, "bad perf.data header (size %" PRIu64 ", expected %u)", hsize, FILE_HEADER_SIZE);
 		return -EINVAL;
 	}
-	map_size = r.file_size;
-	map = mmap(NULL, r.file_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (map == MAP_FAILED) {
-		set_err(&r, "cannot map the file: %s", strerror(errno));
-		return -errno;
-	}
-	r.map = map;
+	if ((rc = map_file(&r, fd, &map, &map_size)) != 0)
+		return rc;
 	memcpy(hdr, r.map, FILE_HEADER_SIZE);
 	uint64_t const attr_size = su_ld64(hdr + 16);
 	r.data_off = su_ld64(hdr + 40);

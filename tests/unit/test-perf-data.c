@@ -852,6 +852,17 @@ static void write_file(const char *dir, const char *name, const void *p, size_t 
 	ck_assert_int_eq(fclose(f), 0);
 }
 
+/* DIR and the files the tests write in it. */
+static void rm_dir(const char *dir)
+{
+	char path[512];
+	for (const char *const *n = (const char *const[]){ "data", "data.0", "data.1", NULL }; *n; n++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, *n);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
 static int read_dir(const char *dir, struct got *g, struct su_reader_stats *st, char *err, size_t errlen)
 {
 	memset(g, 0, sizeof(*g));
@@ -913,12 +924,7 @@ START_TEST(t_dir_format)
 	ck_assert_int_eq(g.samples, 8);
 	for (int i = 0; i < 8; i++)
 		ck_assert_uint_eq(g.time[i], 100 * (uint64_t)(i + 1));
-	char path[512];
-	for (const char *const *n = (const char *const[]){ "data", "data.0", "data.1", NULL }; *n; n++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, *n);
-		unlink(path);
-	}
-	rmdir(dir);
+	rm_dir(dir);
 	free(d.b);
 	free(d0.b);
 	free(d1.b);
@@ -1007,12 +1013,7 @@ START_TEST(t_dir_merge_steps)
 	ck_assert_uint_eq(m.n, 6000);
 	ck_assert_uint_eq(m.backwards, 1);
 	ck_assert_msg(strstr(warned, "1 events came after later ones had been delivered"), "%s", warned);
-	char path[512];
-	for (const char *const *n = (const char *const[]){ "data", "data.0", "data.1", NULL }; *n; n++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, *n);
-		unlink(path);
-	}
-	rmdir(dir);
+	rm_dir(dir);
 	free(d.b);
 	free(d0.b);
 	free(d1.b);
