@@ -211,7 +211,7 @@ void stackunwind_usage(FILE *f, const char *command)
 				fprintf(f, "%13s", "");
 		}
 	}
-	fputs("  (" PROG " COMMAND --help: that command's synopsis and options alone)\n\n", f);
+	fputs("  (" PROG " COMMAND --help: that command's synopsis and options alone; " PROG " --version)\n\n", f);
 	unsigned prev = C_ALL;
 	for (size_t k = 0; k < N_OF(options); k++) {
 		if (options[k].cmds != prev && options[k].cmds != C_ALL)

@@ -108,7 +108,7 @@ static void usage(FILE *f)
 		"           or of the whole machine into a trace directory (stackunwind reads it)\n"
 		"  convert  re-encode a perf.data (perf record --call-graph dwarf) with our codec\n"
 		"\n"
-		"  " PROG " COMMAND --help: that command's synopsis and options\n");
+		"  " PROG " COMMAND --help: that command's synopsis and options; " PROG " --version\n");
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -766,6 +766,10 @@ int main(int argc, char **argv)
 		return stackcap_convert(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
+		printf(PROG " (" PACKAGE_NAME ") " PACKAGE_VERSION "\n");
 		return 0;
 	}
 	fprintf(stderr, PROG ": unknown command '%s'\n", argv[1]);

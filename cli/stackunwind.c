@@ -238,6 +238,10 @@ static void parse_options(int argc, char **argv, struct options *o)
 		stackunwind_usage(stdout, NULL);
 		exit(EXIT_OK);
 	}
+	if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))) {
+		printf(PROG " (" PACKAGE_NAME ") " PACKAGE_VERSION "\n");
+		exit(EXIT_OK);
+	}
 	if (argc < 2)
 		die_usage("missing command (stacks, folded, flamegraph, report, stats or export)");
 	o->command = argv[1];

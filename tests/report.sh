@@ -327,5 +327,12 @@ help_check rec "$STACKCAP" record --help
 check "stackcap record --help: record's alone (no convert)" sh -c "! grep -q convert '$work/rec.help'"
 check "stackcap record --help: --no-fork in the synopsis" grep -q -- '--no-fork' "$work/rec.syn"
 help_check conv "$STACKCAP" convert --help
+# --version: both programs, the version configure was given (config.h).
+ver=$(sed -n 's/^#define PACKAGE_VERSION "\(.*\)"$/\1/p' "$top_builddir/config.h")
+for p in "$SU" "$STACKCAP"; do
+	out=$("$p" --version 2>&1)
+	check "$(basename "$p") --version: '$out', exit 0, the configured version ${ver:-(none in config.h)}" \
+		sh -c "[ -n '$ver' ] && [ '$out' = '$(basename "$p") (stackcap) $ver' ]"
+done
 
 echo "1..$n"
