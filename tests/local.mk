@@ -116,7 +116,7 @@ check-sanitize:
 
 # Fuzz targets: replayed over the committed corpus by every `make check`
 # (any compiler), and run under libFuzzer with --enable-fuzzing.
-FUZZ_TARGETS = decode roundtrip native-source perf-data symbolize-text
+FUZZ_TARGETS = decode roundtrip native-source perf-data perf-dir symbolize-text
 check_PROGRAMS += tests/fuzz/replay-decode tests/fuzz/replay-roundtrip
 tests_fuzz_replay_decode_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-decode.c tests/fuzz/fuzz-common.h
 tests_fuzz_replay_decode_CPPFLAGS = $(AM_CPPFLAGS) -DDEFAULT_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/decode"'
@@ -137,6 +137,13 @@ tests_fuzz_replay_perf_data_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-perf-d
 tests_fuzz_replay_perf_data_CPPFLAGS = $(AM_CPPFLAGS) -DDEFAULT_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/perf-data"'
 tests_fuzz_replay_perf_data_LDADD = trace/libsutrace.la trace/libsubt2lazy.la
 TESTS += tests/fuzz/replay-perf-data
+# The same on the directories of perf record --threads (DIR/data, DIR/data.N).
+check_PROGRAMS += tests/fuzz/replay-perf-dir
+tests_fuzz_replay_perf_dir_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-perf-dir.c tests/fuzz/fuzz-reader.h \
+	tests/fuzz/fuzz-kallsyms.c
+tests_fuzz_replay_perf_dir_CPPFLAGS = $(AM_CPPFLAGS) -DDEFAULT_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/perf-dir"'
+tests_fuzz_replay_perf_dir_LDADD = trace/libsutrace.la trace/libsubt2lazy.la
+TESTS += tests/fuzz/replay-perf-dir
 # The symbolizer's own parsers of outside bytes: CPython line tables, perf maps.
 check_PROGRAMS += tests/fuzz/replay-symbolize-text
 tests_fuzz_replay_symbolize_text_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz-symbolize-text.c
@@ -166,11 +173,12 @@ FUZZ_PERF_SRC = $(top_srcdir)/trace/perf-data.c $(top_srcdir)/trace/perf-procs.c
 	$(top_srcdir)/tests/fuzz/fuzz-kallsyms.c
 if ENABLE_FUZZING
 check_PROGRAMS += tests/fuzz/fuzz-decode tests/fuzz/fuzz-roundtrip tests/fuzz/fuzz-native-source tests/fuzz/fuzz-perf-data \
-	tests/fuzz/fuzz-symbolize-text
+	tests/fuzz/fuzz-perf-dir tests/fuzz/fuzz-symbolize-text
 tests_fuzz_fuzz_decode_SOURCES =
 tests_fuzz_fuzz_roundtrip_SOURCES =
 tests_fuzz_fuzz_native_source_SOURCES =
 tests_fuzz_fuzz_perf_data_SOURCES =
+tests_fuzz_fuzz_perf_dir_SOURCES =
 tests_fuzz_fuzz_symbolize_text_SOURCES =
 tests/fuzz/fuzz-decode$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-decode.c $(FUZZ_CODEC_SRC)
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -o $@ $^
@@ -180,6 +188,9 @@ tests/fuzz/fuzz-native-source$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-native-sou
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -D_GNU_SOURCE \
 		$(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS) -o $@ $(filter %.c,$^) $(BABELTRACE2_LIBS) $(ZSTD_LIBS)
 tests/fuzz/fuzz-perf-data$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-perf-data.c $(top_srcdir)/tests/fuzz/fuzz-reader.h $(FUZZ_PERF_SRC) $(FUZZ_READER_SRC)
+	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -D_GNU_SOURCE \
+		$(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS) -o $@ $(filter %.c,$^) $(BABELTRACE2_LIBS) $(ZSTD_LIBS)
+tests/fuzz/fuzz-perf-dir$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-perf-dir.c $(top_srcdir)/tests/fuzz/fuzz-reader.h $(FUZZ_PERF_SRC) $(FUZZ_READER_SRC)
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && $(CLANG) $(FUZZ_CFLAGS) -D_GNU_SOURCE \
 		$(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS) -o $@ $(filter %.c,$^) $(BABELTRACE2_LIBS) $(ZSTD_LIBS)
 tests/fuzz/fuzz-symbolize-text$(EXEEXT): $(top_srcdir)/tests/fuzz/fuzz-symbolize-text.c $(top_srcdir)/symbolize/pyline.c \

@@ -1,7 +1,8 @@
 #!/bin/sh
-# record-seeds.sh BUILDDIR OUTDIR: records the reader seeds of formats 3 to 5
-# and perf.data with kernel chains (committed in tests/fuzz/corpus/
-# native-source/v*-* and perf-data/kernel-chain-*, ...), as root (kernel
+# record-seeds.sh BUILDDIR OUTDIR: records the reader seeds of formats 3 to 5,
+# perf.data with kernel chains and perf record --threads directories
+# (committed in tests/fuzz/corpus/native-source/v*-*, perf-data/
+# kernel-chain-*, perf-dir/threads-*, ...), as root (kernel
 # call chains and symbols; perf).  Each stackcap trace becomes one input of
 # fuzz-native-source: flags (bit 0 zstd, bit 1 metadata follows), u16
 # proc size, u16 metadata size, the metadata lines that name the version,
@@ -67,4 +68,22 @@ perf record -q -z -e task-clock,page-faults -F 500 -g -o "$O/perf-data/zstd-kern
 perf record -q --switch-events -e task-clock -c 100000 --call-graph dwarf,512 \
 	-o "$O/perf-data/context-switch-dwarf512" -- "$P" pipe 3 10 >/dev/null 2>&1
 perf record -q -e sched:sched_switch -g -o "$O/perf-data/tracepoint-sched-switch-g" -- "$P" pipe 3 10 >/dev/null 2>&1
-chmod 644 "$O"/native-source/* "$O"/perf-data/*
+# perf record --threads directories, as fuzz-perf-dir reads them: data,
+# data.0, data.1 one after the other, each a 32-bit little-endian length
+# then its bytes (small stacks, few samples: the seeds stay small).
+mkdir -p "$O/perf-dir"
+dirseed() {
+	for f in data data.0 data.1 data.2; do
+		[ -f "$2/$f" ] || continue
+		n=$(wc -c <"$2/$f")
+		byte $((n & 255)); byte $(((n >> 8) & 255)); byte $(((n >> 16) & 255)); byte $((n >> 24))
+		cat "$2/$f"
+	done >"$O/perf-dir/$1"
+}
+perf record -q --threads -k monotonic -e cpu-clock -c 2000000 --call-graph dwarf,256 -o thr -- \
+	"$TD/tdata-threads" -t 2 0.05 >/dev/null 2>&1
+dirseed threads-dwarf256 thr
+perf record -q --threads -z -k monotonic -e cpu-clock -c 2000000 --call-graph dwarf,256 -o thrz -- \
+	"$TD/tdata-threads" -t 2 0.05 >/dev/null 2>&1
+dirseed threads-zstd-dwarf256 thrz
+chmod 644 "$O"/native-source/* "$O"/perf-data/* "$O"/perf-dir/*

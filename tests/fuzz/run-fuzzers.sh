@@ -25,7 +25,7 @@ if [ -d "$shm" ] && [ -w "$shm" ]; then
 	export TMPDIR="$shm"
 fi
 secs=${FUZZ_SECONDS:-20}
-targets=${FUZZ_TARGETS:-"decode roundtrip native-source perf-data symbolize-text"}
+targets=${FUZZ_TARGETS:-"decode roundtrip native-source perf-data perf-dir symbolize-text"}
 n=0
 echo "1..$(echo $targets | wc -w)"
 for t in $targets; do
