@@ -386,7 +386,12 @@ static void release_consumed(struct pr *r, uint64_t from, uint64_t *released)
 		*released = low;
 		return;
 	}
-	uint64_t const behind = holding ? RELEASE_BEHIND : 0;
+	/* A directory's files share it: the samples in the workers' hands
+	 * come from all of them (a page given back too soon is only mapped
+	 * again when read). */
+	uint64_t behind = holding ? RELEASE_BEHIND : 0;
+	if (holding && r->n_stay > 1)
+		behind = RELEASE_BEHIND / r->n_stay > (4u << 20) ? RELEASE_BEHIND / r->n_stay : (4u << 20);
 	if (low < behind)
 		return;
 	low -= behind;
