@@ -1,6 +1,8 @@
 /* The record stream of the perf.data reader (perf-data-internal.h): the
- * data section of a file, the compressed records of perf record -z, and
- * the live stream record/ feeds ring after ring (su_perf_stream).
+ * data section of a file, the compressed records of perf record -z, a
+ * pipe-mode stream, the data.N files of a perf record --threads directory
+ * (merged in steps of time), and the live stream record/ feeds ring after
+ * ring (su_perf_stream).
  *
  * Events are delivered in perf's order (tools/perf/util/ordered-events.c):
  * events without a timestamp at once; the others queued and, at each
