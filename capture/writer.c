@@ -472,6 +472,15 @@ static void writer_cycle(int final)
 {
 	snapshot_refresh(0);
 	snapshot_for_each_unwritten(write_maps, NULL);
+	/* The process stream (process_start, maps) goes to disk before the
+	 * samples that need it: a disk that fills at the next sample packet
+	 * still leaves them readable (the first cycle's packet, written
+	 * before the process stream, filled a 128 KiB disk: no sample could
+	 * be decoded). */
+	if (W.maps_written && W.proc && !stackcap_g.cfg.lttng) {
+		note_error(ctf_stream_flush(W.proc));
+		W.maps_written = 0;
+	}
 	if (stackcap_g.cfg.lttng)
 		lttng_repeat_ranges(final);
 	snapshot_reclaim();
