@@ -378,6 +378,15 @@ int perf_pipe_attrs_done(struct pr *r)
 	return attrs_check(r);
 }
 
+static void free_chunks(struct chunk *c)
+{
+	while (c) {
+		struct chunk *const next = c->next;
+		free(c);
+		c = next;
+	}
+}
+
 void perf_pr_free(struct pr *r)
 {
 	for (size_t i = 0; i < r->n_procs; i++) {
@@ -406,16 +415,8 @@ void perf_pr_free(struct pr *r)
 	free(r->q_merge);
 	free(r->scratch[0]);
 	free(r->scratch[1]);
-	while (r->chunks) {
-		struct chunk *c = r->chunks;
-		r->chunks = c->next;
-		free(c);
-	}
-	while (r->spare) {
-		struct chunk *c = r->spare;
-		r->spare = c->next;
-		free(c);
-	}
+	free_chunks(r->chunks);
+	free_chunks(r->spare);
 	perf_zstream_free(&r->z);
 	su_kernel_free(r->kernel);
 }

@@ -247,32 +247,33 @@ static size_t queue_chunk(struct pr *r, struct chunk *c, const char *what, int *
  * inflates into a chunk of whole events, the cut one at its end starting
  * the next.  Chunks whose events were delivered are inflated into again
  * (chunk_free): fresh memory costs a page fault a page, a fifth of
- * the time of folded on a -z file. */
-static int inflate_record(struct perf_zstream *z, struct chunk **spare, const uint8_t *rec, uint16_t size,
-			  struct chunk **out, const char **why)
+ * the time of folded on a -z file.  @return the chunk; NULL when out of
+ * memory (R->cb_rc) or at a defect (warned of, R->malformed). */
+static struct chunk *inflate_record(struct pr *r, const uint8_t *rec, uint16_t size)
 {
-	*out = NULL;
-	*why = NULL;
-	if (!z->dctx && !(z->dctx = ZSTD_createDCtx()))
-		return -ENOMEM;
-	if (!z->rem && !(z->rem = malloc(65536)))
-		return -ENOMEM;
+	struct perf_zstream *const z = &r->z;
+	if ((!z->dctx && !(z->dctx = ZSTD_createDCtx())) || (!z->rem && !(z->rem = malloc(65536)))) {
+		r->cb_rc = -ENOMEM;
+		return NULL;
+	}
 	size_t cap = z->rem_len + 8 * (size_t)size + 65536;
-	struct chunk *c = *spare;
+	struct chunk *c = r->spare;
 	if (c) {
-		*spare = c->next;
+		r->spare = c->next;
 		if (c->cap < cap) {
 			struct chunk *const n = realloc(c, sizeof(*c) + cap);
 			if (!n) {
 				free(c);
-				return -ENOMEM;
+				r->cb_rc = -ENOMEM;
+				return NULL;
 			}
 			c = n;
 		} else {
 			cap = c->cap;
 		}
 	} else if (!(c = malloc(sizeof(*c) + cap))) {
-		return -ENOMEM;
+		r->cb_rc = -ENOMEM;
+		return NULL;
 	}
 	memcpy(c->data, z->rem, z->rem_len);
 	size_t len = z->rem_len;
@@ -284,12 +285,16 @@ static int inflate_record(struct perf_zstream *z, struct chunk **spare, const ui
 		if (len == cap) {
 			if (cap * 2 > COMPRESSED_RECORD_MAX) {
 				free(c);
-				return -EFBIG;
+				su_reader_warn(r->warn, "%s: a compressed record inflates past %u MiB: the rest is ignored", r->name,
+					       COMPRESSED_RECORD_MAX >> 20);
+				r->malformed = 1;
+				return NULL;
 			}
 			struct chunk *n = realloc(c, sizeof(*c) + cap * 2);
 			if (!n) {
 				free(c);
-				return -ENOMEM;
+				r->cb_rc = -ENOMEM;
+				return NULL;
 			}
 			c = n;
 			cap *= 2;
@@ -298,8 +303,10 @@ static int inflate_record(struct perf_zstream *z, struct chunk **spare, const ui
 		size_t const zr = ZSTD_decompressStream(z->dctx, &o, &in);
 		if (ZSTD_isError(zr)) {
 			free(c);
-			*why = ZSTD_getErrorName(zr);
-			return -EINVAL;
+			su_reader_warn(r->warn, "%s: compressed record does not decompress (%s): the rest is ignored",
+				       r->name, ZSTD_getErrorName(zr));
+			r->malformed = 1;
+			return NULL;
 		}
 		len = o.pos;
 		full = len == cap;
@@ -325,8 +332,7 @@ static int inflate_record(struct perf_zstream *z, struct chunk **spare, const ui
 	c->len = damaged ? len : p;
 	z->rem_len = damaged ? 0 : len - p;
 	memcpy(z->rem, c->data + p, z->rem_len);
-	*out = c;
-	return 0;
+	return c;
 }
 
 void perf_zstream_free(struct perf_zstream *z)
@@ -336,25 +342,12 @@ void perf_zstream_free(struct perf_zstream *z)
 	*z = (struct perf_zstream){ 0 };
 }
 
-
 /* PERF_RECORD_COMPRESSED: inflated, its events queued. */
 static int on_compressed(struct pr *r, const uint8_t *rec, uint16_t size)
 {
-	struct chunk *c;
-	const char *why;
-	int const rc = inflate_record(&r->z, &r->spare, rec, size, &c, &why);
-	if (rc == -ENOMEM)
-		return r->cb_rc = -ENOMEM;
-	if (rc) {
-		if (rc == -EFBIG)
-			su_reader_warn(r->warn, "%s: a compressed record inflates past %u MiB: the rest is ignored", r->name,
-				       COMPRESSED_RECORD_MAX >> 20);
-		else
-			su_reader_warn(r->warn, "%s: compressed record does not decompress (%s): the rest is ignored",
-				       r->name, why);
-		r->malformed = 1;
-		return -EINVAL;
-	}
+	struct chunk *const c = inflate_record(r, rec, size);
+	if (!c)
+		return r->cb_rc ? r->cb_rc : -EINVAL;
 	uint64_t const seq0 = r->seq;
 	int damaged = 0;
 	queue_chunk(r, c, "a compressed one", &damaged);
@@ -698,10 +691,16 @@ static int pipe_records(struct pr *r, const uint8_t *buf, size_t len, size_t *po
 	return rc;
 }
 
-/* The end of a pipe-mode stream: the attributes checked if no record
- * came after them, every event delivered.  @return RC or the first error. */
-static int pipe_end(struct pr *r, int rc)
+/* The end of a pipe-mode stream (CUT: inside a record, at offset AT):
+ * said, the attributes checked if no record came after them, every event
+ * delivered.  @return RC or the first error. */
+static int pipe_end(struct pr *r, int rc, int cut, uint64_t at)
 {
+	if (cut) {
+		su_reader_warn(r->warn, "%s: the stream ends inside a record at offset %" PRIu64 ": it is ignored", r->name,
+			       at);
+		r->malformed = 1;
+	}
 	if (!rc && !r->attrs_done)
 		rc = perf_pipe_attrs_done(r);
 	if (!rc && !r->cb_rc)
@@ -716,8 +715,8 @@ int perf_run_pipe(struct pr *r, int fd)
 		return -ENOMEM;
 	uint64_t off = PIPE_HEADER_SIZE; /* of C's first byte in the stream */
 	uint64_t skip = 0;               /* payload bytes after a record (tracing data, AUX) */
-	size_t len = 0;
-	int eof = 0, stop = 0, rc = 0;
+	size_t len = 0, pos = 0;
+	int eof = 0, stop = 0, rc = 0, cut = 0;
 	while (!stop && !r->cb_rc) {
 		ssize_t const n = su_read_full(fd, c->data + len, PIPE_CHUNK - len, -1);
 		if (n < 0) {
@@ -729,15 +728,11 @@ int perf_run_pipe(struct pr *r, int fd)
 			eof = (size_t)n < PIPE_CHUNK - len;
 			len += (size_t)n;
 		}
-		size_t pos = skip < len ? (size_t)skip : len;
+		pos = skip < len ? (size_t)skip : len;
 		skip -= pos;
 		uint64_t const seq0 = r->seq;
 		rc = pipe_records(r, c->data, len, &pos, off, &skip, &stop, NULL);
-		if (eof && !stop && (len > pos || skip)) {
-			su_reader_warn(r->warn, "%s: the stream ends inside a record at offset %" PRIu64 ": it is ignored",
-				       r->name, off + pos);
-			r->malformed = 1;
-		}
+		cut = eof && !stop && (len > pos || skip);
 		struct chunk *next = NULL;
 		if (!eof && !stop && !r->cb_rc) {
 			if (!(next = malloc(sizeof(*next) + PIPE_CHUNK))) {
@@ -758,7 +753,7 @@ int perf_run_pipe(struct pr *r, int fd)
 		len -= pos;
 		chunks_bound(r, "records");
 	}
-	rc = pipe_end(r, rc);
+	rc = pipe_end(r, rc, cut, off + pos);
 	r->st->bytes_read = off + len;
 	return rc;
 }
@@ -769,12 +764,7 @@ int perf_run_pipe_map(struct pr *r)
 	uint64_t skip = 0, released = 0;
 	int stop = 0;
 	int rc = pipe_records(r, r->map + r->data_off, r->data_size, &pos, r->data_off, &skip, &stop, &released);
-	if (!stop && !rc && (pos < r->data_size || skip)) {
-		su_reader_warn(r->warn, "%s: the stream ends inside a record at offset %" PRIu64 ": it is ignored",
-			       r->name, r->data_off + pos);
-		r->malformed = 1;
-	}
-	rc = pipe_end(r, rc);
+	rc = pipe_end(r, rc, !stop && (pos < r->data_size || skip), r->data_off + pos);
 	r->st->bytes_read = r->data_off + r->data_size;
 	return rc;
 }
