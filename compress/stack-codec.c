@@ -426,14 +426,17 @@ size_t stackcap_codec_decode_list(const uint8_t *src, size_t src_size,
 	FORWARD_IF_ERROR(dec_varint(&d, &mask));
 	RETURN_ERROR_IF(mask >> STACKCAP_NREGS, BAD_REGS);
 	RETURN_ERROR_IF(mask & (1u << STACKCAP_REG_RSP), BAD_REGS);
-	memset(dst->regs, 0, sizeof(dst->regs));
+	/* Each register stored once, 0 when not kept (a memset before, as
+	 * rep stos, was a fifth of this function's time). */
 	for (int r = 0; r < STACKCAP_NREGS; r++) {
-		if (!(mask & (1u << r)))
-			continue;
-		uint64_t t;
-		FORWARD_IF_ERROR(dec_varint(&d, &t));
-		RETURN_ERROR_IF((t & 3) == T_ZERO, BAD_REGS);
-		FORWARD_IF_ERROR(dec_word(&d, t, sp, ranges, count, &dst->regs[r]));
+		uint64_t v = 0;
+		if (mask & (1u << r)) {
+			uint64_t t;
+			FORWARD_IF_ERROR(dec_varint(&d, &t));
+			RETURN_ERROR_IF((t & 3) == T_ZERO, BAD_REGS);
+			FORWARD_IF_ERROR(dec_word(&d, t, sp, ranges, count, &v));
+		}
+		dst->regs[r] = v;
 	}
 	dst->regs[STACKCAP_REG_RSP] = sp;
 	dst->regs_kept = (uint32_t)mask | (1u << STACKCAP_REG_RSP);
