@@ -43,6 +43,7 @@ struct held {
 	struct stackcap_image image;
 	uint8_t has_image, form;
 	uint8_t words_out;       /* HELD_WORDS: IMAGE's words are the reader's (su_sample.words_stay) */
+	uint8_t mute;            /* pipeline_add_muted: worked, its text dropped */
 	size_t words, user_chain, kernel_chain, runtime_frames;
 	size_t segment;          /* a second segment (rare): its struct held_segment */
 	uint32_t prev;           /* HELD_DELTA: the sample its top is from */
@@ -84,6 +85,7 @@ struct worker_arg {
 	void *ctx;
 	uint64_t *scratch;       /* the batch's chains of images rebuilt from deltas */
 	size_t scratch_cap;      /* in words */
+	struct text mute;        /* a muted sample's text, dropped */
 };
 
 struct pipeline {
@@ -182,10 +184,11 @@ static enum held_form image_form(struct batch *b, const struct su_sample *s, uin
 	return HELD_DELTA;
 }
 
-static int batch_add(struct batch *b, const struct su_sample *s)
+static int batch_add(struct batch *b, const struct su_sample *s, int mute)
 {
 	struct held *h = &b->samples[b->n];
 	int oom = 0;
+	h->mute = (uint8_t)mute;
 	h->s = *s;
 	h->s.full_image = NULL; /* fidelity (stackunwind stats) only */
 	h->has_image = s->image != NULL;
@@ -287,7 +290,9 @@ static void work_batch(struct pipeline *p, struct batch *b, struct worker_arg *w
 		struct held *const h = &b->samples[i];
 		if (h->form == HELD_DELTA && (b->err = held_rebuild(b, h, w)))
 			return;
-		work_sample(p, w->ctx, held_sample(b, h), &b->out);
+		work_sample(p, w->ctx, held_sample(b, h), h->mute ? &w->mute : &b->out);
+		if (h->mute)
+			text_clear(&w->mute);
 	}
 }
 
@@ -429,11 +434,13 @@ const int *pipeline_holding(const struct pipeline *p)
 	return &p->batching;
 }
 
-int pipeline_add(struct pipeline *p, const struct su_sample *s)
+int pipeline_add_muted(struct pipeline *p, const struct su_sample *s, int mute)
 {
 	if (!p->batching) {
 		/* The same work as a worker's, right here. */
-		work_sample(p, p->direct_arg.ctx, s, &p->direct);
+		work_sample(p, p->direct_arg.ctx, s, mute ? &p->direct_arg.mute : &p->direct);
+		if (mute)
+			text_clear(&p->direct_arg.mute);
 		if (p->direct.oom)
 			return -ENOMEM;
 		if (p->direct.len >= DIRECT_FLUSH || p->direct.ref_bytes >= DIRECT_FLUSH_REFS) {
@@ -443,11 +450,21 @@ int pipeline_add(struct pipeline *p, const struct su_sample *s)
 		return p->err;
 	}
 	struct batch *b = p->filling ? p->filling : fill_slot(p);
-	if (batch_add(b, s))
+	if (batch_add(b, s, mute))
 		return -ENOMEM;
 	if (b->n == BATCH || b->used >= BATCH_BYTES)
 		submit(p, b);
 	return p->err;
+}
+
+int pipeline_add(struct pipeline *p, const struct su_sample *s)
+{
+	return pipeline_add_muted(p, s, 0);
+}
+
+void pipeline_work_into(struct pipeline *p, const struct su_sample *s, struct text *out)
+{
+	work_sample(p, p->direct_arg.ctx, s, out);
 }
 
 void pipeline_abort(struct pipeline *p)
@@ -492,7 +509,7 @@ struct pipeline *pipeline_new(unsigned n_workers, void *const *worker_ctx, void 
 	if (!p)
 		return NULL;
 	*p = (struct pipeline){ .unwind = unwind, .format = format, .emit = emit_fn, .emit_arg = emit_arg,
-				.direct_arg = { p, direct_ctx, NULL, 0 }, .direct = { .gen = 1 } };
+				.direct_arg = { .p = p, .ctx = direct_ctx }, .direct = { .gen = 1 } };
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
 	if (!n_workers)
@@ -508,7 +525,7 @@ struct pipeline *pipeline_new(unsigned n_workers, void *const *worker_ctx, void 
 		return NULL;
 	}
 	for (unsigned i = 0; i < n_workers; i++)
-		p->args[i] = (struct worker_arg){ p, worker_ctx[i], NULL, 0 };
+		p->args[i] = (struct worker_arg){ .p = p, .ctx = worker_ctx[i] };
 	return p;
 }
 
@@ -523,10 +540,13 @@ void pipeline_free(struct pipeline *p)
 	}
 	free(p->slots);
 	free(p->threads);
-	for (unsigned i = 0; p->args && i < p->n_args; i++)
+	for (unsigned i = 0; p->args && i < p->n_args; i++) {
 		free(p->args[i].scratch);
+		text_free(&p->args[i].mute);
+	}
 	free(p->args);
 	free(p->direct_arg.scratch);
+	text_free(&p->direct_arg.mute);
 	text_free(&p->direct);
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->cond);

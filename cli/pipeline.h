@@ -74,6 +74,14 @@ const int *pipeline_holding(const struct pipeline *p);
  * or -errno (out of memory, or formatting or emitting failed). */
 int pipeline_add(struct pipeline *p, const struct su_sample *s);
 
+/* The same, its text dropped when MUTE (still unwound and formatted:
+ * what the formats count counts it). */
+int pipeline_add_muted(struct pipeline *p, const struct su_sample *s, int mute);
+
+/* Unwind and format S with the caller's context into OUT, now (stacks
+ * read in parts, cli/ordered.h: a pipeline without workers). */
+void pipeline_work_into(struct pipeline *p, const struct su_sample *s, struct text *out);
+
 /* Emit every sample added, stop the workers.  @return 0 or -errno. */
 int pipeline_finish(struct pipeline *p);
 

@@ -142,29 +142,44 @@ void text_put_shared(struct text *t, struct text_shared *sh, size_t len)
 	t->ref_bytes += len;
 }
 
-int text_write(const struct text *t, int fd)
+int text_iov_flush(struct text_iov *v, int fd)
+{
+	int const rc = v->n ? su_writev_all(fd, v->iov, v->n) : 0;
+	v->n = 0;
+	return rc;
+}
+
+int text_write_range(const struct text *t, size_t own_from, size_t own_to, size_t ref_from, size_t ref_to,
+		     struct text_iov *v, int fd)
 {
 	/* The pieces in order: own bytes up to a reference, the reference,
-	 * ..., the own bytes after the last; IOV_MAX at a time. */
-	struct iovec iov[IOV_MAX];
-	size_t own = 0, r = 0;
-	for (;;) {
-		int n = 0;
-		while (n < IOV_MAX && (r < t->n_refs || own < t->len)) {
-			size_t const upto = r < t->n_refs ? t->refs[r].at : t->len;
-			if (own < upto) {
-				iov[n++] = (struct iovec){ t->buf + own, upto - own };
-				own = upto;
-			} else { /* own bytes done up to reference R */
-				if (t->refs[r].len)
-					iov[n++] = (struct iovec){ (void *)t->refs[r].s, t->refs[r].len };
-				r++;
-			}
+	 * ..., the own bytes after the last. */
+	size_t own = own_from, r = ref_from;
+	while (r < ref_to || own < own_to) {
+		if (v->n == IOV_MAX) {
+			int const rc = text_iov_flush(v, fd);
+			if (rc)
+				return rc;
 		}
-		int const rc = n ? su_writev_all(fd, iov, n) : 0;
-		if (rc || !n)
-			return rc;
+		size_t const upto = r < ref_to ? t->refs[r].at : own_to;
+		if (own < upto) {
+			v->iov[v->n++] = (struct iovec){ t->buf + own, upto - own };
+			own = upto;
+		} else { /* own bytes done up to reference R */
+			if (t->refs[r].len)
+				v->iov[v->n++] = (struct iovec){ (void *)t->refs[r].s, t->refs[r].len };
+			r++;
+		}
 	}
+	return 0;
+}
+
+int text_write(const struct text *t, int fd)
+{
+	struct text_iov v;
+	v.n = 0;
+	int const rc = text_write_range(t, 0, t->len, 0, t->n_refs, &v, fd);
+	return rc ? rc : text_iov_flush(&v, fd);
 }
 
 void text_clear(struct text *t)

@@ -6,9 +6,11 @@
 #ifndef STACKCAP_EXPORT_TEXT_H
 #define STACKCAP_EXPORT_TEXT_H
 
+#include <limits.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 /* Text kept once and written into many outputs by reference (a stacks
  * chain's lines, ~6 KB, in every sample that repeats the chain: copying
@@ -83,6 +85,18 @@ static inline size_t text_size(const struct text *t)
 /* Write all of T to FD, in order (writev; EINTR and short writes go on).
  * @return 0 or -errno. */
 int text_write(const struct text *t, int fd);
+/* Pieces of texts gathered for one writev. */
+struct text_iov {
+	struct iovec iov[IOV_MAX];
+	int n;
+};
+/* T's own bytes [OWN_FROM, OWN_TO) and references [REF_FROM, REF_TO)
+ * (those put while its own length was in that range), in order, into V;
+ * V written to FD first whenever it is full.  @return 0 or -errno. */
+int text_write_range(const struct text *t, size_t own_from, size_t own_to, size_t ref_from, size_t ref_to,
+		     struct text_iov *v, int fd);
+/* V's pieces to FD, V emptied.  @return 0 or -errno. */
+int text_iov_flush(struct text_iov *v, int fd);
 /* Empty T (its references let go); GEN is the owner's to change. */
 void text_clear(struct text *t);
 /* Free what T holds. */

@@ -128,6 +128,21 @@ done
 check "zst: read in 2 and 8 parts, no part warns, folded as -j 1's ($(wc -l <"$work/zst.j1") stacks)" \
 	sh -c "! grep -q 'in part' '$work/zst.j2.err' '$work/zst.j8.err' && [ -s '$work/zst.j1' ] &&
 		cmp -s '$work/zst.j1' '$work/zst.j2' && cmp -s '$work/zst.j1' '$work/zst.j8'"
+# stacks in parts (cli/ordered.h): each part's texts written in the
+# whole read's order, here over 8 threads' streams interleaved, deltas
+# and full copies, a zstd trace.
+for tr in zst full-kernel full-in-process threads-kernel threads-in-process; do
+	[ -d "$work/$tr.trace" ] || continue
+	"$SU" stacks -j 1 "$work/$tr.trace" >"$work/$tr-st.j1" 2>"$work/$tr-st.j1.err"
+	for j in 2 8; do
+		STACKCAP_JOBS_AFTER=0 STACKUNWIND_PARTS_WARNINGS=1 "$SU" stacks -j $j "$work/$tr.trace" \
+			>"$work/$tr-st.j$j" 2>"$work/$tr-st.j$j.err"
+	done
+	check "$tr: stacks read in 2 and 8 parts, no part warns, byte-identical to -j 1 ($(wc -c <"$work/$tr-st.j1") bytes)" \
+		sh -c "! grep -q 'in part' '$work/$tr-st.j2.err' '$work/$tr-st.j8.err' && [ -s '$work/$tr-st.j1' ] &&
+			cmp -s '$work/$tr-st.j1' '$work/$tr-st.j2' && cmp -s '$work/$tr-st.j1' '$work/$tr-st.j8' &&
+			cmp -s '$work/$tr-st.j1.err' '$work/$tr-st.j2.err'"
+done
 # A handler on the alternate signal stack, sampled in process: each sample
 # holds a second stack segment (the thread's own stack), unwound through.
 record sigalt -F 1999 --in-process -- "$TD/tdata-sigalt" 0.5
@@ -162,6 +177,20 @@ while [ "$off" -lt "$sz" ]; do
 	off=$((off + bits / 8))
 done
 printf 'XXXX' | dd of="$f" bs=1 seek="$mid" conv=notrunc 2>/dev/null
+# A trace of many packets damaged in its last: most samples before it.
+record cut-end -F 4999 -- "$TD/tdata-recurse" -d 46 2
+check "cut-end: recorded ($(rc cut-end))" [ "$(rc cut-end)" = 0 ]
+f=$(ls "$work/cut-end.trace"/samples-* | head -n 1)
+sz=$(stat -c %s "$f")
+off=0 last=0 npk=0
+while [ "$off" -lt "$sz" ]; do
+	last=$off npk=$((npk + 1))
+	bits=$(od -An -tu8 -j $((off + 56)) -N 8 "$f" | tr -d ' ')
+	[ -n "$bits" ] && [ "$bits" -gt 0 ] || break
+	off=$((off + bits / 8))
+done
+check "cut-end: a stream file of many packets ($npk)" [ "$npk" -ge 16 ]
+printf 'XXXX' | dd of="$f" bs=1 seek="$last" conv=notrunc 2>/dev/null
 for j in 1 2 8; do
 	"$SU" folded -j $j "$work/cut.trace" >"$work/cut.j$j" 2>"$work/cut.j$j.err"
 	echo $? >"$work/cut.j$j.rc"
@@ -170,5 +199,18 @@ check "a damaged trace: folded -j 2 and -j 8 print -j 1's counts, warnings and e
 	sh -c "[ -s '$work/cut.j1' ] && [ \$(cat '$work/cut.j1.rc') != 0 ] && grep -q warning '$work/cut.j1.err' &&
 		for j in 2 8; do cmp -s '$work/cut.j1' '$work/cut.j'\$j && cmp -s '$work/cut.j1.err' '$work/cut.j'\$j.err &&
 			cmp -s '$work/cut.j1.rc' '$work/cut.j'\$j.rc || exit 1; done"
+# stacks: the parts have written the samples before the damage when a
+# part meets it (damaged last: most of them); the usual way then reads
+# the trace again, writing none of those a second time.
+for c in cut cut-end; do
+	for j in 1 2 8; do
+		"$SU" stacks -j $j "$work/$c.trace" >"$work/$c-st.j$j" 2>"$work/$c-st.j$j.err"
+		echo $? >"$work/$c-st.j$j.rc"
+	done
+	check "$c: a damaged trace: stacks -j 2 and -j 8 print -j 1's samples once each, its warnings and exit status ($(cat "$work/$c-st.j1.rc"); $(grep -c '^[^ 	]' "$work/$c-st.j1") samples)" \
+		sh -c "[ -s '$work/$c-st.j1' ] && [ \$(cat '$work/$c-st.j1.rc') != 0 ] && grep -q warning '$work/$c-st.j1.err' &&
+			for j in 2 8; do cmp -s '$work/$c-st.j1' '$work/$c-st.j'\$j && cmp -s '$work/$c-st.j1.err' '$work/$c-st.j'\$j.err &&
+				cmp -s '$work/$c-st.j1.rc' '$work/$c-st.j'\$j.rc || exit 1; done"
+done
 
 echo "1..$n"

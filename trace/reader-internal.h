@@ -81,6 +81,7 @@ struct source_report {
 	size_t n_claims;
 	/* su_trace_packets_whole: another part's packet is skipped whole. */
 	int packets_whole;
+	struct su_order_key *order; /* su_reader_opts.order */
 };
 
 enum source_pass { PASS_PROCESS = 1, PASS_SAMPLES = 2 };

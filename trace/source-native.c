@@ -930,6 +930,9 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 		ev.blob_len = len;
 		ev.others = f->others;
 		f->pos = (size_t)(p + 6 + len - f->buf);
+		if (s->rep->order)
+			*s->rep->order = (struct su_order_key){ .time = f->key, .instance = f->instance_id,
+								.file = f->order, .packet = f->packets, .at = f->hdr_off };
 		return emit(ctx, &ev);
 	}
 	switch (f->ev_id) {

@@ -1033,6 +1033,7 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 	}
 	stats->bytes_on_disk = su_trace_dir_bytes(dir);
 	rep.bytes_read = &stats->bytes_read;
+	rep.order = opts ? opts->order : NULL;
 	if (opts && opts->parts > 1 && opts->part < opts->parts) {
 		rep.part = opts->part;
 		rep.parts = opts->parts;

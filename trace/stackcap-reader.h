@@ -62,6 +62,30 @@ struct su_warn_hook {
 	void *arg;
 };
 
+/* Where a sample of our traces stands in the order of a whole read: the
+ * merge of the sample stream files by time, then by stream (instance id,
+ * then file name: FILE), then where in its file (PACKET, AT).  Each
+ * file's events never go back in time (the reader checks), so a read in
+ * parts delivers each part's samples in this order too, and the whole
+ * read's order is theirs merged (stackunwind stacks -j N,
+ * cli/ordered.h). */
+struct su_order_key {
+	uint64_t time, instance, file, packet, at;
+};
+
+static inline int su_order_before(const struct su_order_key *a, const struct su_order_key *b)
+{
+	if (a->time != b->time)
+		return a->time < b->time;
+	if (a->instance != b->instance)
+		return a->instance < b->instance;
+	if (a->file != b->file)
+		return a->file < b->file;
+	if (a->packet != b->packet)
+		return a->packet < b->packet;
+	return a->at < b->at;
+}
+
 struct su_reader_opts {
 	/* Only deliver samples of this pid/tid (0: all). */
 	uint32_t pid, tid;
@@ -110,6 +134,9 @@ struct su_reader_opts {
 	 * of its own (trace/perf-ahead.h): the consumer has a core to spare
 	 * (stackunwind -j N > 1). */
 	int map_ahead;
+	/* Our traces (the native source): each sample's place in the whole
+	 * read's order, written here before it is delivered (NULL: not). */
+	struct su_order_key *order;
 };
 
 /* Nonzero when DIR looks like a stackcap trace (metadata naming tracer stackcap). */

@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: MIT */
+/* The parts' stacks texts written in the whole read's order (ordered.h). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/ordered.h"
+#include "common/grow.h"
+
+#define ORDERED_PENDING 8            /* chunks a part may have handed over, not yet written */
+#define CHUNK_SAMPLES 1024
+#define CHUNK_BYTES (1u << 20)       /* own bytes (references aside) */
+
+/* A sample's end in its chunk's text, and its place. */
+struct mark {
+	struct su_order_key key;
+	size_t own_end, refs_end;
+};
+
+struct chunk {
+	struct text text;
+	struct mark *marks;
+	size_t n, cap;
+	size_t next;                  /* the writer's: its first sample not written */
+	struct chunk *after;          /* the part's next chunk handed over, or on the free list */
+};
+
+struct part {
+	struct chunk *filling;        /* the part's own, not handed over */
+	struct su_order_key key;      /* the sample begun (ordered_text) */
+	/* Under the lock: */
+	struct chunk *head, *tail;    /* handed over, not yet written */
+	struct chunk *free;
+	unsigned pending;
+	struct su_order_key below;    /* every sample of this part before it is handed over */
+	int done;
+};
+
+struct ordered {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;          /* a chunk was written, or cancelled */
+	struct part *parts;
+	unsigned n;
+	int fd;
+	int writing;                  /* a thread writes (the lock released meanwhile) */
+	int cancelled;
+	int err;
+	uint64_t written;
+	struct text_iov iov;          /* the writing thread's */
+};
+
+struct ordered *ordered_new(unsigned parts, int fd)
+{
+	struct ordered *o = calloc(1, sizeof(*o));
+	if (!o || !(o->parts = calloc(parts, sizeof(*o->parts)))) {
+		free(o);
+		return NULL;
+	}
+	o->n = parts;
+	o->fd = fd;
+	pthread_mutex_init(&o->lock, NULL);
+	pthread_cond_init(&o->cond, NULL);
+	return o;
+}
+
+static void chunk_free(struct chunk *c)
+{
+	if (!c)
+		return;
+	text_free(&c->text);
+	free(c->marks);
+	free(c);
+}
+
+/* May part P's next sample to write, KEY, be written: has every other
+ * part handed over what comes before it, and is it before their next
+ * ones?  Lock held. */
+static int writable(const struct ordered *o, const struct part *p, const struct su_order_key *key)
+{
+	for (unsigned j = 0; j < o->n; j++) {
+		const struct part *q = &o->parts[j];
+		if (q == p)
+			continue;
+		if (q->head && su_order_before(&q->head->marks[q->head->next].key, key))
+			return 0;
+		if (!q->head && !q->done && !su_order_before(key, &q->below))
+			return 0;
+	}
+	return 1;
+}
+
+/* Write what can be written, the lock released while writing.  Lock held;
+ * only one thread at a time (WRITING). */
+static void write_ready(struct ordered *o)
+{
+	o->writing = 1;
+	for (;;) {
+		/* The part whose next sample comes first. */
+		struct part *p = NULL;
+		for (unsigned j = 0; j < o->n; j++) {
+			struct part *q = &o->parts[j];
+			if (q->head && (!p || su_order_before(&q->head->marks[q->head->next].key,
+							      &p->head->marks[p->head->next].key)))
+				p = q;
+		}
+		if (!p || o->cancelled || !writable(o, p, &p->head->marks[p->head->next].key))
+			break;
+		/* As many of its samples in a row as come before any other's. */
+		struct chunk *const c = p->head;
+		size_t const from = c->next;
+		size_t to = from + 1;
+		while (to < c->n && writable(o, p, &c->marks[to].key))
+			to++;
+		pthread_mutex_unlock(&o->lock);
+		size_t const own_from = from ? c->marks[from - 1].own_end : 0;
+		size_t const refs_from = from ? c->marks[from - 1].refs_end : 0;
+		int rc = 0;
+		if (!o->err)
+			rc = text_write_range(&c->text, own_from, c->marks[to - 1].own_end, refs_from,
+					      c->marks[to - 1].refs_end, &o->iov, o->fd);
+		pthread_mutex_lock(&o->lock);
+		if (rc && !o->err)
+			o->err = rc;
+		o->written += to - from;
+		c->next = to;
+		if (to == c->n) {
+			/* Its pieces out before its text is let go of. */
+			pthread_mutex_unlock(&o->lock);
+			rc = o->err ? 0 : text_iov_flush(&o->iov, o->fd);
+			pthread_mutex_lock(&o->lock);
+			if (rc && !o->err)
+				o->err = rc;
+			p->head = c->after;
+			if (!p->head)
+				p->tail = NULL;
+			text_clear(&c->text);
+			c->text.gen++;
+			c->n = c->next = 0;
+			c->after = p->free;
+			p->free = c;
+			p->pending--;
+			pthread_cond_broadcast(&o->cond);
+		}
+	}
+	o->writing = 0;
+}
+
+/* Hand over part P's filling chunk (when it holds samples); every sample
+ * of P before BELOW (NULL: all) is then handed over.  Lock held. */
+static void hand_over(struct ordered *o, struct part *p, const struct su_order_key *below)
+{
+	struct chunk *const c = p->filling;
+	if (c && c->n) {
+		c->after = NULL;
+		c->next = 0;
+		if (p->tail)
+			p->tail->after = c;
+		else
+			p->head = c;
+		p->tail = c;
+		p->pending++;
+		p->filling = NULL;
+	}
+	if (below)
+		p->below = *below;
+	else
+		p->done = 1;
+	if (!o->writing)
+		write_ready(o);
+}
+
+struct text *ordered_text(struct ordered *o, unsigned k, const struct su_order_key *key)
+{
+	struct part *const p = &o->parts[k];
+	struct chunk *c = p->filling;
+	if (c && c->n && (c->marks[c->n - 1].key.file != key->file || c->marks[c->n - 1].key.packet != key->packet ||
+			  c->n >= CHUNK_SAMPLES || c->text.len >= CHUNK_BYTES || c->text.oom)) {
+		pthread_mutex_lock(&o->lock);
+		hand_over(o, p, key);
+		/* Too many handed over and not written: write or wait. */
+		while (p->pending >= ORDERED_PENDING && !o->cancelled) {
+			if (!o->writing) {
+				write_ready(o);
+				if (p->pending < ORDERED_PENDING)
+					break;
+			}
+			pthread_cond_wait(&o->cond, &o->lock);
+		}
+		if (!(c = p->free)) {
+			pthread_mutex_unlock(&o->lock);
+			c = calloc(1, sizeof(*c));
+			if (c)
+				c->text.by_ref = 1;
+			pthread_mutex_lock(&o->lock);
+			if (!c && !o->err)
+				o->err = -ENOMEM;
+		} else {
+			p->free = c->after;
+		}
+		int const stop = o->cancelled || o->err || !c;
+		pthread_mutex_unlock(&o->lock);
+		p->filling = c;
+		if (stop)
+			return NULL;
+	} else if (!c) {
+		if (!(c = calloc(1, sizeof(*c)))) {
+			pthread_mutex_lock(&o->lock);
+			if (!o->err)
+				o->err = -ENOMEM;
+			pthread_mutex_unlock(&o->lock);
+			return NULL;
+		}
+		c->text.by_ref = 1;
+		p->filling = c;
+	}
+	if (SU_GROW(c->marks, c->cap, c->n + 1)) {
+		c->text.oom = 1;
+		pthread_mutex_lock(&o->lock);
+		if (!o->err)
+			o->err = -ENOMEM;
+		pthread_mutex_unlock(&o->lock);
+		return NULL;
+	}
+	p->key = *key;
+	return &c->text;
+}
+
+void ordered_mark(struct ordered *o, unsigned k)
+{
+	struct part *const p = &o->parts[k];
+	struct chunk *const c = p->filling;
+	c->marks[c->n++] = (struct mark){ .key = p->key, .own_end = c->text.len, .refs_end = c->text.n_refs };
+}
+
+void ordered_done(struct ordered *o, unsigned k)
+{
+	pthread_mutex_lock(&o->lock);
+	hand_over(o, &o->parts[k], NULL);
+	pthread_mutex_unlock(&o->lock);
+}
+
+void ordered_cancel(struct ordered *o)
+{
+	pthread_mutex_lock(&o->lock);
+	o->cancelled = 1;
+	pthread_cond_broadcast(&o->cond);
+	pthread_mutex_unlock(&o->lock);
+}
+
+uint64_t ordered_finish(struct ordered *o, int *err)
+{
+	pthread_mutex_lock(&o->lock);
+	if (!o->writing)
+		write_ready(o);
+	/* Cancelled: the pieces gathered are of samples counted written. */
+	if (!o->err)
+		o->err = text_iov_flush(&o->iov, o->fd);
+	int rc = o->err;
+	for (unsigned k = 0; k < o->n && !rc; k++)
+		if (o->parts[k].filling && o->parts[k].filling->text.oom)
+			rc = -ENOMEM;
+	uint64_t const n = o->written;
+	pthread_mutex_unlock(&o->lock);
+	*err = rc;
+	return n;
+}
+
+void ordered_free(struct ordered *o)
+{
+	if (!o)
+		return;
+	for (unsigned k = 0; k < o->n; k++) {
+		struct part *const p = &o->parts[k];
+		chunk_free(p->filling);
+		for (struct chunk *c = p->head, *nx; c; c = nx) {
+			nx = c->after;
+			chunk_free(c);
+		}
+		for (struct chunk *c = p->free, *nx; c; c = nx) {
+			nx = c->after;
+			chunk_free(c);
+		}
+	}
+	pthread_mutex_destroy(&o->lock);
+	pthread_cond_destroy(&o->cond);
+	free(o->parts);
+	free(o);
+}
