@@ -376,6 +376,11 @@ static void release_consumed(struct pr *r, uint64_t from, uint64_t *released)
 		if (r->q[i].rec >= base && r->q[i].rec < base + from && (uint64_t)(r->q[i].rec - base) < low)
 			low = (uint64_t)(r->q[i].rec - base);
 	int const holding = r->opts && r->opts->holds_words && (!r->opts->holding || *r->opts->holding);
+	if (!holding && r->ahead && perf_ahead_release(r->ahead, r->data_off + low) == 0) {
+		/* The thread that maps ahead gives them back, on its core. */
+		*released = low;
+		return;
+	}
 	/* A directory's files share it: the samples in the workers' hands
 	 * come from all of them (a page given back too soon is only mapped
 	 * again when read). */
@@ -385,13 +390,6 @@ static void release_consumed(struct pr *r, uint64_t from, uint64_t *released)
 	if (low < behind)
 		return;
 	low -= behind;
-	/* The thread that maps ahead gives them back, on its core: with -j
-	 * the reader's own madvise calls were 10-15% of its time on a 1 GB
-	 * file (the reader is the thread every worker waits for). */
-	if (r->ahead && perf_ahead_release(r->ahead, r->data_off + low) == 0) {
-		*released = low;
-		return;
-	}
 	uint64_t const start = (r->data_off + *released + 4095) & ~4095ull;
 	uint64_t const end = (r->data_off + low) & ~4095ull;
 	if (end >= start + (8u << 20)) {
