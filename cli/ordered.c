@@ -8,7 +8,7 @@
 #include "cli/ordered.h"
 #include "common/grow.h"
 
-#define ORDERED_PENDING 8            /* chunks a part may have handed over, not yet written */
+#define ORDERED_PENDING 32           /* chunks a part may have handed over, not yet written */
 #define CHUNK_SAMPLES 1024
 #define CHUNK_BYTES (1u << 20)       /* own bytes (references aside) */
 
@@ -26,11 +26,13 @@ struct chunk {
 	struct chunk *after;          /* the part's next chunk handed over, or on the free list */
 };
 
+/* Its thread's fields (written for every sample) and the shared ones
+ * each on cache lines of their own, not sharing one with the next part's. */
 struct part {
-	struct chunk *filling;        /* the part's own, not handed over */
+	_Alignas(64) struct chunk *filling; /* the part's own, not handed over */
 	struct su_order_key key;      /* the sample begun (ordered_text) */
 	/* Under the lock: */
-	struct chunk *head, *tail;    /* handed over, not yet written */
+	_Alignas(64) struct chunk *head, *tail; /* handed over, not yet written */
 	struct chunk *free;
 	unsigned pending;
 	struct su_order_key below;    /* every sample of this part before it is handed over */
@@ -53,10 +55,11 @@ struct ordered {
 struct ordered *ordered_new(unsigned parts, int fd)
 {
 	struct ordered *o = calloc(1, sizeof(*o));
-	if (!o || !(o->parts = calloc(parts, sizeof(*o->parts)))) {
+	if (!o || !(o->parts = aligned_alloc(_Alignof(struct part), parts * sizeof(*o->parts)))) {
 		free(o);
 		return NULL;
 	}
+	memset(o->parts, 0, parts * sizeof(*o->parts));
 	o->n = parts;
 	o->fd = fd;
 	pthread_mutex_init(&o->lock, NULL);
@@ -90,6 +93,21 @@ static int writable(const struct ordered *o, const struct part *p, const struct 
 	return 1;
 }
 
+/* The first place after P's next sample where another part has a sample
+ * or may have one not yet handed over (NULL: none).  Lock held. */
+static const struct su_order_key *next_other(const struct ordered *o, const struct part *p)
+{
+	const struct su_order_key *b = NULL;
+	for (unsigned j = 0; j < o->n; j++) {
+		const struct part *q = &o->parts[j];
+		const struct su_order_key *k = q == p ? NULL : q->head ? &q->head->marks[q->head->next].key :
+							      q->done ? NULL : &q->below;
+		if (k && (!b || su_order_before(k, b)))
+			b = k;
+	}
+	return b;
+}
+
 /* Write what can be written, the lock released while writing.  Lock held;
  * only one thread at a time (WRITING). */
 static void write_ready(struct ordered *o)
@@ -110,7 +128,8 @@ static void write_ready(struct ordered *o)
 		struct chunk *const c = p->head;
 		size_t const from = c->next;
 		size_t to = from + 1;
-		while (to < c->n && writable(o, p, &c->marks[to].key))
+		const struct su_order_key *const bound = next_other(o, p);
+		while (to < c->n && (!bound || su_order_before(&c->marks[to].key, bound)))
 			to++;
 		pthread_mutex_unlock(&o->lock);
 		size_t const own_from = from ? c->marks[from - 1].own_end : 0;
