@@ -98,6 +98,19 @@ tests_unit_test_pipeline_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) -
 tests_unit_test_pipeline_LDFLAGS = -pthread
 tests_unit_test_pipeline_LDADD = export/libsuexport.la compress/libstackcodec.la common/libsucommon.la $(CHECK_LIBS)
 TESTS += tests/unit/test-pipeline
+
+# stacks in parts: the parts' texts merged in the whole read's order.
+check_PROGRAMS += tests/unit/test-ordered
+tests_unit_test_ordered_SOURCES = tests/unit/test-ordered.c tests/unit/check-main.h cli/ordered.c cli/ordered.h
+tests_unit_test_ordered_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) -pthread
+tests_unit_test_ordered_LDFLAGS = -pthread
+tests_unit_test_ordered_LDADD = export/libsuexport.la common/libsucommon.la $(CHECK_LIBS)
+check_PROGRAMS += tests/unit/test-ordered-asan
+tests_unit_test_ordered_asan_SOURCES = $(tests_unit_test_ordered_SOURCES) export/text.c common/grow.c common/io.c
+tests_unit_test_ordered_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(SANITIZE_FLAGS) -O1 -pthread
+tests_unit_test_ordered_asan_LDFLAGS = $(SANITIZE_FLAGS) -pthread
+tests_unit_test_ordered_asan_LDADD = $(CHECK_LIBS)
+TESTS += tests/unit/test-ordered tests/unit/test-ordered-asan
 check_PROGRAMS += tests/unit/test-pipeline-asan
 tests_unit_test_pipeline_asan_SOURCES = $(tests_unit_test_pipeline_SOURCES) export/text.c compress/stack-codec.c \
 	$(common_libsucommon_la_SOURCES)
