@@ -95,6 +95,10 @@ struct zin {
 
 struct native_source {
 	struct source_report *rep;
+	/* The samples' event, its fields set anew for each (deliver_sample):
+	 * zeroing the whole struct each time, as rep stos, was most of
+	 * deliver's time. */
+	struct raw_event sample_ev;
 	char *dir;
 	uint8_t uuid[16];
 	int have_uuid;            /* from the metadata or the first packet */
@@ -845,9 +849,57 @@ static int decode_kernel(const uint8_t **pp, const uint8_t *end, struct su_kerne
 	return 0;
 }
 
+/* F's next item, a sample (P its payload, END the packet's content end).
+ * @return 0, EMIT's nonzero return. */
+static int deliver_sample(struct native_source *s, struct nfile *f, const uint8_t *p, const uint8_t *end,
+			  raw_emit_fn emit, void *ctx)
+{
+	uint64_t const at = f->poff + f->hdr_off;
+	uint32_t event = 0;
+	if (f->ev_id == CTF_EV_EVENT_SAMPLE) {
+		/* Version 4: the event's index, then a sample. */
+		if (end - p < 8) {
+			defect(s, f, at, "cut event_sample event");
+			return 0;
+		}
+		event = su_ld16(p);
+		p += 2;
+		f->ev_id = CTF_EV_SAMPLE;
+	}
+	if (end - p < 6) {
+		defect(s, f, at, "cut sample event");
+		return 0;
+	}
+	uint32_t const len = le24(p + 3);
+	if ((size_t)(end - p) - 6 < len) {
+		defect(s, f, at, "sample blob of %u bytes beyond the packet content", len);
+		return 0;
+	}
+	struct raw_event *const ev = &s->sample_ev;
+	ev->kind = f->ev_id == CTF_EV_SAMPLE ? RAW_SAMPLE :
+		   f->ev_id == CTF_EV_SAMPLE_FULL ? RAW_SAMPLE_FULL : RAW_SAMPLE_SEGMENT;
+	ev->ts = f->key;
+	ev->pid = f->pid;
+	ev->tid = f->tid;
+	ev->stream_id = f->id;
+	ev->generation = le24(p);
+	ev->blob = p + 6;
+	ev->blob_len = len;
+	ev->others = f->others;
+	ev->event = event;
+	f->pos = (size_t)(p + 6 + len - f->buf);
+	if (s->rep->order)
+		*s->rep->order = (struct su_order_key){ .time = f->key, .instance = f->instance_id, .file = f->order,
+							.packet = f->packets, .at = f->hdr_off };
+	return emit(ctx, ev);
+}
+
 /* Deliver F's next item.  @return 0, EMIT's nonzero return, -ENOMEM. */
 static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, void *ctx)
 {
+	if (f->next != NEXT_DISCARDED && f->next != NEXT_RESET && f->kind == 1 && f->ev_id != CTF_EV_RUNTIME_FRAMES &&
+	    f->ev_id != CTF_EV_KERNEL_CHAIN && f->ev_id != CTF_EV_OFF_CPU)
+		return deliver_sample(s, f, f->buf + f->ev_off, f->buf + f->end, emit, ctx);
 	struct raw_event ev = {
 		.ts = f->key,
 		.pid = f->pid,
@@ -901,38 +953,6 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 		ev.kind = RAW_OFF_CPU;
 		ev.off_cpu_ns = su_ld64(p);
 		f->pos = (size_t)(p + 8 - f->buf);
-		return emit(ctx, &ev);
-	}
-	if (f->kind == 1 && f->ev_id == CTF_EV_EVENT_SAMPLE) {
-		/* Version 4: the event's index, then a sample. */
-		if (end - p < 8) {
-			defect(s, f, at, "cut event_sample event");
-			return 0;
-		}
-		ev.event = su_ld16(p);
-		p += 2;
-		f->ev_id = CTF_EV_SAMPLE;
-	}
-	if (f->kind == 1) {
-		if (end - p < 6) {
-			defect(s, f, at, "cut sample event");
-			return 0;
-		}
-		uint32_t const len = le24(p + 3);
-		if ((size_t)(end - p) - 6 < len) {
-			defect(s, f, at, "sample blob of %u bytes beyond the packet content", len);
-			return 0;
-		}
-		ev.kind = f->ev_id == CTF_EV_SAMPLE ? RAW_SAMPLE :
-			  f->ev_id == CTF_EV_SAMPLE_FULL ? RAW_SAMPLE_FULL : RAW_SAMPLE_SEGMENT;
-		ev.generation = le24(p);
-		ev.blob = p + 6;
-		ev.blob_len = len;
-		ev.others = f->others;
-		f->pos = (size_t)(p + 6 + len - f->buf);
-		if (s->rep->order)
-			*s->rep->order = (struct su_order_key){ .time = f->key, .instance = f->instance_id,
-								.file = f->order, .packet = f->packets, .at = f->hdr_off };
 		return emit(ctx, &ev);
 	}
 	switch (f->ev_id) {
