@@ -818,6 +818,8 @@ static int read_in_parts(const struct options *o, struct worker *ctx, unsigned n
 		ok = p[k].started = pthread_create(&p[k].th, NULL, part_read, &p[k]) == 0;
 	if (ok)
 		part_read(&p[0]);
+	else if (ord) /* the parts started would wait for those that did not */
+		ordered_cancel(ord);
 	progress_end(&p[0].r.progress);
 	for (unsigned k = 1; k < n; k++)
 		if (p[k].started)
