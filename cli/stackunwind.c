@@ -901,9 +901,12 @@ static int cmd_stacks(const struct options *o)
 	if (parts_worth_it(o, &files)) {
 		/* stacks: the parts' texts straight to the output, in order. */
 		struct ordered *ord = NULL;
-		if (!r.fold && !fflush(stdout) && !(ord = ordered_new(nctx, fileno(stdout)))) {
-			fprintf(stderr, PROG ": out of memory\n");
-			goto out;
+		if (!r.fold) {
+			(void)fflush(stdout); /* a write error shows in ferror(stdout) at the end */
+			if (!(ord = ordered_new(nctx, fileno(stdout)))) {
+				fprintf(stderr, PROG ": out of memory\n");
+				goto out;
+			}
 		}
 		read = read_in_parts(o, ctx, nctx, files, &fold, ord, &r, &st, quiet);
 		if (ord) {
