@@ -170,6 +170,8 @@ static void write_ready(struct ordered *o)
 static void hand_over(struct ordered *o, struct part *p, const struct su_order_key *below)
 {
 	struct chunk *const c = p->filling;
+	if (c && c->text.oom && !o->err)
+		o->err = -ENOMEM; /* text lost: written no further */
 	if (c && c->n) {
 		c->after = NULL;
 		c->next = 0;
@@ -275,10 +277,7 @@ uint64_t ordered_finish(struct ordered *o, int *err)
 	/* Cancelled: the pieces gathered are of samples counted written. */
 	if (!o->err)
 		o->err = text_iov_flush(&o->iov, o->fd);
-	int rc = o->err;
-	for (unsigned k = 0; k < o->n && !rc; k++)
-		if (o->parts[k].filling && o->parts[k].filling->text.oom)
-			rc = -ENOMEM;
+	int const rc = o->err;
 	uint64_t const n = o->written;
 	pthread_mutex_unlock(&o->lock);
 	*err = rc;
