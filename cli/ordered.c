@@ -131,11 +131,12 @@ static void write_ready(struct ordered *o)
 		const struct su_order_key *const bound = next_other(o, p);
 		while (to < c->n && (!bound || su_order_before(&c->marks[to].key, bound)))
 			to++;
+		int const failed = o->err;
 		pthread_mutex_unlock(&o->lock);
 		size_t const own_from = from ? c->marks[from - 1].own_end : 0;
 		size_t const refs_from = from ? c->marks[from - 1].refs_end : 0;
 		int rc = 0;
-		if (!o->err)
+		if (!failed)
 			rc = text_write_range(&c->text, own_from, c->marks[to - 1].own_end, refs_from,
 					      c->marks[to - 1].refs_end, &o->iov, o->fd);
 		pthread_mutex_lock(&o->lock);
@@ -145,8 +146,9 @@ static void write_ready(struct ordered *o)
 		c->next = to;
 		if (to == c->n) {
 			/* Its pieces out before its text is let go of. */
+			int const failed_now = o->err;
 			pthread_mutex_unlock(&o->lock);
-			rc = o->err ? 0 : text_iov_flush(&o->iov, o->fd);
+			rc = failed_now ? 0 : text_iov_flush(&o->iov, o->fd);
 			pthread_mutex_lock(&o->lock);
 			if (rc && !o->err)
 				o->err = rc;
