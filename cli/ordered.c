@@ -8,14 +8,15 @@
 #include "cli/ordered.h"
 #include "common/grow.h"
 
-#define ORDERED_PENDING 32           /* chunks a part may have handed over, not yet written */
+#define ORDERED_PENDING 12           /* chunks a part may have handed over, not yet written */
 #define CHUNK_SAMPLES 1024
 #define CHUNK_BYTES (1u << 20)       /* own bytes (references aside) */
 
-/* A sample's end in its chunk's text, and its place. */
+/* A sample's end in its chunk's text, and its place.  (A chunk's text
+ * ends at CHUNK_BYTES and one sample past it: 32 bits are enough.) */
 struct mark {
 	struct su_order_key key;
-	size_t own_end, refs_end;
+	uint32_t own_end, refs_end;
 };
 
 struct chunk {
@@ -198,7 +199,8 @@ struct text *ordered_text(struct ordered *o, unsigned k, const struct su_order_k
 	struct part *const p = &o->parts[k];
 	struct chunk *c = p->filling;
 	if (c && c->n && (c->marks[c->n - 1].key.file != key->file || c->marks[c->n - 1].key.packet != key->packet ||
-			  c->n >= CHUNK_SAMPLES || c->text.len >= CHUNK_BYTES || c->text.oom)) {
+			  c->n >= CHUNK_SAMPLES || c->text.len >= CHUNK_BYTES || c->text.n_refs >= CHUNK_BYTES ||
+			  c->text.oom)) {
 		pthread_mutex_lock(&o->lock);
 		hand_over(o, p, key);
 		/* Too many handed over and not written: write or wait. */
@@ -253,7 +255,11 @@ void ordered_mark(struct ordered *o, unsigned k)
 {
 	struct part *const p = &o->parts[k];
 	struct chunk *const c = p->filling;
-	c->marks[c->n++] = (struct mark){ .key = p->key, .own_end = c->text.len, .refs_end = c->text.n_refs };
+	/* A sample's text past 4 GB: lost, as out of memory. */
+	if (c->text.len > UINT32_MAX || c->text.n_refs > UINT32_MAX)
+		c->text.oom = 1;
+	c->marks[c->n++] = (struct mark){ .key = p->key, .own_end = (uint32_t)c->text.len,
+					  .refs_end = (uint32_t)c->text.n_refs };
 }
 
 void ordered_done(struct ordered *o, unsigned k)
