@@ -531,6 +531,18 @@ skipped:
 	if (discarded > f->discarded) {
 		f->pending_discard = discarded - f->discarded;
 		f->discarded = discarded;
+		/* Dated at the previous packet's end (advance), after this
+		 * packet's begin: the file's items then go back in time, and
+		 * the merge puts this packet's first samples after other
+		 * files' later ones.  A read in parts cannot know that order
+		 * (su_order_key): said, it is read again whole. */
+		if (s->rep->parts > 1 && f->have_pkt && f->prev_end > begin && !s->parts_warned) {
+			s->parts_warned = 1;
+			su_reader_warn(s->rep->warn, "%s: discarded events dated %llu, after the packet at %llu begins "
+				       "(%llu): the order of a read in parts is not sure", f->name,
+				       (unsigned long long)f->prev_end, (unsigned long long)off,
+				       (unsigned long long)begin);
+		}
 	} else if (discarded < f->discarded) {
 		defect(s, f, off, "events_discarded goes down");
 		return 0;
