@@ -534,9 +534,10 @@ skipped:
 		/* Dated at the previous packet's end (advance), after this
 		 * packet's begin: the file's items then go back in time, and
 		 * the merge puts this packet's first samples after other
-		 * files' later ones.  A read in parts cannot know that order
-		 * (su_order_key): said, it is read again whole. */
-		if (s->rep->parts > 1 && f->have_pkt && f->prev_end > begin && !s->parts_warned) {
+		 * files' later ones.  A read in parts for that order
+		 * (su_order_key: stacks) cannot know it: said, it is read
+		 * again whole. */
+		if (s->rep->parts > 1 && s->rep->order && f->have_pkt && f->prev_end > begin && !s->parts_warned) {
 			s->parts_warned = 1;
 			su_reader_warn(s->rep->warn, "%s: discarded events dated %llu, after the packet at %llu begins "
 				       "(%llu): the order of a read in parts is not sure", f->name,
