@@ -110,7 +110,12 @@ tests_unit_test_ordered_asan_SOURCES = $(tests_unit_test_ordered_SOURCES) export
 tests_unit_test_ordered_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(SANITIZE_FLAGS) -O1 -pthread
 tests_unit_test_ordered_asan_LDFLAGS = $(SANITIZE_FLAGS) -pthread
 tests_unit_test_ordered_asan_LDADD = $(CHECK_LIBS)
-TESTS += tests/unit/test-ordered tests/unit/test-ordered-asan
+check_PROGRAMS += tests/unit/test-ordered-tsan
+tests_unit_test_ordered_tsan_SOURCES = $(tests_unit_test_ordered_asan_SOURCES)
+tests_unit_test_ordered_tsan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) -fsanitize=thread -O1 -pthread
+tests_unit_test_ordered_tsan_LDFLAGS = -fsanitize=thread -pthread
+tests_unit_test_ordered_tsan_LDADD = $(CHECK_LIBS)
+TESTS += tests/unit/test-ordered tests/unit/test-ordered-asan tests/unit/test-ordered-tsan
 check_PROGRAMS += tests/unit/test-pipeline-asan
 tests_unit_test_pipeline_asan_SOURCES = $(tests_unit_test_pipeline_SOURCES) export/text.c compress/stack-codec.c \
 	$(common_libsucommon_la_SOURCES)
