@@ -124,14 +124,24 @@ cmp -s "$work/dlopen-pf.out" "$work/dlopen-pf-dwfl.out" ||
 # A process's first frames: ld.so's _start (no CFI) and, after it,
 # _dl_start_user calling _dl_init with rbp cleared "to mark the outermost
 # frame even for constructors": page faults at start-up are sampled there
-# on every run (libc's own initializers); they end there, fully unwound,
-# not "[no-cfi]", with either unwinder.
-record start-pf -e page-faults -c 1 -- "$TD/tdata-single" 0.05
-"$SU" folded -j 1 "$work/start-pf.trace" >"$work/start-pf.folded" 2>/dev/null
+# (libc's own initializers); they end there, fully unwound, not
+# "[no-cfi]", with either unwinder.  Whether libc's initializers fault at
+# all varies (a fault maps the cached pages around it too: which are
+# mapped already when they run is not fixed): under load (make check -j 2)
+# one run in three to five had none of its samples there, every other
+# start-up sample unwound, so up to 5 runs for one that has.
+tries=0
+while [ $tries -lt 5 ]; do
+	tries=$((tries + 1))
+	rm -rf "$work/start-pf.trace"
+	record start-pf -e page-faults -c 1 -- "$TD/tdata-single" 0.05
+	"$SU" folded -j 1 "$work/start-pf.trace" >"$work/start-pf.folded" 2>/dev/null
+	ninit=$(grep -c '^tdata-single;_dl_start_user;_dl_init;' "$work/start-pf.folded")
+	[ "$ninit" -ge 1 ] && break
+done
 "$SU" folded -j 1 --unwinder dwfl "$work/start-pf.trace" >"$work/start-pf-dwfl.folded" 2>/dev/null
-ninit=$(grep -c '^tdata-single;_dl_start_user;_dl_init;' "$work/start-pf.folded")
 nstart=$(grep -c '^tdata-single;_start[; ]' "$work/start-pf.folded")
-check "start-up: constructors under _dl_start_user ($ninit) and ld.so's _start ($nstart) are the outermost frames, none [no-cfi]" \
+check "start-up: constructors under _dl_start_user ($ninit, run $tries) and ld.so's _start ($nstart) are the outermost frames, none [no-cfi]" \
 	sh -c "[ $ninit -ge 1 ] && [ $nstart -ge 1 ] && ! grep -q 'no-cfi\];\(_start\|_dl_start_user\)' '$work/start-pf.folded'"
 check "start-up: dwfl and fast unwinders give identical folded output" \
 	cmp -s "$work/start-pf.folded" "$work/start-pf-dwfl.folded"
