@@ -68,6 +68,28 @@ struct ordered *ordered_new(unsigned parts, int fd)
 	return o;
 }
 
+/* The first error (-errno) is kept.  Lock held. */
+static void note_err(struct ordered *o, int err)
+{
+	if (err && !o->err)
+		o->err = err;
+}
+
+static void fail(struct ordered *o, int err)
+{
+	pthread_mutex_lock(&o->lock);
+	note_err(o, err);
+	pthread_mutex_unlock(&o->lock);
+}
+
+static struct chunk *chunk_new(void)
+{
+	struct chunk *c = calloc(1, sizeof(*c));
+	if (c)
+		c->text.by_ref = 1; /* the chains' lines go out by reference */
+	return c;
+}
+
 static void chunk_free(struct chunk *c)
 {
 	if (!c)
@@ -77,25 +99,9 @@ static void chunk_free(struct chunk *c)
 	free(c);
 }
 
-/* May part P's next sample to write, KEY, be written: has every other
- * part handed over what comes before it, and is it before their next
- * ones?  Lock held. */
-static int writable(const struct ordered *o, const struct part *p, const struct su_order_key *key)
-{
-	for (unsigned j = 0; j < o->n; j++) {
-		const struct part *q = &o->parts[j];
-		if (q == p)
-			continue;
-		if (q->head && su_order_before(&q->head->marks[q->head->next].key, key))
-			return 0;
-		if (!q->head && !q->done && !su_order_before(key, &q->below))
-			return 0;
-	}
-	return 1;
-}
-
-/* The first place after P's next sample where another part has a sample
- * or may have one not yet handed over (NULL: none).  Lock held. */
+/* The first place where another part than P has a sample not written or
+ * may have one not yet handed over (NULL: none): P's samples before it
+ * may be written.  Lock held. */
 static const struct su_order_key *next_other(const struct ordered *o, const struct part *p)
 {
 	const struct su_order_key *b = NULL;
@@ -123,15 +129,17 @@ static void write_ready(struct ordered *o)
 							      &p->head->marks[p->head->next].key)))
 				p = q;
 		}
-		if (!p || o->cancelled || !writable(o, p, &p->head->marks[p->head->next].key))
+		if (!p || o->cancelled)
 			break;
 		/* As many of its samples in a row as come before any other's. */
 		struct chunk *const c = p->head;
 		size_t const from = c->next;
-		size_t to = from + 1;
+		size_t to = from;
 		const struct su_order_key *const bound = next_other(o, p);
 		while (to < c->n && (!bound || su_order_before(&c->marks[to].key, bound)))
 			to++;
+		if (to == from)
+			break; /* another part's sample may come first: not handed over yet */
 		int const failed = o->err;
 		pthread_mutex_unlock(&o->lock);
 		size_t const own_from = from ? c->marks[from - 1].own_end : 0;
@@ -141,8 +149,7 @@ static void write_ready(struct ordered *o)
 			rc = text_write_range(&c->text, own_from, c->marks[to - 1].own_end, refs_from,
 					      c->marks[to - 1].refs_end, &o->iov, o->fd);
 		pthread_mutex_lock(&o->lock);
-		if (rc && !o->err)
-			o->err = rc;
+		note_err(o, rc);
 		o->written += to - from;
 		c->next = to;
 		if (to == c->n) {
@@ -151,8 +158,7 @@ static void write_ready(struct ordered *o)
 			pthread_mutex_unlock(&o->lock);
 			rc = failed_now ? 0 : text_iov_flush(&o->iov, o->fd);
 			pthread_mutex_lock(&o->lock);
-			if (rc && !o->err)
-				o->err = rc;
+			note_err(o, rc);
 			p->head = c->after;
 			if (!p->head)
 				p->tail = NULL;
@@ -173,8 +179,8 @@ static void write_ready(struct ordered *o)
 static void hand_over(struct ordered *o, struct part *p, const struct su_order_key *below)
 {
 	struct chunk *const c = p->filling;
-	if (c && c->text.oom && !o->err)
-		o->err = -ENOMEM; /* text lost: written no further */
+	if (c && c->text.oom)
+		note_err(o, -ENOMEM); /* text lost: written no further */
 	if (c && c->n) {
 		c->after = NULL;
 		c->next = 0;
@@ -212,39 +218,21 @@ struct text *ordered_text(struct ordered *o, unsigned k, const struct su_order_k
 			}
 			pthread_cond_wait(&o->cond, &o->lock);
 		}
-		if (!(c = p->free)) {
-			pthread_mutex_unlock(&o->lock);
-			c = calloc(1, sizeof(*c));
-			if (c)
-				c->text.by_ref = 1;
-			pthread_mutex_lock(&o->lock);
-			if (!c && !o->err)
-				o->err = -ENOMEM;
-		} else {
+		if ((c = p->free))
 			p->free = c->after;
-		}
-		int const stop = o->cancelled || o->err || !c;
+		int const stop = o->cancelled || o->err;
 		pthread_mutex_unlock(&o->lock);
 		p->filling = c;
 		if (stop)
 			return NULL;
-	} else if (!c) {
-		if (!(c = calloc(1, sizeof(*c)))) {
-			pthread_mutex_lock(&o->lock);
-			if (!o->err)
-				o->err = -ENOMEM;
-			pthread_mutex_unlock(&o->lock);
-			return NULL;
-		}
-		c->text.by_ref = 1;
-		p->filling = c;
+	}
+	if (!c && !(c = p->filling = chunk_new())) {
+		fail(o, -ENOMEM);
+		return NULL;
 	}
 	if (SU_GROW(c->marks, c->cap, c->n + 1)) {
 		c->text.oom = 1;
-		pthread_mutex_lock(&o->lock);
-		if (!o->err)
-			o->err = -ENOMEM;
-		pthread_mutex_unlock(&o->lock);
+		fail(o, -ENOMEM);
 		return NULL;
 	}
 	p->key = *key;
