@@ -29,6 +29,25 @@ same_j() {
 	check "$tr: $*${JN:+ ($JN)}: -j 2 and -j 8 byte-identical to -j 1 ($(wc -c <"$work/$name.j1") bytes)" \
 		sh -c "[ -s '$work/$name.j1' ] && cmp -s '$work/$name.j1' '$work/$name.j2' && cmp -s '$work/$name.j1' '$work/$name.j8'"
 }
+# u64 FILE OFFSET: the little-endian u64 there; le64 N: N as 8 bytes.
+u64() { od -An -tu8 -j "$2" -N 8 "$1" | tr -d ' '; }
+le64() {
+	v=$1 i=0 s=
+	while [ $i -lt 8 ]; do s="$s$(printf '\\%03o' $((v & 255)))"; v=$((v >> 8)); i=$((i + 1)); done
+	printf "$s"
+}
+# packet_offsets FILE: the offset of each packet of a stream file, one a
+# line (packet_size, in bits: the packet context's fourth u64, after the
+# 32-byte header; common/ctf-layout.h).
+packet_offsets() {
+	po_size=$(stat -c %s "$1") po_off=0
+	while [ "$po_off" -lt "$po_size" ]; do
+		echo "$po_off"
+		po_bits=$(u64 "$1" $((po_off + 56)))
+		[ -n "$po_bits" ] && [ "$po_bits" -gt 0 ] || break
+		po_off=$((po_off + po_bits / 8))
+	done
+}
 # delta TRACE: "SAMPLES DELTA": samples, and those with words of their
 # thread's previous sample (stackunwind stats).
 delta() {
@@ -70,24 +89,14 @@ done
 # packet's end moved to its last packet's, and 5 events discarded before
 # the last.  stacks in parts says so and reads the trace again whole:
 # -j 1's output.
-le64() {
-	v=$1 i=0 s=
-	while [ $i -lt 8 ]; do s="$s$(printf '\\%03o' $((v & 255)))"; v=$((v >> 8)); i=$((i + 1)); done
-	printf "$s"
-}
-u64() { od -An -tu8 -j "$2" -N 8 "$1" | tr -d ' '; }
 rm -rf "$work/disc.trace"
 cp -r "$work/threads-kernel.trace" "$work/disc.trace"
 npk=0
 for f in "$work/disc.trace"/samples-*; do
-	sz=$(stat -c %s "$f")
-	off=0 prev=0 last=0 npk=0
-	while [ "$off" -lt "$sz" ]; do
-		prev=$last last=$off npk=$((npk + 1))
-		bits=$(u64 "$f" $((off + 56)))
-		[ -n "$bits" ] && [ "$bits" -gt 0 ] || break
-		off=$((off + bits / 8))
-	done
+	offs=$(packet_offsets "$f")
+	npk=$(echo "$offs" | wc -l)
+	last=$(echo "$offs" | tail -n 1)
+	prev=$(echo "$offs" | tail -n 2 | head -n 1)
 	[ "$npk" -ge 2 ] && break
 done
 check "disc: a stream file of 2 packets or more ($npk)" [ "$npk" -ge 2 ]
@@ -210,29 +219,15 @@ check "deep: the slices print some samples, not all ($1 of $nstats)" sh -c "[ '$
 # land in stack words the codec takes as they are: no defect at all).
 cp -r "$work/deep.trace" "$work/cut.trace"
 f=$(ls "$work/cut.trace"/samples-* | head -n 1)
-sz=$(stat -c %s "$f")
-off=0 mid=0
-while [ "$off" -lt "$sz" ]; do
-	[ "$off" -le $((sz / 2)) ] && mid=$off
-	# packet_size, in bits: the packet context's fourth u64, after the
-	# 32-byte header (common/ctf-layout.h)
-	bits=$(od -An -tu8 -j $((off + 56)) -N 8 "$f" | tr -d ' ')
-	[ -n "$bits" ] && [ "$bits" -gt 0 ] || break
-	off=$((off + bits / 8))
-done
+mid=$(packet_offsets "$f" | awk -v half=$(($(stat -c %s "$f") / 2)) '$1 <= half' | tail -n 1)
 printf 'XXXX' | dd of="$f" bs=1 seek="$mid" conv=notrunc 2>/dev/null
 # A trace of many packets damaged in its last: most samples before it.
 record cut-end -F 4999 -- "$TD/tdata-recurse" -d 46 2
 check "cut-end: recorded ($(rc cut-end))" [ "$(rc cut-end)" = 0 ]
 f=$(ls "$work/cut-end.trace"/samples-* | head -n 1)
-sz=$(stat -c %s "$f")
-off=0 last=0 npk=0
-while [ "$off" -lt "$sz" ]; do
-	last=$off npk=$((npk + 1))
-	bits=$(od -An -tu8 -j $((off + 56)) -N 8 "$f" | tr -d ' ')
-	[ -n "$bits" ] && [ "$bits" -gt 0 ] || break
-	off=$((off + bits / 8))
-done
+offs=$(packet_offsets "$f")
+npk=$(echo "$offs" | wc -l)
+last=$(echo "$offs" | tail -n 1)
 check "cut-end: a stream file of many packets ($npk)" [ "$npk" -ge 16 ]
 printf 'XXXX' | dd of="$f" bs=1 seek="$last" conv=notrunc 2>/dev/null
 for j in 1 2 8; do
