@@ -171,13 +171,17 @@ static void pctext_add(struct worker *w, const struct su_maps *maps, const struc
 static int format_frame(struct worker *w, uint32_t pid, const struct su_maps *maps, const struct su_frame *f,
 			 struct text *out)
 {
-	/* Code of a file, met before at this pc of this snapshot: its text. */
-	int const by_pc = f->map >= 0 && f->how != SU_FRAME_RUNTIME;
+	/* Code of a file, or the kernel's (named by the trace's own kernel
+	 * symbols, maps->kernel), met before at this pc of this snapshot:
+	 * its text. */
+	int const kernel = f->how == SU_FRAME_KERNEL;
+	int const by_pc = (f->map >= 0 && f->how != SU_FRAME_RUNTIME) || kernel;
 	const struct pc_text *pt = by_pc ? pctext_find(w, maps, f) : NULL;
 	if (pt) {
 		if (pt->unknown)
 			w->counts.unknown_frames++;
-		worker_note_module(w, pt->m);
+		if (pt->m)
+			worker_note_module(w, pt->m);
 		text_put(out, pt->text, pt->len);
 		return 1;
 	}
@@ -222,7 +226,10 @@ static int format_frame(struct worker *w, uint32_t pid, const struct su_maps *ma
 					    r.module_name);
 			else
 				text_printf(out, "[unknown] (%s)\n", r.module_name);
-			return 0;
+			if (out->oom)
+				return 0;
+			pctext_add(w, maps, f, NULL, !r.nsym, out->buf + start, out->len - start);
+			return 1;
 		}
 		if (r.kind == SU_RESOLVED_JIT) {
 			text_pc(out, f->pc);
@@ -331,14 +338,30 @@ static void format_stacks(struct worker *w, const struct pipeline_sample *u, con
 		ct = NULL;
 		goto frames_done;
 	}
-	size_t const chain_start = out->len;
+	/* Into an output by reference, a chain kept goes in by reference
+	 * from its first sample on (its lines formatted aside). */
+	struct text *const lines = ct && out->by_ref ? &w->chain_lines : out;
+	if (lines != out) {
+		text_clear(lines);
+		lines->oom = 0;
+	}
+	size_t const chain_start = lines->len;
 	uint64_t const unknown_before = w->counts.unknown_frames;
 	int whole = 1;
 	for (size_t i = 0; i < u->nframes; i++)
-		whole &= format_frame(w, u->pid, u->maps, &frames[i], out);
-	if (ct && whole && !out->oom)
-		chain_keep(w, ct, ch, u->maps, frames, u->nframes, (uint32_t)(w->counts.unknown_frames - unknown_before),
-			   out->buf + chain_start, out->len - chain_start);
+		whole &= format_frame(w, u->pid, u->maps, &frames[i], lines);
+	int const kept = ct && whole && !lines->oom &&
+			 !chain_keep(w, ct, ch, u->maps, frames, u->nframes,
+				     (uint32_t)(w->counts.unknown_frames - unknown_before), lines->buf + chain_start,
+				     lines->len - chain_start);
+	if (lines != out) {
+		if (kept)
+			text_put_shared(out, ct->text, ct->len);
+		else if (lines->oom)
+			out->oom = 1;
+		else
+			text_put(out, lines->buf, lines->len);
+	}
 frames_done:
 	if (u->end != SU_END_OUTERMOST) {
 		text_pc(out, 0);
@@ -517,16 +540,18 @@ static void format_folded(struct worker *w, const struct pipeline_sample *u, con
 	uint32_t chain_unknown = 0;
 	for (size_t i = u->nframes; i-- > 0;) {
 		const struct su_frame *f = &frames[i];
-		/* Code of a file, met before at this pc of this snapshot (an
-		 * off-CPU sample's names are marked: not cached). */
-		int const by_pc = f->map >= 0 && f->how != SU_FRAME_RUNTIME && !fo.off_cpu_mark;
+		/* Code of a file or the kernel's, met before at this pc of this
+		 * snapshot (an off-CPU sample's names are marked: not cached). */
+		int const by_pc = ((f->map >= 0 && f->how != SU_FRAME_RUNTIME) || f->how == SU_FRAME_KERNEL) &&
+				  !fo.off_cpu_mark;
 		const struct pc_text *pt = by_pc ? pctext_find(w, u->maps, f) : NULL;
 		if (pt) {
 			if (pt->unknown) {
 				w->counts.unknown_frames++;
 				chain_unknown++;
 			}
-			worker_note_module(w, pt->m);
+			if (pt->m)
+				worker_note_module(w, pt->m);
 			text_put(out, pt->text, pt->len);
 			continue;
 		}
@@ -537,10 +562,13 @@ static void format_folded(struct worker *w, const struct pipeline_sample *u, con
 			return;
 		}
 		folded_resolved(out, &fo, &r);
-		if (by_pc && r.module && !out->oom && (r.kind == SU_RESOLVED_SYMBOLS || r.kind == SU_RESOLVED_MODULE)) {
-			pctext_add(w, u->maps, f, r.module, r.kind == SU_RESOLVED_MODULE, out->buf + start,
+		int const kernel = r.kind == SU_RESOLVED_KERNEL;
+		if (by_pc && !out->oom &&
+		    (kernel || (r.module && (r.kind == SU_RESOLVED_SYMBOLS || r.kind == SU_RESOLVED_MODULE)))) {
+			int const unknown = kernel ? !r.nsym : r.kind == SU_RESOLVED_MODULE;
+			pctext_add(w, u->maps, f, kernel ? NULL : r.module, unknown, out->buf + start,
 				   out->len - start);
-			chain_unknown += r.kind == SU_RESOLVED_MODULE;
+			chain_unknown += (uint32_t)unknown;
 		} else {
 			ct = NULL; /* this frame's text is not a function of its key */
 		}

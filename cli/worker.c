@@ -44,6 +44,7 @@ void worker_fini(struct worker *w)
 			text_shared_drop(w->chains[i].text);
 		}
 	free(w->chains);
+	text_free(&w->chain_lines);
 }
 
 void worker_note_module(struct worker *w, const struct su_module *m)

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include "cli/stackunwind.h"
 #include "common/hashmap.h"
+#include "export/text.h"
 #include "symbolize/resolve.h"
 
 struct counts {
@@ -41,7 +42,7 @@ struct pc_text {
 	const struct su_maps *maps;
 	uint64_t pc;
 	int64_t map;
-	const struct su_module *m;
+	const struct su_module *m;         /* NULL: a kernel frame */
 	uint8_t activation;
 	uint8_t unknown;             /* no symbol: counts as an unknown frame */
 	uint32_t len;
@@ -50,7 +51,7 @@ struct pc_text {
 
 /* A module a frame needed but that could not be used. */
 struct bad_module {
-	const struct su_module *m;
+	const struct su_module *m;         /* NULL: a kernel frame */
 };
 
 struct worker {
@@ -79,6 +80,10 @@ struct worker {
 		uint32_t len, comm_len, pid, tid;
 		uint64_t sec;
 	} head;
+	/* stacks into a text by reference: a chain's lines formatted here,
+	 * kept in its slot and put by reference (not in the output's own
+	 * bytes: the texts stacks -j N holds stay small). */
+	struct text chain_lines;
 	struct su_modcache *modules;
 	struct su_resolver *resolver;
 	struct su_unwinder *unwinder;
