@@ -8,34 +8,50 @@
 #include "cli/ordered.h"
 #include "common/grow.h"
 
-#define ORDERED_PENDING 12           /* chunks a part may have handed over, not yet written */
+/* Chunks a part may have handed over, not yet written, and their bytes:
+ * a part waits beyond either.  A part that meets a process's start (its
+ * modules loaded, its first frames named) runs 2-8 ms behind the other,
+ * which went on to 12 chunks and waited for it, in half the runs of
+ * stacks -j 2 on a 150k-sample trace; steady, a part has 4-12 pending. */
+#define ORDERED_PENDING 64
+#define ORDERED_PENDING_BYTES (16u << 20)
 #define CHUNK_SAMPLES 1024
 #define CHUNK_BYTES (1u << 20)       /* own bytes (references aside) */
 
-/* A sample's end in its chunk's text, and its place.  (A chunk's text
- * ends at CHUNK_BYTES and one sample past it: 32 bits are enough.) */
+/* A sample's end in its chunk's text, and its place (the rest of its
+ * su_order_key is its chunk's).  (A chunk's text ends at CHUNK_BYTES
+ * and one sample past it: 32 bits are enough.) */
 struct mark {
-	struct su_order_key key;
+	uint64_t time, at;
 	uint32_t own_end, refs_end;
 };
 
 struct chunk {
 	struct text text;
-	struct mark *marks;
-	size_t n, cap;
+	struct mark *marks;           /* CHUNK_SAMPLES */
+	size_t n;
+	uint64_t instance, file, packet; /* its samples' (one packet's) */
+	size_t bytes;                 /* handed over: what it holds, for ORDERED_PENDING_BYTES */
 	size_t next;                  /* the writer's: its first sample not written */
 	struct chunk *after;          /* the part's next chunk handed over, or on the free list */
 };
 
-/* Its thread's fields (written for every sample) and the shared ones
+/* Sample I of C's place. */
+static inline struct su_order_key chunk_key(const struct chunk *c, size_t i)
+{
+	return (struct su_order_key){ .time = c->marks[i].time, .instance = c->instance, .file = c->file,
+				      .packet = c->packet, .at = c->marks[i].at };
+}
+
+/* Its thread's field (written for every sample) and the shared ones
  * each on cache lines of their own, not sharing one with the next part's. */
 struct part {
 	_Alignas(64) struct chunk *filling; /* the part's own, not handed over */
-	struct su_order_key key;      /* the sample begun (ordered_text) */
 	/* Under the lock: */
 	_Alignas(64) struct chunk *head, *tail; /* handed over, not yet written */
 	struct chunk *free;
 	unsigned pending;
+	size_t pending_bytes;
 	struct su_order_key below;    /* every sample of this part before it is handed over */
 	int done;
 };
@@ -85,6 +101,10 @@ static void fail(struct ordered *o, int err)
 static struct chunk *chunk_new(void)
 {
 	struct chunk *c = calloc(1, sizeof(*c));
+	if (c && !(c->marks = malloc(CHUNK_SAMPLES * sizeof(*c->marks)))) {
+		free(c);
+		return NULL;
+	}
 	if (c)
 		c->text.by_ref = 1; /* the chains' lines go out by reference */
 	return c;
@@ -102,17 +122,23 @@ static void chunk_free(struct chunk *c)
 /* The first place where another part than P has a sample not written or
  * may have one not yet handed over (NULL: none): P's samples before it
  * may be written.  Lock held. */
-static const struct su_order_key *next_other(const struct ordered *o, const struct part *p)
+/* The first place where another part than P has a sample not written or
+ * may have one not yet handed over, into *B (0: none): P's samples
+ * before it may be written.  Lock held. */
+static int next_other(const struct ordered *o, const struct part *p, struct su_order_key *b)
 {
-	const struct su_order_key *b = NULL;
+	int have = 0;
 	for (unsigned j = 0; j < o->n; j++) {
 		const struct part *q = &o->parts[j];
-		const struct su_order_key *k = q == p ? NULL : q->head ? &q->head->marks[q->head->next].key :
-							      q->done ? NULL : &q->below;
-		if (k && (!b || su_order_before(k, b)))
-			b = k;
+		if (q == p || (!q->head && q->done))
+			continue;
+		struct su_order_key const k = q->head ? chunk_key(q->head, q->head->next) : q->below;
+		if (!have || su_order_before(&k, b)) {
+			*b = k;
+			have = 1;
+		}
 	}
-	return b;
+	return have;
 }
 
 /* Write what can be written, the lock released while writing.  Lock held;
@@ -123,11 +149,16 @@ static void write_ready(struct ordered *o)
 	for (;;) {
 		/* The part whose next sample comes first. */
 		struct part *p = NULL;
+		struct su_order_key first = { 0 };
 		for (unsigned j = 0; j < o->n; j++) {
 			struct part *q = &o->parts[j];
-			if (q->head && (!p || su_order_before(&q->head->marks[q->head->next].key,
-							      &p->head->marks[p->head->next].key)))
+			if (!q->head)
+				continue;
+			struct su_order_key const k = chunk_key(q->head, q->head->next);
+			if (!p || su_order_before(&k, &first)) {
 				p = q;
+				first = k;
+			}
 		}
 		if (!p || o->cancelled)
 			break;
@@ -135,9 +166,20 @@ static void write_ready(struct ordered *o)
 		struct chunk *const c = p->head;
 		size_t const from = c->next;
 		size_t to = from;
-		const struct su_order_key *const bound = next_other(o, p);
-		while (to < c->n && (!bound || su_order_before(&c->marks[to].key, bound)))
+		struct su_order_key bound = { 0 };
+		if (!next_other(o, p, &bound))
+			to = c->n;
+		/* Often the whole rest of the chunk (its samples were made on
+		 * another core: not each read here when its last tells). */
+		struct su_order_key const last = chunk_key(c, c->n - 1);
+		if (su_order_before(&last, &bound))
+			to = c->n;
+		while (to < c->n) {
+			struct su_order_key const k = chunk_key(c, to);
+			if (!su_order_before(&k, &bound))
+				break;
 			to++;
+		}
 		if (to == from)
 			break; /* another part's sample may come first: not handed over yet */
 		int const failed = o->err;
@@ -168,6 +210,7 @@ static void write_ready(struct ordered *o)
 			c->after = p->free;
 			p->free = c;
 			p->pending--;
+			p->pending_bytes -= c->bytes;
 			pthread_cond_broadcast(&o->cond);
 		}
 	}
@@ -190,6 +233,11 @@ static void hand_over(struct ordered *o, struct part *p, const struct su_order_k
 			p->head = c;
 		p->tail = c;
 		p->pending++;
+		/* Its own, and the lines it holds (a line held twice counted twice). */
+		c->bytes = CHUNK_SAMPLES * sizeof(*c->marks) + c->text.cap + c->text.cap_refs * sizeof(*c->text.refs);
+		for (size_t i = 0; i < c->text.n_holds; i++)
+			c->bytes += sizeof(struct text_shared) + c->text.holds[i]->cap;
+		p->pending_bytes += c->bytes;
 		p->filling = NULL;
 	}
 	if (below)
@@ -204,16 +252,16 @@ struct text *ordered_text(struct ordered *o, unsigned k, const struct su_order_k
 {
 	struct part *const p = &o->parts[k];
 	struct chunk *c = p->filling;
-	if (c && c->n && (c->marks[c->n - 1].key.file != key->file || c->marks[c->n - 1].key.packet != key->packet ||
-			  c->n >= CHUNK_SAMPLES || c->text.len >= CHUNK_BYTES || c->text.n_refs >= CHUNK_BYTES ||
-			  c->text.oom)) {
+	if (c && c->n && (c->file != key->file || c->packet != key->packet || c->n >= CHUNK_SAMPLES ||
+			  c->text.len >= CHUNK_BYTES || c->text.n_refs >= CHUNK_BYTES || c->text.oom)) {
 		pthread_mutex_lock(&o->lock);
 		hand_over(o, p, key);
 		/* Too many handed over and not written: write or wait. */
-		while (p->pending >= ORDERED_PENDING && !o->cancelled) {
+		while ((p->pending >= ORDERED_PENDING || p->pending_bytes >= ORDERED_PENDING_BYTES) &&
+		       !o->cancelled) {
 			if (!o->writing) {
 				write_ready(o);
-				if (p->pending < ORDERED_PENDING)
+				if (p->pending < ORDERED_PENDING && p->pending_bytes < ORDERED_PENDING_BYTES)
 					break;
 			}
 			pthread_cond_wait(&o->cond, &o->lock);
@@ -230,24 +278,25 @@ struct text *ordered_text(struct ordered *o, unsigned k, const struct su_order_k
 		fail(o, -ENOMEM);
 		return NULL;
 	}
-	if (SU_GROW(c->marks, c->cap, c->n + 1)) {
-		c->text.oom = 1;
-		fail(o, -ENOMEM);
-		return NULL;
+	if (!c->n) {
+		c->instance = key->instance;
+		c->file = key->file;
+		c->packet = key->packet;
 	}
-	p->key = *key;
+	c->marks[c->n].time = key->time;
+	c->marks[c->n].at = key->at;
 	return &c->text;
 }
 
 void ordered_mark(struct ordered *o, unsigned k)
 {
-	struct part *const p = &o->parts[k];
-	struct chunk *const c = p->filling;
+	struct chunk *const c = o->parts[k].filling;
 	/* A sample's text past 4 GB: lost, as out of memory. */
 	if (c->text.len > UINT32_MAX || c->text.n_refs > UINT32_MAX)
 		c->text.oom = 1;
-	c->marks[c->n++] = (struct mark){ .key = p->key, .own_end = (uint32_t)c->text.len,
-					  .refs_end = (uint32_t)c->text.n_refs };
+	c->marks[c->n].own_end = (uint32_t)c->text.len;
+	c->marks[c->n].refs_end = (uint32_t)c->text.n_refs;
+	c->n++;
 }
 
 void ordered_done(struct ordered *o, unsigned k)
