@@ -392,15 +392,12 @@ size_t stackcap_codec_decode(const uint8_t *src, size_t src_size,
 					  ranges ? ranges->count : 0, ref, dst);
 }
 
-size_t stackcap_codec_decode_list(const uint8_t *src, size_t src_size,
-				  const struct stackcap_code_range *ranges, uint32_t count,
-				  const struct stackcap_image *ref, struct stackcap_image *dst)
+/* The blob after its header HDR, from D (its end the blob's). */
+static size_t decode_body(struct dec *d, const struct stackcap_codec_header *hdrp, size_t src_size,
+			  const struct stackcap_code_range *ranges, uint32_t count,
+			  const struct stackcap_image *ref, struct stackcap_image *dst)
 {
-	RETURN_ERROR_IF(!src || !dst || (dst->capacity && !dst->words), BAD_INPUT);
-	struct dec d = { src, src + src_size };
-	struct stackcap_codec_header hdr;
-	FORWARD_IF_ERROR(dec_header(&d, &hdr));
-
+	struct stackcap_codec_header const hdr = *hdrp;
 	uint64_t sp = hdr.sp_or_delta;
 	if (hdr.sp_is_delta) {
 		RETURN_ERROR_IF(!ref, NEED_REF);
@@ -423,7 +420,7 @@ size_t stackcap_codec_decode_list(const uint8_t *src, size_t src_size,
 
 	/* Registers. */
 	uint64_t mask;
-	FORWARD_IF_ERROR(dec_varint(&d, &mask));
+	FORWARD_IF_ERROR(dec_varint(d, &mask));
 	RETURN_ERROR_IF(mask >> STACKCAP_NREGS, BAD_REGS);
 	RETURN_ERROR_IF(mask & (1u << STACKCAP_REG_RSP), BAD_REGS);
 	/* Each register stored once, 0 when not kept (a memset before, as
@@ -432,9 +429,9 @@ size_t stackcap_codec_decode_list(const uint8_t *src, size_t src_size,
 		uint64_t v = 0;
 		if (mask & (1u << r)) {
 			uint64_t t;
-			FORWARD_IF_ERROR(dec_varint(&d, &t));
+			FORWARD_IF_ERROR(dec_varint(d, &t));
 			RETURN_ERROR_IF((t & 3) == T_ZERO, BAD_REGS);
-			FORWARD_IF_ERROR(dec_word(&d, t, sp, ranges, count, &v));
+			FORWARD_IF_ERROR(dec_word(d, t, sp, ranges, count, &v));
 		}
 		dst->regs[r] = v;
 	}
@@ -448,7 +445,7 @@ size_t stackcap_codec_decode_list(const uint8_t *src, size_t src_size,
 	uint64_t i = 0;
 	while (i < n) {
 		uint64_t t;
-		FORWARD_IF_ERROR(dec_varint(&d, &t));
+		FORWARD_IF_ERROR(dec_varint(d, &t));
 		if ((t & 3) == T_ZERO) {
 			uint64_t const run = (t >> 2) + 1;
 			RETURN_ERROR_IF(run > n - i, OVERLONG_RUN);
@@ -456,12 +453,12 @@ size_t stackcap_codec_decode_list(const uint8_t *src, size_t src_size,
 			i += run;
 			continue;
 		}
-		FORWARD_IF_ERROR(dec_word(&d, t, sp + 8 * i, ranges, count, &dst->words[i]));
+		FORWARD_IF_ERROR(dec_word(d, t, sp + 8 * i, ranges, count, &dst->words[i]));
 		if (dst->kept)
 			dst->kept[i >> 3] |= (uint8_t)(1u << (i & 7));
 		i++;
 	}
-	RETURN_ERROR_IF(d.p != d.end, TRAILING_BYTES);
+	RETURN_ERROR_IF(d->p != d->end, TRAILING_BYTES);
 
 	/* The elided top comes from the reference.  A kept word is never
 	 * zero and a dropped one always is, so kept bits follow the values. */
@@ -477,6 +474,26 @@ size_t stackcap_codec_decode_list(const uint8_t *src, size_t src_size,
 					dst->kept[k >> 3] |= (uint8_t)(1u << (k & 7));
 	}
 	return src_size;
+}
+
+size_t stackcap_codec_decode_list(const uint8_t *src, size_t src_size,
+				  const struct stackcap_code_range *ranges, uint32_t count,
+				  const struct stackcap_image *ref, struct stackcap_image *dst)
+{
+	RETURN_ERROR_IF(!src || !dst || (dst->capacity && !dst->words), BAD_INPUT);
+	struct dec d = { src, src + src_size };
+	struct stackcap_codec_header hdr;
+	FORWARD_IF_ERROR(dec_header(&d, &hdr));
+	return decode_body(&d, &hdr, src_size, ranges, count, ref, dst);
+}
+
+size_t stackcap_codec_decode_peeked(const uint8_t *src, size_t src_size, const struct stackcap_codec_header *hdr,
+				    size_t hdr_size, const struct stackcap_code_range *ranges, uint32_t count,
+				    const struct stackcap_image *ref, struct stackcap_image *dst)
+{
+	RETURN_ERROR_IF(!src || !hdr || hdr_size > src_size || !dst || (dst->capacity && !dst->words), BAD_INPUT);
+	struct dec d = { src + hdr_size, src + src_size };
+	return decode_body(&d, hdr, src_size, ranges, count, ref, dst);
 }
 
 uint64_t stackcap_image_common_top(const struct stackcap_image *img,

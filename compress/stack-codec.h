@@ -273,6 +273,14 @@ size_t stackcap_codec_decode_list(const uint8_t *src, size_t src_size,
 				  const struct stackcap_image *ref,
 				  struct stackcap_image *dst);
 
+/* stackcap_codec_decode_list after stackcap_codec_peek: HDR and HDR_SIZE
+ * are what the peek of the same SRC gave (the header not parsed twice, a
+ * few percent of a reader's time). */
+size_t stackcap_codec_decode_peeked(const uint8_t *src, size_t src_size,
+				    const struct stackcap_codec_header *hdr, size_t hdr_size,
+				    const struct stackcap_code_range *ranges, uint32_t count,
+				    const struct stackcap_image *ref, struct stackcap_image *dst);
+
 /* Index of the range of the sorted list RANGES (COUNT) holding ADDR, or
  * -1: O(log count), no filter. */
 static inline int64_t stackcap_code_list_find(const struct stackcap_code_range *ranges, uint32_t count,

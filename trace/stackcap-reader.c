@@ -823,7 +823,8 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 			images_full(r, ev, hdr.nwords);
 			return 0;
 		}
-		size_t const drc = stackcap_codec_decode_list(blob, len, maps->range_list, maps->count, NULL, img);
+		size_t const drc =
+			stackcap_codec_decode_peeked(blob, len, &hdr, prc, maps->range_list, maps->count, NULL, img);
 		if (stackcap_codec_is_error(drc)) {
 			bad_blob(r, ev, drc, NULL);
 			return 0;
@@ -845,7 +846,7 @@ static int on_sample(struct reader *r, const struct raw_event *ev)
 		t->has_ref = 0;
 		return 0;
 	}
-	size_t rc = stackcap_codec_decode_list(blob, len, maps->range_list, maps->count, ref, dst);
+	size_t rc = stackcap_codec_decode_peeked(blob, len, &hdr, prc, maps->range_list, maps->count, ref, dst);
 	if (stackcap_codec_is_error(rc)) {
 		bad_blob(r, ev, rc, NULL);
 		t->has_ref = 0;

@@ -91,6 +91,27 @@ START_TEST(resolver_keeps_one_copy)
 	ck_assert_str_eq(su_resolver_comm(r, NULL), "[unknown]");
 	p.comm = (char *)"sh\x1b";
 	ck_assert_str_eq(su_resolver_comm(r, &p), "sh\\x1b");
+	ck_assert_str_eq(su_resolver_comm(r, &p), "sh\\x1b"); /* the last one's answer */
+	/* The last comm is remembered by content: one changed in place (or
+	 * at a reused address) is checked anew, either way. */
+	char comm[32] = "worker";
+	p.comm = comm;
+	ck_assert_ptr_eq(su_resolver_comm(r, &p), comm);
+	ck_assert_ptr_eq(su_resolver_comm(r, &p), comm);
+	strcpy(comm, "work\x07" "er");
+	ck_assert_str_eq(su_resolver_comm(r, &p), "work\\x07er");
+	strcpy(comm, "worker-2");
+	ck_assert_ptr_eq(su_resolver_comm(r, &p), comm);
+	strcpy(comm, "work");
+	ck_assert_ptr_eq(su_resolver_comm(r, &p), comm);
+	/* Longer than it keeps: answered each time. */
+	char longc[100];
+	memset(longc, 'a', sizeof(longc) - 1);
+	longc[sizeof(longc) - 1] = 0;
+	p.comm = longc;
+	ck_assert_ptr_eq(su_resolver_comm(r, &p), longc);
+	longc[50] = 0x1b;
+	ck_assert_ptr_ne(su_resolver_comm(r, &p), longc);
 	su_resolver_free(r);
 	su_modcache_free(mc);
 }

@@ -161,6 +161,21 @@ static void check_decodes_to(const uint8_t *blob, size_t n, const struct sample 
 		ck_assert_int_eq(!!(b.img.regs_kept & (1u << r2)), k);
 	}
 	image_check_canary(&b);
+	/* Decoded after a peek of its header: the same image. */
+	struct stackcap_codec_header h;
+	size_t const hs = stackcap_codec_peek(blob, n, &h);
+	ck_assert(!stackcap_codec_is_error(hs));
+	struct image_buf c;
+	image_alloc(&c, s->nwords);
+	ck_assert_uint_eq(stackcap_codec_decode_peeked(blob, n, &h, hs, ranges.ranges, ranges.count, NULL, &c.img), n);
+	ck_assert_uint_eq(c.img.sp, b.img.sp);
+	ck_assert_uint_eq(c.img.nwords, b.img.nwords);
+	ck_assert_uint_eq(c.img.regs_kept, b.img.regs_kept);
+	ck_assert_mem_eq(c.img.regs, b.img.regs, sizeof(b.img.regs));
+	if (s->nwords)
+		ck_assert_mem_eq(c.img.words, b.img.words, s->nwords * 8);
+	image_check_canary(&c);
+	image_free(&c);
 	image_free(&b);
 }
 
@@ -555,6 +570,19 @@ static size_t decode_into(const uint8_t *blob, size_t n, uint64_t capacity)
 	struct image_buf b;
 	image_alloc(&b, capacity);
 	size_t const r = stackcap_codec_decode(blob, n, &ranges, NULL, &b.img);
+	image_check_canary(&b);
+	/* After a peek: the same answer (the peek's own error when the
+	 * header does not parse; a header size past the blob refused). */
+	struct stackcap_codec_header h;
+	size_t const hs = stackcap_codec_peek(blob, n, &h);
+	if (stackcap_codec_is_error(hs)) {
+		ck_assert_uint_eq(hs, r);
+	} else {
+		ck_assert_uint_eq(stackcap_codec_decode_peeked(blob, n, &h, hs, ranges.ranges, ranges.count, NULL, &b.img),
+				  r);
+		ck_assert(stackcap_codec_is_error(stackcap_codec_decode_peeked(blob, n, &h, n + 1, ranges.ranges,
+									      ranges.count, NULL, &b.img)));
+	}
 	image_check_canary(&b);
 	image_free(&b);
 	return r;
