@@ -16,6 +16,11 @@
 # (taskset); a VM's vCPUs need not run alike (one here ran at 60% of the
 # other in most minutes, its host core shared): with per-CPU times t_i,
 # two threads can at best finish in 1 / sum(1 / t_i), the second ceiling.
+# And the ideal split: the trace cut in two at the middle packet of each
+# sample stream file (packets decode alone: each half is a trace), each
+# half read by a process of its own, side by side: what -j 2 would take if
+# splitting the work cost nothing (no shared writer, no packets to skip),
+# on these two vCPUs as they run now.
 # Outputs of -j 1 and -j 2 are compared.  `make bench-own-rate`; numbers go
 # to docs/BENCHMARKS.md with the machine line this prints.
 set -eu
@@ -50,6 +55,33 @@ fi
 n=$("$SU" stats "$TRACE" 2>/dev/null | sed -n 's/^samples: *//p')
 [ -n "$n" ] && [ "$n" -gt 0 ] || { echo "bench/own-rate.sh: no samples in $TRACE" >&2; exit 1; }
 
+# The two halves (plain stream files only: a .zst file's frames would need
+# inflating to find its packets).  u64 FILE OFF: the little-endian u64
+# there; packet_size (bits) is the packet context's fourth u64, after the
+# 32-byte header (common/ctf-layout.h).
+u64() { od -An -tu8 -j "$2" -N 8 "$1" | tr -d ' '; }
+halves=1
+mkdir -m 700 "$w/h1" "$w/h2"
+for f in "$TRACE"/*; do
+	b=${f##*/}
+	case $b in
+	samples-*.zst) halves=0 ;;
+	samples-*)
+		size=$(stat -c %s "$f") off=0 offs=
+		while [ "$off" -lt "$size" ]; do
+			offs="$offs $off"
+			bits=$(u64 "$f" $((off + 56)))
+			[ -n "$bits" ] && [ "$bits" -gt 0 ] || break
+			off=$((off + bits / 8))
+		done
+		set -- $offs
+		mid=$(eval echo "\${$(($# / 2 + 1))}")
+		head -c "$mid" "$f" >"$w/h1/$b"
+		tail -c +$((mid + 1)) "$f" >"$w/h2/$b"
+		;;
+	*) cp "$f" "$w/h1/$b" && cp "$f" "$w/h2/$b" ;;
+	esac
+done
 echo "machine: $(nproc) cores, $(sed -n 's/^model name[ 	]*: //p' /proc/cpuinfo | head -n 1), $(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "trace: $TRACE, $n samples; median of $RUNS interleaved runs, each the mean of $REP in a row"
 set -- "stacks -j 1" "stacks -j 2" "folded -j 1" "folded -j 2"
@@ -70,6 +102,11 @@ while [ $r -lt "$RUNS" ]; do
 		timed "$w/time.$i" "$SU" $c "$TRACE"
 	done
 	timed "$w/time.pair" sh -c "'$SU' folded -j 1 '$TRACE' >/dev/null 2>&1 & '$SU' folded -j 1 '$TRACE' >/dev/null 2>&1; wait"
+	if [ $halves = 1 ]; then
+		for c in stacks folded; do
+			timed "$w/time.halves-$c" sh -c "'$SU' $c -j 1 '$w/h1' >/dev/null 2>&1 & '$SU' $c -j 1 '$w/h2' >/dev/null 2>&1; wait"
+		done
+	fi
 	for cpu in $cpus; do
 		timed "$w/time.cpu$cpu" taskset -c "$cpu" "$SU" folded -j 1 "$TRACE"
 	done
@@ -95,6 +132,20 @@ awk -v p="$pair" 'FNR == 1 { w[++k] = $2 } END {
 	printf " -j 2 reaches %.0f%% of it (stacks), %.0f%% (folded)\n",
 		(c > 0 && w[2] > 0 ? 100 * w[1] / w[2] / c : 0), (c > 0 && w[4] > 0 ? 100 * w[3] / w[4] / c : 0) }' \
 	"$w/med.1" "$w/med.2" "$w/med.3" "$w/med.4"
+if [ $halves = 1 ]; then
+	hs=$(awk '{ print $1 }' "$w/time.halves-stacks" | med)
+	hf=$(awk '{ print $1 }' "$w/time.halves-folded" | med)
+	awk -v hs="$hs" -v hf="$hf" 'FNR == 1 { w[++k] = $2 } END {
+		printf "ideal split, each half of the trace read by a -j 1 of its own side by side: stacks %.3f s, folded %.3f s:", hs, hf
+		printf " %.2fx, %.2fx over -j 1; -j 2 reaches %.0f%%, %.0f%% of it\n", (hs > 0 ? w[1] / hs : 0),
+			(hf > 0 ? w[3] / hf : 0), (w[2] > 0 ? 100 * hs / w[2] : 0), (w[4] > 0 ? 100 * hf / w[4] : 0) }' \
+		"$w/med.1" "$w/med.2" "$w/med.3" "$w/med.4"
+	# The halves give the whole trace's samples (stacks: the same text).
+	"$SU" stacks -j 1 "$w/h1" >"$w/halves.out" 2>/dev/null && "$SU" stacks -j 1 "$w/h2" >>"$w/halves.out" 2>/dev/null
+	cmp -s "$w/out.1" "$w/halves.out" || echo "WARNING: the two halves' stacks differ from the whole trace's"
+else
+	echo "ideal split: not measured (zstd stream files)"
+fi
 sum=0
 for cpu in $cpus; do
 	t=$(awk '{ print $1 }' "$w/time.cpu$cpu" | med)
