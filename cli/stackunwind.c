@@ -687,8 +687,7 @@ static size_t unwind_sample(void *ctx, const struct su_sample *s, const struct s
 			    enum su_unwind_end *end)
 {
 	struct worker *w = ctx;
-	*frames = w->frames;
-	return worker_unwind(w, s, end);
+	return worker_unwind(w, s, frames, end);
 }
 
 /* The read stops early: the workers let go of the samples they hold. */

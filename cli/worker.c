@@ -84,10 +84,11 @@ void worker_warn_modules(struct worker *workers, unsigned n)
 		}
 }
 
-size_t worker_unwind(struct worker *w, const struct su_sample *s, enum su_unwind_end *end)
+size_t worker_unwind(struct worker *w, const struct su_sample *s, const struct su_frame **frames,
+		     enum su_unwind_end *end)
 {
 	*end = SU_END_ERROR;
-	size_t const n = su_unwind(w->unwinder, s, w->frames, w->o->max_frames, end);
+	size_t const n = su_unwind_view(w->unwinder, s, w->frames, w->o->max_frames, frames, end);
 	/* The previous sample's chain slot, if this one repeats its frames;
 	 * this sample's formatting names its own (or none). */
 	w->reuse_chain = su_unwind_repeats(w->unwinder) ? w->last_chain : NULL;

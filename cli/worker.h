@@ -125,8 +125,10 @@ int worker_init(struct worker *w, const struct options *o);
  * the exit: su_modcache_free_at_exit). */
 void worker_fini(struct worker *w);
 
-/* Unwind S into W's frames, counting how it ended.  @return the frames. */
-size_t worker_unwind(struct worker *w, const struct su_sample *s, enum su_unwind_end *end);
+/* Unwind S, counting how it ended: *FRAMES points to its frames (W's, or
+ * the unwinder's until its next call: su_unwind_view).  @return how many. */
+size_t worker_unwind(struct worker *w, const struct su_sample *s, const struct su_frame **frames,
+		     enum su_unwind_end *end);
 
 /* Frame F of a sample of PID resolved into *R, counted (unknown frames,
  * binaries missing).  @return 0 or -ENOMEM. */

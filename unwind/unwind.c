@@ -657,8 +657,11 @@ static int kept_due(struct uw_kept_walk *k)
 	return (m & ((1u << shift) - 1)) == 0;
 }
 
+/* *VIEW (when not NULL): where the frames are, FRAMES or the kept walk's
+ * own (su_unwind_view). */
 static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct su_sample *sample,
-			  struct su_frame *frames, size_t max, enum su_unwind_end *end)
+			  struct su_frame *frames, size_t max, enum su_unwind_end *end,
+			  const struct su_frame **view)
 {
 	const struct stackcap_image *img = sample->image;
 	const struct su_maps *maps = sample->maps;
@@ -732,7 +735,14 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 				frames[n] = (struct su_frame){ .pc = pc, .map = kw->frames[j].map, .how = how,
 							      .activation = (uint8_t)activation };
 				size_t const rest = kw->n - j - 1;
-				memcpy(&frames[n + 1], &kw->frames[j + 1], rest * sizeof(*frames));
+				/* Met at the same depth, the kept frames stay where
+				 * they are through the splice below, which puts this
+				 * walk's before them: a caller that can read them
+				 * there (VIEW) is not given a copy (~50 frames of a
+				 * deep program: 3.5% of stackunwind stacks). */
+				int const in_place = view && n == j;
+				if (!in_place)
+					memcpy(&frames[n + 1], &kw->frames[j + 1], rest * sizeof(*frames));
 				*end = (enum su_unwind_end)kw->end;
 				u->stats.fp_frames += kw->kf[j].fp_after;
 				u->stats.reused_frames += rest + 1;
@@ -746,6 +756,10 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 						    : 0;
 				if (w.rd_full)
 					kw->maps = NULL;
+				if (in_place && kw->stamp)
+					*view = kw->frames; /* this walk's frames, then the kept ones */
+				else if (in_place) /* not spliced: the kept frames, still in place */
+					memcpy(&frames[n + 1], &kw->frames[n + 1], rest * sizeof(*frames));
 				return n + 1 + rest;
 			}
 		}
@@ -939,7 +953,7 @@ static size_t go_top_frame(struct su_unwinder *u, const struct su_sample *sample
 
 /* An unwind that stopped where a process, a thread or a goroutine starts
  * reached its outermost frame: the same rule after either unwinder. */
-static void entry_end(struct su_unwinder *u, const struct su_sample *sample, struct su_frame *frames,
+static void entry_end(struct su_unwinder *u, const struct su_sample *sample, const struct su_frame *frames,
 		      size_t *n, enum su_unwind_end *end)
 {
 	if (*end != SU_END_OUTERMOST && *end != SU_END_MAX_FRAMES && *n) {
@@ -985,8 +999,24 @@ static size_t kernel_prepend(const struct su_sample *sample, struct su_frame *fr
 	return nk + keep;
 }
 
+static size_t unwind(struct su_unwinder *u, const struct su_sample *sample, struct su_frame *frames, size_t max,
+		     enum su_unwind_end *end, const struct su_frame **view);
+
 size_t su_unwind(struct su_unwinder *u, const struct su_sample *sample,
 		 struct su_frame *frames, size_t max, enum su_unwind_end *end)
+{
+	return unwind(u, sample, frames, max, end, NULL);
+}
+
+size_t su_unwind_view(struct su_unwinder *u, const struct su_sample *sample, struct su_frame *frames, size_t max,
+		      const struct su_frame **out, enum su_unwind_end *end)
+{
+	*out = frames;
+	return unwind(u, sample, frames, max, end, out);
+}
+
+static size_t unwind(struct su_unwinder *u, const struct su_sample *sample, struct su_frame *frames, size_t max,
+		     enum su_unwind_end *end, const struct su_frame **view)
 {
 	enum su_unwind_end dummy;
 	if (!end)
@@ -1042,12 +1072,18 @@ size_t su_unwind(struct su_unwinder *u, const struct su_sample *sample,
 		} else if (u->kind == SU_UNWINDER_DWFL) {
 			n = uw_dwfl_unwind(u, p, sample, frames, max, end);
 		} else {
-			n = fast_unwind(u, p, sample, frames, max, end);
+			n = fast_unwind(u, p, sample, frames, max, end, view);
 			plain = 1;
+			/* The frames changed below are FRAMES: the kept walk's
+			 * copied there first. */
+			if (view && *view != frames && (sample->runtime_frames || sample->kernel_chain)) {
+				memcpy(frames, *view, n * sizeof(*frames));
+				*view = frames;
+			}
 		}
 		size_t const walked = n;
 		enum su_unwind_end const walk_end = *end;
-		entry_end(u, sample, frames, &n, end);
+		entry_end(u, sample, view ? *view : frames, &n, end); /* reads them only */
 		plain &= n == walked && *end == walk_end;
 	}
 	if (sample->runtime_frames) {

@@ -112,6 +112,13 @@ void su_unwinder_free(struct su_unwinder *u);
 size_t su_unwind(struct su_unwinder *u, const struct su_sample *sample,
 		 struct su_frame *frames, size_t max, enum su_unwind_end *end);
 
+/* As su_unwind, but the frames may be left where the unwinder keeps them
+ * rather than copied into FRAMES (whose MAX bounds them all the same):
+ * *OUT points to them, FRAMES or the unwinder's own, until the unwinder's
+ * next call or its end. */
+size_t su_unwind_view(struct su_unwinder *u, const struct su_sample *sample, struct su_frame *frames, size_t max,
+		      const struct su_frame **out, enum su_unwind_end *end);
+
 /* Whether the last su_unwind's frames and end are exactly the previous
  * call's (the same thread and maps snapshot: a hot loop's samples): its
  * fast walk met the walk the previous call kept, with the same frames

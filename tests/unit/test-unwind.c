@@ -162,6 +162,8 @@ static struct su_maps *maps;
 static struct su_modcache *mc;
 static struct su_unwinder *fast, *ref;
 static struct su_unwinder *plain; /* fast, every frame unwound (no kept walks) */
+static struct su_unwinder *viewer; /* fast, its frames read where it keeps them (su_unwind_view) */
+static unsigned viewed;            /* calls whose frames were not copied */
 
 static void setup(void)
 {
@@ -175,6 +177,8 @@ static void setup(void)
 	ck_assert_int_eq(setenv("STACKCAP_UNWIND_REUSE", "0", 1), 0);
 	plain = su_unwinder_new(SU_UNWINDER_FAST, mc);
 	unsetenv("STACKCAP_UNWIND_REUSE");
+	viewer = su_unwinder_new(SU_UNWINDER_FAST, mc);
+	ck_assert_ptr_nonnull(viewer);
 	ck_assert_ptr_nonnull(plain);
 	ck_assert_ptr_nonnull(fast);
 	ck_assert_ptr_nonnull(ref);
@@ -185,6 +189,7 @@ static void teardown(void)
 	su_unwinder_free(fast);
 	su_unwinder_free(ref);
 	su_unwinder_free(plain);
+	su_unwinder_free(viewer);
 	su_modcache_free(mc);
 	uw_maps_free(maps);
 }
@@ -302,6 +307,20 @@ static void unwind_both(const struct su_sample *s, struct result *r, size_t max)
 		ck_abort_msg("kept walk and plain walk differ (policy %d, %llu words, capped %d):\nfast: %s\nplain: %s",
 			     s->image->policy, (unsigned long long)s->image->nwords, s->stack_capped, first, dump(&p));
 	}
+	/* Read in place (su_unwind_view): the same frames and end, within
+	 * MAX, whether copied or not. */
+	static struct su_frame vf[MAXF];
+	const struct su_frame *v = NULL;
+	enum su_unwind_end vend;
+	memset(vf, 0x5a, sizeof(vf));
+	size_t const vn = su_unwind_view(viewer, s, vf, max, &v, &vend);
+	ck_assert_ptr_nonnull(v);
+	viewed += v != vf;
+	int vsame = vn == r->n && vend == r->end;
+	for (size_t i = 0; vsame && i < vn; i++)
+		vsame = v[i].pc == r->f[i].pc && v[i].map == r->f[i].map && v[i].how == r->f[i].how &&
+			v[i].activation == r->f[i].activation;
+	ck_assert_msg(vsame, "su_unwind_view and su_unwind differ (%zu and %zu frames)", vn, r->n);
 	run(ref, s, &d, max);
 	if (same(r, &d))
 		return;
@@ -1162,6 +1181,8 @@ static void kept_sequence(enum stackcap_policy pol)
 	}
 	/* A variant after itself repeats (run checks each one said). */
 	ck_assert_uint_gt(fast_repeats, repeats0);
+	/* And su_unwind_view left most frames where the kept walk has them. */
+	ck_assert_uint_gt(viewed, 1000);
 	uw_sample_free(&s);
 }
 
