@@ -274,11 +274,19 @@ static int chain_keep(struct worker *w, struct chain_text *c, uint64_t hash, con
 /* V (below 10^9) in 9 digits, zeros in front. */
 static void text_digits9(struct text *out, uint32_t v)
 {
+	/* Two digits a step from a table (a division by 100 each) rather
+	 * than nine divisions by 10: 1.6% of stacks' time. */
+	static const char pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+				       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+				       "8081828384858687888990919293949596979899";
 	if (text_reserve(out, 9))
 		return;
 	char *p = out->buf + out->len + 9;
-	for (int i = 0; i < 9; i++, v /= 10)
-		*--p = (char)('0' + v % 10);
+	for (int i = 0; i < 4; i++, v /= 100) {
+		p -= 2;
+		memcpy(p, &pairs[2 * (v % 100)], 2);
+	}
+	*--p = (char)('0' + v % 10);
 	out->len += 9;
 }
 
