@@ -175,6 +175,11 @@ START_TEST(folded_line)
 	ck_assert_uint_eq(t.len, strlen("a:b-12/-1;[truncated];ns::f:g;prog+0x1234;[unknown]"));
 	ck_assert_int_eq(memcmp(t.buf, "a:b-12/-1;[truncated];ns::f:g;prog+0x1234;[unknown]", t.len), 0);
 	t.len = 0;
+	/* Every ';' of a name, first and last bytes too. */
+	folded_function(&t, &o, ";x;;y;", NULL);
+	ck_assert_uint_eq(t.len, strlen(";:x::y:"));
+	ck_assert_int_eq(memcmp(t.buf, ";:x::y:", t.len), 0);
+	t.len = 0;
 	o = (struct folded_opts){ .modules = 1 };
 	folded_root(&t, &o, "c", 1, 2, NULL);
 	folded_function(&t, &o, "f", "/lib/libx.so");
