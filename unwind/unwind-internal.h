@@ -386,6 +386,7 @@ struct su_unwinder {
 	enum su_unwinder_kind kind;
 	struct su_modcache *modules;
 	struct uw_proc procs[UW_NPROCS];
+	struct uw_proc *last_proc;      /* the last one uw_proc_get gave (samples come in runs) */
 	struct uw_memo memo[1u << UW_MEMO_BITS];
 	uint64_t memo_epoch;     /* from 1: a zeroed entry is never valid */
 	uint64_t tick;

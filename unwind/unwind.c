@@ -108,10 +108,16 @@ struct uw_proc *uw_proc_get(struct su_unwinder *u, const struct su_maps *maps)
 {
 	struct uw_proc *victim = &u->procs[0];
 	u->tick++;
+	/* The last one first: scanning all 16 was 3% of stackunwind stacks. */
+	if (u->last_proc && u->last_proc->maps && proc_matches(u->last_proc, maps)) {
+		u->last_proc->last_use = u->tick;
+		return u->last_proc;
+	}
 	for (int i = 0; i < UW_NPROCS; i++) {
 		struct uw_proc *p = &u->procs[i];
 		if (p->maps && proc_matches(p, maps)) {
 			p->last_use = u->tick;
+			u->last_proc = p;
 			return p;
 		}
 		if (!p->maps)
@@ -130,6 +136,7 @@ struct uw_proc *uw_proc_get(struct su_unwinder *u, const struct su_maps *maps)
 	victim->entries = maps->entries;
 	victim->last_use = u->tick;
 	u->stats.maps_built++;
+	u->last_proc = victim;
 	return victim;
 }
 
