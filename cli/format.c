@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "cli/format.h"
@@ -404,16 +405,31 @@ static uint64_t chain_hash(const struct su_maps *maps, const struct su_frame *fr
 	return h ^ (h >> 31);
 }
 
+/* Nonzero when A and B differ in pc, map, how or activation. */
+static inline uint64_t frame_diff(const struct su_frame *a, const struct su_frame *b)
+{
+	_Static_assert(offsetof(struct su_frame, activation) == offsetof(struct su_frame, how) + 1,
+		       "how and activation side by side");
+	uint16_t ha, hb;
+	memcpy(&ha, &a->how, 2);
+	memcpy(&hb, &b->how, 2);
+	return (a->pc ^ b->pc) | ((uint64_t)a->map ^ (uint64_t)b->map) | (uint64_t)(uint16_t)(ha ^ hb);
+}
+
 static int chain_eq(const struct chain_text *c, uint64_t hash, const struct su_maps *maps,
 		    const struct su_frame *frames, size_t n)
 {
 	if (c->maps != maps || c->hash != hash || c->nframes != n)
 		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (c->frames[i].pc != frames[i].pc || c->frames[i].map != frames[i].map ||
-		    c->frames[i].activation != frames[i].activation || c->frames[i].how != frames[i].how)
+	/* Two frames a test, each one's fields XORed together (how and
+	 * activation, side by side, as one 16-bit load): equal hashes mean
+	 * equal frames but for a collision, and the test a field each was
+	 * 8% of stacks' time. */
+	size_t i = 0;
+	for (; i + 1 < n; i += 2)
+		if (frame_diff(&c->frames[i], &frames[i]) | frame_diff(&c->frames[i + 1], &frames[i + 1]))
 			return 0;
-	return 1;
+	return i == n || !frame_diff(&c->frames[i], &frames[i]);
 }
 
 /* The slot of U's chain of FRAMES (NULL: no memory for the slots), its
