@@ -75,6 +75,10 @@ for f in "$TRACE"/*; do
 			off=$((off + bits / 8))
 		done
 		set -- $offs
+		if [ $# -lt 2 ]; then
+			halves=0 # a file of one packet: no halves
+			continue
+		fi
 		mid=$(eval echo "\${$(($# / 2 + 1))}")
 		head -c "$mid" "$f" >"$w/h1/$b"
 		tail -c +$((mid + 1)) "$f" >"$w/h2/$b"
@@ -144,7 +148,7 @@ if [ $halves = 1 ]; then
 	"$SU" stacks -j 1 "$w/h1" >"$w/halves.out" 2>/dev/null && "$SU" stacks -j 1 "$w/h2" >>"$w/halves.out" 2>/dev/null
 	cmp -s "$w/out.1" "$w/halves.out" || echo "WARNING: the two halves' stacks differ from the whole trace's"
 else
-	echo "ideal split: not measured (zstd stream files)"
+	echo "ideal split: not measured (zstd stream files, or a sample file of one packet)"
 fi
 sum=0
 for cpu in $cpus; do
