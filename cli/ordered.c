@@ -260,9 +260,13 @@ struct text *ordered_text(struct ordered *o, unsigned k, const struct su_order_k
 		while ((p->pending >= ORDERED_PENDING || p->pending_bytes >= ORDERED_PENDING_BYTES) &&
 		       !o->cancelled) {
 			if (!o->writing) {
+				/* The lock is let go while writing: a cancel or a
+				 * write then was not waited for, look again
+				 * rather than wait for a wake-up already gone. */
+				uint64_t const before = o->written;
 				write_ready(o);
-				if (p->pending < ORDERED_PENDING && p->pending_bytes < ORDERED_PENDING_BYTES)
-					break;
+				if (o->written != before || o->cancelled)
+					continue;
 			}
 			pthread_cond_wait(&o->cond, &o->lock);
 		}
