@@ -168,15 +168,20 @@ static void pctext_add(struct worker *w, const struct su_maps *maps, const struc
 	su_hmap_set(&w->pctext_map, slot, hash, (uint32_t)w->n_pctext++);
 }
 
+/* Is F's text a function of (maps snapshot, pc, map, activation), kept
+ * in the pc_text cache: code of a file, or the kernel's (named by the
+ * trace's own kernel symbols, maps->kernel)?  Not a runtime's frame. */
+static int text_by_pc(const struct su_frame *f)
+{
+	return (f->map >= 0 && f->how != SU_FRAME_RUNTIME) || f->how == SU_FRAME_KERNEL;
+}
+
 /* One frame's lines, after its address. */
 static int format_frame(struct worker *w, uint32_t pid, const struct su_maps *maps, const struct su_frame *f,
 			 struct text *out)
 {
-	/* Code of a file, or the kernel's (named by the trace's own kernel
-	 * symbols, maps->kernel), met before at this pc of this snapshot:
-	 * its text. */
-	int const kernel = f->how == SU_FRAME_KERNEL;
-	int const by_pc = (f->map >= 0 && f->how != SU_FRAME_RUNTIME) || kernel;
+	/* Met before at this pc of this snapshot: its text. */
+	int const by_pc = text_by_pc(f);
 	const struct pc_text *pt = by_pc ? pctext_find(w, maps, f) : NULL;
 	if (pt) {
 		if (pt->unknown)
@@ -564,10 +569,9 @@ static void format_folded(struct worker *w, const struct pipeline_sample *u, con
 	uint32_t chain_unknown = 0;
 	for (size_t i = u->nframes; i-- > 0;) {
 		const struct su_frame *f = &frames[i];
-		/* Code of a file or the kernel's, met before at this pc of this
-		 * snapshot (an off-CPU sample's names are marked: not cached). */
-		int const by_pc = ((f->map >= 0 && f->how != SU_FRAME_RUNTIME) || f->how == SU_FRAME_KERNEL) &&
-				  !fo.off_cpu_mark;
+		/* Met before at this pc of this snapshot (an off-CPU sample's
+		 * names are marked: not cached). */
+		int const by_pc = text_by_pc(f) && !fo.off_cpu_mark;
 		const struct pc_text *pt = by_pc ? pctext_find(w, u->maps, f) : NULL;
 		if (pt) {
 			if (pt->unknown) {

@@ -120,9 +120,6 @@ static void chunk_free(struct chunk *c)
 }
 
 /* The first place where another part than P has a sample not written or
- * may have one not yet handed over (NULL: none): P's samples before it
- * may be written.  Lock held. */
-/* The first place where another part than P has a sample not written or
  * may have one not yet handed over, into *B (0: none): P's samples
  * before it may be written.  Lock held. */
 static int next_other(const struct ordered *o, const struct part *p, struct su_order_key *b)
@@ -166,13 +163,11 @@ static void write_ready(struct ordered *o)
 		struct chunk *const c = p->head;
 		size_t const from = c->next;
 		size_t to = from;
-		struct su_order_key bound = { 0 };
-		if (!next_other(o, p, &bound))
-			to = c->n;
 		/* Often the whole rest of the chunk (its samples were made on
 		 * another core: not each read here when its last tells). */
+		struct su_order_key bound = { 0 };
 		struct su_order_key const last = chunk_key(c, c->n - 1);
-		if (su_order_before(&last, &bound))
+		if (!next_other(o, p, &bound) || su_order_before(&last, &bound))
 			to = c->n;
 		while (to < c->n) {
 			struct su_order_key const k = chunk_key(c, to);

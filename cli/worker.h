@@ -51,7 +51,7 @@ struct pc_text {
 
 /* A module a frame needed but that could not be used. */
 struct bad_module {
-	const struct su_module *m;         /* NULL: a kernel frame */
+	const struct su_module *m;
 };
 
 struct worker {
