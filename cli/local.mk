@@ -20,7 +20,7 @@ cli_libpprofproto_la_CFLAGS = $(PROTOBUF_C_CFLAGS)
 cli_libpprofproto_la_LIBADD = $(PROTOBUF_C_LIBS)
 
 bin_PROGRAMS += cli/stackunwind
-cli_stackunwind_SOURCES = cli/stackunwind.c cli/stackunwind.h cli/pipeline.c cli/pipeline.h cli/ordered.c cli/ordered.h \
+cli_stackunwind_SOURCES = cli/stackunwind.c cli/stackunwind.h cli/pipeline.c cli/pipeline.h cli/spread.c cli/spread.h cli/ordered.c cli/ordered.h \
 	cli/worker.c cli/worker.h cli/format.c cli/format.h cli/stats.c cli/progress.c cli/progress.h \
 	cli/report.c cli/report.h cli/help.c \
 	cli/export.h cli/export-model.c cli/export-file.c cli/export-speedscope.c cli/export-pprof.c \

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/pipeline.h"
+#include "cli/spread.h"
 #include "common/grow.h"
 
 #define BATCH 256                /* samples, at most */
@@ -415,8 +416,10 @@ int pipeline_start(struct pipeline *p)
 	emit(p, &p->direct);
 	p->direct.gen++;
 	int rc = 0;
+	struct su_spread spread; /* the reader works too: the workers elsewhere */
+	su_spread_init(&spread);
 	for (unsigned i = 0; i < p->n_args && !rc; i++)
-		if (!(rc = pthread_create(&p->threads[i], NULL, worker_thread, &p->args[i])))
+		if (!(rc = su_spread_create(&spread, &p->threads[i], worker_thread, &p->args[i])))
 			p->n_workers = i + 1;
 	p->batching = p->n_workers > 0;
 	return p->batching ? 0 : -rc;

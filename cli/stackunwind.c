@@ -33,6 +33,7 @@
 #include "cli/ordered.h"
 #include "cli/pipeline.h"
 #include "cli/progress.h"
+#include "cli/spread.h"
 #include "cli/warn.h"
 #include "cli/worker.h"
 #include "debuginfo/inflate-cache.h"
@@ -814,8 +815,10 @@ static int read_in_parts(const struct options *o, struct worker *ctx, unsigned n
 		ok &= (p[k].r.pipeline = pipeline_new(0, NULL, &ctx[k], unwind_sample, format_sample_of, emit,
 						      &p[k].r)) != NULL;
 	}
+	struct su_spread spread; /* part 0 is read here: the others elsewhere */
+	su_spread_init(&spread);
 	for (unsigned k = 1; ok && k < n; k++)
-		ok = p[k].started = pthread_create(&p[k].th, NULL, part_read, &p[k]) == 0;
+		ok = p[k].started = su_spread_create(&spread, &p[k].th, part_read, &p[k]) == 0;
 	if (ok)
 		part_read(&p[0]);
 	else if (ord) /* the parts started would wait for those that did not */

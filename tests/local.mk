@@ -93,11 +93,20 @@ TESTS += tests/unit/test-perf-data-asan
 
 # The -j pipeline on samples made by hand: images rebuilt from deltas by workers.
 check_PROGRAMS += tests/unit/test-pipeline
-tests_unit_test_pipeline_SOURCES = tests/unit/test-pipeline.c tests/unit/check-main.h cli/pipeline.c cli/pipeline.h
+tests_unit_test_pipeline_SOURCES = tests/unit/test-pipeline.c tests/unit/check-main.h cli/pipeline.c cli/pipeline.h \
+	cli/spread.c cli/spread.h
 tests_unit_test_pipeline_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) -pthread
 tests_unit_test_pipeline_LDFLAGS = -pthread
 tests_unit_test_pipeline_LDADD = export/libsuexport.la compress/libstackcodec.la common/libsucommon.la $(CHECK_LIBS)
 TESTS += tests/unit/test-pipeline
+
+# Threads started on another CPU than their creator's, and not left pinned.
+check_PROGRAMS += tests/unit/test-spread
+tests_unit_test_spread_SOURCES = tests/unit/test-spread.c tests/unit/check-main.h cli/spread.c cli/spread.h
+tests_unit_test_spread_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) -pthread
+tests_unit_test_spread_LDFLAGS = -pthread
+tests_unit_test_spread_LDADD = $(CHECK_LIBS)
+TESTS += tests/unit/test-spread
 
 # stacks in parts: the parts' texts merged in the whole read's order.
 check_PROGRAMS += tests/unit/test-ordered
