@@ -358,6 +358,9 @@ static int thread_eq(const void *arg, uint32_t i)
 	const struct eqarg *a = arg;
 	const struct export_rec_sample *k = a->key;
 	const struct export_thread *e = &a->m->threads[i];
+	if (a->m->process_by_id)
+		return e->pid == k->pid && e->tid == k->tid && e->known == (k->process != NULL) &&
+		       e->seq == (k->process ? k->process->seq : 0);
 	return e->process == k->process && e->pid == k->pid && e->tid == k->tid;
 }
 
@@ -366,7 +369,9 @@ static int thread_of(struct export_model *m, const struct export_rec_sample *s, 
 	struct index *x = m->index;
 	if (su_hmap_reserve(&x->threads))
 		return -ENOMEM;
-	uint64_t const h = mix(mix((uint64_t)(uintptr_t)s->process, s->pid), s->tid);
+	uint64_t const who = m->process_by_id ? (s->process ? (uint64_t)s->process->seq + 1 : 0)
+					      : (uint64_t)(uintptr_t)s->process;
+	uint64_t const h = mix(mix(who, s->pid), s->tid);
 	struct eqarg a = { m, s };
 	size_t const t = su_hmap_find(&x->threads, h, thread_eq, &a);
 	if (!su_hmap_used(&x->threads, t)) {
@@ -375,7 +380,7 @@ static int thread_of(struct export_model *m, const struct export_rec_sample *s, 
 		if (comm == UINT32_MAX || GROW(m, threads))
 			return -ENOMEM;
 		m->threads[m->n_threads] = (struct export_thread){
-			.pid = s->pid, .tid = s->tid, .comm = comm, .process = p,
+			.pid = s->pid, .tid = s->tid, .comm = comm, .process = p, .seq = p ? p->seq : 0, .known = p != NULL,
 			.period_ns = p && p->frequency_hz ? 1000000000u / p->frequency_hz : 0,
 			.clock_offset_ns = p ? p->clock_offset_ns : 0,
 			.first_ns = s->time_ns,

@@ -6,10 +6,12 @@
  * frames a worker met before (its chain cache, as folded's) is a record
  * naming that one, its frames neither symbolized again nor hashed again
  * into locations (~50 frames a sample of a deep program).  The main thread
- * hands the batches, in sample order, to export_model_add, which builds
- * one model with everything deduplicated: strings, mappings, functions,
- * locations (mapping, address) with their inline chain, threads, samples
- * as location lists.  Ids are given in order of first appearance, so the
+ * hands the batches, in sample order, to export_model_add (over our own
+ * traces at -j N the parts' records go in that order through
+ * cli/ordered.h, from whichever part writes), which builds one model
+ * with everything deduplicated: strings, mappings, functions, locations
+ * (mapping, address) with their inline chain, threads, samples as
+ * location lists.  Ids are given in order of first appearance, so the
  * files are byte-identical for any -j.  The writers read the model only.
  *
  * What goes where in each format: docs/export.md. */
@@ -101,6 +103,8 @@ struct export_thread {
 	uint32_t pid, tid;
 	uint32_t comm;                     /* string */
 	const struct su_process *process;  /* key only (valid while reading) */
+	uint32_t seq;                      /* its su_process.seq: the key with PROCESS_BY_ID */
+	uint8_t known;                     /* PROCESS was not NULL */
 	uint64_t period_ns;                /* 1e9 / sampling frequency; 0: not sampled */
 	int64_t clock_offset_ns;           /* CLOCK_REALTIME - CLOCK_MONOTONIC */
 	uint64_t first_ns, last_ns;
@@ -127,6 +131,10 @@ static inline uint64_t export_locs_hash(const uint32_t *locs, uint32_t nlocs)
 
 struct export_model {
 	int no_inline;                     /* keep only the real function of each address */
+	/* Threads told apart by their process's pid and section
+	 * (su_process.seq), not by its object: the parts of a -j read of our
+	 * own trace each have objects of their own for one process. */
+	int process_by_id;
 	char **strings;
 	size_t n_strings, cap_strings;
 	struct export_mapping *mappings;

@@ -62,6 +62,8 @@ struct ordered {
 	struct part *parts;
 	unsigned n;
 	int fd;
+	int (*sink)(void *arg, const char *buf, size_t len); /* instead of FD, when set */
+	void *sink_arg;
 	int writing;                  /* a thread writes (the lock released meanwhile) */
 	int cancelled;
 	int err;
@@ -84,6 +86,16 @@ struct ordered *ordered_new(unsigned parts, int fd)
 	return o;
 }
 
+struct ordered *ordered_new_sink(unsigned parts, int (*sink)(void *arg, const char *buf, size_t len), void *arg)
+{
+	struct ordered *o = ordered_new(parts, -1);
+	if (o) {
+		o->sink = sink;
+		o->sink_arg = arg;
+	}
+	return o;
+}
+
 /* The first error (-errno) is kept.  Lock held. */
 static void note_err(struct ordered *o, int err)
 {
@@ -98,14 +110,14 @@ static void fail(struct ordered *o, int err)
 	pthread_mutex_unlock(&o->lock);
 }
 
-static struct chunk *chunk_new(void)
+static struct chunk *chunk_new(const struct ordered *o)
 {
 	struct chunk *c = calloc(1, sizeof(*c));
 	if (c && !(c->marks = malloc(CHUNK_SAMPLES * sizeof(*c->marks)))) {
 		free(c);
 		return NULL;
 	}
-	if (c)
+	if (c && !o->sink)
 		c->text.by_ref = 1; /* the chains' lines go out by reference */
 	return c;
 }
@@ -182,7 +194,9 @@ static void write_ready(struct ordered *o)
 		size_t const own_from = from ? c->marks[from - 1].own_end : 0;
 		size_t const refs_from = from ? c->marks[from - 1].refs_end : 0;
 		int rc = 0;
-		if (!failed)
+		if (!failed && o->sink)
+			rc = o->sink(o->sink_arg, c->text.buf + own_from, c->marks[to - 1].own_end - own_from);
+		else if (!failed)
 			rc = text_write_range(&c->text, own_from, c->marks[to - 1].own_end, refs_from,
 					      c->marks[to - 1].refs_end, &o->iov, o->fd);
 		pthread_mutex_lock(&o->lock);
@@ -191,7 +205,7 @@ static void write_ready(struct ordered *o)
 		c->next = to;
 		if (to == c->n) {
 			/* Its pieces out before its text is let go of. */
-			int const failed_now = o->err;
+			int const failed_now = o->err || o->sink;
 			pthread_mutex_unlock(&o->lock);
 			rc = failed_now ? 0 : text_iov_flush(&o->iov, o->fd);
 			pthread_mutex_lock(&o->lock);
@@ -210,6 +224,7 @@ static void write_ready(struct ordered *o)
 		}
 	}
 	o->writing = 0;
+	pthread_cond_broadcast(&o->cond); /* ordered_drain may wait for it */
 }
 
 /* Hand over part P's filling chunk (when it holds samples); every sample
@@ -273,7 +288,7 @@ struct text *ordered_text(struct ordered *o, unsigned k, const struct su_order_k
 		if (stop)
 			return NULL;
 	}
-	if (!c && !(c = p->filling = chunk_new())) {
+	if (!c && !(c = p->filling = chunk_new(o))) {
 		fail(o, -ENOMEM);
 		return NULL;
 	}
@@ -302,6 +317,29 @@ void ordered_done(struct ordered *o, unsigned k)
 {
 	pthread_mutex_lock(&o->lock);
 	hand_over(o, &o->parts[k], NULL);
+	pthread_cond_broadcast(&o->cond); /* ordered_drain may wait for it */
+	pthread_mutex_unlock(&o->lock);
+}
+
+/* Every part done, every chunk written.  Lock held. */
+static int all_written(const struct ordered *o)
+{
+	for (unsigned k = 0; k < o->n; k++)
+		if (!o->parts[k].done || o->parts[k].head)
+			return 0;
+	return 1;
+}
+
+void ordered_drain(struct ordered *o)
+{
+	pthread_mutex_lock(&o->lock);
+	for (;;) {
+		if (!o->cancelled && !o->writing)
+			write_ready(o); /* the lock let go meanwhile: look again below */
+		if (o->writing ? 0 : o->cancelled || all_written(o))
+			break;
+		pthread_cond_wait(&o->cond, &o->lock);
+	}
 	pthread_mutex_unlock(&o->lock);
 }
 
@@ -319,7 +357,7 @@ uint64_t ordered_finish(struct ordered *o, int *err)
 	if (!o->writing)
 		write_ready(o);
 	/* Cancelled: the pieces gathered are of samples counted written. */
-	if (!o->err)
+	if (!o->err && !o->sink)
 		o->err = text_iov_flush(&o->iov, o->fd);
 	int const rc = o->err;
 	uint64_t const n = o->written;

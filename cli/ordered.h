@@ -24,6 +24,13 @@ struct ordered;
 /* For PARTS parts, writing to FD.  NULL: out of memory. */
 struct ordered *ordered_new(unsigned parts, int fd);
 
+/* For PARTS parts, their texts (their own bytes: none by reference) given
+ * to SINK(ARG, BYTES, LEN) instead of written to a file: in the same
+ * order, one call at a time, from whichever part writes (stackunwind
+ * export: the parts' records into the one model).  A nonzero return of
+ * SINK (-errno) is kept as the error.  NULL: out of memory. */
+struct ordered *ordered_new_sink(unsigned parts, int (*sink)(void *arg, const char *buf, size_t len), void *arg);
+
 /* Part K's text to format its next sample into, KEY its place: a new
  * chunk when KEY is in another packet than the sample before it or the
  * chunk is full (the one before handed over, and written, waited for,
@@ -36,6 +43,12 @@ void ordered_mark(struct ordered *o, unsigned k);
 
 /* Part K read all of its samples: its last chunk handed over. */
 void ordered_done(struct ordered *o, unsigned k);
+
+/* Wait until every part is done and every text written, or until
+ * cancelled and no text is being written: a sink's texts may point to
+ * what a part's reader frees at its end (processes, maps), so each part
+ * waits here before (from its reader's end or stop callback). */
+void ordered_drain(struct ordered *o);
 
 /* Stop: ordered_text() returns NULL from now on, parts waiting go on. */
 void ordered_cancel(struct ordered *o);

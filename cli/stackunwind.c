@@ -545,6 +545,12 @@ static int emit(void *arg, const struct text *t)
 	return 0;
 }
 
+/* export in parts: the parts' records into the model, in order. */
+static int export_sink(void *arg, const char *buf, size_t len)
+{
+	return export_model_add(arg, buf, len);
+}
+
 /* Is time T in one of --time's percentage slices? */
 static int in_slices(const struct options *o, uint64_t t)
 {
@@ -696,12 +702,24 @@ static void on_stop(void *arg)
 {
 	struct run *r = arg;
 	pipeline_abort(r->pipeline);
+	if (r->ordered && r->o->export_format) { /* the records point into this part's reader */
+		ordered_cancel(r->ordered);
+		ordered_drain(r->ordered);
+	}
 }
 
 static int on_end(void *arg)
 {
 	struct run *r = arg;
-	return pipeline_finish(r->pipeline);
+	int const rc = pipeline_finish(r->pipeline);
+	if (r->ordered && r->o->export_format) {
+		/* export in parts: the records name this part's processes and
+		 * maps, which its reader frees after this; every part waits
+		 * until all parts' records are in the model. */
+		ordered_done(r->ordered, r->part);
+		ordered_drain(r->ordered);
+	}
+	return rc;
 }
 
 /* ---- our own traces in parts ---------------------------------------------------- */
@@ -712,7 +730,8 @@ static int on_end(void *arg)
  * context.  For the commands that count folded stacks (folded,
  * flamegraph, report) the counts are added up at the end; `stacks`
  * writes the parts' texts in the whole read's order as they come
- * (cli/ordered.h).  The pipeline instead hands every sample from the one
+ * (cli/ordered.h), and `export` gives the parts' records to its model in
+ * that order.  The pipeline instead hands every sample from the one
  * thread that decodes to the others: on a one-thread trace that decode
  * and handoff were as large as the unwinding itself, and -j 2 was
  * 1.1-1.2x -j 1 on folded, 1.6-1.75x on stacks. */
@@ -760,7 +779,7 @@ static void *part_read(void *arg)
  * about even at 21,000)?  Its sample stream files into *FILES. */
 static int parts_worth_it(const struct options *o, size_t *files)
 {
-	if (o->jobs < 2 || o->export_format || o->time_rel ||
+	if (o->jobs < 2 || o->time_rel ||
 	    o->filter.source == SU_READER_BABELTRACE2 || su_trace_probe(o->trace) != SU_TRACE_STACKCAP)
 		return 0;
 	DIR *d = opendir(o->trace);
@@ -902,9 +921,16 @@ static int cmd_stacks(const struct options *o)
 	int read = 0;
 	size_t files = 0;
 	if (parts_worth_it(o, &files)) {
-		/* stacks: the parts' texts straight to the output, in order. */
+		/* stacks: the parts' texts straight to the output, in order;
+		 * export: their records into the model, in order. */
 		struct ordered *ord = NULL;
-		if (!r.fold) {
+		if (r.exp) {
+			r.exp->process_by_id = 1;
+			if (!(ord = ordered_new_sink(nctx, export_sink, r.exp))) {
+				fprintf(stderr, PROG ": out of memory\n");
+				goto out;
+			}
+		} else if (!r.fold) {
 			(void)fflush(stdout); /* a write error shows in ferror(stdout) at the end */
 			if (!(ord = ordered_new(nctx, fileno(stdout)))) {
 				fprintf(stderr, PROG ": out of memory\n");
@@ -920,7 +946,18 @@ static int cmd_stacks(const struct options *o)
 				fprintf(stderr, PROG ": out of memory\n");
 				goto out;
 			}
-			if (werr) { /* said at the end, as for the usual way's */
+			if (r.exp) {
+				/* Not read whole, or records the model refused:
+				 * from the start the usual way, in a new model. */
+				if (!read || werr) {
+					read = 0;
+					export_model_free(r.exp);
+					if (!(r.exp = export_model_new(o->no_inline))) {
+						fprintf(stderr, PROG ": out of memory\n");
+						goto out;
+					}
+				}
+			} else if (werr) { /* said at the end, as for the usual way's */
 				r.out_errno = -werr;
 				read = 1;
 			} else if (!read) {

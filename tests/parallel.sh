@@ -72,6 +72,10 @@ for s in $SAMPLERS; do
 	same_j "$tr-dwfl" "$tr" stacks --unwinder dwfl
 	same_j "$tr-bt2" "$tr" stacks --reader babeltrace2
 	same_j "$tr-slices" "$tr" stacks --time 0%-20%,25%-60%,70%-71%,80%-100%
+	# export in parts: each part's records into the one model, in order;
+	# a thread is one however many parts met it.
+	same_j "$tr-speedscope" "$tr" export --format speedscope -o -
+	same_j "$tr-pprof" "$tr" export --format pprof -o -
 	# The workers started after 1000 samples the reader worked alone, and
 	# after the default 2048 (the trace is longer: the switch mid-trace).
 	STACKCAP_JOBS_AFTER=1000 JN="workers after 1000 samples"
@@ -114,6 +118,17 @@ check "disc: stacks in parts says the order is not sure ($(grep -m 1 'not sure' 
 check "disc: stacks -j 2 and -j 8 print -j 1's samples, in its order ($(cat "$work/disc.j1.rc"); $(grep -c '^[^ 	]' "$work/disc.j1") samples)" \
 	sh -c "[ -s '$work/disc.j1' ] && cmp -s '$work/disc.j1' '$work/disc.j2' && cmp -s '$work/disc.j1' '$work/disc.j8' &&
 		cmp -s '$work/disc.j1.rc' '$work/disc.j2.rc'"
+# export in parts too: the records the parts gave the model are dropped,
+# the trace read again whole into a new one.
+"$SU" export --format speedscope -o "$work/disc-x.j1" -j 1 "$work/disc.trace" 2>/dev/null
+echo $? >"$work/disc-x.j1.rc"
+STACKCAP_JOBS_AFTER=0 STACKUNWIND_PARTS_WARNINGS=1 "$SU" export --format speedscope -o "$work/disc-x.j2" -j 2 \
+	"$work/disc.trace" 2>"$work/disc-x.j2.err"
+echo $? >"$work/disc-x.j2.rc"
+check "disc: export in parts says the order is not sure ($(grep -m 1 'not sure' "$work/disc-x.j2.err" | cut -c 1-120))" \
+	grep -q 'the order of a read in parts is not sure' "$work/disc-x.j2.err"
+check "disc: export -j 2 writes -j 1's profile ($(cat "$work/disc-x.j1.rc") $(cat "$work/disc-x.j2.rc"); $(wc -c <"$work/disc-x.j1") bytes)" \
+	sh -c "[ -s '$work/disc-x.j1' ] && cmp -s '$work/disc-x.j1' '$work/disc-x.j2' && cmp -s '$work/disc-x.j1.rc' '$work/disc-x.j2.rc'"
 
 # One thread, a deep stack: each sample some 30 KB of words, batches full
 # by bytes after a few samples.

@@ -7,10 +7,14 @@
  * some text by reference.  What comes out is every sample once, in that
  * order, whatever the threads' speeds (a part made slow makes the others
  * wait on their chunks not written); cancelled, the output is the first
- * samples counted written, nothing else. */
+ * samples counted written, nothing else.  Given to a sink instead of a
+ * file (export's records into its model), the same, one call at a time,
+ * and no call with a part's text once that part has drained (its reader
+ * then frees what the texts point to). */
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,8 +85,14 @@ struct part_arg {
 	unsigned k;
 	int slow;                    /* yields often: the others run ahead */
 	size_t stop_at;              /* cancel when reaching this sample (0: never) */
+	int drain;                   /* ordered_drain at the end, then "free" */
 	struct text_shared *sh[4];
 };
+
+/* Sink runs: the parts gone (drained, their texts' memory freed as far
+ * as the sink may know), calls at once, texts met of a part gone. */
+static _Atomic int gone[8];
+static _Atomic int in_sink, overlapped, after_gone;
 
 static void *part_main(void *arg)
 {
@@ -97,6 +107,8 @@ static void *part_main(void *arg)
 			continue;
 		if (a->stop_at && i >= a->stop_at) {
 			ordered_cancel(a->o);
+			if (a->drain)
+				ordered_drain(a->o);
 			break;
 		}
 		struct text *t = ordered_text(a->o, a->k, &samples[i].key);
@@ -114,9 +126,43 @@ static void *part_main(void *arg)
 			sched_yield();
 	}
 	ordered_done(a->o, a->k);
+	if (a->drain) {
+		ordered_drain(a->o);
+		atomic_store(&gone[a->k], 1);
+	}
 	for (unsigned j = 0; j < 4; j++)
 		text_shared_drop(a->sh[j]);
 	return NULL;
+}
+
+/* The sink: BUF's samples appended to OUT, each checked not of a part
+ * gone. */
+struct sink_out {
+	char *buf;
+	size_t len, cap;
+};
+
+static int sink(void *arg, const char *buf, size_t len)
+{
+	struct sink_out *o = arg;
+	if (atomic_fetch_add(&in_sink, 1))
+		atomic_store(&overlapped, 1);
+	for (const char *p = buf; (p = memmem(p, (size_t)(buf + len - p), "sample ", 7)); p += 7) {
+		unsigned const idx = (unsigned)strtoul(p + 7, NULL, 10);
+		if (idx < n_samples && atomic_load(&gone[samples[idx].part]))
+			atomic_store(&after_gone, 1);
+	}
+	if (o->len + len > o->cap) {
+		o->cap = 2 * (o->len + len);
+		char *const nb = realloc(o->buf, o->cap);
+		if (!nb)
+			abort();
+		o->buf = nb;
+	}
+	memcpy(o->buf + o->len, buf, len);
+	o->len += len;
+	atomic_fetch_sub(&in_sink, 1);
+	return 0;
 }
 
 /* What sample I's text is, as part_main writes it. */
@@ -176,6 +222,36 @@ static void check_prefix(const char *buf, size_t len, size_t n)
 		at += el;
 	}
 	ck_assert_msg(at == len, "%zu bytes after the %zu samples", len - at, n);
+}
+
+/* As run(), into a sink, each part draining at its end. */
+static char *run_sink(unsigned parts, unsigned slow, unsigned stopper, size_t stop_at, uint64_t *written,
+		      size_t *len)
+{
+	struct sink_out out = { 0 };
+	for (unsigned k = 0; k < 8; k++)
+		atomic_store(&gone[k], 0);
+	atomic_store(&overlapped, 0);
+	atomic_store(&after_gone, 0);
+	struct ordered *o = ordered_new_sink(parts, sink, &out);
+	ck_assert_ptr_nonnull(o);
+	pthread_t th[8];
+	struct part_arg args[8];
+	for (unsigned k = 0; k < parts; k++) {
+		args[k] = (struct part_arg){ .o = o, .k = k, .slow = k == slow, .drain = 1,
+					     .stop_at = k == stopper ? stop_at : 0 };
+		ck_assert_int_eq(pthread_create(&th[k], NULL, part_main, &args[k]), 0);
+	}
+	for (unsigned k = 0; k < parts; k++)
+		pthread_join(th[k], NULL);
+	int err = -1;
+	*written = ordered_finish(o, &err);
+	ck_assert_int_eq(err, 0);
+	ordered_free(o);
+	ck_assert_msg(!atomic_load(&overlapped), "two sink calls at once");
+	ck_assert_msg(!atomic_load(&after_gone), "a part's text given to the sink after that part drained");
+	*len = out.len;
+	return out.buf ? out.buf : calloc(1, 1);
 }
 
 static void whole(unsigned parts, size_t n, unsigned max_pkt, unsigned slow, unsigned empty)
@@ -245,6 +321,32 @@ START_TEST(t_cancel)
 }
 END_TEST
 
+/* Into a sink: every sample once, in order, one call at a time, none of
+ * a part after it drained; cancelled: the first samples, nothing else. */
+START_TEST(t_sink)
+{
+	unsigned const parts[] = { 1, 2, 3, 8 };
+	for (unsigned round = 0; round < 4; round++) {
+		make(20000, parts[round], round == 2 ? 1 : 300, UINT32_MAX);
+		uint64_t written = 0;
+		size_t len = 0;
+		char *buf = run_sink(parts[round], round % 2 ? 0 : UINT32_MAX, UINT32_MAX, 0, &written, &len);
+		ck_assert_uint_eq(written, 20000);
+		check_prefix(buf, len, 20000);
+		free(buf);
+	}
+	for (unsigned round = 0; round < 3; round++) {
+		make(30000, 3, 200, UINT32_MAX);
+		uint64_t written = 0;
+		size_t len = 0;
+		char *buf = run_sink(3, 2, 1, 10000 + round * 4000, &written, &len);
+		ck_assert_uint_le(written, 10000 + round * 4000);
+		check_prefix(buf, len, written);
+		free(buf);
+	}
+}
+END_TEST
+
 static Suite *ordered_suite(void)
 {
 	Suite *s = suite_create("ordered");
@@ -257,6 +359,7 @@ static Suite *ordered_suite(void)
 	tcase_add_test(tc, t_slow_part);
 	tcase_add_test(tc, t_empty_part);
 	tcase_add_test(tc, t_cancel);
+	tcase_add_test(tc, t_sink);
 	suite_add_tcase(s, tc);
 	return s;
 }
