@@ -198,11 +198,14 @@ int export_pprof_write(struct export_model *m, const struct export_info *info, F
 
 /* `stackunwind export`'s output: opened before reading, so a path that
  * cannot be written fails at once; written and closed at the end, removed
- * when the run fails ("-": standard output). */
+ * when the run fails and it is a regular file ("-": standard output). */
 struct export_out {
 	FILE *f;
 	const char *path;
+	char *buf;                         /* F's stdio buffer (EXPORT_OUT_BUF bytes), or NULL */
+	int regular;                       /* PATH is a regular file: removed when the run fails */
 };
+#define EXPORT_OUT_BUF (1u << 20)
 
 /* @return 0, or -errno with ERR saying why. */
 int export_out_open(struct export_out *x, const char *path, char *err, size_t errlen);

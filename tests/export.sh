@@ -161,6 +161,15 @@ check "--format outside export: exit 2 ($r4)" [ "$r4" = 2 ]
 "$SU" export --format pprof -o "$work/no/such/dir/x.pb.gz" "$work/threads.trace" 2>"$work/err5"; r5=$?
 check "unwritable output: exit 1, 'cannot write' and the reason ($r5)" \
 	sh -c "[ $r5 = 1 ] && grep -q \"cannot write '.*x.pb.gz': No such file\" '$work/err5'"
+# A full disk: said at the end, exit 1, and what is not a file of ours
+# (here a symlink to /dev/full) not removed.  The output is written in
+# 1 MB pieces: the error still comes, from the last flush.
+[ -w /dev/full ] || { echo "tests/export.sh: /dev/full is missing (a Linux system has it)" >&2; exit 1; }
+ln -sf /dev/full "$work/full.json"
+"$SU" export --format speedscope -o "$work/full.json" "$work/threads.trace" 2>"$work/err6"
+r6=$?
+check "full disk: exit 1, 'write error on' the output, which is left as it was ($r6)" \
+	sh -c "[ $r6 = 1 ] && grep -q \"write error on '.*full.json': No space left\" '$work/err6' && [ -L '$work/full.json' ]"
 "$SU" export --format speedscope -o "$work/nothing.json" "$work/no-such.trace" 2>"$work/err6"; r6=$?
 check "no trace: exit 1 and no output file left ($r6)" sh -c "[ $r6 = 1 ] && [ ! -e '$work/nothing.json' ]"
 
