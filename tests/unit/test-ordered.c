@@ -177,6 +177,29 @@ static size_t expected(char *buf, size_t i)
 	return n;
 }
 
+/* Run PARTS part threads into O (part SLOW yielding often, part STOPPER
+ * cancelling at sample STOP_AT, each draining at its end when DRAIN),
+ * O freed.  @return the samples counted written. */
+static uint64_t run_parts(struct ordered *o, unsigned parts, unsigned slow, unsigned stopper, size_t stop_at,
+			  int drain)
+{
+	ck_assert_ptr_nonnull(o);
+	pthread_t th[8];
+	struct part_arg args[8];
+	for (unsigned k = 0; k < parts; k++) {
+		args[k] = (struct part_arg){ .o = o, .k = k, .slow = k == slow, .drain = drain,
+					     .stop_at = k == stopper ? stop_at : 0 };
+		ck_assert_int_eq(pthread_create(&th[k], NULL, part_main, &args[k]), 0);
+	}
+	for (unsigned k = 0; k < parts; k++)
+		pthread_join(th[k], NULL);
+	int err = -1;
+	uint64_t const written = ordered_finish(o, &err);
+	ck_assert_int_eq(err, 0);
+	ordered_free(o);
+	return written;
+}
+
 /* Run PARTS part threads (part SLOW yielding often, part STOPPER
  * cancelling at sample STOP_AT) writing to a file; @return its bytes,
  * *WRITTEN the samples counted written. */
@@ -187,20 +210,7 @@ static char *run(unsigned parts, unsigned slow, unsigned stopper, size_t stop_at
 	int const fd = mkstemp(path);
 	ck_assert_int_ge(fd, 0);
 	unlink(path);
-	struct ordered *o = ordered_new(parts, fd);
-	ck_assert_ptr_nonnull(o);
-	pthread_t th[8];
-	struct part_arg args[8];
-	for (unsigned k = 0; k < parts; k++) {
-		args[k] = (struct part_arg){ .o = o, .k = k, .slow = k == slow, .stop_at = k == stopper ? stop_at : 0 };
-		ck_assert_int_eq(pthread_create(&th[k], NULL, part_main, &args[k]), 0);
-	}
-	for (unsigned k = 0; k < parts; k++)
-		pthread_join(th[k], NULL);
-	int err = -1;
-	*written = ordered_finish(o, &err);
-	ck_assert_int_eq(err, 0);
-	ordered_free(o);
+	*written = run_parts(ordered_new(parts, fd), parts, slow, stopper, stop_at, 0);
 	off_t const size = lseek(fd, 0, SEEK_END);
 	char *buf = malloc((size_t)size + 1);
 	ck_assert_ptr_nonnull(buf);
@@ -233,21 +243,7 @@ static char *run_sink(unsigned parts, unsigned slow, unsigned stopper, size_t st
 		atomic_store(&gone[k], 0);
 	atomic_store(&overlapped, 0);
 	atomic_store(&after_gone, 0);
-	struct ordered *o = ordered_new_sink(parts, sink, &out);
-	ck_assert_ptr_nonnull(o);
-	pthread_t th[8];
-	struct part_arg args[8];
-	for (unsigned k = 0; k < parts; k++) {
-		args[k] = (struct part_arg){ .o = o, .k = k, .slow = k == slow, .drain = 1,
-					     .stop_at = k == stopper ? stop_at : 0 };
-		ck_assert_int_eq(pthread_create(&th[k], NULL, part_main, &args[k]), 0);
-	}
-	for (unsigned k = 0; k < parts; k++)
-		pthread_join(th[k], NULL);
-	int err = -1;
-	*written = ordered_finish(o, &err);
-	ck_assert_int_eq(err, 0);
-	ordered_free(o);
+	*written = run_parts(ordered_new_sink(parts, sink, &out), parts, slow, stopper, stop_at, 1);
 	ck_assert_msg(!atomic_load(&overlapped), "two sink calls at once");
 	ck_assert_msg(!atomic_load(&after_gone), "a part's text given to the sink after that part drained");
 	*len = out.len;
@@ -306,18 +302,26 @@ START_TEST(t_empty_part)
 }
 END_TEST
 
-/* Cancelled midway: the first samples counted written, nothing else. */
-START_TEST(t_cancel)
+/* ROUNDS runs by RUN (run or run_sink) of 3 parts, part 1 cancelling
+ * midway: the first samples counted written, nothing else. */
+static void cancel_rounds(char *(*run_fn)(unsigned, unsigned, unsigned, size_t, uint64_t *, size_t *),
+			  unsigned rounds)
 {
-	for (unsigned round = 0; round < 5; round++) {
+	for (unsigned round = 0; round < rounds; round++) {
 		make(30000, 3, 200, UINT32_MAX);
 		uint64_t written = 0;
 		size_t len = 0;
-		char *buf = run(3, 2, 1, 10000 + round * 4000, &written, &len);
+		char *buf = run_fn(3, 2, 1, 10000 + round * 4000, &written, &len);
 		ck_assert_uint_le(written, 10000 + round * 4000);
 		check_prefix(buf, len, written);
 		free(buf);
 	}
+}
+
+/* Cancelled midway: the first samples counted written, nothing else. */
+START_TEST(t_cancel)
+{
+	cancel_rounds(run, 5);
 }
 END_TEST
 
@@ -335,15 +339,7 @@ START_TEST(t_sink)
 		check_prefix(buf, len, 20000);
 		free(buf);
 	}
-	for (unsigned round = 0; round < 3; round++) {
-		make(30000, 3, 200, UINT32_MAX);
-		uint64_t written = 0;
-		size_t len = 0;
-		char *buf = run_sink(3, 2, 1, 10000 + round * 4000, &written, &len);
-		ck_assert_uint_le(written, 10000 + round * 4000);
-		check_prefix(buf, len, written);
-		free(buf);
-	}
+	cancel_rounds(run_sink, 3);
 }
 END_TEST
 
