@@ -230,7 +230,7 @@ check "damaged plain samples file: the samples before the damage ($ndmg of $nsam
 	all_of "[ \"$(rc dmg)\" = 0 ] && [ $ndmg -ge 1 ] && [ $ndmg -lt $nsamples ] && grep -q ' W PLUGIN/SRC.STACKCAP.TRACE \\[.*samples-.*skipped' '$work/dmg.err' && no_crash dmg"
 # The readers' warnings are the component's log: its logging level rules them.
 run dmg-quiet $BT --log-level=E -c source.stackcap.trace -p "inputs=[\"$work/dmg.trace\"]" -c filter.stackcap.unwind
-check "the same at --log-level=E: the same samples, no warning ($(wc -l <"$work/dmg-quiet.err") lines)" \
+check "the same at --log-level=E: the same samples, no warning ($(wc -l <"$work/dmg-quiet.err") lines$(head -n 2 "$work/dmg-quiet.err" | cut -c 1-200 | tr '\n' ' ' | sed 's/^./: &/'))" \
 	all_of "[ \"$(rc dmg-quiet)\" = 0 ] && cmp -s '$work/dmg.out' '$work/dmg-quiet.out' && [ ! -s '$work/dmg-quiet.err' ]"
 # ---- kernel frames, event names, off-CPU time ---------------------------------------
 # dd spends most of its time in the kernel: samples with kernel frames
