@@ -104,7 +104,7 @@ struct eqarg {
 };
 
 /* Room for one more element of the array M->WHAT. */
-#define GROW(m, what) su_grow((void **)&(m)->what, &(m)->cap_##what, (m)->n_##what + 1, sizeof(*(m)->what))
+#define GROW(m, what) SU_GROW((m)->what, (m)->cap_##what, (m)->n_##what + 1)
 
 /* ---- strings ------------------------------------------------------------------ */
 
