@@ -204,10 +204,11 @@ static void write_ready(struct ordered *o)
 		o->written += to - from;
 		c->next = to;
 		if (to == c->n) {
-			/* Its pieces out before its text is let go of. */
-			int const failed_now = o->err || o->sink;
+			/* Its pieces out before its text is let go of (a sink
+			 * took them already). */
+			int const flush = !o->err && !o->sink;
 			pthread_mutex_unlock(&o->lock);
-			rc = failed_now ? 0 : text_iov_flush(&o->iov, o->fd);
+			rc = flush ? text_iov_flush(&o->iov, o->fd) : 0;
 			pthread_mutex_lock(&o->lock);
 			note_err(o, rc);
 			p->head = c->after;
@@ -336,7 +337,7 @@ void ordered_drain(struct ordered *o)
 	for (;;) {
 		if (!o->cancelled && !o->writing)
 			write_ready(o); /* the lock let go meanwhile: look again below */
-		if (o->writing ? 0 : o->cancelled || all_written(o))
+		if (!o->writing && (o->cancelled || all_written(o)))
 			break;
 		pthread_cond_wait(&o->cond, &o->lock);
 	}

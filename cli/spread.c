@@ -21,11 +21,9 @@ int su_spread_create(const struct su_spread *s, pthread_t *th, void *(*fn)(void 
 	if (s->ok && !pthread_attr_init(&attr)) {
 		cpu_set_t away = s->all;
 		CPU_CLR(s->cpu, &away);
-		hinted = 1;
-		if (pthread_attr_setaffinity_np(&attr, sizeof(away), &away)) {
+		hinted = !pthread_attr_setaffinity_np(&attr, sizeof(away), &away);
+		if (!hinted)
 			pthread_attr_destroy(&attr);
-			hinted = 0;
-		}
 	}
 	int const rc = pthread_create(th, hinted ? &attr : NULL, fn, arg);
 	if (hinted) {
