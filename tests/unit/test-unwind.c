@@ -1172,7 +1172,7 @@ static void kept_sequence(enum stackcap_policy pol)
 		}
 	}
 	static struct result r;
-	unsigned const repeats0 = fast_repeats;
+	unsigned const repeats0 = fast_repeats, viewed0 = viewed;
 	for (int iter = 0; iter < 3000; iter++) {
 		int const v = (int)(rnd() % NV);
 		memcpy(s.img.words, words[v], s.img.nwords * 8);
@@ -1181,8 +1181,10 @@ static void kept_sequence(enum stackcap_policy pol)
 	}
 	/* A variant after itself repeats (run checks each one said). */
 	ck_assert_uint_gt(fast_repeats, repeats0);
-	/* And su_unwind_view left most frames where the kept walk has them. */
-	ck_assert_uint_gt(viewed, 1000);
+	/* And su_unwind_view left the frames where the kept walk has them at
+	 * least whenever they repeat the call before (the viewer unwinder
+	 * sees the same calls as the fast one). */
+	ck_assert_uint_ge(viewed - viewed0, fast_repeats - repeats0);
 	uw_sample_free(&s);
 }
 
@@ -1247,6 +1249,11 @@ START_TEST(test_kept_walk_sequences)
 	kept_sequence(STACKCAP_POLICY_F2);
 	kept_sequence(STACKCAP_POLICY_ALL);
 	frames_only = 0;
+	/* Over both sequences' 6,000 calls, more than 1,000 read in place
+	 * (0 with the path taken out).  Not checked after the first alone:
+	 * how many of its calls repeat depends on the stack captured here,
+	 * and its own count went from 843 to 2,999 over runs. */
+	ck_assert_uint_gt(viewed, 1000);
 }
 END_TEST
 
