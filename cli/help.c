@@ -68,7 +68,7 @@ static const struct option_doc {
 	  "else ~/.cache/stackcap)" },
 	{ C_ALL, 0, "--max-frames N", "--max-frames N", "frames per sample (default " MAX_FRAMES_S ")" },
 	{ C_ALL, 0, "--user-only", "--user-only", "leave out kernel frames (a trace's or a perf.data's)" },
-	{ C_READ, 0, "-j N", "-j, --jobs N", "unwind and symbolize on N threads (default: cores; the\nothers join after 2048 samples if 4 times as many\nare left, $STACKCAP_JOBS_AFTER)" },
+	{ C_READ, 0, "-j N", "-j, --jobs N", "unwind and symbolize on N threads (default: cores; the\nothers join after 256 samples, 2048 with --no-cache,\nif 4 times as many are left; $STACKCAP_JOBS_AFTER)" },
 	{ C_STACKS | C_FOLDED | C_FLAME | C_REPORT, 0, "--off-cpu", "--off-cpu",
 	  "only the stacks where threads blocked (stackcap record\n"
 	  "--off-cpu), each counting its blocked time in\n"

@@ -619,16 +619,36 @@ static int time_slices(struct options *o)
 }
 
 /* How many samples the reader thread works alone before the workers may
- * start: a short trace is done sooner without them (threads to start,
- * each with its caches to fill: some 25 ms of CPU on a 48-frame chain).
- * STACKCAP_JOBS_AFTER=N sets it (the tests: 0, so that short traces
- * exercise the workers). */
-static uint64_t jobs_after(void)
+ * start: a short trace is done sooner without them (a thread to start and
+ * a context of its own to warm).  Warm is cheap with the caches on disk
+ * (debuginfo/inflate-cache.h): a worker maps the debug files the reader
+ * inflated, the answers it kept.  Without them (--no-cache, or no place
+ * for them) every worker inflates and reads all again: the chain's
+ * perf.data at -j 2, workers after 256 samples: 1.38x -j 1's wall
+ * (docs/BENCHMARKS.md).  STACKCAP_JOBS_AFTER=N sets it (the tests: 0, so
+ * that short traces exercise the workers). */
+#define JOBS_AFTER_WARM 256
+#define JOBS_AFTER_COLD 2048
+
+static int jobs_after_env(uint64_t *n)
 {
 	const char *e = getenv("STACKCAP_JOBS_AFTER");
 	char *end;
-	unsigned long long const v = e && *e ? strtoull(e, &end, 10) : 0;
-	return e && *e && !*end ? (uint64_t)v : 2048;
+	if (!e || !*e)
+		return 0;
+	unsigned long long const v = strtoull(e, &end, 10);
+	if (*end)
+		return 0;
+	*n = (uint64_t)v;
+	return 1;
+}
+
+static uint64_t jobs_after(const struct options *o)
+{
+	uint64_t n;
+	if (jobs_after_env(&n))
+		return n;
+	return o->di.inflate_cache_dir ? JOBS_AFTER_WARM : JOBS_AFTER_COLD;
 }
 
 /* After jobs_after() samples: do the workers join?  When the part of the
@@ -773,8 +793,8 @@ static void *part_read(void *arg)
 }
 
 /* Is O's trace one of ours, to count in parts with -j, and long enough
- * for threads of their own: ten times jobs_after() samples at ~32 bytes a
- * sample (each part warms a context of its own, 2-3 ms of CPU: on the
+ * for threads of their own: ten times 2,048 samples (STACKCAP_JOBS_AFTER
+ * scales it) at ~32 bytes a sample (each part warms a context of its own, 2-3 ms of CPU: on the
  * chain's trace -j 2 in parts was slower than -j 1 at 9,000 samples,
  * about even at 21,000)?  Its sample stream files into *FILES. */
 static int parts_worth_it(const struct options *o, size_t *files)
@@ -795,7 +815,9 @@ static int parts_worth_it(const struct options *o, size_t *files)
 		}
 	}
 	closedir(d);
-	return bytes >= 10 * 32 * jobs_after();
+	uint64_t n = JOBS_AFTER_COLD;
+	(void)jobs_after_env(&n);
+	return bytes >= 10 * 32 * n;
 }
 
 /* Read O's trace in N parts, part K with context CTX[K] (K > 0 on a
@@ -981,7 +1003,7 @@ static int cmd_stacks(const struct options *o)
 		}
 	}
 	if (!read) {
-		r.jobs_after = nw ? jobs_after() : UINT64_MAX;
+		r.jobs_after = nw ? jobs_after(o) : UINT64_MAX;
 		if (!(r.pipeline = pipeline_new(nw, wctx + 1, r.reader, unwind_sample, format_sample_of, emit, &r))) {
 			fprintf(stderr, PROG ": cannot start worker threads: %s\n", strerror(errno));
 			goto out;

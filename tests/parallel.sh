@@ -77,10 +77,10 @@ for s in $SAMPLERS; do
 	same_j "$tr-speedscope" "$tr" export --format speedscope -o -
 	same_j "$tr-pprof" "$tr" export --format pprof -o -
 	# The workers started after 1000 samples the reader worked alone, and
-	# after the default 2048 (the trace is longer: the switch mid-trace).
+	# after the default 256 (the trace is longer: the switch mid-trace).
 	STACKCAP_JOBS_AFTER=1000 JN="workers after 1000 samples"
 	same_j "$tr-after" "$tr" stacks
-	STACKCAP_JOBS_AFTER= JN="workers after the default 2048 samples"
+	STACKCAP_JOBS_AFTER= JN="workers after the default 256 samples"
 	same_j "$tr-default" "$tr" folded --per-thread
 	STACKCAP_JOBS_AFTER=0 JN=
 done

@@ -19,7 +19,8 @@ trap 'rm -rf "$work"' EXIT
 # other tests' perf runs wrote the same cache (a bare Debian's check.sh,
 # make -j2); a test needs no cache, and the user's stays untouched.
 export PERF_BUILDID_DIR="$work/perf-buildid"
-# stackunwind -j N starts its workers after 2048 samples (cli/stackunwind.c):
+# stackunwind -j N starts its workers after 256 samples (2048 with
+# --no-cache, cli/stackunwind.c):
 # the tests' traces are shorter, and their -j runs must use the workers.
 # tests/parallel.sh also runs the default.
 export STACKCAP_JOBS_AFTER=0
