@@ -104,6 +104,10 @@ struct attr {
 	uint16_t sample_max_stack;   /* call chain entries at most (0: the kernel's default) */
 	uint32_t nregs;              /* popcount(sample_regs_user) */
 	int8_t reg_map[64];          /* i-th value in a sample -> ours, or -1 */
+	/* The values of REG_MAP that are ours, for a sample's decoding: the
+	 * K-th of them at USED_AT[K] among the sample's, our USED_REG[K]. */
+	uint8_t n_used, used_at[24], used_reg[24];
+	uint32_t used_mask;          /* 1 << each USED_REG */
 	const char *name;            /* the event's name (a live stream's, given; a file's,
 				      * from HEADER_EVENT_DESC), or NULL */
 	char *desc_name;             /* a file's: NAME, owned */

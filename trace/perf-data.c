@@ -116,9 +116,17 @@ void perf_attr_parse(struct attr *a, const uint8_t *e, size_t avail)
 	a->sample_stack_user = su_ld32(raw + 88);
 	a->sample_max_stack = (uint16_t)(su_ld32(raw + 108) & 0xffff);
 	memset(a->reg_map, -1, sizeof(a->reg_map));
+	a->nregs = a->n_used = 0;
+	a->used_mask = 0;
 	for (unsigned b = 0; b < 64; b++)
 		if (a->sample_regs_user >> b & 1) {
-			a->reg_map[a->nregs] = b < 24 ? perf_reg_to_ours[b] : -1;
+			int8_t const o = b < 24 ? perf_reg_to_ours[b] : -1;
+			a->reg_map[a->nregs] = o;
+			if (o >= 0) { /* at most 24: one per bit below 24 */
+				a->used_at[a->n_used] = (uint8_t)a->nregs;
+				a->used_reg[a->n_used++] = (uint8_t)o;
+				a->used_mask |= 1u << o;
+			}
 			a->nregs++;
 		}
 }

@@ -266,13 +266,12 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 		p += 8;
 		if (abi) {
 			NEED(8u * a->nregs);
-			for (uint32_t i = 0; i < a->nregs; i++) {
-				int const o = a->reg_map[i];
-				if (o >= 0) {
-					img.regs[o] = su_ld64(p + 8u * i);
-					img.regs_kept |= 1u << o;
-				}
-			}
+			/* Only ours, where they are (perf_attr_parse): a
+			 * perf record --call-graph dwarf sample holds 20
+			 * values, 3 of them segments and flags. */
+			for (uint32_t k = 0; k < a->n_used; k++)
+				img.regs[a->used_reg[k]] = su_ld64(p + 8u * a->used_at[k]);
+			img.regs_kept = a->used_mask;
 			p += 8u * a->nregs;
 		}
 	}
