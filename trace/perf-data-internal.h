@@ -108,6 +108,7 @@ struct attr {
 	 * K-th of them at USED_AT[K] among the sample's, our USED_REG[K]. */
 	uint8_t n_used, used_at[24], used_reg[24];
 	uint32_t used_mask;          /* 1 << each USED_REG */
+	int regs_dwarf;              /* the registers perf record --call-graph dwarf takes on x86-64 */
 	const char *name;            /* the event's name (a live stream's, given; a file's,
 				      * from HEADER_EVENT_DESC), or NULL */
 	char *desc_name;             /* a file's: NAME, owned */

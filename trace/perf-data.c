@@ -99,6 +99,10 @@ static const int8_t perf_reg_to_ours[24] = {
 	STACKCAP_REG_R12, STACKCAP_REG_R13, STACKCAP_REG_R14, STACKCAP_REG_R15,
 };
 
+/* What perf record --call-graph dwarf asks of an x86-64 kernel: all of
+ * PERF_REG_X86_* below 24 but ds, es, fs and gs (perf's PERF_REGS_MASK). */
+#define PERF_REGS_DWARF_X86_64 0xff0fffull
+
 /* One perf_event_attr (AVAIL bytes at E: its own size field may say less). */
 void perf_attr_parse(struct attr *a, const uint8_t *e, size_t avail)
 {
@@ -129,6 +133,7 @@ void perf_attr_parse(struct attr *a, const uint8_t *e, size_t avail)
 			}
 			a->nregs++;
 		}
+	a->regs_dwarf = a->sample_regs_user == PERF_REGS_DWARF_X86_64;
 }
 
 /* Where a sample's id sits, from the first attr (perf requires them equal). */

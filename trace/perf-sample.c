@@ -269,8 +269,18 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 			/* Only ours, where they are (perf_attr_parse): a
 			 * perf record --call-graph dwarf sample holds 20
 			 * values, 3 of them segments and flags. */
-			for (uint32_t k = 0; k < a->n_used; k++)
-				img.regs[a->used_reg[k]] = su_ld64(p + 8u * a->used_at[k]);
+			if (a->regs_dwarf) {
+				/* Theirs, at fixed places (perf_reg_to_ours):
+				 * no list to walk, the most common case. */
+#define REG(ours, i) img.regs[STACKCAP_REG_##ours] = su_ld64(p + 8u * (i))
+				REG(RAX, 0), REG(RBX, 1), REG(RCX, 2), REG(RDX, 3), REG(RSI, 4), REG(RDI, 5);
+				REG(RBP, 6), REG(RSP, 7), REG(RIP, 8), REG(R8, 12), REG(R9, 13), REG(R10, 14);
+				REG(R11, 15), REG(R12, 16), REG(R13, 17), REG(R14, 18), REG(R15, 19);
+#undef REG
+			} else {
+				for (uint32_t k = 0; k < a->n_used; k++)
+					img.regs[a->used_reg[k]] = su_ld64(p + 8u * a->used_at[k]);
+			}
 			img.regs_kept = a->used_mask;
 			p += 8u * a->nregs;
 		}

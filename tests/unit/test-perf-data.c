@@ -56,13 +56,14 @@ enum { S_IP = 1, S_TID = 2, S_TIME = 4, S_CALLCHAIN = 32, S_REGS_USER = 1 << 12,
 /* perf's x86 registers bp (6), sp (7), ip (8): in this order in a sample. */
 #define REGS_MASK ((1ull << 6) | (1ull << 7) | (1ull << 8))
 #define ATTR_BYTES 128u
+static uint64_t attr_regs = REGS_MASK; /* the attrs' sample_regs_user */
 
 /* A perf_event_attr (ATTR_BYTES). */
 static void put_attr(struct buf *b, uint64_t sample_type, uint64_t flags)
 {
 	uint8_t a[ATTR_BYTES] = { 0 };
 	uint32_t const size = ATTR_BYTES;
-	uint64_t const period = 999, regs = REGS_MASK;
+	uint64_t const period = 999, regs = attr_regs;
 	uint32_t const stack = 4096;
 	memcpy(a + 4, &size, 4);
 	memcpy(a + 16, &period, 8);
@@ -203,7 +204,8 @@ struct got {
 	char path[8][64];
 	uint32_t n_entries[8];
 	uint64_t time[16], pc[16], sp[16], bp[16], word0[16], nwords[16];
-	uint32_t tid[16], n_kernel[16];
+	uint32_t tid[16], n_kernel[16], regs_kept[16];
+	uint64_t regs[16][STACKCAP_NREGS];
 	uint64_t kernel[16][4];
 	char event[16][32];          /* "(null)": none */
 };
@@ -245,6 +247,8 @@ static int on_sample(void *arg, const struct su_sample *s)
 	g->pc[i] = s->image->regs[STACKCAP_REG_RIP];
 	g->sp[i] = s->image->regs[STACKCAP_REG_RSP];
 	g->bp[i] = s->image->regs[STACKCAP_REG_RBP];
+	memcpy(g->regs[i], s->image->regs, sizeof(g->regs[i]));
+	g->regs_kept[i] = s->image->regs_kept;
 	g->nwords[i] = s->image->nwords;
 	g->word0[i] = s->image->nwords ? s->image->words[0] : 0;
 	g->n_kernel[i] = s->n_kernel_chain;
@@ -527,6 +531,69 @@ END_TEST
 /* With map_ahead (stackunwind -j N > 1) a thread maps the file ahead of
  * the reader: the same samples as without, in the same order (a 6 MB
  * file: past the 4 MB below which no thread starts). */
+/* Each register from its place among a sample's values, whichever
+ * registers the attr asks for: perf record --call-graph dwarf's 20 on
+ * x86-64 (flags and segments among them, not ours), and the same less r15
+ * and ss (every value after them one place earlier). */
+START_TEST(t_regs_each)
+{
+	/* PERF_REG_X86_* -> ours, as perf's uapi numbers them. */
+	static const struct {
+		unsigned bit;
+		int ours;
+	} x86[] = { { 0, STACKCAP_REG_RAX }, { 1, STACKCAP_REG_RBX }, { 2, STACKCAP_REG_RCX }, { 3, STACKCAP_REG_RDX },
+		    { 4, STACKCAP_REG_RSI }, { 5, STACKCAP_REG_RDI }, { 6, STACKCAP_REG_RBP }, { 7, STACKCAP_REG_RSP },
+		    { 8, STACKCAP_REG_RIP }, { 16, STACKCAP_REG_R8 }, { 17, STACKCAP_REG_R9 }, { 18, STACKCAP_REG_R10 },
+		    { 19, STACKCAP_REG_R11 }, { 20, STACKCAP_REG_R12 }, { 21, STACKCAP_REG_R13 },
+		    { 22, STACKCAP_REG_R14 }, { 23, STACKCAP_REG_R15 } };
+	static const uint64_t masks[] = { 0xff0fffull, 0xff0fffull & ~(1ull << 23) & ~(1ull << 11) };
+	for (size_t c = 0; c < sizeof(masks) / sizeof(masks[0]); c++) {
+		attr_regs = masks[c];
+		struct buf d = { 0 };
+		rec_comm(&d, 100, "prog", 10);
+		rec_mmap2(&d, 100, 0x400000, 0x2000, 0x1000, "/nonexistent/prog", 20);
+		size_t const at = rec_begin(&d, 9, 2);
+		put64(&d, 0x400100); /* ip */
+		put32(&d, 100);
+		put32(&d, 101);
+		put64(&d, 300);
+		put64(&d, 2); /* PERF_SAMPLE_REGS_ABI_64 */
+		uint64_t want[STACKCAP_NREGS] = { 0 };
+		uint32_t want_kept = 0;
+		for (unsigned b = 0; b < 64; b++) {
+			if (!(masks[c] >> b & 1))
+				continue;
+			uint64_t const v = 0x7ff000 + 0x100 * b; /* rsp's a stack address too */
+			put64(&d, v);
+			for (size_t k = 0; k < sizeof(x86) / sizeof(x86[0]); k++)
+				if (x86[k].bit == b) {
+					want[x86[k].ours] = v;
+					want_kept |= 1u << x86[k].ours;
+				}
+		}
+		put64(&d, 16); /* stack size */
+		put64(&d, 1);
+		put64(&d, 2);
+		put64(&d, 16); /* dyn_size */
+		rec_end(&d, at);
+		struct buf f = file_of(&d, TYPICAL, SAMPLE_ID_ALL);
+		struct got g;
+		struct su_reader_stats st;
+		char err[256];
+		ck_assert_int_eq(read_image(&f, &g, &st, err, sizeof(err)), 0);
+		ck_assert_int_eq(g.samples, 1);
+		ck_assert_uint_eq(g.regs_kept[0], want_kept);
+		ck_assert_uint_eq(__builtin_popcount(want_kept), c == 0 ? 17 : 16);
+		for (int r = 0; r < STACKCAP_NREGS; r++)
+			ck_assert_msg(g.regs[0][r] == want[r], "mask %#" PRIx64 ": register %d is %#" PRIx64 ", not %#" PRIx64,
+				      masks[c], r, g.regs[0][r], want[r]);
+		free(d.b);
+		free(f.b);
+	}
+	attr_regs = REGS_MASK;
+}
+END_TEST
+
 START_TEST(t_map_ahead)
 {
 	struct buf d = { 0 };
@@ -1185,6 +1252,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_round_order);
 	tcase_add_test(tc, t_round_runs);
 	tcase_add_test(tc, t_map_ahead);
+	tcase_add_test(tc, t_regs_each);
 	tcase_add_test(tc, t_ahead_gives_back);
 	tcase_add_test(tc, t_not_perf_data);
 	tcase_add_test(tc, t_pipe_mode);
