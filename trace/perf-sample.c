@@ -266,12 +266,12 @@ static void on_sample(struct pr *r, const uint8_t *rec, size_t len)
 		p += 8;
 		if (abi) {
 			NEED(8u * a->nregs);
-			/* Only ours, where they are (perf_attr_parse): a
-			 * perf record --call-graph dwarf sample holds 20
-			 * values, 3 of them segments and flags. */
+			/* Ours only, each from its place among the values.
+			 * perf record --call-graph dwarf's 20 (flags and
+			 * segments among them) at fixed places, the common
+			 * case; another mask through the attr's list
+			 * (perf_attr_parse). */
 			if (a->regs_dwarf) {
-				/* Theirs, at fixed places (perf_reg_to_ours):
-				 * no list to walk, the most common case. */
 #define REG(ours, i) img.regs[STACKCAP_REG_##ours] = su_ld64(p + 8u * (i))
 				REG(RAX, 0), REG(RBX, 1), REG(RCX, 2), REG(RDX, 3), REG(RSI, 4), REG(RDI, 5);
 				REG(RBP, 6), REG(RSP, 7), REG(RIP, 8), REG(R8, 12), REG(R9, 13), REG(R10, 14);
