@@ -13,7 +13,7 @@
 #   a C program compiled from a relative path: its file under DW_AT_comp_dir.
 . "${top_srcdir:?}/tests/tap-lib.sh"
 SU="$B/cli/stackunwind"
-need "binutils gcc" addr2line nm gcc
+need "binutils gcc" addr2line nm objdump gcc
 
 # Debian's compiler, whatever else is on PATH (rustup's).
 RUSTC=/usr/bin/rustc
