@@ -14,6 +14,7 @@
 
 #include "common/grow.h"
 #include "common/hash.h"
+#include "symbolize/sort.h"
 #include "symbolize/addr-cache.h"
 #include "symbolize/escape.h"
 #include "symbolize/symbolize.h"
@@ -1015,7 +1016,8 @@ static void cells_build(struct symcells *x, Dwfl_Module *mod)
 	for (size_t j = 0; j < nelfs; j++)
 		if (cells_add_sections(elfs[j], biases[j], &p, &n, &cap) != 0)
 			goto fail;
-	qsort(p, n, sizeof *p, u64_cmp);
+	if (su_sort_u64(p, NULL, n) != 0)
+		qsort(p, n, sizeof *p, u64_cmp);
 	size_t m = 0;
 	for (size_t i = 0; i < n; i++)
 		if (!m || p[m - 1] != p[i])

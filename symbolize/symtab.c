@@ -17,6 +17,7 @@
 
 #include <gelf.h>
 
+#include "symbolize/sort.h"
 #include "symbolize/symtab.h"
 
 /* Symbols holding one address replayed at most (more: ask libdwfl). */
@@ -66,6 +67,44 @@ static int u64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* T's sized entries in ent_cmp's order: by value (a radix sort carrying
+ * each one's place), equal values by index.  @return 0, or -ENOMEM
+ * (nothing moved: qsort then). */
+static int sort_sized(struct su_symtab *t)
+{
+	size_t const n = t->nsized;
+	uint64_t *key = malloc((n ? n : 1) * sizeof *key);
+	uint32_t *at = malloc((n ? n : 1) * sizeof *at);
+	struct ent *out = malloc((n ? n : 1) * sizeof *out);
+	int rc = -1;
+	if (!key || !at || !out)
+		goto done;
+	for (size_t i = 0; i < n; i++) {
+		key[i] = t->sized[i].value;
+		at[i] = (uint32_t)i;
+	}
+	if (su_sort_u64(key, at, n) != 0)
+		goto done;
+	for (size_t i = 0; i < n; i++)
+		out[i] = t->sized[at[i]];
+	/* Aliases (one value, several names): a few at a time, by index. */
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && out[j - 1].value == out[j].value && out[j - 1].index > out[j].index; j--) {
+			struct ent const e = out[j];
+			out[j] = out[j - 1];
+			out[j - 1] = e;
+		}
+	free(t->sized);
+	t->sized = out;
+	out = NULL;
+	rc = 0;
+done:
+	free(key);
+	free(at);
+	free(out);
+	return rc;
+}
+
 void su_symtab_free(struct su_symtab *t)
 {
 	if (!t)
@@ -107,9 +146,12 @@ struct su_symtab *su_symtab_new(const struct su_sym *syms, size_t n, int first_g
 		t->sized[t->nsized++] = (struct ent){ s->value, s->size, s->name, s->index,
 						      binding_value(s->info), (unsigned char)global };
 	}
-	qsort(t->sized, t->nsized, sizeof *t->sized, ent_cmp);
-	qsort(t->labels, t->nlabels, sizeof *t->labels, u64_cmp);
-	qsort(t->all_labels, t->nall_labels, sizeof *t->all_labels, u64_cmp);
+	if (sort_sized(t) != 0)
+		qsort(t->sized, t->nsized, sizeof *t->sized, ent_cmp);
+	if (su_sort_u64(t->labels, NULL, t->nlabels) != 0)
+		qsort(t->labels, t->nlabels, sizeof *t->labels, u64_cmp);
+	if (su_sort_u64(t->all_labels, NULL, t->nall_labels) != 0)
+		qsort(t->all_labels, t->nall_labels, sizeof *t->all_labels, u64_cmp);
 	t->maxend = malloc((t->nsized ? t->nsized : 1) * sizeof *t->maxend);
 	t->gmaxend = malloc((t->nsized ? t->nsized : 1) * sizeof *t->gmaxend);
 	if (!t->maxend || !t->gmaxend)

@@ -508,7 +508,7 @@ tests_unit_test_debuginfo_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_debuginfo_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DL_LIBS) $(CHECK_LIBS)
 EXTRA_tests_unit_test_debuginfo_asan_DEPENDENCIES = $(EXTRA_tests_unit_test_debuginfo_DEPENDENCIES)
 tests_unit_test_symbolize_asan_SOURCES = $(tests_unit_test_symbolize_SOURCES) debuginfo/module.c debuginfo/inflate-cache.c debuginfo/debuginfod-load.c \
-	symbolize/symbolize.c symbolize/symtab.c symbolize/escape.c symbolize/addr-cache.c common/grow.c \
+	symbolize/symbolize.c symbolize/symtab.c symbolize/escape.c symbolize/addr-cache.c symbolize/sort.c common/grow.c \
 	common/cache-file.c common/io.c
 tests_unit_test_symbolize_asan_CFLAGS = $(tests_unit_test_symbolize_CFLAGS) $(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_symbolize_asan_LDFLAGS = $(SANITIZE_FLAGS)
@@ -516,7 +516,7 @@ tests_unit_test_symbolize_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DL_LIBS) $
 EXTRA_tests_unit_test_symbolize_asan_DEPENDENCIES = $(EXTRA_tests_unit_test_symbolize_DEPENDENCIES)
 TESTS += tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan
 check_PROGRAMS += tests/unit/test-symtab-asan
-tests_unit_test_symtab_asan_SOURCES = $(tests_unit_test_symtab_SOURCES) symbolize/symtab.c
+tests_unit_test_symtab_asan_SOURCES = $(tests_unit_test_symtab_SOURCES) symbolize/symtab.c symbolize/sort.c
 tests_unit_test_symtab_asan_CFLAGS = $(tests_unit_test_symtab_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_symtab_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_symtab_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(CHECK_LIBS)

@@ -5,7 +5,8 @@
  * labels, nesting, table order, one table without locals, gaps), and
  * real modules (a testdata program, libc with libc6-dbg's .symtab and
  * without it, .dynsym only) where libdwfl itself is the oracle at every
- * symbol's edges and at addresses spread over the module.
+ * symbol's edges and at addresses spread over the module.  And the radix
+ * sort that orders the tables (symbolize/sort.c) against qsort.
  */
 #include <check.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <gelf.h>
 #include <elfutils/libdwfl.h>
 
+#include "symbolize/sort.h"
 #include "symbolize/symtab.h"
 #include "tests/unit/check-main.h"
 #include "tests/unit/elf-util.h"
@@ -329,6 +331,56 @@ START_TEST(dynsym_only_libraries_agree_with_libdwfl)
 }
 END_TEST
 
+/* ---- sort -------------------------------------------------------------------- */
+
+static int key_pos_cmp(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b; /* key, then the original position */
+	if (x[0] != y[0])
+		return x[0] < y[0] ? -1 : 1;
+	return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+/* su_sort_u64 against qsort on (key, position): the same keys in the same
+ * order, each payload with its key, equal keys in their first order.
+ * Sizes across the insertion sort's bound; keys that differ in a few low
+ * bytes only (addresses: passes skipped), in every byte, many equal. */
+START_TEST(sort_u64_as_qsort)
+{
+	static const size_t sizes[] = { 0, 1, 2, 31, 32, 33, 100, 1000, 70000 };
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+	for (int kind = 0; kind < 3; kind++)
+		for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+			size_t const n = sizes[si];
+			uint64_t *k = malloc((n + 1) * sizeof(*k)), *ref = malloc((2 * n + 1) * sizeof(*ref));
+			uint32_t *p = malloc((n + 1) * sizeof(*p));
+			ck_assert(k && ref && p);
+			for (size_t i = 0; i < n; i++) {
+				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+				k[i] = kind == 0 ? 0x7f0000400000ull + (x & 0xfffff) : kind == 1 ? x : x % 7;
+				p[i] = (uint32_t)i;
+				ref[2 * i] = k[i];
+				ref[2 * i + 1] = i;
+			}
+			qsort(ref, n, 2 * sizeof(*ref), key_pos_cmp);
+			ck_assert_int_eq(su_sort_u64(k, p, n), 0);
+			for (size_t i = 0; i < n; i++) {
+				ck_assert_uint_eq(k[i], ref[2 * i]);
+				ck_assert_uint_eq(p[i], ref[2 * i + 1]);
+			}
+			/* Without a payload: the keys alone. */
+			for (size_t i = 0; i < n; i++)
+				k[n - 1 - i] = ref[2 * i];
+			ck_assert_int_eq(su_sort_u64(k, NULL, n), 0);
+			for (size_t i = 0; i < n; i++)
+				ck_assert_uint_eq(k[i], ref[2 * i]);
+			free(k);
+			free(ref);
+			free(p);
+		}
+}
+END_TEST
+
 static Suite *symtab_suite(void)
 {
 	Suite *s = suite_create("symtab");
@@ -342,6 +394,7 @@ static Suite *symtab_suite(void)
 	tcase_add_test(tc, testdata_program_agrees_with_libdwfl);
 	tcase_add_test(tc, libc_symtab_agrees_with_libdwfl);
 	tcase_add_test(tc, dynsym_only_libraries_agree_with_libdwfl);
+	tcase_add_test(tc, sort_u64_as_qsort);
 	suite_add_tcase(s, tc);
 	return s;
 }
