@@ -135,6 +135,12 @@ chains_agree() {
 	END { printf "%d %d\n", agree, tot }' "${4:-/dev/null}" "$2" "$1"
 }
 
+# first_diff FILE: ": " and the first difference chains_agree told (in the
+# check's line: check.sh shows a failure's line, not the test's log).
+first_diff() {
+	grep -m 1 '^differs at' "$1" | cut -c 1-400 | sed 's/^/: /'
+}
+
 # ---- Rust ------------------------------------------------------------------
 # rust_case NAME RUSTC-FLAGS...: build testdata/rust/words.rs, record it,
 # compare every frame of it with addr2line.
@@ -156,8 +162,9 @@ rust_case() {
 	bias=$(bias_of "$work/$name.out" "$bin")
 	our_chains "$work/$name.out" "$bin" "${bias:-0}" >"$work/$name.ours"
 	a2l_chains "$bin" "$work/$name.ours" >"$work/$name.a2l"
-	set -- $(chains_agree "$work/$name.ours" "$work/$name.a2l" "$names")
-	check "$name: every address's inline chain and file:lines as addr2line -i ($1 of $2)" \
+	set -- $(chains_agree "$work/$name.ours" "$work/$name.a2l" "$names" 2>"$work/$name.diff")
+	cat "$work/$name.diff" >&2
+	check "$name: every address's inline chain and file:lines as addr2line -i ($1 of $2)$(first_diff "$work/$name.diff")" \
 		[ "$2" -gt 20 -a "$1" = "$2" ]
 }
 names=1
@@ -222,8 +229,9 @@ go_case() {
 	our_chains "$work/$name.out" "$bin" 0 >"$work/$name.ours"
 	a2l_chains "$bin" "$work/$name.ours" >"$work/$name.a2l"
 	lt_rows "$bin" "$work/$name.ours" >"$work/$name.rows"
-	set -- $(chains_agree "$work/$name.ours" "$work/$name.a2l" 0 "$work/$name.rows")
-	check "$name: every address's inline chain and file:lines as addr2line -i ($1 of $2)" \
+	set -- $(chains_agree "$work/$name.ours" "$work/$name.a2l" 0 "$work/$name.rows" 2>"$work/$name.diff")
+	cat "$work/$name.diff" >&2
+	check "$name: every address's inline chain and file:lines as addr2line -i ($1 of $2)$(first_diff "$work/$name.diff")" \
 		[ "$2" -gt 20 -a "$1" = "$2" ]
 }
 go_case go-static 0
