@@ -792,12 +792,13 @@ static void *part_read(void *arg)
 	return NULL;
 }
 
+#define PARTS_AFTER 2048 /* samples (STACKCAP_JOBS_AFTER sets it too) */
+
 /* Is O's trace one of ours, to count in parts with -j, and long enough
- * for threads of their own: ten times 2,048 samples (STACKCAP_JOBS_AFTER
- * sets the count) at ~32 bytes a sample (each part warms a context of its
- * own, 2-3 ms of CPU: on the chain's trace -j 2 in parts was slower than
- * -j 1 at 9,000 samples, about even at 21,000)?  Its sample stream files
- * into *FILES. */
+ * for threads of their own: ten times PARTS_AFTER samples at ~32 bytes a
+ * sample (each part warms a context of its own, 2-3 ms of CPU: on the
+ * chain's trace -j 2 in parts was slower than -j 1 at 9,000 samples, about
+ * even at 21,000)?  Its sample stream files into *FILES. */
 static int parts_worth_it(const struct options *o, size_t *files)
 {
 	if (o->jobs < 2 || o->time_rel ||
@@ -816,7 +817,7 @@ static int parts_worth_it(const struct options *o, size_t *files)
 		}
 	}
 	closedir(d);
-	uint64_t n = JOBS_AFTER_COLD;
+	uint64_t n = PARTS_AFTER;
 	(void)jobs_after_env(&n);
 	return bytes >= 10 * 32 * n;
 }

@@ -41,7 +41,6 @@ int su_sort_u64(uint64_t *keys, uint32_t *payload, size_t n)
 		return -ENOMEM;
 	}
 	/* Every byte's counts in one read of the keys. */
-	static const size_t B = 256;
 	size_t (*count)[256] = calloc(8, sizeof(*count));
 	if (!count) {
 		free(k2);
@@ -60,7 +59,7 @@ int su_sort_u64(uint64_t *keys, uint32_t *payload, size_t n)
 		if (c[keys[0] >> (8 * b) & 0xff] == n)
 			continue;
 		size_t sum = 0;
-		for (size_t d = 0; d < B; d++) {
+		for (size_t d = 0; d < 256; d++) {
 			size_t const t = c[d];
 			c[d] = sum;
 			sum += t;

@@ -103,9 +103,8 @@ struct attr {
 	uint32_t sample_stack_user;
 	uint16_t sample_max_stack;   /* call chain entries at most (0: the kernel's default) */
 	uint32_t nregs;              /* popcount(sample_regs_user) */
-	int8_t reg_map[64];          /* i-th value in a sample -> ours, or -1 */
-	/* The values of REG_MAP that are ours, for a sample's decoding: the
-	 * K-th of them at USED_AT[K] among the sample's, our USED_REG[K]. */
+	/* The sample's values that are our registers: the K-th of them at
+	 * USED_AT[K] among the NREGS, our USED_REG[K]. */
 	uint8_t n_used, used_at[24], used_reg[24];
 	uint32_t used_mask;          /* 1 << each USED_REG */
 	int regs_dwarf;              /* the registers perf record --call-graph dwarf takes on x86-64 */

@@ -81,12 +81,8 @@ static int attr_unwindable(const struct attr *a)
 		return 1;
 	if (!(a->sample_type & S_REGS_USER) || !(a->sample_type & S_STACK_USER))
 		return 0;
-	int ip = 0, sp = 0;
-	for (uint32_t i = 0; i < a->nregs && i < sizeof(a->reg_map) / sizeof(a->reg_map[0]); i++) {
-		ip |= a->reg_map[i] == STACKCAP_REG_RIP;
-		sp |= a->reg_map[i] == STACKCAP_REG_RSP;
-	}
-	return ip && sp;
+	uint32_t const need = 1u << STACKCAP_REG_RIP | 1u << STACKCAP_REG_RSP;
+	return (a->used_mask & need) == need;
 }
 
 /* PERF_REG_X86_* -> ours (STACKCAP_REG_*); -1: not an unwinding register. */
@@ -119,13 +115,11 @@ void perf_attr_parse(struct attr *a, const uint8_t *e, size_t avail)
 	a->sample_regs_user = su_ld64(raw + 80);
 	a->sample_stack_user = su_ld32(raw + 88);
 	a->sample_max_stack = (uint16_t)(su_ld32(raw + 108) & 0xffff);
-	memset(a->reg_map, -1, sizeof(a->reg_map));
 	a->nregs = a->n_used = 0;
 	a->used_mask = 0;
 	for (unsigned b = 0; b < 64; b++)
 		if (a->sample_regs_user >> b & 1) {
 			int8_t const o = b < 24 ? perf_reg_to_ours[b] : -1;
-			a->reg_map[a->nregs] = o;
 			if (o >= 0) { /* at most 24: one per bit below 24 */
 				a->used_at[a->n_used] = (uint8_t)a->nregs;
 				a->used_reg[a->n_used++] = (uint8_t)o;

@@ -123,10 +123,18 @@ static inline enum su_unwind_end uw_read_end(enum uw_read rd, int switched, cons
 	return rd == UW_READ_OUTSIDE && switched && st->nseg == 1 ? SU_END_TRUNCATED : SU_END_BAD_STACK;
 }
 
+/* The registers of the image's initial state that are known: those kept,
+ * or all of them when every word was (perf.data's). */
+static inline uint32_t uw_initial_regs_known(const struct stackcap_image *img)
+{
+	uint32_t const all = (1u << STACKCAP_NREGS) - 1;
+	return img->policy == STACKCAP_POLICY_ALL ? all : img->regs_kept & all;
+}
+
 /* Whether register R of the image's initial state is known. */
 static inline int uw_initial_reg_known(const struct stackcap_image *img, unsigned r)
 {
-	return (img->regs_kept >> r) & 1 || img->policy == STACKCAP_POLICY_ALL;
+	return uw_initial_regs_known(img) >> r & 1;
 }
 
 /* ---- per-maps state ------------------------------------------------------- */

@@ -712,9 +712,8 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 	 * memset (rep stos) and the byte stores after it were a quarter of
 	 * this function on a 48-frame chain. */
 	struct uw_regs *cur = &kf[0].r, *nx;
-	uint32_t const all = (1u << STACKCAP_NREGS) - 1;
-	uint32_t const known = img->policy == STACKCAP_POLICY_ALL ? all : img->regs_kept & all;
-	if (known == all) { /* a perf.data sample's, or every one kept: one copy */
+	uint32_t const known = uw_initial_regs_known(img);
+	if (known == (1u << STACKCAP_NREGS) - 1) { /* a perf.data sample's, or every one kept: one copy */
 		memcpy(cur->v, img->regs, sizeof(cur->v));
 	} else {
 		for (unsigned r = 0; r < STACKCAP_NREGS; r++)
