@@ -36,6 +36,7 @@
 #include "cli/spread.h"
 #include "cli/warn.h"
 #include "cli/worker.h"
+#include "debuginfo/inflate-ahead.h"
 #include "debuginfo/inflate-cache.h"
 
 /* The command whose --help a usage error points to (NULL: none yet). */
@@ -523,6 +524,8 @@ struct run {
 	struct ordered *ordered;     /* stacks read in parts: this part's texts go there */
 	unsigned part;
 	struct su_order_key key;     /* the sample delivered (su_reader_opts.order) */
+	struct su_inflate_ahead *inflate_ahead; /* the hit files' debug files, inflated ahead */
+	unsigned ahead_threads;      /* for that (0: none) */
 };
 
 /* Text of finished samples: to the output, into the folded counts or into
@@ -726,6 +729,16 @@ static void on_stop(void *arg)
 		ordered_cancel(r->ordered);
 		ordered_drain(r->ordered);
 	}
+}
+
+/* A first run's debug files inflated on the cores the workers do not use
+ * yet (debuginfo/inflate-ahead.h). */
+static int on_hit_files(void *arg, const uint8_t (*ids)[SU_BUILD_ID_MAX], const uint8_t *lens, size_t n)
+{
+	struct run *r = arg;
+	if (r->ahead_threads && !r->inflate_ahead)
+		r->inflate_ahead = su_inflate_ahead_start(&r->o->di, ids, lens, n, r->ahead_threads);
+	return 0;
 }
 
 static int on_end(void *arg)
@@ -1017,7 +1030,9 @@ static int cmd_stacks(const struct options *o)
 			fprintf(stderr, PROG ": cannot start worker threads: %s\n", strerror(-src));
 			goto out;
 		}
-		struct su_reader_callbacks cb = { .arg = &r, .sample = on_sample, .end = on_end, .stop = on_stop };
+		struct su_reader_callbacks cb = { .arg = &r, .sample = on_sample, .end = on_end, .stop = on_stop,
+						  .hit_files = on_hit_files };
+		r.ahead_threads = nw;
 		progress_init(&r.progress, quiet, &st.bytes_read, &st.bytes_on_disk);
 		struct su_reader_opts filter = o->filter;
 		filter.holds_words = nw > 0; /* workers read words in the reader's mapping */
@@ -1025,6 +1040,8 @@ static int cmd_stacks(const struct options *o)
 		filter.map_ahead = nw > 0;
 		rrc = su_trace_read(o->trace, &filter, &cb, &st, err, sizeof(err));
 		progress_end(&r.progress);
+		su_inflate_ahead_stop(r.inflate_ahead);
+		r.inflate_ahead = NULL;
 		pipeline_free(r.pipeline); /* the reader stopped early: stop the workers */
 		r.pipeline = NULL;
 	}

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <elfutils/libdwelf.h>
 
 #include "common/cache-file.h"
+#include "common/grow.h"
 #include "common/hash.h"
 #include "debuginfo/inflate-cache.h"
 #include "debuginfo/module.h"
@@ -150,6 +152,62 @@ fail:
 	return -1;
 }
 
+/* The copies this process is writing now (their paths), so that a second
+ * thread wanting one waits for it rather than inflates it again: the
+ * thread inflating ahead (debuginfo/inflate-ahead.h), the reader and the
+ * -j workers meet at the same files in a first run. */
+static pthread_mutex_t writing_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t writing_done = PTHREAD_COND_INITIALIZER;
+static char **writing;
+static size_t n_writing, cap_writing;
+
+static size_t writing_find(const char *path)
+{
+	size_t i = 0;
+	while (i < n_writing && strcmp(writing[i], path) != 0)
+		i++;
+	return i;
+}
+
+/* Claim the writing of PATH: 1; or 0 once another thread that had it is
+ * done (its copy is there, or it failed); -1: out of memory. */
+static int writing_claim(const char *path)
+{
+	pthread_mutex_lock(&writing_lock);
+	if (writing_find(path) < n_writing) {
+		while (writing_find(path) < n_writing)
+			pthread_cond_wait(&writing_done, &writing_lock);
+		pthread_mutex_unlock(&writing_lock);
+		return 0;
+	}
+	char *const copy = strdup(path);
+	if (!copy || SU_GROW(writing, cap_writing, n_writing + 1)) {
+		pthread_mutex_unlock(&writing_lock);
+		free(copy);
+		return -1;
+	}
+	writing[n_writing++] = copy;
+	pthread_mutex_unlock(&writing_lock);
+	return 1;
+}
+
+static void writing_end(const char *path)
+{
+	pthread_mutex_lock(&writing_lock);
+	size_t const i = writing_find(path);
+	if (i < n_writing) {
+		free(writing[i]);
+		writing[i] = writing[--n_writing];
+	}
+	if (!n_writing) {
+		free(writing);
+		writing = NULL;
+		cap_writing = 0;
+	}
+	pthread_cond_broadcast(&writing_done);
+	pthread_mutex_unlock(&writing_lock);
+}
+
 int su_inflate_cached(const char *dir, int fd)
 {
 	if (!dir || !*dir || fd < 0)
@@ -179,9 +237,17 @@ int su_inflate_cached(const char *dir, int fd)
 	if (snprintf(path, sizeof(path), "%s/debug/%s-%016llx.debug", dir, rel, (unsigned long long)h) >=
 	    (int)sizeof(path))
 		return -1;
-	int const cfd = open_copy(path, id, (size_t)len);
-	if (cfd >= 0 || write_copy(path, fd) != 0)
+	int cfd = open_copy(path, id, (size_t)len);
+	if (cfd >= 0)
 		return cfd;
+	int const claim = writing_claim(path);
+	if (claim == 0 && (cfd = open_copy(path, id, (size_t)len)) >= 0)
+		return cfd; /* another thread wrote it meanwhile */
+	int const wrote = write_copy(path, fd);
+	if (claim == 1)
+		writing_end(path);
+	if (wrote != 0)
+		return -1;
 	char debug[PATH_MAX];
 	if (snprintf(debug, sizeof(debug), "%s/debug", dir) < (int)sizeof(debug))
 		su_cache_prune(debug, 1); /* its files are under the build-ids' first bytes */

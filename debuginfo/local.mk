@@ -5,6 +5,7 @@ noinst_LTLIBRARIES += debuginfo/libsudebuginfo.la
 # libdebuginfod is loaded at its first use (debuginfod-load.c), not linked.
 debuginfo_libsudebuginfo_la_SOURCES = debuginfo/module.c debuginfo/module.h \
 	debuginfo/inflate-cache.c debuginfo/inflate-cache.h \
+	debuginfo/inflate-ahead.c debuginfo/inflate-ahead.h \
 	debuginfo/debuginfod-load.c debuginfo/debuginfod-load.h
 debuginfo_libsudebuginfo_la_CFLAGS = $(AM_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS) $(DEBUGINFOD_CFLAGS)
 debuginfo_libsudebuginfo_la_LIBADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DL_LIBS)

@@ -459,6 +459,26 @@ static int find_alt_file(struct modpriv *p, const char *debug, const char *name,
 	return fd;
 }
 
+int su_modcache_inflate_ahead(struct su_modcache *c, const uint8_t *id, size_t id_len)
+{
+	if (!c->inflate_dir || !id_len || id_len > SU_BUILD_ID_MAX)
+		return -1;
+	/* A module's lookup without the binary's .gnu_debuglink: the first
+	 * places find_debug_file tries, by build-id. */
+	struct modpriv p = { .cache = c, .want_id_len = id_len };
+	memcpy(p.want_id, id, id_len);
+	char *path = NULL;
+	int const fd = find_debug_file(&p, NULL, NULL, &path);
+	free(path);
+	if (fd < 0)
+		return -1;
+	int const cfd = su_inflate_cached(c->inflate_dir, fd);
+	close(fd);
+	if (cfd >= 0)
+		close(cfd);
+	return cfd >= 0 ? 0 : -1;
+}
+
 /* ---- Dwfl callbacks ------------------------------------------------------ */
 
 static int cb_find_elf(Dwfl_Module *mod, void **userdata, const char *modname,

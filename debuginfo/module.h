@@ -113,6 +113,15 @@ void su_modcache_free_at_exit(struct su_modcache *cache);
 struct su_module *su_modcache_get(struct su_modcache *cache,
 				  const struct su_map_entry *entry);
 
+/* The separate debug file of build-id ID (ID_LEN bytes) that a module's
+ * lookup tries first (by build-id: --debug-dir's, the system's, then
+ * debuginfod's unless C has it off; not by .gnu_debuglink), its inflated
+ * copy written now
+ * when it is compressed and C keeps copies (inflate-cache.h): the first
+ * run's costliest step for that module, done before it is needed
+ * (debuginfo/inflate-ahead.h).  @return 0, or -1 when there is none. */
+int su_modcache_inflate_ahead(struct su_modcache *c, const uint8_t *id, size_t id_len);
+
 void su_modcache_get_stats(const struct su_modcache *cache,
 			   struct su_modcache_stats *stats);
 

@@ -83,7 +83,7 @@ TESTS += tests/unit/test-trace-sources-asan
 
 check_PROGRAMS += tests/unit/test-perf-data-asan
 tests_unit_test_perf_data_asan_SOURCES = $(tests_unit_test_perf_data_SOURCES) \
-	trace/perf-data.c trace/perf-procs.c trace/perf-sample.c trace/perf-stream.c trace/perf-ahead.c trace/kallsyms.c trace/kallsyms-cache.c trace/mem-ranges.c \
+	trace/perf-data.c trace/perf-procs.c trace/perf-sample.c trace/perf-stream.c trace/perf-ahead.c trace/kallsyms.c trace/kallsyms-cache.c trace/kallsyms-ahead.c trace/mem-ranges.c \
 	trace/stackcap-reader.c trace/trace-dir.c trace/source-native.c trace/source-babeltrace2.c trace/bt2-event.c trace/bt2-graph.c \
 	capture/ctf-writer.c capture/ctf-metadata.c $(common_libsucommon_la_SOURCES) compress/stack-codec.c
 tests_unit_test_perf_data_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(ZSTD_CFLAGS) $(BABELTRACE2_CFLAGS) $(SANITIZE_FLAGS) -O1
@@ -196,6 +196,7 @@ FUZZ_READER_SRC = $(top_srcdir)/trace/stackcap-reader.c $(top_srcdir)/trace/trac
 	$(FUZZ_CODEC_SRC)
 FUZZ_PERF_SRC = $(top_srcdir)/trace/perf-data.c $(top_srcdir)/trace/perf-procs.c $(top_srcdir)/trace/mem-ranges.c \
 	$(top_srcdir)/trace/perf-sample.c $(top_srcdir)/trace/perf-stream.c $(top_srcdir)/trace/perf-ahead.c $(top_srcdir)/trace/kallsyms-cache.c \
+	$(top_srcdir)/trace/kallsyms-ahead.c \
 	$(top_srcdir)/common/cache-file.c \
 	$(top_srcdir)/tests/fuzz/fuzz-kallsyms.c
 if ENABLE_FUZZING

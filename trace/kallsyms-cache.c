@@ -337,6 +337,7 @@ static void store(const char *path, const struct su_kernel *k)
 
 int su_kallsyms_cache_damaged(const struct su_kernel *k, const char **path)
 {
+	k = su_kallsyms_ahead_real(k); /* read on another thread: what it read */
 	if (!k || !k->find_checked || !__atomic_load_n(&k->block_state[k->n_blocks], __ATOMIC_RELAXED))
 		return 0;
 	*path = k->cache_path;

@@ -31,6 +31,19 @@ int su_kallsyms_read_cached(const char *dir, struct su_kernel **out);
  * unnamed) and the copy is deleted: 2; 0: not damaged.  *PATH: the copy. */
 int su_kallsyms_cache_damaged(const struct su_kernel *k, const char **path);
 
+/* su_kallsyms_read_cached(DIR) started on a thread of its own
+ * (trace/kallsyms-ahead.c): a kernel, at once, whose lookups
+ * (su_kernel_find, from any thread) wait for that read to end, then look
+ * up in what it read (nothing when it failed).  su_kernel_free waits for
+ * the read too.  NULL when out of memory or no thread could start. */
+struct su_kernel *su_kallsyms_ahead(const char *dir);
+/* Wait for the read of K (from su_kallsyms_ahead; any other K: 0 at
+ * once): su_kallsyms_read_cached's return. */
+int su_kallsyms_ahead_wait(struct su_kernel *k);
+/* What K's lookups look in: the read's kernel (waited for; NULL when it
+ * failed) for K from su_kallsyms_ahead, else K. */
+const struct su_kernel *su_kallsyms_ahead_real(const struct su_kernel *k);
+
 /* The build-id of the running kernel (/sys/kernel/notes) into ID
  * (SU_BUILD_ID_MAX bytes).  @return its length, 0 when none was found. */
 size_t su_kernel_build_id(uint8_t *id);

@@ -25,6 +25,7 @@ trace_libsutrace_la_SOURCES = \
 	trace/kallsyms.h \
 	trace/kallsyms.c \
 	trace/kallsyms-cache.c \
+	trace/kallsyms-ahead.c \
 	trace/perf-data-internal.h \
 	trace/perf-data.c \
 	trace/perf-procs.c \

@@ -44,6 +44,8 @@ enum { F_TOTAL_TIME_ENABLED = 1, F_TOTAL_TIME_RUNNING = 2, F_ID = 4, F_GROUP = 8
 #define BRANCH_HW_INDEX (1ull << 17)
 #define ATTR_FREQ (1ull << 10)
 #define ATTR_SAMPLE_ID_ALL (1ull << 18)
+#define ATTR_EXCLUDE_KERNEL (1ull << 5)
+#define ATTR_EXCLUDE_CALLCHAIN_KERNEL (1ull << 21)
 #define ATTR_EXCLUDE_CALLCHAIN_USER (1ull << 22)
 /* Call chain context markers (PERF_CONTEXT_*): the entries that follow
  * PERF_CONTEXT_USER, up to the next marker, are user addresses. */
@@ -196,6 +198,11 @@ struct pr {
 	 * its kernel is this one (perf-sample.c); NULL when not (yet). */
 	struct su_kernel *kernel;
 	int kernel_tried;
+	/* Being read on another thread from the header on
+	 * (perf_kernel_syms_ahead), until a sample first needs it; then
+	 * KERNEL, PENDING until the end says whether the read failed. */
+	struct su_kernel *kernel_ahead;
+	int kernel_pending;
 	int here_tried, here;        /* perf_recorded_here() */
 
 	uint64_t bad_samples, unknown_ids, compat_regs;
@@ -261,6 +268,12 @@ const struct attr *perf_attr_of_id(const struct pr *r, uint64_t id);
 const struct attr *perf_record_attr(struct pr *r, const uint8_t *rec, size_t len);
 uint64_t perf_record_time(struct pr *r, const uint8_t *rec, size_t len);
 void perf_deliver(struct pr *r, const uint8_t *rec, size_t len);
+/* This machine's kernel symbols read on a thread of their own from now
+ * on (su_kallsyms_ahead), when R's events have kernel call chains that
+ * they name (a file's header read: attributes, build-ids, release). */
+void perf_kernel_syms_ahead(struct pr *r);
+/* Every lookup done: a read that failed is said (or -ENOMEM kept). */
+void perf_kernel_syms_end(struct pr *r);
 
 /* perf-stream.c */
 void perf_run_data(struct pr *r);

@@ -425,6 +425,7 @@ void perf_pr_free(struct pr *r)
 	free_chunks(r->chunks);
 	free_chunks(r->spare);
 	perf_zstream_free(&r->z);
+	su_kernel_free(r->kernel_ahead); /* never needed: waits for its read */
 	su_kernel_free(r->kernel);
 }
 
@@ -536,6 +537,38 @@ static void read_dir_files(struct pr *r, struct perf_dir_file *f, size_t n)
 	}
 	perf_run_dir(r, f, n);
 	r->st->bytes_on_disk = r->read_base;
+}
+
+/* The build-ids of the user-space files of the build-id table (those
+ * perf record saw samples in) to the consumer (su_reader_callbacks
+ * hit_files).  @return its return. */
+static int hit_files(struct pr *r)
+{
+	uint8_t (*ids)[SU_BUILD_ID_MAX] = NULL;
+	uint8_t *lens = NULL;
+	size_t n = 0, cap = 0;
+	for (size_t i = 0; i < r->cap_paths; i++) {
+		const struct path_info *pi = r->paths[i];
+		if (!pi || !pi->table_id_len || pi->path[0] != '/')
+			continue; /* [kernel.kallsyms], [vdso], ... */
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			uint8_t (*ni)[SU_BUILD_ID_MAX] = realloc(ids, cap * sizeof(*ids));
+			if (ni)
+				ids = ni;
+			uint8_t *nl = ni ? realloc(lens, cap) : NULL;
+			if (nl)
+				lens = nl;
+			if (!ni || !nl)
+				break; /* only a hint: what fits */
+		}
+		memcpy(ids[n], pi->table_id, pi->table_id_len);
+		lens[n++] = pi->table_id_len;
+	}
+	int const rc = n ? r->cb->hit_files(r->cb->arg, (const uint8_t (*)[SU_BUILD_ID_MAX])ids, lens, n) : 0;
+	free(ids);
+	free(lens);
+	return rc;
 }
 
 /* FD's R->file_size bytes mapped read-only (*MAP, *SIZE for the unmap,
@@ -671,6 +704,11 @@ static int read_fd(int fd, const char *name, const char *dir, const struct su_re
 		partial |= read_features(&r, hdr + 72);
 	}
 	map_hints(&r, opts);
+	/* With a core to spare, as for the pages: kallsyms read meanwhile. */
+	if (opts && opts->map_ahead && !opts->user_only)
+		perf_kernel_syms_ahead(&r);
+	if (cb->hit_files && (rc = hit_files(&r)) != 0)
+		goto out;
 	/* perf record --threads: the events are in DIR/data.N (also when
 	 * perf was killed before writing the features that say so). */
 	if (dir) {
@@ -693,6 +731,12 @@ read:
 	ended = 1;
 	if (cb->end)
 		rc = cb->end(cb->arg);
+	perf_kernel_syms_end(&r); /* the lookups are done: did the kernel's symbols come? */
+	if (r.cb_rc == -ENOMEM && rc >= 0) {
+		set_err(&r, "out of memory reading this machine's kernel symbols");
+		rc = -ENOMEM;
+		goto out;
+	}
 	stats->bad_blobs = r.bad_samples + r.unknown_ids;
 	if (r.bad_samples)
 		su_reader_warn(r.warn, "%s: %" PRIu64 " damaged records skipped", name, r.bad_samples);

@@ -137,27 +137,26 @@ static const uint8_t *chain_part(const uint8_t *p, uint64_t nr, uint64_t marker,
 	return NULL;
 }
 
-/* The symbols naming a file's kernel frames, once: this machine's
- * /proc/kallsyms, as perf script takes them, when the recording's kernel
- * is this one (the build-id of the file's [kernel.kallsyms], else its
- * release); otherwise the frames keep their addresses, and that is said
- * once.  Every maps generation points to them. */
-static void kernel_syms(struct pr *r)
+/* Why a file's kernel frames cannot be named by this machine's
+ * /proc/kallsyms, or NULL when they can: the recording's kernel is this
+ * one (the build-id of the file's [kernel.kallsyms], else its release). */
+static const char *kernel_why(struct pr *r)
 {
-	if (r->kernel_tried)
-		return;
-	r->kernel_tried = 1;
 	uint8_t id[SU_BUILD_ID_MAX];
 	size_t const id_len = su_kernel_build_id(id);
 	const struct path_info *pi = perf_intern(r, "[kernel.kallsyms]", 17);
-	const char *why = NULL;
 	if (pi && pi->table_id_len) {
 		if (pi->table_id_len != id_len || memcmp(pi->table_id, id, id_len) != 0)
-			why = "the recording's kernel (its build-id) is not this machine's";
+			return "the recording's kernel (its build-id) is not this machine's";
 	} else if (!perf_recorded_here(r)) {
-		why = "the recording names no kernel build-id, and its kernel release is not this machine's";
+		return "the recording names no kernel build-id, and its kernel release is not this machine's";
 	}
-	int const rc = why ? 0 : su_kallsyms_read_cached(r->opts ? r->opts->kernel_cache_dir : NULL, &r->kernel);
+	return NULL;
+}
+
+/* The symbols could not be read (RC), or do not fit (WHY): said once. */
+static void kernel_unnamed(struct pr *r, int rc, const char *why)
+{
 	if (rc == -ENOMEM) {
 		r->cb_rc = -ENOMEM;
 		return;
@@ -166,9 +165,56 @@ static void kernel_syms(struct pr *r)
 		why = "/proc/kallsyms hides kernel addresses here (kernel.kptr_restrict: read as root)";
 	else if (rc)
 		why = strerror(-rc);
-	if (why) {
+	if (why)
 		su_reader_warn(r->warn, "%s: kernel frames not named: %s", r->name, why);
+}
+
+void perf_kernel_syms_ahead(struct pr *r)
+{
+	int chains = 0;
+	for (size_t i = 0; i < r->n_attrs; i++)
+		chains |= (r->attrs[i].sample_type & S_CALLCHAIN) &&
+			  !(r->attrs[i].flags & (ATTR_EXCLUDE_KERNEL | ATTR_EXCLUDE_CALLCHAIN_KERNEL));
+	if (chains && !r->kernel_tried && !r->kernel_ahead && !kernel_why(r))
+		r->kernel_ahead = su_kallsyms_ahead(r->opts ? r->opts->kernel_cache_dir : NULL);
+}
+
+void perf_kernel_syms_end(struct pr *r)
+{
+	if (!r->kernel_pending)
 		return;
+	r->kernel_pending = 0;
+	int const rc = su_kallsyms_ahead_wait(r->kernel);
+	if (rc) {
+		int const keep = r->cb_rc;
+		kernel_unnamed(r, rc, NULL);
+		if (keep)
+			r->cb_rc = keep;
+	}
+}
+
+/* The symbols naming a file's kernel frames, once: this machine's
+ * /proc/kallsyms, as perf script takes them, when the recording's kernel
+ * is this one; otherwise the frames keep their addresses, and that is said
+ * once.  Every maps generation points to them. */
+static void kernel_syms(struct pr *r)
+{
+	if (r->kernel_tried)
+		return;
+	r->kernel_tried = 1;
+	if (r->kernel_ahead) {
+		/* Being read (perf_kernel_syms_ahead): lookups wait for it;
+		 * a failure is said at the end (perf_kernel_syms_end). */
+		r->kernel = r->kernel_ahead;
+		r->kernel_ahead = NULL;
+		r->kernel_pending = 1;
+	} else {
+		const char *const why = kernel_why(r);
+		int const rc = why ? 0 : su_kallsyms_read_cached(r->opts ? r->opts->kernel_cache_dir : NULL, &r->kernel);
+		if (rc || why) {
+			kernel_unnamed(r, rc, why);
+			return;
+		}
 	}
 	for (size_t i = 0; i < r->n_gens; i++)
 		r->gens[i]->kernel = r->kernel;

@@ -121,6 +121,8 @@ void su_kernel_free(struct su_kernel *k)
 {
 	if (!k)
 		return;
+	if (k->drop)
+		k->drop(k);
 	for (size_t i = 0; !k->text && k->syms && i < k->n; i++) {
 		free(k->syms[i].name);
 		free(k->syms[i].module);

@@ -25,6 +25,11 @@ struct su_reader_callbacks {
 	 * words) is freed, so that a consumer holding samples lets go of
 	 * them (the -j pipeline stops its workers).  Never after END. */
 	void (*stop)(void *arg);
+	/* Before the first sample, when the trace names the files its
+	 * samples hit (a perf.data file's build-id table): their N
+	 * build-ids (IDS[i]'s first LENS[i] bytes), for a consumer to
+	 * prepare (their debug files).  Called at most once. */
+	int (*hit_files)(void *arg, const uint8_t (*ids)[SU_BUILD_ID_MAX], const uint8_t *lens, size_t n);
 };
 
 struct su_reader_stats {

@@ -84,6 +84,11 @@ struct su_kernel {
 	char *cache_path;
 	struct su_kernel *fallback; /* /proc/kallsyms, read when a block was damaged */
 	int fallback_tried;
+	/* Being read on another thread (trace/kallsyms-ahead.c, which owns
+	 * it and sets FIND_CHECKED and DROP, which su_kernel_free calls
+	 * first), or NULL. */
+	struct su_kernel_ahead *ahead;
+	void (*drop)(struct su_kernel *k);
 };
 /* Free K, its symbols and names (NULL: no-op). */
 void su_kernel_free(struct su_kernel *k);

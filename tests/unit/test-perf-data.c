@@ -271,7 +271,7 @@ static int read_image_opts(const struct buf *f, const struct su_reader_opts *o, 
 	int fd = memfd_create("test-perf-data", MFD_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, f->b, f->n), (ssize_t)f->n);
-	struct su_reader_callbacks cb = { g, on_process, on_maps, on_sample, on_end, NULL };
+	struct su_reader_callbacks cb = { .arg = g, .process_start = on_process, .maps = on_maps, .sample = on_sample, .end = on_end };
 	int const rc = su_perf_data_read_fd(fd, "img", o, &cb, st, err, errlen);
 	close(fd);
 	return rc;
@@ -841,7 +841,7 @@ static int read_piped(const struct buf *f, struct got *g, struct su_reader_stats
 		_exit(0);
 	}
 	close(p[1]);
-	struct su_reader_callbacks cb = { g, on_process, on_maps, on_sample, on_end, NULL };
+	struct su_reader_callbacks cb = { .arg = g, .process_start = on_process, .maps = on_maps, .sample = on_sample, .end = on_end };
 	int const rc = su_perf_data_read_fd(p[0], "pipe", NULL, &cb, st, err, errlen);
 	close(p[0]);
 	int status;
@@ -933,7 +933,7 @@ static void rm_dir(const char *dir)
 static int read_dir(const char *dir, struct got *g, struct su_reader_stats *st, char *err, size_t errlen)
 {
 	memset(g, 0, sizeof(*g));
-	struct su_reader_callbacks cb = { g, on_process, on_maps, on_sample, on_end, NULL };
+	struct su_reader_callbacks cb = { .arg = g, .process_start = on_process, .maps = on_maps, .sample = on_sample, .end = on_end };
 	return su_perf_data_read(dir, NULL, &cb, st, err, errlen);
 }
 
@@ -1027,7 +1027,7 @@ static int read_merged(const char *dir, struct merged *m, struct su_reader_stats
 	m->st = st;
 	warned[0] = 0;
 	struct su_reader_opts o = { .warn = { merged_warn, warned } };
-	struct su_reader_callbacks cb = { m, NULL, NULL, merged_sample, NULL, NULL };
+	struct su_reader_callbacks cb = { .arg = m, .sample = merged_sample };
 	char err[256];
 	int const rc = su_perf_data_read(dir, &o, &cb, st, err, sizeof(err));
 	ck_assert_msg(rc >= 0, "rc %d: %s", rc, err);
@@ -1220,7 +1220,7 @@ START_TEST(t_live_stream_kernel_chain)
 				    0xffffffff81000020ull, 0xffffffff81000030ull };
 	rec_sample_chain(&d, 100, 300, 0x400100, 0x7ff000, 0xa0, chain, 4);
 	struct got g = { 0 };
-	struct su_reader_callbacks cb = { &g, on_process, on_maps, on_sample, on_end, NULL };
+	struct su_reader_callbacks cb = { .arg = &g, .process_start = on_process, .maps = on_maps, .sample = on_sample, .end = on_end };
 	struct su_perf_stream_callbacks const live = { 0 };
 	struct su_reader_stats st;
 	struct su_perf_stream *s;
