@@ -1040,7 +1040,7 @@ static int cmd_stacks(const struct options *o)
 		filter.map_ahead = nw > 0;
 		rrc = su_trace_read(o->trace, &filter, &cb, &st, err, sizeof(err));
 		progress_end(&r.progress);
-		su_inflate_ahead_stop(r.inflate_ahead);
+		su_inflate_ahead_stop(r.inflate_ahead, 0);
 		r.inflate_ahead = NULL;
 		pipeline_free(r.pipeline); /* the reader stopped early: stop the workers */
 		r.pipeline = NULL;

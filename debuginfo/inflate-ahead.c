@@ -68,11 +68,12 @@ fail:
 	return NULL;
 }
 
-void su_inflate_ahead_stop(struct su_inflate_ahead *a)
+void su_inflate_ahead_stop(struct su_inflate_ahead *a, int finish)
 {
 	if (!a)
 		return;
-	atomic_store_explicit(&a->stop, 1, memory_order_relaxed);
+	if (!finish)
+		atomic_store_explicit(&a->stop, 1, memory_order_relaxed);
 	for (unsigned i = 0; i < a->n_threads; i++)
 		pthread_join(a->threads[i], NULL);
 	free(a->ids);

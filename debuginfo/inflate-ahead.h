@@ -28,7 +28,9 @@ struct su_inflate_ahead *su_inflate_ahead_start(const struct su_debuginfo_opts *
 						const uint8_t (*ids)[SU_BUILD_ID_MAX], const uint8_t *lens,
 						size_t n, unsigned threads);
 
-/* No further file is begun; wait for those begun, free A (NULL: none). */
-void su_inflate_ahead_stop(struct su_inflate_ahead *a);
+/* Wait for the files begun, or with FINISH for every file, then free A
+ * (NULL: none).  Without FINISH no further file is begun: at the end of a
+ * read, the files no lookup needed are not worth a copy. */
+void su_inflate_ahead_stop(struct su_inflate_ahead *a, int finish);
 
 #endif

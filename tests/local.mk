@@ -503,7 +503,7 @@ TESTS += tests/unit/test-symtab
 
 # The debuginfo and symbolize tests under ASan+UBSan too.
 check_PROGRAMS += tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan
-tests_unit_test_debuginfo_asan_SOURCES = $(tests_unit_test_debuginfo_SOURCES) debuginfo/module.c debuginfo/inflate-cache.c debuginfo/debuginfod-load.c common/cache-file.c common/grow.c common/io.c
+tests_unit_test_debuginfo_asan_SOURCES = $(tests_unit_test_debuginfo_SOURCES) debuginfo/module.c debuginfo/inflate-cache.c debuginfo/inflate-ahead.c debuginfo/debuginfod-load.c common/cache-file.c common/grow.c common/io.c
 tests_unit_test_debuginfo_asan_CFLAGS = $(tests_unit_test_debuginfo_CFLAGS) $(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_debuginfo_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_debuginfo_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DL_LIBS) $(CHECK_LIBS)

@@ -114,6 +114,28 @@ hot() { awk '/level_a;level_b;level_c;hot_leaf( |;)/ { n += $NF } END { print n 
 check "--symfs: an ET_EXEC moved under it symbolizes ($(hot "$work/sfs.folded") hot_leaf samples, exit $frc; $(hot "$work/sfs-none.folded") without --symfs)" \
 	sh -c "[ $frc = 0 ] && [ $(hot "$work/sfs.folded") -ge 100 ] && [ $(hot "$work/sfs-none.folded") = 0 ]"
 
+# A first run (nothing kept yet) over a binary whose debug file has
+# zlib-compressed sections, as Debian's debug packages ship them: with a
+# core to spare the debug files of the build-id table's files are inflated
+# on a thread of their own while the reader starts
+# (debuginfo/inflate-ahead.h), the reader waiting for a copy being written
+# rather than writing it too; the output is the one of a run that keeps
+# nothing, and the copy is there for the next run.
+cp "$TD/tdata-inline" "$work/zinline"
+zid=$(readelf -n "$work/zinline" | sed -n 's/.*Build ID: *//p')
+zrel=$(echo "$zid" | cut -c1-2)/$(echo "$zid" | cut -c3-)
+mkdir -p "$work/zdbg/.build-id/$(echo "$zid" | cut -c1-2)"
+objcopy --only-keep-debug --compress-debug-sections=zlib "$work/zinline" "$work/zdbg/.build-id/$zrel.debug"
+strip -g "$work/zinline"
+precord zinl "$work/zinline" 0.5
+"$SU" stacks -j 1 --no-cache --debug-dir "$work/zdbg" "$work/zinl.data" >"$work/zinl-nc.out" 2>/dev/null
+STACKCAP_CACHE_DIR="$work/zcache" "$SU" stacks -j 2 --debug-dir "$work/zdbg" "$work/zinl.data" >"$work/zinl-1.out" 2>/dev/null
+zcopy=$(ls "$work/zcache/debug/$zrel"-*.debug 2>/dev/null)
+zcomp() { readelf -S -W "$1" 2>/dev/null | grep -Ec '\.debug_.* [A-Z]*C +[0-9]'; }
+check "first run, -j 2, compressed debug file ($(zcomp "$work/zdbg/.build-id/$zrel.debug") sections): one inflated copy kept ($(zcomp "$zcopy") compressed), inlined frames, the same stacks as a run keeping nothing" \
+	sh -c "[ \$(echo '$zcopy' | wc -w) = 1 ] && [ $(zcomp "$work/zdbg/.build-id/$zrel.debug") -ge 3 ] && [ '$(zcomp "$zcopy")' = 0 ] &&
+		grep -q '(inlined)' '$work/zinl-1.out' && cmp -s '$work/zinl-nc.out' '$work/zinl-1.out'"
+
 # Programs not written here.
 head -c 4000000 /dev/urandom | od -An -tx1 | head -c 8000000 >"$work/big.txt"
 precord gzip gzip -6 -c "$work/big.txt"

@@ -11,13 +11,18 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gelf.h>
 #include <libelf.h>
 
+#include "debuginfo/inflate-ahead.h"
+#include "debuginfo/inflate-cache.h"
 #include "debuginfo/module.h"
 #include "tests/unit/check-main.h"
 #include "tests/unit/elf-util.h"
@@ -757,6 +762,167 @@ START_TEST(no_fd_left_open)
 END_TEST
 
 
+/* ---- compressed debug files inflated once, ahead ------------------------- */
+
+/* Sections of PATH still compressed (SHF_COMPRESSED), or -1: no ELF. */
+static int compressed_sections(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	int n = elf && elf_kind(elf) == ELF_K_ELF ? 0 : -1;
+	Elf_Scn *scn = NULL;
+	while (n >= 0 && (scn = elf_nextscn(elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_COMPRESSED))
+			n++;
+	}
+	elf_end(elf);
+	close(fd);
+	return n;
+}
+
+/* In T: dbg/.build-id/xx/rest.debug, tdata-single's DWARF with its
+ * sections zlib-compressed (as Debian's debug packages ship them), and
+ * bin/tdata-single without it.  *ID, *LEN: its build-id.  The debug file's
+ * path (free it). */
+static char *make_compressed_debug(const char *t, uint8_t *id, size_t *len)
+{
+	char *src = build_path("testdata/tdata-single");
+	*len = elf_build_id(src, id);
+	char *rel = id_rel(id, *len);
+	char *dbg = xasprintf("%s/dbg/.build-id/%s.debug", t, rel);
+	sh("mkdir -p \"$(dirname '%s')\" '%s/bin' && objcopy --only-keep-debug --compress-debug-sections=zlib '%s' '%s' && "
+	   "cp '%s' '%s/bin/tdata-single' && strip --strip-debug '%s/bin/tdata-single'",
+	   dbg, t, src, dbg, src, t, t);
+	ck_assert_int_ge(compressed_sections(dbg), 3);
+	free(rel);
+	free(src);
+	return dbg;
+}
+
+/* The one inflated copy of ID's debug file in CACHE (free it), or NULL. */
+static char *the_copy(const char *cache, const uint8_t *id, size_t len)
+{
+	char *rel = id_rel(id, len);
+	int st;
+	char *cmd = xasprintf("ls '%s/debug/%s'-*.debug 2>/dev/null", cache, rel);
+	char *out = run_cmd(cmd, &st);
+	free(cmd);
+	free(rel);
+	char *nl = out ? strchr(out, '\n') : NULL;
+	if (!out || st != 0 || !nl || nl[1]) { /* none, or more than one */
+		free(out);
+		return NULL;
+	}
+	*nl = 0;
+	return out;
+}
+
+/* The threads inflating ahead (inflate-ahead.h) write the copy a module's
+ * lookup then reads: by build-id, from --debug-dir; a build-id with no
+ * debug file anywhere, or no cache directory, is nothing to do. */
+START_TEST(inflate_ahead_writes_the_copy)
+{
+	char *t = new_tmpdir();
+	uint8_t id[2][SU_BUILD_ID_MAX] = { { 0 } }, lens[2];
+	size_t len;
+	char *dbg = make_compressed_debug(t, id[0], &len);
+	lens[0] = (uint8_t)len;
+	memset(id[1], 0xab, 20); /* no file has it */
+	lens[1] = 20;
+	char *ddir = xasprintf("%s/dbg", t), *cache = xasprintf("%s/cache", t);
+	const char *dirs[] = { ddir, NULL };
+	struct su_debuginfo_opts o = quiet_opts();
+	o.debug_dirs = dirs;
+	ck_assert_ptr_null(su_inflate_ahead_start(&o, (const uint8_t (*)[SU_BUILD_ID_MAX])id, lens, 2, 2));
+	o.inflate_cache_dir = cache;
+	ck_assert_ptr_null(su_inflate_ahead_start(&o, (const uint8_t (*)[SU_BUILD_ID_MAX])id, lens, 0, 2));
+	struct su_inflate_ahead *a = su_inflate_ahead_start(&o, (const uint8_t (*)[SU_BUILD_ID_MAX])id, lens, 2, 2);
+	ck_assert_ptr_nonnull(a);
+	su_inflate_ahead_stop(a, 1);
+	char *copy = the_copy(cache, id[0], len);
+	ck_assert_msg(copy != NULL, "no single inflated copy under %s", cache);
+	ck_assert_int_eq(compressed_sections(copy), 0);
+	struct stat before, after;
+	ck_assert_int_eq(stat(copy, &before), 0);
+	/* The module's lookup finds it: DWARF from the debug file, the copy
+	 * not written again. */
+	struct su_modcache *c = su_modcache_new(&o);
+	char *bin = xasprintf("%s/bin/tdata-single", t);
+	struct su_map_entry e = entry_for(bin, id[0], len);
+	struct su_module *m = su_modcache_get(c, &e);
+	ck_assert_int_eq(m->status, SU_MODULE_OK);
+	char *src = build_path("testdata/tdata-single");
+	check_dwarf(m, src, dbg);
+	su_modcache_free(c);
+	ck_assert_int_eq(stat(copy, &after), 0);
+	ck_assert_uint_eq(before.st_ino, after.st_ino);
+	su_inflate_ahead_stop(NULL, 0);
+	free(src); free(bin); free(copy); free(ddir); free(cache); free(dbg);
+	rm_rf(t);
+}
+END_TEST
+
+struct inflate_race {
+	pthread_barrier_t *go;
+	const char *cache;
+	int src;
+	int fd;
+};
+
+static void *inflate_racer(void *arg)
+{
+	struct inflate_race *r = arg;
+	pthread_barrier_wait(r->go);
+	r->fd = su_inflate_cached(r->cache, r->src);
+	return NULL;
+}
+
+/* Threads wanting one copy at once (the thread inflating ahead, the reader,
+ * the -j workers): one writes it, the others wait for it and get the same
+ * file, not a copy each written over the one before. */
+START_TEST(inflated_once_for_threads_at_once)
+{
+	char *t = new_tmpdir();
+	uint8_t id[SU_BUILD_ID_MAX];
+	size_t len;
+	char *dbg = make_compressed_debug(t, id, &len);
+	char *cache = xasprintf("%s/cache", t);
+	enum { N = 4 };
+	pthread_barrier_t go;
+	pthread_barrier_init(&go, NULL, N);
+	struct inflate_race r[N];
+	pthread_t th[N];
+	for (int i = 0; i < N; i++) {
+		r[i] = (struct inflate_race){ .go = &go, .cache = cache, .src = open(dbg, O_RDONLY | O_CLOEXEC), .fd = -1 };
+		ck_assert_int_ge(r[i].src, 0);
+		ck_assert_int_eq(pthread_create(&th[i], NULL, inflate_racer, &r[i]), 0);
+	}
+	for (int i = 0; i < N; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&go);
+	char *copy = the_copy(cache, id, len);
+	ck_assert_ptr_nonnull(copy);
+	struct stat want;
+	ck_assert_int_eq(stat(copy, &want), 0);
+	for (int i = 0; i < N; i++) {
+		struct stat st;
+		ck_assert_msg(r[i].fd >= 0, "thread %d got no copy", i);
+		ck_assert_int_eq(fstat(r[i].fd, &st), 0);
+		ck_assert_msg(st.st_ino == want.st_ino && st.st_nlink == 1,
+			      "thread %d reads another file than the copy (inode %llu, %llu links; the copy's %llu)", i,
+			      (unsigned long long)st.st_ino, (unsigned long long)st.st_nlink,
+			      (unsigned long long)want.st_ino);
+		close(r[i].fd);
+		close(r[i].src);
+	}
+	free(copy); free(cache); free(dbg);
+	rm_rf(t);
+}
+END_TEST
+
 Suite *debuginfo_suite(void);
 Suite *debuginfo_suite(void)
 {
@@ -780,6 +946,8 @@ Suite *debuginfo_suite(void)
 	tcase_add_test(tc, debuginfod_file_server);
 	tcase_add_test(tc, vdso_matching_build_id);
 	tcase_add_test(tc, no_fd_left_open);
+	tcase_add_test(tc, inflate_ahead_writes_the_copy);
+	tcase_add_test(tc, inflated_once_for_threads_at_once);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -46,6 +46,7 @@ static void put(struct buf *b, const void *p, size_t len)
 }
 
 static void put64(struct buf *b, uint64_t v) { put(b, &v, 8); }
+static void put16(struct buf *b, uint16_t v) { put(b, &v, 2); }
 static void put32(struct buf *b, uint32_t v) { put(b, &v, 4); }
 static void set16(struct buf *b, size_t at, uint16_t v) { memcpy(b->b + at, &v, 2); }
 
@@ -314,6 +315,83 @@ static void add_event_desc(struct buf *f, const char *name, size_t cut)
 	put(f, body.b, n);
 	free(body.b);
 }
+
+/* F with a HEADER_BUILD_ID feature section (perf record's table of the
+ * files its samples hit): N entries, file PATHS[i] with the 20-byte
+ * build-id of bytes IDS[i]. */
+static void add_build_ids(struct buf *f, const char *const *paths, const uint8_t *ids, size_t n)
+{
+	f->b[72 + 2 / 8] |= 1u << (2 % 8); /* HEADER_BUILD_ID */
+	struct buf body = { 0 };
+	for (size_t i = 0; i < n; i++) {
+		char name[64] = { 0 };
+		snprintf(name, sizeof(name), "%s", paths[i]);
+		put32(&body, 0);                            /* type */
+		put16(&body, 0);                            /* misc */
+		put16(&body, (uint16_t)(8 + 4 + 24 + sizeof(name))); /* size */
+		put32(&body, (uint32_t)-1);                 /* pid */
+		uint8_t id[24] = { 0 };
+		memset(id, ids[i], 20);
+		put(&body, id, sizeof(id));
+		put(&body, name, sizeof(name));
+	}
+	put64(f, f->n + 16);
+	put64(f, body.n);
+	put(f, body.b, body.n);
+	free(body.b);
+}
+
+struct hits {
+	struct got g;
+	int calls, samples_before;
+	size_t n;
+	uint8_t first[8];
+};
+
+static int on_hits(void *arg, const uint8_t (*ids)[SU_BUILD_ID_MAX], const uint8_t *lens, size_t n)
+{
+	struct hits *h = arg;
+	h->calls++;
+	h->samples_before = h->g.samples;
+	h->n = n;
+	for (size_t i = 0; i < n && i < 8; i++)
+		h->first[i] = lens[i] == 20 ? ids[i][0] : 0;
+	return 0;
+}
+
+/* The files a perf.data's build-id table names (those perf record saw
+ * samples in) go to the consumer once, before the first sample, so it may
+ * prepare their debug files (debuginfo/inflate-ahead.h): user-space files
+ * only, not [kernel.kallsyms] or [vdso]. */
+START_TEST(t_hit_files)
+{
+	struct buf d = { 0 };
+	typical(&d);
+	struct buf f = file_of(&d, TYPICAL, SAMPLE_ID_ALL);
+	static const char *const paths[] = { "[kernel.kallsyms]", "/nonexistent/prog", "[vdso]", "/usr/lib/libfoo.so" };
+	static const uint8_t ids[] = { 0x11, 0x22, 0x33, 0x44 };
+	add_build_ids(&f, paths, ids, 4);
+	struct hits h;
+	memset(&h, 0, sizeof(h));
+	int fd = memfd_create("test-perf-data", MFD_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, f.b, f.n), (ssize_t)f.n);
+	struct su_reader_callbacks cb = { .arg = &h, .sample = on_sample, .hit_files = on_hits };
+	struct su_reader_stats st;
+	char err[256];
+	int const rc = su_perf_data_read_fd(fd, "img", NULL, &cb, &st, err, sizeof(err));
+	close(fd);
+	ck_assert_msg(rc == 0, "rc %d: %s", rc, err);
+	ck_assert_int_eq(h.g.samples, 3);
+	ck_assert_int_eq(h.calls, 1);
+	ck_assert_int_eq(h.samples_before, 0);
+	ck_assert_uint_eq(h.n, 2);
+	ck_assert_msg((h.first[0] == 0x22 && h.first[1] == 0x44) || (h.first[0] == 0x44 && h.first[1] == 0x22),
+		      "ids %02x %02x", h.first[0], h.first[1]);
+	free(d.b);
+	free(f.b);
+}
+END_TEST
 
 /* perf.data's event names (HEADER_EVENT_DESC) on every sample; a file of
  * cpu-clock alone is unnamed, as a stackcap trace without -e; a cut table
@@ -1267,6 +1345,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, t_bad_sample);
 	tcase_add_test(tc, t_live_stream_kernel_chain);
 	tcase_add_test(tc, t_event_desc);
+	tcase_add_test(tc, t_hit_files);
 	suite_add_tcase(s, tc);
 	return s;
 }
