@@ -16,7 +16,10 @@
 #     mapped ahead on a thread of its own, trace/perf-ahead.h) (their first run also
 #     keeps the kernel's symbols and each binary's answers under the cache
 #     directory: these are the runs after it), then stacks and folded -j 1
-#     --no-cache (every run cold: nothing kept, nothing read);
+#     --no-cache (every run cold: nothing kept, nothing read), and a
+#     first run: folded, the default -j, an empty cache directory each
+#     time (what a first look at a new recording costs: this machine's
+#     kernel symbols read, the debug files inflated and kept);
 #   perf script (Debian's perf, on this machine);
 #   perf 7 script --symfs=/hostroot, inside the chroot of PERF7_SH
 #     (default /work/shared/tools/perf7.sh: trixie with linux-perf 7.x from
@@ -117,6 +120,10 @@ timed() {
 	echo "$(cut -d' ' -f1 "$w/runs" | sort -n | sed -n 2p) $(cut -d' ' -f2 "$w/runs" | sort -n | sed -n 2p)" |
 		awk '{ printf "%.3f %.3f\n", $1 / 1000, $2 / 1000 }'
 }
+# A first run: the command with a new, empty cache directory (under $w,
+# removed after each figure).
+printf '#!/bin/sh\nSTACKCAP_CACHE_DIR=$(mktemp -d "%s/first.XXXXXX") exec "$@"\n' "$w" >"$w/first-run"
+chmod +x "$w/first-run"
 # samply from the chroot, run here (a script, so that nice runs it).
 printf '#!/bin/sh\nexec "%s" --library-path "%s" "%s" "$@"\n' "$R7/lib64/ld-linux-x86-64.so.2" \
 	"$R7/usr/lib/x86_64-linux-gnu" "$R7/usr/bin/samply" >"$w/samply"
@@ -125,7 +132,7 @@ chmod +x "$w/samply"
 echo "machine: $(nproc) cores, $(sed -n 's/^model name[ 	]*: //p' /proc/cpuinfo | head -n 1), $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "perf 6: $(perf version)$([ "$PERF7" = skip ] || echo ", perf 7: $("$PERF7" perf version), $("$w/samply" --version)")"
 echo "seconds, median of 3: wall, then CPU (user + system); in brackets perf 7 script's time / this one"
-hdr() { printf '%-8s %-4s %8s %7s %7s %17s %17s %17s %17s %17s %8s %17s %17s %17s\n' file what samples MB frames "stacks -j 1" "stacks -j 2" "folded -j 1" "folded -j 2" "perf 6 script" "perf 7" "samply import" "stacks no-cache" "folded no-cache"; }
+hdr() { printf '%-8s %-4s %8s %7s %7s %17s %17s %17s %17s %17s %8s %17s %17s %17s %17s\n' file what samples MB frames "stacks -j 1" "stacks -j 2" "folded -j 1" "folded -j 2" "perf 6 script" "perf 7" "samply import" "stacks no-cache" "folded no-cache" "folded first"; }
 hdr
 for p in $FILES; do
 	f="$w/$p.data"
@@ -140,6 +147,8 @@ for p in $FILES; do
 	# answers, debug files inflated again).
 	tsc=$(timed one "$SU" stacks -j 1 --no-cache "$f")
 	tfc=$(timed one "$SU" folded -j 1 --no-cache "$f")
+	tfr=$(timed one "$w/first-run" "$SU" folded "$f")
+	rm -rf "$w"/first.*
 	tp=$(timed one perf script -i "$f")
 	t7="0 0" tsa="0 0"
 	if [ "$PERF7" != skip ]; then
@@ -153,11 +162,11 @@ for p in $FILES; do
 	tep=$(timed one "$SU" export --format pprof -o "$w/x.pb" "$f")
 	echo "$p $tes $tep $tsa" >>"$w/profiles"
 	for k in 1 2; do
-		echo "$ts $t2 $tf $tf2 $tp $t7 $tsa $tsc $tfc" | awk -v p="$p" -v n="$n" -v mb="$mb" -v fr="$fr" -v k="$k" '
+		echo "$ts $t2 $tf $tf2 $tp $t7 $tsa $tsc $tfc $tfr" | awk -v p="$p" -v n="$n" -v mb="$mb" -v fr="$fr" -v k="$k" '
 		function c(t) { return sprintf("%.3f (%5.1fx)", t, (t > 0 && t7 > 0) ? t7 / t : 0) }
 		{ t7 = $(10 + k)
-		  printf "%-8s %-4s %8d %7d %7s %17s %17s %17s %17s %17s %8.3f %17s %17s %17s\n", p, (k == 1 ? "wall" : "cpu"), n, mb, fr,
-			c($k), c($(2 + k)), c($(4 + k)), c($(6 + k)), c($(8 + k)), t7, c($(12 + k)), c($(14 + k)), c($(16 + k)) }'
+		  printf "%-8s %-4s %8d %7d %7s %17s %17s %17s %17s %17s %8.3f %17s %17s %17s %17s\n", p, (k == 1 ? "wall" : "cpu"), n, mb, fr,
+			c($k), c($(2 + k)), c($(4 + k)), c($(6 + k)), c($(8 + k)), t7, c($(12 + k)), c($(14 + k)), c($(16 + k)), c($(18 + k)) }'
 	done
 done
 
