@@ -506,14 +506,14 @@ check_PROGRAMS += tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan
 tests_unit_test_debuginfo_asan_SOURCES = $(tests_unit_test_debuginfo_SOURCES) debuginfo/module.c debuginfo/inflate-cache.c debuginfo/inflate-ahead.c debuginfo/debuginfod-load.c common/cache-file.c common/grow.c common/io.c
 tests_unit_test_debuginfo_asan_CFLAGS = $(tests_unit_test_debuginfo_CFLAGS) $(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_debuginfo_asan_LDFLAGS = $(SANITIZE_FLAGS)
-tests_unit_test_debuginfo_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DL_LIBS) $(CHECK_LIBS)
+tests_unit_test_debuginfo_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DL_LIBS) $(LIBDEFLATE_LIBS) $(CHECK_LIBS)
 EXTRA_tests_unit_test_debuginfo_asan_DEPENDENCIES = $(EXTRA_tests_unit_test_debuginfo_DEPENDENCIES)
 tests_unit_test_symbolize_asan_SOURCES = $(tests_unit_test_symbolize_SOURCES) debuginfo/module.c debuginfo/inflate-cache.c debuginfo/debuginfod-load.c \
 	symbolize/symbolize.c symbolize/symtab.c symbolize/escape.c symbolize/addr-cache.c symbolize/sort.c common/grow.c \
 	common/cache-file.c common/io.c
 tests_unit_test_symbolize_asan_CFLAGS = $(tests_unit_test_symbolize_CFLAGS) $(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_symbolize_asan_LDFLAGS = $(SANITIZE_FLAGS)
-tests_unit_test_symbolize_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DL_LIBS) $(IBERTY_LIBS) $(CHECK_LIBS)
+tests_unit_test_symbolize_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DL_LIBS) $(IBERTY_LIBS) $(LIBDEFLATE_LIBS) $(CHECK_LIBS)
 EXTRA_tests_unit_test_symbolize_asan_DEPENDENCIES = $(EXTRA_tests_unit_test_symbolize_DEPENDENCIES)
 TESTS += tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan
 check_PROGRAMS += tests/unit/test-symtab-asan
@@ -544,7 +544,7 @@ tests_unit_test_unwind_asan_SOURCES = $(UNWIND_TEST_SOURCES) \
 tests_unit_test_unwind_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS) \
 	$(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_unwind_asan_LDFLAGS = -rdynamic $(SANITIZE_FLAGS)
-tests_unit_test_unwind_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DL_LIBS) $(CHECK_LIBS)
+tests_unit_test_unwind_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DL_LIBS) $(LIBDEFLATE_LIBS) $(CHECK_LIBS)
 TESTS += tests/unit/test-unwind-asan
 
 # Integration: the babeltrace2 plugin (plugin/) from the build tree.

@@ -923,6 +923,89 @@ START_TEST(inflated_once_for_threads_at_once)
 }
 END_TEST
 
+/* Section NAME's bytes in PATH (*LEN), NULL when it has none (or NOBITS). */
+static void *section_bytes(const char *path, const char *name, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	ck_assert_ptr_nonnull(elf);
+	size_t shstr;
+	ck_assert_int_eq(elf_getshdrstrndx(elf, &shstr), 0);
+	void *out = NULL;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		const char *n = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstr, sh.sh_name) : NULL;
+		if (!n || strcmp(n, name) || sh.sh_type == SHT_NOBITS)
+			continue;
+		Elf_Data *d = elf_rawdata(scn, NULL);
+		ck_assert_ptr_nonnull(d);
+		*len = d->d_size;
+		out = malloc(d->d_size ? d->d_size : 1);
+		memcpy(out, d->d_buf, d->d_size);
+	}
+	elf_end(elf);
+	close(fd);
+	return out;
+}
+
+/* The copy's sections (inflated by libdeflate, inflate-cache.c) hold what
+ * objcopy --decompress-debug-sections (zlib, through bfd) gives, byte for
+ * byte; a compressed section whose header lies about its size leaves no
+ * copy (the file is read as it is), and nothing breaks. */
+START_TEST(inflated_as_objcopy_does)
+{
+	char *t = new_tmpdir();
+	uint8_t id[SU_BUILD_ID_MAX];
+	size_t len;
+	char *dbg = make_compressed_debug(t, id, &len);
+	char *ref = xasprintf("%s/ref.debug", t), *cache = xasprintf("%s/cache", t);
+	sh("objcopy --decompress-debug-sections '%s' '%s'", dbg, ref);
+	int fd = open(dbg, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	int cfd = su_inflate_cached(cache, fd);
+	ck_assert_int_ge(cfd, 0);
+	close(cfd);
+	close(fd);
+	char *copy = the_copy(cache, id, len);
+	ck_assert_ptr_nonnull(copy);
+	static const char *const names[] = { ".debug_info", ".debug_abbrev", ".debug_line", ".debug_str", ".debug_aranges" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		size_t a_len = 0, b_len = 0;
+		void *a = section_bytes(ref, names[i], &a_len), *b = section_bytes(copy, names[i], &b_len);
+		ck_assert_msg(a && b, "%s: in objcopy's %d, in the copy %d", names[i], a != NULL, b != NULL);
+		ck_assert_msg(a_len == b_len && memcmp(a, b, a_len) == 0, "%s: %zu bytes, objcopy's %zu, or other bytes",
+			      names[i], b_len, a_len);
+		free(a);
+		free(b);
+	}
+	/* .debug_info's compression header (Elf64_Chdr: type, reserved,
+	 * size, alignment) made to claim 4 GiB more than it holds. */
+	int st;
+	char *cmd = xasprintf("readelf -S -W '%s' | awk '$2 == \".debug_info\" { print $5 }'", dbg);
+	char *off = run_cmd(cmd, &st);
+	free(cmd);
+	ck_assert_msg(st == 0 && off && *off, "no .debug_info offset");
+	uint64_t const at = strtoull(off, NULL, 16);
+	free(off);
+	char *bad = xasprintf("%s/bad.debug", t);
+	sh("cp '%s' '%s'", dbg, bad);
+	fd = open(bad, O_RDWR | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	uint64_t size;
+	ck_assert_int_eq(pread(fd, &size, 8, (off_t)at + 8), 8);
+	size += 1ull << 32;
+	ck_assert_int_eq(pwrite(fd, &size, 8, (off_t)at + 8), 8);
+	char *cache2 = xasprintf("%s/cache2", t);
+	ck_assert_int_lt(su_inflate_cached(cache2, fd), 0);
+	close(fd);
+	ck_assert_ptr_null(the_copy(cache2, id, len));
+	free(cache2); free(bad); free(copy); free(cache); free(ref); free(dbg);
+	rm_rf(t);
+}
+END_TEST
+
 Suite *debuginfo_suite(void);
 Suite *debuginfo_suite(void)
 {
@@ -948,6 +1031,7 @@ Suite *debuginfo_suite(void)
 	tcase_add_test(tc, no_fd_left_open);
 	tcase_add_test(tc, inflate_ahead_writes_the_copy);
 	tcase_add_test(tc, inflated_once_for_threads_at_once);
+	tcase_add_test(tc, inflated_as_objcopy_does);
 	suite_add_tcase(s, tc);
 	return s;
 }
