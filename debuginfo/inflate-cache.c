@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -134,21 +135,12 @@ static int inflate_section(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct libdefl
 	return 0;
 }
 
-/* Write PATH: a copy of SRC with every compressed section inflated, but
- * those unread_section() names, left out (libelf lays the file out again;
- * a debug file is never loaded, so its section offsets are free to move).
- * Through a temporary file renamed into place: a reader sees the whole
- * copy or none. */
-static int write_copy(char *path, int src)
+/* SRC with every compressed section inflated, but those unread_section()
+ * names, left out, written to FD (libelf lays the file out again; a debug
+ * file is never loaded, so its section offsets are free to move).
+ * @return 0 or -1. */
+static int inflate_into(int fd, int src)
 {
-	if (su_cache_mkdirs(path, 0755) != 0)
-		return -1;
-	char tmp[PATH_MAX];
-	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp))
-		return -1;
-	int fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return -1;
 	Elf *elf = NULL;
 	/* The inflated sections' buffers, freed after elf_end. */
 	void **bufs = NULL;
@@ -156,13 +148,11 @@ static int write_copy(char *path, int src)
 	struct libdeflate_decompressor *const dd = libdeflate_alloc_decompressor();
 	int rc = -1;
 	if (copy_fd(src, fd) != 0)
-		goto fail;
+		goto out;
 	elf = elf_begin(fd, ELF_C_RDWR, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF)
-		goto fail;
 	size_t shstrndx;
-	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
-		goto fail;
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		goto out;
 	Elf_Scn *scn = NULL;
 	while ((scn = elf_nextscn(elf, scn)) != NULL) {
 		GElf_Shdr sh;
@@ -173,46 +163,67 @@ static int write_copy(char *path, int src)
 			sh.sh_type = SHT_NOBITS;
 			sh.sh_flags &= ~(GElf_Xword)SHF_COMPRESSED;
 			if (!gelf_update_shdr(scn, &sh))
-				goto fail;
+				goto out;
 			continue;
 		}
 		if (!(sh.sh_flags & SHF_COMPRESSED))
 			continue;
 		if (SU_GROW(bufs, cap_bufs, n_bufs + 1))
-			goto fail;
+			goto out;
 		bufs[n_bufs] = NULL;
 		int const inflated = inflate_section(elf, scn, &sh, dd, &bufs[n_bufs]) == 0;
 		if (bufs[n_bufs] && !inflated)
-			goto fail; /* half done (freed after elf_end) */
+			goto out; /* half done (freed after elf_end) */
 		if (bufs[n_bufs])
 			n_bufs++;
 		else if (elf_compress(scn, 0, 0) < 0) /* not zlib (zstd), or damaged: libelf's */
-			goto fail;
+			goto out;
 	}
-	if (elf_update(elf, ELF_C_WRITE) < 0)
-		goto fail;
-	elf_end(elf);
-	elf = NULL;
-	if (fchmod(fd, 0644) != 0 || close(fd) != 0) {
-		fd = -1;
-		goto fail;
-	}
-	fd = -1;
-	if (rename(tmp, path) != 0)
-		goto fail;
-	rc = 0;
-fail:
+	if (elf_update(elf, ELF_C_WRITE) >= 0)
+		rc = 0;
+out:
 	if (elf)
 		elf_end(elf);
 	for (size_t i = 0; i < n_bufs; i++)
 		free(bufs[i]);
 	free(bufs);
 	libdeflate_free_decompressor(dd);
-	if (fd >= 0)
-		close(fd);
-	if (rc)
-		unlink(tmp);
 	return rc;
+}
+
+/* Write PATH: SRC inflated (inflate_into).  Through a temporary file
+ * renamed into place: a reader sees the whole copy or none. */
+static int write_copy(char *path, int src)
+{
+	if (su_cache_mkdirs(path, 0755) != 0)
+		return -1;
+	char tmp[PATH_MAX];
+	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp))
+		return -1;
+	int fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int ok = inflate_into(fd, src) == 0 && fchmod(fd, 0644) == 0;
+	ok = close(fd) == 0 && ok;
+	if (ok && rename(tmp, path) == 0)
+		return 0;
+	unlink(tmp);
+	return -1;
+}
+
+/* SRC inflated into memory (a memfd: libdw maps it as a file), for a run
+ * that keeps no copy: libdeflate's inflate and the unread sections left
+ * out, as for a kept copy, not libelf's zlib on every section.  @return
+ * its fd, or -1. */
+static int inflate_in_memory(int src)
+{
+	int const fd = memfd_create("stackcap-debug", MFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (inflate_into(fd, src) == 0 && lseek(fd, 0, SEEK_SET) == 0)
+		return fd;
+	close(fd);
+	return -1;
 }
 
 /* The copies this process is writing now (their paths), so that a second
@@ -273,7 +284,7 @@ static void writing_end(const char *path)
 
 int su_inflate_cached(const char *dir, int fd)
 {
-	if (!dir || !*dir || fd < 0)
+	if (fd < 0)
 		return -1;
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf)
@@ -287,6 +298,8 @@ int su_inflate_cached(const char *dir, int fd)
 	elf_end(elf);
 	if (!want)
 		return -1;
+	if (!dir || !*dir)
+		return inflate_in_memory(fd);
 	/* A build-id is easy to forge: the copy is named by the source file's
 	 * identity too, so a hostile debug file read once never stands in
 	 * for the true one later (a forged copy is only found again from the
@@ -310,7 +323,7 @@ int su_inflate_cached(const char *dir, int fd)
 	if (claim == 1)
 		writing_end(path);
 	if (wrote != 0)
-		return -1;
+		return inflate_in_memory(fd); /* the cache cannot be written: this run's own */
 	char debug[PATH_MAX];
 	if (snprintf(debug, sizeof(debug), "%s/debug", dir) < (int)sizeof(debug))
 		su_cache_prune(debug, 1); /* its files are under the build-ids' first bytes */

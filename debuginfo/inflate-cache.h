@@ -10,16 +10,18 @@
  * found by the file's build-id and identity and checked before use (a
  * regular file of ours, with that build-id, nothing compressed left), so a
  * stale, foreign or forged file is never taken; any
- * failure (no space, no permission) falls back to the original, silently:
- * the cache only saves time. */
+ * failure (no space, no permission) falls back to a copy in memory,
+ * silently: the cache only saves time. */
 #ifndef STACKCAP_DEBUGINFO_INFLATE_CACHE_H
 #define STACKCAP_DEBUGINFO_INFLATE_CACHE_H
 
 #include <stdint.h>
 
-/* FD: a debug file just found.  When its .debug_* sections are compressed
- * and DIR is not NULL: an fd of its inflated copy in DIR (written now if
- * missing), else -1 (use FD).  FD is never closed or moved. */
+/* FD: a debug file just found.  When its .debug_* sections are
+ * compressed: an fd of its inflated copy in DIR (written now if missing),
+ * or, when DIR is NULL or the copy cannot be written there, of one in
+ * memory for this run alone (a memfd: inflated as fast, libdw then reads
+ * it as a file); else -1 (use FD).  FD is never closed or moved. */
 int su_inflate_cached(const char *dir, int fd);
 
 /* The default cache directory: $STACKCAP_CACHE_DIR, else

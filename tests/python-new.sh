@@ -23,7 +23,7 @@
 set -u
 me="python-new.sh"
 ROOT=${STACKCAP_PY_ROOT:-/var/cache/stackcap-py/trixie}
-PKGS="python3.13 python3.13-dbg libc6-dbg libdw1t64 libelf1t64 libbabeltrace2-0 libzstd1"
+PKGS="python3.13 python3.13-dbg libc6-dbg libdw1t64 libelf1t64 libbabeltrace2-0 libzstd1 libdeflate0"
 
 fail() {
 	echo "1..1"

@@ -1006,6 +1006,41 @@ START_TEST(inflated_as_objcopy_does)
 }
 END_TEST
 
+/* A run that keeps no copy (--no-cache, or a cache that cannot be
+ * written) gets one in memory (a memfd), inflated as a kept one is, not
+ * the compressed file for libdw to inflate with zlib at each open. */
+START_TEST(inflated_in_memory_without_a_cache)
+{
+	char *t = new_tmpdir();
+	uint8_t id[SU_BUILD_ID_MAX];
+	size_t len;
+	char *dbg = make_compressed_debug(t, id, &len);
+	int fd = open(dbg, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	const char *dirs[] = { NULL, "/proc/no-such-cache" };
+	for (size_t i = 0; i < 2; i++) {
+		int const cfd = su_inflate_cached(dirs[i], fd);
+		ck_assert_msg(cfd >= 0, "cache %s: no copy", dirs[i] ? dirs[i] : "(none)");
+		char link[64], target[256] = { 0 };
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", cfd);
+		ck_assert_int_gt(readlink(link, target, sizeof(target) - 1), 0);
+		ck_assert_msg(strncmp(target, "/memfd:", 7) == 0, "cache %s: the copy is %s", dirs[i] ? dirs[i] : "(none)",
+			      target);
+		ck_assert_int_eq(compressed_sections(link), 0);
+		close(cfd);
+	}
+	/* Nothing compressed: nothing to inflate, the file as it is. */
+	char *src = build_path("testdata/tdata-single");
+	int const plain = open(src, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(plain, 0);
+	ck_assert_int_eq(su_inflate_cached(NULL, plain), -1);
+	close(plain);
+	close(fd);
+	free(src); free(dbg);
+	rm_rf(t);
+}
+END_TEST
+
 Suite *debuginfo_suite(void);
 Suite *debuginfo_suite(void)
 {
@@ -1032,6 +1067,7 @@ Suite *debuginfo_suite(void)
 	tcase_add_test(tc, inflate_ahead_writes_the_copy);
 	tcase_add_test(tc, inflated_once_for_threads_at_once);
 	tcase_add_test(tc, inflated_as_objcopy_does);
+	tcase_add_test(tc, inflated_in_memory_without_a_cache);
 	suite_add_tcase(s, tc);
 	return s;
 }
