@@ -162,7 +162,12 @@ fi
 if want ownprof; then
 	scenario ownprof-sigaction 10000 ownprof 2000 sigaction
 	check "ownprof-sigaction: the program's handler saw none of our signals" grep -q "foreign signals 0," "$work/ownprof-sigaction/rec.out"
-	check "ownprof-sigaction: we still sample (>= 500)" [ "${samples:-0}" -ge 500 ]
+	# 2,100-2,200 samples plain; under TSan 530 in a run alone and
+	# fewer under a full make check (its handler's interceptors take the
+	# CPU the program's ticks leave): there the bound says sampling goes on.
+	omin=500
+	[ "${STRESS_SAN:-}" = tsan ] && omin=100
+	check "ownprof-sigaction: we still sample (>= $omin)" [ "${samples:-0}" -ge $omin ]
 	scenario ownprof-signal 10000 ownprof 2000 signal
 	check "ownprof-signal: the program's ticks at its own timer's rate" grep -q "ticks at the timer's rate" "$work/ownprof-signal/rec.out"
 fi
