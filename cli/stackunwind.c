@@ -731,8 +731,17 @@ static void on_stop(void *arg)
 	}
 }
 
+/* Does O leave samples out (a pid, tid, time range or event)?  Then the
+ * files a perf.data's build-id table names are more than its samples
+ * need: on a system-wide recording read for one process, most of them. */
+static int samples_filtered(const struct options *o)
+{
+	return o->filter.pid || o->filter.tid || o->filter.time_begin || o->filter.time_end || o->time_rel ||
+	       o->n_slices > 1 || o->event;
+}
+
 /* A first run's debug files inflated on the cores the workers do not use
- * yet (debuginfo/inflate-ahead.h). */
+ * yet (debuginfo/inflate-ahead.h), unless the samples are filtered. */
 static int on_hit_files(void *arg, const uint8_t (*ids)[SU_BUILD_ID_MAX], const uint8_t *lens, size_t n)
 {
 	struct run *r = arg;
@@ -1032,7 +1041,7 @@ static int cmd_stacks(const struct options *o)
 		}
 		struct su_reader_callbacks cb = { .arg = &r, .sample = on_sample, .end = on_end, .stop = on_stop,
 						  .hit_files = on_hit_files };
-		r.ahead_threads = nw;
+		r.ahead_threads = samples_filtered(o) ? 0 : nw;
 		progress_init(&r.progress, quiet, &st.bytes_read, &st.bytes_on_disk);
 		struct su_reader_opts filter = o->filter;
 		filter.holds_words = nw > 0; /* workers read words in the reader's mapping */
