@@ -200,9 +200,9 @@ struct pr {
 	int kernel_tried;
 	/* Being read on another thread from the header on
 	 * (perf_kernel_syms_ahead), until a sample first needs it; then
-	 * KERNEL, PENDING until the end says whether the read failed. */
+	 * KERNEL, and the end (perf_kernel_syms_end) says whether the read
+	 * failed. */
 	struct su_kernel *kernel_ahead;
-	int kernel_pending;
 	int here_tried, here;        /* perf_recorded_here() */
 
 	uint64_t bad_samples, unknown_ids, compat_regs;
@@ -272,7 +272,8 @@ void perf_deliver(struct pr *r, const uint8_t *rec, size_t len);
  * on (su_kallsyms_ahead), when R's events have kernel call chains that
  * they name (a file's header read: attributes, build-ids, release). */
 void perf_kernel_syms_ahead(struct pr *r);
-/* Every lookup done: a read that failed is said (or -ENOMEM kept). */
+/* Every lookup done (called once, R->cb_rc 0): a read ahead that failed
+ * is said, or its -ENOMEM set in R->cb_rc. */
 void perf_kernel_syms_end(struct pr *r);
 
 /* perf-stream.c */

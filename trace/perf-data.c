@@ -546,22 +546,13 @@ static int hit_files(struct pr *r)
 {
 	uint8_t (*ids)[SU_BUILD_ID_MAX] = NULL;
 	uint8_t *lens = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap_ids = 0, cap_lens = 0;
 	for (size_t i = 0; i < r->cap_paths; i++) {
 		const struct path_info *pi = r->paths[i];
 		if (!pi || !pi->table_id_len || pi->path[0] != '/')
 			continue; /* [kernel.kallsyms], [vdso], ... */
-		if (n == cap) {
-			cap = cap ? 2 * cap : 16;
-			uint8_t (*ni)[SU_BUILD_ID_MAX] = realloc(ids, cap * sizeof(*ids));
-			if (ni)
-				ids = ni;
-			uint8_t *nl = ni ? realloc(lens, cap) : NULL;
-			if (nl)
-				lens = nl;
-			if (!ni || !nl)
-				break; /* only a hint: what fits */
-		}
+		if (SU_GROW(ids, cap_ids, n + 1) || SU_GROW(lens, cap_lens, n + 1))
+			break; /* only a hint: what fits */
 		memcpy(ids[n], pi->table_id, pi->table_id_len);
 		lens[n++] = pi->table_id_len;
 	}

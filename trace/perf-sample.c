@@ -181,16 +181,10 @@ void perf_kernel_syms_ahead(struct pr *r)
 
 void perf_kernel_syms_end(struct pr *r)
 {
-	if (!r->kernel_pending)
-		return;
-	r->kernel_pending = 0;
+	/* 0 at once unless R->KERNEL was read ahead (kernel_syms took it). */
 	int const rc = su_kallsyms_ahead_wait(r->kernel);
-	if (rc) {
-		int const keep = r->cb_rc;
+	if (rc)
 		kernel_unnamed(r, rc, NULL);
-		if (keep)
-			r->cb_rc = keep;
-	}
 }
 
 /* The symbols naming a file's kernel frames, once: this machine's
@@ -207,7 +201,6 @@ static void kernel_syms(struct pr *r)
 		 * a failure is said at the end (perf_kernel_syms_end). */
 		r->kernel = r->kernel_ahead;
 		r->kernel_ahead = NULL;
-		r->kernel_pending = 1;
 	} else {
 		const char *const why = kernel_why(r);
 		int const rc = why ? 0 : su_kallsyms_read_cached(r->opts ? r->opts->kernel_cache_dir : NULL, &r->kernel);
