@@ -111,6 +111,16 @@ static uint64_t identity(uint64_t h, const char *path)
 	return su_file_identity(su_fnv1a_add(h, 1), &st);
 }
 
+typedef int debug_try_fn(struct modpriv *p, const char *path, void *arg);
+static int debug_candidates(struct modpriv *p, const char *file, const char *link, debug_try_fn *try, void *arg);
+
+static int hash_candidate(struct modpriv *p, const char *path, void *h)
+{
+	(void)p;
+	*(uint64_t *)h = identity(*(uint64_t *)h, path);
+	return -1; /* on to the next */
+}
+
 int su_module_kept_path(struct su_module *m, const char *subdir, const char *magic, uint64_t salt, char *path,
 			size_t size)
 {
@@ -121,8 +131,7 @@ int su_module_kept_path(struct su_module *m, const char *subdir, const char *mag
 	if (!m || !m->cache_dir || !*m->cache_dir || m->is_vdso || m->status != SU_MODULE_OK || !m->mod ||
 	    !m->file_id_len || !m->elf_path || m->elf_path[0] != '/')
 		return -1;
-	Dwarf_Addr bias;
-	(void)dwfl_module_getdwarf(m->mod, &bias);
+	struct modpriv *const p = (struct modpriv *)m; /* its first member */
 	uint64_t h = su_fnv1a_add(su_fnv1a(magic, 8), salt);
 	h = su_fnv1a_add(h, m->lookup_hash);
 	Dl_info self;
@@ -130,7 +139,24 @@ int su_module_kept_path(struct su_module *m, const char *subdir, const char *mag
 			       strchr(self.dli_fname, '/') ? self.dli_fname : "/proc/self/exe";
 	h = identity(h, me);
 	h = identity(h, m->elf_path);
-	h = identity(h, m->debug_path);
+	/* Which debug file libdw reads is decided by the binary and the
+	 * files at the paths it is looked for at: their identities (present
+	 * or not) name it without opening any (libdw's opening of a debug
+	 * file was most of a warm run's start).  A file debuginfod could
+	 * send lies elsewhere: then the one libdw opens is asked for. */
+	int dbgd = 0;
+#ifdef HAVE_DEBUGINFOD
+	const char *const urls = getenv("DEBUGINFOD_URLS");
+	dbgd = !p->cache->no_debuginfod && urls && *urls;
+#endif
+	if (dbgd) {
+		Dwarf_Addr bias;
+		(void)dwfl_module_getdwarf(m->mod, &bias);
+		h = identity(su_fnv1a_add(h, 1), m->debug_path);
+	} else {
+		h = su_fnv1a_add(h, 2);
+		(void)debug_candidates(p, m->elf_path, p->main_debuglink, hash_candidate, &h);
+	}
 	char hex[2 * SU_BUILD_ID_MAX + 1];
 	for (size_t i = 0; i < m->file_id_len; i++)
 		snprintf(hex + 2 * i, 3, "%02x", m->file_id[i]);
@@ -322,28 +348,46 @@ static size_t system_roots(const struct su_modcache *c, char *roots[2])
 	return n;
 }
 
-/* The separate debug file of P (FILE: the binary opened, or NULL; LINK: its
- * .gnu_debuglink name, or NULL).  @return fd or -1, *OUT its path. */
-static int find_debug_file(struct modpriv *p, const char *file, const char *link,
-			   char **out)
+/* Each path the separate debug file of P is looked for at, in order
+ * (FILE: the binary opened, or NULL; LINK: its .gnu_debuglink name, or
+ * NULL), given to TRY(P, PATH, ARG) until one returns an fd (>= 0): that
+ * fd, or -1.  debuginfod, asked last, is not among them. */
+
+static int try_candidate(struct modpriv *p, debug_try_fn *try, void *arg, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int try_candidate(struct modpriv *p, debug_try_fn *try, void *arg, const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	va_start(ap, fmt);
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -1;
+	int fd = try(p, s, arg);
+	free(s);
+	return fd;
+}
+
+static int debug_candidates(struct modpriv *p, const char *file, const char *link, debug_try_fn *try, void *arg)
 {
 	struct su_modcache *c = p->cache;
 	char rel[2 * SU_BUILD_ID_MAX + 2];
 	int fd = -1;
-	*out = NULL;
+#define TRY_FMT(...) (fd = try_candidate(p, try, arg, __VA_ARGS__))
 	if (p->want_id_len)
 		su_build_id_rel(rel, p->want_id, p->want_id_len);
 	for (char **d = c->debug_dirs; d && *d && fd < 0; d++) {
 		if (p->want_id_len)
-			fd = try_debug_fmt(p, out, "%s/.build-id/%s.debug", *d, rel);
+			TRY_FMT("%s/.build-id/%s.debug", *d, rel);
 		if (fd < 0 && link)
-			fd = try_debug_fmt(p, out, "%s/%s", *d, link);
+			TRY_FMT("%s/%s", *d, link);
 	}
 	char *roots[2] = {0};
 	size_t nroots = system_roots(c, roots);
 	for (size_t i = 0; i < nroots && fd < 0; i++)
 		if (roots[i] && p->want_id_len)
-			fd = try_debug_fmt(p, out, "%s/.build-id/%s.debug", roots[i], rel);
+			TRY_FMT("%s/.build-id/%s.debug", roots[i], rel);
 	if (fd < 0 && link && file && strcmp(file, "[vdso]") != 0) {
 		/* .gnu_debuglink: next to the binary, in its .debug/, and under
 		 * the debug roots at the binary's recorded directory.  The CRC is
@@ -353,23 +397,38 @@ static int find_debug_file(struct modpriv *p, const char *file, const char *link
 		if (slash) {
 			*slash = '\0';
 			if (strcmp(base_name(file), link) != 0)
-				fd = try_debug_fmt(p, out, "%s/%s", dir, link);
+				TRY_FMT("%s/%s", dir, link);
 			if (fd < 0)
-				fd = try_debug_fmt(p, out, "%s/.debug/%s", dir, link);
+				TRY_FMT("%s/.debug/%s", dir, link);
 		}
 		free(dir);
 		const char *rp = p->pub.recorded_path;
 		const char *rslash = rp ? strrchr(rp, '/') : NULL;
 		for (size_t i = 0; i < nroots && fd < 0 && rslash; i++)
 			if (roots[i])
-				fd = try_debug_fmt(p, out, "%s%.*s/%s", roots[i],
-						   (int)(rslash - rp), rp, link);
+				TRY_FMT("%s%.*s/%s", roots[i], (int)(rslash - rp), rp, link);
 	}
+#undef TRY_FMT
 	for (size_t i = 0; i < nroots; i++)
 		free(roots[i]);
+	return fd;
+}
+
+static int try_debug_candidate(struct modpriv *p, const char *path, void *out)
+{
+	return try_debug(p, path, out);
+}
+
+/* The separate debug file of P (FILE: the binary opened, or NULL; LINK: its
+ * .gnu_debuglink name, or NULL).  @return fd or -1, *OUT its path. */
+static int find_debug_file(struct modpriv *p, const char *file, const char *link,
+			   char **out)
+{
+	*out = NULL;
+	int fd = debug_candidates(p, file, link, try_debug_candidate, out);
 #ifdef HAVE_DEBUGINFOD
 	debuginfod_client *dc;
-	if (fd < 0 && p->want_id_len && (dc = dbgd_client(c)) != NULL) {
+	if (fd < 0 && p->want_id_len && (dc = dbgd_client(p->cache)) != NULL) {
 		char *path = NULL;
 		int dfd = su_debuginfod_api()->find_debuginfo(dc, p->want_id, (int)p->want_id_len, &path);
 		if (dfd >= 0) {

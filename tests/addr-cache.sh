@@ -6,12 +6,14 @@
 # in the file, its checksum redone, is what the second run prints); a file
 # kept for other files (the binary touched: another identity; another
 # --debug-dir), damaged, not ours, open to others or a symlink is not used;
-# --no-cache neither reads nor writes; -j 2 over kept answers prints what
-# -j 1 printed; folded keeps its own (names only) answers; the cache is
-# pruned (files unused for 30 days, then down to a budget).
+# a debug file found by its link touched, or another put where it is
+# looked for first, neither; --no-cache neither reads nor writes; -j 2
+# over kept answers prints what -j 1 printed; folded keeps its own
+# (names only) answers; the cache is pruned (files unused for 30 days, then down to a budget).
 . "${top_srcdir:?}/tests/tap-lib.sh"
 SU="$B/cli/stackunwind"
 need "python3" python3
+need binutils objcopy
 
 # Our own copy of the program, so touching it changes nothing else.
 cp "$TD/tdata-inline" "$work/prog"
@@ -81,6 +83,43 @@ su folded "$work/t.trace" >"$work/f2.folded"
 nf=$(grep -l inline_hot "$C"/sym/* 2>/dev/null | wc -l)
 check "folded: the same lines cold and warm, its own kept file ($nf files name inline_hot)" \
 	sh -c "cmp -s '$work/f1.folded' '$work/ref.folded' && cmp -s '$work/f2.folded' '$work/ref.folded' && [ $nf -ge 2 ]"
+
+# The program's debug info in a file of its own (stripped, with a
+# .gnu_debuglink): the kept answers are named by the identities of the
+# paths that file is looked for at (debuginfo/module.c
+# su_module_kept_path), none of them opened on a warm run; the debug file
+# touched, or another put at a path looked at before it, and the answers
+# kept are not used.
+mkdir -p "$work/sd/.debug"
+objcopy --only-keep-debug "$work/prog" "$work/sd/.debug/sprog.debug" &&
+	objcopy --strip-debug --add-gnu-debuglink="$work/sd/.debug/sprog.debug" "$work/prog" "$work/sd/sprog"
+check "a stripped copy with its debug file beside it (.debug/)" [ $? = 0 ]
+"$STACKCAP" record -o "$work/s.trace" -- "$work/sd/sprog" 0.3 >/dev/null 2>"$work/rec.err"
+C="$work/scache"
+su stacks -j 1 --no-cache "$work/s.trace" >"$work/sref.stacks"
+check "its inlined functions named from the debug file" grep -q ' inline_hot' "$work/sref.stacks"
+# newest_kept: the newest kept file naming inline_hot.
+newest_kept() {
+	f=$(grep -l inline_hot "$C"/sym/* 2>/dev/null)
+	[ -n "$f" ] && ls -t $f | head -n 1
+}
+su stacks -j 1 "$work/s.trace" >/dev/null
+kf=$(newest_kept)
+edit "$kf"
+su stacks -j 1 "$work/s.trace" >"$work/sedited.stacks"
+check "the names come from the kept file (stripped binary, debug file found by its link)" \
+	sh -c "grep -q ' inline_HOT' '$work/sedited.stacks' && ! grep -q ' inline_hot' '$work/sedited.stacks'"
+touch -d '2001-01-01' "$work/sd/.debug/sprog.debug"
+su stacks -j 1 "$work/s.trace" >"$work/stouched.stacks"
+check "the debug file touched (the binary not): the kept answers are not used" \
+	cmp -s "$work/stouched.stacks" "$work/sref.stacks"
+kf=$(newest_kept)
+edit "$kf"
+su stacks -j 1 "$work/s.trace" >"$work/sedited2.stacks"
+cp "$work/sd/.debug/sprog.debug" "$work/sd/sprog.debug"
+su stacks -j 1 "$work/s.trace" >"$work/searlier.stacks"
+check "a debug file put where it is looked for first (next to the binary): the kept answers are not used" \
+	sh -c "grep -q ' inline_HOT' '$work/sedited2.stacks' && cmp -s '$work/searlier.stacks' '$work/sref.stacks'"
 
 # The cache stays bounded (common/cache-file.c su_cache_prune): kept files
 # are named by what they depend on, so a binary upgraded or rebuilt leaves

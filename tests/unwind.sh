@@ -304,10 +304,14 @@ check "the copy leaves the location lists out (NOBITS)" \
 	sh -c "readelf -S -W '$work/zdbg/.build-id/$rel.debug' | grep -Eq '\.debug_loclists +PROGBITS' &&
 		readelf -S -W '$copy' | grep -Eq '\.debug_loclists +NOBITS'"
 ino=$(stat -c %i "$copy")
+# The answers kept by the first run dropped: a warm run that has them
+# opens no debug file at all (su_module_kept_path), and these read it.
+rm -rf "$work/icache/sym" "$work/icache/cfi"
 zstacks zc2
 check "second run: reads the copy (not written again), the same output" \
 	sh -c "[ '$(stat -c %i "$copy")' = '$ino' ] && cmp -s '$work/znc.out' '$work/zc2.out'"
 head -c 100 "$work/zdbg/.build-id/$rel.debug" >"$copy"
+rm -rf "$work/icache/sym" "$work/icache/cfi"
 zstacks zc3
 check "a damaged copy is never used: written again, the same output" \
 	sh -c "[ $(compressed "$copy") = 0 ] && [ \$(stat -c %s '$copy') -gt 100 ] && cmp -s '$work/znc.out' '$work/zc3.out'"
