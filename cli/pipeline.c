@@ -412,6 +412,14 @@ int pipeline_start(struct pipeline *p)
 {
 	if (p->batching || !p->n_args)
 		return 0;
+	/* The ring (~115 KB a batch) only now: a run whose workers never
+	 * join (a short trace) would clear it for nothing. */
+	if (!p->slots) {
+		if (!(p->slots = calloc(p->n_slots, sizeof(*p->slots))))
+			return -ENOMEM;
+		for (unsigned i = 0; i < p->n_slots; i++)
+			p->slots[i].out.by_ref = p->direct.by_ref;
+	}
 	/* The samples worked straight are emitted first. */
 	emit(p, &p->direct);
 	p->direct.gen++;
@@ -428,7 +436,7 @@ int pipeline_start(struct pipeline *p)
 void pipeline_emit_by_ref(struct pipeline *p)
 {
 	p->direct.by_ref = 1;
-	for (unsigned i = 0; i < p->n_slots; i++)
+	for (unsigned i = 0; p->slots && i < p->n_slots; i++)
 		p->slots[i].out.by_ref = 1;
 }
 
@@ -517,12 +525,11 @@ struct pipeline *pipeline_new(unsigned n_workers, void *const *worker_ctx, void 
 	pthread_cond_init(&p->cond, NULL);
 	if (!n_workers)
 		return p;
-	p->n_slots = 2 * n_workers + 2;
-	p->slots = calloc(p->n_slots, sizeof(*p->slots));
+	p->n_slots = 2 * n_workers + 2; /* allocated by pipeline_start */
 	p->threads = calloc(n_workers, sizeof(*p->threads));
 	p->args = calloc(n_workers, sizeof(*p->args));
 	p->n_args = n_workers;
-	if (!p->slots || !p->threads || !p->args) {
+	if (!p->threads || !p->args) {
 		pipeline_free(p);
 		errno = ENOMEM;
 		return NULL;
