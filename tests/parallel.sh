@@ -211,6 +211,24 @@ for tr in zst full-kernel full-in-process threads-kernel threads-in-process; do
 			cmp -s '$work/$tr-st.j1' '$work/$tr-st.j2' && cmp -s '$work/$tr-st.j1' '$work/$tr-st.j8' &&
 			cmp -s '$work/$tr-st.j1.err' '$work/$tr-st.j2.err'"
 done
+# Many processes, each a small sample stream file (a system-wide trace's
+# shape): read in parts, a small file is one part's whole, by its index
+# (trace/source-native.c packet_mine): every sample once, none lost or
+# counted twice, in -j 1's order.
+record procs -F 1999 -- sh -c "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do '$TD/tdata-recurse' -d 20 0.04 & done; wait"
+nsmall=$(find "$work/procs.trace" -name 'samples-*' -size -16k | wc -l)
+check "procs: recorded, small sample files of 12 processes or more ($(rc procs); $nsmall)" \
+	sh -c "[ '$(rc procs)' = 0 ] && [ $nsmall -ge 12 ]"
+for c in folded stacks; do
+	"$SU" $c -j 1 "$work/procs.trace" >"$work/procs-$c.j1" 2>/dev/null
+	for j in 2 8; do
+		STACKCAP_JOBS_AFTER=0 STACKUNWIND_PARTS_WARNINGS=1 "$SU" $c -j $j "$work/procs.trace" \
+			>"$work/procs-$c.j$j" 2>"$work/procs-$c.j$j.err"
+	done
+	check "procs: $c read in 2 and 8 parts, no part warns, byte-identical to -j 1 ($(wc -c <"$work/procs-$c.j1") bytes)" \
+		sh -c "! grep -q 'in part' '$work/procs-$c.j2.err' '$work/procs-$c.j8.err' && [ -s '$work/procs-$c.j1' ] &&
+			cmp -s '$work/procs-$c.j1' '$work/procs-$c.j2' && cmp -s '$work/procs-$c.j1' '$work/procs-$c.j8'"
+done
 # A handler on the alternate signal stack, sampled in process: each sample
 # holds a second stack segment (the thread's own stack), unwound through.
 record sigalt -F 1999 --in-process -- "$TD/tdata-sigalt" 0.5

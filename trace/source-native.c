@@ -298,10 +298,13 @@ static int zhead(struct native_source *s, const uint8_t *frame, size_t len, uint
 	return ob.pos == PKT_HDR ? 0 : 1;
 }
 
+#define WHOLE_FILE (16u << 10)  /* bytes: a sample file this small is one part's */
+#define BY_INDEX UINT64_MAX      /* a claim: the file is the part's its index says */
+
 /* Is F's packet being loaded (its N-th) this part's to read
  * (su_reader_opts.parts)?  Taken when no part took it or a later one of
  * the file: each part goes through every packet in order, so each
- * packet is taken by exactly one. */
+ * packet is taken by exactly one (a small file's all by one part). */
 static int packet_mine(struct native_source *s, const struct nfile *f, uint64_t n)
 {
 	size_t const i = (size_t)(f - s->files[1]);
@@ -317,6 +320,20 @@ static int packet_mine(struct native_source *s, const struct nfile *f, uint64_t 
 		return (n - 1) % s->rep->parts == s->rep->part;
 	_Atomic uint64_t *const c = &s->rep->claims[i];
 	uint64_t seen = atomic_load_explicit(c, memory_order_relaxed);
+	/* A small file (a few packets: a short process of a system-wide
+	 * trace) is one part's, by its index: a process's samples split
+	 * between parts would have each part work out its maps, modules and
+	 * first unwinds; and first come would give them all to the part
+	 * that starts first (each part looks at every file's first packet
+	 * before it reads on).  The first part at a file decides for all
+	 * (a file still being written may have grown for the next). */
+	if (seen == 0 && n == 1) {
+		uint64_t const want = f->size <= WHOLE_FILE ? BY_INDEX : 1;
+		if (atomic_compare_exchange_strong_explicit(c, &seen, want, memory_order_relaxed, memory_order_relaxed))
+			return want == 1 || i % s->rep->parts == s->rep->part;
+	}
+	if (seen == BY_INDEX)
+		return i % s->rep->parts == s->rep->part;
 	while (seen < n)
 		if (atomic_compare_exchange_weak_explicit(c, &seen, n, memory_order_relaxed, memory_order_relaxed))
 			return 1;

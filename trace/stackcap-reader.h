@@ -130,7 +130,9 @@ struct su_reader_opts {
 	 * goes with it.
 	 * With CLAIMS (N_CLAIMS counters, zeroed, shared by the parts: one a
 	 * sample stream file, in name order), a part takes each packet no
-	 * other part took before it got there: the faster takes more.
+	 * other part took before it got there: the faster takes more; a
+	 * file of 16 KB or less is taken whole, by the part its index in
+	 * the name order gives (modulo PARTS).
 	 * Without, those whose index in the file is PART modulo PARTS. */
 	unsigned part, parts;
 	_Atomic uint64_t *claims;
