@@ -316,9 +316,16 @@ int su_inflate_cached(const char *dir, int fd)
 	int cfd = open_copy(path, id, (size_t)len);
 	if (cfd >= 0)
 		return cfd;
+	/* Looked for again once claimed too: a thread that wrote it between
+	 * the look above and the claim has let go of it by then (two copies
+	 * written, the first thread's file replaced under it: seen once on a
+	 * fresh machine, tests/unit/test-debuginfo). */
 	int const claim = writing_claim(path);
-	if (claim == 0 && (cfd = open_copy(path, id, (size_t)len)) >= 0)
+	if (claim >= 0 && (cfd = open_copy(path, id, (size_t)len)) >= 0) {
+		if (claim == 1)
+			writing_end(path);
 		return cfd; /* another thread wrote it meanwhile */
+	}
 	int const wrote = write_copy(path, fd);
 	if (claim == 1)
 		writing_end(path);
