@@ -320,22 +320,6 @@ static int try_debug(struct modpriv *p, const char *path, char **out)
 	return fd;
 }
 
-static int try_debug_fmt(struct modpriv *p, char **out, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int try_debug_fmt(struct modpriv *p, char **out, const char *fmt, ...)
-{
-	va_list ap;
-	char *s = NULL;
-	va_start(ap, fmt);
-	int n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return -1;
-	int fd = try_debug(p, s, out);
-	free(s);
-	return fd;
-}
-
 /* System debug roots: [SYMFS]/usr/lib/debug, then /usr/lib/debug. */
 static size_t system_roots(const struct su_modcache *c, char *roots[2])
 {
@@ -348,11 +332,7 @@ static size_t system_roots(const struct su_modcache *c, char *roots[2])
 	return n;
 }
 
-/* Each path the separate debug file of P is looked for at, in order
- * (FILE: the binary opened, or NULL; LINK: its .gnu_debuglink name, or
- * NULL), given to TRY(P, PATH, ARG) until one returns an fd (>= 0): that
- * fd, or -1.  debuginfod, asked last, is not among them. */
-
+/* The path FMT... given to TRY(P, PATH, ARG): its fd, or -1. */
 static int try_candidate(struct modpriv *p, debug_try_fn *try, void *arg, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 static int try_candidate(struct modpriv *p, debug_try_fn *try, void *arg, const char *fmt, ...)
@@ -369,6 +349,10 @@ static int try_candidate(struct modpriv *p, debug_try_fn *try, void *arg, const 
 	return fd;
 }
 
+/* Each path the separate debug file of P is looked for at, in order
+ * (FILE: the binary opened, or NULL; LINK: its .gnu_debuglink name, or
+ * NULL), given to TRY(P, PATH, ARG) until one returns an fd (>= 0): that
+ * fd, or -1.  debuginfod, asked last, is not among them. */
 static int debug_candidates(struct modpriv *p, const char *file, const char *link, debug_try_fn *try, void *arg)
 {
 	struct su_modcache *c = p->cache;
@@ -507,10 +491,10 @@ static int find_alt_file(struct modpriv *p, const char *debug, const char *name,
 	} else if (debug) {
 		const char *slash = strrchr(debug, '/');
 		if (slash)
-			fd = try_debug_fmt(p, out, "%.*s/%s", (int)(slash - debug), debug, name);
+			fd = try_candidate(p, try_debug_candidate, out, "%.*s/%s", (int)(slash - debug), debug, name);
 	}
 	for (char **d = p->cache->debug_dirs; d && *d && fd < 0; d++)
-		fd = try_debug_fmt(p, out, "%s/%s", *d, base_name(name));
+		fd = try_candidate(p, try_debug_candidate, out, "%s/%s", *d, base_name(name));
 	if (fd < 0 && p->want_id_len)
 		fd = find_debug_file(p, NULL, NULL, out);
 	p->want_id_len = save_len;
