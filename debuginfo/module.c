@@ -45,6 +45,11 @@ struct modpriv {
 	uint8_t want_id[SU_BUILD_ID_MAX];
 	size_t want_id_len;
 	char *main_debuglink;      /* .gnu_debuglink name of the binary, or NULL */
+	/* The identities of the files its kept answers depend on, worked out
+	 * at su_module_kept_path's first call (the unwinder's, then the
+	 * symbolizer's). */
+	uint64_t kept_files;
+	int kept_files_done;
 };
 
 struct su_modcache {
@@ -111,8 +116,8 @@ static uint64_t identity(uint64_t h, const char *path)
 	return su_file_identity(su_fnv1a_add(h, 1), &st);
 }
 
-typedef int debug_try_fn(struct modpriv *p, const char *path, void *arg);
-static int debug_candidates(struct modpriv *p, const char *file, const char *link, debug_try_fn *try, void *arg);
+typedef int candidate_fn(struct modpriv *p, const char *path, void *arg);
+static int debug_candidates(struct modpriv *p, const char *file, const char *link, candidate_fn *try, void *arg);
 
 static int hash_candidate(struct modpriv *p, const char *path, void *h)
 {
@@ -121,23 +126,15 @@ static int hash_candidate(struct modpriv *p, const char *path, void *h)
 	return -1; /* on to the next */
 }
 
-int su_module_kept_path(struct su_module *m, const char *subdir, const char *magic, uint64_t salt, char *path,
-			size_t size)
+/* The identities of the files P's kept answers depend on: this program,
+ * P's file, its debug file. */
+static uint64_t kept_files(struct modpriv *p)
 {
-	/* Named by the opened file's build-id: the recorded one, or the
-	 * file's own when the trace recorded none (perf record lists only the
-	 * files its samples' pcs hit: a callchain's callers, such as libc,
-	 * come without, and their answers were worked out again each run). */
-	if (!m || !m->cache_dir || !*m->cache_dir || m->is_vdso || m->status != SU_MODULE_OK || !m->mod ||
-	    !m->file_id_len || !m->elf_path || m->elf_path[0] != '/')
-		return -1;
-	struct modpriv *const p = (struct modpriv *)m; /* its first member */
-	uint64_t h = su_fnv1a_add(su_fnv1a(magic, 8), salt);
-	h = su_fnv1a_add(h, m->lookup_hash);
+	struct su_module *const m = &p->pub;
 	Dl_info self;
 	const char *const me = dladdr((void *)su_module_kept_path, &self) && self.dli_fname &&
 			       strchr(self.dli_fname, '/') ? self.dli_fname : "/proc/self/exe";
-	h = identity(h, me);
+	uint64_t h = identity(SU_FNV_SEED, me);
 	h = identity(h, m->elf_path);
 	/* Which debug file libdw reads is decided by the binary and the
 	 * files at the paths it is looked for at: their identities (present
@@ -152,11 +149,31 @@ int su_module_kept_path(struct su_module *m, const char *subdir, const char *mag
 	if (dbgd) {
 		Dwarf_Addr bias;
 		(void)dwfl_module_getdwarf(m->mod, &bias);
-		h = identity(su_fnv1a_add(h, 1), m->debug_path);
-	} else {
-		h = su_fnv1a_add(h, 2);
-		(void)debug_candidates(p, m->elf_path, p->main_debuglink, hash_candidate, &h);
+		return identity(su_fnv1a_add(h, 1), m->debug_path);
 	}
+	h = su_fnv1a_add(h, 2);
+	(void)debug_candidates(p, m->elf_path, p->main_debuglink, hash_candidate, &h);
+	return h;
+}
+
+int su_module_kept_path(struct su_module *m, const char *subdir, const char *magic, uint64_t salt, char *path,
+			size_t size)
+{
+	/* Named by the opened file's build-id: the recorded one, or the
+	 * file's own when the trace recorded none (perf record lists only the
+	 * files its samples' pcs hit: a callchain's callers, such as libc,
+	 * come without, and their answers were worked out again each run). */
+	if (!m || !m->cache_dir || !*m->cache_dir || m->is_vdso || m->status != SU_MODULE_OK || !m->mod ||
+	    !m->file_id_len || !m->elf_path || m->elf_path[0] != '/')
+		return -1;
+	struct modpriv *const p = (struct modpriv *)m; /* its first member */
+	if (!p->kept_files_done) {
+		p->kept_files = kept_files(p);
+		p->kept_files_done = 1;
+	}
+	uint64_t h = su_fnv1a_add(su_fnv1a(magic, 8), salt);
+	h = su_fnv1a_add(h, m->lookup_hash);
+	h = su_fnv1a_add(h, p->kept_files);
 	char hex[2 * SU_BUILD_ID_MAX + 1];
 	for (size_t i = 0; i < m->file_id_len; i++)
 		snprintf(hex + 2 * i, 3, "%02x", m->file_id[i]);
@@ -333,9 +350,9 @@ static size_t system_roots(const struct su_modcache *c, char *roots[2])
 }
 
 /* The path FMT... given to TRY(P, PATH, ARG): its fd, or -1. */
-static int try_candidate(struct modpriv *p, debug_try_fn *try, void *arg, const char *fmt, ...)
+static int try_candidate(struct modpriv *p, candidate_fn *try, void *arg, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-static int try_candidate(struct modpriv *p, debug_try_fn *try, void *arg, const char *fmt, ...)
+static int try_candidate(struct modpriv *p, candidate_fn *try, void *arg, const char *fmt, ...)
 {
 	va_list ap;
 	char *s = NULL;
@@ -353,7 +370,7 @@ static int try_candidate(struct modpriv *p, debug_try_fn *try, void *arg, const 
  * (FILE: the binary opened, or NULL; LINK: its .gnu_debuglink name, or
  * NULL), given to TRY(P, PATH, ARG) until one returns an fd (>= 0): that
  * fd, or -1.  debuginfod, asked last, is not among them. */
-static int debug_candidates(struct modpriv *p, const char *file, const char *link, debug_try_fn *try, void *arg)
+static int debug_candidates(struct modpriv *p, const char *file, const char *link, candidate_fn *try, void *arg)
 {
 	struct su_modcache *c = p->cache;
 	char rel[2 * SU_BUILD_ID_MAX + 2];
@@ -671,23 +688,21 @@ static int try_binary(struct modpriv *p, const char *path, int *mismatch)
 	return fd;
 }
 
-/* Try the path FMT... as the binary of P: fd and *PATH set, or -1. */
-static int try_binary_fmt(struct modpriv *p, int *mismatch, char **path, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int try_binary_fmt(struct modpriv *p, int *mismatch, char **path, const char *fmt, ...)
+/* try_candidate's TRY for the binary of P: *B->PATH set to the path
+ * taken. */
+struct binary_try {
+	int *mismatch;
+	char **path;
+};
+
+static int try_binary_candidate(struct modpriv *p, const char *path, void *arg)
 {
-	va_list ap;
-	char *s = NULL;
-	va_start(ap, fmt);
-	int n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (n < 0)
+	const struct binary_try *b = arg;
+	int fd = try_binary(p, path, b->mismatch);
+	if (fd >= 0 && !(*b->path = strdup(path))) {
+		close(fd);
 		return -1;
-	int fd = try_binary(p, s, mismatch);
-	if (fd >= 0)
-		*path = s;
-	else
-		free(s);
+	}
 	return fd;
 }
 
@@ -698,14 +713,14 @@ static int find_binary(struct modpriv *p, int *mismatch, char **path)
 	struct su_module *m = &p->pub;
 	char rel[2 * SU_BUILD_ID_MAX + 2];
 	int fd = -1;
+	struct binary_try bt = { .mismatch = mismatch, .path = path };
 	if (m->build_id_len)
 		su_build_id_rel(rel, m->build_id, m->build_id_len);
 	/* Without a recorded build-id only the recorded path is trusted. */
 	for (char **d = c->debug_dirs; d && *d && fd < 0 && m->build_id_len; d++) {
-		fd = try_binary_fmt(p, mismatch, path, "%s/.build-id/%s", *d, rel);
+		fd = try_candidate(p, try_binary_candidate, &bt, "%s/.build-id/%s", *d, rel);
 		if (fd < 0 && !m->is_vdso && *m->recorded_path)
-			fd = try_binary_fmt(p, mismatch, path, "%s/%s", *d,
-					    base_name(m->recorded_path));
+			fd = try_candidate(p, try_binary_candidate, &bt, "%s/%s", *d, base_name(m->recorded_path));
 	}
 	if (fd < 0 && m->is_vdso) {
 		fd = own_vdso_fd(p);
@@ -723,7 +738,7 @@ static int find_binary(struct modpriv *p, int *mismatch, char **path)
 	size_t nroots = m->build_id_len ? system_roots(c, roots) : 0;
 	for (size_t i = 0; i < nroots; i++) {
 		if (fd < 0 && roots[i])
-			fd = try_binary_fmt(p, mismatch, path, "%s/.build-id/%s", roots[i], rel);
+			fd = try_candidate(p, try_binary_candidate, &bt, "%s/.build-id/%s", roots[i], rel);
 		free(roots[i]);
 	}
 #ifdef HAVE_DEBUGINFOD
