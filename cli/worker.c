@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/worker.h"
+#include "common/asan.h"
 #include "common/grow.h"
 
 int worker_init(struct worker *w, const struct options *o)
@@ -45,6 +46,14 @@ void worker_fini(struct worker *w)
 		}
 	free(w->chains);
 	text_free(&w->chain_lines);
+}
+
+void worker_fini_at_exit(struct worker *w)
+{
+	if (SU_ASAN)
+		worker_fini(w);
+	else
+		su_modcache_save_at_exit(w->modules);
 }
 
 void worker_note_module(struct worker *w, const struct su_module *m)

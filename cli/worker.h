@@ -124,6 +124,12 @@ int worker_init(struct worker *w, const struct options *o);
 /* At a command's end, before the process exits (libdw's state is left to
  * the exit: su_modcache_free_at_exit). */
 void worker_fini(struct worker *w);
+/* At the command's very end, the process exiting next: only the kept
+ * answers written back, nothing freed (a system-wide trace's contexts
+ * took 1-2 ms to free after the reading's threads were done; under
+ * AddressSanitizer, worker_fini for its leak check).  W is not used
+ * again. */
+void worker_fini_at_exit(struct worker *w);
 
 /* Unwind S, counting how it ended: *FRAMES points to its frames (W's, or
  * the unwinder's until its next call: su_unwind_view).  @return how many. */

@@ -64,6 +64,8 @@ struct su_modcache {
 	struct su_modcache_stats stats;
 	void (*unwind_free)(void *);
 	void (*sym_free)(void *);
+	void (*unwind_save)(void *);
+	void (*sym_save)(void *);
 	char *debuginfo_path;      /* for Dwfl_Callbacks: unused by our callbacks */
 	Dwfl_Callbacks callbacks;
 #ifdef HAVE_DEBUGINFOD
@@ -993,6 +995,24 @@ void su_modcache_free_at_exit(struct su_modcache *c)
 	modcache_free(c, !SU_ASAN);
 }
 
+void su_modcache_save_at_exit(struct su_modcache *c)
+{
+	if (SU_ASAN || !c) {
+		su_modcache_free(c);
+		return;
+	}
+	for (size_t i = 0; c->buckets && i < c->nbuckets; i++)
+		for (struct modpriv *p = c->buckets[i]; p; p = p->next) {
+			struct su_module *const m = &p->pub;
+			void (*const us)(void *) = c->unwind_save ? c->unwind_save : c->unwind_free;
+			void (*const ss)(void *) = c->sym_save ? c->sym_save : c->sym_free;
+			if (m->unwind_cache && us)
+				us(m->unwind_cache);
+			if (m->sym_cache && ss)
+				ss(m->sym_cache);
+		}
+}
+
 static void grow(struct su_modcache *c)
 {
 	size_t n = c->nbuckets * 2;
@@ -1097,4 +1117,14 @@ void su_modcache_set_finalizers(struct su_modcache *c, void (*unwind_free)(void 
 		c->unwind_free = unwind_free;
 	if (sym_free)
 		c->sym_free = sym_free;
+}
+
+void su_modcache_set_savers(struct su_modcache *c, void (*unwind_save)(void *), void (*sym_save)(void *))
+{
+	if (!c)
+		return;
+	if (unwind_save)
+		c->unwind_save = unwind_save;
+	if (sym_save)
+		c->sym_save = sym_save;
 }

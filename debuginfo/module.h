@@ -105,6 +105,13 @@ void su_modcache_free(struct su_modcache *cache);
  * a warm stackunwind run.  Freed all the same under AddressSanitizer,
  * whose leak check would take it for a leak. */
 void su_modcache_free_at_exit(struct su_modcache *cache);
+/* At a command's very end, the process exiting next: only the modules'
+ * cached answers written back (each layer's saver: su_modcache_set_savers,
+ * else its finalizer); nothing freed, the exit gives it all back at once
+ * (a system-wide trace's hundreds of modules: 1-2 ms freed piece by
+ * piece, after the reading's threads are done).  CACHE is not to be used
+ * again.  Under AddressSanitizer su_modcache_free, for its leak check. */
+void su_modcache_save_at_exit(struct su_modcache *cache);
 
 /* The module of ENTRY, looked up and opened on first use, then cached by
  * build-id (by path when no build-id was recorded).  Never NULL unless out
@@ -131,6 +138,9 @@ void su_modcache_get_stats(const struct su_modcache *cache,
 void su_modcache_set_finalizers(struct su_modcache *cache,
 				void (*unwind_free)(void *),
 				void (*sym_free)(void *));
+/* And so they can write back, without freeing, what they cached in a
+ * module (su_modcache_save_at_exit); NULL keeps as above. */
+void su_modcache_set_savers(struct su_modcache *cache, void (*unwind_save)(void *), void (*sym_save)(void *));
 
 /* The load bias of ENTRY (ELF address = pc - bias), M its module (or
  * NULL): ENTRY's own, unless it maps a file offset with no bias known

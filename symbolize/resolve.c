@@ -57,6 +57,7 @@ struct su_resolver *su_resolver_new(struct su_modcache *modules, const char *sym
 		return NULL;
 	}
 	su_modcache_set_finalizers(modules, NULL, su_symbolize_cache_free);
+	su_modcache_set_savers(modules, NULL, su_symbolize_cache_save);
 	return r;
 }
 

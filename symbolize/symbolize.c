@@ -173,6 +173,12 @@ static int frames_clean(const struct su_symframe *frames, size_t n);
 
 static void store_kept(struct symcache *c);
 
+void su_symbolize_cache_save(void *sym_cache)
+{
+	if (sym_cache)
+		store_kept(sym_cache);
+}
+
 void su_symbolize_cache_free(void *sym_cache)
 {
 	struct symcache *c = sym_cache;

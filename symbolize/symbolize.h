@@ -60,6 +60,9 @@ size_t su_symbolize_flags(struct su_module *module, uint64_t addr, struct su_sym
 
 /* Free a module's symbol cache (the modcache finalizer). */
 void su_symbolize_cache_free(void *sym_cache);
+/* Write its new answers to its kept file, without freeing (the modcache
+ * saver, at the process's exit). */
+void su_symbolize_cache_save(void *sym_cache);
 
 /* Demangle NAME when it is a C++ (Itanium ABI) symbol: a malloc'ed string,
  * or NULL when NAME is not mangled. */

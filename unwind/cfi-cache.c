@@ -117,13 +117,21 @@ struct uw_cache {
 
 static void kept_store(struct uw_cache *c);
 
+void uw_cache_save(void *cache)
+{
+	struct uw_cache *c = cache;
+	if (c && c->kept_path && c->by_addr.used > c->kept_answers) {
+		kept_store(c);
+		c->kept_answers = c->by_addr.used;
+	}
+}
+
 void uw_cache_free(void *cache)
 {
 	struct uw_cache *c = cache;
 	if (!c)
 		return;
-	if (c->kept_path && c->by_addr.used > c->kept_answers)
-		kept_store(c);
+	uw_cache_save(c);
 	free(c->kept_path);
 	map_free(&c->by_addr);
 	map_free(&c->by_hash);

@@ -237,6 +237,8 @@ int uw_go_topframe(struct su_module *mod, uint64_t addr);
 /* Finalizer for su_module.unwind_cache: writes the module's rules to its
  * kept file (cfi-file.c) when this run found rows the file did not have. */
 void uw_cache_free(void *cache);
+/* The same without freeing (the saver, at the process's exit). */
+void uw_cache_save(void *cache);
 
 /* Longest expression kept; longer ones (never seen in real CFI) are errors. */
 #define UW_EXPR_MAX 64

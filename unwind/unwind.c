@@ -41,8 +41,10 @@ struct su_unwinder *su_unwinder_new(enum su_unwinder_kind kind, struct su_modcac
 	u->memo_epoch = 1;
 	const char *reuse = getenv("STACKCAP_UNWIND_REUSE");
 	u->reuse = !(reuse && strcmp(reuse, "0") == 0);
-	if (kind == SU_UNWINDER_FAST)
+	if (kind == SU_UNWINDER_FAST) {
 		su_modcache_set_finalizers(modules, uw_cache_free, NULL);
+		su_modcache_set_savers(modules, uw_cache_save, NULL);
+	}
 	return u;
 }
 
