@@ -813,6 +813,8 @@ static void *part_read(void *arg)
 	p->rrc = su_trace_read(p->r.o->trace, &p->filter, &cb, &p->st, p->err, sizeof(p->err));
 	if (p->r.ordered) /* every sample of this part handed over, even after a failure */
 		ordered_done(p->r.ordered, p->filter.part);
+	if (p->r.fold) /* sorted here, on each part's thread: the parts' counts are then merged in one pass */
+		folded_counts_sort(p->r.fold);
 	return NULL;
 }
 
@@ -823,16 +825,24 @@ static void *part_read(void *arg)
  * sample (each part warms a context of its own, 2-3 ms of CPU: on the
  * chain's trace -j 2 in parts was slower than -j 1 at 9,000 samples, about
  * even at 21,000)?  Its sample stream files into *FILES. */
-static int parts_worth_it(const struct options *o, size_t *files, uint64_t *dir_bytes)
+static int parts_worth_it(const struct options *o, size_t *files)
 {
 	if (o->jobs < 2 || o->time_rel ||
 	    o->filter.source == SU_READER_BABELTRACE2 || su_trace_probe(o->trace) != SU_TRACE_STACKCAP)
 		return 0;
-	/* One look at the directory for all parts: each would stat every
-	 * file for its progress total (430 files on a 214-process trace,
-	 * ~1 ms). */
+	DIR *d = opendir(o->trace);
+	if (!d)
+		return 0;
 	uint64_t bytes = 0;
-	*dir_bytes = su_trace_dir_count(o->trace, &bytes, files);
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		struct stat sb;
+		if (!strncmp(e->d_name, "samples-", 8) && !fstatat(dirfd(d), e->d_name, &sb, 0) && S_ISREG(sb.st_mode)) {
+			bytes += (uint64_t)sb.st_size;
+			++*files;
+		}
+	}
+	closedir(d);
 	uint64_t n = PARTS_AFTER;
 	(void)jobs_after_env(&n);
 	/* Many sample files: many processes (a system-wide trace), whose
@@ -850,7 +860,7 @@ static int parts_worth_it(const struct options *o, size_t *files, uint64_t *dir_
  * (a damaged trace, a thread that did not start...): nothing of it is
  * kept but what the contexts counted, and the caller reads the trace
  * again the usual way, which says what is wrong. */
-static int read_in_parts(const struct options *o, struct worker *ctx, unsigned n, size_t files, uint64_t dir_bytes,
+static int read_in_parts(const struct options *o, struct worker *ctx, unsigned n, size_t files,
 			 struct folded_counts *fold, struct ordered *ord, struct run *r, struct su_reader_stats *st,
 			 int quiet)
 {
@@ -874,7 +884,8 @@ static int read_in_parts(const struct options *o, struct worker *ctx, unsigned n
 		p[k].filter.parts = n;
 		p[k].filter.claims = claims;
 		p[k].filter.n_claims = files;
-		p[k].filter.dir_bytes = dir_bytes;
+		/* The trace's bytes for part 0's progress line alone, when shown. */
+		p[k].filter.no_dir_bytes = quiet || k || !isatty(STDERR_FILENO);
 		p[k].filter.warn = (struct su_warn_hook){ part_warned, &p[k] };
 		progress_init(&p[k].r.progress, quiet || k, &p[k].st.bytes_read, &p[k].st.bytes_on_disk);
 		ok &= (p[k].r.pipeline = pipeline_new(0, NULL, &ctx[k], unwind_sample, format_sample_of, emit,
@@ -898,10 +909,15 @@ static int read_in_parts(const struct options *o, struct worker *ctx, unsigned n
 		*st = p[0].st;
 		st->samples = st->bad_blobs = st->no_maps = st->no_process = st->blob_bytes = st->raw_stack_bytes = 0;
 	}
+	if (ok && !ord) {
+		/* FOLD empty until now: the parts' sorted counts merged. */
+		struct folded_counts **in = malloc(n * sizeof(*in));
+		for (unsigned k = 0; in && k < n; k++)
+			in[k] = &p[k].fold;
+		ok = in && !folded_counts_merge_sorted(fold, in, n);
+		free(in);
+	}
 	for (unsigned k = 0; k < n; k++) {
-		for (size_t i = 0; ok && i < p[k].fold.n; i++)
-			ok = !folded_counts_add_n(fold, p[k].fold.tab[i].stack, strlen(p[k].fold.tab[i].stack),
-						  p[k].fold.tab[i].count);
 		if (ok) {
 			r->skipped += p[k].r.skipped;
 			r->other_events += p[k].r.other_events;
@@ -966,8 +982,7 @@ static int cmd_stacks(const struct options *o)
 	int rrc = 0;
 	int read = 0;
 	size_t files = 0;
-	uint64_t dir_bytes = 0;
-	if (parts_worth_it(o, &files, &dir_bytes)) {
+	if (parts_worth_it(o, &files)) {
 		/* stacks: the parts' texts straight to the output, in order;
 		 * export: their records into the model, in order. */
 		struct ordered *ord = NULL;
@@ -984,7 +999,7 @@ static int cmd_stacks(const struct options *o)
 				goto out;
 			}
 		}
-		read = read_in_parts(o, ctx, nctx, files, dir_bytes, &fold, ord, &r, &st, quiet);
+		read = read_in_parts(o, ctx, nctx, files, &fold, ord, &r, &st, quiet);
 		if (ord) {
 			int werr;
 			uint64_t const written = ordered_finish(ord, &werr);
@@ -1045,6 +1060,7 @@ static int cmd_stacks(const struct options *o)
 		r.ahead_threads = samples_filtered(o) ? 0 : nw;
 		progress_init(&r.progress, quiet, &st.bytes_read, &st.bytes_on_disk);
 		struct su_reader_opts filter = o->filter;
+		filter.no_dir_bytes = quiet || !isatty(STDERR_FILENO); /* the progress line's alone */
 		filter.holds_words = nw > 0; /* workers read words in the reader's mapping */
 		filter.holding = pipeline_holding(r.pipeline);
 		filter.map_ahead = nw > 0;

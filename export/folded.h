@@ -66,9 +66,10 @@ struct folded_entry {
 };
 
 struct folded_counts {
-	struct folded_entry *tab; /* the N distinct lines, first seen first */
+	struct folded_entry *tab; /* the N distinct lines, first seen first (sorted: by stack) */
 	size_t n, cap;
 	struct su_hmap map;       /* line -> its entry in TAB */
+	int sorted;               /* folded_counts_sort done (or the merge's): no line counted since */
 };
 
 /* Count the line S (LEN bytes, no '\n').  @return 0 or -ENOMEM. */
@@ -84,6 +85,12 @@ int folded_counts_add_lines(struct folded_counts *c, const char *buf, size_t len
 /* The entries sorted by stack, so the output is the same whatever the order
  * of samples; no line is counted after.  @return their number. */
 size_t folded_counts_sort(struct folded_counts *c);
+/* The sorted counts IN[0..N) (folded_counts_sort: each part of a read
+ * sorted its own on its thread) into OUT, empty: one sorted table, the
+ * counts of a line in several added; the lines moved, not copied (IN's
+ * tables then hold nothing to print; folded_counts_free them).
+ * @return 0, or -ENOMEM with nothing moved. */
+int folded_counts_merge_sorted(struct folded_counts *out, struct folded_counts *const *in, size_t n);
 /* Sorted "STACK COUNT" lines to OUT (write errors are OUT's). */
 void folded_counts_print(struct folded_counts *c, FILE *out);
 void folded_counts_free(struct folded_counts *c);

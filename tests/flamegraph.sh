@@ -133,6 +133,13 @@ if command -v script >/dev/null 2>&1; then
 	check "progress: erased before the summary line" \
 		grep -a -q "$(printf 'samples/s\033\\[K\r\033\\[Kstackunwind: [0-9]* samples, ')" "$work/pty.out"
 	check "progress changes nothing in the output" cmp -s "$work/p.svg" "$work/demo.svg.plain"
+	# Read in two parts (STACKCAP_JOBS_AFTER=0: parts however short the
+	# trace): the first part's line, its share of the trace's bytes.
+	script -qec "env STACKUNWIND_PROGRESS_MS=0 STACKCAP_JOBS_AFTER=0 '$SU' flamegraph -j 2 -o '$work/p3.svg' '$work/demo.trace'" \
+		/dev/null >"$work/pty3.out" 2>&1
+	check "progress of a read in parts: 'stackunwind: N samples (P% of the trace)'" \
+		grep -a -q -E 'stackunwind: [0-9]+ samples \([0-9]+% of the trace\), [0-9]+ samples/s' "$work/pty3.out"
+	check "a read in parts: the same output" cmp -s "$work/p3.svg" "$work/demo.svg.plain"
 	STACKUNWIND_PROGRESS_MS=0 "$SU" flamegraph -j 1 -o "$work/p2.svg" "$work/demo.trace" 2>"$work/notty.err"
 	check "no progress when stderr is no terminal" \
 		sh -c "! grep -q 'samples/s' '$work/notty.err' && ! grep -q \"\$(printf '\r')\" '$work/notty.err'"

@@ -1034,7 +1034,7 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 		su_set_err(r.err, r.errlen, "%s: %s", dir, strerror(e));
 		return -e;
 	}
-	stats->bytes_on_disk = opts && opts->dir_bytes ? opts->dir_bytes : su_trace_dir_bytes(dir);
+	stats->bytes_on_disk = opts && opts->no_dir_bytes ? 0 : su_trace_dir_bytes(dir);
 	rep.bytes_read = &stats->bytes_read;
 	rep.order = opts ? opts->order : NULL;
 	if (opts && opts->parts > 1 && opts->part < opts->parts) {

@@ -18,7 +18,6 @@
 
 #include "common/ctf-layout.h"
 #include "trace/reader-internal.h"
-#include "trace/trace-read.h"
 #include "trace/stackcap-reader.h"
 
 /* Read DIR/metadata and check it names a stackcap trace of a version we
@@ -180,7 +179,7 @@ int su_stackcap_trace_probe(const char *dir)
 
 /* Bytes of the regular files under DIR (an LTTng session directory holds
  * its traces in subdirectories). */
-uint64_t su_trace_dir_count(const char *dir, uint64_t *sample_bytes, size_t *sample_files)
+uint64_t su_trace_dir_bytes(const char *dir)
 {
 	DIR *d = opendir(dir);
 	if (!d)
@@ -195,23 +194,12 @@ uint64_t su_trace_dir_count(const char *dir, uint64_t *sample_bytes, size_t *sam
 			continue;
 		if (S_ISREG(sb.st_mode)) {
 			total += (uint64_t)sb.st_size;
-			if (!strncmp(e->d_name, "samples-", 8)) {
-				if (sample_bytes)
-					*sample_bytes += (uint64_t)sb.st_size;
-				if (sample_files)
-					++*sample_files;
-			}
 		} else if (S_ISDIR(sb.st_mode)) {
 			char sub[8192];
 			snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name);
-			total += su_trace_dir_count(sub, NULL, NULL);
+			total += su_trace_dir_bytes(sub);
 		}
 	}
 	closedir(d);
 	return total;
-}
-
-uint64_t su_trace_dir_bytes(const char *dir)
-{
-	return su_trace_dir_count(dir, NULL, NULL);
 }

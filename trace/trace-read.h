@@ -17,12 +17,6 @@ enum su_trace_format {
  * when it is none we read (or cannot be opened). */
 enum su_trace_format su_trace_probe(const char *path);
 
-/* The bytes of DIR's files, subdirectories included (a stackcap trace's
- * bytes on disk); of them, DIR's own sample stream files ("samples-*"):
- * their bytes added to *SAMPLE_BYTES, their count to *SAMPLE_FILES (NULL:
- * not counted).  Unreadable entries count nothing. */
-uint64_t su_trace_dir_count(const char *dir, uint64_t *sample_bytes, size_t *sample_files);
-
 /* Name of a format, for messages ("stackcap trace", ...). */
 const char *su_trace_format_name(enum su_trace_format f);
 

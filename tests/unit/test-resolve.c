@@ -212,6 +212,35 @@ START_TEST(folded_counts_sorted)
 }
 END_TEST
 
+/* The parts of a read in parts each sort their counts; merged, one
+ * sorted table with a line's counts added, as if counted in one. */
+START_TEST(folded_counts_merged)
+{
+	struct folded_counts part[3] = { { 0 } }, all = { 0 }, one = { 0 };
+	char const *const lines[3] = { "b;x\na;y\nb;x\nc\n", "a;y\nd\n", "" };
+	for (int k = 0; k < 3; k++) {
+		ck_assert_int_eq(folded_counts_add_lines(&part[k], lines[k], strlen(lines[k])), 0);
+		ck_assert_int_eq(folded_counts_add_lines(&one, lines[k], strlen(lines[k])), 0);
+		folded_counts_sort(&part[k]);
+	}
+	struct folded_counts *const in[3] = { &part[0], &part[1], &part[2] };
+	ck_assert_int_eq(folded_counts_merge_sorted(&all, in, 3), 0);
+	ck_assert_uint_eq(folded_counts_sort(&one), 4);
+	ck_assert_uint_eq(folded_counts_sort(&all), 4);
+	for (size_t i = 0; i < 4; i++) {
+		ck_assert_str_eq(all.tab[i].stack, one.tab[i].stack);
+		ck_assert_uint_eq(all.tab[i].count, one.tab[i].count);
+	}
+	ck_assert_uint_eq(all.tab[0].count, 2); /* a;y, in two parts */
+	for (int k = 0; k < 3; k++) {
+		ck_assert_uint_eq(part[k].n, 0); /* their lines moved */
+		folded_counts_free(&part[k]);
+	}
+	folded_counts_free(&all);
+	folded_counts_free(&one);
+}
+END_TEST
+
 /* Off-CPU folded lines: each frame marked (the root not), and lines
  * weighed by their trailing count ("STACK N"). */
 START_TEST(folded_off_cpu)
@@ -254,6 +283,7 @@ static Suite *resolve_suite(void)
 	tcase_add_test(tc, kernel_find_packed);
 	tcase_add_test(tc, folded_line);
 	tcase_add_test(tc, folded_counts_sorted);
+	tcase_add_test(tc, folded_counts_merged);
 	tcase_add_test(tc, folded_off_cpu);
 	suite_add_tcase(s, tc);
 	return s;
