@@ -74,30 +74,59 @@ static struct frame_text *frame_cache_slot(struct worker *w, const struct su_mod
 	return &w->ftext[w->n_ftext];
 }
 
+/* " (MODULE)\n" */
+static void put_module_line(struct text *t, const char *module)
+{
+	text_put(t, " (", 2);
+	text_puts(t, module);
+	text_put(t, ")\n", 2);
+}
+
+/* "FUNCTION+0xOFF (MODULE)\n", as perf script */
+static void put_offset_line(struct text *t, const char *function, uint64_t off, const char *module)
+{
+	text_puts(t, function);
+	text_put(t, "+", 1);
+	text_x64(t, off);
+	put_module_line(t, module);
+}
+
 /* The text of resolved frame R: one line per function (inlined ones
  * first, like perf's "(inlined)"), module+offset where nothing is known. */
 static int frame_text_build(struct frame_text *ft, const struct su_resolved *r)
 {
+	/* By hand, not text_printf (vsnprintf twice: measure, then write): a
+	 * system-wide trace names thousands of frames once each. */
 	struct text t = { 0 };
 	size_t n = r->nsym;
 	if (r->kind != SU_RESOLVED_SYMBOLS) {
 		/* module+offset: what can still be looked up later by hand. */
 		n = 1;
-		text_printf(&t, "%s+0x%" PRIx64 " (%s)\n", base_name(r->module_name), r->elf_addr, r->module_name);
+		text_puts(&t, base_name(r->module_name));
+		text_put(&t, "+", 1);
+		text_x64(&t, r->elf_addr);
+		put_module_line(&t, r->module_name);
 		ft->unknown = 1;
 	} else {
 		for (size_t i = 0; i < n; i++) {
 			const struct su_symframe *y = &r->sym[i];
-			const char *fn = y->function ? y->function : "[unknown]";
-			if (y->inlined)
-				text_printf(&t, "%s (inlined) (%s)", fn, r->module_name);
-			else
-				text_printf(&t, "%s+0x%" PRIx64 " (%s)", fn, y->func_offset + (r->activation ? 0 : 1),
-					    r->module_name);
-			if (y->file && y->line)
-				text_printf(&t, " %s:%u\n", y->file, y->line);
-			else
-				text_printf(&t, "\n");
+			text_puts(&t, y->function ? y->function : "[unknown]");
+			if (y->inlined) {
+				text_puts(&t, " (inlined)");
+			} else {
+				text_put(&t, "+", 1);
+				text_x64(&t, y->func_offset + (r->activation ? 0 : 1));
+			}
+			text_put(&t, " (", 2);
+			text_puts(&t, r->module_name);
+			text_put(&t, ")", 1);
+			if (y->file && y->line) {
+				text_put(&t, " ", 1);
+				text_puts(&t, y->file);
+				text_put(&t, ":", 1);
+				text_u64(&t, y->line, 1);
+			}
+			text_put(&t, "\n", 1);
 		}
 	}
 	if (t.oom || !t.buf) {
@@ -218,9 +247,14 @@ static int format_frame(struct worker *w, uint32_t pid, const struct su_maps *ma
 		if (r.kind == SU_RESOLVED_PYTHON) {
 			/* "qualname (file.py:LINE)" */
 			text_pc(out, f->pc);
-			if (r.sym[0].function)
-				text_printf(out, "%s (%s:%u)\n", r.sym[0].function, r.sym[0].file, r.sym[0].line);
-			else
+			if (r.sym[0].function) {
+				text_puts(out, r.sym[0].function);
+				text_put(out, " (", 2);
+				text_puts(out, r.sym[0].file);
+				text_put(out, ":", 1);
+				text_u64(out, r.sym[0].line, 1);
+				text_put(out, ")\n", 2);
+			} else
 				text_puts(out, "[unknown python code] ([python])\n");
 			return 0;
 		}
@@ -228,10 +262,11 @@ static int format_frame(struct worker *w, uint32_t pid, const struct su_maps *ma
 			/* "function+0xOFF ([kernel.kallsyms])", as perf script */
 			text_pc(out, f->pc);
 			if (r.nsym)
-				text_printf(out, "%s+0x%" PRIx64 " (%s)\n", r.sym[0].function, r.sym[0].func_offset,
-					    r.module_name);
-			else
-				text_printf(out, "[unknown] (%s)\n", r.module_name);
+				put_offset_line(out, r.sym[0].function, r.sym[0].func_offset, r.module_name);
+			else {
+				text_puts(out, "[unknown]");
+				put_module_line(out, r.module_name);
+			}
 			if (out->oom)
 				return 0;
 			pctext_add(w, maps, f, NULL, !r.nsym, out->buf + start, out->len - start);
@@ -239,7 +274,7 @@ static int format_frame(struct worker *w, uint32_t pid, const struct su_maps *ma
 		}
 		if (r.kind == SU_RESOLVED_JIT) {
 			text_pc(out, f->pc);
-			text_printf(out, "%s+0x%" PRIx64 " (%s)\n", r.sym[0].function, r.sym[0].func_offset, r.jit_map);
+			put_offset_line(out, r.sym[0].function, r.sym[0].func_offset, r.jit_map);
 			return 0;
 		}
 		struct frame_text *dst = ft ? ft : &tmp;

@@ -64,6 +64,19 @@ void text_u64(struct text *t, uint64_t v, int min_digits)
 	text_put(t, b + i, sizeof(b) - (size_t)i);
 }
 
+void text_x64(struct text *t, uint64_t v)
+{
+	char b[18];
+	int i = (int)sizeof(b);
+	do {
+		b[--i] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	b[--i] = 'x';
+	b[--i] = '0';
+	text_put(t, b + i, sizeof(b) - (size_t)i);
+}
+
 void text_id(struct text *t, uint64_t id)
 {
 	if (id == UINT32_MAX || id == UINT64_MAX)

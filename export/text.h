@@ -58,6 +58,8 @@ void text_puts(struct text *t, const char *s);
 void text_printf(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* V in decimal, at least MIN_DIGITS digits (zeros in front). */
 void text_u64(struct text *t, uint64_t v, int min_digits);
+/* "0x" and V in lowercase hex, as printf's "0x%" PRIx64. */
+void text_x64(struct text *t, uint64_t v);
 /* A pid or tid as perf prints it: signed, so the kernel's "no task any
  * more" (a task sampled after release_task) is -1, not 4294967295; so is
  * a signed -1 read as 64 bits (LTTng's vpid). */

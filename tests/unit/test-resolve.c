@@ -4,6 +4,8 @@
  * by pointer) and export/folded.c's lines and counts.  TAP through Check. */
 #include <check.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -212,6 +214,27 @@ START_TEST(folded_counts_sorted)
 }
 END_TEST
 
+/* Numbers written by hand as printf would: text_x64 as "0x%" PRIx64,
+ * text_u64 as "%" PRIu64 (and its zeros in front). */
+START_TEST(text_numbers_as_printf)
+{
+	uint64_t const v[] = { 0, 1, 9, 10, 15, 16, 0xabcdef, 0x7fffffffffffffffu, UINT64_MAX };
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		struct text t = { 0 };
+		char want[64];
+		text_x64(&t, v[i]);
+		text_put(&t, " ", 1);
+		text_u64(&t, v[i], 1);
+		text_put(&t, " ", 1);
+		text_u64(&t, v[i], 4);
+		snprintf(want, sizeof(want), "0x%" PRIx64 " %" PRIu64 " %04" PRIu64, v[i], v[i], v[i]);
+		ck_assert_uint_eq(t.len, strlen(want));
+		ck_assert_int_eq(memcmp(t.buf, want, t.len), 0);
+		free(t.buf);
+	}
+}
+END_TEST
+
 /* The parts of a read in parts each sort their counts; merged, one
  * sorted table with a line's counts added, as if counted in one. */
 START_TEST(folded_counts_merged)
@@ -284,6 +307,7 @@ static Suite *resolve_suite(void)
 	tcase_add_test(tc, folded_line);
 	tcase_add_test(tc, folded_counts_sorted);
 	tcase_add_test(tc, folded_counts_merged);
+	tcase_add_test(tc, text_numbers_as_printf);
 	tcase_add_test(tc, folded_off_cpu);
 	suite_add_tcase(s, tc);
 	return s;
