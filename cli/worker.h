@@ -105,6 +105,7 @@ struct chain_text {
 	const struct su_maps *maps;  /* NULL: empty slot */
 	uint64_t hash;
 	uint64_t version;            /* bumped each time the slot takes a chain (export names it) */
+	uint64_t seen;               /* stacks: the hash of the last chain met here and not kept (kept from its second time) */
 	struct su_frame *frames;     /* NFRAMES, only pc, map, activation compared */
 	uint32_t nframes;
 	uint32_t unknown;            /* frames without a symbol */
