@@ -93,47 +93,52 @@ static void put_offset_line(struct text *t, const char *function, uint64_t off, 
 
 /* The text of resolved frame R: one line per function (inlined ones
  * first, like perf's "(inlined)"), module+offset where nothing is known. */
-static int frame_text_build(struct frame_text *ft, const struct su_resolved *r)
+static int frame_text_build(struct text *scratch, struct frame_text *ft, const struct su_resolved *r)
 {
-	/* By hand, not text_printf (vsnprintf twice: measure, then write): a
-	 * system-wide trace names thousands of frames once each. */
-	struct text t = { 0 };
+	/* By hand, not text_printf (vsnprintf twice: measure, then write),
+	 * in SCRATCH, then copied at its size: a system-wide trace names
+	 * thousands of frames once each (a text of its own grown from
+	 * nothing took several reallocs each). */
+	struct text *const t = scratch;
+	t->len = 0;
 	size_t n = r->nsym;
 	if (r->kind != SU_RESOLVED_SYMBOLS) {
 		/* module+offset: what can still be looked up later by hand. */
 		n = 1;
-		text_puts(&t, base_name(r->module_name));
-		text_put(&t, "+", 1);
-		text_x64(&t, r->elf_addr);
-		put_module_line(&t, r->module_name);
+		text_puts(t, base_name(r->module_name));
+		text_put(t, "+", 1);
+		text_x64(t, r->elf_addr);
+		put_module_line(t, r->module_name);
 		ft->unknown = 1;
 	} else {
 		for (size_t i = 0; i < n; i++) {
 			const struct su_symframe *y = &r->sym[i];
-			text_puts(&t, y->function ? y->function : "[unknown]");
+			text_puts(t, y->function ? y->function : "[unknown]");
 			if (y->inlined) {
-				text_puts(&t, " (inlined)");
+				text_puts(t, " (inlined)");
 			} else {
-				text_put(&t, "+", 1);
-				text_x64(&t, y->func_offset + (r->activation ? 0 : 1));
+				text_put(t, "+", 1);
+				text_x64(t, y->func_offset + (r->activation ? 0 : 1));
 			}
-			text_put(&t, " (", 2);
-			text_puts(&t, r->module_name);
-			text_put(&t, ")", 1);
+			text_put(t, " (", 2);
+			text_puts(t, r->module_name);
+			text_put(t, ")", 1);
 			if (y->file && y->line) {
-				text_put(&t, " ", 1);
-				text_puts(&t, y->file);
-				text_put(&t, ":", 1);
-				text_u64(&t, y->line, 1);
+				text_put(t, " ", 1);
+				text_puts(t, y->file);
+				text_put(t, ":", 1);
+				text_u64(t, y->line, 1);
 			}
-			text_put(&t, "\n", 1);
+			text_put(t, "\n", 1);
 		}
 	}
-	if (t.oom || !t.buf) {
-		free(t.buf);
+	char *const text = t->oom || !t->buf ? NULL : malloc(t->len + 1);
+	t->oom = 0;
+	if (!text)
 		return -ENOMEM;
-	}
-	ft->text = t.buf;
+	memcpy(text, t->buf, t->len);
+	text[t->len] = 0;
+	ft->text = text;
 	ft->lines = (uint16_t)n;
 	return 0;
 }
@@ -278,7 +283,7 @@ static int format_frame(struct worker *w, uint32_t pid, const struct su_maps *ma
 			return 0;
 		}
 		struct frame_text *dst = ft ? ft : &tmp;
-		if (frame_text_build(dst, &r)) {
+		if (frame_text_build(&w->frame_lines, dst, &r)) {
 			out->oom = 1;
 			return 0;
 		}

@@ -46,6 +46,7 @@ void worker_fini(struct worker *w)
 		}
 	free(w->chains);
 	text_free(&w->chain_lines);
+	text_free(&w->frame_lines);
 }
 
 void worker_fini_at_exit(struct worker *w)

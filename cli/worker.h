@@ -84,6 +84,7 @@ struct worker {
 	 * kept in its slot and put by reference (not in the output's own
 	 * bytes: the texts stacks -j N holds stay small). */
 	struct text chain_lines;
+	struct text frame_lines;     /* a frame's lines made here, then copied to their cache entry */
 	struct su_modcache *modules;
 	struct su_resolver *resolver;
 	struct su_unwinder *unwinder;
