@@ -317,6 +317,22 @@ static struct chain_text *chain_find(struct worker *w, const struct pipeline_sam
 static int chain_keep(struct worker *w, struct chain_text *c, uint64_t hash, const struct su_maps *maps,
 		      const struct su_frame *frames, size_t n, uint32_t unknown, const char *text, size_t len);
 
+/* Slot CT (a chain_find miss) for the chain of hash CH, or NULL when it
+ * is not to be kept yet: stacks keeps a chain from its second time on.
+ * Most of a system-wide trace's chains come once, and keeping each (a
+ * shared text made, its lines copied in, its pages faulted in) was 14%
+ * of stacks there; a chain that repeats is formatted twice, then kept.
+ * (Not folded's: its lines are short, kept at once they cost less than
+ * formatting twice: +2-4% instructions.) */
+static struct chain_text *chain_second_time(struct chain_text *ct, uint64_t ch)
+{
+	if (ct && ct->seen != ch) {
+		ct->seen = ch;
+		return NULL;
+	}
+	return ct;
+}
+
 /* V (below 10^9) in 9 digits, zeros in front. */
 static void text_digits9(struct text *out, uint32_t v)
 {
@@ -392,14 +408,7 @@ static void format_stacks(struct worker *w, const struct pipeline_sample *u, con
 		ct = NULL;
 		goto frames_done;
 	}
-	/* A chain kept from its second time on: most of a system-wide
-	 * trace's chains come once, and keeping each (a shared text made,
-	 * its lines copied in, its pages faulted in) was 14% of stacks
-	 * there; a chain that repeats is formatted twice, then kept. */
-	if (ct && ct->seen != ch) {
-		ct->seen = ch;
-		ct = NULL;
-	}
+	ct = chain_second_time(ct, ch);
 	/* Into an output by reference, a chain kept goes in by reference
 	 * from its first sample on (its lines formatted aside). */
 	struct text *const lines = ct && out->by_ref ? &w->chain_lines : out;
