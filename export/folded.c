@@ -161,7 +161,9 @@ int folded_counts_add_n(struct folded_counts *c, const char *s, size_t len, uint
 	char *k = strndup(s, len);
 	if (!k)
 		return -ENOMEM;
-	c->tab[c->n] = (struct folded_entry){ k, n };
+	/* Its length counted here, on the thread that counts (a part of a
+	 * read in parts), not when the merged table is printed. */
+	c->tab[c->n] = (struct folded_entry){ k, n, strlen(k) };
 	su_hmap_set(&c->map, slot, hash, (uint32_t)c->n++);
 	return 0;
 }
@@ -266,7 +268,7 @@ void folded_counts_print(struct folded_counts *c, FILE *out)
 	struct text t = { 0 };
 	size_t done = 0; /* lines written */
 	for (size_t i = 0; i < n && !t.oom; i++) {
-		text_puts(&t, c->tab[i].stack);
+		text_put(&t, c->tab[i].stack, c->tab[i].len);
 		text_put(&t, " ", 1);
 		text_u64(&t, c->tab[i].count, 1);
 		text_put(&t, "\n", 1);

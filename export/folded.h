@@ -63,6 +63,7 @@ void folded_resolved(struct text *t, const struct folded_opts *o, const struct s
 struct folded_entry {
 	char *stack;              /* the line without its '\n' */
 	uint64_t count;
+	size_t len;               /* strlen(stack) */
 };
 
 struct folded_counts {
