@@ -105,10 +105,7 @@ static int frame_text_build(struct text *scratch, struct frame_text *ft, const s
 	if (r->kind != SU_RESOLVED_SYMBOLS) {
 		/* module+offset: what can still be looked up later by hand. */
 		n = 1;
-		text_puts(t, base_name(r->module_name));
-		text_put(t, "+", 1);
-		text_x64(t, r->elf_addr);
-		put_module_line(t, r->module_name);
+		put_offset_line(t, base_name(r->module_name), r->elf_addr, r->module_name);
 		ft->unknown = 1;
 	} else {
 		for (size_t i = 0; i < n; i++) {
@@ -132,12 +129,10 @@ static int frame_text_build(struct text *scratch, struct frame_text *ft, const s
 			text_put(t, "\n", 1);
 		}
 	}
-	char *const text = t->oom || !t->buf ? NULL : malloc(t->len + 1);
+	char *const text = t->oom || !t->buf ? NULL : strndup(t->buf, t->len);
 	t->oom = 0;
 	if (!text)
 		return -ENOMEM;
-	memcpy(text, t->buf, t->len);
-	text[t->len] = 0;
 	ft->text = text;
 	ft->lines = (uint16_t)n;
 	return 0;

@@ -884,10 +884,10 @@ static int read_in_parts(const struct options *o, struct worker *ctx, unsigned n
 		p[k].filter.parts = n;
 		p[k].filter.claims = claims;
 		p[k].filter.n_claims = files;
-		/* The trace's bytes for part 0's progress line alone, when shown. */
-		p[k].filter.no_dir_bytes = quiet || k || !isatty(STDERR_FILENO);
 		p[k].filter.warn = (struct su_warn_hook){ part_warned, &p[k] };
 		progress_init(&p[k].r.progress, quiet || k, &p[k].st.bytes_read, &p[k].st.bytes_on_disk);
+		/* The trace's bytes for part 0's progress line alone, when shown. */
+		p[k].filter.no_dir_bytes = !p[k].r.progress.on;
 		ok &= (p[k].r.pipeline = pipeline_new(0, NULL, &ctx[k], unwind_sample, format_sample_of, emit,
 						      &p[k].r)) != NULL;
 	}
@@ -1060,7 +1060,7 @@ static int cmd_stacks(const struct options *o)
 		r.ahead_threads = samples_filtered(o) ? 0 : nw;
 		progress_init(&r.progress, quiet, &st.bytes_read, &st.bytes_on_disk);
 		struct su_reader_opts filter = o->filter;
-		filter.no_dir_bytes = quiet || !isatty(STDERR_FILENO); /* the progress line's alone */
+		filter.no_dir_bytes = !r.progress.on; /* the progress line's alone */
 		filter.holds_words = nw > 0; /* workers read words in the reader's mapping */
 		filter.holding = pipeline_holding(r.pipeline);
 		filter.map_ahead = nw > 0;

@@ -1001,11 +1001,11 @@ void su_modcache_save_at_exit(struct su_modcache *c)
 		su_modcache_free(c);
 		return;
 	}
+	void (*const us)(void *) = c->unwind_save ? c->unwind_save : c->unwind_free;
+	void (*const ss)(void *) = c->sym_save ? c->sym_save : c->sym_free;
 	for (size_t i = 0; c->buckets && i < c->nbuckets; i++)
 		for (struct modpriv *p = c->buckets[i]; p; p = p->next) {
 			struct su_module *const m = &p->pub;
-			void (*const us)(void *) = c->unwind_save ? c->unwind_save : c->unwind_free;
-			void (*const ss)(void *) = c->sym_save ? c->sym_save : c->sym_free;
 			if (m->unwind_cache && us)
 				us(m->unwind_cache);
 			if (m->sym_cache && ss)
