@@ -50,6 +50,7 @@ struct ctf_writer {
 	int kernel;             /* the kernel events are declared */
 	size_t n_events;        /* the event table's size (0: none, version < 4) */
 	int off_cpu;            /* the off_cpu event is declared */
+	int own_fds;            /* ctf_writer_opts.own_fds */
 };
 
 struct ctf_stream {
@@ -142,16 +143,16 @@ int ctf_fd_is_file(int fd, dev_t dev, ino_t ino)
 	return st.st_dev == dev && st.st_ino == ino;
 }
 
-static int same_file(int fd, dev_t dev, ino_t ino)
+static int same_file(const struct ctf_writer *w, int fd, dev_t dev, ino_t ino)
 {
-	return ctf_fd_is_file(fd, dev, ino);
+	return w->own_fds ? fd >= 0 : ctf_fd_is_file(fd, dev, ino);
 }
 
 /* FD, just opened, is the file (DEV, INO) (else it is closed).  @return 0, or
  * -ESTALE: the name now names another file. */
 static int check_reopened(int fd, dev_t dev, ino_t ino)
 {
-	if (same_file(fd, dev, ino))
+	if (ctf_fd_is_file(fd, dev, ino))
 		return 0;
 	close(fd);
 	return -ESTALE;
@@ -160,7 +161,7 @@ static int check_reopened(int fd, dev_t dev, ino_t ino)
 /* The trace directory's fd, reopened by name if the program closed ours. */
 static int writer_dirfd(struct ctf_writer *w)
 {
-	if (same_file(w->dirfd, w->dir_dev, w->dir_ino))
+	if (same_file(w, w->dirfd, w->dir_dev, w->dir_ino))
 		return w->dirfd;
 	int const fd = open(w->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
@@ -175,7 +176,7 @@ static int writer_dirfd(struct ctf_writer *w)
 /* The stream file's fd, reopened (no symlink followed) if needed. */
 static int stream_fd(struct ctf_stream *s)
 {
-	if (same_file(s->fd, s->dev, s->ino))
+	if (same_file(s->w, s->fd, s->dev, s->ino))
 		return s->fd;
 	int const d = writer_dirfd(s->w);
 	if (d < 0)
@@ -294,6 +295,7 @@ int ctf_writer_open(const char *dir, const struct ctf_writer_opts *opts,
 	w->kernel = o.kernel_frames != 0;
 	w->n_events = o.n_events;
 	w->off_cpu = o.off_cpu != 0;
+	w->own_fds = o.own_fds != 0;
 	rc = ctf_metadata_install(w->dirfd, w->uuid, o.clock_offset_ns, w->version, o.sampler, o.kernel_frames,
 				  o.events, o.n_events, o.off_cpu, &w->st.metadata_bytes);
 	if (rc)
@@ -334,7 +336,7 @@ int ctf_writer_close(struct ctf_writer *w)
 		if (r && !rc)
 			rc = r;
 	}
-	if (same_file(w->dirfd, w->dir_dev, w->dir_ino) && close(w->dirfd) < 0 && !rc)
+	if (same_file(w, w->dirfd, w->dir_dev, w->dir_ino) && close(w->dirfd) < 0 && !rc)
 		rc = -errno;
 	free(w->dir);
 	ZSTD_freeCCtx(w->cctx);
@@ -1007,7 +1009,7 @@ int ctf_stream_close(struct ctf_stream *s)
 	if (!s)
 		return 0;
 	int rc = packet_write(s);
-	if (same_file(s->fd, s->dev, s->ino) && close(s->fd) < 0 && !rc)
+	if (same_file(s->w, s->fd, s->dev, s->ino) && close(s->fd) < 0 && !rc)
 		rc = -errno;
 	*s->pprev = s->next;
 	if (s->next)

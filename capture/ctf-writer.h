@@ -76,6 +76,12 @@ struct ctf_writer_opts {
 	/* Nonzero: format version 5, the off_cpu event declared
 	 * (docs/trace-format.md "Version 5").  Same rule as kernel_frames. */
 	int off_cpu;
+	/* Nonzero: no program shares this process's fds (the recorder, the
+	 * converter), so the writer's are used without checking first that
+	 * they are still its files (in a traced program they are checked
+	 * before each use: a stat of /proc/self/fd/N, a quarter of the
+	 * recorder's time on a busy machine). */
+	int own_fds;
 };
 
 /* Open (creating it and missing parents if needed) the trace directory and

@@ -124,7 +124,7 @@ int stackcap_convert(int argc, char **argv)
 	struct su_reader_stats st;
 	struct conv c = { .st = &st };
 	struct ctf_writer *w;
-	struct ctf_writer_opts wo = { .sz = sizeof(wo), .zstd = zstd };
+	struct ctf_writer_opts wo = { .sz = sizeof(wo), .zstd = zstd, .own_fds = 1 };
 	int rc = ctf_writer_open(out, &wo, &w);
 	if (rc == 0 && (rc = rec_encoder_new(w, NULL, &c.enc)) != 0)
 		ctf_writer_close(w);

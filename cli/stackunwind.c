@@ -38,6 +38,7 @@
 #include "cli/spread.h"
 #include "cli/warn.h"
 #include "cli/worker.h"
+#include "common/io.h"
 #include "debuginfo/inflate-ahead.h"
 #include "debuginfo/inflate-cache.h"
 
@@ -1178,6 +1179,9 @@ int main(int argc, char **argv)
 	mallopt(M_TOP_PAD, 4 << 20);
 	struct options o;
 	parse_options(argc, argv, &o);
+	/* A pass over our trace holds its bigger stream files open at once,
+	 * each part of -j N its own: a system-wide trace has thousands. */
+	su_nofile_raise();
 	if (o.jobs > 1)
 		fd_table_ahead();
 	int rc = EXIT_ERROR;

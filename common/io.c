@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "common/io.h"
@@ -59,4 +60,19 @@ int su_write_all(int fd, const void *data, size_t len)
 {
 	struct iovec v = { (void *)(uintptr_t)data, len };
 	return len ? su_writev_all(fd, &v, 1) : 0;
+}
+
+rlim_t su_nofile_raise(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return RLIM_INFINITY;
+	rlim_t const top = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (1u << 20) ? (1u << 20) : rl.rlim_max;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur >= top)
+		return RLIM_INFINITY;
+	if (rl.rlim_cur == RLIM_INFINITY)
+		return RLIM_INFINITY;
+	rlim_t const was = rl.rlim_cur;
+	rl.rlim_cur = top;
+	return setrlimit(RLIMIT_NOFILE, &rl) == 0 ? was : RLIM_INFINITY;
 }

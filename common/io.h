@@ -4,6 +4,7 @@
 #define STACKCAP_COMMON_IO_H
 
 #include <stddef.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -21,5 +22,13 @@ int su_write_all(int fd, const void *data, size_t len);
 /* writev() all N pieces of IOV (changed: a short write moves them on),
  * retrying on EINTR.  @return 0 or -errno (-EIO: nothing written). */
 int su_writev_all(int fd, struct iovec *iov, int n);
+
+/* The open-file limit's soft value raised to the hard one (at most
+ * 1,048,576): a trace of a busy machine holds thousands of stream files,
+ * and the usual soft limit is 1,024.  @return the soft limit it had, for
+ * a command started from here, which must see its own (setrlimit before
+ * exec: a program may still use select(), or close every fd up to the
+ * limit); RLIM_INFINITY when nothing changed. */
+rlim_t su_nofile_raise(void);
 
 #endif

@@ -8,6 +8,8 @@
 #include <ucontext.h>
 
 #include "common/grow.h"
+#include "common/hash.h"
+#include "common/hashmap.h"
 #include "record/encode.h"
 #include "record/sigframe.h"
 #include "debuginfo/module.h"
@@ -16,15 +18,19 @@
 
 struct section {
 	const struct su_process *p;
-	struct ctf_stream *proc;
+	struct ctf_stream *proc;          /* NULL once ended (the first's kept: section_end) */
 	const struct su_maps *last_maps;  /* last generation written */
 	uint64_t last_ts;
 	uint32_t samples_streams;
 	size_t stats;                     /* index in procs */
+	int ended;                        /* its streams closed: later samples of it left out */
+	size_t *th;                       /* its threads, indexes in e->th */
+	size_t n_th, cap_th;
 };
 
 struct thread {
-	const struct su_process *p;
+	const struct su_process *p;   /* NULL: a free slot (its section ended) */
+	size_t sec;                   /* index in e->sec */
 	uint32_t tid;
 	int ended;               /* the stream waits for the next new thread */
 	unsigned in_packet;      /* samples since the stream's last packet */
@@ -66,6 +72,20 @@ struct rec_encoder {
 	size_t n_th, cap_th;
 	struct rec_proc_stats *procs;
 	size_t n_procs, cap_procs;
+	/* A recording of a whole machine meets thousands of processes: each
+	 * found by its pid through a map, not by a scan of all (a scan per
+	 * sample and per exit was quadratic), and each ended at its exit, its
+	 * streams closed (fds, buffers and stack images given back).  Per
+	 * procs entry: its pid's section now (index + 1; 0: none), and what
+	 * its ended sections already wrote of its counts. */
+	struct su_hmap pid_map;
+	struct pid_state {
+		size_t sec;
+		uint64_t samples_said, lost_said, throttled_said;
+	} *pid_st;
+	size_t cap_pid_st;
+	size_t *free_th;                  /* thread slots of ended sections */
+	size_t n_free_th, cap_free_th;
 	uint8_t *blob;
 	size_t blob_cap;
 	uint64_t last_ts;
@@ -165,33 +185,80 @@ int rec_encoder_new(struct ctf_writer *w, const struct rec_encoder_opts *o, stru
 	return 0;
 }
 
+struct pid_key {
+	const struct rec_encoder *e;
+	uint32_t pid;
+};
+
+static int pid_eq(const void *arg, uint32_t idx)
+{
+	const struct pid_key *k = arg;
+	return k->e->procs[idx].pid == k->pid;
+}
+
 static struct rec_proc_stats *proc_stats(struct rec_encoder *e, uint32_t pid, size_t *index)
 {
-	for (size_t i = e->n_procs; i-- > 0;)
-		if (e->procs[i].pid == pid) {
-			if (index)
-				*index = i;
-			return &e->procs[i];
-		}
-	if (su_grow((void **)&e->procs, &e->cap_procs, e->n_procs + 1, sizeof(*e->procs)))
+	struct pid_key const k = { e, pid };
+	uint64_t const h = su_fnv1a(&pid, sizeof(pid));
+	if (su_hmap_reserve(&e->pid_map))
 		return NULL;
+	size_t const slot = su_hmap_find(&e->pid_map, h, pid_eq, &k);
+	if (su_hmap_used(&e->pid_map, slot)) {
+		size_t const i = su_hmap_value(&e->pid_map, slot);
+		if (index)
+			*index = i;
+		return &e->procs[i];
+	}
+	if (e->n_procs >= UINT32_MAX - 1 ||
+	    su_grow((void **)&e->procs, &e->cap_procs, e->n_procs + 1, sizeof(*e->procs)) ||
+	    su_grow((void **)&e->pid_st, &e->cap_pid_st, e->n_procs + 1, sizeof(*e->pid_st)))
+		return NULL;
+	su_hmap_set(&e->pid_map, slot, h, (uint32_t)e->n_procs);
 	if (index)
 		*index = e->n_procs;
+	memset(&e->pid_st[e->n_procs], 0, sizeof(*e->pid_st));
 	struct rec_proc_stats *ps = &e->procs[e->n_procs++];
 	memset(ps, 0, sizeof(*ps));
 	ps->pid = pid;
 	return ps;
 }
 
-/* The process stream of P, started at TS on first use. */
+/* PID's section now (ended or not), or NULL. */
+static struct section *pid_section(struct rec_encoder *e, uint32_t pid)
+{
+	struct pid_key const k = { e, pid };
+	if (!e->pid_map.cap)
+		return NULL;
+	size_t const slot = su_hmap_find(&e->pid_map, su_fnv1a(&pid, sizeof(pid)), pid_eq, &k);
+	if (!su_hmap_used(&e->pid_map, slot))
+		return NULL;
+	size_t const sec = e->pid_st[su_hmap_value(&e->pid_map, slot)].sec;
+	return sec ? &e->sec[sec - 1] : NULL;
+}
+
+static int section_end(struct rec_encoder *e, struct section *s, uint64_t ts, int exited);
+
+/* The process stream of P, started at TS on first use.  A pid has one
+ * section at a time: a newer image of it (exec) or a new process on a
+ * reused pid ends the one before.  NULL with *RC: an error; NULL with *RC
+ * 0: P's section has ended (its process exited), nothing more of it is
+ * written. */
 static struct section *section_open(struct rec_encoder *e, const struct su_process *p, uint64_t ts, int *rc)
 {
-	for (size_t i = e->n_sec; i-- > 0;)
-		if (e->sec[i].p == p)
-			return &e->sec[i];
+	*rc = 0;
 	size_t psi;
-	if (!proc_stats(e, p->pid, &psi) ||
-	    su_grow((void **)&e->sec, &e->cap_sec, e->n_sec + 1, sizeof(*e->sec))) {
+	if (!proc_stats(e, p->pid, &psi)) {
+		*rc = -ENOMEM;
+		return NULL;
+	}
+	if (e->pid_st[psi].sec) {
+		struct section *const old = &e->sec[e->pid_st[psi].sec - 1];
+		if (old->p == p)
+			return old->ended ? NULL : old;
+		if (!old->ended && (*rc = section_end(e, old, ts, 0)) != 0)
+			return NULL;
+	}
+	if (su_grow((void **)&e->sec, &e->cap_sec, e->n_sec + 1, sizeof(*e->sec))) {
 		*rc = -ENOMEM;
 		return NULL;
 	}
@@ -217,7 +284,7 @@ static struct section *section_open(struct rec_encoder *e, const struct su_proce
 	if (*rc)
 		return NULL;
 	s->last_ts = ts;
-	e->n_sec++;
+	e->pid_st[psi].sec = ++e->n_sec;
 	return s;
 }
 
@@ -269,34 +336,47 @@ static int write_maps(struct rec_encoder *e, struct section *s, const struct su_
 
 static struct thread *thread_of(struct rec_encoder *e, struct section *sec, uint32_t tid, int *rc)
 {
-	for (size_t i = e->n_th; i-- > 0;)
-		if (e->th[i].p == sec->p && e->th[i].tid == tid && !e->th[i].ended)
-			return &e->th[i];
-	for (size_t i = 0; i < e->n_th; i++)
-		if (e->th[i].p == sec->p && e->th[i].ended) {
-			struct thread *t = &e->th[i]; /* an ended thread's stream */
+	for (size_t i = sec->n_th; i-- > 0;) {
+		struct thread *t = &e->th[sec->th[i]];
+		if (t->tid == tid && !t->ended)
+			return t;
+	}
+	for (size_t i = 0; i < sec->n_th; i++) {
+		struct thread *t = &e->th[sec->th[i]];
+		if (t->ended) { /* an ended thread's stream */
 			t->tid = tid;
 			t->ended = 0;
 			t->have_prev = 0;
 			return t;
 		}
-	if (su_grow((void **)&e->th, &e->cap_th, e->n_th + 1, sizeof(*e->th))) {
+	}
+	size_t ti = e->n_th;
+	if (su_grow((void **)&sec->th, &sec->cap_th, sec->n_th + 1, sizeof(*sec->th)) ||
+	    (!e->n_free_th && su_grow((void **)&e->th, &e->cap_th, e->n_th + 1, sizeof(*e->th)))) {
 		*rc = -ENOMEM;
 		return NULL;
 	}
-	struct thread *t = &e->th[e->n_th];
+	if (e->n_free_th)
+		ti = e->free_th[--e->n_free_th];
+	struct thread *t = &e->th[ti];
 	memset(t, 0, sizeof(*t));
 	char name[64];
 	if (sec->p->seq) /* an image after exec: its own streams */
 		snprintf(name, sizeof(name), "samples-%u-%u-%u", sec->p->pid, sec->samples_streams, sec->p->seq);
 	else
 		snprintf(name, sizeof(name), "samples-%u-%u", sec->p->pid, sec->samples_streams);
-	if ((*rc = ctf_writer_open_stream(e->w, CTF_STREAM_SAMPLES, name, sec->p->pid, &t->s)) != 0)
+	if ((*rc = ctf_writer_open_stream(e->w, CTF_STREAM_SAMPLES, name, sec->p->pid, &t->s)) != 0) {
+		if (ti != e->n_th)
+			e->free_th[e->n_free_th++] = ti;
 		return NULL;
+	}
 	sec->samples_streams++;
 	t->p = sec->p;
+	t->sec = (size_t)(sec - e->sec);
 	t->tid = tid;
-	e->n_th++;
+	sec->th[sec->n_th++] = ti;
+	if (ti == e->n_th)
+		e->n_th++;
 	return t;
 }
 
@@ -479,8 +559,10 @@ static int sample_written(struct rec_encoder *e, struct section *sec, struct thr
  * records were lost (a full ring).  NULL with *RC on an error. */
 static struct thread *sample_thread(struct rec_encoder *e, const struct su_sample *s, struct section **sec, int *rc)
 {
-	if (!(*sec = section_open(e, s->process, s->time_ns, rc)))
+	if (!(*sec = section_open(e, s->process, s->time_ns, rc))) {
+		e->st.after_end += *rc == 0;
 		return NULL;
+	}
 	if ((*sec)->last_maps != s->maps && (*rc = write_maps(e, *sec, s->maps, s->time_ns)) != 0)
 		return NULL;
 	struct thread *t = thread_of(e, *sec, s->tid, rc);
@@ -586,8 +668,10 @@ static int hold_write(struct rec_encoder *e, struct thread *t, uint64_t duration
 	t->held = 0;
 	int rc = 0;
 	struct section *sec = section_open(e, t->p, t->hold_ts, &rc);
-	if (!sec)
+	if (!sec) {
+		e->st.after_end += rc == 0;
 		return rc;
+	}
 	if (t->hold_ref && !t->have_prev) {
 		/* Not expected (a held thread's packet stays open), but
 		 * counted: no loss is silent. */
@@ -618,9 +702,12 @@ static int hold_write(struct rec_encoder *e, struct thread *t, uint64_t duration
 
 static struct thread *held_thread(struct rec_encoder *e, uint32_t pid, uint32_t tid)
 {
-	for (size_t i = e->n_th; i-- > 0;)
-		if (e->th[i].held && e->th[i].tid == tid && e->th[i].p->pid == pid && !e->th[i].ended)
-			return &e->th[i];
+	struct section *sec = pid_section(e, pid);
+	for (size_t i = 0; sec && i < sec->n_th; i++) {
+		struct thread *t = &e->th[sec->th[i]];
+		if (t->held && t->tid == tid && !t->ended)
+			return t;
+	}
 	return NULL;
 }
 
@@ -646,23 +733,91 @@ int rec_encoder_switch(struct rec_encoder *e, uint32_t pid, uint32_t tid, uint64
 	return hold_write(e, t, time - t->blocked_at);
 }
 
-/* Threads still blocked when the recording ends: their time until TS. */
+/* T still blocked when the recording (or its section) ends: its time
+ * until TS. */
+static int hold_end(struct rec_encoder *e, struct thread *t, uint64_t ts)
+{
+	if (!t->held)
+		return 0;
+	if (!t->blocked_at || ts <= t->blocked_at) {
+		t->held = 0;
+		return 0;
+	}
+	e->st.off_cpu_unfinished++;
+	return hold_write(e, t, ts - t->blocked_at);
+}
+
 static int holds_finish(struct rec_encoder *e, uint64_t ts)
 {
 	for (size_t i = 0; i < e->n_th; i++) {
-		struct thread *t = &e->th[i];
-		if (!t->held)
+		if (!e->th[i].p)
 			continue;
-		if (!t->blocked_at || ts <= t->blocked_at) {
-			t->held = 0;
-			continue;
-		}
-		e->st.off_cpu_unfinished++;
-		int const rc = hold_write(e, t, ts - t->blocked_at);
+		int const rc = hold_end(e, &e->th[i], ts);
 		if (rc)
 			return rc;
 	}
 	return 0;
+}
+
+/* What S's pid has not yet said of its drops, written on S's process
+ * stream (drops, then process_end when END) and counted as said. */
+static int section_counts(struct rec_encoder *e, struct section *s, uint64_t ts, uint64_t lost, uint64_t thr,
+			  int end)
+{
+	struct rec_proc_stats *ps = &e->procs[s->stats];
+	struct pid_state *st = &e->pid_st[s->stats];
+	lost += ps->lost - st->lost_said;
+	thr += ps->throttled - st->throttled_said;
+	st->lost_said = ps->lost;
+	st->throttled_said = ps->throttled;
+	uint64_t const at = ts > s->last_ts ? ts : s->last_ts;
+	if (lost || thr) {
+		struct ctf_drops d = { .tid = s->p->pid, .ring_full = lost, .other = thr };
+		int const rc = ctf_stream_drops(s->proc, at, &d);
+		if (rc)
+			return rc;
+	}
+	if (!end)
+		return 0;
+	uint64_t const samples = ps->samples - st->samples_said;
+	st->samples_said = ps->samples;
+	return ctf_stream_process_end(s->proc, at, samples, lost + thr);
+}
+
+/* S's threads' streams closed and their memory given back; its process
+ * stream ended (EXITED: its process exited; else a newer section of its
+ * pid began) and closed.  The first section's process stream stays open:
+ * the trace's last words go there (the kernel symbols, the drops of
+ * processes without a section), its end written by rec_encoder_finish. */
+static int section_end(struct rec_encoder *e, struct section *s, uint64_t ts, int exited)
+{
+	int rc = 0;
+	for (size_t i = 0; i < s->n_th; i++) {
+		struct thread *t = &e->th[s->th[i]];
+		int r = hold_end(e, t, ts);
+		rc = rc ? rc : r;
+		r = ctf_stream_close(t->s);
+		rc = rc ? rc : r;
+		free(t->prev.words);
+		free(t->cur.words);
+		free(t->hold_blob);
+		free(t->hold_kc);
+		memset(t, 0, sizeof(*t));
+		if (!su_grow((void **)&e->free_th, &e->cap_free_th, e->n_free_th + 1, sizeof(*e->free_th)))
+			e->free_th[e->n_free_th++] = s->th[i];
+	}
+	free(s->th);
+	s->th = NULL;
+	s->n_th = s->cap_th = 0;
+	s->ended = 1;
+	if (s == e->sec)
+		return rc;
+	int r = section_counts(e, s, ts, 0, 0, exited || e->o.end_all || s->p->ended);
+	rc = rc ? rc : r;
+	r = ctf_stream_close(s->proc);
+	rc = rc ? rc : r;
+	s->proc = NULL;
+	return rc;
 }
 
 int rec_encoder_process(struct rec_encoder *e, const struct su_process *p, uint64_t ts)
@@ -671,19 +826,27 @@ int rec_encoder_process(struct rec_encoder *e, const struct su_process *p, uint6
 	return section_open(e, p, ts, &rc) ? 0 : rc;
 }
 
-void rec_encoder_thread_exit(struct rec_encoder *e, uint32_t pid, uint32_t tid)
+int rec_encoder_thread_exit(struct rec_encoder *e, uint32_t pid, uint32_t tid, uint64_t ts)
 {
-	for (size_t i = 0; i < e->n_th; i++)
-		if (e->th[i].p->pid == pid && (e->th[i].tid == tid || pid == tid)) {
-			e->th[i].ended = 1;
-			e->th[i].held = 0;
+	struct section *sec = pid_section(e, pid);
+	if (!sec || sec->ended)
+		return 0;
+	for (size_t i = 0; i < sec->n_th; i++) {
+		struct thread *t = &e->th[sec->th[i]];
+		if (t->tid == tid || pid == tid) {
+			t->ended = 1;
+			t->held = 0;
 		}
+	}
+	return pid == tid ? section_end(e, sec, ts, 1) : 0;
 }
 
 int rec_encoder_flush(struct rec_encoder *e)
 {
 	int rc = 0;
 	for (size_t i = 0; i < e->n_sec; i++) {
+		if (!e->sec[i].proc)
+			continue;
 		int const r = ctf_stream_flush(e->sec[i].proc);
 		rc = rc ? rc : r;
 	}
@@ -691,7 +854,7 @@ int rec_encoder_flush(struct rec_encoder *e)
 	 * would cost a whole sample and a zstd frame, and the packets' cuts
 	 * would depend on the machine's load. */
 	for (size_t i = 0; i < e->n_th; i++) {
-		if (!e->th[i].in_packet)
+		if (!e->th[i].p || !e->th[i].in_packet)
 			continue;
 		int const r = ctf_stream_sync(e->th[i].s);
 		rc = rc ? rc : r;
@@ -757,43 +920,28 @@ int rec_encoder_finish(struct rec_encoder *e, uint64_t ts)
 		if (rc)
 			return rc;
 	}
-	int first = 1;
+	if (!e->n_sec)
+		return 0;
+	/* Each pid's drops not yet said on its section in progress; those
+	 * of pids with none (no sample written, or ended before the drops
+	 * were counted) on the first section of all. */
+	uint64_t lost = 0, thr = 0;
+	for (size_t j = 0; j < e->n_procs; j++) {
+		size_t const si = e->pid_st[j].sec;
+		if (si && (!e->sec[si - 1].ended || si == 1))
+			continue;
+		lost += e->procs[j].lost - e->pid_st[j].lost_said;
+		thr += e->procs[j].throttled - e->pid_st[j].throttled_said;
+		e->pid_st[j].lost_said = e->procs[j].lost;
+		e->pid_st[j].throttled_said = e->procs[j].throttled;
+	}
 	for (size_t i = 0; i < e->n_sec; i++) {
 		struct section *s = &e->sec[i];
-		uint64_t const at = ts > s->last_ts ? ts : s->last_ts;
-		struct rec_proc_stats *ps = &e->procs[s->stats];
-		/* A pid's drops on its first section; drops of pids with no
-		 * section (no sample written) on the first section of all. */
-		uint64_t lost = 0, thr = 0;
-		int owner = 1;
-		for (size_t j = 0; j < i; j++)
-			owner &= e->sec[j].stats != s->stats;
-		if (owner) {
-			lost = ps->lost;
-			thr = ps->throttled;
-		}
-		if (first)
-			for (size_t j = 0; j < e->n_procs; j++) {
-				int has = 0;
-				for (size_t k = 0; k < e->n_sec; k++)
-					has |= e->sec[k].stats == j;
-				if (!has) {
-					lost += e->procs[j].lost;
-					thr += e->procs[j].throttled;
-				}
-			}
-		first = 0;
-		if (lost || thr) {
-			struct ctf_drops d = { .tid = s->p->pid, .ring_full = lost, .other = thr };
-			int const rc = ctf_stream_drops(s->proc, at, &d);
-			if (rc)
-				return rc;
-		}
-		if (e->o.end_all || s->p->ended) {
-			int const rc = ctf_stream_process_end(s->proc, at, owner ? ps->samples : 0, lost + thr);
-			if (rc)
-				return rc;
-		}
+		if (!s->proc)
+			continue;
+		int const rc = section_counts(e, s, ts, i ? 0 : lost, i ? 0 : thr, e->o.end_all || s->p->ended);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
@@ -814,6 +962,8 @@ int rec_encoder_free(struct rec_encoder *e)
 	for (size_t i = 0; i < RANGE_SETS; i++)
 		free(e->sets[i].set);
 	for (size_t i = 0; i < e->n_th; i++) {
+		if (!e->th[i].p)
+			continue;
 		int const r = ctf_stream_close(e->th[i].s);
 		if (r && !rc)
 			rc = r;
@@ -823,10 +973,16 @@ int rec_encoder_free(struct rec_encoder *e)
 		free(e->th[i].hold_kc);
 	}
 	for (size_t i = 0; i < e->n_sec; i++) {
+		free(e->sec[i].th);
+		if (!e->sec[i].proc)
+			continue;
 		int const r = ctf_stream_close(e->sec[i].proc);
 		if (r && !rc)
 			rc = r;
 	}
+	su_hmap_free(&e->pid_map);
+	free(e->pid_st);
+	free(e->free_th);
 	free(e->th);
 	free(e->sec);
 	free(e->procs);

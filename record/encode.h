@@ -67,6 +67,7 @@ struct rec_encoder_stats {
 	uint64_t off_cpu_unfinished; /* still blocked at the end: counted until then */
 	uint64_t off_cpu_unpaired;   /* a switch record lost (ring full): the stack left out */
 	uint64_t off_cpu_unwritable; /* held over its thread's previous sample, which its packet no longer holds: left out */
+	uint64_t after_end;          /* samples of a process section already ended (its process exited): left out */
 	size_t n_procs;
 	const struct rec_proc_stats *procs; /* valid until rec_encoder_free */
 	const uint64_t *event_samples;      /* per event of the table (n_events), or NULL */
@@ -101,9 +102,12 @@ int rec_encoder_hold(struct rec_encoder *e, const struct su_sample *s);
  * A thread still blocked at rec_encoder_finish counts until then. */
 int rec_encoder_switch(struct rec_encoder *e, uint32_t pid, uint32_t tid, uint64_t time, int out, int preempted);
 
-/* Thread TID of PID ended (PID == TID: the process): its sample stream
- * takes the next new thread of the process. */
-void rec_encoder_thread_exit(struct rec_encoder *e, uint32_t pid, uint32_t tid);
+/* Thread TID of PID ended at TS: its sample stream takes the next new
+ * thread of the process.  PID == TID: the process ended; its section
+ * ends (process_end written, its streams closed: a recording of a whole
+ * machine would otherwise hold two files open per process it ever
+ * sampled).  0 or -errno. */
+int rec_encoder_thread_exit(struct rec_encoder *e, uint32_t pid, uint32_t tid, uint64_t ts);
 
 /* Put every packet in flight on disk (the recorder, every 250 ms: what is
  * recorded reaches the disk while the program runs); the sample streams'

@@ -50,6 +50,7 @@
 #include "record/recorder.h"
 #include "trace/perf-data.h"
 #include "common/grow.h"
+#include "common/io.h"
 
 struct recorder {
 	const struct rec_options *o;
@@ -137,8 +138,10 @@ static int on_lost(void *arg, uint32_t pid, uint32_t tid, uint64_t n, int thrott
 static int on_exit_task(void *arg, uint32_t pid, uint32_t tid)
 {
 	struct recorder *r = arg;
-	rec_encoder_thread_exit(r->enc, pid, tid);
-	return 0;
+	int const rc = rec_encoder_thread_exit(r->enc, pid, tid, su_perf_stream_time(r->ps));
+	if (rc && !r->werr)
+		r->werr = rc;
+	return rc;
 }
 
 static int on_switch(void *arg, uint32_t pid, uint32_t tid, uint64_t time, int out, int preempted)
@@ -307,8 +310,10 @@ static void warn_line(void *arg, const char *msg)
 /* ---- the child ------------------------------------------------------------------- */
 
 /* Fork ARGV; it waits for a byte on *GO before exec when GO is given
- * (its events are opened meanwhile).  @return its pid or -errno. */
-static pid_t spawn(char **argv, int *go, const struct rec_options *o)
+ * (its events are opened meanwhile).  It runs with the open-file limit
+ * the recorder was given (NOFILE; RLIM_INFINITY: unchanged), not the
+ * recorder's raised one.  @return its pid or -errno. */
+static pid_t spawn(char **argv, int *go, const struct rec_options *o, rlim_t nofile)
 {
 	int p[2] = { -1, -1 };
 	if (go && pipe2(p, O_CLOEXEC))
@@ -326,6 +331,11 @@ static pid_t spawn(char **argv, int *go, const struct rec_options *o)
 		signal(SIGINT, SIG_DFL);
 		signal(SIGQUIT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
+		struct rlimit rl;
+		if (nofile != RLIM_INFINITY && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+			rl.rlim_cur = nofile;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
 		if (go) {
 			char c;
 			close(p[1]);
@@ -574,6 +584,8 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 	if (o->off_cpu && st.off_cpu_unwritable)
 		say(o, "off-CPU: %" PRIu64 " held stacks left out: the sample they were encoded against was no longer "
 		    "in their packet", st.off_cpu_unwritable);
+	if (st.after_end)
+		say(o, "%" PRIu64 " samples of processes whose exit was already recorded left out", st.after_end);
 	if (st.kernel_samples)
 		say(o, "kernel frames in %" PRIu64 " samples; %" PRIu64 " kernel symbols kept (%" PRIu64
 			" bytes)", st.kernel_samples, st.kernel_symbols, st.kernel_symbol_bytes);
@@ -601,6 +613,8 @@ int rec_record(const struct rec_options *o)
 	pid_t child = -1;
 	int go = -1, child_fd = -1;
 	int *pidfds = NULL;
+	/* Two stream files per process sampled, open while it runs. */
+	rlim_t const nofile = su_nofile_raise();
 	struct tidset have = { 0 };
 	struct rec_buf synth = { 0 };
 	uint64_t const t0 = now_ns();
@@ -616,7 +630,7 @@ int rec_record(const struct rec_options *o)
 		/* Like time(1): the terminal's signals go to the command. */
 		signal(SIGINT, SIG_IGN);
 		signal(SIGQUIT, SIG_IGN);
-		child = spawn(o->argv, &go, o);
+		child = spawn(o->argv, &go, o, nofile);
 		if (child < 0) {
 			say(o, "fork: %s", strerror((int)-child));
 			return REC_FAILED;
@@ -732,7 +746,7 @@ int rec_record(const struct rec_options *o)
 		    kreadable ? "kernel call chains are not permitted here (kernel.perf_event_paranoid)"
 				  : "kernel addresses are hidden from this user (kernel.kptr_restrict, "
 				    "kernel.perf_event_paranoid; root sees them)");
-	struct ctf_writer_opts wo = { .sz = sizeof(wo), .zstd = o->zstd, .clock_offset_ns = o->clock_offset_ns,
+	struct ctf_writer_opts wo = { .sz = sizeof(wo), .own_fds = 1, .zstd = o->zstd, .clock_offset_ns = o->clock_offset_ns,
 				     .sampler = "kernel", .kernel_frames = kframes,
 				     .events = r->n_table ? r->table : NULL, .n_events = r->n_table, .off_cpu = o->off_cpu };
 	memcpy(wo.uuid, o->uuid, sizeof(wo.uuid));
@@ -810,7 +824,7 @@ int rec_record(const struct rec_options *o)
 		free(synth.p);
 		synth.p = NULL;
 		if (o->argv) { /* -p/-t/-a -- CMD: record until it ends */
-			child = spawn(o->argv, NULL, o);
+			child = spawn(o->argv, NULL, o, nofile);
 			if (child < 0) {
 				rc = (int)child;
 				child = -1;
@@ -975,5 +989,12 @@ out:
 	for (size_t i = 0; i < r->n_evs; i++)
 		rec_event_free(&r->evs[i]);
 	free(r->evs);
+	if (nofile != RLIM_INFINITY) { /* for a command run after us (the in-process sampler) */
+		struct rlimit rl;
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+			rl.rlim_cur = nofile;
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
+	}
 	return ret;
 }

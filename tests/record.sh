@@ -283,4 +283,25 @@ check "exec chain: exit status 0, no write error" \
 ns=$(ls "$work/execchain.trace" | grep -c '^samples-')
 check "exec chain: each of the three images of one pid has its own sample stream ($ns)" [ "$ns" -ge 3 ]
 
+# A command tree of 300 short processes recorded, and read, under a hard
+# limit of 64 open files: the recorder closes a process's streams at its
+# exit (a system-wide recording meets thousands of processes; it stopped
+# at the limit with "Too many open files"), the reader holds open only
+# the files it has not read whole (it skipped the others, warning).  The
+# command runs with the limits it was given, not the recorder's raised
+# ones.
+(ulimit -n 64 && "$STACKCAP" record $SAMPLER -o "$work/many.trace" -- \
+	sh -c 'i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i + 1)); done; ulimit -n' \
+	>"$work/many.out" 2>"$work/many.rerr")
+rc=$?
+check "300 processes, 64 open files at most: exit 0, no error ($(grep -m1 -e error -e 'open files' "$work/many.rerr"))" \
+	sh -c "[ $rc = 0 ] && ! grep -q -e 'stopped by an error' -e 'Too many open files' '$work/many.rerr'"
+check "300 processes: the command saw its own limit of 64 ($(cat "$work/many.out"))" [ "$(cat "$work/many.out")" = 64 ]
+(ulimit -n 64 && "$B/cli/stackunwind" stats "$work/many.trace" >"$work/many.stats" 2>"$work/many.serr")
+np=$(sed -n 's/^processes: *\([0-9]*\) (\([0-9]*\) ended normally).*/\1 \2/p' "$work/many.stats")
+check "300 processes: read under 64 open files, every process there and ended ($np), no warning ($(head -c 200 "$work/many.serr"))" \
+	sh -c "set -- $np; [ \"\${1:-0}\" -ge 301 ] && [ \"\$1\" = \"\${2:-}\" ] && [ ! -s '$work/many.serr' ]"
+(ulimit -S -n 100 && "$STACKCAP" record $SAMPLER -o "$work/soft.trace" -- sh -c 'ulimit -S -n' >"$work/soft.out" 2>"$work/soft.rerr")
+check "a soft limit of 100 (hard $(ulimit -H -n)): the command sees 100 ($(cat "$work/soft.out"))" [ "$(cat "$work/soft.out")" = 100 ]
+
 echo "1..$n"

@@ -132,6 +132,18 @@ static void file_release(struct nfile *f)
 	f->win_len = 0;
 }
 
+/* A plain file whose window now holds the rest of it needs its fd no
+ * more: closed, so a pass over a system-wide trace (thousands of small
+ * files, each in the merge at once) holds open only its bigger files,
+ * not one fd per file (1,024 is the usual limit). */
+static void window_whole(struct nfile *f)
+{
+	if (!f->zst && f->fd >= 0 && f->win_len && f->win_off + f->win_len >= f->size) {
+		close(f->fd);
+		f->fd = -1;
+	}
+}
+
 /* The first defect of F: warn, count, deliver nothing more of it.  OFF is
  * the plain-stream offset of the defect. */
 static void defect(struct native_source *s, struct nfile *f, uint64_t off, const char *fmt, ...)
@@ -355,8 +367,9 @@ static int load_packet(struct native_source *s, struct nfile *f)
 		file_release(f);
 		return 0;
 	}
-	/* A big packet grew the buffer: give the memory back. */
-	if (f->cap > 16 * PKT_READ) {
+	/* A big packet grew the buffer: give the memory back (unless it is
+	 * the file's rest, its fd closed). */
+	if (f->cap > 16 * PKT_READ && f->fd >= 0) {
 		free(f->buf);
 		f->buf = NULL;
 		f->cap = 0;
@@ -416,6 +429,7 @@ static int load_packet(struct native_source *s, struct nfile *f)
 			}
 			f->win_off = f->foff;
 			f->win_len = (size_t)n;
+			window_whole(f);
 		}
 		got = f->win_len - base;
 		if (got < PKT_HDR) {
@@ -536,6 +550,7 @@ static int load_packet(struct native_source *s, struct nfile *f)
 				return 0;
 			}
 			f->win_len = (size_t)psize;
+			window_whole(f);
 		}
 		f->foff += psize;
 	}
