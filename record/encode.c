@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <ucontext.h>
 
 #include "common/grow.h"
@@ -24,6 +25,9 @@ struct section {
 	uint32_t samples_streams;
 	size_t stats;                     /* index in procs */
 	int ended;                        /* its streams closed: later samples of it left out */
+	int exited;                       /* its process's exit seen, at EXIT_TS, before flush EXIT_FLUSH */
+	uint64_t exit_ts;
+	uint32_t exit_flush;
 	size_t *th;                       /* its threads, indexes in e->th */
 	size_t n_th, cap_th;
 };
@@ -86,6 +90,14 @@ struct rec_encoder {
 	size_t cap_pid_st;
 	size_t *free_th;                  /* thread slots of ended sections */
 	size_t n_free_th, cap_free_th;
+	/* Sections whose process exited, ended at the second flush after
+	 * (250-500 ms on): a sample read from another CPU's ring after the
+	 * exit record still finds its streams.  At most MAX_EXITED wait (the
+	 * oldest ended first): their files count against the open-file
+	 * limit, a sixteenth of which they may take. */
+	size_t *exited;
+	size_t n_exited, cap_exited, max_exited;
+	uint32_t flushes;
 	uint8_t *blob;
 	size_t blob_cap;
 	uint64_t last_ts;
@@ -181,6 +193,10 @@ int rec_encoder_new(struct ctf_writer *w, const struct rec_encoder_opts *o, stru
 		free(e);
 		return -ENOMEM;
 	}
+	struct rlimit rl;
+	e->max_exited = 64;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		e->max_exited = rl.rlim_cur / 16 < 4 ? 4 : rl.rlim_cur / 16 > 256 ? 256 : (size_t)rl.rlim_cur / 16;
 	*out = e;
 	return 0;
 }
@@ -237,6 +253,7 @@ static struct section *pid_section(struct rec_encoder *e, uint32_t pid)
 }
 
 static int section_end(struct rec_encoder *e, struct section *s, uint64_t ts, int exited);
+static int exited_end(struct rec_encoder *e);
 
 /* The process stream of P, started at TS on first use.  A pid has one
  * section at a time: a newer image of it (exec) or a new process on a
@@ -838,12 +855,42 @@ int rec_encoder_thread_exit(struct rec_encoder *e, uint32_t pid, uint32_t tid, u
 			t->held = 0;
 		}
 	}
-	return pid == tid ? section_end(e, sec, ts, 1) : 0;
+	if (pid != tid || sec->exited)
+		return 0;
+	sec->exited = 1;
+	sec->exit_ts = ts;
+	sec->exit_flush = e->flushes;
+	if (su_grow((void **)&e->exited, &e->cap_exited, e->n_exited + 1, sizeof(*e->exited)))
+		return section_end(e, sec, ts, 1); /* now, then */
+	e->exited[e->n_exited++] = (size_t)(sec - e->sec);
+	return e->n_exited > e->max_exited ? exited_end(e) : 0;
+}
+
+/* The sections whose process exited before the flush before this one,
+ * and the oldest beyond MAX_EXITED. */
+static int exited_end(struct rec_encoder *e)
+{
+	int rc = 0;
+	size_t k = 0;
+	for (size_t i = 0; i < e->n_exited; i++) {
+		struct section *s = &e->sec[e->exited[i]];
+		if (s->ended)
+			continue;
+		if (s->exit_flush + 2 > e->flushes && e->n_exited - i <= e->max_exited) {
+			e->exited[k++] = e->exited[i];
+			continue;
+		}
+		int const r = section_end(e, s, s->exit_ts, 1);
+		rc = rc ? rc : r;
+	}
+	e->n_exited = k;
+	return rc;
 }
 
 int rec_encoder_flush(struct rec_encoder *e)
 {
-	int rc = 0;
+	e->flushes++;
+	int rc = exited_end(e);
 	for (size_t i = 0; i < e->n_sec; i++) {
 		if (!e->sec[i].proc)
 			continue;
@@ -939,7 +986,8 @@ int rec_encoder_finish(struct rec_encoder *e, uint64_t ts)
 		struct section *s = &e->sec[i];
 		if (!s->proc)
 			continue;
-		int const rc = section_counts(e, s, ts, i ? 0 : lost, i ? 0 : thr, e->o.end_all || s->p->ended);
+		int const rc = section_counts(e, s, ts, i ? 0 : lost, i ? 0 : thr,
+					      e->o.end_all || s->p->ended || s->exited);
 		if (rc)
 			return rc;
 	}
@@ -983,6 +1031,7 @@ int rec_encoder_free(struct rec_encoder *e)
 	su_hmap_free(&e->pid_map);
 	free(e->pid_st);
 	free(e->free_th);
+	free(e->exited);
 	free(e->th);
 	free(e->sec);
 	free(e->procs);

@@ -104,9 +104,9 @@ int rec_encoder_switch(struct rec_encoder *e, uint32_t pid, uint32_t tid, uint64
 
 /* Thread TID of PID ended at TS: its sample stream takes the next new
  * thread of the process.  PID == TID: the process ended; its section
- * ends (process_end written, its streams closed: a recording of a whole
- * machine would otherwise hold two files open per process it ever
- * sampled).  0 or -errno. */
+ * ends at the second rec_encoder_flush after (process_end written, its
+ * streams closed: a recording of a whole machine would otherwise hold two
+ * files open per process it ever sampled).  0 or -errno. */
 int rec_encoder_thread_exit(struct rec_encoder *e, uint32_t pid, uint32_t tid, uint64_t ts);
 
 /* Put every packet in flight on disk (the recorder, every 250 ms: what is
