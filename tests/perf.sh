@@ -236,8 +236,13 @@ check "perf record -a: $nnu samples without user state print as [no-user], each 
 # ---- event names: perf.data's HEADER_EVENT_DESC ----
 # Several -e: each sample printed with its event's name, as perf script -F
 # event names it, in perf script's order; --event takes the samples of one.
+# The command blocks (threads that sleep, a shell waiting) before it burns:
+# a thread that only burns may never be switched out on an idle machine
+# (its last switch, at exit, comes after its events are gone): no
+# sched_switch sample at all, 2 runs in 3 here.
 perf record -q -k monotonic -e page-faults -e sched:sched_switch -e cpu-clock --call-graph dwarf \
-	-o "$work/ev.data" -- "$TD/tdata-single" 0.3 >/dev/null 2>"$work/ev.perr"
+	-o "$work/ev.data" -- sh -c '"$1" sleep 0.02 && "$2" 0.3' sh "$TD/tdata-offcpu" "$TD/tdata-single" \
+	>/dev/null 2>"$work/ev.perr"
 perf script --ns -i "$work/ev.data" -F tid,time,event 2>/dev/null |
 	awk '{ e = $NF; sub(/:$/, "", e); t = $(NF - 1); sub(/:$/, "", t); print $1, t, e }' >"$work/ev.perf"
 "$SU" stacks "$work/ev.data" 2>/dev/null | awk '/^[^\t ]/ {
