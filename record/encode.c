@@ -827,6 +827,16 @@ static int section_end(struct rec_encoder *e, struct section *s, uint64_t ts, in
 	s->th = NULL;
 	s->n_th = s->cap_th = 0;
 	s->ended = 1;
+	/* Its maps are not used again: the range sets of its pid forgotten
+	 * (a released generation's address may come back, another's). */
+	for (size_t i = 0; i < RANGE_SETS; i++)
+		if (e->sets[i].pid == s->p->pid) {
+			e->sets[i].maps = NULL;
+			e->sets[i].used = 0;
+		}
+	s->last_maps = NULL;
+	if (e->o.released)
+		e->o.released(e->o.released_arg, s->p);
 	if (s == e->sec)
 		return rc;
 	int r = section_counts(e, s, ts, 0, 0, exited || e->o.end_all || s->p->ended);

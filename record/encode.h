@@ -44,6 +44,11 @@ struct rec_encoder_opts {
 	size_t n_events;
 	/* Warnings (kernel symbols not recorded); zeroed: none. */
 	struct su_warn_hook warn;
+	/* Called when a section has ended, with its process: nothing of P
+	 * (its maps) is used again (a live stream frees them:
+	 * su_perf_stream_release).  NULL: none. */
+	void (*released)(void *arg, const struct su_process *p);
+	void *released_arg;
 };
 
 /* What was written, per process (pid; the sections of one pid summed). */

@@ -128,6 +128,14 @@ static int on_process(void *arg, const struct su_process *p)
 	return rc;
 }
 
+/* A section ended: the stream's model frees its process's maps. */
+static void on_released(void *arg, const struct su_process *p)
+{
+	struct recorder *r = arg;
+	if (r->ps)
+		su_perf_stream_release(r->ps, p);
+}
+
 static int on_lost(void *arg, uint32_t pid, uint32_t tid, uint64_t n, int throttled)
 {
 	(void)tid;
@@ -756,7 +764,8 @@ int rec_record(const struct rec_options *o)
 	}
 	struct rec_encoder_opts const eo = { .full_copy = o->full_copy, .end_all = 1, .policy = o->policy,
 					     .kernel_frames = kframes, .events = r->n_table ? r->table : NULL,
-					     .n_events = r->n_table, .warn = { warn_line, (void *)o } };
+					     .n_events = r->n_table, .warn = { warn_line, (void *)o },
+					     .released = on_released, .released_arg = r };
 	struct su_reader_callbacks cb = { .arg = r, .process_start = on_process, .sample = on_sample, .end = on_end };
 	if ((rc = rec_encoder_new(r->w, &eo, &r->enc)) != 0 ||
 	    (rc = su_perf_stream_new(&r->attrs[0], sizeof(r->attrs[0]), &cb, &r->live, &r->rst, &r->ps)) != 0)

@@ -97,6 +97,9 @@ struct proc {
 	/* Every mapping, data too (attr.mmap_data): where a sample's stack
 	 * ends.  Freed when the process ends or execs. */
 	struct su_mem_ranges mem;
+	/* Its maps generations: their indexes in r->gens (perf_proc_release). */
+	size_t *gen_at;
+	size_t n_gen_at, cap_gen_at;
 };
 
 struct attr {
@@ -256,6 +259,8 @@ int perf_recorded_here(struct pr *r);
 uint32_t perf_attr_stack_cap(const struct attr *a, int chain);
 struct proc *perf_proc_get(struct pr *r, uint32_t pid);
 struct su_maps *perf_proc_maps(struct pr *r, struct proc *p);
+/* P's mappings and maps generations freed (its su_process stays). */
+void perf_proc_release(struct pr *r, struct proc *p);
 void perf_maps_free(struct su_maps *m);
 void perf_on_mmap(struct pr *r, const uint8_t *rec, size_t len, int v2);
 void perf_on_comm(struct pr *r, const uint8_t *rec, size_t len);

@@ -400,6 +400,7 @@ void perf_pr_free(struct pr *r)
 		free(r->procs[i]->p.comm);
 		free(r->procs[i]->p.exe);
 		free(r->procs[i]->m);
+		free(r->procs[i]->gen_at);
 		su_mem_ranges_free(&r->procs[i]->mem);
 		free(r->procs[i]);
 	}

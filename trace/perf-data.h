@@ -87,6 +87,13 @@ int su_perf_stream_round(struct su_perf_stream *s);
 uint32_t su_perf_stream_stack_cap(const struct su_perf_stream *s);
 /* The time of the record being delivered (in a callback). */
 uint64_t su_perf_stream_time(const struct su_perf_stream *s);
+/* The consumer is done with P, a process of this stream (its process
+ * ended and nothing more of it is wanted): its maps generations and
+ * mappings are freed (a recording of a whole machine would otherwise keep
+ * those of every process it met); P itself stays valid until
+ * su_perf_stream_free.  A later sample of it would come with maps built
+ * anew, empty. */
+void su_perf_stream_release(struct su_perf_stream *s, const struct su_process *p);
 /* Every queued record delivered, then cb->end. */
 int su_perf_stream_end(struct su_perf_stream *s);
 void su_perf_stream_free(struct su_perf_stream *s);

@@ -270,7 +270,8 @@ struct su_maps *perf_proc_maps(struct pr *r, struct proc *p)
 {
 	if (!p->dirty && p->cur)
 		return p->cur;
-	if (su_grow((void **)&r->gens, &r->cap_gens, r->n_gens + 1, sizeof(*r->gens)))
+	if (su_grow((void **)&r->gens, &r->cap_gens, r->n_gens + 1, sizeof(*r->gens)) ||
+	    su_grow((void **)&p->gen_at, &p->cap_gen_at, p->n_gen_at + 1, sizeof(*p->gen_at)))
 		return NULL;
 	struct su_maps *m = calloc(1, sizeof(*m));
 	if (!m)
@@ -301,12 +302,30 @@ struct su_maps *perf_proc_maps(struct pr *r, struct proc *p)
 		perf_maps_free(m); /* cannot happen: proc_mmap keeps them disjoint */
 		return NULL;
 	}
+	p->gen_at[p->n_gen_at++] = r->n_gens;
 	r->gens[r->n_gens++] = m;
 	p->cur = m;
 	p->dirty = 0;
 	if (r->cb->maps && !r->cb_rc)
 		r->cb_rc = r->cb->maps(r->cb->arg, &p->p, m);
 	return m;
+}
+
+void perf_proc_release(struct pr *r, struct proc *p)
+{
+	for (size_t i = 0; i < p->n_gen_at; i++) {
+		perf_maps_free(r->gens[p->gen_at[i]]);
+		r->gens[p->gen_at[i]] = NULL;
+	}
+	free(p->gen_at);
+	p->gen_at = NULL;
+	p->n_gen_at = p->cap_gen_at = 0;
+	free(p->m);
+	p->m = NULL;
+	p->n = p->cap = 0;
+	su_mem_ranges_free(&p->mem);
+	p->cur = NULL;
+	p->dirty = 1;
 }
 
 void perf_on_mmap(struct pr *r, const uint8_t *rec, size_t len, int v2)

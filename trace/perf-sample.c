@@ -210,7 +210,8 @@ static void kernel_syms(struct pr *r)
 		}
 	}
 	for (size_t i = 0; i < r->n_gens; i++)
-		r->gens[i]->kernel = r->kernel;
+		if (r->gens[i]) /* NULL: released (su_perf_stream_release) */
+			r->gens[i]->kernel = r->kernel;
 }
 
 /* P lies in the file's mapping or, reading a directory, in a data.N's. */

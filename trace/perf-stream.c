@@ -914,6 +914,12 @@ int su_perf_stream_end(struct su_perf_stream *s)
 	return r->cb->end ? r->cb->end(r->cb->arg) : 0;
 }
 
+void su_perf_stream_release(struct su_perf_stream *s, const struct su_process *p)
+{
+	/* The model's su_process is the head of its struct proc. */
+	perf_proc_release(&s->r, (struct proc *)(void *)p);
+}
+
 void su_perf_stream_free(struct su_perf_stream *s)
 {
 	if (!s)
