@@ -26,6 +26,9 @@ EXTRA_DIST += bench/lttng.sh
 EXTRA_DIST += bench/offcpu.sh
 # Kernel frames' cost: stackcap record with and without --user-only.
 EXTRA_DIST += bench/kernel-frames.sh
+# stackcap record -a beside perf record -a on a machine starting hundreds
+# of processes a second (shell loops, gcc, xz): CPU, memory, files, drops.
+EXTRA_DIST += bench/sys-record.sh
 
 # A fixed amount of CPU work through 12..24-frame call chains, timed by
 # bench/slowdown.sh with no profiler, stackcap record and perf record.
