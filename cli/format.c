@@ -176,11 +176,29 @@ static const struct pc_text *pctext_find(struct worker *w, const struct su_maps 
 	return &w->pctext[w->last_pctext];
 }
 
+/* The pc_text cache's bytes at most: its key is a maps snapshot's, so a
+ * system-wide trace (each process its snapshots, thousands of processes)
+ * adds entries it seldom meets again; past this the cache starts empty
+ * (what it held is found again by the resolver's own caches). */
+#define PCTEXT_BUDGET (48u << 20)
+
+static void pctext_clear(struct worker *w)
+{
+	for (size_t i = 0; i < w->n_pctext; i++)
+		free(w->pctext[i].text);
+	w->n_pctext = 0;
+	w->last_pctext = 0;
+	w->pctext_bytes = 0;
+	su_hmap_free(&w->pctext_map);
+}
+
 /* Keep TEXT (LEN bytes) as frame F's text: M's, UNKNOWN or not.  Out of
  * memory: only the cache entry is lost. */
 static void pctext_add(struct worker *w, const struct su_maps *maps, const struct su_frame *f,
 		       const struct su_module *m, int unknown, const char *text, size_t len)
 {
+	if (w->pctext_bytes > PCTEXT_BUDGET)
+		pctext_clear(w);
 	if (len > UINT32_MAX || w->n_pctext >= UINT32_MAX || su_hmap_reserve(&w->pctext_map) ||
 	    SU_GROW(w->pctext, w->cap_pctext, w->n_pctext + 1))
 		return;
@@ -195,6 +213,8 @@ static void pctext_add(struct worker *w, const struct su_maps *maps, const struc
 						   .activation = f->activation, .unknown = (uint8_t)unknown,
 						   .len = (uint32_t)len, .text = copy };
 	su_hmap_set(&w->pctext_map, slot, hash, (uint32_t)w->n_pctext++);
+	/* The entry, its text (malloc's 16-byte steps), its map slot's 12. */
+	w->pctext_bytes += sizeof(struct pc_text) + ((len + 15) & ~(size_t)15) + 24;
 }
 
 /* Is F's text a function of (maps snapshot, pc, map, activation), kept

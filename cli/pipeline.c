@@ -16,6 +16,12 @@
 #define BATCH_BYTES (1u << 18)   /* copied stack words and chains: a batch is full past this */
 #define DIRECT_FLUSH (1u << 16)
 #define DIRECT_FLUSH_REFS (1u << 20) /* bytes by reference: only the pointers are in memory */
+/* Batches' copies in flight at most (filled, not yet written): a stack
+ * may be 64 MiB (its declared cap), and a batch past BATCH_BYTES holds
+ * its arena until written; past this the reader works or waits.  An
+ * arena that grew past ARENA_KEEP is given back once written. */
+#define HELD_MAX (64u << 20)
+#define ARENA_KEEP (4 * BATCH_BYTES)
 
 enum batch_state {
 	BATCH_FREE = 0,
@@ -78,6 +84,7 @@ struct batch {
 	int err;                 /* -errno: the worker could not work it */
 	uint64_t seq;
 	enum batch_state state;
+	size_t held;             /* its arena's bytes, counted in pipeline.held while submitted */
 };
 
 /* A thread that works batches: a worker, or the reader. */
@@ -110,6 +117,7 @@ struct pipeline {
 	int stop;
 	int discard;             /* pipeline_abort: filled batches are not worked */
 	int err;                 /* -errno of the first failure */
+	size_t held;             /* bytes of the submitted batches' arenas (HELD_MAX) */
 };
 
 /* Unwind and format sample S with context CTX into OUT. */
@@ -371,7 +379,14 @@ static void write_done(struct pipeline *p)
 		if (b->err && !p->err)
 			p->err = b->err;
 		emit(p, &b->out);
+		if (b->cap > ARENA_KEEP) {
+			free(b->arena);
+			b->arena = NULL;
+			b->cap = 0;
+		}
 		pthread_mutex_lock(&p->lock);
+		p->held -= b->held;
+		b->held = 0;
 		b->state = BATCH_FREE;
 		b->n = 0;
 		b->used = 0;
@@ -388,7 +403,7 @@ static struct batch *fill_slot(struct pipeline *p)
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
 		write_done(p);
-		if (b->state == BATCH_FREE)
+		if (b->state == BATCH_FREE && p->held <= HELD_MAX)
 			break;
 		work_or_wait(p, &p->direct_arg);
 	}
@@ -402,6 +417,8 @@ static void submit(struct pipeline *p, struct batch *b)
 	b->seq = p->next_fill++;
 	p->filling = NULL;
 	pthread_mutex_lock(&p->lock);
+	b->held = b->cap;
+	p->held += b->held;
 	b->state = BATCH_FILLED;
 	pthread_cond_signal(&p->cond);
 	write_done(p);

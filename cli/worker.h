@@ -65,6 +65,7 @@ struct worker {
 	size_t n_pctext, cap_pctext;
 	struct su_hmap pctext_map;
 	size_t last_pctext;          /* the last one found (recursion repeats a pc) */
+	size_t pctext_bytes;         /* what they hold: emptied past PCTEXT_BUDGET */
 	struct chain_text *chains;   /* folded, stacks or export: CHAIN_SLOTS, direct-mapped, or NULL */
 	/* The slot holding the previous sample's chain exactly (its lookup
 	 * hit, or its text was kept there); REUSE_CHAIN: that slot when the

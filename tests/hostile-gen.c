@@ -5,7 +5,8 @@
  *   hostile-gen trace DIR BINPATH      one sample, its module at BINPATH
  *                                      ("anon": anonymous code, a perf map's)
  *   hostile-gen bigsample DIR THREADS  stack cap 8 KiB, samples claiming 64 MiB
- *   hostile-gen bigcap DIR THREADS     stack cap 64 MiB, one 64 MiB sample a thread
+ *   hostile-gen bigcap DIR THREADS     stack cap 64 MiB, a file a thread, two 64 MiB samples each, interleaved
+ *   hostile-gen bigseq DIR THREADS     stack cap 64 MiB, one file, one 64 MiB sample a thread in turn
  *   hostile-gen maps DIR N             N one-entry maps generations
  *   hostile-gen procs DIR N            N process_start events
  *   hostile-gen zst DIR FILES          FILES .zst streams of one 64 MiB packet
@@ -163,11 +164,11 @@ static int perf_z(const char *path, uint32_t records, size_t mib)
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: hostile-gen trace|bigsample|bigcap|maps|procs|zst DIR ARG\n");
+		fprintf(stderr, "usage: hostile-gen trace|bigsample|bigcap|bigseq|maps|procs|zst DIR ARG\n");
 		return 2;
 	}
 	const char *mode = argv[1], *dir = argv[2];
-	if (!strcmp(mode, "bigcap"))
+	if (!strcmp(mode, "bigcap") || !strcmp(mode, "bigseq"))
 		stack_cap = 64u << 20; /* declared: the samples are within it */
 	long const n = strtol(argv[3], NULL, 10);
 	if (!strcmp(mode, "perf-ids"))
@@ -211,14 +212,36 @@ int main(int argc, char **argv)
 	}
 	CK(ctf_stream_maps(ps, 1001, 1, &e, 1));
 	CK(ctf_stream_close(ps));
-	if (!strcmp(mode, "bigsample") || !strcmp(mode, "bigcap")) {
+	if (!strcmp(mode, "bigsample") || !strcmp(mode, "bigcap") || !strcmp(mode, "bigseq")) {
 		/* One sample per thread claiming 8 M words (64 MiB) under a cap
 		 * of 8 KiB: zeros run-length-encoded, a few bytes each. */
 		size_t const len = make_blob(&blob, 8u << 20);
-		CK(ctf_writer_open_stream(w, CTF_STREAM_SAMPLES, "samples-100-100", 100, &ss));
-		for (long t = 0; t < n; t++)
-			CK(ctf_stream_sample(ss, 2000 + (uint64_t)t, (uint32_t)(100 + t), 1, blob, len));
-		CK(ctf_stream_close(ss));
+		if (!strcmp(mode, "bigcap")) {
+			/* A file per thread, two samples each, every thread's
+			 * first before any second: read in time order, each
+			 * thread holds its image (its next sample's reference)
+			 * while the others decode theirs. */
+			struct ctf_stream **th = calloc((size_t)n, sizeof(*th));
+			if (!th)
+				die("calloc", -1);
+			for (long t = 0; t < n; t++) {
+				char name[64];
+				snprintf(name, sizeof(name), "samples-100-%ld", 100 + t);
+				CK(ctf_writer_open_stream(w, CTF_STREAM_SAMPLES, name, 100, &th[t]));
+			}
+			for (int k = 0; k < 2; k++)
+				for (long t = 0; t < n; t++)
+					CK(ctf_stream_sample(th[t], 2000 + (uint64_t)k * 1000 + (uint64_t)t,
+							     (uint32_t)(100 + t), 1, blob, len));
+			for (long t = 0; t < n; t++)
+				CK(ctf_stream_close(th[t]));
+			free(th);
+		} else {
+			CK(ctf_writer_open_stream(w, CTF_STREAM_SAMPLES, "samples-100-100", 100, &ss));
+			for (long t = 0; t < n; t++)
+				CK(ctf_stream_sample(ss, 2000 + (uint64_t)t, (uint32_t)(100 + t), 1, blob, len));
+			CK(ctf_stream_close(ss));
+		}
 	} else {
 		size_t const len = make_blob(&blob, 16);
 		long const files = !strcmp(mode, "zst") ? n : 1;

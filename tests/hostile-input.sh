@@ -34,7 +34,7 @@ crafted() {
 	echo "# $what ($(du -sk "$2" | cut -f1) KB): exit $(rc "$name"), peak $(kb "$name") KB"
 }
 
-plan=26
+plan=28
 echo "1..$plan"
 
 # ---- 1. FIFOs and devices named by a trace --------------------------------
@@ -125,8 +125,9 @@ check "... refused with a message naming the cap, exit 3" \
 	sh -c "grep -q 'stack cap' '$work/big.err' && [ $(rc big) = 3 ]"
 
 # Within a declared 64 MiB cap, each thread keeps its last image (the
-# reference of its next sample): 16 threads held 1 GiB from 2 KB.
-crafted bigcap stacks "16 threads, one sample of 64 MiB each under a declared 64 MiB cap" bigcap "$work/bigcap.trace" 16
+# reference of its next sample) until its samples are all read: 16
+# threads whose samples interleave held 1 GiB from 2 KB.
+crafted bigcap stacks "16 threads, two samples of 64 MiB each, interleaved, under a declared 64 MiB cap" bigcap "$work/bigcap.trace" 16
 # The aim is 256 MiB plus what the trace legitimately needs: here one image
 # of the 64 MiB its cap allows, which a worker's batch holds a copy of
 # (stackunwind -j, cli/pipeline.c) while the reader keeps the thread's.
@@ -134,6 +135,16 @@ check "stack images of all threads bounded: peak RSS under 256 MiB + one 64 MiB 
 	[ "$(kb bigcap)" -lt $((LIMIT_KB + 65536)) ]
 check "... past the bound named, exit 3" \
 	sh -c "grep -q 'images of all threads' '$work/bigcap.err' && [ $(rc bigcap) = 3 ]"
+
+# The same threads one after the other in one file: each thread's image
+# goes when its samples are done (a system-wide trace's thousands of
+# threads), so all 16 decode; the -j workers' copies in flight are bounded
+# too (64 MiB: they held five such stacks, 332 MB).
+crafted bigseq stacks "16 threads in turn, a 64 MiB sample each, under a declared 64 MiB cap" bigseq "$work/bigseq.trace" 16
+check "threads in turn: every sample decoded, none refused ($(grep -c 'images of all threads' "$work/bigseq.err") refused; $(tail -n 1 "$work/bigseq.err" | cut -c1-60))" \
+	sh -c "! grep -q 'images of all threads' '$work/bigseq.err' && grep -q '^stackunwind: 16 samples' '$work/bigseq.err'"
+check "threads in turn: peak RSS under 256 MiB + one 64 MiB image ($(kb bigseq) KB)" \
+	[ "$(kb bigseq)" -lt $((LIMIT_KB + 65536)) ]
 
 crafted maps stats "8,000 one-entry maps generations" maps "$work/maps.trace" 8000
 check "8,000 maps generations: peak RSS under 256 MiB" small maps

@@ -26,6 +26,7 @@ enum raw_kind {
 	RAW_KERNEL_CHAIN,         /* the kernel call chain of the next sample */
 	RAW_KERNEL_SYMBOLS,       /* the trace's kernel symbols */
 	RAW_OFF_CPU,              /* version 5: the next sample is off-CPU time */
+	RAW_THREAD_END,           /* pid/tid's samples are all delivered: its images may go */
 };
 
 /* One event, in time order.  Pointers are valid during the call only,

@@ -1216,11 +1216,25 @@ static int nat_run(void *h, enum source_pass pass, raw_emit_fn emit, void *ctx, 
 		sift_down(s->heap, s->n_heap, i);
 	while (!rc && s->n_heap) {
 		struct nfile *f = s->heap[0];
+		uint32_t const pid = f->pid, tid = f->tid;
+		uint64_t const ts = f->key;
 		rc = deliver(s, f, emit, ctx);
 		if (!rc && !f->done) {
 			f->next = NEXT_NONE;
 			if ((rc = advance(s, f)) != 0)
 				failed = f;
+		}
+		/* A system-wide trace has thousands of threads, each holding
+		 * its last stack image until the reader hears it is done: at
+		 * the end of its sample file, or at a packet of another thread
+		 * there.  Where each packet decodes alone
+		 * (stackcap_packets_whole) nothing needs that image past its
+		 * packet; a thread met again (in another file: a trace of ours
+		 * never does it) starts anew as at any packet. */
+		if (!rc && s->rep->packets_whole && f->kind == 1 && (f->done || f->tid != tid || f->pid != pid)) {
+			struct raw_event const end = { .kind = RAW_THREAD_END, .ts = ts, .pid = pid, .tid = tid,
+						       .stream_id = f->id };
+			rc = emit(ctx, &end);
 		}
 		if (f->done)
 			s->heap[0] = s->heap[--s->n_heap];

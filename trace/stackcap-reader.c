@@ -57,8 +57,15 @@ struct thread_drops {
 	uint64_t total;
 };
 
+/* A thread's slot in the reader's table: small, so a system-wide trace's
+ * thousands of threads cost little once their states are gone. */
+struct thread_slot {
+	uint64_t key;             /* pid << 32 | tid | 1 << 63; 0: empty slot */
+	uint64_t decodes;         /* images decoded while it had no state (thread_end) */
+	struct thread_state *t;   /* NULL: none now */
+};
+
 struct thread_state {
-	uint64_t key;            /* pid << 32 | tid; 0: empty slot */
 	/* The last two images: img[cur] the last decoded, the other the
 	 * next.  Both lie in BUF aligned at its end (the stack's top), so a
 	 * blob decoded over its reference finds the words it takes from it
@@ -104,7 +111,7 @@ struct reader {
 	size_t n_pids, cap_pids;  /* open addressing, power of two */
 	struct thread_drops *drops;
 	size_t n_drops, cap_drops;
-	struct thread_state *threads;
+	struct thread_slot *threads;
 	size_t cap_threads, n_threads; /* open addressing, power of two */
 
 	int cb_rc;               /* a callback's nonzero return */
@@ -418,11 +425,15 @@ static void reader_free(struct reader *r)
 	free(r->pids);
 	free(r->drops);
 	for (size_t i = 0; i < r->cap_threads; i++) {
-		free(r->threads[i].buf);
-		free(r->threads[i].full.words);
-		free(r->threads[i].seg.words);
-		free(r->threads[i].rt);
-		free(r->threads[i].kc);
+		struct thread_state *t = r->threads[i].t;
+		if (!t)
+			continue;
+		free(t->buf);
+		free(t->full.words);
+		free(t->seg.words);
+		free(t->rt);
+		free(t->kc);
+		free(t);
 	}
 	free(r->threads);
 	su_kernel_free(r->kernel);
@@ -641,12 +652,40 @@ static struct thread_state *thread_get(struct reader *r, uint32_t pid, uint32_t 
 	uint64_t const key = (uint64_t)pid << 32 | tid | (1ull << 63);
 	if (oa_reserve((void **)&r->threads, &r->cap_threads, r->n_threads, sizeof(*r->threads)))
 		return NULL;
-	struct thread_state *t = oa_slot(r->threads, r->cap_threads, sizeof(*r->threads), key);
-	if (!t->key) {
-		t->key = key;
+	struct thread_slot *sl = oa_slot(r->threads, r->cap_threads, sizeof(*r->threads), key);
+	if (!sl->key) {
+		sl->key = key;
 		r->n_threads++;
 	}
-	return t;
+	if (!sl->t) {
+		if (!(sl->t = calloc(1, sizeof(*sl->t))))
+			return NULL;
+		sl->t->decodes = sl->decodes;
+	}
+	return sl->t;
+}
+
+/* PID/TID's samples are all read (RAW_THREAD_END): its images given
+ * back (its decode count kept: a thread of the same ids later goes on
+ * counting). */
+static void thread_end(struct reader *r, uint32_t pid, uint32_t tid)
+{
+	uint64_t const key = (uint64_t)pid << 32 | tid | (1ull << 63);
+	if (!r->cap_threads)
+		return;
+	struct thread_slot *sl = oa_slot(r->threads, r->cap_threads, sizeof(*r->threads), key);
+	struct thread_state *t = sl->t;
+	if (sl->key != key || !t)
+		return;
+	r->image_bytes -= (t->buf_cap + t->full.capacity + t->seg.capacity) * sizeof(uint64_t);
+	free(t->buf);
+	free(t->full.words);
+	free(t->seg.words);
+	free(t->rt);
+	free(t->kc);
+	sl->decodes = t->decodes;
+	free(t);
+	sl->t = NULL;
 }
 
 /* The stack images all threads hold at once (the last one of each, the
@@ -931,6 +970,10 @@ static int on_event(void *ctx, const struct raw_event *ev)
 		if (r->pass & PASS_SAMPLES)
 			rc = on_off_cpu(r, ev);
 		break;
+	case RAW_THREAD_END:
+		if (r->pass & PASS_SAMPLES)
+			thread_end(r, ev->pid, ev->tid);
+		break;
 	case RAW_KERNEL_SYMBOLS:
 		if (r->pass & PASS_PROCESS)
 			rc = on_kernel_symbols(r, ev);
@@ -1042,8 +1085,8 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 		rep.parts = opts->parts;
 		rep.claims = opts->claims;
 		rep.n_claims = opts->n_claims;
-		rep.packets_whole = su_trace_packets_whole(dir);
 	}
+	rep.packets_whole = su_trace_packets_whole(dir);
 	if ((rc = su_trace_event_table(dir, &r.events, &r.n_events)) != 0)
 		goto out;
 	if ((rc = src->open(abs_dir, &rep, &h, err, errlen)) != 0)

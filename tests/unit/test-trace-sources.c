@@ -153,7 +153,17 @@ struct evlog {
 	size_t n, cap;
 	uint64_t discarded;         /* sum of RAW_DISCARDED (kept out of v) */
 	size_t n_discard_events;
+	uint64_t *ended;            /* RAW_THREAD_END's threads (pid << 32 | tid), kept out of v */
+	size_t n_ended;
 };
+
+static int log_ended(const struct evlog *l, uint32_t pid, uint32_t tid)
+{
+	for (size_t i = 0; i < l->n_ended; i++)
+		if (l->ended[i] == ((uint64_t)pid << 32 | tid))
+			return 1;
+	return 0;
+}
 
 static struct evrec *log_push(struct evlog *l)
 {
@@ -179,6 +189,7 @@ static void log_free(struct evlog *l)
 		free(e->ents);
 	}
 	free(l->v);
+	free(l->ended);
 	memset(l, 0, sizeof(*l));
 }
 
@@ -191,6 +202,21 @@ static int collect(void *ctx, const struct raw_event *ev)
 		l->n_discard_events++;
 		return 0;
 	}
+	uint64_t const key = (uint64_t)ev->pid << 32 | ev->tid;
+	if (ev->kind == RAW_THREAD_END) {
+		/* The threads ended and not sampled since (the reader frees
+		 * their images: each packet decodes alone). */
+		if (!log_ended(l, ev->pid, ev->tid)) {
+			l->ended = realloc(l->ended, (l->n_ended + 1) * sizeof(*l->ended));
+			ck_assert_ptr_nonnull(l->ended);
+			l->ended[l->n_ended++] = key;
+		}
+		return 0;
+	}
+	if (ev->kind == RAW_SAMPLE || ev->kind == RAW_SAMPLE_FULL || ev->kind == RAW_SAMPLE_SEGMENT)
+		for (size_t i = 0; i < l->n_ended; i++)
+			if (l->ended[i] == key)
+				l->ended[i] = l->ended[--l->n_ended];
 	struct evrec *e = log_push(l);
 	e->kind = ev->kind;
 	e->ts = ev->ts;
@@ -369,7 +395,8 @@ static void read_source(const struct event_source *src, const char *dir, struct 
 	char *wpath = xasprintf("%s.stderr", dir);
 	int const saved = stderr_capture(wpath);
 	struct su_warn_hook const warn = { .fn = collect_warning, .arg = &r->warnings };
-	struct source_report rep = { .warn = &warn };
+	/* As the reader opens it (stackcap-reader.c). */
+	struct source_report rep = { .warn = &warn, .packets_whole = su_trace_packets_whole(dir) };
 	char err[512] = "";
 	void *h = NULL;
 	r->rc = src->open(dir, &rep, &h, err, sizeof(err));
@@ -612,6 +639,12 @@ static void check_both(struct tb *t, int check_discards)
 	read_source(&su_source_babeltrace2, t->dir, &bt2);
 	logs_equal(&nat.log, &exp, "native vs written");
 	logs_equal(&nat.log, &bt2.log, "native vs babeltrace2");
+	/* Every thread with samples was said to end after its last one
+	 * (the native source). */
+	for (size_t i = 0; i < nat.log.n; i++)
+		if (nat.log.v[i].kind == RAW_SAMPLE)
+			ck_assert_msg(log_ended(&nat.log, nat.log.v[i].pid, nat.log.v[i].tid),
+				      "thread %u/%u never ended", nat.log.v[i].pid, nat.log.v[i].tid);
 	ck_assert_int_eq(nat.truncated, 0);
 	ck_assert_int_eq(bt2.truncated, 0);
 	ck_assert_msg(nat.warnings[0] == 0, "native warned: %s", nat.warnings);
