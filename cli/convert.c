@@ -25,6 +25,7 @@
 
 #include "cli/convert.h"
 #include "cli/warn.h"
+#include "common/io.h"
 #include "capture/ctf-writer.h"
 #include "record/encode.h"
 #include "trace/perf-data.h"
@@ -44,6 +45,14 @@ static int on_sample(void *arg, const struct su_sample *s)
 }
 
 /* Ends and perf's lost-event count, once every sample is written. */
+/* A perf.data's EXIT: the process's section ends (its streams closed: a
+ * system-wide recording names thousands of processes). */
+static int on_thread_exit(void *arg, uint32_t pid, uint32_t tid, uint64_t time)
+{
+	struct conv *c = arg;
+	return rec_encoder_thread_exit(c->enc, pid, tid, time);
+}
+
 static int on_end(void *arg)
 {
 	struct conv *c = arg;
@@ -121,6 +130,7 @@ int stackcap_convert(int argc, char **argv)
 			return 1;
 		}
 	}
+	su_nofile_raise(); /* two stream files per process in progress */
 	struct su_reader_stats st;
 	struct conv c = { .st = &st };
 	struct ctf_writer *w;
@@ -132,7 +142,7 @@ int stackcap_convert(int argc, char **argv)
 		fprintf(stderr, PROG ": cannot create %s: %s\n", out, strerror(-rc));
 		return 1;
 	}
-	struct su_reader_callbacks cb = { .arg = &c, .sample = on_sample, .end = on_end };
+	struct su_reader_callbacks cb = { .arg = &c, .sample = on_sample, .end = on_end, .thread_exit = on_thread_exit };
 	char err[1024];
 	/* The user stacks only: a perf.data names no kernel symbols of its own
 	 * (stackunwind takes this machine's when the kernel is the same). */

@@ -352,6 +352,20 @@ check "stats on the converted trace: same sample count, codec named" \
 "$STACKCAP" convert "$work/single.data" -o "$work/single.trace" 2>"$work/exists.err"
 check "convert refuses to overwrite without --force" \
 	sh -c "[ $? = 1 ] && grep -q 'force' '$work/exists.err'"
+# A perf.data of 200 short processes (each burning a little: sampled)
+# converted under a hard limit of 64 open files: each process's streams
+# are closed at its EXIT record (a system-wide perf.data names thousands;
+# convert stopped at the limit with "Too many open files").
+perf record -q -k monotonic -F 999 --call-graph dwarf -o "$work/many.data" -- \
+	sh -c 'i=0; while [ $i -lt 200 ]; do sh -c "x=0; while [ \$x -lt 2000 ]; do x=\$((x+1)); done"; i=$((i + 1)); done' \
+	>/dev/null 2>"$work/many.perr"
+(ulimit -n 64 && "$STACKCAP" convert "$work/many.data" -o "$work/many.trace" 2>"$work/many.cerr")
+crc=$?
+"$SU" stats "$work/many.trace" >"$work/many.stats" 2>/dev/null
+np=$(sed -n 's/^processes: *\([0-9]*\) (\([0-9]*\) ended normally).*/\1 \2/p' "$work/many.stats")
+nsp=$(perf script -i "$work/many.data" -F pid 2>/dev/null | sort -u | wc -l)
+check "convert of $nsp sampled processes under 64 open files: exit 0 ($crc; $(head -c 120 "$work/many.cerr")), every one there and ended ($np)" \
+	sh -c "set -- $np; [ $crc = 0 ] && [ $nsp -ge 100 ] && [ \"\${1:-0}\" -ge $nsp ] && [ \"\$1\" = \"\${2:-}\" ]"
 
 # ---- bad input ----
 bad() { # bad NAME: stackunwind stacks on NAME.data -> NAME.out/.err/.rc

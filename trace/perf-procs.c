@@ -472,6 +472,8 @@ void perf_on_fork_exit(struct pr *r, const uint8_t *rec, size_t len, int fork)
 	}
 	if (r->live_cb && r->live_cb->exit && !r->cb_rc)
 		r->cb_rc = r->live_cb->exit(r->cb->arg, pid, tid);
+	if (r->cb->thread_exit && !r->cb_rc)
+		r->cb_rc = r->cb->thread_exit(r->cb->arg, pid, tid, su_ld64(rec + 24)); /* its time field */
 	if (pid != tid)
 		return;
 	struct proc *p = proc_live(r, pid);

@@ -30,6 +30,10 @@ struct su_reader_callbacks {
 	 * build-ids (IDS[i]'s first LENS[i] bytes), for a consumer to
 	 * prepare (their debug files).  Called at most once. */
 	int (*hit_files)(void *arg, const uint8_t (*ids)[SU_BUILD_ID_MAX], const uint8_t *lens, size_t n);
+	/* Thread TID of PID (TID == PID: the process) ended at TIME, after
+	 * its last sample: a perf.data file's EXIT records (our traces say
+	 * it with process_end).  NULL: not told. */
+	int (*thread_exit)(void *arg, uint32_t pid, uint32_t tid, uint64_t time);
 };
 
 struct su_reader_stats {
