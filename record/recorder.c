@@ -533,6 +533,16 @@ static double cpu_now(void)
 	return ru_seconds(&ru);
 }
 
+/* Processes named in the summary's drops, the most first. */
+#define DROP_LINES 10
+
+static int by_drops(const void *a, const void *b)
+{
+	const struct rec_proc_stats *x = a, *y = b;
+	uint64_t const dx = x->lost + x->throttled, dy = y->lost + y->throttled;
+	return dx < dy ? 1 : dx > dy ? -1 : (x->pid > y->pid) - (x->pid < y->pid);
+}
+
 static void summary(const struct recorder *r, const struct rec_encoder_stats *sp, uint64_t bytes)
 {
 	const struct rec_options *o = r->o;
@@ -555,10 +565,23 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 		    r->cmd_cpu * o->freq, o->freq, st.samples,
 		    r->cmd_cpu > 0 ? 100.0 * (double)st.samples / (r->cmd_cpu * o->freq) : 0.0);
 	if (drops) {
-		for (size_t i = 0; i < st.n_procs; i++) {
-			const struct rec_proc_stats *p = &st.procs[i];
-			if (!p->lost && !p->throttled)
+		/* The processes that lost most, at most DROP_LINES of them: a
+		 * whole machine's recording may name thousands. */
+		size_t n_drop = 0;
+		uint64_t rest_lost = 0, rest_thr = 0;
+		struct rec_proc_stats *dp = malloc((st.n_procs + 1) * sizeof(*dp));
+		for (size_t i = 0; dp && i < st.n_procs; i++)
+			if (st.procs[i].lost || st.procs[i].throttled)
+				dp[n_drop++] = st.procs[i];
+		if (dp)
+			qsort(dp, n_drop, sizeof(*dp), by_drops);
+		for (size_t i = 0; i < n_drop; i++) {
+			const struct rec_proc_stats *p = &dp[i];
+			if (i >= DROP_LINES) {
+				rest_lost += p->lost;
+				rest_thr += p->throttled;
 				continue;
+			}
 			char who[64] = "unknown process";
 			if (p->pid != UINT32_MAX)
 				snprintf(who, sizeof(who), "pid %" PRIu32 " (%.*s)", p->pid, (int)sizeof(p->comm),
@@ -566,6 +589,10 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 			say(o, "  %s: %" PRIu64 " samples, %" PRIu64 " lost (ring buffer full: the recorder fell "
 			    "behind), %" PRIu64 " throttled", who, p->samples, p->lost, p->throttled);
 		}
+		free(dp);
+		if (n_drop > DROP_LINES)
+			say(o, "  %zu more processes: %" PRIu64 " lost, %" PRIu64 " throttled", n_drop - DROP_LINES,
+			    rest_lost, rest_thr);
 		int hits = 0;
 		for (size_t i = 0; i < r->n_evs; i++)
 			hits |= r->evs[i].kind != REC_EV_SOFTWARE;

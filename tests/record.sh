@@ -301,6 +301,22 @@ check "300 processes: the command saw its own limit of 64 ($(cat "$work/many.out
 np=$(sed -n 's/^processes: *\([0-9]*\) (\([0-9]*\) ended normally).*/\1 \2/p' "$work/many.stats")
 check "300 processes: read under 64 open files, every process there and ended ($np), no warning ($(head -c 200 "$work/many.serr"))" \
 	sh -c "set -- $np; [ \"\${1:-0}\" -ge 301 ] && [ \"\$1\" = \"\${2:-}\" ] && [ ! -s '$work/many.serr' ]"
+# The summary names at most the 10 processes that lost most samples, then
+# one line for the rest (a whole machine's recording named hundreds, a
+# line each).  40 processes at 40 kHz with a 64 KB window: the rings
+# (256 samples a CPU) fill in ~6 ms, more than 10 processes lose samples.
+if [ -z "$SAMPLER" ]; then
+	"$STACKCAP" record -F 40000 -o "$work/drops.trace" -- \
+		sh -c 'i=0; while [ $i -lt 40 ]; do (x=0; while [ $x -lt 30000 ]; do x=$((x+1)); done) & i=$((i + 1)); done; wait' \
+		2>"$work/drops.rerr"
+	total=$(sed -n 's/.* samples, \([0-9]*\) drops.*/\1/p' "$work/drops.rerr")
+	lines=$(grep -c '^stackcap:   pid .* lost (ring buffer full' "$work/drops.rerr")
+	more=$(sed -n 's/^stackcap:   \([0-9]*\) more processes: \([0-9]*\) lost, \([0-9]*\) throttled$/\1 \2 \3/p' "$work/drops.rerr")
+	sum=$(awk '/^stackcap:   pid .* lost \(ring buffer full/ { for (i = 1; i <= NF; i++) { if ($i == "lost") l += $(i - 1); if ($i == "throttled") t += $(i - 1) } }
+		/^stackcap:   [0-9]+ more processes:/ { l += $5; t += $7 } END { print l + t }' "$work/drops.rerr")
+	check "drops of many processes: $lines lines of the 10 that lost most, then '${more:-no more line}'; they add up to the total ($sum of ${total:-?})" \
+		sh -c "[ '$lines' = 10 ] && [ -n '$more' ] && [ '$sum' = '${total:-x}' ]"
+fi
 (ulimit -S -n 100 && "$STACKCAP" record $SAMPLER -o "$work/soft.trace" -- sh -c 'ulimit -S -n' >"$work/soft.out" 2>"$work/soft.rerr")
 check "a soft limit of 100 (hard $(ulimit -H -n)): the command sees 100 ($(cat "$work/soft.out"))" [ "$(cat "$work/soft.out")" = 100 ]
 
