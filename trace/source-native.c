@@ -1428,6 +1428,7 @@ struct su_native_file {
 	struct nfile f;
 	struct source_report rep;
 	struct su_warn_hook warn;
+	int opened;               /* file_open done: at the first read, not at su_native_file_open */
 };
 
 struct su_native_file *su_native_file_open(const char *dir, const char *name, const struct su_warn_hook *warn)
@@ -1454,7 +1455,9 @@ struct su_native_file *su_native_file_open(const char *dir, const char *name, co
 		ZSTD_DCtx_setParameter(nf->s.dctx, ZSTD_d_windowLogMax, 26);
 	}
 	metadata_uuid(&nf->s);
-	file_open(&nf->s, &nf->f);
+	/* Opened at its first read: babeltrace2 makes an iterator for every
+	 * file of the trace before reading any (thousands on a system-wide
+	 * trace), and a file read whole gives its fd back (window_whole). */
 	return nf;
 nomem:
 	su_native_file_close(nf);
@@ -1478,6 +1481,10 @@ int su_native_file_next(struct su_native_file *nf, struct su_native_item *it)
 {
 	struct nfile *f = &nf->f;
 	memset(it, 0, sizeof(*it));
+	if (!nf->opened) {
+		nf->opened = 1;
+		file_open(&nf->s, f);
+	}
 	if (f->next == NEXT_NONE) {
 		int rc = advance(&nf->s, f);
 		if (rc < 0)
