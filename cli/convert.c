@@ -44,7 +44,6 @@ static int on_sample(void *arg, const struct su_sample *s)
 	return rec_encoder_sample(c->enc, s);
 }
 
-/* Ends and perf's lost-event count, once every sample is written. */
 /* A perf.data's EXIT: the process's section ends (its streams closed: a
  * system-wide recording names thousands of processes). */
 static int on_thread_exit(void *arg, uint32_t pid, uint32_t tid, uint64_t time)
@@ -53,6 +52,7 @@ static int on_thread_exit(void *arg, uint32_t pid, uint32_t tid, uint64_t time)
 	return rec_encoder_thread_exit(c->enc, pid, tid, time);
 }
 
+/* Ends and perf's lost-event count, once every sample is written. */
 static int on_end(void *arg)
 {
 	struct conv *c = arg;

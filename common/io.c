@@ -68,11 +68,18 @@ rlim_t su_nofile_raise(void)
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
 		return RLIM_INFINITY;
 	rlim_t const top = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (1u << 20) ? (1u << 20) : rl.rlim_max;
-	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur >= top)
-		return RLIM_INFINITY;
-	if (rl.rlim_cur == RLIM_INFINITY)
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= top)
 		return RLIM_INFINITY;
 	rlim_t const was = rl.rlim_cur;
 	rl.rlim_cur = top;
 	return setrlimit(RLIMIT_NOFILE, &rl) == 0 ? was : RLIM_INFINITY;
+}
+
+void su_nofile_restore(rlim_t was)
+{
+	struct rlimit rl;
+	if (was == RLIM_INFINITY || getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	rl.rlim_cur = was;
+	setrlimit(RLIMIT_NOFILE, &rl);
 }

@@ -30,5 +30,9 @@ int su_writev_all(int fd, struct iovec *iov, int n);
  * exec: a program may still use select(), or close every fd up to the
  * limit); RLIM_INFINITY when nothing changed. */
 rlim_t su_nofile_raise(void);
+/* The soft limit set back to WAS (what su_nofile_raise returned;
+ * RLIM_INFINITY: nothing to do).  Two system calls: async-signal-safe,
+ * for a forked child before exec. */
+void su_nofile_restore(rlim_t was);
 
 #endif

@@ -34,7 +34,6 @@ struct section {
 
 struct thread {
 	const struct su_process *p;   /* NULL: a free slot (its section ended) */
-	size_t sec;                   /* index in e->sec */
 	uint32_t tid;
 	int ended;               /* the stream waits for the next new thread */
 	unsigned in_packet;      /* samples since the stream's last packet */
@@ -212,13 +211,21 @@ static int pid_eq(const void *arg, uint32_t idx)
 	return k->e->procs[idx].pid == k->pid;
 }
 
-static struct rec_proc_stats *proc_stats(struct rec_encoder *e, uint32_t pid, size_t *index)
+/* PID's slot in the pid map (used, or where it goes; the map not empty),
+ * its hash in *H. */
+static size_t pid_slot(const struct rec_encoder *e, uint32_t pid, uint64_t *h)
 {
 	struct pid_key const k = { e, pid };
-	uint64_t const h = su_fnv1a(&pid, sizeof(pid));
+	*h = su_fnv1a(&pid, sizeof(pid));
+	return su_hmap_find(&e->pid_map, *h, pid_eq, &k);
+}
+
+static struct rec_proc_stats *proc_stats(struct rec_encoder *e, uint32_t pid, size_t *index)
+{
+	uint64_t h;
 	if (su_hmap_reserve(&e->pid_map))
 		return NULL;
-	size_t const slot = su_hmap_find(&e->pid_map, h, pid_eq, &k);
+	size_t const slot = pid_slot(e, pid, &h);
 	if (su_hmap_used(&e->pid_map, slot)) {
 		size_t const i = su_hmap_value(&e->pid_map, slot);
 		if (index)
@@ -242,10 +249,10 @@ static struct rec_proc_stats *proc_stats(struct rec_encoder *e, uint32_t pid, si
 /* PID's section now (ended or not), or NULL. */
 static struct section *pid_section(struct rec_encoder *e, uint32_t pid)
 {
-	struct pid_key const k = { e, pid };
+	uint64_t h;
 	if (!e->pid_map.cap)
 		return NULL;
-	size_t const slot = su_hmap_find(&e->pid_map, su_fnv1a(&pid, sizeof(pid)), pid_eq, &k);
+	size_t const slot = pid_slot(e, pid, &h);
 	if (!su_hmap_used(&e->pid_map, slot))
 		return NULL;
 	size_t const sec = e->pid_st[su_hmap_value(&e->pid_map, slot)].sec;
@@ -389,7 +396,6 @@ static struct thread *thread_of(struct rec_encoder *e, struct section *sec, uint
 	}
 	sec->samples_streams++;
 	t->p = sec->p;
-	t->sec = (size_t)(sec - e->sec);
 	t->tid = tid;
 	sec->th[sec->n_th++] = ti;
 	if (ti == e->n_th)

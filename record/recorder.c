@@ -339,11 +339,7 @@ static pid_t spawn(char **argv, int *go, const struct rec_options *o, rlim_t nof
 		signal(SIGINT, SIG_DFL);
 		signal(SIGQUIT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
-		struct rlimit rl;
-		if (nofile != RLIM_INFINITY && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-			rl.rlim_cur = nofile;
-			setrlimit(RLIMIT_NOFILE, &rl);
-		}
+		su_nofile_restore(nofile);
 		if (go) {
 			char c;
 			close(p[1]);
@@ -1025,12 +1021,6 @@ out:
 	for (size_t i = 0; i < r->n_evs; i++)
 		rec_event_free(&r->evs[i]);
 	free(r->evs);
-	if (nofile != RLIM_INFINITY) { /* for a command run after us (the in-process sampler) */
-		struct rlimit rl;
-		if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-			rl.rlim_cur = nofile;
-			setrlimit(RLIMIT_NOFILE, &rl);
-		}
-	}
+	su_nofile_restore(nofile); /* for a command run after us (the in-process sampler) */
 	return ret;
 }
