@@ -41,6 +41,7 @@
 #include "common/io.h"
 #include "debuginfo/inflate-ahead.h"
 #include "debuginfo/inflate-cache.h"
+#include "trace/parts-plan.h"
 
 /* The command whose --help a usage error points to (NULL: none yet). */
 static const char *help_command;
@@ -825,25 +826,16 @@ static void *part_read(void *arg)
  * for threads of their own: ten times PARTS_AFTER samples at ~32 bytes a
  * sample (each part warms a context of its own, 2-3 ms of CPU: on the
  * chain's trace -j 2 in parts was slower than -j 1 at 9,000 samples, about
- * even at 21,000)?  Its sample stream files into *FILES. */
-static int parts_worth_it(const struct options *o, size_t *files)
+ * even at 21,000)?  Then the plan of which part reads which files
+ * (trace/parts-plan.h), else NULL. */
+static struct su_parts_plan *parts_worth_it(const struct options *o)
 {
 	if (o->jobs < 2 || o->time_rel ||
 	    o->filter.source == SU_READER_BABELTRACE2 || su_trace_probe(o->trace) != SU_TRACE_STACKCAP)
-		return 0;
-	DIR *d = opendir(o->trace);
-	if (!d)
-		return 0;
-	uint64_t bytes = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		struct stat sb;
-		if (!strncmp(e->d_name, "samples-", 8) && !fstatat(dirfd(d), e->d_name, &sb, 0) && S_ISREG(sb.st_mode)) {
-			bytes += (uint64_t)sb.st_size;
-			++*files;
-		}
-	}
-	closedir(d);
+		return NULL;
+	struct su_parts_plan *plan = su_parts_plan_new(o->trace, o->jobs);
+	if (!plan)
+		return NULL; /* the usual way says what is wrong */
 	uint64_t n = PARTS_AFTER;
 	(void)jobs_after_env(&n);
 	/* Many sample files: many processes (a system-wide trace), whose
@@ -851,29 +843,26 @@ static int parts_worth_it(const struct options *o, size_t *files)
 	 * maps, modules, first unwinds: 7.5 us a sample on a 214-process
 	 * trace, 0.9 on the chain's), so a quarter of the bytes is enough
 	 * (a 104-process trace of 196 KB: -j 2 in parts 6-12% faster). */
-	return bytes >= 10 * 32 * n / (*files >= 32 ? 4 : 1);
+	if (su_parts_plan_sample_bytes(plan) >= 10 * 32 * n / (su_parts_plan_sample_files(plan) >= 32 ? 4 : 1))
+		return plan;
+	su_parts_plan_free(plan);
+	return NULL;
 }
 
-/* Read O's trace in N parts, part K with context CTX[K] (K > 0 on a
- * thread of its own).  @return 1 when every part was read whole without
- * a warning: the counts added into FOLD, R's counters and *ST (the
- * process streams' figures are part 0's, read by every part); 0 when not
+/* Read O's trace in N parts by PLAN, part K with context CTX[K] (K > 0 on
+ * a thread of its own).  @return 1 when every part was read whole without
+ * a warning: the counts added into FOLD, R's counters and *ST (each
+ * figure counted by one part: su_reader_opts.plan); 0 when not
  * (a damaged trace, a thread that did not start...): nothing of it is
  * kept but what the contexts counted, and the caller reads the trace
  * again the usual way, which says what is wrong. */
-static int read_in_parts(const struct options *o, struct worker *ctx, unsigned n, size_t files,
+static int read_in_parts(const struct options *o, struct worker *ctx, unsigned n, struct su_parts_plan *plan,
 			 struct folded_counts *fold, struct ordered *ord, struct run *r, struct su_reader_stats *st,
 			 int quiet)
 {
 	struct part *p = calloc(n, sizeof(*p));
-	/* Each packet to the first part there: a core that runs slower (this
-	 * VM's second often does) takes fewer. */
-	_Atomic uint64_t *claims = calloc(files ? files : 1, sizeof(*claims));
-	if (!p || !claims) {
-		free(p);
-		free(claims);
+	if (!p)
 		return 0;
-	}
 	int ok = 1;
 	for (unsigned k = 0; k < n; k++) {
 		p[k].r = (struct run){ .o = o, .fold = ord ? NULL : &p[k].fold, .reader = &ctx[k],
@@ -883,8 +872,7 @@ static int read_in_parts(const struct options *o, struct worker *ctx, unsigned n
 			p[k].filter.order = &p[k].r.key;
 		p[k].filter.part = k;
 		p[k].filter.parts = n;
-		p[k].filter.claims = claims;
-		p[k].filter.n_claims = files;
+		p[k].filter.plan = plan;
 		p[k].filter.warn = (struct su_warn_hook){ part_warned, &p[k] };
 		progress_init(&p[k].r.progress, quiet || k, &p[k].st.bytes_read, &p[k].st.bytes_on_disk);
 		/* The trace's bytes for part 0's progress line alone, when shown. */
@@ -896,10 +884,14 @@ static int read_in_parts(const struct options *o, struct worker *ctx, unsigned n
 	su_spread_init(&spread);
 	for (unsigned k = 1; ok && k < n; k++)
 		ok = p[k].started = su_spread_create(&spread, &p[k].th, part_read, &p[k]) == 0;
-	if (ok)
+	if (ok) {
 		part_read(&p[0]);
-	else if (ord) /* the parts started would wait for those that did not */
-		ordered_cancel(ord);
+	} else {
+		/* The parts started would wait for those that did not. */
+		su_parts_plan_cancel(plan);
+		if (ord)
+			ordered_cancel(ord);
+	}
 	progress_end(&p[0].r.progress);
 	for (unsigned k = 1; k < n; k++)
 		if (p[k].started)
@@ -909,6 +901,7 @@ static int read_in_parts(const struct options *o, struct worker *ctx, unsigned n
 	if (ok) {
 		*st = p[0].st;
 		st->samples = st->bad_blobs = st->no_maps = st->no_process = st->blob_bytes = st->raw_stack_bytes = 0;
+		st->drops = st->discarded = st->processes = st->ended = st->unended = st->full_samples = 0;
 	}
 	if (ok && !ord) {
 		/* FOLD empty until now: the parts' sorted counts merged. */
@@ -929,12 +922,17 @@ static int read_in_parts(const struct options *o, struct worker *ctx, unsigned n
 			st->no_process += p[k].st.no_process;
 			st->blob_bytes += p[k].st.blob_bytes;
 			st->raw_stack_bytes += p[k].st.raw_stack_bytes;
+			st->full_samples += p[k].st.full_samples;
+			st->drops += p[k].st.drops;
+			st->discarded += p[k].st.discarded;
+			st->processes += p[k].st.processes;
+			st->ended += p[k].st.ended;
+			st->unended += p[k].st.unended;
 		}
 		pipeline_free(p[k].r.pipeline);
 		folded_counts_free(&p[k].fold);
 	}
 	free(p);
-	free(claims);
 	return ok;
 }
 
@@ -951,6 +949,7 @@ static int cmd_stacks(const struct options *o)
 	struct worker *ctx = calloc(nctx, sizeof(*ctx));
 	void **wctx = calloc(nctx, sizeof(*wctx));
 	int rc = EXIT_ERROR;
+	struct su_parts_plan *plan = NULL; /* -j N over our trace: which part reads which files */
 	struct export_out xo = { 0 };
 	char xerr[1024];
 
@@ -982,8 +981,7 @@ static int cmd_stacks(const struct options *o)
 	int const quiet = to_stdout && isatty(STDOUT_FILENO);
 	int rrc = 0;
 	int read = 0;
-	size_t files = 0;
-	if (parts_worth_it(o, &files)) {
+	if ((plan = parts_worth_it(o)) != NULL) {
 		/* stacks: the parts' texts straight to the output, in order;
 		 * export: their records into the model, in order. */
 		struct ordered *ord = NULL;
@@ -1000,7 +998,9 @@ static int cmd_stacks(const struct options *o)
 				goto out;
 			}
 		}
-		read = read_in_parts(o, ctx, nctx, files, &fold, ord, &r, &st, quiet);
+		read = read_in_parts(o, ctx, nctx, plan, &fold, ord, &r, &st, quiet);
+		su_parts_plan_free(plan); /* the kernel symbols the parts shared: their readers are gone */
+		plan = NULL;
 		if (ord) {
 			int werr;
 			uint64_t const written = ordered_finish(ord, &werr);
@@ -1139,6 +1139,7 @@ out:
 	export_out_abort(&xo);
 	export_model_free(r.exp);
 	folded_counts_free(&fold);
+	su_parts_plan_free(plan);
 	free(ctx);
 	free(wctx);
 	return rc;

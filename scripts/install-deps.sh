@@ -48,6 +48,7 @@ lttng-tools         # tests/lttng.sh, tests/secret.sh, bench/lttng.sh: lttng, lt
 linux-perf          # tests/perf.sh, perf-compare.sh, record.sh, secret.sh, bad-input.sh, bt2-plugin.sh; bench/
 libc6-dbg           # libc's separate debug info: names libc's local symbols (tests/unwind.sh: the signal trampoline __restore_rt; tests/names.sh: a function GCC inlined into itself)
 gdb                 # tests/testdata.sh: gdb's backtraces are the testdata programs' reference chains
+strace              # tests/parallel.sh: which stream files each part of a read in parts opens
 dwz                 # tests/unit/test-symbolize.c: DWARF shared through .gnu_debugaltlink
 golang-go           # tests/export.sh, tests/real-clients.sh: Google's pprof tool reads our pprof files; tests/names.sh, tests/kernel-record.sh: Go programs (static and cgo); bench/slowdown.sh: a Go workload
 golang-github-google-pprof-dev  # tests/export.sh: pprof's source, for that build

@@ -229,6 +229,55 @@ for c in folded stacks; do
 		sh -c "! grep -q 'in part' '$work/procs-$c.j2.err' '$work/procs-$c.j8.err' && [ -s '$work/procs-$c.j1' ] &&
 			cmp -s '$work/procs-$c.j1' '$work/procs-$c.j2' && cmp -s '$work/procs-$c.j1' '$work/procs-$c.j8'"
 done
+# The parts' plan (trace/parts-plan.h): a process whose samples are small
+# beside the trace is one part's, and the other parts never open its
+# files.  Over procs (13 processes, each well under an eighth of the
+# samples) each stream file is opened once by -j 2 (before the plan: by
+# each part), the summary line is -j 1's, and the trace's kernel symbols,
+# in one process stream, name the kernel frames of every part's samples.
+if command -v strace >/dev/null; then
+	STACKCAP_JOBS_AFTER=0 STACKUNWIND_PARTS_WARNINGS=1 strace -f -qq -e trace=openat -o "$work/procs.strace" \
+		"$SU" folded -j 2 "$work/procs.trace" >"$work/procs-plan.j2" 2>"$work/procs-plan.j2.err"
+	nfiles=$(find "$work/procs.trace" -name 'proc-*' -o -name 'samples-*' | wc -l)
+	nopen=$(grep -c -E '/(proc|samples)-[0-9]+-[^"]*", O_RDONLY' "$work/procs.strace")
+	nuniq=$(grep -o -E '/(proc|samples)-[0-9]+-[^"]*", O_RDONLY' "$work/procs.strace" | sort -u | wc -l)
+	check "procs: read in 2 parts, each of its $nfiles stream files opened once ($nopen opens, $nuniq files)" \
+		sh -c "[ $nfiles -ge 26 ] && [ $nopen = $nfiles ] && [ $nuniq = $nfiles ]"
+else
+	not_ok "strace missing: apt-get install strace (scripts/install-deps.sh)"
+fi
+# Each figure counted once, by one part: 5 events discarded said in the
+# first packet of each sample stream file, whichever part reads it.
+rm -rf "$work/dropped.trace"
+cp -r "$work/procs.trace" "$work/dropped.trace"
+nsf=0
+for f in "$work/dropped.trace"/samples-*; do
+	le64 $(($(u64 "$f" 64) + 5)) | dd of="$f" bs=1 seek=64 conv=notrunc 2>/dev/null
+	nsf=$((nsf + 1))
+done
+"$SU" folded -j 1 "$work/dropped.trace" >/dev/null 2>"$work/dropped.j1.err"
+STACKCAP_JOBS_AFTER=0 STACKUNWIND_PARTS_WARNINGS=1 "$SU" folded -j 2 "$work/dropped.trace" >/dev/null \
+	2>"$work/dropped.j2.err"
+check "dropped: read in 2 parts, the summary line is -j 1's, $((5 * nsf)) dropped ($(grep -o '[0-9]* dropped at capture' "$work/dropped.j2.err"))" \
+	sh -c "grep -q ', $((5 * nsf)) dropped at capture' '$work/dropped.j1.err' && cmp -s '$work/dropped.j1.err' '$work/dropped.j2.err'"
+# Kernel frames: their symbols are in the first process stream only.
+nk=$(grep -c -E '(^|;)(asm_exc_page_fault|exc_page_fault|entry_SYSCALL_64[a-z_]*|do_syscall_64)(;| )' "$work/procs-folded.j1")
+check "procs: kernel frames named in -j 1's folded stacks ($nk stacks), and in -j 2's, 8's alike" \
+	sh -c "[ $nk -ge 1 ] && cmp -s '$work/procs-folded.j1' '$work/procs-folded.j2' && cmp -s '$work/procs-folded.j1' '$work/procs-folded.j8'"
+# A stream file named for another pid than it holds: the plan gave it by
+# its name, so the part reading it says so, and the trace is read again
+# whole: -j 1's output.
+rm -rf "$work/misnamed.trace"
+cp -r "$work/procs.trace" "$work/misnamed.trace"
+set -- $(cd "$work/misnamed.trace" && ls samples-* | sed 's/^samples-\([0-9]*\)-.*/\1/' | sort -un)
+mv "$work/misnamed.trace/$(cd "$work/misnamed.trace" && ls samples-$1-* | head -n 1)" "$work/misnamed.trace/samples-$2-77"
+"$SU" stacks -j 1 "$work/misnamed.trace" >"$work/misnamed.j1" 2>"$work/misnamed.j1.err"
+STACKCAP_JOBS_AFTER=0 STACKUNWIND_PARTS_WARNINGS=1 "$SU" stacks -j 2 "$work/misnamed.trace" >"$work/misnamed.j2" \
+	2>"$work/misnamed.j2.err"
+check "misnamed: a part says the file holds another pid ($(grep -m 1 'in part' "$work/misnamed.j2.err" | cut -c 1-140))" \
+	grep -q "samples-$2-77: holds pid $1, not its name's $2" "$work/misnamed.j2.err"
+check "misnamed: stacks -j 2 prints -j 1's samples ($(grep -c '^[^ 	]' "$work/misnamed.j1") samples)" \
+	sh -c "[ -s '$work/misnamed.j1' ] && cmp -s '$work/misnamed.j1' '$work/misnamed.j2'"
 # A handler on the alternate signal stack, sampled in process: each sample
 # holds a second stack segment (the thread's own stack), unwound through.
 record sigalt -F 1999 --in-process -- "$TD/tdata-sigalt" 0.5

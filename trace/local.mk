@@ -33,6 +33,8 @@ trace_libsutrace_la_SOURCES = \
 	trace/perf-stream.c \
 	trace/perf-ahead.h \
 	trace/perf-ahead.c \
+	trace/parts-plan.h \
+	trace/parts-plan.c \
 	trace/mem-ranges.h \
 	trace/mem-ranges.c
 trace_libsutrace_la_CFLAGS = $(AM_CFLAGS) $(BABELTRACE2_CFLAGS) $(ZSTD_CFLAGS) -pthread

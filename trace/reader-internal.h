@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <string.h>
+#include <pthread.h>
 #include "common/ctf-layout.h"
 #include "trace/stackcap-reader.h"
 
@@ -67,6 +68,9 @@ struct raw_event {
 	struct su_kernel *kernel;
 	/* RAW_OFF_CPU: the time the thread stayed blocked. */
 	uint64_t off_cpu_ns;
+	/* Read in parts with a plan: the figures of its file (processes,
+	 * ends, drops, discarded events) are another part's to count. */
+	int uncounted;
 };
 
 typedef int (*raw_emit_fn)(void *ctx, const struct raw_event *ev);
@@ -83,7 +87,46 @@ struct source_report {
 	/* su_trace_packets_whole: another part's packet is skipped whole. */
 	int packets_whole;
 	struct su_order_key *order; /* su_reader_opts.order */
+	struct su_parts_plan *plan; /* su_reader_opts.plan */
 };
+
+/* ---- the parts' plan (trace/parts-plan.h) ---------------------------------- */
+
+#define PLAN_EVERY (-1) /* plan_file.owner: every part reads it (part 0 counts it) */
+
+struct plan_file {
+	char *name;
+	uint64_t size;            /* sample stream files: bytes on disk when planned */
+	int owner;                /* the part that reads it, or PLAN_EVERY */
+	int has_pid;              /* PID read from the name */
+	uint32_t pid;
+};
+
+struct su_parts_plan {
+	unsigned parts;
+	struct plan_file *files;  /* every name of the directory but metadata and dot files, sorted */
+	size_t n;
+	size_t n_samples;
+	uint64_t sample_bytes;
+	_Atomic uint64_t *claims; /* one a sample stream file, in name order (su_reader_opts.claims) */
+	/* The meeting after the process streams (su_parts_plan_meet). */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned arrived;
+	int cancelled;
+	struct su_kernel *kernel; /* the kernel symbols a part read, the plan's to free */
+	unsigned kernel_events;   /* kernel symbol events all parts met */
+	size_t sections;          /* process sections all parts met */
+};
+
+/* Part of PLAN, its process streams read: gives the kernel symbols it
+ * read (*K, with N_EVENTS such events met; the plan takes them over) and
+ * the process sections it counts (*SECTIONS), waits for every part, then
+ * *K is the symbols any part read (the plan's: not to be freed) and
+ * *SECTIONS all parts' sections.  @return the kernel symbol events all
+ * parts met (more than one: the part cannot know which a whole read
+ * would keep). */
+unsigned su_parts_plan_meet(struct su_parts_plan *plan, struct su_kernel **k, unsigned n_events, size_t *sections);
 
 enum source_pass { PASS_PROCESS = 1, PASS_SAMPLES = 2 };
 

@@ -76,6 +76,12 @@ struct nfile {
 	size_t order;             /* index in the pass, sorted by name */
 	uint64_t packets;         /* packets loaded so far */
 	int others;               /* the current packet is another part's (su_reader_opts.parts) */
+	/* Read in parts with a plan (trace/parts-plan.h): the file is this
+	 * part's alone (the others never open it), named for NAME_PID; its
+	 * figures (processes, drops, discarded) are counted here. */
+	int planned;
+	uint32_t name_pid;
+	int counted;
 	/* Skipping another part's packet up to its last sample (advance):
 	 * where to come back to, and the stream clock there. */
 	int skipping;
@@ -111,6 +117,7 @@ struct native_source {
 	char *err;
 	size_t errlen;
 	int parts_warned;         /* the files are not those the parts counted: said */
+	int plan_warned;          /* a file holds another pid than its name's: said */
 };
 
 /* 24-bit little-endian field (compact event headers). */
@@ -310,6 +317,18 @@ static int zhead(struct native_source *s, const uint8_t *frame, size_t len, uint
 	return ob.pos == PKT_HDR ? 0 : 1;
 }
 
+/* A planned file holds pid PID, not its name's: the plan gave its pid's
+ * files to one part by the names, and the part reading this pid's other
+ * files may not have it.  Said once: the caller reads the trace whole. */
+static void plan_mismatch(struct native_source *s, const struct nfile *f, uint32_t pid)
+{
+	if (s->plan_warned)
+		return;
+	s->plan_warned = 1;
+	su_reader_warn(s->rep->warn, "%s/%s: holds pid %u, not its name's %u: read in parts by the names, the pid "
+		       "may be another part's", s->dir, f->name, pid, f->name_pid);
+}
+
 #define WHOLE_FILE (16u << 10)  /* bytes: a sample file this small is one part's */
 #define BY_INDEX UINT64_MAX      /* a claim: the file is the part's its index says */
 
@@ -320,6 +339,8 @@ static int zhead(struct native_source *s, const uint8_t *frame, size_t len, uint
 static int packet_mine(struct native_source *s, const struct nfile *f, uint64_t n)
 {
 	size_t const i = (size_t)(f - s->files[1]);
+	if (f->planned) /* the plan's: another part's is never opened */
+		return 1;
 	if (s->rep->claims && s->n_files[1] != s->rep->n_claims && !s->parts_warned) {
 		/* Files added or gone since the parts counted them: which
 		 * counter is whose file is no longer sure.  The warning makes
@@ -463,6 +484,8 @@ static int load_packet(struct native_source *s, struct nfile *f)
 		       f->kind ? "samples" : "process");
 		return 0;
 	}
+	if (f->planned && pid != f->name_pid)
+		plan_mismatch(s, f, pid);
 	if (f->have_pkt && inst != f->instance_id) {
 		defect(s, f, off, "stream_instance_id changes within the file");
 		return 0;
@@ -955,6 +978,7 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 		.pid = f->pid,
 		.tid = f->tid,
 		.stream_id = f->id,
+		.uncounted = !f->counted,
 	};
 	if (f->next == NEXT_DISCARDED) {
 		ev.kind = RAW_DISCARDED;
@@ -1012,6 +1036,8 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 			goto cut;
 		ev.proc.pid = su_ld32(p);
 		ev.proc.ppid = su_ld32(p + 4);
+		if (f->planned && ev.proc.pid != f->name_pid)
+			plan_mismatch(s, f, ev.proc.pid);
 		p += 8;
 		rc = take_str(&p, end, &ev.proc.comm);
 		if (rc == 0) {
@@ -1329,56 +1355,80 @@ static void nat_close(void *h)
 	free(s);
 }
 
+/* Add stream file NM of the directory to S (PF: its place in the parts'
+ * plan, or NULL).  @return 0, -ENOMEM. */
+static int add_file(struct native_source *s, const char *nm, const struct plan_file *pf, size_t cap[2], int *any_zst)
+{
+	int kind;
+	if (nm[0] == '.' || strcmp(nm, "metadata") == 0)
+		return 0;
+	if (strncmp(nm, "proc-", 5) == 0)
+		kind = 0;
+	else if (strncmp(nm, "samples-", 8) == 0)
+		kind = 1;
+	else {
+		su_reader_warn(s->rep->warn, "%s/%s: not a stackcap stream file: ignored", s->dir, nm);
+		return 0;
+	}
+	if (s->n_files[kind] == cap[kind]) {
+		size_t nc = cap[kind] ? 2 * cap[kind] : 16;
+		struct nfile *nf = realloc(s->files[kind], nc * sizeof(*nf));
+		if (!nf)
+			return -ENOMEM;
+		s->files[kind] = nf;
+		cap[kind] = nc;
+	}
+	struct nfile *f = &s->files[kind][s->n_files[kind]];
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
+	f->kind = kind;
+	f->zst = has_suffix(nm, ".zst");
+	*any_zst |= f->zst;
+	if (!(f->name = strdup(nm)))
+		return -ENOMEM;
+	s->n_files[kind]++;
+	/* Read in parts, a file's figures are counted by one part: the
+	 * part the plan gives it, else the first. */
+	unsigned const part = s->rep->parts > 1 ? s->rep->part : 0;
+	f->counted = part == 0;
+	if (pf && pf->owner != PLAN_EVERY) {
+		f->planned = 1;
+		f->name_pid = pf->pid;
+		f->counted = pf->owner == (int)part;
+		f->done = !f->counted; /* another part's: never opened here */
+	}
+	return 0;
+}
+
 static int nat_open(const char *dir, struct source_report *rep, void **h, char *err, size_t errlen)
 {
 	struct native_source *s = calloc(1, sizeof(*s));
 	size_t cap[2] = { 0, 0 };
 	DIR *d = NULL;
+	int any_zst = 0;
 	if (!s || !(s->dir = strdup(dir)))
 		goto nomem;
 	s->rep = rep;
-	d = opendir(dir);
-	if (!d) {
-		int const e = errno;
-		snprintf(err, errlen, "%s: %s", dir, strerror(e));
-		nat_close(s);
-		return -e;
-	}
-	int any_zst = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		const char *nm = e->d_name;
-		int kind;
-		if (nm[0] == '.' || strcmp(nm, "metadata") == 0)
-			continue;
-		if (strncmp(nm, "proc-", 5) == 0)
-			kind = 0;
-		else if (strncmp(nm, "samples-", 8) == 0)
-			kind = 1;
-		else {
-			su_reader_warn(rep->warn, "%s/%s: not a stackcap stream file: ignored", dir, nm);
-			continue;
-		}
-		if (s->n_files[kind] == cap[kind]) {
-			size_t nc = cap[kind] ? 2 * cap[kind] : 16;
-			struct nfile *nf = realloc(s->files[kind], nc * sizeof(*nf));
-			if (!nf)
+	if (rep->plan && rep->parts > 1) {
+		/* The names the plan was made of: the parts agree on them. */
+		for (size_t i = 0; i < rep->plan->n; i++)
+			if (add_file(s, rep->plan->files[i].name, &rep->plan->files[i], cap, &any_zst))
 				goto nomem;
-			s->files[kind] = nf;
-			cap[kind] = nc;
+	} else {
+		d = opendir(dir);
+		if (!d) {
+			int const e = errno;
+			snprintf(err, errlen, "%s: %s", dir, strerror(e));
+			nat_close(s);
+			return -e;
 		}
-		struct nfile *f = &s->files[kind][s->n_files[kind]];
-		memset(f, 0, sizeof(*f));
-		f->fd = -1;
-		f->kind = kind;
-		f->zst = has_suffix(nm, ".zst");
-		any_zst |= f->zst;
-		if (!(f->name = strdup(nm)))
-			goto nomem;
-		s->n_files[kind]++;
+		struct dirent *e;
+		while ((e = readdir(d)))
+			if (add_file(s, e->d_name, NULL, cap, &any_zst))
+				goto nomem;
+		closedir(d);
+		d = NULL;
 	}
-	closedir(d);
-	d = NULL;
 	uint64_t id = 1;
 	for (int pi = 0; pi < 2; pi++) {
 		if (s->n_files[pi])

@@ -40,6 +40,7 @@ struct section {
 	size_t n_maps, cap_maps;
 	struct su_runtime *rt;   /* version 2: its runtime unwinder, or NULL */
 	int has_later;           /* a later section of the same pid exists */
+	int uncounted;           /* another part counts it (su_reader_opts.plan) */
 };
 
 /* The sections of one pid, in the order they started (indices into
@@ -118,6 +119,8 @@ struct reader {
 	struct su_maps *last_maps;   /* what on_maps stored (push mode tells cb->maps) */
 	int warned_blob;             /* the first undecodable blob was named */
 	struct su_kernel *kernel;    /* the trace's kernel symbols, or NULL */
+	int kernel_shared;           /* KERNEL is the parts' plan's (not freed here) */
+	unsigned kernel_events;      /* kernel symbol events met */
 	char **events;               /* versions 4, 5: the event table (metadata env), or NULL */
 	size_t n_events;
 	int warned_event;            /* a sample named an event beyond the table */
@@ -327,19 +330,43 @@ static int on_runtime(struct reader *r, const struct raw_event *ev)
 
 /* The trace's kernel symbols (the first event of them; one per trace),
  * named by every maps generation. */
+static void kernel_set(struct reader *r, struct su_kernel *k)
+{
+	r->kernel = k;
+	for (size_t i = 0; i < r->n_sections; i++)
+		for (size_t j = 0; j < r->sections[i].n_maps; j++)
+			r->sections[i].maps[j]->kernel = k;
+}
+
 static int on_kernel_symbols(struct reader *r, const struct raw_event *ev)
 {
 	if (!ev->kernel)
 		return 0;
+	r->kernel_events += !ev->uncounted; /* a file every part reads: counted by one */
 	if (r->kernel) {
 		su_kernel_free(ev->kernel);
 		return 0;
 	}
-	r->kernel = ev->kernel;
-	for (size_t i = 0; i < r->n_sections; i++)
-		for (size_t j = 0; j < r->sections[i].n_maps; j++)
-			r->sections[i].maps[j]->kernel = r->kernel;
+	kernel_set(r, ev->kernel);
 	return 0;
+}
+
+/* Read in parts with a plan, this part's process streams read: the parts
+ * meet, and each takes the kernel symbols whichever part read.  @return
+ * the process sections of all parts (counted once each). */
+static size_t parts_meet(struct reader *r, struct su_parts_plan *plan)
+{
+	struct su_kernel *k = r->kernel;
+	size_t sections = 0;
+	for (size_t i = 0; i < r->n_sections; i++)
+		sections += !r->sections[i].uncounted;
+	unsigned const n = su_parts_plan_meet(plan, &k, r->kernel_events, &sections);
+	if (n > 1)
+		su_reader_warn(r->warn, "kernel symbols in %u process streams: read in parts, which one a whole read "
+			       "keeps is not known", n);
+	r->kernel_shared = 1;
+	kernel_set(r, k);
+	return sections;
 }
 
 /* Held until the sample of the same time that follows it. */
@@ -436,7 +463,8 @@ static void reader_free(struct reader *r)
 		free(t);
 	}
 	free(r->threads);
-	su_kernel_free(r->kernel);
+	if (!r->kernel_shared)
+		su_kernel_free(r->kernel);
 }
 
 /* ---- open-addressing tables (threads, pids): slots keyed by a nonzero
@@ -579,7 +607,9 @@ static int on_process_start(struct reader *r, const struct raw_event *ev)
 			ps->unsorted = 1;
 	}
 	ps->idx[ps->n++] = r->n_sections - 1;
-	r->st->processes++;
+	s->uncounted = ev->uncounted;
+	if (!ev->uncounted)
+		r->st->processes++;
 	if (s->p.codec_version != STACKCAP_CODEC_VERSION)
 		su_reader_warn(r->warn, "process %u: stack codec version %u not supported (this reader knows %u); "
 			       "its samples are skipped", s->p.pid, s->p.codec_version, STACKCAP_CODEC_VERSION);
@@ -986,7 +1016,7 @@ static int on_event(void *ctx, const struct raw_event *ev)
 			rc = on_runtime(r, ev);
 		break;
 	case RAW_DISCARDED:
-		if (r->pass & PASS_SAMPLES)
+		if (r->pass & PASS_SAMPLES && !ev->uncounted)
 			r->st->discarded += ev->discarded;
 		break;
 	case RAW_PROCESS_START:
@@ -1004,13 +1034,14 @@ static int on_event(void *ctx, const struct raw_event *ev)
 		break;
 	}
 	case RAW_DROPS:
-		rc = on_drops(r, ev);
+		if (!ev->uncounted)
+			rc = on_drops(r, ev);
 		break;
 	case RAW_PROCESS_END: {
 		struct section *s = section_of_stream(r, ev->stream_id, ev->pid);
 		if (s && !s->p.ended) {
 			s->p.ended = 1;
-			r->st->ended++;
+			r->st->ended += !ev->uncounted;
 		}
 		break;
 	}
@@ -1066,7 +1097,7 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 	struct source_report rep = { .warn = r.warn };
 	void *h = NULL;
 	char *abs_dir = NULL;
-	int rc, ended = 0;
+	int rc, ended = 0, met = 0;
 
 	if (err && errlen)
 		err[0] = 0;
@@ -1075,6 +1106,8 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 	if (!abs_dir) {
 		int const e = errno;
 		su_set_err(r.err, r.errlen, "%s: %s", dir, strerror(e));
+		if (opts && opts->plan && opts->parts > 1 && opts->part < opts->parts && src == &su_source_native)
+			(void)parts_meet(&r, opts->plan); /* the other parts wait for this one */
 		return -e;
 	}
 	stats->bytes_on_disk = opts && opts->no_dir_bytes ? 0 : su_trace_dir_bytes(dir);
@@ -1085,6 +1118,11 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 		rep.parts = opts->parts;
 		rep.claims = opts->claims;
 		rep.n_claims = opts->n_claims;
+		if (opts->plan && src == &su_source_native) {
+			rep.plan = opts->plan;
+			rep.claims = opts->plan->claims;
+			rep.n_claims = opts->plan->n_samples;
+		}
 	}
 	rep.packets_whole = su_trace_packets_whole(dir);
 	if ((rc = su_trace_event_table(dir, &r.events, &r.n_events)) != 0)
@@ -1104,18 +1142,24 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 		goto read;
 	}
 	r.pass = PASS_PROCESS;
-	if ((rc = src->run(h, PASS_PROCESS, on_event, &r, err, errlen)) != 0) {
+	rc = src->run(h, PASS_PROCESS, on_event, &r, err, errlen);
+	size_t sections = r.n_sections; /* with a plan, all parts': a part may own none */
+	if (rep.plan) {
+		sections = parts_meet(&r, rep.plan);
+		met = 1;
+	}
+	if (rc != 0) {
 		source_context(&r, src, rc, dir, "process streams");
 		goto out;
 	}
-	if (!r.n_sections)
+	if (!sections)
 		su_reader_warn(r.warn, "%s: no process_start event: samples cannot be decoded", dir);
 	/* A process image without process_end was killed (or its trace cut):
 	 * its last packets are missing.  One replaced by exec ends without one
 	 * too, and a later image of the same pid follows it. */
 	for (size_t i = 0; i < r.n_sections; i++) {
 		if (!r.sections[i].p.ended && !r.sections[i].has_later && !src->no_process_end) {
-			stats->unended++;
+			stats->unended += !r.sections[i].uncounted;
 			su_reader_warn(r.warn, "process %u (%s) has no process_end: it was killed or its trace was cut, "
 				       "its last samples are missing", r.sections[i].p.pid,
 				       r.sections[i].p.comm ? r.sections[i].p.comm : "?");
@@ -1144,6 +1188,8 @@ read:
 	if (!rc && (stats->truncated_files || stats->bad_blobs || stats->no_maps || stats->unended))
 		rc = 1;
 out:
+	if (rep.plan && !met) /* the other parts wait for this one */
+		(void)parts_meet(&r, rep.plan);
 	if (!ended && cb->stop)
 		cb->stop(cb->arg);
 	if (h)

@@ -141,6 +141,13 @@ struct su_reader_opts {
 	unsigned part, parts;
 	_Atomic uint64_t *claims;
 	size_t n_claims;
+	/* Or with PLAN (trace/parts-plan.h, made for PARTS parts; it holds
+	 * the claims): a small process's files are one part's, never opened
+	 * by the others, and the figures of su_reader_stats from the process
+	 * streams (processes, ended, unended, drops, discarded) are each
+	 * counted by one part: the parts' sum is the trace's.  Without a
+	 * plan they are every part's (part 0's are the trace's). */
+	struct su_parts_plan *plan;
 	/* su_reader_stats.bytes_on_disk not wanted (no progress line to
 	 * show it): left 0, a stat of every file of the trace saved (430 of
 	 * them on a 214-process trace, ~1 ms). */
