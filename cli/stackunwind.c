@@ -813,6 +813,8 @@ static void *part_read(void *arg)
 	struct part *p = arg;
 	struct su_reader_callbacks cb = { .arg = &p->r, .sample = on_sample, .end = on_end, .stop = on_stop };
 	p->rrc = su_trace_read(p->r.o->trace, &p->filter, &cb, &p->st, p->err, sizeof(p->err));
+	/* One that failed before it met the others: they wait no more. */
+	su_parts_plan_part_done(p->filter.plan, p->filter.part);
 	if (p->r.ordered) /* every sample of this part handed over, even after a failure */
 		ordered_done(p->r.ordered, p->filter.part);
 	if (p->r.fold) /* sorted here, on each part's thread: the parts' counts are then merged in one pass */

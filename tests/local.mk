@@ -74,7 +74,7 @@ TESTS += tests/unit/test-ctf-writer-asan
 
 check_PROGRAMS += tests/unit/test-trace-sources-asan
 tests_unit_test_trace_sources_asan_SOURCES = $(tests_unit_test_trace_sources_SOURCES) \
-	trace/stackcap-reader.c trace/trace-dir.c trace/source-native.c trace/source-babeltrace2.c trace/bt2-event.c trace/bt2-graph.c \
+	trace/stackcap-reader.c trace/trace-dir.c trace/parts-plan.c trace/source-native.c trace/source-babeltrace2.c trace/bt2-event.c trace/bt2-graph.c \
 	capture/ctf-writer.c capture/ctf-metadata.c $(common_libsucommon_la_SOURCES) compress/stack-codec.c
 tests_unit_test_trace_sources_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(ZSTD_CFLAGS) $(BABELTRACE2_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_trace_sources_asan_LDFLAGS = $(SANITIZE_FLAGS)
@@ -84,7 +84,7 @@ TESTS += tests/unit/test-trace-sources-asan
 check_PROGRAMS += tests/unit/test-perf-data-asan
 tests_unit_test_perf_data_asan_SOURCES = $(tests_unit_test_perf_data_SOURCES) \
 	trace/perf-data.c trace/perf-procs.c trace/perf-sample.c trace/perf-stream.c trace/perf-ahead.c trace/kallsyms.c trace/kallsyms-cache.c trace/kallsyms-ahead.c trace/mem-ranges.c \
-	trace/stackcap-reader.c trace/trace-dir.c trace/source-native.c trace/source-babeltrace2.c trace/bt2-event.c trace/bt2-graph.c \
+	trace/stackcap-reader.c trace/trace-dir.c trace/parts-plan.c trace/source-native.c trace/source-babeltrace2.c trace/bt2-event.c trace/bt2-graph.c \
 	capture/ctf-writer.c capture/ctf-metadata.c $(common_libsucommon_la_SOURCES) compress/stack-codec.c
 tests_unit_test_perf_data_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(ZSTD_CFLAGS) $(BABELTRACE2_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_perf_data_asan_LDFLAGS = $(SANITIZE_FLAGS)
@@ -190,7 +190,7 @@ FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=u
 	-I$(top_srcdir)
 FUZZ_CODEC_SRC = $(top_srcdir)/compress/stack-codec.c
 # The whole reader with the native source (babeltrace2's source is linked, never run).
-FUZZ_READER_SRC = $(top_srcdir)/trace/stackcap-reader.c $(top_srcdir)/trace/trace-dir.c $(top_srcdir)/trace/source-native.c \
+FUZZ_READER_SRC = $(top_srcdir)/trace/stackcap-reader.c $(top_srcdir)/trace/trace-dir.c $(top_srcdir)/trace/parts-plan.c $(top_srcdir)/trace/source-native.c \
 	$(top_srcdir)/trace/source-babeltrace2.c $(top_srcdir)/trace/bt2-event.c $(top_srcdir)/trace/bt2-graph.c $(top_srcdir)/common/zstd-frame.c \
 	$(top_srcdir)/common/io.c $(top_srcdir)/common/grow.c $(top_srcdir)/common/hashmap.c \
 	$(FUZZ_CODEC_SRC)

@@ -148,7 +148,8 @@ struct su_parts_plan *su_parts_plan_new(const char *dir, unsigned parts)
 	d = NULL;
 	if (p->n)
 		qsort(p->files, p->n, sizeof(*p->files), file_cmp);
-	if (!(p->claims = calloc(p->n_samples ? p->n_samples : 1, sizeof(*p->claims))) || assign(p))
+	if (!(p->claims = calloc(p->n_samples ? p->n_samples : 1, sizeof(*p->claims))) ||
+	    !(p->met = calloc(p->parts, 1)) || assign(p))
 		goto fail;
 	return p;
 fail:;
@@ -168,6 +169,7 @@ void su_parts_plan_free(struct su_parts_plan *p)
 		free(p->files[i].name);
 	free(p->files);
 	free(p->claims);
+	free(p->met);
 	su_kernel_free(p->kernel);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv);
@@ -192,7 +194,25 @@ void su_parts_plan_cancel(struct su_parts_plan *p)
 	pthread_mutex_unlock(&p->mu);
 }
 
-unsigned su_parts_plan_meet(struct su_parts_plan *p, struct su_kernel **k, unsigned n_events, size_t *sections)
+/* PART comes to the meeting (under the lock), once. */
+static void arrive(struct su_parts_plan *p, unsigned part)
+{
+	if (part >= p->parts || p->met[part])
+		return;
+	p->met[part] = 1;
+	if (++p->arrived >= p->parts)
+		pthread_cond_broadcast(&p->cv);
+}
+
+void su_parts_plan_part_done(struct su_parts_plan *p, unsigned part)
+{
+	pthread_mutex_lock(&p->mu);
+	arrive(p, part);
+	pthread_mutex_unlock(&p->mu);
+}
+
+unsigned su_parts_plan_meet(struct su_parts_plan *p, unsigned part, struct su_kernel **k, unsigned n_events,
+			    size_t *sections)
 {
 	pthread_mutex_lock(&p->mu);
 	p->kernel_events += n_events;
@@ -204,8 +224,7 @@ unsigned su_parts_plan_meet(struct su_parts_plan *p, struct su_kernel **k, unsig
 			su_kernel_free(*k); /* a second: said by the return */
 		*k = NULL;
 	}
-	if (++p->arrived >= p->parts)
-		pthread_cond_broadcast(&p->cv);
+	arrive(p, part);
 	while (p->arrived < p->parts && !p->cancelled)
 		pthread_cond_wait(&p->cv, &p->mu);
 	*k = p->kernel;

@@ -41,4 +41,10 @@ uint64_t su_parts_plan_sample_bytes(const struct su_parts_plan *p);
  * the meeting go on without it (their reads are then not used). */
 void su_parts_plan_cancel(struct su_parts_plan *p);
 
+/* Part PART's read has returned (every part's, whatever it returned): if
+ * it failed before it met the others after its process streams (a trace
+ * that changed under it, no file descriptors left...), they no longer
+ * wait for it. */
+void su_parts_plan_part_done(struct su_parts_plan *p, unsigned part);
+
 #endif

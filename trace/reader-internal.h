@@ -113,6 +113,7 @@ struct su_parts_plan {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	unsigned arrived;
+	unsigned char *met;       /* one a part: it came to the meeting */
 	int cancelled;
 	struct su_kernel *kernel; /* the kernel symbols a part read, the plan's to free */
 	unsigned kernel_events;   /* kernel symbol events all parts met */
@@ -126,7 +127,8 @@ struct su_parts_plan {
  * *SECTIONS all parts' sections.  @return the kernel symbol events all
  * parts met (more than one: the part cannot know which a whole read
  * would keep). */
-unsigned su_parts_plan_meet(struct su_parts_plan *plan, struct su_kernel **k, unsigned n_events, size_t *sections);
+unsigned su_parts_plan_meet(struct su_parts_plan *plan, unsigned part, struct su_kernel **k, unsigned n_events,
+			    size_t *sections);
 
 enum source_pass { PASS_PROCESS = 1, PASS_SAMPLES = 2 };
 

@@ -26,6 +26,7 @@
 #include "compress/rt-frames.h"
 #include "trace/reader-internal.h"
 #include "trace/reader-push.h"
+#include "trace/parts-plan.h"
 
 /* reader.pass in push mode: every event kind at once. */
 #define PUSH_PASSES (PASS_PROCESS | PASS_SAMPLES)
@@ -360,7 +361,7 @@ static size_t parts_meet(struct reader *r, struct su_parts_plan *plan)
 	size_t sections = 0;
 	for (size_t i = 0; i < r->n_sections; i++)
 		sections += !r->sections[i].uncounted;
-	unsigned const n = su_parts_plan_meet(plan, &k, r->kernel_events, &sections);
+	unsigned const n = su_parts_plan_meet(plan, r->opts->part, &k, r->kernel_events, &sections);
 	if (n > 1)
 		su_reader_warn(r->warn, "kernel symbols in %u process streams: read in parts, which one a whole read "
 			       "keeps is not known", n);
@@ -1106,8 +1107,6 @@ int su_reader_run_source(const char *dir, const struct event_source *src, const 
 	if (!abs_dir) {
 		int const e = errno;
 		su_set_err(r.err, r.errlen, "%s: %s", dir, strerror(e));
-		if (opts && opts->plan && opts->parts > 1 && opts->part < opts->parts && src == &su_source_native)
-			(void)parts_meet(&r, opts->plan); /* the other parts wait for this one */
 		return -e;
 	}
 	stats->bytes_on_disk = opts && opts->no_dir_bytes ? 0 : su_trace_dir_bytes(dir);
@@ -1189,7 +1188,7 @@ read:
 		rc = 1;
 out:
 	if (rep.plan && !met) /* the other parts wait for this one */
-		(void)parts_meet(&r, rep.plan);
+		su_parts_plan_part_done(rep.plan, rep.part);
 	if (!ended && cb->stop)
 		cb->stop(cb->arg);
 	if (h)

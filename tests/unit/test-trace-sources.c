@@ -27,6 +27,7 @@
 #include <zstd.h>
 
 #include "capture/ctf-writer.h"
+#include "trace/parts-plan.h"
 #include "trace/reader-internal.h"
 #include "tests/unit/check-main.h"
 
@@ -1054,6 +1055,34 @@ START_TEST(t_reader_parts)
 					.warn = { count_warning, &warnings } } };
 	part_read(&odd);
 	ck_assert_uint_eq(warnings, 1);
+	/* A plan (trace/parts-plan.h), both parts at once: each sample
+	 * once.  Then part 1 fails before it meets part 0 after the process
+	 * streams (su_parts_plan_part_done, as stackunwind does after every
+	 * part's read): part 0 does not wait for it forever, and reads all. */
+	struct su_parts_plan *plan = su_parts_plan_new(t.dir, 2);
+	ck_assert_ptr_nonnull(plan);
+	ck_assert_uint_eq(su_parts_plan_sample_files(plan), 2);
+	struct part_read pl[2];
+	for (unsigned k = 0; k < 2; k++)
+		pl[k] = (struct part_read){ .dir = t.dir, .o = { .part = k, .parts = 2, .plan = plan } };
+	ck_assert_int_eq(pthread_create(&th, NULL, part_read, &pl[1]), 0);
+	part_read(&pl[0]);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(pl[0].rc | pl[1].rc, 0);
+	ck_assert_uint_eq(pl[0].got.n + pl[1].got.n, 300);
+	ck_assert_uint_eq(pl[0].got.sum + pl[1].got.sum, whole.got.sum);
+	su_parts_plan_free(plan);
+	plan = su_parts_plan_new(t.dir, 2);
+	ck_assert_ptr_nonnull(plan);
+	pl[0] = (struct part_read){ .dir = t.dir, .o = { .part = 0, .parts = 2, .plan = plan } };
+	ck_assert_int_eq(pthread_create(&th, NULL, part_read, &pl[0]), 0);
+	usleep(20000);
+	su_parts_plan_part_done(plan, 1);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(pl[0].rc, 0);
+	ck_assert_uint_eq(pl[0].got.n, 300);
+	su_parts_plan_free(plan);
+	ck_assert_ptr_null(su_parts_plan_new("/nonexistent/trace", 2));
 	tb_free(&t);
 }
 END_TEST
