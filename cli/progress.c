@@ -22,6 +22,25 @@ void progress_init(struct progress *p, int quiet, const uint64_t *bytes_read, co
 	p->last = p->start;
 }
 
+void progress_parts(struct progress *p, struct progress_sum *sum)
+{
+	p->sum = sum;
+}
+
+void progress_tick(struct progress *p)
+{
+	if (p->sum) {
+		atomic_fetch_add_explicit(&p->sum->samples, 64, memory_order_relaxed);
+		uint64_t const b = p->bytes_read ? *p->bytes_read : 0;
+		if (b > p->bytes_added) {
+			atomic_fetch_add_explicit(&p->sum->bytes, b - p->bytes_added, memory_order_relaxed);
+			p->bytes_added = b;
+		}
+	}
+	if (p->on)
+		progress_draw(p);
+}
+
 void progress_draw(struct progress *p)
 {
 	struct timespec now;
@@ -30,11 +49,15 @@ void progress_draw(struct progress *p)
 		return;
 	p->last = now;
 	uint64_t const el = ns_between(&p->start, &now);
-	double const rate = el ? (double)p->samples * 1e9 / (double)el : 0;
+	uint64_t const samples = p->sum ? atomic_load_explicit(&p->sum->samples, memory_order_relaxed) : p->samples;
+	uint64_t read = p->bytes_read ? *p->bytes_read : 0;
+	if (p->sum)
+		read = atomic_load_explicit(&p->sum->bytes, memory_order_relaxed);
+	double const rate = el ? (double)samples * 1e9 / (double)el : 0;
 	/* \r and erase to the end of the line: one line, redrawn in place. */
-	fprintf(stderr, "\rstackunwind: %llu samples", (unsigned long long)p->samples);
-	if (p->bytes_read && p->bytes_total && *p->bytes_total && *p->bytes_read) {
-		uint64_t const done = *p->bytes_read < *p->bytes_total ? *p->bytes_read : *p->bytes_total;
+	fprintf(stderr, "\rstackunwind: %llu samples", (unsigned long long)samples);
+	if (p->bytes_total && *p->bytes_total && read) {
+		uint64_t const done = read < *p->bytes_total ? read : *p->bytes_total;
 		fprintf(stderr, " (%.0f%% of the trace)", 100.0 * (double)done / (double)*p->bytes_total);
 	}
 	fprintf(stderr, ", %.0f samples/s\033[K", rate);

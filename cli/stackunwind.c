@@ -863,6 +863,7 @@ static int read_in_parts(const struct options *o, struct worker *ctx, unsigned n
 			 int quiet)
 {
 	struct part *p = calloc(n, sizeof(*p));
+	struct progress_sum psum = { 0 };
 	if (!p)
 		return 0;
 	int ok = 1;
@@ -877,6 +878,8 @@ static int read_in_parts(const struct options *o, struct worker *ctx, unsigned n
 		p[k].filter.plan = plan;
 		p[k].filter.warn = (struct su_warn_hook){ part_warned, &p[k] };
 		progress_init(&p[k].r.progress, quiet || k, &p[k].st.bytes_read, &p[k].st.bytes_on_disk);
+		if (p[0].r.progress.on) /* the first part's line: all parts' counts */
+			progress_parts(&p[k].r.progress, &psum);
 		/* The trace's bytes for part 0's progress line alone, when shown. */
 		p[k].filter.no_dir_bytes = !p[k].r.progress.on;
 		ok &= (p[k].r.pipeline = pipeline_new(0, NULL, &ctx[k], unwind_sample, format_sample_of, emit,

@@ -134,7 +134,7 @@ if command -v script >/dev/null 2>&1; then
 		grep -a -q "$(printf 'samples/s\033\\[K\r\033\\[Kstackunwind: [0-9]* samples, ')" "$work/pty.out"
 	check "progress changes nothing in the output" cmp -s "$work/p.svg" "$work/demo.svg.plain"
 	# Read in two parts (STACKCAP_JOBS_AFTER=0: parts however short the
-	# trace): the first part's line, its share of the trace's bytes.
+	# trace): the first part's line, all parts' samples and bytes.
 	script -qec "env STACKUNWIND_PROGRESS_MS=0 STACKCAP_JOBS_AFTER=0 '$SU' flamegraph -j 2 -o '$work/p3.svg' '$work/demo.trace'" \
 		/dev/null >"$work/pty3.out" 2>&1
 	check "progress of a read in parts: 'stackunwind: N samples (P% of the trace)'" \
