@@ -76,9 +76,10 @@ struct nfile {
 	size_t order;             /* index in the pass, sorted by name */
 	uint64_t packets;         /* packets loaded so far */
 	int others;               /* the current packet is another part's (su_reader_opts.parts) */
-	/* Read in parts with a plan (trace/parts-plan.h): the file is this
-	 * part's alone (the others never open it), named for NAME_PID; its
-	 * figures (processes, drops, discarded) are counted here. */
+	/* Read in parts with a plan (trace/parts-plan.h): the plan gives
+	 * the file, named for NAME_PID, to one part (another part's is never
+	 * opened here).  COUNTED: its figures (processes, ends, drops,
+	 * discarded) are this part's to count. */
 	int planned;
 	uint32_t name_pid;
 	int counted;
