@@ -192,11 +192,36 @@ static void pctext_clear(struct worker *w)
 	su_hmap_free(&w->pctext_map);
 }
 
-/* Keep TEXT (LEN bytes) as frame F's text: M's, UNKNOWN or not.  Out of
- * memory: only the cache entry is lost. */
+/* Keys met once: a fingerprint a slot (256 KiB). */
+#define PCTEXT_SEEN (1u << 16)
+
+/* Has the key of hash H been met before (since its slot was last another
+ * key's)?  A system-wide trace's frames are mostly met once at their
+ * (snapshot, pc): of 81,862 texts kept on a 4,245-process trace 7,689 were
+ * ever found again, and keeping them (the copy, the map's growth) cost
+ * more than naming them did.  So a text is kept the second time its key
+ * comes. */
+static int pctext_seen(struct worker *w, uint64_t h)
+{
+	if (!w->pctext_seen && !(w->pctext_seen = calloc(PCTEXT_SEEN, sizeof(*w->pctext_seen))))
+		return 1; /* no memory for it: kept at once, as before */
+	uint32_t const fp = (uint32_t)(h >> 32) | 1;
+	uint32_t *const slot = &w->pctext_seen[h & (PCTEXT_SEEN - 1)];
+	if (*slot == fp)
+		return 1;
+	*slot = fp;
+	return 0;
+}
+
+/* Keep TEXT (LEN bytes) as frame F's text: M's, UNKNOWN or not, from the
+ * second time its key comes.  Out of memory: only the cache entry is
+ * lost. */
 static void pctext_add(struct worker *w, const struct su_maps *maps, const struct su_frame *f,
 		       const struct su_module *m, int unknown, const char *text, size_t len)
 {
+	uint64_t const hash = pc_hash(maps, f);
+	if (!pctext_seen(w, hash))
+		return;
 	if (w->pctext_bytes > PCTEXT_BUDGET)
 		pctext_clear(w);
 	if (len > UINT32_MAX || w->n_pctext >= UINT32_MAX || su_hmap_reserve(&w->pctext_map) ||
@@ -207,7 +232,6 @@ static void pctext_add(struct worker *w, const struct su_maps *maps, const struc
 		return;
 	memcpy(copy, text, len);
 	struct pc_key const key = { w, maps, f };
-	uint64_t const hash = pc_hash(maps, f);
 	size_t const slot = su_hmap_find(&w->pctext_map, hash, pctext_eq, &key);
 	w->pctext[w->n_pctext] = (struct pc_text){ .maps = maps, .pc = f->pc, .map = f->map, .m = m,
 						   .activation = f->activation, .unknown = (uint8_t)unknown,

@@ -39,6 +39,7 @@ void worker_fini(struct worker *w)
 		free(w->pctext[i].text);
 	free(w->pctext);
 	su_hmap_free(&w->pctext_map);
+	free(w->pctext_seen);
 	if (w->chains)
 		for (size_t i = 0; i < CHAIN_SLOTS; i++) {
 			free(w->chains[i].frames);

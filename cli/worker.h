@@ -66,6 +66,7 @@ struct worker {
 	struct su_hmap pctext_map;
 	size_t last_pctext;          /* the last one found (recursion repeats a pc) */
 	size_t pctext_bytes;         /* what they hold: emptied past PCTEXT_BUDGET */
+	uint32_t *pctext_seen;       /* PCTEXT_SEEN fingerprints of keys met once (cli/format.c) */
 	struct chain_text *chains;   /* folded, stacks or export: CHAIN_SLOTS, direct-mapped, or NULL */
 	/* The slot holding the previous sample's chain exactly (its lookup
 	 * hit, or its text was kept there); REUSE_CHAIN: that slot when the
