@@ -15,6 +15,11 @@
 #   stackcap-old  OLD_BUILD_DIR's, when given (a before/after)
 #   perf          perf record -a -e cpu-clock -F 999 --call-graph dwarf -k
 #                 monotonic (8 KiB window: perf's default)
+#   perf7         the same by perf 7.x, the strongest perf there is here
+#                 (PERF7_SH, default /work/shared/tools/perf7.sh: a trixie
+#                 chroot with linux-perf from trixie-backports; its CPU
+#                 counts the chroot's start too, a few ms); its file under
+#                 /tmp, which the chroot shares.  PERF7_SH=skip: left out
 # each under the usual open-file limit (`ulimit -n 1024`), its output on
 # TMPDIR (default /tmp).  Reported (medians): samples written, drops
 # (records lost: the recorder fell behind, or for stackcap an error
@@ -75,10 +80,12 @@ one() {
 		bytes=$(du -sb "$w/rec.trace" | cut -f1)
 		files=$(ls "$w/rec.trace" | wc -l)
 		;;
-	perf)
-		(ulimit -n 1024 && /usr/bin/time -f 'TIME %U %S %M' perf record -q -a -e cpu-clock -F 999 --call-graph dwarf \
+	perf | perf7)
+		p=perf
+		[ "$conf" = perf7 ] && p="$PERF7 perf"
+		(ulimit -n 1024 && /usr/bin/time -f 'TIME %U %S %M' $p record -q -a -e cpu-clock -F 999 --call-graph dwarf \
 			-k monotonic -o "$w/rec.data" -- sleep $rec) >/dev/null 2>"$w/rec.err"
-		n=$(perf report -i "$w/rec.data" --stats 2>/dev/null | awk '$1 == "SAMPLE" && !s { s = $3 } $1 == "LOST" && !l { l = $3 } END { print s + 0, l + 0 }')
+		n=$($p report -i "$w/rec.data" --stats 2>/dev/null | awk '$1 == "SAMPLE" && !s { s = $3 } $1 == "LOST" && !l { l = $3 } END { print s + 0, l + 0 }')
 		lost=$(grep -o 'lost [0-9]* chunks' "$w/rec.err" | awk '{ s += $2 } END { print s + 0 }')
 		s="${n% *} $((${n#* } + 0))"
 		[ "$lost" -gt 0 ] && s="${n% *} ${n#* }+${lost}chunks"
@@ -97,6 +104,21 @@ one() {
 
 confs="stackcap perf"
 [ -n "$OLD" ] && confs="stackcap stackcap-old perf"
+PERF7=${PERF7_SH:-/work/shared/tools/perf7.sh}
+if [ "$PERF7" != skip ]; then
+	case $w in
+	/tmp/*) ;;
+	*) echo "$0: perf 7 left out: its chroot shares /tmp only, TMPDIR is ${TMPDIR:-}" >&2; PERF7=skip ;;
+	esac
+fi
+if [ "$PERF7" != skip ]; then
+	if [ -x "$PERF7" ] && "$PERF7" perf --version >/dev/null 2>&1; then
+		confs="$confs perf7"
+	else
+		echo "$0: $PERF7 could not run perf 7 (needs root and debootstrap); PERF7_SH=skip leaves it out" >&2
+		exit 2
+	fi
+fi
 r=0
 while [ $r -lt "$RUNS" ]; do
 	for c in $confs; do one $c "$w/$c.out"; done
