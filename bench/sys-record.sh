@@ -18,8 +18,9 @@
 #   perf7         the same by perf 7.x, the strongest perf there is here
 #                 (PERF7_SH, default /work/shared/tools/perf7.sh: a trixie
 #                 chroot with linux-perf from trixie-backports; its CPU
-#                 counts the chroot's start too, a few ms); its file under
-#                 /tmp, which the chroot shares.  PERF7_SH=skip: left out
+#                 counts the chroot's start too, a few ms; /sys is bound
+#                 into it for perf's PMUs); its file under /tmp, which the
+#                 chroot shares.  PERF7_SH=skip: left out
 # each under the usual open-file limit (`ulimit -n 1024`), its output on
 # TMPDIR (default /tmp).  Reported (medians): samples written, drops
 # (records lost: the recorder fell behind, or for stackcap an error
@@ -114,6 +115,10 @@ fi
 if [ "$PERF7" != skip ]; then
 	if [ -x "$PERF7" ] && "$PERF7" perf --version >/dev/null 2>&1; then
 		confs="$confs perf7"
+		# perf record finds cpu-clock's PMU in sysfs, which the chroot
+		# script does not mount (its perf script needs none).
+		R7=${PERF7_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/stackcap-perf7}
+		mountpoint -q "$R7/sys" || mount --bind /sys "$R7/sys" || { echo "$0: could not mount /sys in $R7" >&2; exit 2; }
 	else
 		echo "$0: $PERF7 could not run perf 7 (needs root and debootstrap); PERF7_SH=skip leaves it out" >&2
 		exit 2
