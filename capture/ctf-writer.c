@@ -51,6 +51,8 @@ struct ctf_writer {
 	size_t n_events;        /* the event table's size (0: none, version < 4) */
 	int off_cpu;            /* the off_cpu event is declared */
 	int own_fds;            /* ctf_writer_opts.own_fds */
+	int (*create)(void *arg, int dirfd, const char *name); /* ctf_writer_set_create */
+	void *create_arg;
 };
 
 struct ctf_stream {
@@ -355,6 +357,12 @@ static uint64_t name_hash(const char *name)
 	return su_fnv1a_str(name);
 }
 
+void ctf_writer_set_create(struct ctf_writer *w, int (*fn)(void *arg, int dirfd, const char *name), void *arg)
+{
+	w->create = fn;
+	w->create_arg = arg;
+}
+
 int ctf_writer_open_stream(struct ctf_writer *w, enum ctf_stream_kind kind,
 			   const char *name, uint32_t pid, struct ctf_stream **out)
 {
@@ -377,10 +385,17 @@ int ctf_writer_open_stream(struct ctf_writer *w, enum ctf_stream_kind kind,
 		return -ENOMEM;
 	}
 	int const d = writer_dirfd(w);
-	s->fd = d < 0 ? d : openat(d, fname, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	s->fd = d < 0 || !w->create ? -EAGAIN : w->create(w->create_arg, d, fname);
+	if (s->fd == -EAGAIN && d >= 0) {
+		s->fd = openat(d, fname, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (s->fd < 0)
+			s->fd = -errno;
+	} else if (s->fd == -EAGAIN) {
+		s->fd = d;
+	}
 	struct stat st;
 	if (s->fd < 0 || fstat(s->fd, &st) != 0) {
-		int rc = d < 0 ? d : -errno;
+		int rc = s->fd < 0 ? s->fd : -errno;
 		if (s->fd >= 0)
 			close(s->fd);
 		free(s->buf);

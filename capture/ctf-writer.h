@@ -90,6 +90,12 @@ struct ctf_writer_opts {
 int ctf_writer_open(const char *dir, const struct ctf_writer_opts *opts,
 		    struct ctf_writer **out);
 
+/* Stream files from FN(ARG, dirfd, name): the file created and opened
+ * for writing (as O_CREAT | O_EXCL would), or -EAGAIN (the writer creates
+ * it itself), or the stream's -errno.  The recorder's are made ahead on a
+ * thread of its own (record/files-ahead.h).  FN NULL: the writer's own. */
+void ctf_writer_set_create(struct ctf_writer *w, int (*fn)(void *arg, int dirfd, const char *name), void *arg);
+
 /* Close every stream still open (flushing it), free the writer.  Returns
  * the first error met; the writer is freed regardless.  NULL is a no-op. */
 int ctf_writer_close(struct ctf_writer *w);

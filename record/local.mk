@@ -9,6 +9,8 @@ record_librecord_la_SOURCES = \
 	record/sigframe.c \
 	record/events.h \
 	record/events.c \
+	record/files-ahead.h \
+	record/files-ahead.c \
 	record/kallsyms.h \
 	record/kallsyms.c \
 	record/offcpu.h \

@@ -48,6 +48,7 @@
 #include "record/perf-events.h"
 #include "record/procmaps.h"
 #include "record/recorder.h"
+#include "record/files-ahead.h"
 #include "trace/perf-data.h"
 #include "common/grow.h"
 #include "common/io.h"
@@ -68,6 +69,7 @@ struct recorder {
 	size_t ids_known;      /* events whose ids the record stream knows */
 	struct rec_events ev;
 	struct ctf_writer *w;
+	struct rec_files_ahead *ahead; /* its stream files made ahead (record/files-ahead.h) */
 	struct rec_encoder *enc;
 	struct su_perf_stream *ps;
 	struct su_reader_stats rst;
@@ -785,6 +787,10 @@ int rec_record(const struct rec_options *o)
 		say(o, "cannot create the trace in %s: %s", o->out, strerror(-rc));
 		goto fail_quiet;
 	}
+	/* Each process a file or two: made ahead, off the thread that drains
+	 * the rings (a slow file system held it, and samples were lost). */
+	if ((r->ahead = rec_files_ahead_start(o->out)) != NULL)
+		ctf_writer_set_create(r->w, rec_files_ahead_take, r->ahead);
 	struct rec_encoder_opts const eo = { .full_copy = o->full_copy, .end_all = 1, .policy = o->policy,
 					     .kernel_frames = kframes, .events = r->n_table ? r->table : NULL,
 					     .n_events = r->n_table, .warn = { warn_line, (void *)o },
@@ -1009,6 +1015,8 @@ out:
 		rec_encoder_free(r->enc);
 	if (r->w)
 		ctf_writer_close(r->w);
+	rec_files_ahead_stop(r->ahead); /* after the writer: it may take one until then */
+	r->ahead = NULL;
 	rec_events_close(&r->ev);
 	if (child_fd >= 0)
 		close(child_fd);

@@ -284,4 +284,23 @@ rm -rf "$nb"
 "$STACKCAP" record -p 999999999 -o "$work/nopid.trace" 2>"$work/nopid.err"
 check "-p of no process: exit 1, 'no such process'" sh -c "[ $? = 1 ] && grep -q 'no such process' '$work/nopid.err'"
 
+# Stream files made ahead (record/files-ahead.h): each is an O_TMPFILE
+# inode made on a thread of the recorder's own, named with linkat() when
+# a process needs it; none is created by the thread that drains the
+# rings.  Five processes: ten files or more, all named so, and read back.
+if command -v strace >/dev/null; then
+	strace -f -qq -e trace=openat,linkat -o "$work/ahead.strace" \
+		"$STACKCAP" record -o "$work/ahead.trace" -- sh -c "for i in 1 2 3 4; do '$TD/tdata-recurse' -d 10 0.05; done" \
+		2>"$work/ahead.err"
+	arc=$?
+	nst=$(ls "$work/ahead.trace" | grep -c -E '^(proc|samples)-')
+	nlink=$(grep -c -E 'linkat\(AT_FDCWD, "/proc/self/fd/[0-9]+", [0-9]+, "(proc|samples)-[^"]*", AT_SYMLINK_FOLLOW' "$work/ahead.strace")
+	ncreat=$(grep -c -E 'openat\([0-9]+, "(proc|samples)-[^"]*", [^)]*O_CREAT' "$work/ahead.strace")
+	check "stream files made ahead: $nst files, $nlink named by linkat, $ncreat created in place (exit $arc)" \
+		sh -c "[ $arc = 0 ] && [ $nst -ge 10 ] && [ $nlink = $nst ] && [ $ncreat = 0 ] &&
+			[ \"\$('$UNW' folded '$work/ahead.trace' 2>/dev/null | wc -l)\" -gt 0 ]"
+else
+	not_ok "strace missing: apt-get install strace (scripts/install-deps.sh)"
+fi
+
 echo "1..$n"
