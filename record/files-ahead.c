@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "record/files-ahead.h"
@@ -42,6 +43,11 @@ static void *make_ahead(void *arg)
 
 struct rec_files_ahead *rec_files_ahead_start(const char *dir)
 {
+	/* Under a tight open-file limit the files kept ready would be the
+	 * streams' own: there the writer makes its files as they come. */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 64 * READY)
+		return NULL;
 	struct rec_files_ahead *fa = calloc(1, sizeof(*fa));
 	if (!fa)
 		return NULL;

@@ -17,7 +17,8 @@
 struct rec_files_ahead;
 
 /* Start keeping files ready in directory DIR.  NULL: not here (no
- * memory, no thread, or DIR refuses O_TMPFILE). */
+ * memory, no thread, DIR refuses O_TMPFILE, or an open-file limit under
+ * 1,024 that the files kept ready would take from the streams). */
 struct rec_files_ahead *rec_files_ahead_start(const char *dir);
 
 /* A ready file named FNAME in directory DIRFD (DIR's), opened for
