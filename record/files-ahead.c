@@ -9,7 +9,7 @@
 
 #include "record/files-ahead.h"
 
-#define READY 16 /* files kept ready: two for each of 8 processes */
+#define READY 16 /* files kept ready at most: two for each of 8 processes */
 
 struct rec_files_ahead {
 	int dirfd;
@@ -18,6 +18,10 @@ struct rec_files_ahead {
 	pthread_cond_t cv;
 	int fds[READY];
 	unsigned n;
+	/* Kept ready: 2 at first, twice as many each time a stream found
+	 * none (a recording of one program makes a few files: making 16
+	 * ahead was CPU taken from it, on a slow file system ~10 ms each). */
+	unsigned want;
 	int stop;                 /* the thread is to end: stopping, or naming failed */
 };
 
@@ -26,7 +30,7 @@ static void *make_ahead(void *arg)
 	struct rec_files_ahead *fa = arg;
 	pthread_mutex_lock(&fa->mu);
 	for (;;) {
-		while (fa->n == READY && !fa->stop)
+		while (fa->n >= fa->want && !fa->stop)
 			pthread_cond_wait(&fa->cv, &fa->mu);
 		if (fa->stop)
 			break;
@@ -62,6 +66,7 @@ struct rec_files_ahead *rec_files_ahead_start(const char *dir)
 		return NULL;
 	}
 	fa->fds[fa->n++] = fd;
+	fa->want = 2;
 	pthread_mutex_init(&fa->mu, NULL);
 	pthread_cond_init(&fa->cv, NULL);
 	if (pthread_create(&fa->th, NULL, make_ahead, fa)) {
@@ -80,6 +85,8 @@ int rec_files_ahead_take(void *arg, int dirfd, const char *fname)
 	struct rec_files_ahead *fa = arg;
 	pthread_mutex_lock(&fa->mu);
 	int const fd = fa->n && !fa->stop ? fa->fds[--fa->n] : -1;
+	if (fd < 0 && fa->want < READY)
+		fa->want *= 2;
 	pthread_cond_signal(&fa->cv);
 	pthread_mutex_unlock(&fa->mu);
 	if (fd < 0)

@@ -355,7 +355,10 @@ check "convert refuses to overwrite without --force" \
 # A perf.data of 200 short processes (each burning a little: sampled)
 # converted under a hard limit of 64 open files: each process's streams
 # are closed at its EXIT record (a system-wide perf.data names thousands;
-# convert stopped at the limit with "Too many open files").
+# convert stopped at the limit with "Too many open files").  Every sampled
+# process ends normally; a child sampled before its exec has one more
+# image, replaced, which ends without (seen: 205 images, 201 ended, 201
+# processes sampled).
 perf record -q -k monotonic -F 999 --call-graph dwarf -o "$work/many.data" -- \
 	sh -c 'i=0; while [ $i -lt 200 ]; do sh -c "x=0; while [ \$x -lt 2000 ]; do x=\$((x+1)); done"; i=$((i + 1)); done' \
 	>/dev/null 2>"$work/many.perr"
@@ -365,7 +368,7 @@ crc=$?
 np=$(sed -n 's/^processes: *\([0-9]*\) (\([0-9]*\) ended normally).*/\1 \2/p' "$work/many.stats")
 nsp=$(perf script -i "$work/many.data" -F pid 2>/dev/null | sort -u | wc -l)
 check "convert of $nsp sampled processes under 64 open files: exit 0 ($crc; $(head -c 120 "$work/many.cerr")), every one there and ended ($np)" \
-	sh -c "set -- $np; [ $crc = 0 ] && [ $nsp -ge 100 ] && [ \"\${1:-0}\" -ge $nsp ] && [ \"\$1\" = \"\${2:-}\" ]"
+	sh -c "set -- $np; [ $crc = 0 ] && [ $nsp -ge 100 ] && [ \"\${1:-0}\" -ge $nsp ] && [ \"\${2:-0}\" -ge $nsp ]"
 
 # ---- bad input ----
 bad() { # bad NAME: stackunwind stacks on NAME.data -> NAME.out/.err/.rc
