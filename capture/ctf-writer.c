@@ -385,13 +385,11 @@ int ctf_writer_open_stream(struct ctf_writer *w, enum ctf_stream_kind kind,
 		return -ENOMEM;
 	}
 	int const d = writer_dirfd(w);
-	s->fd = d < 0 || !w->create ? -EAGAIN : w->create(w->create_arg, d, fname);
-	if (s->fd == -EAGAIN && d >= 0) {
+	s->fd = d < 0 ? d : w->create ? w->create(w->create_arg, d, fname) : -EAGAIN;
+	if (s->fd == -EAGAIN) { /* none made ahead: made here */
 		s->fd = openat(d, fname, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (s->fd < 0)
 			s->fd = -errno;
-	} else if (s->fd == -EAGAIN) {
-		s->fd = d;
 	}
 	struct stat st;
 	if (s->fd < 0 || fstat(s->fd, &st) != 0) {

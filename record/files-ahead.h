@@ -24,8 +24,7 @@ struct rec_files_ahead *rec_files_ahead_start(const char *dir);
 /* A ready file named FNAME in directory DIRFD (DIR's), opened for
  * writing, or -EAGAIN (none ready, or naming it failed for another
  * reason than the name: the caller creates it itself), -EEXIST (the
- * name is taken), or another -errno.  The signature of
- * ctf_writer_opts.create. */
+ * name is taken), or another -errno: what ctf_writer_set_create wants. */
 int rec_files_ahead_take(void *fa, int dirfd, const char *fname);
 
 /* Stop the thread and close the files not taken (their inodes go). */

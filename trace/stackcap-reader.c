@@ -329,8 +329,7 @@ static int on_runtime(struct reader *r, const struct raw_event *ev)
 	return 0;
 }
 
-/* The trace's kernel symbols (the first event of them; one per trace),
- * named by every maps generation. */
+/* K, the trace's kernel symbols, named by every maps generation. */
 static void kernel_set(struct reader *r, struct su_kernel *k)
 {
 	r->kernel = k;
@@ -339,6 +338,7 @@ static void kernel_set(struct reader *r, struct su_kernel *k)
 			r->sections[i].maps[j]->kernel = k;
 }
 
+/* The trace's kernel symbols (the first event of them; one per trace). */
 static int on_kernel_symbols(struct reader *r, const struct raw_event *ev)
 {
 	if (!ev->kernel)

@@ -1004,6 +1004,19 @@ static void *part_read(void *arg)
 	return NULL;
 }
 
+/* Parts PR[0] and PR[1] read at once: both whole, each sample of WHOLE's
+ * by exactly one of them. */
+static void read_both(struct part_read pr[2], const struct part_read *whole)
+{
+	pthread_t th;
+	ck_assert_int_eq(pthread_create(&th, NULL, part_read, &pr[1]), 0);
+	part_read(&pr[0]);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(pr[0].rc | pr[1].rc, 0);
+	ck_assert_uint_eq(pr[0].got.n + pr[1].got.n, whole->got.n);
+	ck_assert_uint_eq(pr[0].got.sum + pr[1].got.sum, whole->got.sum);
+}
+
 /* A trace read in parts: each sample by exactly one part, whether the
  * parts take packets by their index, one after the other through shared
  * counters, or at once; counters made for another number of files warn
@@ -1040,13 +1053,7 @@ START_TEST(t_reader_parts)
 	atomic_store(&claims[1], 0);
 	memset(&cl[0].got, 0, sizeof(cl[0].got));
 	memset(&cl[1].got, 0, sizeof(cl[1].got));
-	pthread_t th;
-	ck_assert_int_eq(pthread_create(&th, NULL, part_read, &cl[1]), 0);
-	part_read(&cl[0]);
-	pthread_join(th, NULL);
-	ck_assert_int_eq(cl[0].rc | cl[1].rc, 0);
-	ck_assert_uint_eq(cl[0].got.n + cl[1].got.n, 300);
-	ck_assert_uint_eq(cl[0].got.sum + cl[1].got.sum, whole.got.sum);
+	read_both(cl, &whole);
 	/* Counters for one file, the trace has two: a warning. */
 	size_t warnings = 0;
 	atomic_store(&claims[0], 0);
@@ -1065,16 +1072,12 @@ START_TEST(t_reader_parts)
 	struct part_read pl[2];
 	for (unsigned k = 0; k < 2; k++)
 		pl[k] = (struct part_read){ .dir = t.dir, .o = { .part = k, .parts = 2, .plan = plan } };
-	ck_assert_int_eq(pthread_create(&th, NULL, part_read, &pl[1]), 0);
-	part_read(&pl[0]);
-	pthread_join(th, NULL);
-	ck_assert_int_eq(pl[0].rc | pl[1].rc, 0);
-	ck_assert_uint_eq(pl[0].got.n + pl[1].got.n, 300);
-	ck_assert_uint_eq(pl[0].got.sum + pl[1].got.sum, whole.got.sum);
+	read_both(pl, &whole);
 	su_parts_plan_free(plan);
 	plan = su_parts_plan_new(t.dir, 2);
 	ck_assert_ptr_nonnull(plan);
 	pl[0] = (struct part_read){ .dir = t.dir, .o = { .part = 0, .parts = 2, .plan = plan } };
+	pthread_t th;
 	ck_assert_int_eq(pthread_create(&th, NULL, part_read, &pl[0]), 0);
 	usleep(20000);
 	su_parts_plan_part_done(plan, 1);
