@@ -15,7 +15,8 @@ struct rec_files_ahead {
 	int dirfd;
 	pthread_t th;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	pthread_cond_t cv;        /* the thread waits here for room */
+	pthread_cond_t ready;     /* a stream waits here for a file */
 	int fds[READY];
 	unsigned n;
 	/* Kept ready: 2 at first, twice as many each time a stream found
@@ -23,6 +24,7 @@ struct rec_files_ahead {
 	 * ahead was CPU taken from it, on a slow file system ~10 ms each). */
 	unsigned want;
 	int stop;                 /* the thread is to end: stopping, or naming failed */
+	int done;                 /* the thread has ended: no file comes any more */
 };
 
 static void *make_ahead(void *arg)
@@ -40,7 +42,10 @@ static void *make_ahead(void *arg)
 		if (fd < 0)
 			break; /* refused now: the writer creates its files */
 		fa->fds[fa->n++] = fd;
+		pthread_cond_signal(&fa->ready);
 	}
+	fa->done = 1;
+	pthread_cond_broadcast(&fa->ready);
 	pthread_mutex_unlock(&fa->mu);
 	return NULL;
 }
@@ -69,11 +74,13 @@ struct rec_files_ahead *rec_files_ahead_start(const char *dir)
 	fa->want = 2;
 	pthread_mutex_init(&fa->mu, NULL);
 	pthread_cond_init(&fa->cv, NULL);
+	pthread_cond_init(&fa->ready, NULL);
 	if (pthread_create(&fa->th, NULL, make_ahead, fa)) {
 		close(fd);
 		close(fa->dirfd);
 		pthread_mutex_destroy(&fa->mu);
 		pthread_cond_destroy(&fa->cv);
+		pthread_cond_destroy(&fa->ready);
 		free(fa);
 		return NULL;
 	}
@@ -84,9 +91,15 @@ int rec_files_ahead_take(void *arg, int dirfd, const char *fname)
 {
 	struct rec_files_ahead *fa = arg;
 	pthread_mutex_lock(&fa->mu);
+	if (!fa->n && fa->want < READY)
+		fa->want *= 2; /* none ready: more kept from now on */
+	/* None ready: the thread is making one, sooner done than one made
+	 * here from the start (it stops only if the files cannot be made). */
+	while (!fa->n && !fa->stop && !fa->done) {
+		pthread_cond_signal(&fa->cv);
+		pthread_cond_wait(&fa->ready, &fa->mu);
+	}
 	int const fd = fa->n && !fa->stop ? fa->fds[--fa->n] : -1;
-	if (fd < 0 && fa->want < READY)
-		fa->want *= 2;
 	pthread_cond_signal(&fa->cv);
 	pthread_mutex_unlock(&fa->mu);
 	if (fd < 0)
@@ -122,5 +135,6 @@ void rec_files_ahead_stop(struct rec_files_ahead *fa)
 	close(fa->dirfd);
 	pthread_mutex_destroy(&fa->mu);
 	pthread_cond_destroy(&fa->cv);
+	pthread_cond_destroy(&fa->ready);
 	free(fa);
 }

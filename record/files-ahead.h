@@ -22,7 +22,8 @@ struct rec_files_ahead;
 struct rec_files_ahead *rec_files_ahead_start(const char *dir);
 
 /* A ready file named FNAME in directory DIRFD (DIR's), opened for
- * writing, or -EAGAIN (none ready, or naming it failed for another
+ * writing (none ready: the one the thread is making, waited for), or
+ * -EAGAIN (the thread cannot make them, or naming it failed for another
  * reason than the name: the caller creates it itself), -EEXIST (the
  * name is taken), or another -errno: what ctf_writer_set_create wants. */
 int rec_files_ahead_take(void *fa, int dirfd, const char *fname);
