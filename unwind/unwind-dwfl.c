@@ -41,6 +41,11 @@ struct uw_dwfl_proc {
 	 * frame 0, pc LEAF_RA and stack pointer LEAF_RSP. */
 	int leaf;
 	uint64_t leaf_ra, leaf_rsp;
+	/* Slots the frame being unwound has popped already (POP_AT), and
+	 * the registers' values they held (unwind-internal.h:
+	 * uw_slot_popped). */
+	unsigned npop;
+	uint64_t pop_at[STACKCAP_NREGS], pop_val[STACKCAP_NREGS];
 };
 
 /* ---- thread callbacks --------------------------------------------------------- */
@@ -66,6 +71,15 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 	uint64_t v;
 	enum uw_read const rd = uw_stack_read(&dp->st, addr, &v);
 	dp->last_read = rd;
+	if (rd == UW_READ_OUTSIDE) {
+		for (unsigned k = 0; k < dp->npop; k++) {
+			if (dp->pop_at[k] == addr) {
+				*result = dp->pop_val[k];
+				dp->last_read = UW_READ_OK;
+				return true;
+			}
+		}
+	}
 	if (rd != UW_READ_OK) {
 		dp->read_fail = rd;
 		dp->any_read_fail = rd;
@@ -371,6 +385,47 @@ static enum su_unwind_end guess_end(const struct uw_dwfl_proc *dp, int rc)
 	return SU_END_ERROR;
 }
 
+/* The slots frame state LAST_REGS (KNOWN_MASK), interrupted at PC, has
+ * popped already, as the fast unwinder finds them: rules "saved at CFA +
+ * N" of the row elfutils uses (.eh_frame's first) whose slot lies below
+ * the stack pointer. */
+static void popped_slots(struct uw_dwfl_proc *dp, uint64_t pc)
+{
+	dp->npop = 0;
+	if (!(dp->known_mask >> STACKCAP_REG_RSP & 1))
+		return;
+	uint64_t const rsp = dp->last_regs[STACKCAP_REG_RSP];
+	Dwfl_Module *mod = dwfl_addrmodule(dp->dwfl, pc);
+	for (int k = 0; mod && k < 2; k++) {
+		Dwarf_Addr bias;
+		Dwarf_CFI *cfi = k == 0 ? dwfl_module_eh_cfi(mod, &bias) : dwfl_module_dwarf_cfi(mod, &bias);
+		Dwarf_Frame *fr = NULL;
+		if (!cfi || dwarf_cfi_addrframe(cfi, pc - bias, &fr) != 0)
+			continue;
+		Dwarf_Op mem[3], *ops = NULL;
+		size_t nops = 0;
+		if (dwarf_frame_cfa(fr, &ops, &nops) != 0 || nops != 1 || ops[0].atom != DW_OP_bregx ||
+		    ops[0].number >= STACKCAP_NREGS || !(dp->known_mask >> ops[0].number & 1)) {
+			free(fr);
+			return;
+		}
+		uint64_t const cfa = dp->last_regs[ops[0].number] + ops[0].number2;
+		for (unsigned r = 0; r < STACKCAP_NREGS; r++) {
+			if (!(dp->known_mask >> r & 1) || dwarf_frame_register(fr, (int)r, mem, &ops, &nops) != 0 ||
+			    nops < 1 || nops > 2 || ops[0].atom != DW_OP_call_frame_cfa ||
+			    (nops == 2 && ops[1].atom != DW_OP_plus_uconst))
+				continue;
+			uint64_t const at = cfa + (nops == 2 ? ops[1].number : 0);
+			if (at <= rsp - 8) {
+				dp->pop_at[dp->npop] = at;
+				dp->pop_val[dp->npop++] = dp->last_regs[r];
+			}
+		}
+		free(fr);
+		return;
+	}
+}
+
 static int stop(struct uw_dwfl_proc *dp, enum su_unwind_end end)
 {
 	dp->have_end = 1;
@@ -445,6 +500,10 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	dp->prev_rsp_known = rsp_known;
 	if (mi < 0)
 		return stop(dp, SU_END_NO_MAP);
+	if (act)
+		popped_slots(dp, pc);
+	else
+		dp->npop = 0;
 	return DWARF_CB_OK;
 }
 
@@ -473,6 +532,7 @@ size_t uw_dwfl_unwind(struct su_unwinder *u, struct uw_proc *p, const struct su_
 	dp->have_end = 0;
 	dp->prev_rsp_known = 0;
 	dp->prev_signal = 0;
+	dp->npop = 0;
 	pid_t const tid = sample->tid ? (pid_t)sample->tid : 1;
 	int rc = dwfl_getthread_frames(dp->dwfl, tid, frame_cb, dp);
 	struct row_info ri;

@@ -278,6 +278,22 @@ struct uw_regs {
 	uint8_t why[STACKCAP_NREGS];
 };
 
+/* A register the CFI says is saved at AT, a read that failed with RD, in
+ * a frame interrupted with registers CUR (ACTIVATION): is AT a slot the
+ * frame has popped already, its value back in the register?  GCC's x86-64
+ * epilogues say only where the CFA moves after `pop %rbp` (or rbx, r12-r15),
+ * never that the register is restored: until the `ret` the rule still
+ * points at its slot, now below the stack pointer, where no stack copy
+ * starts (the kernel's starts at sp).  The register holds what the slot
+ * held.  (A slot below sp before any pop would be a save into the red
+ * zone, which GCC makes only for leaf functions under tunings that save
+ * by mov: not the x86-64 default.) */
+static inline int uw_slot_popped(enum uw_read rd, int activation, const struct uw_regs *cur, uint64_t at)
+{
+	return rd == UW_READ_OUTSIDE && activation && (cur->known >> STACKCAP_REG_RSP & 1) &&
+	       at <= cur->v[STACKCAP_REG_RSP] - 8;
+}
+
 /* ---- a walk kept for the next sample of its thread (walk-reuse.c) ---------- */
 
 /* The frames above a point of a walk are a function of the register state

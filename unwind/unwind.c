@@ -174,6 +174,11 @@ struct walk {
 	uint64_t *rd;
 	size_t rd_n, rd_cap;
 	int rd_full;
+	/* The frame being stepped was interrupted (its pc is the next
+	 * instruction, not a return address); POPPED: the registers the step
+	 * took as the frame holds them (uw_slot_popped). */
+	int activation;
+	uint32_t popped;
 };
 
 /* Note the read of the 8 bytes at ADDR, inside the one segment: the
@@ -473,13 +478,19 @@ static int cfi_step(const struct uw_rule *rule, const struct uw_op *ops, const s
 		uint64_t v;
 		enum uw_read rd;
 		switch (rule->kind[r]) {
-		case UW_REG_AT_CFA:
-			rd = walk_read(w, cfa + (uint64_t)rule->arg[r], &v);
-			if (rd == UW_READ_OK)
+		case UW_REG_AT_CFA: {
+			uint64_t const at = cfa + (uint64_t)rule->arg[r];
+			rd = walk_read(w, at, &v);
+			if (rd == UW_READ_OK) {
 				set_reg(nx, r, v);
-			else
+			} else if ((cur->known >> r & 1) && uw_slot_popped(rd, w->activation, cur, at)) {
+				set_reg(nx, r, cur->v[r]);
+				w->popped |= 1u << r;
+			} else {
 				unset_reg(nx, r, (int)uw_read_end(rd, w->switched, &w->st));
+			}
 			break;
+		}
 		case UW_REG_VAL_CFA:
 			set_reg(nx, r, cfa + (uint64_t)rule->arg[r]);
 			break;
@@ -825,6 +836,8 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 		w.fail_end = UINT64_MAX;
 		if (lk == UW_LOOKUP_RULE) {
 			w.bias = bias;
+			w.activation = activation;
+			w.popped = 0;
 			if (rule->signal && (cur->known >> STACKCAP_REG_RSP & 1))
 				uw_stack_signal_frame(&w.st, cur->v[STACKCAP_REG_RSP]);
 			rc = cfi_step(rule, ops, cur, nx, &w);
@@ -844,8 +857,8 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 		kn->ok_end = w.ok_end;
 		kn->fail_end = w.fail_end;
 		if (lk == UW_LOOKUP_RULE) { /* else all of them, as set above */
-			kn->uses = rule->uses_mask;
-			kn->keeps = rule->same_mask;
+			kn->uses = rule->uses_mask | w.popped;
+			kn->keeps = rule->same_mask | w.popped;
 		}
 		any_signal |= signal;
 		if (rc != STEP_OK) {

@@ -28,7 +28,7 @@
 
 /* ---- the chains ------------------------------------------------------------- */
 
-enum { MODE_PLAIN, MODE_SIGNAL, MODE_FP, MODE_ALTSTACK, MODE_EXPR };
+enum { MODE_PLAIN, MODE_SIGNAL, MODE_FP, MODE_ALTSTACK, MODE_EXPR, MODE_EPILOGUE };
 
 static volatile int g_mode;
 static volatile int g_sink;
@@ -49,6 +49,8 @@ void uwt_handler(int sig);
 void uwt_alt_handler(int sig, siginfo_t *si, void *ucv);
 int uw_fp_call(int (*fn)(void));   /* uw-asm.S: frame pointer, no CFI */
 int uw_expr_call(int (*fn)(void)); /* uw-asm.S: CFA by a DWARF expression */
+int uw_epilogue_call(void);        /* uw-asm.S: a leaf stopped after its pop %rbp */
+void uwt_trap_handler(int sig, siginfo_t *si, void *ucv);
 
 CHAIN void uwt_handler(int sig)
 {
@@ -69,6 +71,14 @@ CHAIN void uwt_alt_handler(int sig, siginfo_t *si, void *ucv)
 	const ucontext_t *in = ucv;
 	uw_capture_stack(&g_seg, (uint64_t)in->uc_mcontext.gregs[REG_RSP], g_top,
 			 UW_CAP_BYTES - 8 * g_cap.nwords);
+	g_sink = g_sink + sig;
+}
+
+/* The state int3 interrupted (uw_epilogue_leaf), its stack from the
+ * interrupted sp: what the kernel copies for a sample there. */
+CHAIN void uwt_trap_handler(int sig, siginfo_t *si, void *ucv)
+{
+	uw_capture(&g_cap, ucv, g_top);
 	g_sink = g_sink + sig;
 }
 
@@ -102,7 +112,8 @@ CHAIN int uwt_fp_b(void)
 CHAIN int uwt_a(void)
 {
 	int const r = g_mode == MODE_FP ? uw_fp_call(uwt_fp_b)
-		    : g_mode == MODE_EXPR ? uw_expr_call(uwt_fp_b) : uwt_b();
+		    : g_mode == MODE_EXPR ? uw_expr_call(uwt_fp_b)
+		    : g_mode == MODE_EPILOGUE ? uw_epilogue_call() : uwt_b();
 	__asm__ volatile("" ::: "memory");
 	return r + g_sink + 1;
 }
@@ -126,6 +137,14 @@ static void capture_chain(int mode)
 		sa.sa_handler = uwt_handler;
 		sigemptyset(&sa.sa_mask);
 		ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	}
+	if (mode == MODE_EPILOGUE) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = uwt_trap_handler;
+		sa.sa_flags = SA_SIGINFO;
+		sigemptyset(&sa.sa_mask);
+		ck_assert_int_eq(sigaction(SIGTRAP, &sa, NULL), 0);
 	}
 	void *alt = NULL;
 	size_t const alt_size = 65536;
@@ -697,6 +716,33 @@ START_TEST(test_frame_pointer)
 	ck_assert_uint_le(r.n, 3);
 	ck_assert(r.end == SU_END_NO_CFI || r.end == SU_END_BAD_STACK);
 	uw_sample_free(&s);
+}
+END_TEST
+
+/* A sample in an epilogue after `pop %rbp` (uw-asm.S), its stack copied
+ * from sp as the kernel copies it: the CFI still places rbp in the slot
+ * just popped, below sp; the register holds it, and the caller's CFA
+ * (rbp + 16) needs it. */
+START_TEST(test_epilogue_popped)
+{
+	capture_chain(MODE_EPILOGUE);
+	signal(SIGTRAP, SIG_DFL);
+	static const char *const chain[] = { "uw_epilogue_leaf", "uw_epilogue_call", "uwt_a", "uwt_top" };
+	static const enum stackcap_policy pols[] = { STACKCAP_POLICY_F2, STACKCAP_POLICY_ALL };
+	for (size_t k = 0; k < 2; k++) {
+		struct uw_sample s;
+		make(&s, pols[k]);
+		static struct result r;
+		unwind_both(&s.s, &r, MAXF);
+		expect_names(&r, 0, chain, 4);
+		ck_assert_msg(r.end == SU_END_OUTERMOST, "%s", dump(&r));
+		/* Without rbp in the sample nothing restores it. */
+		s.img.regs_kept &= ~(1u << STACKCAP_REG_RBP);
+		s.img.regs[STACKCAP_REG_RBP] = 0;
+		unwind_both(&s.s, &r, MAXF);
+		ck_assert_msg(r.n == 2 && r.end == SU_END_BAD_STACK, "%s", dump(&r));
+		uw_sample_free(&s);
+	}
 }
 END_TEST
 
@@ -1372,6 +1418,7 @@ static Suite *unwind_suite(void)
 	tcase_add_test(tc, test_frame_pointer);
 	tcase_add_test(tc, test_plt_expression);
 	tcase_add_test(tc, test_cfi_expressions);
+	tcase_add_test(tc, test_epilogue_popped);
 	tcase_add_test(tc, test_leaf_no_cfi);
 	tcase_add_test(tc, test_max_frames);
 	tcase_add_test(tc, test_no_map);

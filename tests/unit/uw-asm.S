@@ -49,4 +49,48 @@ uw_expr_call:
 	.cfi_endproc
 	.size	uw_expr_call, .-uw_expr_call
 
+/* uw_epilogue_call(): calls uw_epilogue_leaf() in a frame whose CFA is
+ * rbp + 16, as in every function built with frame pointers.  The leaf makes
+ * a frame of its own, pops rbp and stops on int3 before its ret: there its
+ * CFI, as GCC writes an epilogue, has moved the CFA to rsp + 8 and still
+ * says rbp is saved at CFA - 16, a slot below the stack pointer that no
+ * stack copy holds.  The caller's CFA needs rbp, which the pop restored. */
+	.globl	uw_epilogue_call
+	.type	uw_epilogue_call, @function
+uw_epilogue_call:
+	.cfi_startproc
+	pushq	%rbp
+	.cfi_def_cfa_offset 16
+	.cfi_offset %rbp, -16
+	movq	%rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	pushq	%rbx
+	.cfi_offset %rbx, -24
+	subq	$8, %rsp
+	call	uw_epilogue_leaf
+	addl	$1, %eax
+	movq	-8(%rbp), %rbx
+	leave
+	.cfi_def_cfa %rsp, 8
+	ret
+	.cfi_endproc
+	.size	uw_epilogue_call, .-uw_epilogue_call
+
+	.globl	uw_epilogue_leaf
+	.type	uw_epilogue_leaf, @function
+uw_epilogue_leaf:
+	.cfi_startproc
+	pushq	%rbp
+	.cfi_def_cfa_offset 16
+	.cfi_offset %rbp, -16
+	movq	%rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	movl	$7, %eax
+	popq	%rbp
+	.cfi_def_cfa %rsp, 8
+	int3
+	ret
+	.cfi_endproc
+	.size	uw_epilogue_leaf, .-uw_epilogue_leaf
+
 	.section	.note.GNU-stack,"",@progbits
