@@ -1113,6 +1113,8 @@ static int cmd_stacks(const struct options *o)
 		fprintf(stderr, ", %" PRIu64 " samples not decodable", st.bad_blobs + st.no_maps);
 	if (c.no_user)
 		fprintf(stderr, ", %" PRIu64 " without user state (kernel threads, exiting tasks)", c.no_user);
+	if (c.exec)
+		fprintf(stderr, ", %" PRIu64 " in execve (their program's image already gone)", c.exec);
 	if (st.drops || st.discarded)
 		fprintf(stderr, ", %" PRIu64 " dropped at capture", st.drops + st.discarded);
 	fputc('\n', stderr);

@@ -19,6 +19,7 @@ struct counts {
 	uint64_t truncated;      /* cut by the stack cap */
 	uint64_t incomplete;     /* stopped early for another reason */
 	uint64_t no_user;        /* no user state (perf.data: kernel threads, exiting tasks) */
+	uint64_t exec;           /* in execve, the program's image replaced (SU_END_EXEC) */
 	uint64_t unknown_frames; /* frames without a symbol */
 	uint64_t frames;
 };

@@ -208,4 +208,25 @@ check "a copy found damaged with /proc/kallsyms readable: the frames named from 
 	sh -c "cmp -s '$work/kc4.stacks' '$work/ddp.stacks' && grep -q 'damaged where frames were looked up: .*a good copy kept' '$work/kc4.err' &&
 		cmp -s '$work/kc5.stacks' '$work/ddp.stacks'"
 
+# A sample in execve after its point of no return (the old image's memory
+# released in begin_new_exec) holds the old image's registers: its pc is
+# not in the new image's maps, its stack is gone.  stackunwind says so
+# ([exec], no user frame) rather than [bad-stack] or [no-map].  A shell
+# running true 300 times, sampled at 20 kHz: the exec samples are many.
+"$STACKCAP" record -F 20000 -o "$work/ex.trace" -- sh -c 'i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i + 1)); done' \
+	>/dev/null 2>"$work/ex.err"
+check "record 300 execs: exit 0" [ $? = 0 ]
+"$UNW" stacks "$work/ex.trace" >"$work/ex.stacks" 2>"$work/ex.unw"
+awk 'BEGIN { RS = "" } /\[exec\]/ { e++; n = split($0, l, "\n"); for (i = 2; i <= n; i++) if (l[i] !~ /\[kernel\.kallsyms\]|\[exec\]/) user++ }
+	/bprm_execve/ { x++; if (/\[bad-stack\]|\[no-map\]/) bad++ }
+	END { print x + 0, e + 0, bad + 0, user + 0 }' "$work/ex.stacks" >"$work/ex.n"
+read -r nx ne nbad nuser <"$work/ex.n"
+check "execs: $nx samples in bprm_execve, $ne past the old image's release ([exec], >= 1)" [ "$ne" -ge 1 ]
+check "execs: none in bprm_execve ends in [bad-stack] or [no-map] ($nbad)" [ "$nbad" = 0 ]
+check "execs: the [exec] samples show kernel frames alone ($nuser other lines)" [ "$nuser" = 0 ]
+check "execs: the summary counts them ($(grep -o '[0-9]* in execve' "$work/ex.unw"))" \
+	grep -q ", $ne in execve (their program's image already gone)" "$work/ex.unw"
+"$UNW" folded "$work/ex.trace" >"$work/ex.folded" 2>/dev/null
+check "execs: folded roots them at [exec] under the program's name" grep -Eq '^[^;]+;\[exec\];entry_SYSCALL' "$work/ex.folded"
+
 echo "1..$n"

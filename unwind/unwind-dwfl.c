@@ -35,6 +35,7 @@ struct uw_dwfl_proc {
 	uint64_t prev_rsp;
 	int prev_rsp_known;
 	int prev_signal;               /* with a segment: the last frame was a signal frame */
+	int same_sp_ok;                /* uw_sp_progress */
 	uint32_t known_mask;           /* registers elfutils knows in the last frame */
 	uint64_t last_regs[STACKCAP_NREGS];
 	/* The leaf rule's second walk: begun at the caller of a no-CFI
@@ -486,7 +487,8 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	if (how == SU_FRAME_SIGNAL) {
 		if (!rsp_known || !uw_stack_holds(&dp->st, rsp))
 			dp->switched = 1;
-	} else if (i > 0 && dp->prev_rsp_known && (!rsp_known || rsp <= dp->prev_rsp)) {
+		dp->same_sp_ok = 1;
+	} else if (i > 0 && dp->prev_rsp_known && !uw_sp_progress(rsp_known, rsp, dp->prev_rsp, &dp->same_sp_ok)) {
 		return stop(dp, SU_END_BAD_STACK);
 	}
 	if (i == dp->max)
@@ -532,6 +534,7 @@ size_t uw_dwfl_unwind(struct su_unwinder *u, struct uw_proc *p, const struct su_
 	dp->have_end = 0;
 	dp->prev_rsp_known = 0;
 	dp->prev_signal = 0;
+	dp->same_sp_ok = 1;
 	dp->npop = 0;
 	pid_t const tid = sample->tid ? (pid_t)sample->tid : 1;
 	int rc = dwfl_getthread_frames(dp->dwfl, tid, frame_cb, dp);

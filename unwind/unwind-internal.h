@@ -294,6 +294,20 @@ static inline int uw_slot_popped(enum uw_read rd, int activation, const struct u
 	       at <= cur->v[STACKCAP_REG_RSP] - 8;
 }
 
+/* Did a step (not through a signal frame) from stack pointer SP to NSP
+ * (NSP_KNOWN) go up the stack?  A caller's frame is above its callee's,
+ * but at the same sp where the callee holds its return address in a
+ * register, not on the stack (glibc's vfork pops it into rdi across the
+ * system call): once, then the next step must rise (*SAME_OK, 1 at the
+ * first step, tells).  Anything else is a loop or garbage. */
+static inline int uw_sp_progress(int nsp_known, uint64_t nsp, uint64_t sp, int *same_ok)
+{
+	if (!nsp_known || nsp < sp || (nsp == sp && !*same_ok))
+		return 0;
+	*same_ok = nsp > sp;
+	return 1;
+}
+
 /* ---- a walk kept for the next sample of its thread (walk-reuse.c) ---------- */
 
 /* The frames above a point of a walk are a function of the register state

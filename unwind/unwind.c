@@ -21,6 +21,7 @@ const char *su_unwind_end_name(enum su_unwind_end end)
 	case SU_END_MAX_FRAMES: return "max-frames";
 	case SU_END_ERROR: return "error";
 	case SU_END_NO_USER: return "no-user";
+	case SU_END_EXEC: return "exec";
 	}
 	return "?";
 }
@@ -739,6 +740,7 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 	uint64_t pc = img->regs[STACKCAP_REG_RIP];
 	int activation = 1;
 	int any_signal = 0;
+	int same_sp_ok = 1; /* uw_sp_progress */
 	uint8_t how = SU_FRAME_INITIAL;
 	size_t n = 0;
 	for (;;) {
@@ -875,10 +877,12 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 			if (!nsp_known || !uw_stack_holds(&w.st, nsp))
 				w.switched = 1;
 		} else if ((cur->known >> STACKCAP_REG_RSP & 1) &&
-			   (!nsp_known || nsp <= cur->v[STACKCAP_REG_RSP])) {
+			   !uw_sp_progress(nsp_known, nsp, cur->v[STACKCAP_REG_RSP], &same_sp_ok)) {
 			*end = SU_END_BAD_STACK; /* no progress: a loop or garbage */
 			break;
 		}
+		if (signal)
+			same_sp_ok = 1;
 		if (n == max) {
 			*end = SU_END_MAX_FRAMES;
 			break;

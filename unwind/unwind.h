@@ -89,8 +89,12 @@ enum su_unwind_end {
 	SU_END_ERROR,          /* anything else (malformed or unsupported CFI, libdw error) */
 	SU_END_NO_USER,        /* no user registers at all: a kernel thread, or a task
 				* sampled while exiting (perf.data); no frames */
+	SU_END_EXEC,           /* in execve past its point of no return: the image the
+				* user registers belong to is gone, its stack too; no
+				* user frames (never the unwinder's: its caller tells,
+				* by the kernel frames, cli/worker.c) */
 };
-#define SU_END_COUNT 8
+#define SU_END_COUNT 9
 
 const char *su_unwind_end_name(enum su_unwind_end end);
 

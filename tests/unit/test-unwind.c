@@ -28,7 +28,7 @@
 
 /* ---- the chains ------------------------------------------------------------- */
 
-enum { MODE_PLAIN, MODE_SIGNAL, MODE_FP, MODE_ALTSTACK, MODE_EXPR, MODE_EPILOGUE };
+enum { MODE_PLAIN, MODE_SIGNAL, MODE_FP, MODE_ALTSTACK, MODE_EXPR, MODE_EPILOGUE, MODE_REGRET };
 
 static volatile int g_mode;
 static volatile int g_sink;
@@ -50,6 +50,7 @@ void uwt_alt_handler(int sig, siginfo_t *si, void *ucv);
 int uw_fp_call(int (*fn)(void));   /* uw-asm.S: frame pointer, no CFI */
 int uw_expr_call(int (*fn)(void)); /* uw-asm.S: CFA by a DWARF expression */
 int uw_epilogue_call(void);        /* uw-asm.S: a leaf stopped after its pop %rbp */
+int uw_regret_leaf(void);          /* uw-asm.S: stopped with its return address in rdi */
 void uwt_trap_handler(int sig, siginfo_t *si, void *ucv);
 
 CHAIN void uwt_handler(int sig)
@@ -113,7 +114,8 @@ CHAIN int uwt_a(void)
 {
 	int const r = g_mode == MODE_FP ? uw_fp_call(uwt_fp_b)
 		    : g_mode == MODE_EXPR ? uw_expr_call(uwt_fp_b)
-		    : g_mode == MODE_EPILOGUE ? uw_epilogue_call() : uwt_b();
+		    : g_mode == MODE_EPILOGUE ? uw_epilogue_call()
+		    : g_mode == MODE_REGRET ? uw_regret_leaf() : uwt_b();
 	__asm__ volatile("" ::: "memory");
 	return r + g_sink + 1;
 }
@@ -138,7 +140,7 @@ static void capture_chain(int mode)
 		sigemptyset(&sa.sa_mask);
 		ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
 	}
-	if (mode == MODE_EPILOGUE) {
+	if (mode == MODE_EPILOGUE || mode == MODE_REGRET) {
 		struct sigaction sa;
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_sigaction = uwt_trap_handler;
@@ -741,6 +743,28 @@ START_TEST(test_epilogue_popped)
 		s.img.regs[STACKCAP_REG_RBP] = 0;
 		unwind_both(&s.s, &r, MAXF);
 		ck_assert_msg(r.n == 2 && r.end == SU_END_BAD_STACK, "%s", dump(&r));
+		uw_sample_free(&s);
+	}
+}
+END_TEST
+
+/* A sample where the return address is in a register, popped off the
+ * stack (uw-asm.S, as glibc's vfork across its system call): the caller's
+ * frame has the same sp, once. */
+START_TEST(test_return_in_register)
+{
+	capture_chain(MODE_REGRET);
+	signal(SIGTRAP, SIG_DFL);
+	static const char *const chain[] = { "uw_regret_leaf", "uwt_a", "uwt_top" };
+	static const enum stackcap_policy pols[] = { STACKCAP_POLICY_F2, STACKCAP_POLICY_ALL };
+	for (size_t k = 0; k < 2; k++) {
+		struct uw_sample s;
+		make(&s, pols[k]);
+		ck_assert_msg(s.img.regs_kept >> STACKCAP_REG_RDI & 1, "rdi, a return address, not kept");
+		static struct result r;
+		unwind_both(&s.s, &r, MAXF);
+		expect_names(&r, 0, chain, 3);
+		ck_assert_msg(r.end == SU_END_OUTERMOST, "%s", dump(&r));
 		uw_sample_free(&s);
 	}
 }
@@ -1419,6 +1443,7 @@ static Suite *unwind_suite(void)
 	tcase_add_test(tc, test_plt_expression);
 	tcase_add_test(tc, test_cfi_expressions);
 	tcase_add_test(tc, test_epilogue_popped);
+	tcase_add_test(tc, test_return_in_register);
 	tcase_add_test(tc, test_leaf_no_cfi);
 	tcase_add_test(tc, test_max_frames);
 	tcase_add_test(tc, test_no_map);

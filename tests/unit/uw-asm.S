@@ -93,4 +93,22 @@ uw_epilogue_leaf:
 	.cfi_endproc
 	.size	uw_epilogue_leaf, .-uw_epilogue_leaf
 
+/* uw_regret_leaf(): pops its return address into rdi, as glibc's vfork
+ * does across its system call, and stops on int3 there: its CFA is the
+ * stack pointer itself, its caller's frame at the same sp. */
+	.globl	uw_regret_leaf
+	.type	uw_regret_leaf, @function
+uw_regret_leaf:
+	.cfi_startproc
+	popq	%rdi
+	.cfi_adjust_cfa_offset -8
+	.cfi_register %rip, %rdi
+	int3
+	pushq	%rdi
+	.cfi_adjust_cfa_offset 8
+	movl	$3, %eax
+	ret
+	.cfi_endproc
+	.size	uw_regret_leaf, .-uw_regret_leaf
+
 	.section	.note.GNU-stack,"",@progbits
