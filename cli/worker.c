@@ -95,46 +95,14 @@ void worker_warn_modules(struct worker *workers, unsigned n)
 		}
 }
 
-/* The kernel functions of execve from which on the program's image may be
- * gone: the mm is replaced in begin_new_exec (flush_old_exec before Linux
- * 5.8), called by a binary format's loader, run by bprm_execve
- * (exec_binprm, search_binary_handler before 5.9). */
-static const char *const exec_functions[] = {
-	"bprm_execve", "exec_binprm", "search_binary_handler", "load_elf_binary",
-	"begin_new_exec", "flush_old_exec",
-};
-
-/* Is a kernel frame of sample S (its first NK frames in F) in execve? */
-static int in_exec(struct worker *w, const struct su_sample *s, const struct su_frame *f, size_t nk)
-{
-	for (size_t i = 0; i < nk; i++) {
-		struct su_resolved r;
-		if (f[i].how != SU_FRAME_KERNEL || su_resolve(w->resolver, s->pid, s->maps, &f[i], &r) != 0 ||
-		    r.kind != SU_RESOLVED_KERNEL || !r.nsym || !r.sym[r.nsym - 1].function)
-			continue;
-		for (size_t k = 0; k < sizeof(exec_functions) / sizeof(*exec_functions); k++)
-			if (!strcmp(r.sym[r.nsym - 1].function, exec_functions[k]))
-				return 1;
-	}
-	return 0;
-}
-
 size_t worker_unwind(struct worker *w, const struct su_sample *s, const struct su_frame **frames,
 		     enum su_unwind_end *end)
 {
 	*end = SU_END_ERROR;
 	size_t n = su_unwind_view(w->unwinder, s, w->frames, w->o->max_frames, frames, end);
-	/* A sample in execve after the old image's memory went (exec_mmap)
-	 * holds that image's registers: its pc is the old execve's, not in
-	 * the new maps (no-map), and its stack is not there to read
-	 * (bad-stack).  Said so, that one frame left out: the kernel's are
-	 * the sample.  (The same frames and end always give the same
-	 * answer: a repeated chain stays one.) */
-	size_t const nk = s->kernel_chain ? s->n_kernel_chain : 0;
-	if ((*end == SU_END_BAD_STACK || *end == SU_END_NO_MAP) && nk && n == nk + 1 && in_exec(w, s, *frames, nk)) {
-		*end = SU_END_EXEC;
-		n = nk;
-	}
+	/* (The same frames and end always give the same answer: a
+	 * repeated chain stays one.) */
+	n = su_resolver_exec_end(w->resolver, s, *frames, n, end);
 	/* The previous sample's chain slot, if this one repeats its frames;
 	 * this sample's formatting names its own (or none). */
 	w->reuse_chain = su_unwind_repeats(w->unwinder) ? w->last_chain : NULL;

@@ -479,7 +479,8 @@ static int on_sample(void *arg, const struct su_sample *s)
 	if (!it->cur)
 		return 0;
 	enum su_unwind_end end = SU_END_ERROR;
-	size_t const n = su_unwind(it->unwinder, s, it->frames, it->comp->max_frames, &end);
+	size_t n = su_unwind(it->unwinder, s, it->frames, it->comp->max_frames, &end);
+	n = su_resolver_exec_end(it->resolver, s, it->frames, n, &end);
 	int rc = fill_sample(it, it->cur, s, it->frames, n, su_unwind_end_name(end));
 	if (!rc && it->cur_partner)
 		rc = fill_sample(it, it->cur_partner, s, it->frames, n, su_unwind_end_name(end));

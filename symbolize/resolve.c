@@ -276,3 +276,39 @@ oom:
 				     .module_name = "[unknown]", .sym = r->sym };
 	return -ENOMEM;
 }
+
+/* ---- samples in execve ------------------------------------------------------ */
+
+/* The kernel functions of execve from which on the program's image may be
+ * gone: the mm is replaced in begin_new_exec (flush_old_exec before Linux
+ * 5.8), called by a binary format's loader, run by bprm_execve
+ * (exec_binprm, search_binary_handler before 5.9). */
+static const char *const exec_functions[] = {
+	"bprm_execve", "exec_binprm", "search_binary_handler", "load_elf_binary",
+	"begin_new_exec", "flush_old_exec",
+};
+
+static int in_exec(struct su_resolver *r, const struct su_sample *s, const struct su_frame *f, size_t nk)
+{
+	for (size_t i = 0; i < nk; i++) {
+		struct su_resolved k;
+		if (f[i].how != SU_FRAME_KERNEL || su_resolve(r, s->pid, s->maps, &f[i], &k) != 0 ||
+		    k.kind != SU_RESOLVED_KERNEL || !k.nsym || !k.sym[k.nsym - 1].function)
+			continue;
+		for (size_t j = 0; j < sizeof(exec_functions) / sizeof(*exec_functions); j++)
+			if (!strcmp(k.sym[k.nsym - 1].function, exec_functions[j]))
+				return 1;
+	}
+	return 0;
+}
+
+size_t su_resolver_exec_end(struct su_resolver *r, const struct su_sample *s, const struct su_frame *frames,
+			    size_t n, enum su_unwind_end *end)
+{
+	size_t const nk = s->kernel_chain ? s->n_kernel_chain : 0;
+	if (r && (*end == SU_END_BAD_STACK || *end == SU_END_NO_MAP) && nk && n == nk + 1 && in_exec(r, s, frames, nk)) {
+		*end = SU_END_EXEC;
+		return nk;
+	}
+	return n;
+}

@@ -87,6 +87,16 @@ struct su_module *su_resolver_module(struct su_resolver *r, const struct su_maps
 int su_resolve(struct su_resolver *r, uint32_t pid, const struct su_maps *maps, const struct su_frame *f,
 	       struct su_resolved *out);
 
+/* A sample in execve after the old image's memory went (exec_mmap) holds
+ * that image's registers: its pc is the old execve's, not in the new maps
+ * (no-map), and its stack is not there to read (bad-stack).  When the
+ * unwind of sample S (its N FRAMES, its kernel frames first) ended *END so
+ * on its one user frame and a kernel frame is in execve, *END becomes
+ * SU_END_EXEC and that frame goes: the kernel's are the sample.
+ * @return the frames kept. */
+size_t su_resolver_exec_end(struct su_resolver *r, const struct su_sample *s, const struct su_frame *frames,
+			    size_t n, enum su_unwind_end *end);
+
 /* S safe to print: S itself, or the resolver's escaped copy (living as
  * long as R).  NULL when out of memory. */
 const char *su_resolver_text(struct su_resolver *r, const char *s);

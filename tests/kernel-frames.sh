@@ -226,6 +226,10 @@ check "execs: none in bprm_execve ends in [bad-stack] or [no-map] ($nbad)" [ "$n
 check "execs: the [exec] samples show kernel frames alone ($nuser other lines)" [ "$nuser" = 0 ]
 check "execs: the summary counts them ($(grep -o '[0-9]* in execve' "$work/ex.unw"))" \
 	grep -q ", $ne in execve (their program's image already gone)" "$work/ex.unw"
+# The babeltrace2 filter names the same end.
+nbt=$(babeltrace2 --plugin-path="$B/plugin/.libs" "$work/ex.trace" -c filter.stackcap.unwind 2>/dev/null |
+	grep -c 'unwind_end = "exec"')
+check "execs: the babeltrace2 filter says unwind_end \"exec\" for them too ($nbt of $ne)" [ "$nbt" = "$ne" ]
 "$UNW" folded "$work/ex.trace" >"$work/ex.folded" 2>/dev/null
 check "execs: folded roots them at [exec] under the program's name" grep -Eq '^[^;]+;\[exec\];entry_SYSCALL' "$work/ex.folded"
 
