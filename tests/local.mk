@@ -247,6 +247,12 @@ check_PROGRAMS += tests/jit-burn
 tests_jit_burn_SOURCES = tests/jit-burn.c
 check_PROGRAMS += tests/remap-burn
 tests_remap_burn_SOURCES = tests/remap-burn.c
+# The same as an ET_EXEC (fixed addresses: libdwfl cannot place its second
+# mapping; tests/node.sh).
+check_PROGRAMS += tests/remap-burn-nopie
+tests_remap_burn_nopie_SOURCES = tests/remap-burn.c
+tests_remap_burn_nopie_CFLAGS = $(AM_CFLAGS) -fno-pie
+tests_remap_burn_nopie_LDFLAGS = -no-pie
 check_PROGRAMS += tests/thread-churn
 tests_thread_churn_SOURCES = tests/thread-churn.c
 tests_thread_churn_LDADD = -lpthread

@@ -50,6 +50,17 @@ for s in $SAMPLERS; do
 	check "$s: remap_leaf with its file:line ($n_lines frames)" [ "$n_lines" -gt 0 ]
 done
 
+# An ET_EXEC mapped a second time: libdwfl cannot place the copy (its
+# addresses are fixed) and, once it refused it, found no module at all,
+# not even those reported before; the reference unwinder now makes its
+# Dwfl again without it.  The chain runs in the ordinary mapping: the
+# same stacks as the fast unwinder's, to _start.
+record nopie -- "$B/tests/remap-burn-nopie" --copy-unused 6000 >"$work/nopie.out"
+"$SU" stacks -j 1 "$work/nopie.trace" >"$work/nopie.fast" 2>/dev/null
+"$SU" stacks -j 1 --unwinder dwfl "$work/nopie.trace" >"$work/nopie.dwfl" 2>"$work/nopie.derr"
+check "an ET_EXEC mapped again (remap-burn-nopie): the dwfl unwinder's stacks are the fast one's ($(tail -n 1 "$work/nopie.derr"))" \
+	sh -c "[ '$(rc nopie)' = 0 ] && grep -q ' remap_leaf+' '$work/nopie.fast' && cmp -s '$work/nopie.fast' '$work/nopie.dwfl'"
+
 # The second mapping made late (after 800 ms of CPU time), when libstackcap
 # reads the maps file at most every 240 ms: a capture with its pc in no
 # known code asks the writer for a scan at once (capture.c), so few

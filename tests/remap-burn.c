@@ -8,7 +8,9 @@
  *   remap-burn [ROUNDS [WARM_MS]]   prints the copy's range and a checksum;
  *     WARM_MS: CPU time spent in ordinary code first (long enough for
  *     libstackcap's scans of the maps to slow to their slowest)
- *   remap-burn --chain    prints the chain, innermost first */
+ *   remap-burn --chain    prints the chain, innermost first
+ *   remap-burn --copy-unused [ROUNDS]   maps the copy first, then runs the
+ *     chain in the ordinary code, never in the copy */
 #include <fcntl.h>
 #include <link.h>
 #include <stdint.h>
@@ -80,10 +82,15 @@ int main(int argc, char **argv)
 		puts("remap_leaf\nremap_mid\nremap_top\nmain");
 		return 0;
 	}
+	int const unused = argc > 1 && strcmp(argv[1], "--copy-unused") == 0;
+	if (unused) {
+		argc--;
+		argv++;
+	}
 	uint64_t const rounds = argc > 1 ? strtoull(argv[1], NULL, 10) : 3000;
 	long const warm_ms = argc > 2 ? strtol(argv[2], NULL, 10) : 0;
 	volatile uint64_t acc = 0;
-	for (int i = 0; i < 50000000; i++)
+	for (int i = 0; !unused && i < 50000000; i++)
 		acc = acc * 31 + 7;
 	while (warm_ms > 0 && cpu_ms() < warm_ms)
 		for (int i = 0; i < 1000000; i++)
@@ -98,7 +105,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	close(fd);
-	uint64_t (*top)(uint64_t) = (uint64_t(*)(uint64_t))((uintptr_t)copy + ((uintptr_t)remap_top - t.addr));
+	uint64_t (*top)(uint64_t) = unused ? remap_top
+					   : (uint64_t(*)(uint64_t))((uintptr_t)copy + ((uintptr_t)remap_top - t.addr));
 	uint64_t const r = top(rounds);
 	printf("second mapping %lx-%lx checksum %llx\n", (unsigned long)copy, (unsigned long)copy + t.size,
 	       (unsigned long long)(r ^ acc));

@@ -206,13 +206,23 @@ static struct uw_dwfl_proc *dwfl_proc_build(struct su_unwinder *u, struct uw_pro
 		return NULL;
 	dp->u = u;
 	dp->proc = p;
+	/* libdwfl refuses a module whose range overlaps one reported (an
+	 * ET_EXEC file mapped a second time elsewhere, as node maps its
+	 * builtins: its addresses are fixed, the base is ignored), and from
+	 * then on finds no module at all, even those reported before: the
+	 * Dwfl is made again without the entries refused (SKIP). */
+	uint8_t *skip = calloc(p->count ? p->count : 1, 1);
+again:
 	dp->dwfl = dwfl_begin(&dwfl_callbacks);
 	if (!dp->dwfl) {
+		free(skip);
 		dp->broken = 1;
 		return dp;
 	}
 	dwfl_report_begin(dp->dwfl);
 	for (uint32_t i = 0; i < p->count; i++) {
+		if (skip && skip[i])
+			continue;
 		struct su_module *m = uw_proc_module(u, p, i);
 		if (!m)
 			continue;
@@ -232,13 +242,19 @@ static struct uw_dwfl_proc *dwfl_proc_build(struct su_unwinder *u, struct uw_pro
 		if (!dm) {
 			if (fd >= 0)
 				close(fd);
-			continue; /* e.g. overlaps another module: like no CFI */
+			if (skip) {
+				skip[i] = 1;
+				dwfl_end(dp->dwfl);
+				goto again;
+			}
+			continue; /* no memory to start again: this Dwfl as it is */
 		}
 		void **ud = NULL;
 		dwfl_module_info(dm, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
 		if (ud)
 			*ud = m;
 	}
+	free(skip);
 	Elf *elf = stub_elf(u);
 	if (dwfl_report_end(dp->dwfl, NULL, NULL) != 0 || !elf ||
 	    !dwfl_attach_state(dp->dwfl, elf, 1, &thread_callbacks, dp))
