@@ -810,6 +810,7 @@ static void read_loads(struct su_module *m)
 			m->load[m->nload].offset = ph.p_offset;
 			m->load[m->nload].vaddr = ph.p_vaddr;
 			m->load[m->nload].filesz = ph.p_filesz;
+			m->load[m->nload].flags = ph.p_flags;
 			m->nload++;
 		}
 	}
@@ -861,10 +862,13 @@ uint64_t su_module_bias(const struct su_module *m, const struct su_map_entry *e)
 	if (!(e->flags & SU_MAP_FILE_BIAS))
 		return e->bias;
 	uint64_t const bias = e->start - e->offset;
-	for (unsigned i = 0; m && m->status == SU_MODULE_OK && i < m->nload; i++) {
-		uint64_t const lo = m->load[i].offset & ~0xfffull;
-		if (e->offset >= lo && e->offset < m->load[i].offset + m->load[i].filesz)
-			return bias + m->load[i].offset - m->load[i].vaddr;
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned i = 0; m && m->status == SU_MODULE_OK && i < m->nload; i++) {
+			uint64_t const lo = m->load[i].offset & ~0xfffull;
+			if ((pass || (m->load[i].flags & PF_X)) && e->offset >= lo &&
+			    e->offset < m->load[i].offset + m->load[i].filesz)
+				return bias + m->load[i].offset - m->load[i].vaddr;
+		}
 	}
 	return bias;
 }

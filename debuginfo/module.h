@@ -63,7 +63,7 @@ struct su_module {
 	/* The PT_LOAD segments of the file opened (OK only): where a mapping
 	 * of a file offset puts ELF addresses (su_module_bias). */
 	uint16_t nload;
-	struct { uint64_t offset, vaddr, filesz; } load[16];
+	struct { uint64_t offset, vaddr, filesz; uint32_t flags; } load[16];
 	void *unwind_cache;        /* owned by unwind/: per-pc CFI rules */
 	void *sym_cache;           /* owned by symbolize/: per-address frames */
 	/* Where answers may be kept between runs (the cache directory, or
@@ -146,7 +146,10 @@ void su_modcache_set_savers(struct su_modcache *cache, void (*unwind_save)(void 
  * NULL): ENTRY's own, unless it maps a file offset with no bias known
  * (SU_MAP_FILE_BIAS, a perf.data mapping): then from the program headers
  * of the file M opened (under --symfs, in a --debug-dir...), the segment
- * holding ENTRY's offset; START - OFFSET when there is none. */
+ * holding ENTRY's offset (an executable one first: ENTRY maps code, and
+ * its first page may hold the end of the read-only segment before, where
+ * lld starts a segment at another distance from its file offset than the
+ * one before); START - OFFSET when there is none. */
 uint64_t su_module_bias(const struct su_module *m, const struct su_map_entry *entry);
 
 const char *su_module_status_name(enum su_module_status status);

@@ -41,6 +41,7 @@ protobuf-c-compiler # protoc-c: the pprof profile.proto bindings
 check               # tests/unit/*: the Check unit-test framework
 clang               # --enable-fuzzing (check.sh): libFuzzer targets in tests/fuzz
 libclang-rt-14-dev  # libFuzzer and the sanitizer runtimes for clang
+lld                 # tests/unwind.sh: a binary linked by lld (its code segment at another vaddr - offset than the segment before)
 llvm                # llvm-symbolizer: symbolized ASan/UBSan/libFuzzer reports
 # ---- tests, benchmarks, the quick start ----
 babeltrace2         # tests/*.sh (tap-lib.sh): reads every trace; the plugin's tests

@@ -335,4 +335,38 @@ zstacks zc4
 check "a forged debug file with the same build-id, read once, does not replace the true one's copy" \
 	sh -c "grep -q nofp '$work/zforged.out' && cmp -s '$work/znc.out' '$work/zc4.out'"
 
+# A binary linked by lld (Rust's default linker since 1.90, Chromium's,
+# Firefox's): its code segment lies at another distance from its file
+# offset than the read-only segment before it, whose end shares the code's
+# first file page.  A mapping gives its file offset (perf's MMAP2 events,
+# perf.data); the load bias comes from the file's program headers, the
+# code segment's (the offset is in both).  Once the read-only one's: every
+# frame of that binary looked up 4 KB away (names and CFI), the stacks
+# ended [bad-stack].
+if command -v ld.lld >/dev/null 2>&1; then
+	LLD="$work/lld-single"
+	gcc -std=gnu11 -g -O1 -fno-optimize-sibling-calls -fuse-ld=lld -I"$top_srcdir/testdata" \
+		-o "$LLD" "$top_srcdir/testdata/single.c" 2>"$work/lld.cerr"
+	# vaddr - offset of the first LOAD and of the executable one.
+	deltas=$(readelf -lW "$LLD" 2>/dev/null | awk '$1 == "LOAD" { d = sprintf("%d", strtonum($3) - strtonum($2)); if (f == "") f = d; if ($0 ~ / R E /) x = d } END { print f, x }')
+	check "an lld-linked binary whose code is at another vaddr - offset than its first segment ($deltas)" \
+		sh -c "[ -x '$LLD' ] && set -- $deltas && [ \$# = 2 ] && [ \"\$1\" != \"\$2\" ]"
+	chain=$("$LLD" --chain | tr '\n' ' ')
+	for sampler in $SAMPLERS; do
+		SOPT=$(sampler_opts "$sampler")
+		record "lld-$sampler" $SOPT -- "$LLD" 0.5
+		stacks "lld-$sampler" -j 1
+		set -- $(chain_match "$work/lld-$sampler.out" $chain)
+		check "lld-linked${SOPT:+ ($SOPT)}: the chain in >= 99% of hot samples ($1 of $2)" \
+			awk -v g="$1" -v t="$2" 'BEGIN { exit !(t >= 100 && g * 100 >= t * 99) }'
+	done
+	perf record -q -o "$work/lld.data" -e cpu-clock -F 999 --call-graph dwarf -- "$LLD" 0.5 >/dev/null 2>"$work/lld.perr"
+	"$SU" stacks -j 1 "$work/lld.data" >"$work/lld-perf.out" 2>/dev/null
+	set -- $(chain_match "$work/lld-perf.out" $chain)
+	check "lld-linked, perf.data: the chain in >= 99% of hot samples ($1 of $2)" \
+		awk -v g="$1" -v t="$2" 'BEGIN { exit !(t >= 100 && g * 100 >= t * 99) }'
+else
+	not_ok "ld.lld missing: apt-get install lld (scripts/install-deps.sh)"
+fi
+
 echo "1..$n"
