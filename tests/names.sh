@@ -246,6 +246,19 @@ rt0=$(grep -c ' runtime.rt0_go+' "$work/go-sys.out")
 below=$(grep -A1 ' runtime.rt0_go+' "$work/go-sys.out" | grep -c -v -e ' runtime.rt0_go+' -e '^$' -e '^--$')
 check "go: $rt0 stacks reach runtime.rt0_go, none goes on below it ($below)" [ "$rt0" -gt 10 -a "$below" = 0 ]
 
+# Go's collector helped on the thread's system stack: a frame above
+# runtime.systemstack (which switched stacks there) is not one, as Go's own
+# traceback says (it stops at a function that writes SP).  A filtered trace
+# read a dropped word there: once [bad-stack] in every such sample.
+"$STACKCAP" record -F 4999 -o "$work/go-gc.trace" -- "$work/go-static" 150 gc >/dev/null 2>"$work/go-gc.rerr"
+"$SU" stacks "$work/go-gc.trace" >"$work/go-gc.out" 2>"$work/go-gc.err"
+set -- $(awk 'BEGIN { RS = "" } { n = split($0, l, "\n"); s = 0
+	for (i = 3; i <= n; i++) if (l[i] ~ / runtime\.systemstack(\.abi0)?\+0x/) s = i
+	if (!s) next; t++; if (s == n) top++; if (l[n] ~ /\[bad-stack\]/) bad++ }
+	END { print t + 0, top + 0, bad + 0 }' "$work/go-gc.out")
+check "go: $1 samples through runtime.systemstack (on the system stack), $2 end there, $3 [bad-stack]" \
+	[ "$1" -ge 20 -a "$3" = 0 -a $(($2 * 100)) -ge $(($1 * 95)) ]
+
 # ---- ld.so ------------------------------------------------------------------
 # The system calls of a C program's start: ld.so's, under its _start.
 perf record -q -k monotonic -e raw_syscalls:sys_enter --call-graph dwarf -o "$work/ldso.data" \

@@ -111,7 +111,8 @@ struct uw_cache {
 	char *kept_path;
 	uint32_t kept_answers;
 	int top_tried;             /* go_top read from the symbol table */
-	uint64_t go_top[3][2];     /* [start, end) of Go's outermost functions */
+	uint64_t go_top[8][2];     /* [start, end) of Go's outermost functions */
+	uint8_t go_top_kind[8];    /* UW_GO_TOP, UW_GO_SPWRITE */
 	unsigned n_go_top;
 };
 
@@ -518,6 +519,13 @@ enum uw_lookup uw_rule_lookup(struct su_module *mod, uint64_t addr, const struct
  * a thread's runtime.mstart, the process's runtime.rt0_go.  Their CFI
  * says nothing of it: the unwind reads on above the stack's top. */
 static const char *const go_top_names[] = { "runtime.goexit", "runtime.mstart", "runtime.rt0_go" };
+/* And stops at a function that writes SP (SPWRITE), unless it is the
+ * innermost frame: these switch to the thread's system stack (g0) and
+ * call there, and what is above them on it is no frame of theirs (the
+ * goroutine's frames are on its own stack, which the copy does not hold;
+ * a full copy reads 0 there, a filtered one a dropped word). */
+static const char *const go_spwrite_names[] = { "runtime.systemstack", "runtime.mcall", "runtime.morestack",
+						"runtime.asmcgocall" };
 
 /* Does ELF hold Go code: a section only Go's linker writes (the pc table
  * its runtime walks stacks with, the build id or build info notes)?  The
@@ -547,20 +555,24 @@ static void go_top_read(struct uw_cache *c, struct su_module *mod)
 	if (!go_elf(dwfl_module_getelf(mod->mod, &bias)))
 		return;
 	int const nsyms = dwfl_module_getsymtab(mod->mod);
-	for (int i = 0; i < nsyms && c->n_go_top < 3; i++) {
+	size_t const ntop = sizeof(go_top_names) / sizeof(go_top_names[0]);
+	size_t const nall = ntop + sizeof(go_spwrite_names) / sizeof(go_spwrite_names[0]);
+	for (int i = 0; i < nsyms && c->n_go_top < sizeof(c->go_top) / sizeof(c->go_top[0]); i++) {
 		GElf_Sym sym;
 		GElf_Addr value = 0;
 		const char *name = dwfl_module_getsym_info(mod->mod, i, &sym, &value, NULL, NULL, NULL);
 		if (!name || strncmp(name, "runtime.", 8) != 0 || GELF_ST_TYPE(sym.st_info) != STT_FUNC)
 			continue;
-		for (size_t k = 0; k < sizeof(go_top_names) / sizeof(go_top_names[0]); k++) {
-			size_t const len = strlen(go_top_names[k]);
+		for (size_t k = 0; k < nall; k++) {
+			const char *const want = k < ntop ? go_top_names[k] : go_spwrite_names[k - ntop];
+			size_t const len = strlen(want);
 			/* Go 1.17 on names the assembly ones "runtime.goexit.abi0". */
-			if (strncmp(name, go_top_names[k], len) == 0 &&
-			    (name[len] == 0 || strcmp(name + len, ".abi0") == 0)) {
+			if (strncmp(name, want, len) == 0 && (name[len] == 0 || strcmp(name + len, ".abi0") == 0)) {
 				c->go_top[c->n_go_top][0] = value;
 				c->go_top[c->n_go_top][1] = value + (sym.st_size ? sym.st_size : 1);
+				c->go_top_kind[c->n_go_top] = k < ntop ? UW_GO_TOP : UW_GO_SPWRITE;
 				c->n_go_top++;
+				break;
 			}
 		}
 	}
@@ -575,6 +587,6 @@ int uw_go_topframe(struct su_module *mod, uint64_t addr)
 		go_top_read(c, mod);
 	for (unsigned i = 0; i < c->n_go_top; i++)
 		if (addr >= c->go_top[i][0] && addr < c->go_top[i][1])
-			return 1;
+			return c->go_top_kind[i];
 	return 0;
 }

@@ -230,8 +230,11 @@ enum uw_lookup uw_rule_lookup(struct su_module *mod, uint64_t addr, const struct
 			      const struct uw_op **ops, const uint32_t **moves, uint64_t *misses);
 
 /* Is module address ADDR of MOD (pc - 1 for return addresses) in one of
- * the functions Go's own traceback stops at (runtime.goexit, mstart,
- * rt0_go)?  The symbol table is read once per module. */
+ * the functions Go's own traceback stops at: UW_GO_TOP (runtime.goexit,
+ * mstart, rt0_go), UW_GO_SPWRITE (systemstack, mcall, morestack,
+ * asmcgocall: there unless the innermost frame), else 0?  The symbol table
+ * is read once per module. */
+enum { UW_GO_TOP = 1, UW_GO_SPWRITE = 2 };
 int uw_go_topframe(struct su_module *mod, uint64_t addr);
 
 /* Finalizer for su_module.unwind_cache: writes the module's rules to its

@@ -972,7 +972,8 @@ static size_t go_top_frame(struct su_unwinder *u, const struct su_sample *sample
 			continue;
 		struct su_module *m = uw_proc_module(u, p, (uint32_t)f->map);
 		uint64_t const pc = f->activation ? f->pc : f->pc - 1;
-		if (m && uw_go_topframe(m, pc - sample->maps->entries[f->map].bias))
+		int const kind = m ? uw_go_topframe(m, pc - su_module_bias(m, &sample->maps->entries[f->map])) : 0;
+		if (kind == UW_GO_TOP || (kind == UW_GO_SPWRITE && i > 0))
 			return i;
 	}
 	return n;
@@ -986,7 +987,8 @@ static void entry_end(struct su_unwinder *u, const struct su_sample *sample, con
 	if (*end != SU_END_OUTERMOST && *end != SU_END_MAX_FRAMES && *n) {
 		/* Go: what the unwind read above goexit, mstart or rt0_go is
 		 * not a frame (the memory above the goroutine's stack, or argc
-		 * zeroed by the filter). */
+		 * zeroed by the filter), nor above systemstack and the others
+		 * that switch stacks. */
 		size_t const k = go_top_frame(u, sample, frames, *n);
 		if (k < *n) {
 			*n = k + 1;

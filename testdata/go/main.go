@@ -47,10 +47,39 @@ func work(rounds int) uint64 {
 	return t
 }
 
+type node struct {
+	next *node
+	v    [4]int
+}
+
+// churn allocates lists of pointers: the collector runs often, and the
+// allocating goroutine helps it on the thread's system stack
+// (runtime.systemstack, gcAssistAlloc).
+//
+//go:noinline
+func churn(rounds int) int {
+	n := 0
+	for r := 0; r < rounds; r++ {
+		var head *node
+		for i := 0; i < 20000; i++ {
+			head = &node{next: head, v: [4]int{i}}
+		}
+		for p := head; p != nil; p = p.next {
+			n += p.v[0] & 1
+		}
+	}
+	return n
+}
+
+// go-prog [ROUNDS [gc]]: main.work ROUNDS times, or main.churn.
 func main() {
 	rounds := 300
 	if len(os.Args) > 1 {
 		rounds, _ = strconv.Atoi(os.Args[1])
+	}
+	if len(os.Args) > 2 && os.Args[2] == "gc" {
+		fmt.Println(churn(rounds))
+		return
 	}
 	fmt.Println(work(rounds))
 }
