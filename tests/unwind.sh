@@ -349,7 +349,7 @@ if command -v ld.lld >/dev/null 2>&1; then
 		-o "$LLD" "$top_srcdir/testdata/single.c" 2>"$work/lld.cerr"
 	# vaddr - offset of the first LOAD and of the executable one.
 	deltas=$(readelf -lW "$LLD" 2>/dev/null | awk '$1 == "LOAD" { d = sprintf("%d", strtonum($3) - strtonum($2)); if (f == "") f = d; if ($0 ~ / R E /) x = d } END { print f, x }')
-	check "an lld-linked binary whose code is at another vaddr - offset than its first segment ($deltas)" \
+	check "an lld-linked binary whose code is at another vaddr - offset than its first segment ($deltas)$(head -n 1 "$work/lld.cerr")" \
 		sh -c "[ -x '$LLD' ] && set -- $deltas && [ \$# = 2 ] && [ \"\$1\" != \"\$2\" ]"
 	chain=$("$LLD" --chain | tr '\n' ' ')
 	for sampler in $SAMPLERS; do
@@ -360,11 +360,16 @@ if command -v ld.lld >/dev/null 2>&1; then
 		check "lld-linked${SOPT:+ ($SOPT)}: the chain in >= 99% of hot samples ($1 of $2)" \
 			awk -v g="$1" -v t="$2" 'BEGIN { exit !(t >= 100 && g * 100 >= t * 99) }'
 	done
-	perf record -q -o "$work/lld.data" -e cpu-clock -F 999 --call-graph dwarf -- "$LLD" 0.5 >/dev/null 2>"$work/lld.perr"
-	"$SU" stacks -j 1 "$work/lld.data" >"$work/lld-perf.out" 2>/dev/null
-	set -- $(chain_match "$work/lld-perf.out" $chain)
-	check "lld-linked, perf.data: the chain in >= 99% of hot samples ($1 of $2)" \
-		awk -v g="$1" -v t="$2" 'BEGIN { exit !(t >= 100 && g * 100 >= t * 99) }'
+	if command -v perf >/dev/null 2>&1; then
+		perf record -q -o "$work/lld.data" -e cpu-clock -F 999 --call-graph dwarf -- "$LLD" 0.5 \
+			>/dev/null 2>"$work/lld.perr"
+		"$SU" stacks -j 1 "$work/lld.data" >"$work/lld-perf.out" 2>/dev/null
+		set -- $(chain_match "$work/lld-perf.out" $chain)
+		check "lld-linked, perf.data: the chain in >= 99% of hot samples ($1 of $2; perf record: $(head -c 100 "$work/lld.perr"))" \
+			awk -v g="$1" -v t="$2" 'BEGIN { exit !(t >= 100 && g * 100 >= t * 99) }'
+	else
+		not_ok "perf missing: apt-get install linux-perf (scripts/install-deps.sh)"
+	fi
 else
 	not_ok "ld.lld missing: apt-get install lld (scripts/install-deps.sh)"
 fi
