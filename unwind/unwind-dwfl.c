@@ -42,6 +42,10 @@ struct uw_dwfl_proc {
 	 * frame 0, pc LEAF_RA and stack pointer LEAF_RSP. */
 	int leaf;
 	uint64_t leaf_ra, leaf_rsp;
+	/* The sample is in rt_sigreturn (unwind.c: the pc just past the
+	 * signal trampoline's CFI): elfutils is given pc - 1 to look up, the
+	 * frame keeps its pc. */
+	int sigret;
 	/* Slots the frame being unwound has popped already (POP_AT), and
 	 * the registers' values they held (unwind-internal.h:
 	 * uw_slot_popped). */
@@ -107,7 +111,7 @@ static bool cb_set_initial_registers(Dwfl_Thread *thread, void *arg)
 		if (!dwfl_thread_state_registers(thread, STACKCAP_REG_RSP, 1, &sp))
 			return false;
 	}
-	dwfl_thread_state_register_pc(thread, dp->leaf ? dp->leaf_ra : img->regs[STACKCAP_REG_RIP]);
+	dwfl_thread_state_register_pc(thread, dp->leaf ? dp->leaf_ra : img->regs[STACKCAP_REG_RIP] - (dp->sigret ? 1 : 0));
 	return true;
 }
 
@@ -334,11 +338,14 @@ static int cfi_row_info(Dwfl *dwfl, uint64_t addr, struct row_info *ri)
 }
 
 /* Where elfutils looked frame I up: the exact pc for the initial frame and
- * a signal frame's caller, pc - 1 otherwise. */
-static uint64_t dwfl_lookup_pc(const struct su_frame *frames, size_t i)
+ * a signal frame's caller, pc - 1 otherwise (and for an initial frame in
+ * rt_sigreturn). */
+static uint64_t dwfl_lookup_pc(const struct uw_dwfl_proc *dp, size_t i)
 {
-	const struct su_frame *f = &frames[i];
-	return i == 0 || f->how == SU_FRAME_SIGNAL ? f->pc : f->pc - 1;
+	const struct su_frame *f = &dp->frames[i];
+	if (i == 0)
+		return f->pc - (dp->sigret && !dp->leaf ? 1 : 0);
+	return f->how == SU_FRAME_SIGNAL ? f->pc : f->pc - 1;
 }
 
 static enum su_unwind_end read_end(const struct uw_dwfl_proc *dp, enum uw_read rd)
@@ -364,7 +371,7 @@ static enum su_unwind_end guess_end(const struct uw_dwfl_proc *dp, int rc)
 		return SU_END_NO_CFI;
 	}
 	struct row_info ri;
-	if (!dp->n || cfi_row_info(dp->dwfl, dwfl_lookup_pc(dp->frames, dp->n - 1), &ri) != 0)
+	if (!dp->n || cfi_row_info(dp->dwfl, dwfl_lookup_pc(dp, dp->n - 1), &ri) != 0)
 		return dp->read_fail != UW_READ_OK ? read_end(dp, dp->read_fail) : SU_END_ERROR;
 	if (ri.ra_undef)
 		return SU_END_OUTERMOST;
@@ -483,6 +490,8 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 		return stop(dp, SU_END_ERROR);
 	if (pc == 0)
 		return stop(dp, SU_END_OUTERMOST);
+	if (i == 0 && dp->sigret && !dp->leaf)
+		pc++; /* given pc - 1 to look up (cb_set_initial_registers) */
 
 	uint8_t how = i == 0 ? SU_FRAME_INITIAL : SU_FRAME_CFI;
 	if (dp->leaf && i == 1) {
@@ -497,7 +506,7 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 		 * because this one is?  Look at the previous frame's CFI where
 		 * elfutils looked it up. */
 		struct row_info ri;
-		if (cfi_row_info(dp->dwfl, dwfl_lookup_pc(dp->frames, i - 1), &ri) == 0 && ri.signal)
+		if (cfi_row_info(dp->dwfl, dwfl_lookup_pc(dp, i - 1), &ri) == 0 && ri.signal)
 			how = SU_FRAME_SIGNAL;
 	}
 	if (how == SU_FRAME_SIGNAL) {
@@ -552,6 +561,8 @@ size_t uw_dwfl_unwind(struct su_unwinder *u, struct uw_proc *p, const struct su_
 	dp->prev_signal = 0;
 	dp->same_sp_ok = 1;
 	dp->npop = 0;
+	struct row_info sri;
+	dp->sigret = cfi_row_info(dp->dwfl, rip, &sri) != 0 && cfi_row_info(dp->dwfl, rip - 1, &sri) == 0 && sri.signal;
 	pid_t const tid = sample->tid ? (pid_t)sample->tid : 1;
 	int rc = dwfl_getthread_frames(dp->dwfl, tid, frame_cb, dp);
 	struct row_info ri;
