@@ -825,25 +825,25 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 			const uint32_t *moves = NULL;
 			if (mod)
 				lk = uw_rule_lookup(mod, lookup - bias, &rule, &ops, &moves, &u->stats.rule_misses);
-			if (lk == UW_LOOKUP_NO_CFI && activation && mod) {
-				/* In rt_sigreturn: the pc is just past the signal
-				 * trampoline's syscall, where its CFI ends.  Its
-				 * signal frame is still the stack's. */
-				const struct uw_rule *r1 = NULL;
-				const struct uw_op *o1 = NULL;
-				const uint32_t *m1 = NULL;
-				if (uw_rule_lookup(mod, lookup - 1 - bias, &r1, &o1, &m1, &u->stats.rule_misses) ==
-					    UW_LOOKUP_RULE && r1->signal) {
-					rule = r1;
-					ops = o1;
-					moves = m1;
-					lk = UW_LOOKUP_RULE;
-				}
-			}
 			if (lk == UW_LOOKUP_RULE)
 				*mm = (struct uw_memo){ .maps = maps, .lookup = lookup, .epoch = u->memo_epoch, .mi = mi,
 							.mod = mod, .bias = bias, .rule = rule, .ops = ops,
 							.moves_at = moves, .moves = *moves };
+			if (lk == UW_LOOKUP_NO_CFI && activation && mod) {
+				/* In rt_sigreturn: the pc is just past the signal
+				 * trampoline's syscall, where its CFI ends.  Its
+				 * signal frame is still the stack's.  (Not
+				 * remembered for the pc: a return address one
+				 * past it would look up the same address.) */
+				const struct uw_rule *r1 = NULL;
+				const struct uw_op *o1 = NULL;
+				if (uw_rule_lookup(mod, lookup - 1 - bias, &r1, &o1, &moves, &u->stats.rule_misses) ==
+					    UW_LOOKUP_RULE && r1->signal) {
+					rule = r1;
+					ops = o1;
+					lk = UW_LOOKUP_RULE;
+				}
+			}
 		}
 		int rc;
 		int signal = 0;
