@@ -29,6 +29,9 @@ EXTRA_DIST += bench/kernel-frames.sh
 # stackcap record -a beside perf record -a on a machine starting hundreds
 # of processes a second (shell loops, gcc, xz): CPU, memory, files, drops.
 EXTRA_DIST += bench/sys-record.sh
+# Our frames beside perf 7's, sample by sample, on a perf.data
+# (bench/exact-vs-perf7.sh BUILD_DIR PERF.DATA).
+EXTRA_DIST += bench/exact-vs-perf7.sh
 
 # A fixed amount of CPU work through 12..24-frame call chains, timed by
 # bench/slowdown.sh with no profiler, stackcap record and perf record.
