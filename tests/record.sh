@@ -320,4 +320,23 @@ fi
 (ulimit -S -n 100 && "$STACKCAP" record $SAMPLER -o "$work/soft.trace" -- sh -c 'ulimit -S -n' >"$work/soft.out" 2>"$work/soft.rerr")
 check "a soft limit of 100 (hard $(ulimit -H -n)): the command sees 100 ($(cat "$work/soft.out"))" [ "$(cat "$work/soft.out")" = 100 ]
 
+# A statically linked program: LD_PRELOAD has nothing to load the hook
+# with.  The in-process sampler says so and what records it (the kernel
+# copy, which does).
+printf 'int main(void) { volatile unsigned long s = 0; for (unsigned long i = 0; i < 400000000; i++) s += i; return (int)(s & 1); }\n' \
+	>"$work/static.c"
+if gcc -static -O1 -o "$work/static-burn" "$work/static.c" 2>"$work/static.cerr"; then
+	"$STACKCAP" record $SAMPLER -o "$work/static.trace" -- "$work/static-burn" >/dev/null 2>"$work/static.rerr"
+	src=$?
+	if [ -n "$SAMPLER" ]; then
+		check "a static program: exit $src, told it is statically linked and to record without --in-process" \
+			sh -c "[ $src -le 1 ] && grep -q 'static-burn is statically linked: .*record without --in-process' '$work/static.rerr'"
+	else
+		nst=$(babeltrace2 "$work/static.trace" 2>/dev/null | grep -c ' sample: ')
+		check "a static program: the kernel copy samples it ($nst samples, exit $src)" [ "$src" -le 1 -a "$nst" -gt 50 ]
+	fi
+else
+	not_ok "gcc -static failed (libc6-dev's libc.a: scripts/install-deps.sh): $(head -n 1 "$work/static.cerr")"
+fi
+
 echo "1..$n"
