@@ -278,6 +278,21 @@ check "misnamed: a part says the file holds another pid ($(grep -m 1 'in part' "
 	grep -q "samples-$2-77: holds pid $1, not its name's $2" "$work/misnamed.j2.err"
 check "misnamed: stacks -j 2 prints -j 1's samples ($(grep -c '^[^ 	]' "$work/misnamed.j1") samples)" \
 	sh -c "[ -s '$work/misnamed.j1' ] && cmp -s '$work/misnamed.j1' '$work/misnamed.j2'"
+# The same where the name is a busy pid's (a third of the samples or
+# more: every part reads its files, none is planned to one part): a file
+# of a small pid under that name is said too, and read whole.
+record busy -F 1999 -- sh -c "'$TD/tdata-recurse' -d 20 0.4 & for i in 1 2 3 4; do '$TD/tdata-recurse' -d 20 0.04 & done; wait"
+set -- $(cd "$work/busy.trace" && for f in samples-*; do echo "$(stat -c %s "$f") ${f#samples-}"; done |
+	sed 's/ \([0-9]*\)-.*/ \1/' | awk '{ b[$2] += $1 } END { for (p in b) print b[p], p }' | sort -n | awk '{ print $2 }')
+small=$1
+eval "big=\${$#}"
+mv "$work/busy.trace/$(cd "$work/busy.trace" && ls samples-$small-* | head -n 1)" "$work/busy.trace/samples-$big-77"
+"$SU" stacks -j 1 "$work/busy.trace" >"$work/busy.j1" 2>/dev/null
+STACKCAP_JOBS_AFTER=0 STACKUNWIND_PARTS_WARNINGS=1 "$SU" stacks -j 2 "$work/busy.trace" >"$work/busy.j2" \
+	2>"$work/busy.j2.err"
+check "misnamed as a busy pid's: said ($(grep -m 1 'in part' "$work/busy.j2.err" | cut -c 1-140)), -j 2 prints -j 1's samples" \
+	sh -c "grep -q 'samples-$big-77: holds pid $small, not its name.s $big' '$work/busy.j2.err' &&
+		[ -s '$work/busy.j1' ] && cmp -s '$work/busy.j1' '$work/busy.j2'"
 # A handler on the alternate signal stack, sampled in process: each sample
 # holds a second stack segment (the thread's own stack), unwound through.
 record sigalt -F 1999 --in-process -- "$TD/tdata-sigalt" 0.5

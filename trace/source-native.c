@@ -82,6 +82,7 @@ struct nfile {
 	 * discarded) are this part's to count. */
 	int planned;
 	uint32_t name_pid;
+	int name_has_pid;         /* read in parts by a plan: NAME_PID from the name */
 	int counted;
 	/* Skipping another part's packet up to its last sample (advance):
 	 * where to come back to, and the stream clock there. */
@@ -318,9 +319,10 @@ static int zhead(struct native_source *s, const uint8_t *frame, size_t len, uint
 	return ob.pos == PKT_HDR ? 0 : 1;
 }
 
-/* A planned file holds pid PID, not its name's: the plan gave its pid's
- * files to one part by the names, and the part reading this pid's other
- * files may not have it.  Said once: the caller reads the trace whole. */
+/* A file holds pid PID, not its name's: the plan gave each pid's files to
+ * one part by the names (or, a busy pid's, to every part), and the part
+ * reading this pid's other files, or its process stream, may not have
+ * it.  Said once: the caller reads the trace whole. */
 static void plan_mismatch(struct native_source *s, const struct nfile *f, uint32_t pid)
 {
 	if (s->plan_warned)
@@ -485,7 +487,7 @@ static int load_packet(struct native_source *s, struct nfile *f)
 		       f->kind ? "samples" : "process");
 		return 0;
 	}
-	if (f->planned && pid != f->name_pid)
+	if (f->name_has_pid && pid != f->name_pid)
 		plan_mismatch(s, f, pid);
 	if (f->have_pkt && inst != f->instance_id) {
 		defect(s, f, off, "stream_instance_id changes within the file");
@@ -1037,7 +1039,7 @@ static int deliver(struct native_source *s, struct nfile *f, raw_emit_fn emit, v
 			goto cut;
 		ev.proc.pid = su_ld32(p);
 		ev.proc.ppid = su_ld32(p + 4);
-		if (f->planned && ev.proc.pid != f->name_pid)
+		if (f->name_has_pid && ev.proc.pid != f->name_pid)
 			plan_mismatch(s, f, ev.proc.pid);
 		p += 8;
 		rc = take_str(&p, end, &ev.proc.comm);
@@ -1392,6 +1394,12 @@ static int add_file(struct native_source *s, const char *nm, const struct plan_f
 	 * part the plan gives it, else the first. */
 	unsigned const part = s->rep->parts > 1 ? s->rep->part : 0;
 	f->counted = part == 0;
+	if (pf && pf->has_pid) {
+		/* Every part's too: the plan gave each pid's process
+		 * stream to the part of its small files, by the names. */
+		f->name_has_pid = 1;
+		f->name_pid = pf->pid;
+	}
 	if (pf && pf->owner != PLAN_EVERY) {
 		f->planned = 1;
 		f->name_pid = pf->pid;
