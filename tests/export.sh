@@ -180,7 +180,7 @@ size=$(wc -c <"$f")
 truncate -s $((size / 2 + 13)) "$f"
 ns_cut=$(samples_of cut)
 xp cut.pb.gz pprof cut
-check "cut trace: pprof export exits 3 with a warning ($(rc cut.pb.gz))" \
+check "cut trace: pprof export exits 3 with a warning ($(rc cut.pb.gz); $(ls "$work/cut.trace" | tr '\n' ' '); $(head -c 160 "$work/cut.pb.gz.err"))" \
 	sh -c "[ $(rc cut.pb.gz) = 3 ] && grep -q 'warning: .*samples-.*cut' '$work/cut.pb.gz.err'"
 checks "$PPROF_CHECK" "$work/cut.pb.gz" "$ns_cut" tdata-single $("$TD/tdata-single" --chain | tr '\n' ' ')
 
