@@ -13,8 +13,6 @@
 #include <getopt.h>
 #include <limits.h>
 #include <dirent.h>
-#include <elf.h>
-#include <fcntl.h>
 #include <libgen.h>
 #include <signal.h>
 #include <stdint.h>
@@ -29,6 +27,7 @@
 
 #include "cli/convert.h"
 #include "cli/warn.h"
+#include "record/events.h"
 #include "record/perf-events.h"
 #include "record/recorder.h"
 #include "compress/stack-codec.h"
@@ -231,48 +230,6 @@ static void read_totals(const char *dir, struct totals *t)
 	}
 	free(started);
 	free(seen);
-}
-
-/* Is CMD (found through PATH as execvp finds it) a 64-bit ELF executable
- * without an interpreter: statically linked, so LD_PRELOAD has nothing to
- * load the hook with? */
-static int statically_linked(const char *cmd)
-{
-	char path[PATH_MAX];
-	const char *p = cmd;
-	if (!strchr(cmd, '/')) {
-		const char *dirs = getenv("PATH");
-		p = NULL;
-		for (const char *d = dirs ? dirs : "/usr/bin:/bin"; d && !p;) {
-			const char *colon = strchr(d, ':');
-			size_t const len = colon ? (size_t)(colon - d) : strlen(d);
-			if (snprintf(path, sizeof(path), "%.*s/%s", (int)len, len ? d : ".", cmd) < (int)sizeof(path) &&
-			    access(path, X_OK) == 0)
-				p = path;
-			d = colon ? colon + 1 : NULL;
-		}
-		if (!p)
-			return 0;
-	}
-	int const fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	Elf64_Ehdr eh;
-	int is_static = 0;
-	if (pread(fd, &eh, sizeof(eh), 0) == (ssize_t)sizeof(eh) && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
-	    eh.e_ident[EI_CLASS] == ELFCLASS64 && (eh.e_type == ET_EXEC || eh.e_type == ET_DYN) &&
-	    eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum > 0 && eh.e_phnum < 256) {
-		is_static = 1;
-		for (unsigned i = 0; i < eh.e_phnum && is_static; i++) {
-			Elf64_Phdr ph;
-			if (pread(fd, &ph, sizeof(ph), (off_t)(eh.e_phoff + i * sizeof(ph))) != (ssize_t)sizeof(ph))
-				is_static = 0;
-			else if (ph.p_type == PT_INTERP)
-				is_static = 0;
-		}
-	}
-	close(fd);
-	return is_static;
 }
 
 /* Run ARGV like time(1) does (the terminal's signals go to the command;
@@ -668,7 +625,7 @@ static int cmd_record(int argc, char **argv)
 	if (!t.started) {
 		/* Nothing loaded the hook: say why it could not, and what
 		 * records such a program. */
-		if (statically_linked(argv[optind]))
+		if (rec_binary_is_static(argv[optind]))
 			fprintf(stderr, PROG ": %s is statically linked: the in-process hook (preloaded with "
 					"LD_PRELOAD) cannot load into it, nothing was recorded; record without "
 					"--in-process (the kernel copy samples any program)\n", argv[optind]);

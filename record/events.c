@@ -293,6 +293,26 @@ static char *resolve_binary(const char *bin)
 
 /* ---- the libraries a program loads --------------------------------------------------- */
 
+int rec_binary_is_static(const char *bin)
+{
+	char *path = resolve_binary(bin);
+	struct elf_file f;
+	char why[512];
+	int is_static = 0;
+	if (path && !elf_file_open(&f, path, why, sizeof(why))) {
+		size_t n = 0;
+		is_static = elf_getphdrnum(f.elf, &n) == 0 && n > 0;
+		for (size_t i = 0; is_static && i < n; i++) {
+			GElf_Phdr ph;
+			if (!gelf_getphdr(f.elf, (int)i, &ph) || ph.p_type == PT_INTERP)
+				is_static = 0;
+		}
+		elf_file_close(&f);
+	}
+	free(path);
+	return is_static;
+}
+
 #define LIBS_MAX 512
 
 static const char *const lib_dirs[] = { "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",

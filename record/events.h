@@ -72,6 +72,11 @@ int rec_event_in_kernel(const struct rec_event *e);
 
 void rec_event_free(struct rec_event *e);
 
+/* Is BIN (a path, or a name found in $PATH) a 64-bit ELF program with no
+ * interpreter: statically linked, so ld.so loads nothing into it (nor
+ * LD_PRELOAD's libraries)? */
+int rec_binary_is_static(const char *bin);
+
 /* The software events by name, for the usage text. */
 extern const char rec_software_event_names[];
 

@@ -514,18 +514,24 @@ enum uw_lookup uw_rule_lookup(struct su_module *mod, uint64_t addr, const struct
 	return UW_LOOKUP_RULE;
 }
 
-/* Go marks the functions where its own traceback stops TOPFRAME: a
+/* Go marks the functions where its own traceback stops TOPFRAME (UW_GO_TOP): a
  * goroutine's runtime.goexit (the return address its stack starts with),
  * a thread's runtime.mstart, the process's runtime.rt0_go.  Their CFI
  * says nothing of it: the unwind reads on above the stack's top. */
-static const char *const go_top_names[] = { "runtime.goexit", "runtime.mstart", "runtime.rt0_go" };
-/* And stops at a function that writes SP (SPWRITE), unless it is the
+/* And (UW_GO_SPWRITE) at a function that writes SP, unless it is the
  * innermost frame: these switch to the thread's system stack (g0) and
  * call there, and what is above them on it is no frame of theirs (the
  * goroutine's frames are on its own stack, which the copy does not hold;
  * a full copy reads 0 there, a filtered one a dropped word). */
-static const char *const go_spwrite_names[] = { "runtime.systemstack", "runtime.mcall", "runtime.morestack",
-						"runtime.asmcgocall" };
+static const struct {
+	const char *name;
+	uint8_t kind;
+} go_top_names[] = {
+	{ "runtime.goexit", UW_GO_TOP },          { "runtime.mstart", UW_GO_TOP },
+	{ "runtime.rt0_go", UW_GO_TOP },          { "runtime.systemstack", UW_GO_SPWRITE },
+	{ "runtime.mcall", UW_GO_SPWRITE },       { "runtime.morestack", UW_GO_SPWRITE },
+	{ "runtime.asmcgocall", UW_GO_SPWRITE },
+};
 
 /* Does ELF hold Go code: a section only Go's linker writes (the pc table
  * its runtime walks stacks with, the build id or build info notes)?  The
@@ -555,22 +561,20 @@ static void go_top_read(struct uw_cache *c, struct su_module *mod)
 	if (!go_elf(dwfl_module_getelf(mod->mod, &bias)))
 		return;
 	int const nsyms = dwfl_module_getsymtab(mod->mod);
-	size_t const ntop = sizeof(go_top_names) / sizeof(go_top_names[0]);
-	size_t const nall = ntop + sizeof(go_spwrite_names) / sizeof(go_spwrite_names[0]);
 	for (int i = 0; i < nsyms && c->n_go_top < sizeof(c->go_top) / sizeof(c->go_top[0]); i++) {
 		GElf_Sym sym;
 		GElf_Addr value = 0;
 		const char *name = dwfl_module_getsym_info(mod->mod, i, &sym, &value, NULL, NULL, NULL);
 		if (!name || strncmp(name, "runtime.", 8) != 0 || GELF_ST_TYPE(sym.st_info) != STT_FUNC)
 			continue;
-		for (size_t k = 0; k < nall; k++) {
-			const char *const want = k < ntop ? go_top_names[k] : go_spwrite_names[k - ntop];
+		for (size_t k = 0; k < sizeof(go_top_names) / sizeof(go_top_names[0]); k++) {
+			const char *const want = go_top_names[k].name;
 			size_t const len = strlen(want);
 			/* Go 1.17 on names the assembly ones "runtime.goexit.abi0". */
 			if (strncmp(name, want, len) == 0 && (name[len] == 0 || strcmp(name + len, ".abi0") == 0)) {
 				c->go_top[c->n_go_top][0] = value;
 				c->go_top[c->n_go_top][1] = value + (sym.st_size ? sym.st_size : 1);
-				c->go_top_kind[c->n_go_top] = k < ntop ? UW_GO_TOP : UW_GO_SPWRITE;
+				c->go_top_kind[c->n_go_top] = go_top_names[k].kind;
 				c->n_go_top++;
 				break;
 			}

@@ -288,53 +288,60 @@ struct row_info {
 	uint64_t ra_off;
 };
 
-/* @return 0, or -1 when no CFI covers ADDR. */
-static int cfi_row_info(Dwfl *dwfl, uint64_t addr, struct row_info *ri)
+/* The CFI row covering ADDR that elfutils unwinds with (.eh_frame's
+ * first, then .debug_frame's), to free(), or NULL. */
+static Dwarf_Frame *row_at(Dwfl *dwfl, uint64_t addr)
 {
 	Dwfl_Module *mod = dwfl_addrmodule(dwfl, addr);
-	if (!mod)
-		return -1;
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; mod && k < 2; k++) {
 		Dwarf_Addr bias;
 		Dwarf_CFI *cfi = k == 0 ? dwfl_module_eh_cfi(mod, &bias) : dwfl_module_dwarf_cfi(mod, &bias);
 		Dwarf_Frame *fr = NULL;
-		if (!cfi || dwarf_cfi_addrframe(cfi, addr - bias, &fr) != 0)
-			continue;
-		bool signalp = false;
-		int const ra = dwarf_frame_info(fr, NULL, NULL, &signalp);
-		Dwarf_Op mem[3], *ops = NULL;
-		size_t nops = 0;
-		memset(ri, 0, sizeof(*ri));
-		ri->signal = signalp;
-		if (ra >= 0 && dwarf_frame_register(fr, ra, mem, &ops, &nops) == 0) {
-			ri->ra_undef = nops == 0 && ops == mem;
-			if (nops >= 1 && nops <= 2 && ops[0].atom == DW_OP_call_frame_cfa &&
-			    (nops == 1 || ops[1].atom == DW_OP_plus_uconst)) {
-				ri->ra_at_cfa = 1;
-				ri->ra_off = nops == 2 ? ops[1].number : 0;
-			}
-		}
-		ri->cfa_reg = -2;
-		if (dwarf_frame_cfa(fr, &ops, &nops) == 0 && nops > 0) {
-			if (nops > 1 || ops[0].atom != DW_OP_bregx) {
-				ri->cfa_reg = -1;
-			} else if (ops[0].number < STACKCAP_NREGS) {
-				ri->cfa_reg = (int)ops[0].number;
-				ri->cfa_off = ops[0].number2;
-			}
-			for (size_t j = 0; j < nops; j++) {
-				unsigned const a = ops[j].atom;
-				uint64_t const r = a >= DW_OP_breg0 && a <= DW_OP_breg31 ? a - DW_OP_breg0
-						 : a >= DW_OP_reg0 && a <= DW_OP_reg31 ? a - DW_OP_reg0
-						 : a == DW_OP_bregx || a == DW_OP_regx ? ops[j].number : 64;
-				if (r < STACKCAP_NREGS)
-					ri->cfa_needs |= 1u << r;
-			}
-		}
-		free(fr);
-		return 0;
+		if (cfi && dwarf_cfi_addrframe(cfi, addr - bias, &fr) == 0)
+			return fr;
 	}
-	return -1;
+	return NULL;
+}
+
+/* @return 0, or -1 when no CFI covers ADDR. */
+static int cfi_row_info(Dwfl *dwfl, uint64_t addr, struct row_info *ri)
+{
+	Dwarf_Frame *fr = row_at(dwfl, addr);
+	if (!fr)
+		return -1;
+	bool signalp = false;
+	int const ra = dwarf_frame_info(fr, NULL, NULL, &signalp);
+	Dwarf_Op mem[3], *ops = NULL;
+	size_t nops = 0;
+	memset(ri, 0, sizeof(*ri));
+	ri->signal = signalp;
+	if (ra >= 0 && dwarf_frame_register(fr, ra, mem, &ops, &nops) == 0) {
+		ri->ra_undef = nops == 0 && ops == mem;
+		if (nops >= 1 && nops <= 2 && ops[0].atom == DW_OP_call_frame_cfa &&
+		    (nops == 1 || ops[1].atom == DW_OP_plus_uconst)) {
+			ri->ra_at_cfa = 1;
+			ri->ra_off = nops == 2 ? ops[1].number : 0;
+		}
+	}
+	ri->cfa_reg = -2;
+	if (dwarf_frame_cfa(fr, &ops, &nops) == 0 && nops > 0) {
+		if (nops > 1 || ops[0].atom != DW_OP_bregx) {
+			ri->cfa_reg = -1;
+		} else if (ops[0].number < STACKCAP_NREGS) {
+			ri->cfa_reg = (int)ops[0].number;
+			ri->cfa_off = ops[0].number2;
+		}
+		for (size_t j = 0; j < nops; j++) {
+			unsigned const a = ops[j].atom;
+			uint64_t const r = a >= DW_OP_breg0 && a <= DW_OP_breg31 ? a - DW_OP_breg0
+					 : a >= DW_OP_reg0 && a <= DW_OP_reg31 ? a - DW_OP_reg0
+					 : a == DW_OP_bregx || a == DW_OP_regx ? ops[j].number : 64;
+			if (r < STACKCAP_NREGS)
+				ri->cfa_needs |= 1u << r;
+		}
+	}
+	free(fr);
+	return 0;
 }
 
 /* Where elfutils looked frame I up: the exact pc for the initial frame and
@@ -409,45 +416,37 @@ static enum su_unwind_end guess_end(const struct uw_dwfl_proc *dp, int rc)
 	return SU_END_ERROR;
 }
 
-/* The slots frame state LAST_REGS (KNOWN_MASK), interrupted at PC, has
- * popped already, as the fast unwinder finds them: rules "saved at CFA +
- * N" of the row elfutils uses (.eh_frame's first) whose slot lies below
- * the stack pointer. */
-static void popped_slots(struct uw_dwfl_proc *dp, uint64_t pc)
+/* The slots frame state LAST_REGS (KNOWN_MASK), interrupted and looked up
+ * at LOOKUP, has popped already, as the fast unwinder finds them: rules
+ * "saved at CFA + N" of the row elfutils uses whose slot lies below the
+ * stack pointer. */
+static void popped_slots(struct uw_dwfl_proc *dp, uint64_t lookup)
 {
 	dp->npop = 0;
 	if (!(dp->known_mask >> STACKCAP_REG_RSP & 1))
 		return;
 	uint64_t const rsp = dp->last_regs[STACKCAP_REG_RSP];
-	Dwfl_Module *mod = dwfl_addrmodule(dp->dwfl, pc);
-	for (int k = 0; mod && k < 2; k++) {
-		Dwarf_Addr bias;
-		Dwarf_CFI *cfi = k == 0 ? dwfl_module_eh_cfi(mod, &bias) : dwfl_module_dwarf_cfi(mod, &bias);
-		Dwarf_Frame *fr = NULL;
-		if (!cfi || dwarf_cfi_addrframe(cfi, pc - bias, &fr) != 0)
-			continue;
-		Dwarf_Op mem[3], *ops = NULL;
-		size_t nops = 0;
-		if (dwarf_frame_cfa(fr, &ops, &nops) != 0 || nops != 1 || ops[0].atom != DW_OP_bregx ||
-		    ops[0].number >= STACKCAP_NREGS || !(dp->known_mask >> ops[0].number & 1)) {
-			free(fr);
-			return;
-		}
-		uint64_t const cfa = dp->last_regs[ops[0].number] + ops[0].number2;
-		for (unsigned r = 0; r < STACKCAP_NREGS; r++) {
-			if (!(dp->known_mask >> r & 1) || dwarf_frame_register(fr, (int)r, mem, &ops, &nops) != 0 ||
-			    nops < 1 || nops > 2 || ops[0].atom != DW_OP_call_frame_cfa ||
-			    (nops == 2 && ops[1].atom != DW_OP_plus_uconst))
-				continue;
-			uint64_t const at = cfa + (nops == 2 ? ops[1].number : 0);
-			if (at <= rsp - 8) {
-				dp->pop_at[dp->npop] = at;
-				dp->pop_val[dp->npop++] = dp->last_regs[r];
-			}
-		}
+	Dwarf_Frame *fr = row_at(dp->dwfl, lookup);
+	Dwarf_Op mem[3], *ops = NULL;
+	size_t nops = 0;
+	if (!fr || dwarf_frame_cfa(fr, &ops, &nops) != 0 || nops != 1 || ops[0].atom != DW_OP_bregx ||
+	    ops[0].number >= STACKCAP_NREGS || !(dp->known_mask >> ops[0].number & 1)) {
 		free(fr);
 		return;
 	}
+	uint64_t const cfa = dp->last_regs[ops[0].number] + ops[0].number2;
+	for (unsigned r = 0; r < STACKCAP_NREGS; r++) {
+		if (!(dp->known_mask >> r & 1) || dwarf_frame_register(fr, (int)r, mem, &ops, &nops) != 0 ||
+		    nops < 1 || nops > 2 || ops[0].atom != DW_OP_call_frame_cfa ||
+		    (nops == 2 && ops[1].atom != DW_OP_plus_uconst))
+			continue;
+		uint64_t const at = cfa + (nops == 2 ? ops[1].number : 0);
+		if (at <= rsp - 8) {
+			dp->pop_at[dp->npop] = at;
+			dp->pop_val[dp->npop++] = dp->last_regs[r];
+		}
+	}
+	free(fr);
 }
 
 static int stop(struct uw_dwfl_proc *dp, enum su_unwind_end end)
@@ -528,7 +527,7 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	if (mi < 0)
 		return stop(dp, SU_END_NO_MAP);
 	if (act)
-		popped_slots(dp, pc);
+		popped_slots(dp, dwfl_lookup_pc(dp, i));
 	else
 		dp->npop = 0;
 	return DWARF_CB_OK;
