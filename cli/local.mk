@@ -1,6 +1,6 @@
 # cli/: the command-line front ends.
 bin_PROGRAMS += cli/stackcap
-cli_stackcap_SOURCES = cli/stackcap.c cli/convert.c cli/convert.h cli/warn.c cli/warn.h
+cli_stackcap_SOURCES = cli/stackcap.c cli/convert.c cli/convert.h cli/misplaced.c cli/misplaced.h cli/warn.c cli/warn.h
 cli_stackcap_LDADD = record/librecord.la trace/libsutrace.la trace/libsubt2lazy.la compress/libstackcodec.la
 cli_stackcap_CPPFLAGS = $(AM_CPPFLAGS) -DSTACKCAP_LIBDIR='"$(libdir)"'
 
@@ -22,7 +22,7 @@ cli_libpprofproto_la_LIBADD = $(PROTOBUF_C_LIBS)
 bin_PROGRAMS += cli/stackunwind
 cli_stackunwind_SOURCES = cli/stackunwind.c cli/stackunwind.h cli/pipeline.c cli/pipeline.h cli/spread.c cli/spread.h cli/ordered.c cli/ordered.h \
 	cli/worker.c cli/worker.h cli/format.c cli/format.h cli/stats.c cli/progress.c cli/progress.h \
-	cli/report.c cli/report.h cli/help.c \
+	cli/report.c cli/report.h cli/help.c cli/misplaced.c cli/misplaced.h \
 	cli/export.h cli/export-model.c cli/export-file.c cli/export-speedscope.c cli/export-pprof.c \
 	cli/warn.c cli/warn.h
 cli_stackunwind_CFLAGS = $(AM_CFLAGS) $(LIBDW_CFLAGS) $(PROTOBUF_C_CFLAGS) $(ZLIB_CFLAGS) -pthread

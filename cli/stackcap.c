@@ -26,11 +26,13 @@
 #include <unistd.h>
 
 #include "cli/convert.h"
+#include "cli/misplaced.h"
 #include "cli/warn.h"
 #include "record/events.h"
 #include "record/perf-events.h"
 #include "record/recorder.h"
 #include "compress/stack-codec.h"
+#include "trace/perf-data.h"
 
 #define PROG "stackcap"
 
@@ -789,7 +791,33 @@ int main(int argc, char **argv)
 		printf(PROG " (" PACKAGE_NAME ") " PACKAGE_VERSION "\n");
 		return 0;
 	}
-	fprintf(stderr, PROG ": unknown command '%s'\n", argv[1]);
-	usage(stderr);
+	static const char *const commands[] = { "record", "convert", NULL };
+	if (cli_misplaced_command(stderr, PROG, argc, argv, commands)) {
+		fputs("Try '" PROG " --help'.\n", stderr);
+		return 2;
+	}
+	int const perf_data = argv[1][0] != '-' && su_perf_data_probe(argv[1]);
+	char *bin = argv[1][0] != '-' && !perf_data ? rec_resolve_binary(argv[1]) : NULL;
+	if (perf_data) {
+		fputs(PROG ": a perf.data: stackunwind reads it as it is (stackunwind stacks ", stderr);
+		cli_shell_word(stderr, argv[1]);
+		fputs("); " PROG " convert re-encodes it as a trace (" PROG " convert ", stderr);
+		cli_shell_word(stderr, argv[1]);
+		fputs(" -o DIR)\n", stderr);
+	} else if (bin && !access(bin, X_OK)) { /* a program, without record */
+		fputs(PROG ": a command comes first: " PROG " record --", stderr);
+		for (int i = 1; i < argc; i++) {
+			fputc(' ', stderr);
+			cli_shell_word(stderr, argv[i]);
+		}
+		fputc('\n', stderr);
+	} else {
+		fprintf(stderr, PROG ": unknown command '%s'\n", argv[1]);
+		usage(stderr);
+		free(bin);
+		return 2;
+	}
+	free(bin);
+	fputs("Try '" PROG " --help'.\n", stderr);
 	return 2;
 }

@@ -31,6 +31,7 @@
 
 #include "cli/stackunwind.h"
 #include "cli/export.h"
+#include "cli/misplaced.h"
 #include "cli/format.h"
 #include "cli/ordered.h"
 #include "cli/pipeline.h"
@@ -253,9 +254,26 @@ static void parse_options(int argc, char **argv, struct options *o)
 	if (argc < 2)
 		die_usage("missing command (stacks, folded, flamegraph, report, stats or export)");
 	o->command = argv[1];
-	if (strcmp(o->command, "stacks") && strcmp(o->command, "folded") && strcmp(o->command, "stats") &&
-	    strcmp(o->command, "flamegraph") && strcmp(o->command, "export") && strcmp(o->command, "report"))
+	static const char *const commands[] = { "stacks", "folded", "flamegraph", "report", "stats", "export", NULL };
+	size_t k = 0;
+	while (commands[k] && strcmp(o->command, commands[k]))
+		k++;
+	if (!commands[k]) {
+		struct stat sb;
+		if (cli_misplaced_command(stderr, PROG, argc, argv, commands)) {
+			try_help();
+			exit(EXIT_USAGE);
+		}
+		if (o->command[0] != '-' && stat(o->command, &sb) == 0) { /* a trace, without a command */
+			fputs(PROG ": a command comes first, then the trace: " PROG
+			      " stacks|folded|flamegraph|report|stats|export ", stderr);
+			cli_shell_word(stderr, o->command);
+			fputc('\n', stderr);
+			try_help();
+			exit(EXIT_USAGE);
+		}
 		die_usage("unknown command '%s' (stacks, folded, flamegraph, report, stats or export)", o->command);
+	}
 	o->flamegraph = !strcmp(o->command, "flamegraph");
 	o->report = !strcmp(o->command, "report");
 	help_command = o->command;

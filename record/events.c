@@ -270,9 +270,7 @@ static int uprobe_has_ref_ctr(void)
 	return !strncmp(buf, "config:32-63", 12);
 }
 
-/* PATH as a file to probe: as given when it holds a '/' or names a file
- * here, else found in $PATH.  malloc'd absolute path, or NULL. */
-static char *resolve_binary(const char *bin)
+char *rec_resolve_binary(const char *bin)
 {
 	struct stat st;
 	if (strchr(bin, '/') || (stat(bin, &st) == 0 && S_ISREG(st.st_mode)))
@@ -295,7 +293,7 @@ static char *resolve_binary(const char *bin)
 
 int rec_binary_is_static(const char *bin)
 {
-	char *path = resolve_binary(bin);
+	char *path = rec_resolve_binary(bin);
 	struct elf_file f;
 	char why[512];
 	int is_static = 0;
@@ -372,7 +370,7 @@ static size_t load_set(const char *const *binaries, size_t n, char ***out)
 	char **v = NULL;
 	size_t nv = 0, cap = 0;
 	for (size_t i = 0; i < n; i++) {
-		char *p = resolve_binary(binaries[i]);
+		char *p = rec_resolve_binary(binaries[i]);
 		if (p && lib_add(&v, &nv, &cap, p))
 			goto oom;
 	}
@@ -534,7 +532,7 @@ static int parse_sdt(const char *spec, const char *rest, const char *const *bina
 		}
 	}
 	if (bin[0]) {
-		if (!(one = resolve_binary(bin))) {
+		if (!(one = rec_resolve_binary(bin))) {
 			snprintf(err, errlen, "event '%s': no file %s", spec, bin);
 			return -1;
 		}
@@ -549,7 +547,7 @@ static int parse_sdt(const char *spec, const char *rest, const char *const *bina
 	for (size_t i = 0; i < n && !e->n_sites; i++) {
 		struct elf_file f;
 		char why[512];
-		char *path = resolve_binary(list[i]);
+		char *path = rec_resolve_binary(list[i]);
 		if (!path)
 			continue;
 		int const orc = elf_file_open(&f, path, why, sizeof(why));
@@ -558,7 +556,7 @@ static int parse_sdt(const char *spec, const char *rest, const char *const *bina
 			continue;
 		int const rc = find_sdt(e, f.elf, provider, name, &sem_bad);
 		elf_file_close(&f);
-		if (rc || (e->n_sites && !(e->path = resolve_binary(list[i])))) {
+		if (rc || (e->n_sites && !(e->path = rec_resolve_binary(list[i])))) {
 			free(one);
 			load_set_free(loaded, loaded ? n : 0);
 			snprintf(err, errlen, "event '%s': out of memory", spec);
@@ -635,7 +633,7 @@ static int parse_plain(const char *spec, const char *const *binaries, size_t n, 
 		rc = set_name(e, spec);
 		goto out;
 	}
-	char *bin = resolve_binary(left);
+	char *bin = rec_resolve_binary(left);
 	/* A library the command (or an attached process) loads, by name. */
 	if (!bin && !strchr(left, '/'))
 		bin = find_library(binaries, n, left);

@@ -72,6 +72,10 @@ int rec_event_in_kernel(const struct rec_event *e);
 
 void rec_event_free(struct rec_event *e);
 
+/* BIN as a file to probe: as given when it holds a '/' or names a file
+ * here, else found in $PATH.  malloc'd absolute path, or NULL. */
+char *rec_resolve_binary(const char *bin);
+
 /* Is BIN (a path, or a name found in $PATH) a 64-bit ELF program with no
  * interpreter: statically linked, so ld.so loads nothing into it (nor
  * LD_PRELOAD's libraries)? */

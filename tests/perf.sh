@@ -352,6 +352,11 @@ check "stats on the converted trace: same sample count, codec named" \
 "$STACKCAP" convert "$work/single.data" -o "$work/single.trace" 2>"$work/exists.err"
 check "convert refuses to overwrite without --force" \
 	sh -c "[ $? = 1 ] && grep -q 'force' '$work/exists.err'"
+"$STACKCAP" "$work/single.data" 2>"$work/pdhint.err"
+rc=$?
+check "a perf.data without a command: exit 2 ($rc), the stackunwind and convert lines said" \
+	sh -c "[ $rc = 2 ] && grep -qF 'stackunwind stacks $work/single.data' '$work/pdhint.err' &&
+		grep -qF 'stackcap convert $work/single.data -o DIR' '$work/pdhint.err'"
 # A perf.data of 200 short processes (each burning a little: sampled)
 # converted under a hard limit of 64 open files: each process's streams
 # are closed at its EXIT record (a system-wide perf.data names thousands;

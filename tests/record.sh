@@ -233,6 +233,19 @@ check "missing command: 'command not found'" grep -q "command not found" "$work/
 check "the command's exit status is returned" [ $? = 7 ]
 "$STACKCAP" record $SAMPLER -F 0 -- true 2>/dev/null
 check "bad -F: exit 2" [ $? = 2 ]
+# A line without its command first: the line meant, to type.
+"$STACKCAP" -F 99 record -- "$TD/tdata-single" 'a b' 2>"$work/order.err"
+rc=$?
+check "options before record: exit 2 ($rc) and the line with record first" \
+	sh -c "[ $rc = 2 ] && grep -qF \"stackcap record -F 99 -- $TD/tdata-single 'a b'\" '$work/order.err'"
+"$STACKCAP" "$TD/tdata-single" 1 2>"$work/norecord.err"
+rc=$?
+check "a program without record: exit 2 ($rc) and 'stackcap record -- PROGRAM ARGS'" \
+	sh -c "[ $rc = 2 ] && grep -qF 'stackcap record -- $TD/tdata-single 1' '$work/norecord.err'"
+"$STACKCAP" frobnicate 2>"$work/unknown.err"
+rc=$?
+check "an unknown command: exit 2 ($rc), said, and the usage" \
+	sh -c "[ $rc = 2 ] && grep -q \"unknown command 'frobnicate'\" '$work/unknown.err' && grep -q '^usage:' '$work/unknown.err'"
 
 # 7b. traces are private whatever the umask: directory 0700, files 0600
 # (code and stack pointers reveal the address layout; perf.data is 0600 too).

@@ -239,6 +239,14 @@ urc=$?
 check "no trace given: usage, exit 2 ($urc)" sh -c "[ $urc = 2 ] && grep -q 'missing TRACE' '$work/usage.err'"
 "$SU" frobnicate x >/dev/null 2>&1
 check "unknown command: exit 2" [ $? = 2 ]
+"$SU" -j 2 folded "$work/empty.trace" >/dev/null 2>"$work/misplaced.err"
+mrc=$?
+check "options before the command: exit 2 ($mrc) and the line with the command first" \
+	sh -c "[ $mrc = 2 ] && grep -qF 'stackunwind: the command comes first, its options after it: stackunwind folded -j 2 $work/empty.trace' '$work/misplaced.err'"
+"$SU" "$work/empty.trace" >/dev/null 2>"$work/nocommand.err"
+mrc=$?
+check "a trace without a command: exit 2 ($mrc) and the commands to put first" \
+	sh -c "[ $mrc = 2 ] && grep -qF 'stackunwind stacks|folded|flamegraph|report|stats|export $work/empty.trace' '$work/nocommand.err'"
 
 # A samples file cut inside a packet: the complete packets are read.
 record cut -- "$TD/tdata-single" 1
