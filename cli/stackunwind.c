@@ -472,6 +472,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 	o->rep.title = o->name;
 	o->di.debug_dirs = o->n_debug_dirs ? o->debug_dirs : NULL;
 	o->di.inflate_cache_dir = no_cache ? NULL : su_inflate_default_dir();
+	o->di.kept_dir = su_inflate_default_dir(); /* binaries, not answers: even with --no-cache */
 	o->filter.kernel_cache_dir = o->di.inflate_cache_dir;
 }
 

@@ -58,6 +58,7 @@ struct su_modcache {
 	int no_debuginfod;
 	int no_system_dirs;
 	char *inflate_dir;         /* inflated copies of compressed debug files, or NULL */
+	char *kept_dir;            /* binaries stackcap record kept (su_debuginfo_opts), or NULL */
 	uint64_t lookup_hash;      /* su_module's */
 	struct modpriv **buckets;
 	size_t nbuckets, count;
@@ -708,6 +709,20 @@ static int try_binary_candidate(struct modpriv *p, const char *path, void *arg)
 	return fd;
 }
 
+/* try_candidate's TRY for a copy `stackcap record` kept: a regular file
+ * of ours, closed to others (in our 0700 cache, so no one else could
+ * have put it there), with the build-id asked for (try_binary). */
+static int try_kept_candidate(struct modpriv *p, const char *path, void *arg)
+{
+	struct stat st;
+	if (lstat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+		return -1;
+	int const fd = try_binary_candidate(p, path, arg);
+	if (fd >= 0)
+		su_cache_file_used(fd, &st); /* the prune goes by last use */
+	return fd;
+}
+
 /* Find the binary of P: fd and *PATH, or -1. */
 static int find_binary(struct modpriv *p, int *mismatch, char **path)
 {
@@ -743,6 +758,8 @@ static int find_binary(struct modpriv *p, int *mismatch, char **path)
 			fd = try_candidate(p, try_binary_candidate, &bt, "%s/.build-id/%s", roots[i], rel);
 		free(roots[i]);
 	}
+	if (fd < 0 && m->build_id_len && c->kept_dir && !m->is_vdso)
+		fd = try_candidate(p, try_kept_candidate, &bt, "%s/bin/.build-id/%s", c->kept_dir, rel);
 #ifdef HAVE_DEBUGINFOD
 	debuginfod_client *dc;
 	if (fd < 0 && m->build_id_len && (dc = dbgd_client(c)) != NULL) {
@@ -916,6 +933,8 @@ struct su_modcache *su_modcache_new(const struct su_debuginfo_opts *opts)
 			goto oom;
 		if (opts->symfs && *opts->symfs && !(c->symfs = strdup(opts->symfs)))
 			goto oom;
+		if (opts->kept_dir && *opts->kept_dir && !(c->kept_dir = strdup(opts->kept_dir)))
+			goto oom;
 		size_t n = 0;
 		while (opts->debug_dirs && opts->debug_dirs[n])
 			n++;
@@ -981,6 +1000,7 @@ static void modcache_free(struct su_modcache *c, int at_exit)
 	free(c->debug_dirs);
 	free(c->symfs);
 	free(c->inflate_dir);
+	free(c->kept_dir);
 #ifdef HAVE_DEBUGINFOD
 	if (c->dbgd)
 		su_debuginfod_api()->end(c->dbgd);
@@ -1038,6 +1058,26 @@ static void grow(struct su_modcache *c)
 	c->nbuckets = n;
 }
 
+/* The module cached under KEY, or NULL. */
+static struct su_module *cached(const struct su_modcache *c, const char *key)
+{
+	size_t const h = su_fnv1a_str(key) & (c->nbuckets - 1);
+	for (struct modpriv *p = c->buckets[h]; p; p = p->next)
+		if (strcmp(p->key, key) == 0)
+			return &p->pub;
+	return NULL;
+}
+
+struct su_module *su_modcache_find(struct su_modcache *c, const struct su_map_entry *e)
+{
+	if (!c || !e || e->build_id_len > SU_BUILD_ID_MAX)
+		return NULL;
+	char *key = entry_key(e);
+	struct su_module *const m = key ? cached(c, key) : NULL;
+	free(key);
+	return m;
+}
+
 struct su_module *su_modcache_get(struct su_modcache *c, const struct su_map_entry *e)
 {
 	if (!c || !e || e->build_id_len > SU_BUILD_ID_MAX) {
@@ -1049,13 +1089,12 @@ struct su_module *su_modcache_get(struct su_modcache *c, const struct su_map_ent
 		errno = ENOMEM;
 		return NULL;
 	}
-	size_t h = su_fnv1a_str(key) & (c->nbuckets - 1);
-	for (struct modpriv *p = c->buckets[h]; p; p = p->next) {
-		if (strcmp(p->key, key) == 0) {
-			free(key);
-			return &p->pub;
-		}
+	struct su_module *const known = cached(c, key);
+	if (known) {
+		free(key);
+		return known;
 	}
+	size_t const h = su_fnv1a_str(key) & (c->nbuckets - 1);
 	struct modpriv *p = calloc(1, sizeof *p);
 	if (!p || !(p->pub.recorded_path = strdup(e->path ? e->path : ""))) {
 		free(p);

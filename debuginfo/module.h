@@ -7,7 +7,9 @@
  *      DIR/<basename of the recorded path>,
  *   2. the recorded path (under --symfs when given),
  *   3. [SYMFS]/usr/lib/debug/.build-id/xx/rest,
- *   4. debuginfod (libdebuginfod) when DEBUGINFOD_URLS is set.
+ *   4. the copy `stackcap record` kept of it (a container's file, a
+ *      deleted one), KEPT_DIR/bin/.build-id/xx/rest, when ours,
+ *   5. debuginfod (libdebuginfod) when DEBUGINFOD_URLS is set.
  * Its separate debug info (DWARF, full .symtab), when the binary has none,
  * is looked up when libdw first asks for it:
  *   1. DIR/.build-id/xx/rest.debug, DIR/<.gnu_debuglink name> of each
@@ -82,6 +84,11 @@ struct su_debuginfo_opts {
 	/* Where inflated copies of compressed debug files are kept
 	 * (debuginfo/inflate-cache.h), or NULL: inflate them at each open. */
 	const char *inflate_cache_dir;
+	/* Where `stackcap record` keeps copies of the binaries a reader
+	 * would not find at their recorded path (a container's, a deleted
+	 * one): KEPT_DIR/bin/.build-id/xx/rest (record/keep-binaries.h),
+	 * looked at after the system's debug directories.  NULL: not. */
+	const char *kept_dir;
 };
 
 struct su_modcache_stats {
@@ -119,6 +126,11 @@ void su_modcache_save_at_exit(struct su_modcache *cache);
  * has a status saying why. */
 struct su_module *su_modcache_get(struct su_modcache *cache,
 				  const struct su_map_entry *entry);
+
+/* The module of ENTRY when already looked up (by su_modcache_get, with
+ * the same build-id, or the same path when it has none), else NULL:
+ * nothing opened. */
+struct su_module *su_modcache_find(struct su_modcache *cache, const struct su_map_entry *entry);
 
 /* The separate debug file of build-id ID (ID_LEN bytes) that a module's
  * lookup tries first (by build-id: --debug-dir's, the system's, then

@@ -211,6 +211,7 @@ static int parse_params(struct unwind_comp *c, const bt_value *params)
 	/* Inflated debug files kept as stackunwind keeps them (STACKCAP_CACHE_DIR=
 	 * empty turns it off). */
 	c->di.inflate_cache_dir = su_inflate_default_dir();
+	c->di.kept_dir = c->di.inflate_cache_dir;
 	return 0;
 }
 

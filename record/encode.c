@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Samples of the trace model written as a stackcap trace (encode.h). */
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "common/hash.h"
 #include "common/hashmap.h"
 #include "record/encode.h"
+#include "record/proc-files.h"
 #include "record/sigframe.h"
 #include "debuginfo/module.h"
 #include "record/kallsyms.h"
@@ -26,6 +28,7 @@ struct section {
 	size_t stats;                     /* index in procs */
 	int ended;                        /* its streams closed: later samples of it left out */
 	int exited;                       /* its process's exit seen, at EXIT_TS, before flush EXIT_FLUSH */
+	int view_known, other_view;       /* rec_proc_other_view of its process (recording live) */
 	uint64_t exit_ts;
 	uint32_t exit_flush;
 	size_t *th;                       /* its threads, indexes in e->th */
@@ -315,8 +318,11 @@ static struct section *section_open(struct rec_encoder *e, const struct su_proce
 /* The module of X when the trace needs it opened on this machine: perf
  * gives file offsets (SU_MAP_FILE_BIAS), the file's program headers say
  * where they load; a [vdso] with no build-id is this kernel's
- * (SU_MAP_THIS_KERNEL).  NULL otherwise. */
-static const struct su_module *entry_module(struct rec_encoder *e, const struct su_map_entry *x)
+ * (SU_MAP_THIS_KERNEL).  NULL otherwise.  Recording live processes, a
+ * file is the one process S->p maps, opened as it sees it
+ * (record/proc-files.h: a container's, a deleted one): never the file
+ * at the same path here when that is another. */
+static const struct su_module *entry_module(struct rec_encoder *e, struct section *s, const struct su_map_entry *x)
 {
 	if (!(x->flags & (SU_MAP_FILE_BIAS | SU_MAP_THIS_KERNEL)))
 		return NULL;
@@ -324,7 +330,38 @@ static const struct su_module *entry_module(struct rec_encoder *e, const struct 
 		struct su_debuginfo_opts const o = { .no_debuginfod = 1, .no_system_dirs = 1 };
 		e->mods = su_modcache_new(&o);
 	}
-	const struct su_module *m = e->mods ? su_modcache_get(e->mods, x) : NULL;
+	if (!e->mods)
+		return NULL;
+	const struct su_module *m = NULL;
+	if (e->o.live && !(x->flags & (SU_MAP_VDSO | SU_MAP_ANON)) && x->path && x->path[0]) {
+		if (x->build_id_len && (m = su_modcache_find(e->mods, x)))
+			return m->status == SU_MODULE_OK ? m : NULL;
+		if (!s->view_known) {
+			s->other_view = rec_proc_other_view((pid_t)s->p->pid);
+			s->view_known = 1;
+		}
+		char path[PATH_MAX + 64];
+		struct su_map_entry alt = *x;
+		size_t id_len = sizeof(alt.build_id);
+		int const where = rec_proc_file_path((pid_t)s->p->pid, x->start, x->end, x->path, s->other_view,
+						     x->build_id, x->build_id_len, alt.build_id, &id_len, path,
+						     sizeof(path));
+		if (where >= 0) {
+			/* Looked up by build-id (the file's when none was
+			 * recorded): one open per file, whoever maps it. */
+			if (!x->build_id_len)
+				alt.build_id_len = (uint8_t)id_len;
+			alt.path = path;
+			m = su_modcache_get(e->mods, &alt);
+			/* Not at its path here: a copy for the reader. */
+			if (where == 1 && e->o.keep && m && m->status == SU_MODULE_OK)
+				e->o.keep(e->o.keep_arg, path, alt.build_id, alt.build_id_len);
+		} else if (s->other_view <= 0 && !x->build_id_len) {
+			m = su_modcache_get(e->mods, x); /* the process is gone: its path is ours */
+		}
+	} else {
+		m = su_modcache_get(e->mods, x);
+	}
 	return m && m->status == SU_MODULE_OK ? m : NULL;
 }
 
@@ -335,7 +372,7 @@ static int write_maps(struct rec_encoder *e, struct section *s, const struct su_
 		return -ENOMEM;
 	for (uint32_t i = 0; i < m->count; i++) {
 		const struct su_map_entry *x = &m->entries[i];
-		const struct su_module *mod = entry_module(e, x);
+		const struct su_module *mod = entry_module(e, s, x);
 		/* The build-id perf stored, else the file's (a [vdso]: ours). */
 		int const own = !x->build_id_len && mod;
 		ce[i] = (struct ctf_map_entry){

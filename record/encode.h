@@ -30,6 +30,16 @@ struct rec_encoder_opts {
 	/* End every section at rec_encoder_finish (a recording that stopped
 	 * cleanly); 0: only those whose process was seen ending. */
 	int end_all;
+	/* The processes are live on this machine (stackcap record, not
+	 * convert): their files are opened as they see them
+	 * (record/proc-files.h), through /proc/PID. */
+	int live;
+	/* Recording live, a file a process maps that is not at its path
+	 * here (a container's, a deleted one): opened at PATH (its build-id
+	 * ID) for a copy the reader finds (record/keep-binaries.h).  NULL:
+	 * none kept. */
+	void (*keep)(void *arg, const char *path, const uint8_t *id, size_t len);
+	void *keep_arg;
 	/* Words kept (enum stackcap_policy): 0 is F2. */
 	int policy;
 	/* Keep each sample's kernel call chain (the writer declares the

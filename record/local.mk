@@ -19,6 +19,10 @@ record_librecord_la_SOURCES = \
 	record/perf-events.c \
 	record/procmaps.h \
 	record/procmaps.c \
+	record/proc-files.h \
+	record/proc-files.c \
+	record/keep-binaries.h \
+	record/keep-binaries.c \
 	record/recorder.h \
 	record/recorder.c
 record_librecord_la_CFLAGS = $(AM_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS)

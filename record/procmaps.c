@@ -13,6 +13,7 @@
 #include <linux/perf_event.h>
 
 #include "record/procmaps.h"
+#include "record/proc-files.h"
 #include "common/grow.h"
 
 static uint8_t *buf_add(struct rec_buf *b, size_t n)
@@ -52,25 +53,37 @@ static int put_record(struct rec_buf *b, uint32_t type, uint16_t misc, const voi
 	return 0;
 }
 
+/* An MMAP2 record: the file's identity as the kernel gives it, its
+ * build-id (ID_LEN bytes, MMAP2's at most 20: PERF_RECORD_MISC_MMAP_BUILD_ID)
+ * when known, else device and inode. */
 static int put_mmap2(struct rec_buf *b, pid_t pid, uint64_t ts, uint64_t start, uint64_t end, uint64_t pgoff,
-		     unsigned maj, unsigned min, uint64_t ino, uint32_t prot, const char *path)
+		     unsigned maj, unsigned min, uint64_t ino, const uint8_t *id, size_t id_len, uint32_t prot,
+		     const char *path)
 {
 	uint8_t body[8 + 24 + 24 + 8 + PATH_MAX];
 	size_t const plen = strnlen(path, PATH_MAX - 1);
+	uint16_t misc = PERF_RECORD_MISC_USER;
 	st32(body, (uint32_t)pid);
 	st32(body + 4, (uint32_t)pid);
 	st64(body + 8, start);
 	st64(body + 16, end - start);
 	st64(body + 24, pgoff);
-	st32(body + 32, maj);
-	st32(body + 36, min);
-	st64(body + 40, ino);
-	st64(body + 48, 0);
+	if (id_len && id_len <= 20) {
+		memset(body + 32, 0, 24);
+		body[32] = (uint8_t)id_len;
+		memcpy(body + 36, id, id_len);
+		misc |= PERF_RECORD_MISC_MMAP_BUILD_ID;
+	} else {
+		st32(body + 32, maj);
+		st32(body + 36, min);
+		st64(body + 40, ino);
+		st64(body + 48, 0);
+	}
 	st32(body + 56, prot);
 	st32(body + 60, MAP_PRIVATE);
 	memcpy(body + 64, path, plen);
 	body[64 + plen] = 0;
-	return put_record(b, PERF_RECORD_MMAP2, PERF_RECORD_MISC_USER, body, 64 + plen + 1, pid, ts);
+	return put_record(b, PERF_RECORD_MMAP2, misc, body, 64 + plen + 1, pid, ts);
 }
 
 int rec_proc_synthesize(struct rec_buf *b, pid_t pid, uint64_t ts)
@@ -107,6 +120,7 @@ int rec_proc_synthesize(struct rec_buf *b, pid_t pid, uint64_t ts)
 	/* Two passes: the main executable's mappings first (the reader names
 	 * the process after the first file mapped), then the others. */
 	char line[PATH_MAX + 256];
+	int view = 0x7fff; /* rec_proc_other_view, asked at the first file */
 	for (int pass = 0; pass < 2 && rc == 0; pass++) {
 		rewind(f);
 		while (rc == 0 && fgets(line, sizeof(line), f)) {
@@ -131,7 +145,22 @@ int rec_proc_synthesize(struct rec_buf *b, pid_t pid, uint64_t ts)
 			const char *pname = name[0] ? name : "//anon";
 			uint32_t const prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
 					      (exec ? PROT_EXEC : 0);
-			rc = put_mmap2(b, pid, ts, start, end, pgoff, maj, min, ino, prot, pname);
+			/* A file's build-id read now, from the file the process
+			 * maps (record/proc-files.h), as the kernel gives it in
+			 * the records of a mapping made while recording: a
+			 * container's file is not the one at its path here. */
+			uint8_t id[20];
+			size_t id_len = 0;
+			if (exec && name[0] == '/') {
+				char fpath[PATH_MAX + 64];
+				id_len = sizeof(id);
+				if (view == 0x7fff)
+					view = rec_proc_other_view(pid);
+				if (rec_proc_file_path(pid, start, end, name, view, NULL, 0, id, &id_len, fpath,
+						       sizeof(fpath)))
+					id_len = 0;
+			}
+			rc = put_mmap2(b, pid, ts, start, end, pgoff, maj, min, ino, id, id_len, prot, pname);
 		}
 	}
 	fclose(f);

@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <malloc.h>
 #include <poll.h>
 #include <signal.h>
@@ -49,6 +50,8 @@
 #include "record/procmaps.h"
 #include "record/recorder.h"
 #include "record/files-ahead.h"
+#include "record/keep-binaries.h"
+#include "debuginfo/inflate-cache.h"
 #include "trace/perf-data.h"
 #include "common/grow.h"
 #include "common/io.h"
@@ -70,6 +73,9 @@ struct recorder {
 	struct rec_events ev;
 	struct ctf_writer *w;
 	struct rec_files_ahead *ahead; /* its stream files made ahead (record/files-ahead.h) */
+	struct rec_keeper *keeper;     /* copies of the files a reader would not find (record/keep-binaries.h) */
+	struct rec_keeper_stats kept;
+	char kept_dir[PATH_MAX];
 	struct rec_encoder *enc;
 	struct su_perf_stream *ps;
 	struct su_reader_stats rst;
@@ -128,6 +134,13 @@ static int on_process(void *arg, const struct su_process *p)
 	if (rc && !r->werr)
 		r->werr = rc;
 	return rc;
+}
+
+/* A file a process maps that a reader would not find at its path. */
+static void on_keep(void *arg, const char *path, const uint8_t *id, size_t len)
+{
+	struct recorder *r = arg;
+	rec_keeper_add(r->keeper, path, id, len);
 }
 
 /* A section ended: the stream's model frees its process's maps. */
@@ -629,6 +642,16 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 		say(o, "%" PRIu64 " of %" PRIu64 " samples filled the %u-byte window: their stacks "
 			"may be cut (--stack-size, up to %u)", capped, st.samples, window,
 			REC_STACK_MAX);
+	if (r->kept.kept || r->kept.had)
+		say(o, "%" PRIu64 " files mapped by processes (a container's, a deleted one) are not at their path "
+		    "here: kept by build-id in %s (%" PRIu64 " copied now, %.1f MB; %" PRIu64 " kept before), where "
+		    "stackunwind finds them", r->kept.kept + r->kept.had, r->kept_dir, r->kept.kept,
+		    (double)r->kept.bytes / 1e6, r->kept.had);
+	if (r->kept.failed)
+		say(o, "warning: %" PRIu64 " files mapped by processes are not at their path here and could not be "
+		    "kept in %s (no space or permission, over 512 MB): their frames will show module+offset unless "
+		    "stackunwind is given them (--debug-dir, --symfs)", r->kept.failed,
+		    r->kept_dir[0] ? r->kept_dir : "the cache directory");
 	if (st.no_user && (o->all || o->n_pids || o->n_tids))
 		say(o, "%" PRIu64 " samples without user state (kernel threads, exiting tasks) left out", st.no_user);
 }
@@ -791,7 +814,9 @@ int rec_record(const struct rec_options *o)
 	 * the rings (a slow file system held it, and samples were lost). */
 	if ((r->ahead = rec_files_ahead_start(o->out)) != NULL)
 		ctf_writer_set_create(r->w, rec_files_ahead_take, r->ahead);
-	struct rec_encoder_opts const eo = { .full_copy = o->full_copy, .end_all = 1, .policy = o->policy,
+	r->keeper = rec_keeper_start(su_inflate_default_dir());
+	struct rec_encoder_opts const eo = { .full_copy = o->full_copy, .end_all = 1, .policy = o->policy, .live = 1,
+					     .keep = r->keeper ? on_keep : NULL, .keep_arg = r,
 					     .kernel_frames = kframes, .events = r->n_table ? r->table : NULL,
 					     .n_events = r->n_table, .warn = { warn_line, (void *)o },
 					     .released = on_released, .released_arg = r };
@@ -978,6 +1003,11 @@ int rec_record(const struct rec_options *o)
 	r->enc = NULL;
 	if (frc && !r->werr)
 		r->werr = frc;
+	if (r->keeper) { /* the copies asked for done, for the summary */
+		snprintf(r->kept_dir, sizeof(r->kept_dir), "%s", rec_keeper_dir(r->keeper));
+		rec_keeper_stop(r->keeper, &r->kept);
+		r->keeper = NULL;
+	}
 	uint64_t const bytes = ctf_writer_bytes_written(r->w);
 	int const crc = ctf_writer_close(r->w);
 	r->w = NULL;
@@ -1015,6 +1045,8 @@ out:
 		rec_encoder_free(r->enc);
 	if (r->w)
 		ctf_writer_close(r->w);
+	rec_keeper_stop(r->keeper, NULL); /* a failure before the summary's */
+	r->keeper = NULL;
 	rec_files_ahead_stop(r->ahead); /* after the writer: it may take one until then */
 	r->ahead = NULL;
 	rec_events_close(&r->ev);

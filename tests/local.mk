@@ -346,6 +346,10 @@ EXTRA_DIST += tests/python-new.sh
 # Integration: a setuid-root program linked with libstackcap, run by nobody,
 # records nothing and writes nowhere the caller's environment says.
 TESTS += tests/setuid.sh
+# Containers (another mount namespace) and replaced files: the build-ids
+# of the files the process maps, kept copies (record/keep-binaries.h).
+TESTS += tests/containers.sh
+EXTRA_DIST += tests/containers.sh
 EXTRA_DIST += tests/setuid.sh tests/setuid-prog.c
 
 # Integration: stackunwind export.  pprof-check decodes the pprof file with

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: MIT */
+/* Copies of binaries a trace's reader would not find (keep-binaries.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/cache-file.h"
+#include "common/map-entry.h"
+#include "debuginfo/module.h"
+#include "record/keep-binaries.h"
+#include "record/proc-files.h"
+
+#define KEEP_QUEUE 64               /* files asked for, not copied yet */
+#define KEEP_MAX_BYTES (512u << 20) /* a file bigger is not kept (the cache holds 1 GiB) */
+#define KEEP_SEEN 4096              /* build-ids asked for in a run, beyond: not kept */
+
+struct job {
+	int fd;
+	uint8_t id[SU_BUILD_ID_MAX];
+	uint8_t len;
+};
+
+struct rec_keeper {
+	char dir[PATH_MAX];          /* CACHE/bin */
+	pthread_t th;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct job q[KEEP_QUEUE];
+	size_t head, n;
+	int stop;
+	struct rec_keeper_stats st;  /* under the lock */
+	uint8_t (*seen)[SU_BUILD_ID_MAX + 1]; /* the run's build-ids (length first) */
+	size_t n_seen;
+};
+
+/* Copy FD whole into a new file at TMP's descriptor OUT. */
+static int copy_all(int fd, int out, uint64_t *bytes)
+{
+	for (off_t at = 0;;) {
+		ssize_t n = copy_file_range(fd, &at, out, NULL, 1u << 20, 0);
+		if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP) && at == 0) {
+			/* Not between these file systems: by hand. */
+			char buf[1 << 16];
+			for (;;) {
+				ssize_t const r = read(fd, buf, sizeof(buf));
+				if (r < 0 && errno == EINTR)
+					continue;
+				if (r <= 0)
+					return (int)r;
+				for (ssize_t w = 0; w < r;) {
+					ssize_t const x = write(out, buf + w, (size_t)(r - w));
+					if (x < 0 && errno != EINTR)
+						return -1;
+					w += x > 0 ? x : 0;
+				}
+				*bytes += (uint64_t)r;
+			}
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return (int)n;
+		*bytes += (uint64_t)n;
+	}
+}
+
+/* Keep J's file: 1 copied, 0 kept already, -1 not kept. */
+static int keep_one(struct rec_keeper *k, const struct job *j, uint64_t *bytes)
+{
+	char rel[2 * SU_BUILD_ID_MAX + 2], dest[PATH_MAX + 80], tmp[PATH_MAX + 96];
+	su_build_id_rel(rel, j->id, j->len);
+	if (snprintf(dest, sizeof(dest), "%s/.build-id/%s", k->dir, rel) >= (int)sizeof(dest))
+		return -1;
+	struct stat st;
+	if (lstat(dest, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid()) {
+		struct timespec const t[2] = { { .tv_nsec = UTIME_NOW }, { .tv_nsec = UTIME_OMIT } };
+		(void)utimensat(AT_FDCWD, dest, t, AT_SYMLINK_NOFOLLOW); /* used again: the prune goes by it */
+		return 0;
+	}
+	/* What is kept is what was asked for: the file still holds it. */
+	uint8_t id[SU_BUILD_ID_MAX];
+	if (fstat(j->fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > KEEP_MAX_BYTES ||
+	    rec_file_build_id(j->fd, id, sizeof(id)) != (int)j->len || memcmp(id, j->id, j->len) != 0)
+		return -1;
+	if (su_cache_mkdirs(dest, 0700) != 0)
+		return -1;
+	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", dest);
+	int const out = mkstemp(tmp); /* 0600 */
+	if (out < 0)
+		return -1;
+	uint64_t n = 0;
+	int const rc = copy_all(j->fd, out, &n);
+	if (close(out) != 0 || rc != 0 || n != (uint64_t)st.st_size || rename(tmp, dest) != 0) {
+		unlink(tmp);
+		return -1;
+	}
+	*bytes += n;
+	return 1;
+}
+
+static void *keeper_main(void *arg)
+{
+	struct rec_keeper *k = arg;
+	int copied = 0;
+	pthread_mutex_lock(&k->lock);
+	for (;;) {
+		while (!k->n && !k->stop)
+			pthread_cond_wait(&k->cond, &k->lock);
+		if (!k->n)
+			break;
+		struct job const j = k->q[k->head];
+		k->head = (k->head + 1) % KEEP_QUEUE;
+		k->n--;
+		pthread_mutex_unlock(&k->lock);
+		uint64_t bytes = 0;
+		int const rc = keep_one(k, &j, &bytes);
+		close(j.fd);
+		pthread_mutex_lock(&k->lock);
+		if (rc > 0) {
+			k->st.kept++;
+			k->st.bytes += bytes;
+			copied = 1;
+		} else if (rc == 0) {
+			k->st.had++;
+		} else {
+			k->st.failed++;
+		}
+	}
+	pthread_mutex_unlock(&k->lock);
+	if (copied) {
+		char d[PATH_MAX + 16];
+		snprintf(d, sizeof(d), "%s/.build-id", k->dir);
+		su_cache_prune(d, 1);
+	}
+	return NULL;
+}
+
+struct rec_keeper *rec_keeper_start(const char *cache_dir)
+{
+	if (!cache_dir || !*cache_dir)
+		return NULL;
+	struct rec_keeper *k = calloc(1, sizeof(*k));
+	if (!k || snprintf(k->dir, sizeof(k->dir), "%s/bin", cache_dir) >= (int)sizeof(k->dir)) {
+		free(k);
+		return NULL;
+	}
+	pthread_mutex_init(&k->lock, NULL);
+	pthread_cond_init(&k->cond, NULL);
+	if (pthread_create(&k->th, NULL, keeper_main, k) != 0) {
+		pthread_mutex_destroy(&k->lock);
+		pthread_cond_destroy(&k->cond);
+		free(k);
+		return NULL;
+	}
+	return k;
+}
+
+const char *rec_keeper_dir(const struct rec_keeper *k)
+{
+	return k ? k->dir : "";
+}
+
+void rec_keeper_add(struct rec_keeper *k, const char *path, const uint8_t *id, size_t len)
+{
+	if (!k || !len || len > SU_BUILD_ID_MAX)
+		return;
+	for (size_t i = 0; i < k->n_seen; i++) /* only this thread adds */
+		if (k->seen[i][0] == len && !memcmp(k->seen[i] + 1, id, len))
+			return;
+	if (!k->seen && !(k->seen = calloc(KEEP_SEEN, sizeof(*k->seen))))
+		return;
+	int const fd = k->n_seen < KEEP_SEEN ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	pthread_mutex_lock(&k->lock);
+	if (fd < 0 || k->n == KEEP_QUEUE) {
+		k->st.failed++;
+		pthread_mutex_unlock(&k->lock);
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	k->seen[k->n_seen][0] = (uint8_t)len;
+	memcpy(k->seen[k->n_seen++] + 1, id, len);
+	struct job *j = &k->q[(k->head + k->n++) % KEEP_QUEUE];
+	j->fd = fd;
+	j->len = (uint8_t)len;
+	memcpy(j->id, id, len);
+	pthread_cond_signal(&k->cond);
+	pthread_mutex_unlock(&k->lock);
+}
+
+void rec_keeper_stop(struct rec_keeper *k, struct rec_keeper_stats *st)
+{
+	if (!k) {
+		if (st)
+			*st = (struct rec_keeper_stats){ 0 };
+		return;
+	}
+	pthread_mutex_lock(&k->lock);
+	k->stop = 1;
+	pthread_cond_signal(&k->cond);
+	pthread_mutex_unlock(&k->lock);
+	pthread_join(k->th, NULL);
+	if (st)
+		*st = k->st;
+	pthread_mutex_destroy(&k->lock);
+	pthread_cond_destroy(&k->cond);
+	free(k->seen);
+	free(k);
+}

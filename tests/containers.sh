@@ -1,0 +1,104 @@
+#!/bin/sh
+# Integration: processes that see other files than the recorder at the
+# same paths.  A container (another mount namespace: here a private one
+# where $work/host holds another program than outside it) and a program
+# whose file was replaced after it started ("PATH (deleted)").  The trace
+# must record the build-id of the file the process maps, never the one at
+# its path here (record/proc-files.h), and `stackcap record` keeps a copy
+# of it by build-id in the cache (record/keep-binaries.h), where
+# stackunwind finds it: the stacks unwind and are named as the program
+# ran them.  Without that copy stackunwind refuses the file at the path
+# (another build-id) rather than name frames after it.
+# Needs root (mount namespaces, /proc/PID/map_files), as CI runs.
+TAP_NO_BABELTRACE2=1
+. "${top_srcdir:?}/tests/tap-lib.sh"
+if [ "$(id -u)" != 0 ]; then
+	echo "1..1"
+	echo "not ok 1 - needs root (a private mount namespace, /proc/PID/map_files): CI runs as root"
+	exit 0
+fi
+need "util-linux" unshare
+need "binutils" readelf
+
+# The program run, tdata-single, and another one, tdata-recurse, at the
+# same path outside the namespace.
+mkdir -p "$work/host" "$work/ns" "$work/del"
+cp "$TD/tdata-recurse" "$work/host/prog"
+cp "$TD/tdata-single" "$work/ns/prog"
+ran=$(build_id "$TD/tdata-single")
+other=$(build_id "$TD/tdata-recurse")
+check "sound: two programs of different build-ids ($ran, $other)" \
+	sh -c "[ -n '$ran' ] && [ -n '$other' ] && [ '$ran' != '$other' ]"
+CHAIN=$("$TD/tdata-single" --chain | tr '\n' ' ')
+kept="$work/cache/bin/.build-id/$(echo "$ran" | cut -c1-2)/$(echo "$ran" | cut -c3-)"
+export STACKCAP_CACHE_DIR="$work/cache"
+
+# unwound NAME [OPTS]: `stackunwind stacks` of NAME.trace into NAME.out,
+# .err; "GOOD TOTAL" of tdata-single's chain.
+unwound() {
+	name=$1
+	shift
+	"$B/cli/stackunwind" stacks "$@" "$work/$name.trace" >"$work/$name.out" 2>"$work/$name.err"
+	chain_match "$work/$name.out" $CHAIN
+}
+most() { [ "$2" -ge 100 ] && [ $(($1 * 100)) -ge $(($2 * 99)) ]; }
+
+# 1. Attached (-p): the process's maps read from /proc, the build-ids
+# from its own files.
+unshare -m --propagation private sh -c "mount --bind '$work/ns' '$work/host' && exec '$work/host/prog' 4" \
+	>/dev/null 2>&1 &
+pid=$! # unshare, then sh, then the program: one process
+wait_until 10 sh -c "grep -q '$work/host/prog' /proc/$pid/maps 2>/dev/null"
+"$STACKCAP" record -p "$pid" -o "$work/attach.trace" -- sleep 1 2>"$work/attach.rerr"
+rc=$?
+kill "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+check "attach: exit 0 ($rc), the copy kept said" \
+	sh -c "[ $rc = 0 ] && grep -q 'not at their path here: kept by build-id' '$work/attach.rerr'"
+check "attach: the program the container ran kept by its build-id, 0600 ($(stat -c %a "$kept" 2>&1))" \
+	sh -c "cmp -s '$kept' '$TD/tdata-single' && [ \$(stat -c %a '$kept') = 600 ]"
+set -- $(unwound attach)
+check "attach: tdata-single's chain in >= 99% of its samples ($1 of $2), as the container ran it" most "$1" "$2"
+# The copy gone: the file at the path is refused for its build-id, and
+# nothing is named after it.
+[ -d "$work/cache/bin" ] && mv "$work/cache/bin" "$work/bin.away"
+set -- $(unwound attach)
+check "attach, no copy: the file here refused for its build-id ($ran), no frame named after it ($1 of $2)" \
+	sh -c "grep -q 'build-id $ran): the file there has another build-id' '$work/attach.err' &&
+		! grep -q 'recurse' '$work/attach.out' && [ $1 = 0 ]"
+[ -d "$work/bin.away" ] && mv "$work/bin.away" "$work/cache/bin"
+
+# 2. Started in the container while recorded: the kernel's records.
+rm -rf "$work/cache"
+"$STACKCAP" record -o "$work/live.trace" -- unshare -m --propagation private sh -c \
+	"mount --bind '$work/ns' '$work/host' && exec '$work/host/prog' 1" 2>"$work/live.rerr"
+rc=$?
+set -- $(unwound live)
+check "started in the container: exit 0 ($rc), kept, chain in >= 99% ($1 of $2)" \
+	sh -c "[ $rc = 0 ] && cmp -s '$kept' '$TD/tdata-single' && [ $2 -ge 100 ] && [ \$(($1 * 100)) -ge \$(($2 * 99)) ]"
+
+# 3. The program's file replaced while it runs (an upgrade): its path now
+# holds another program.
+rm -rf "$work/cache"
+cp "$TD/tdata-single" "$work/del/prog"
+"$work/del/prog" 4 >/dev/null 2>&1 &
+pid=$!
+wait_until 10 sh -c "grep -q '$work/del/prog' /proc/$pid/maps 2>/dev/null"
+rm "$work/del/prog"
+cp "$TD/tdata-recurse" "$work/del/prog"
+"$STACKCAP" record -p "$pid" -o "$work/deleted.trace" -- sleep 1 2>"$work/deleted.rerr"
+rc=$?
+kill "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+set -- $(unwound deleted)
+check "a replaced file: exit 0 ($rc), kept, chain in >= 99% ($1 of $2)" \
+	sh -c "[ $rc = 0 ] && cmp -s '$kept' '$TD/tdata-single' && [ $2 -ge 100 ] && [ \$(($1 * 100)) -ge \$(($2 * 99)) ]"
+
+# 4. A process that sees the recorder's files: nothing kept.
+rm -rf "$work/cache"
+"$STACKCAP" record -o "$work/plain.trace" -- "$TD/tdata-single" 0.3 2>"$work/plain.rerr"
+rc=$?
+check "the recorder's own view: exit 0 ($rc), nothing kept" \
+	sh -c "[ $rc = 0 ] && [ ! -e '$work/cache/bin' ] && ! grep -q 'kept by build-id' '$work/plain.rerr'"
+
+echo "1..$n"
