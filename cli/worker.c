@@ -89,8 +89,9 @@ void worker_warn_modules(struct worker *workers, unsigned n)
 			fprintf(stderr, PROG ": warning: %s (build-id %s): %s; its frames show module+offset\n",
 				path ? path : "?", hex,
 				m->status == SU_MODULE_BUILD_ID_MISMATCH
-					? "the file there has another build-id (rebuilt since the recording?); "
-					  "give the right one with --debug-dir or --symfs"
+					? "the file there has another build-id (rebuilt since the recording, or a "
+					  "container's file recorded elsewhere?); give the right one with --debug-dir or "
+					  "--symfs"
 					: "not found (give it with --debug-dir or --symfs, or set DEBUGINFOD_URLS)");
 		}
 }

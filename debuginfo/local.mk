@@ -4,6 +4,7 @@
 noinst_LTLIBRARIES += debuginfo/libsudebuginfo.la
 # libdebuginfod is loaded at its first use (debuginfod-load.c), not linked.
 debuginfo_libsudebuginfo_la_SOURCES = debuginfo/module.c debuginfo/module.h \
+	debuginfo/perf-cache.c debuginfo/perf-cache.h \
 	debuginfo/inflate-cache.c debuginfo/inflate-cache.h \
 	debuginfo/inflate-ahead.c debuginfo/inflate-ahead.h \
 	debuginfo/debuginfod-load.c debuginfo/debuginfod-load.h
@@ -14,6 +15,7 @@ debuginfo_libsudebuginfo_la_LIBADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DL_LIBS) $(L
 # recorder opens only the files the trace names, to learn load biases.
 noinst_LTLIBRARIES += debuginfo/libsudebuginfo-local.la
 debuginfo_libsudebuginfo_local_la_SOURCES = debuginfo/module.c debuginfo/module.h \
+	debuginfo/perf-cache.c debuginfo/perf-cache.h \
 	debuginfo/inflate-cache.c debuginfo/inflate-cache.h
 debuginfo_libsudebuginfo_local_la_CFLAGS = $(AM_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS) $(LIBDEFLATE_CFLAGS) -DSU_DEBUGINFO_LOCAL_ONLY
 debuginfo_libsudebuginfo_local_la_LIBADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DL_LIBS) $(LIBDEFLATE_LIBS)

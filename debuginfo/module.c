@@ -30,6 +30,7 @@
 #include "common/hash.h"
 #include "debuginfo/module.h"
 #include "debuginfo/inflate-cache.h"
+#include "debuginfo/perf-cache.h"
 
 #define SYSTEM_DEBUG_DIR "/usr/lib/debug"
 /* A vDSO is a few pages; anything bigger is not one. */
@@ -59,6 +60,7 @@ struct su_modcache {
 	int no_system_dirs;
 	char *inflate_dir;         /* inflated copies of compressed debug files, or NULL */
 	char *kept_dir;            /* binaries stackcap record kept (su_debuginfo_opts), or NULL */
+	char *perf_dir;            /* perf's build-id cache ($PERF_BUILDID_DIR, ~/.debug), or NULL */
 	uint64_t lookup_hash;      /* su_module's */
 	struct modpriv **buckets;
 	size_t nbuckets, count;
@@ -760,6 +762,10 @@ static int find_binary(struct modpriv *p, int *mismatch, char **path)
 	}
 	if (fd < 0 && m->build_id_len && c->kept_dir && !m->is_vdso)
 		fd = try_candidate(p, try_kept_candidate, &bt, "%s/bin/.build-id/%s", c->kept_dir, rel);
+	/* perf's build-id cache: the files perf record's samples hit (a
+	 * container's, a [vdso]), or a `perf archive` unpacked there. */
+	if (fd < 0 && m->build_id_len && c->perf_dir)
+		fd = try_candidate(p, try_binary_candidate, &bt, "%s/.build-id/%s/elf", c->perf_dir, rel);
 #ifdef HAVE_DEBUGINFOD
 	debuginfod_client *dc;
 	if (fd < 0 && m->build_id_len && (dc = dbgd_client(c)) != NULL) {
@@ -947,12 +953,16 @@ struct su_modcache *su_modcache_new(const struct su_debuginfo_opts *opts)
 					goto oom;
 		}
 	}
+	if (!c->no_system_dirs)
+		c->perf_dir = su_perf_buildid_dir();
 	/* How files are looked up, hashed: su_module's lookup_hash. */
 	uint64_t h = su_fnv1a_str(c->symfs ? c->symfs : "");
 	for (char **d = c->debug_dirs; d && *d; d++)
 		h = su_fnv1a_add(su_fnv1a_from(h, *d, strlen(*d)), 0x100);
 	const char *const urls = c->no_debuginfod ? NULL : getenv("DEBUGINFOD_URLS");
 	h = su_fnv1a_add(h, (uint64_t)c->no_system_dirs << 1 | (uint64_t)c->no_debuginfod);
+	if (c->perf_dir)
+		h = su_fnv1a_from(h, c->perf_dir, strlen(c->perf_dir));
 	c->lookup_hash = su_fnv1a_from(h, urls ? urls : "", urls ? strlen(urls) : 0);
 	c->callbacks.find_elf = cb_find_elf;
 	c->callbacks.find_debuginfo = cb_find_debuginfo;
@@ -1001,6 +1011,7 @@ static void modcache_free(struct su_modcache *c, int at_exit)
 	free(c->symfs);
 	free(c->inflate_dir);
 	free(c->kept_dir);
+	free(c->perf_dir);
 #ifdef HAVE_DEBUGINFOD
 	if (c->dbgd)
 		su_debuginfod_api()->end(c->dbgd);

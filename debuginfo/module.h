@@ -9,7 +9,10 @@
  *   3. [SYMFS]/usr/lib/debug/.build-id/xx/rest,
  *   4. the copy `stackcap record` kept of it (a container's file, a
  *      deleted one), KEPT_DIR/bin/.build-id/xx/rest, when ours,
- *   5. debuginfod (libdebuginfod) when DEBUGINFOD_URLS is set.
+ *   5. perf's build-id cache (perf-cache.h: ~/.debug unless perf is
+ *      told otherwise) /.build-id/xx/rest/elf: what perf record keeps,
+ *      what `perf archive` packs (not with no_system_dirs),
+ *   6. debuginfod (libdebuginfod) when DEBUGINFOD_URLS is set.
  * Its separate debug info (DWARF, full .symtab), when the binary has none,
  * is looked up when libdw first asks for it:
  *   1. DIR/.build-id/xx/rest.debug, DIR/<.gnu_debuglink name> of each

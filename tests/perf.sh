@@ -109,7 +109,8 @@ for lib in $(ldd "$work/symfs$work/sfs-rec/nopie" | awk '$(NF - 1) ~ /^\// { pri
 done
 "$SU" folded --symfs "$work/symfs" "$work/sfs.data" >"$work/sfs.folded" 2>"$work/sfs.err"
 frc=$?
-"$SU" folded "$work/sfs.data" >"$work/sfs-none.folded" 2>/dev/null
+# (Without perf's build-id cache, which keeps the program the recording hit.)
+PERF_BUILDID_DIR="$work/none" "$SU" folded "$work/sfs.data" >"$work/sfs-none.folded" 2>/dev/null
 hot() { awk '/level_a;level_b;level_c;hot_leaf( |;)/ { n += $NF } END { print n + 0 }' "$1"; }
 check "--symfs: an ET_EXEC moved under it symbolizes ($(hot "$work/sfs.folded") hot_leaf samples, exit $frc; $(hot "$work/sfs-none.folded") without --symfs)" \
 	sh -c "[ $frc = 0 ] && [ $(hot "$work/sfs.folded") -ge 100 ] && [ $(hot "$work/sfs-none.folded") = 0 ]"
@@ -357,6 +358,24 @@ rc=$?
 check "a perf.data without a command: exit 2 ($rc), the stackunwind and convert lines said" \
 	sh -c "[ $rc = 2 ] && grep -qF 'stackunwind stacks $work/single.data' '$work/pdhint.err' &&
 		grep -qF 'stackcap convert $work/single.data -o DIR' '$work/pdhint.err'"
+# perf's build-id cache: perf record keeps the files its samples hit
+# there (PERF_BUILDID_DIR, tap-lib.sh); a program replaced since (or a
+# container's file, or a `perf archive` unpacked there) is found in it.
+mkdir -p "$work/pcache"
+cp "$TD/tdata-single" "$work/pcache/prog"
+perf record -q -k monotonic -e cpu-clock --call-graph dwarf -o "$work/pcache.data" -- "$work/pcache/prog" 0.3 \
+	>/dev/null 2>"$work/pcache.perr"
+rm "$work/pcache/prog"
+cp "$TD/tdata-recurse" "$work/pcache/prog"
+pid_cached=$(build_id "$TD/tdata-single")
+"$SU" stacks "$work/pcache.data" >"$work/pcache.out" 2>"$work/pcache.err"
+set -- $(chain_match "$work/pcache.out" $("$TD/tdata-single" --chain | tr '\n' ' '))
+check "a program replaced since perf record: found in perf's build-id cache, its chain in >= 99% ($1 of $2)" \
+	sh -c "[ -e '$PERF_BUILDID_DIR/.build-id/$(echo "$pid_cached" | cut -c1-2)/$(echo "$pid_cached" | cut -c3-)/elf' ] &&
+		[ $2 -ge 100 ] && [ \$(($1 * 100)) -ge \$(($2 * 99)) ]"
+PERF_BUILDID_DIR="$work/no-cache" "$SU" stacks "$work/pcache.data" >"$work/pcache2.out" 2>"$work/pcache2.err"
+check "the same without perf's cache: the file there refused for its build-id" \
+	grep -q "build-id $pid_cached): the file there has another build-id" "$work/pcache2.err"
 # A perf.data of 200 short processes (each burning a little: sampled)
 # converted under a hard limit of 64 open files: each process's streams
 # are closed at its EXIT record (a system-wide perf.data names thousands;

@@ -17,8 +17,13 @@ trap 'rm -rf "$work"' EXIT
 # perf's build-id cache (~/.debug) per test script, not shared: perf 6.1
 # record failed once with "assertion failed at util/build-id.c:1010" while
 # other tests' perf runs wrote the same cache (a bare Debian's check.sh,
-# make -j2); a test needs no cache, and the user's stays untouched.
+# make -j2); the user's stays untouched, and stackunwind finds in it only
+# what this script's perf runs put there.  perf reads the directory from
+# its configuration (PERF_CONFIG: that file alone); PERF_BUILDID_DIR is
+# what it tells the commands it runs, stackunwind among its readers.
 export PERF_BUILDID_DIR="$work/perf-buildid"
+printf '[buildid]\n\tdir = %s\n' "$PERF_BUILDID_DIR" >"$work/perfconfig"
+export PERF_CONFIG="$work/perfconfig"
 # stackunwind -j N starts its workers after 256 samples (2048 with
 # --no-cache, cli/stackunwind.c):
 # the tests' traces are shorter, and their -j runs must use the workers.
