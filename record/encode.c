@@ -344,8 +344,8 @@ static const struct su_module *entry_module(struct rec_encoder *e, struct sectio
 		struct su_map_entry alt = *x;
 		size_t id_len = sizeof(alt.build_id);
 		int const where = rec_proc_file_path((pid_t)s->p->pid, x->start, x->end, x->path, s->other_view,
-						     x->build_id, x->build_id_len, alt.build_id, &id_len, path,
-						     sizeof(path));
+						     x->build_id, x->build_id_len, alt.build_id, &id_len, e->o.keep != NULL,
+						     path, sizeof(path));
 		if (where >= 0) {
 			/* Looked up by build-id (the file's when none was
 			 * recorded): one open per file, whoever maps it. */

@@ -34,6 +34,7 @@ struct rec_keeper {
 	struct job q[KEEP_QUEUE];
 	size_t head, n;
 	int stop;
+	int refused;                 /* the cache is not ours: nothing kept */
 	struct rec_keeper_stats st;  /* under the lock */
 	uint8_t (*seen)[SU_BUILD_ID_MAX + 1]; /* the run's build-ids (length first) */
 	size_t n_seen;
@@ -47,6 +48,8 @@ static int copy_all(int fd, int out, uint64_t *bytes)
 		if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP) && at == 0) {
 			/* Not between these file systems: by hand. */
 			char buf[1 << 16];
+			if (lseek(fd, 0, SEEK_SET) != 0)
+				return -1;
 			for (;;) {
 				ssize_t const r = read(fd, buf, sizeof(buf));
 				if (r < 0 && errno == EINTR)
@@ -141,6 +144,24 @@ static void *keeper_main(void *arg)
 	return NULL;
 }
 
+/* Is DIR, or the nearest of its parents that exists, ours?  Root run
+ * with another user's HOME (sudo -E) would fill that user's cache with
+ * files of root's, which the user could neither read nor replace. */
+static int ours(const char *dir)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s", dir);
+	for (;;) {
+		struct stat st;
+		if (stat(p, &st) == 0)
+			return st.st_uid == geteuid();
+		char *const slash = strrchr(p, '/');
+		if (!slash || slash == p)
+			return 0;
+		*slash = 0;
+	}
+}
+
 struct rec_keeper *rec_keeper_start(const char *cache_dir)
 {
 	if (!cache_dir || !*cache_dir)
@@ -150,6 +171,7 @@ struct rec_keeper *rec_keeper_start(const char *cache_dir)
 		free(k);
 		return NULL;
 	}
+	k->refused = !ours(cache_dir); /* every file asked for then counted as not kept */
 	pthread_mutex_init(&k->lock, NULL);
 	pthread_cond_init(&k->cond, NULL);
 	if (pthread_create(&k->th, NULL, keeper_main, k) != 0) {
@@ -175,7 +197,7 @@ void rec_keeper_add(struct rec_keeper *k, const char *path, const uint8_t *id, s
 			return;
 	if (!k->seen && !(k->seen = calloc(KEEP_SEEN, sizeof(*k->seen))))
 		return;
-	int const fd = k->n_seen < KEEP_SEEN ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	int const fd = k->n_seen < KEEP_SEEN && !k->refused ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 	pthread_mutex_lock(&k->lock);
 	if (fd < 0 || k->n == KEEP_QUEUE) {
 		k->st.failed++;

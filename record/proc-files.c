@@ -81,8 +81,8 @@ static int candidate(const char *path, const uint8_t *id, size_t id_len, uint8_t
 }
 
 int rec_proc_file_path(pid_t pid, uint64_t start, uint64_t end, const char *path, int other_view,
-		       const uint8_t *id, size_t id_len, uint8_t *want_id, size_t *want_id_len, char *buf,
-		       size_t len)
+		       const uint8_t *id, size_t id_len, uint8_t *want_id, size_t *want_id_len, int check_here,
+		       char *buf, size_t len)
 {
 	size_t const wcap = want_id_len ? *want_id_len : 0;
 	/* The path as the process names it, without the kernel's mark of
@@ -109,7 +109,7 @@ int rec_proc_file_path(pid_t pid, uint64_t start, uint64_t end, const char *path
 		 * a reader would not find it at its path. */
 		const uint8_t *const known = id_len ? id : want_id;
 		size_t const known_len = id_len ? id_len : want_id_len ? *want_id_len : 0;
-		return known_len && have_here && candidate(here, known, known_len, NULL, NULL) ? 0 : 1;
+		return !check_here || (known_len && have_here && candidate(here, known, known_len, NULL, NULL)) ? 0 : 1;
 	}
 	/* 3. The path here: a chroot's files have it in /proc/PID/maps
 	 * (paths are shown from the reader's root); another mount

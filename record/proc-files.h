@@ -41,10 +41,11 @@ int rec_file_build_id(int fd, uint8_t *id, size_t len);
  * answer.  With WANT_ID (when ID_LEN is 0 and it is not NULL) the
  * chosen file's build-id is put there (*WANT_ID_LEN its length, 0:
  * none).  @return 0 (the file at PATH here is that file, by its
- * build-id: a reader finds it there), 1 (it is not: only the process
- * sees it), or -ENOENT when no candidate opens (or none holds ID). */
+ * build-id: a reader finds it there; or CHECK_HERE is 0: not looked),
+ * 1 (it is not: only the process sees it), or -ENOENT when no candidate
+ * opens (or none holds ID). */
 int rec_proc_file_path(pid_t pid, uint64_t start, uint64_t end, const char *path, int other_view,
-		       const uint8_t *id, size_t id_len, uint8_t *want_id, size_t *want_id_len, char *buf,
-		       size_t len);
+		       const uint8_t *id, size_t id_len, uint8_t *want_id, size_t *want_id_len, int check_here,
+		       char *buf, size_t len);
 
 #endif

@@ -15,6 +15,7 @@
 #include "record/procmaps.h"
 #include "record/proc-files.h"
 #include "common/grow.h"
+#include "common/hash.h"
 
 static uint8_t *buf_add(struct rec_buf *b, size_t n)
 {
@@ -86,7 +87,63 @@ static int put_mmap2(struct rec_buf *b, pid_t pid, uint64_t ts, uint64_t start, 
 	return put_record(b, PERF_RECORD_MMAP2, misc, body, 64 + plen + 1, pid, ts);
 }
 
-int rec_proc_synthesize(struct rec_buf *b, pid_t pid, uint64_t ts)
+void rec_file_ids_free(struct rec_file_ids *ids)
+{
+	su_hmap_free(&ids->map);
+	free(ids->e);
+	*ids = (struct rec_file_ids){ 0 };
+}
+
+static uint64_t file_hash(uint32_t maj, uint32_t min, uint64_t ino)
+{
+	uint64_t const k[2] = { (uint64_t)maj << 32 | min, ino };
+	return su_fnv1a(k, sizeof(k));
+}
+
+static int file_eq(const void *arg, uint32_t idx)
+{
+	const struct rec_file_id *key = ((const struct rec_file_id *const *)arg)[0];
+	const struct rec_file_id *e = &((const struct rec_file_id *const *)arg)[1][idx];
+	return e->ino == key->ino && e->maj == key->maj && e->min == key->min;
+}
+
+/* The build-id of PID's mapping [START, END) of NAME (file MAJ:MIN INO),
+ * from IDS or read from the file the process maps (then kept in IDS):
+ * its length, 0 when none. */
+static size_t file_build_id(struct rec_file_ids *ids, pid_t pid, int *view, uint64_t start, uint64_t end,
+			    const char *name, uint32_t maj, uint32_t min, uint64_t ino, uint8_t id[20])
+{
+	struct rec_file_id key = { .ino = ino, .maj = maj, .min = min };
+	const struct rec_file_id *const arg[2] = { &key, ids->e };
+	uint64_t const h = file_hash(maj, min, ino);
+	size_t slot = 0;
+	int const have_slot = ino && !su_hmap_reserve(&ids->map);
+	if (have_slot) {
+		slot = su_hmap_find(&ids->map, h, file_eq, arg);
+		if (su_hmap_used(&ids->map, slot)) {
+			const struct rec_file_id *e = &ids->e[su_hmap_value(&ids->map, slot)];
+			memcpy(id, e->id, e->len);
+			return e->len;
+		}
+	}
+	char fpath[PATH_MAX + 64];
+	size_t len = 20;
+	if (*view == 0x7fff)
+		*view = rec_proc_other_view(pid);
+	if (rec_proc_file_path(pid, start, end, name, *view, NULL, 0, id, &len, 0, fpath, sizeof(fpath)) < 0 || !len)
+		return 0;
+	/* Kept when read: a failure (a file gone, not ours) may not be
+	 * one for another process mapping the same file. */
+	if (have_slot && !SU_GROW(ids->e, ids->cap, ids->n + 1)) {
+		ids->e[ids->n] = (struct rec_file_id){ .ino = ino, .maj = maj, .min = min, .len = (uint8_t)len };
+		memcpy(ids->e[ids->n].id, id, len);
+		su_hmap_set(&ids->map, slot, h, (uint32_t)ids->n);
+		ids->n++;
+	}
+	return len;
+}
+
+int rec_proc_synthesize(struct rec_buf *b, pid_t pid, uint64_t ts, struct rec_file_ids *ids)
 {
 	char path[64], comm[64] = "";
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
@@ -150,16 +207,9 @@ int rec_proc_synthesize(struct rec_buf *b, pid_t pid, uint64_t ts)
 			 * the records of a mapping made while recording: a
 			 * container's file is not the one at its path here. */
 			uint8_t id[20];
-			size_t id_len = 0;
-			if (exec && name[0] == '/') {
-				char fpath[PATH_MAX + 64];
-				id_len = sizeof(id);
-				if (view == 0x7fff)
-					view = rec_proc_other_view(pid);
-				if (rec_proc_file_path(pid, start, end, name, view, NULL, 0, id, &id_len, fpath,
-						       sizeof(fpath)))
-					id_len = 0;
-			}
+			size_t const id_len = exec && name[0] == '/' ? file_build_id(ids, pid, &view, start, end, name, maj,
+										      min, ino, id)
+								     : 0;
 			rc = put_mmap2(b, pid, ts, start, end, pgoff, maj, min, ino, id, id_len, prot, pname);
 		}
 	}

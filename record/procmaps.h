@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/hashmap.h"
+
 struct rec_buf {
 	uint8_t *p;
 	size_t len, cap;
@@ -24,9 +26,25 @@ struct rec_buf {
 	uint64_t id;
 };
 
-/* Append PID's COMM and MMAP2 records (sample_id: pid, tid, TS) to B.
+/* The build-ids read from the files processes map, by the file's device
+ * and inode (as /proc/PID/maps gives them: the file itself, whichever
+ * mount namespace names it): a machine's hundreds of processes map the
+ * same few libraries, each read once.  Zeroed: empty. */
+struct rec_file_ids {
+	struct su_hmap map;
+	struct rec_file_id {
+		uint64_t ino;
+		uint32_t maj, min;
+		uint8_t len, id[20];
+	} *e;
+	size_t n, cap;
+};
+void rec_file_ids_free(struct rec_file_ids *ids);
+
+/* Append PID's COMM and MMAP2 records (sample_id: pid, tid, TS) to B,
+ * the build-ids of its files found in IDS or read into it.
  * @return 0, -ESRCH when the process is gone, -ENOMEM. */
-int rec_proc_synthesize(struct rec_buf *b, pid_t pid, uint64_t ts);
+int rec_proc_synthesize(struct rec_buf *b, pid_t pid, uint64_t ts, struct rec_file_ids *ids);
 
 /* The threads of PID now (*TIDS malloc'd).  @return their count or -errno. */
 int rec_proc_threads(pid_t pid, pid_t **tids);

@@ -649,7 +649,8 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 		    (double)r->kept.bytes / 1e6, r->kept.had);
 	if (r->kept.failed)
 		say(o, "warning: %" PRIu64 " files mapped by processes are not at their path here and could not be "
-		    "kept in %s (no space or permission, over 512 MB): their frames will show module+offset unless "
+		    "kept in %s (no space or permission, over 512 MB, or the directory another user's): their frames "
+		    "will show module+offset unless "
 		    "stackunwind is given them (--debug-dir, --symfs)", r->kept.failed,
 		    r->kept_dir[0] ? r->kept_dir : "the cache directory");
 	if (st.no_user && (o->all || o->n_pids || o->n_tids))
@@ -872,11 +873,13 @@ int rec_record(const struct rec_options *o)
 			if ((rc = rec_events_id(&r->ev, 0, &synth.id)) != 0)
 				goto fail;
 		}
+		struct rec_file_ids ids = { 0 };
 		for (int i = 0; i < np; i++)
-			if (procs[i] != r->self && rec_proc_synthesize(&synth, procs[i], t0) == -ENOMEM) {
+			if (procs[i] != r->self && rec_proc_synthesize(&synth, procs[i], t0, &ids) == -ENOMEM) {
 				np = -ENOMEM;
 				break;
 			}
+		rec_file_ids_free(&ids);
 		free(procs);
 		if (np < 0) {
 			rc = np;

@@ -178,6 +178,9 @@ every unreadable.trace "unreadable samples file" 3 'warning: .*samples-.*: Permi
 SU=$SU_SAVED CONVERT=$CONVERT_SAVED AS_PRE=
 
 # A binary rebuilt since the recording (another build-id): never used.
+# (perf's build-id cache, where this script's perf runs kept tdata-single,
+# the victim's build-id, would be found: out of the way.)
+export PERF_BUILDID_DIR="$work/no-perf-cache"
 cp -r victim.trace rebuilt.trace
 cp "$TD/tdata-nofp" victim
 RC_STATS=0 REGEX_STATS=

@@ -513,12 +513,12 @@ TESTS += tests/unit/test-symtab
 
 # The debuginfo and symbolize tests under ASan+UBSan too.
 check_PROGRAMS += tests/unit/test-debuginfo-asan tests/unit/test-symbolize-asan
-tests_unit_test_debuginfo_asan_SOURCES = $(tests_unit_test_debuginfo_SOURCES) debuginfo/module.c debuginfo/inflate-cache.c debuginfo/inflate-ahead.c debuginfo/debuginfod-load.c common/cache-file.c common/grow.c common/io.c
+tests_unit_test_debuginfo_asan_SOURCES = $(tests_unit_test_debuginfo_SOURCES) debuginfo/module.c debuginfo/perf-cache.c debuginfo/inflate-cache.c debuginfo/inflate-ahead.c debuginfo/debuginfod-load.c common/cache-file.c common/grow.c common/io.c
 tests_unit_test_debuginfo_asan_CFLAGS = $(tests_unit_test_debuginfo_CFLAGS) $(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
 tests_unit_test_debuginfo_asan_LDFLAGS = $(SANITIZE_FLAGS)
 tests_unit_test_debuginfo_asan_LDADD = $(LIBDW_LIBS) $(LIBELF_LIBS) $(DL_LIBS) $(LIBDEFLATE_LIBS) $(CHECK_LIBS)
 EXTRA_tests_unit_test_debuginfo_asan_DEPENDENCIES = $(EXTRA_tests_unit_test_debuginfo_DEPENDENCIES)
-tests_unit_test_symbolize_asan_SOURCES = $(tests_unit_test_symbolize_SOURCES) debuginfo/module.c debuginfo/inflate-cache.c debuginfo/debuginfod-load.c \
+tests_unit_test_symbolize_asan_SOURCES = $(tests_unit_test_symbolize_SOURCES) debuginfo/module.c debuginfo/perf-cache.c debuginfo/inflate-cache.c debuginfo/debuginfod-load.c \
 	symbolize/symbolize.c symbolize/symtab.c symbolize/escape.c symbolize/addr-cache.c symbolize/sort.c common/grow.c \
 	common/cache-file.c common/io.c
 tests_unit_test_symbolize_asan_CFLAGS = $(tests_unit_test_symbolize_CFLAGS) $(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
@@ -549,7 +549,7 @@ TESTS += tests/unit/test-unwind
 # The same under ASan+UBSan, the unwinder and module cache built in.
 check_PROGRAMS += tests/unit/test-unwind-asan
 tests_unit_test_unwind_asan_SOURCES = $(UNWIND_TEST_SOURCES) \
-	unwind/unwind.c unwind/cfi-cache.c unwind/cfi-file.c unwind/walk-reuse.c unwind/unwind-dwfl.c unwind/runtime-splice.c debuginfo/module.c debuginfo/inflate-cache.c debuginfo/debuginfod-load.c \
+	unwind/unwind.c unwind/cfi-cache.c unwind/cfi-file.c unwind/walk-reuse.c unwind/unwind-dwfl.c unwind/runtime-splice.c debuginfo/module.c debuginfo/perf-cache.c debuginfo/inflate-cache.c debuginfo/debuginfod-load.c \
 	compress/stack-codec.c common/cache-file.c common/grow.c common/io.c
 tests_unit_test_unwind_asan_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS) \
 	$(DEBUGINFOD_CFLAGS) $(SANITIZE_FLAGS) -O1
