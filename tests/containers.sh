@@ -10,7 +10,6 @@
 # ran them.  Without that copy stackunwind refuses the file at the path
 # (another build-id) rather than name frames after it.
 # Needs root (mount namespaces, /proc/PID/map_files), as CI runs.
-TAP_NO_BABELTRACE2=1
 . "${top_srcdir:?}/tests/tap-lib.sh"
 if [ "$(id -u)" != 0 ]; then
 	echo "1..1"
@@ -59,6 +58,14 @@ check "attach: the program the container ran kept by its build-id, 0600 ($(stat 
 	sh -c "cmp -s '$kept' '$TD/tdata-single' && [ \$(stat -c %a '$kept') = 600 ]"
 set -- $(unwound attach)
 check "attach: tdata-single's chain in >= 99% of its samples ($1 of $2), as the container ran it" most "$1" "$2"
+# The babeltrace2 filter finds the copy too: its folded sink gives
+# stackunwind's bytes.
+PP="$B/plugin/.libs"
+babeltrace2 --plugin-path="$PP" "$work/attach.trace" -c filter.stackcap.unwind -c sink.stackcap.folded \
+	>"$work/attach.btf" 2>"$work/attach.bterr"
+"$B/cli/stackunwind" folded "$work/attach.trace" >"$work/attach.suf" 2>/dev/null
+check "attach: babeltrace2's filter and sink fold as stackunwind, with tdata-single's names" \
+	sh -c "cmp -s '$work/attach.btf' '$work/attach.suf' && grep -q 'level_c;hot_leaf' '$work/attach.suf'"
 # The copy gone: the file at the path is refused for its build-id, and
 # nothing is named after it.
 [ -d "$work/cache/bin" ] && mv "$work/cache/bin" "$work/bin.away"
@@ -93,6 +100,23 @@ wait "$pid" 2>/dev/null
 set -- $(unwound deleted)
 check "a replaced file: exit 0 ($rc), kept, chain in >= 99% ($1 of $2)" \
 	sh -c "[ $rc = 0 ] && cmp -s '$kept' '$TD/tdata-single' && [ $2 -ge 100 ] && [ \$(($1 * 100)) -ge \$(($2 * 99)) ]"
+
+# 3b. A cache directory that is not ours (root run with another user's
+# HOME): nothing written there, and said.
+mkdir -p "$work/theirs"
+chown 65534:65534 "$work/theirs"
+cp "$TD/tdata-single" "$work/del/prog2"
+"$work/del/prog2" 4 >/dev/null 2>&1 &
+pid=$!
+wait_until 10 sh -c "grep -q '$work/del/prog2' /proc/$pid/maps 2>/dev/null"
+rm "$work/del/prog2"
+STACKCAP_CACHE_DIR="$work/theirs/cache" "$STACKCAP" record -p "$pid" -o "$work/theirs.trace" -- sleep 0.3 \
+	2>"$work/theirs.rerr"
+rc=$?
+kill "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+check "another user's cache directory: exit 0 ($rc), nothing written there, 'could not be kept' said" \
+	sh -c "[ $rc = 0 ] && [ ! -e '$work/theirs/cache' ] && grep -q 'could not be kept' '$work/theirs.rerr'"
 
 # 4. A process that sees the recorder's files: nothing kept.
 rm -rf "$work/cache"
