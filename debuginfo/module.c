@@ -725,6 +725,17 @@ static int try_kept_candidate(struct modpriv *p, const char *path, void *arg)
 	return fd;
 }
 
+/* try_candidate's TRY for a file of perf's build-id cache: a regular
+ * file of this user's or root's (as perf takes its maps), found by the
+ * cache's own symlinks. */
+static int try_perf_candidate(struct modpriv *p, const char *path, void *arg)
+{
+	struct stat st;
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != 0))
+		return -1;
+	return try_binary_candidate(p, path, arg);
+}
+
 /* Find the binary of P: fd and *PATH, or -1. */
 static int find_binary(struct modpriv *p, int *mismatch, char **path)
 {
@@ -765,7 +776,7 @@ static int find_binary(struct modpriv *p, int *mismatch, char **path)
 	/* perf's build-id cache: the files perf record's samples hit (a
 	 * container's, a [vdso]), or a `perf archive` unpacked there. */
 	if (fd < 0 && m->build_id_len && c->perf_dir)
-		fd = try_candidate(p, try_binary_candidate, &bt, "%s/.build-id/%s/elf", c->perf_dir, rel);
+		fd = try_candidate(p, try_perf_candidate, &bt, "%s/.build-id/%s/elf", c->perf_dir, rel);
 #ifdef HAVE_DEBUGINFOD
 	debuginfod_client *dc;
 	if (fd < 0 && m->build_id_len && (dc = dbgd_client(c)) != NULL) {

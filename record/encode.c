@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include "common/grow.h"
 #include "common/hash.h"
@@ -340,24 +342,41 @@ static const struct su_module *entry_module(struct rec_encoder *e, struct sectio
 			s->other_view = rec_proc_other_view((pid_t)s->p->pid);
 			s->view_known = 1;
 		}
-		char path[PATH_MAX + 64];
-		struct su_map_entry alt = *x;
-		size_t id_len = sizeof(alt.build_id);
-		int const where = rec_proc_file_path((pid_t)s->p->pid, x->start, x->end, x->path, s->other_view,
-						     x->build_id, x->build_id_len, alt.build_id, &id_len, e->o.keep != NULL,
-						     path, sizeof(path));
-		if (where >= 0) {
-			/* Looked up by build-id (the file's when none was
-			 * recorded): one open per file, whoever maps it. */
-			if (!x->build_id_len)
-				alt.build_id_len = (uint8_t)id_len;
-			alt.path = path;
-			m = su_modcache_get(e->mods, &alt);
-			/* Not at its path here: a copy for the reader. */
-			if (where == 1 && e->o.keep && m && m->status == SU_MODULE_OK)
-				e->o.keep(e->o.keep_arg, path, alt.build_id, alt.build_id_len);
-		} else if (s->other_view <= 0 && !x->build_id_len) {
-			m = su_modcache_get(e->mods, x); /* the process is gone: its path is ours */
+		int here = 0;
+		int const fd = rec_proc_file_open((pid_t)s->p->pid, x->start, x->end, x->path, s->other_view,
+						  x->build_id, x->build_id_len, 0, 0, e->o.keep ? &here : NULL);
+		if (fd >= 0) {
+			struct su_map_entry alt = *x;
+			if (!x->build_id_len) {
+				int const n = rec_file_build_id(fd, alt.build_id, sizeof(alt.build_id));
+				alt.build_id_len = n > 0 ? (uint8_t)n : 0;
+			}
+			struct stat a, b;
+			char path[64];
+			snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+			if (alt.build_id_len) {
+				/* Looked up by build-id (the file's when none
+				 * was recorded): one module per file, whoever
+				 * maps it. */
+				alt.path = path;
+				m = su_modcache_get(e->mods, &alt);
+				/* Not at its path here: a copy for the reader. */
+				if (!here && e->o.keep && m && m->status == SU_MODULE_OK)
+					e->o.keep(e->o.keep_arg, fd, alt.build_id, alt.build_id_len);
+			} else if (fstat(fd, &a) == 0 && stat(x->path, &b) == 0 && a.st_dev == b.st_dev &&
+				   a.st_ino == b.st_ino) {
+				/* No build-id (Go's default): by its path, one
+				 * module, only when that path here is the file. */
+				m = su_modcache_get(e->mods, x);
+			}
+			close(fd);
+		} else if (x->build_id_len || s->other_view == 0) {
+			/* The process gone (or its files not ours to see):
+			 * the file at the path here, when it is the one (by
+			 * build-id; without one only in our own view). */
+			m = su_modcache_get(e->mods, x);
+			if (x->build_id_len && (!m || m->status != SU_MODULE_OK) && e->o.keep)
+				e->o.keep(e->o.keep_arg, -1, x->build_id, x->build_id_len); /* lost: counted */
 		}
 	} else {
 		m = su_modcache_get(e->mods, x);

@@ -35,10 +35,11 @@ struct rec_encoder_opts {
 	 * (record/proc-files.h), through /proc/PID. */
 	int live;
 	/* Recording live, a file a process maps that is not at its path
-	 * here (a container's, a deleted one): opened at PATH (its build-id
-	 * ID) for a copy the reader finds (record/keep-binaries.h).  NULL:
-	 * none kept. */
-	void (*keep)(void *arg, const char *path, const uint8_t *id, size_t len);
+	 * here (a container's, a deleted one): open at FD (its build-id
+	 * ID), for a copy the reader finds (record/keep-binaries.h); FD -1:
+	 * it could not be opened (its process gone), counted as not kept.
+	 * NULL: none kept. */
+	void (*keep)(void *arg, int fd, const uint8_t *id, size_t len);
 	void *keep_arg;
 	/* Words kept (enum stackcap_policy): 0 is F2. */
 	int policy;

@@ -19,6 +19,7 @@
 #define KEEP_QUEUE 64               /* files asked for, not copied yet */
 #define KEEP_MAX_BYTES (512u << 20) /* a file bigger is not kept (the cache holds 1 GiB) */
 #define KEEP_SEEN 4096              /* build-ids asked for in a run, beyond: not kept */
+#define KEEP_RUN_BYTES (2ull << 30) /* copied in one run at most */
 
 struct job {
 	int fd;
@@ -35,6 +36,7 @@ struct rec_keeper {
 	size_t head, n;
 	int stop;
 	int refused;                 /* the cache is not ours: nothing kept */
+	uint64_t run_bytes;          /* copied in this run (the thread's) */
 	struct rec_keeper_stats st;  /* under the lock */
 	uint8_t (*seen)[SU_BUILD_ID_MAX + 1]; /* the run's build-ids (length first) */
 	size_t n_seen;
@@ -73,6 +75,92 @@ static int copy_all(int fd, int out, uint64_t *bytes)
 	}
 }
 
+/* A directory another user cannot change: owned by this user or root,
+ * writable by no one else unless sticky. */
+static int trusted(const struct stat *st, uid_t me)
+{
+	return S_ISDIR(st->st_mode) && (st->st_uid == me || st->st_uid == 0) &&
+	       (!(st->st_mode & (S_IWGRP | S_IWOTH)) || (st->st_mode & S_ISVTX));
+}
+
+/* REAL (resolved) and each directory above it trusted; its stat in *ST. */
+static int chain_trusted(char *real, uid_t me, struct stat *st)
+{
+	size_t const n = strlen(real);
+	for (size_t i = 0; i <= n; i++) {
+		if (i && i < n && real[i] != '/')
+			continue;
+		if (i == 1 && n == 1)
+			break;
+		char const save = real[i];
+		real[i] = 0;
+		int const ok = lstat(i ? real : "/", st) == 0 && trusted(st, me);
+		real[i] = save;
+		if (!ok)
+			return 0;
+	}
+	return 1;
+}
+
+/* May files be written under DIR (absolute) as this user, safely?  Walked
+ * from /, each directory met must be trusted, a symlink only when this
+ * user's or root's (a HOME may be one), then its target and all above
+ * it; the deepest that exists must be this user's.  Root run with
+ * another user's HOME (sudo -E), or a STACKCAP_CACHE_DIR through a
+ * directory another user can write, would otherwise write where that
+ * user put a symlink (to anywhere), or let that user read what root
+ * kept.  What does not exist yet is made here, 0700, and looked at again
+ * before use (keep_one). */
+static int safe_dir(const char *dir)
+{
+	uid_t const me = geteuid();
+	char cur[PATH_MAX] = "", cand[PATH_MAX], res[PATH_MAX];
+	struct stat st;
+	if (dir[0] != '/' || lstat("/", &st) != 0 || !trusted(&st, me))
+		return 0;
+	for (const char *c = dir; *c;) {
+		while (*c == '/')
+			c++;
+		size_t const len = strcspn(c, "/");
+		if (!len)
+			break;
+		if ((size_t)snprintf(cand, sizeof(cand), "%s/%.*s", cur, (int)len, c) >= sizeof(cand))
+			return 0;
+		c += len;
+		struct stat l;
+		if (lstat(cand, &l) != 0)
+			return errno == ENOENT && st.st_uid == me; /* the rest is made here */
+		if (S_ISLNK(l.st_mode)) {
+			if ((l.st_uid != me && l.st_uid != 0) || !realpath(cand, res) || !chain_trusted(res, me, &st))
+				return 0;
+			snprintf(cur, sizeof(cur), "%s", strcmp(res, "/") ? res : "");
+		} else if (trusted(&l, me)) {
+			st = l;
+			snprintf(cur, sizeof(cur), "%s", cand);
+		} else {
+			return 0;
+		}
+	}
+	return st.st_uid == me;
+}
+
+/* DIR, made by us: a directory of this user's, 0700, not a symlink. */
+static int own_private_dir(const char *dir)
+{
+	struct stat st;
+	return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 077);
+}
+
+/* PATH's directory, into BUF. */
+static const char *dest_dir(const char *path, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", path);
+	char *const slash = strrchr(buf, '/');
+	if (slash)
+		*slash = 0;
+	return buf;
+}
+
 /* Keep J's file: 1 copied, 0 kept already, -1 not kept. */
 static int keep_one(struct rec_keeper *k, const struct job *j, uint64_t *bytes)
 {
@@ -91,8 +179,19 @@ static int keep_one(struct rec_keeper *k, const struct job *j, uint64_t *bytes)
 	if (fstat(j->fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > KEEP_MAX_BYTES ||
 	    rec_file_build_id(j->fd, id, sizeof(id)) != (int)j->len || memcmp(id, j->id, j->len) != 0)
 		return -1;
+	if (k->run_bytes + (uint64_t)st.st_size > KEEP_RUN_BYTES)
+		return -1;
 	if (su_cache_mkdirs(dest, 0700) != 0)
 		return -1;
+	/* CACHE/bin, its .build-id and xx: ours, private, no symlink. */
+	dest_dir(dest, tmp, sizeof(tmp));
+	for (int up = 0; up < 3; up++) {
+		if (!own_private_dir(tmp))
+			return -1;
+		char *const slash = strrchr(tmp, '/');
+		if (slash)
+			*slash = 0;
+	}
 	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", dest);
 	int const out = mkstemp(tmp); /* 0600 */
 	if (out < 0)
@@ -104,6 +203,7 @@ static int keep_one(struct rec_keeper *k, const struct job *j, uint64_t *bytes)
 		return -1;
 	}
 	*bytes += n;
+	k->run_bytes += n;
 	return 1;
 }
 
@@ -144,24 +244,6 @@ static void *keeper_main(void *arg)
 	return NULL;
 }
 
-/* Is DIR, or the nearest of its parents that exists, ours?  Root run
- * with another user's HOME (sudo -E) would fill that user's cache with
- * files of root's, which the user could neither read nor replace. */
-static int ours(const char *dir)
-{
-	char p[PATH_MAX];
-	snprintf(p, sizeof(p), "%s", dir);
-	for (;;) {
-		struct stat st;
-		if (stat(p, &st) == 0)
-			return st.st_uid == geteuid();
-		char *const slash = strrchr(p, '/');
-		if (!slash || slash == p)
-			return 0;
-		*slash = 0;
-	}
-}
-
 struct rec_keeper *rec_keeper_start(const char *cache_dir)
 {
 	if (!cache_dir || !*cache_dir)
@@ -171,7 +253,7 @@ struct rec_keeper *rec_keeper_start(const char *cache_dir)
 		free(k);
 		return NULL;
 	}
-	k->refused = !ours(cache_dir); /* every file asked for then counted as not kept */
+	k->refused = !safe_dir(cache_dir); /* every file asked for then counted as not kept */
 	pthread_mutex_init(&k->lock, NULL);
 	pthread_cond_init(&k->cond, NULL);
 	if (pthread_create(&k->th, NULL, keeper_main, k) != 0) {
@@ -188,7 +270,7 @@ const char *rec_keeper_dir(const struct rec_keeper *k)
 	return k ? k->dir : "";
 }
 
-void rec_keeper_add(struct rec_keeper *k, const char *path, const uint8_t *id, size_t len)
+void rec_keeper_add(struct rec_keeper *k, int fd, const uint8_t *id, size_t len)
 {
 	if (!k || !len || len > SU_BUILD_ID_MAX)
 		return;
@@ -197,19 +279,21 @@ void rec_keeper_add(struct rec_keeper *k, const char *path, const uint8_t *id, s
 			return;
 	if (!k->seen && !(k->seen = calloc(KEEP_SEEN, sizeof(*k->seen))))
 		return;
-	int const fd = k->n_seen < KEEP_SEEN && !k->refused ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-	pthread_mutex_lock(&k->lock);
-	if (fd < 0 || k->n == KEEP_QUEUE) {
-		k->st.failed++;
-		pthread_mutex_unlock(&k->lock);
-		if (fd >= 0)
-			close(fd);
+	if (k->n_seen == KEEP_SEEN)
 		return;
-	}
 	k->seen[k->n_seen][0] = (uint8_t)len;
 	memcpy(k->seen[k->n_seen++] + 1, id, len);
+	int const dfd = fd >= 0 && !k->refused ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+	pthread_mutex_lock(&k->lock);
+	if (dfd < 0 || k->n == KEEP_QUEUE) {
+		k->st.failed++;
+		pthread_mutex_unlock(&k->lock);
+		if (dfd >= 0)
+			close(dfd);
+		return;
+	}
 	struct job *j = &k->q[(k->head + k->n++) % KEEP_QUEUE];
-	j->fd = fd;
+	j->fd = dfd;
 	j->len = (uint8_t)len;
 	memcpy(j->id, id, len);
 	pthread_cond_signal(&k->cond);

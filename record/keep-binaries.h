@@ -27,7 +27,8 @@ struct rec_keeper_stats {
 	uint64_t kept;       /* files copied */
 	uint64_t bytes;      /* their bytes */
 	uint64_t had;        /* already kept (an earlier recording) */
-	uint64_t failed;     /* not kept: no space, no permission, too big, queue full */
+	uint64_t failed;     /* not kept: its process gone, no space, no permission, too big (512 MB a
+			      * file, 2 GB a run), queue full, the directory not safe to write */
 };
 
 /* Keep copies under CACHE_DIR (su_inflate_default_dir()).  NULL: not
@@ -37,9 +38,10 @@ struct rec_keeper *rec_keeper_start(const char *cache_dir);
 /* The directory copies go to (CACHE/bin), for the summary. */
 const char *rec_keeper_dir(const struct rec_keeper *k);
 
-/* Keep the file at PATH (opened now), of build-id ID (LEN bytes), unless
- * kept already in this run. */
-void rec_keeper_add(struct rec_keeper *k, const char *path, const uint8_t *id, size_t len);
+/* Keep the file open at FD (not taken: a duplicate is), of build-id ID
+ * (LEN bytes), unless asked for already in this run; FD -1: it could not
+ * be opened, counted as not kept. */
+void rec_keeper_add(struct rec_keeper *k, int fd, const uint8_t *id, size_t len);
 
 /* Wait for the copies asked for, stop the thread, free K; its counts in
  * *ST (when not NULL). */

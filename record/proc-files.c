@@ -7,11 +7,17 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
+#include <linux/openat2.h>
 #include <elfutils/libdwelf.h>
 #include <gelf.h>
 
 #include "record/proc-files.h"
+
+#define BTRFS_MAGIC 0x9123683e /* statfs f_type: a subvolume's files show another st_dev than the mapping's */
 
 /* The link /proc/PID/NAME points to, compared with this process's. */
 static int link_differs(pid_t pid, const char *name)
@@ -42,7 +48,9 @@ int rec_proc_other_view(pid_t pid)
 int rec_file_build_id(int fd, uint8_t *id, size_t len)
 {
 	elf_version(EV_CURRENT);
-	Elf *const elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	/* Read, not mapped: a file truncated under us (a container's)
+	 * would raise SIGBUS in a mapping. */
+	Elf *const elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf)
 		return -1;
 	const void *bid = NULL;
@@ -56,71 +64,107 @@ int rec_file_build_id(int fd, uint8_t *id, size_t len)
 	return rc;
 }
 
-/* Does the file at PATH open, and hold ID (when ID_LEN)?  Its build-id
- * into WANT_ID when asked. */
-static int candidate(const char *path, const uint8_t *id, size_t id_len, uint8_t *want_id, size_t *want_id_len)
+/* What the file must be. */
+struct want {
+	const uint8_t *id;
+	size_t id_len;
+	uint64_t dev, ino;
+};
+
+/* O_PATH descriptor PFD (closed here): when a regular file that W says
+ * is the one (ANY: when W knows nothing, any regular file), the file
+ * opened for reading; else -1. */
+static int take(int pfd, const struct want *w, int any)
 {
-	int const fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
+	if (pfd < 0)
+		return -1;
 	struct stat st;
-	int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-	if (ok && (id_len || want_id)) {
+	int fd = -1;
+	if (fstat(pfd, &st) == 0 && S_ISREG(st.st_mode)) {
+		char p[64];
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", pfd);
+		fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	}
+	close(pfd);
+	if (fd < 0)
+		return -1;
+	int ok;
+	if (w->id_len) {
 		uint8_t got[64];
 		int const n = rec_file_build_id(fd, got, sizeof(got));
-		if (id_len)
-			ok = n == (int)id_len && memcmp(got, id, id_len) == 0;
-		else if (want_id && want_id_len) {
-			*want_id_len = n > 0 && (size_t)n <= *want_id_len ? (size_t)n : 0;
-			if (*want_id_len)
-				memcpy(want_id, got, *want_id_len);
-		}
+		ok = n == (int)w->id_len && memcmp(got, w->id, w->id_len) == 0;
+	} else if (w->ino) {
+		struct statfs sf;
+		ok = st.st_ino == w->ino &&
+		     (st.st_dev == w->dev || (fstatfs(fd, &sf) == 0 && (uint32_t)sf.f_type == BTRFS_MAGIC));
+	} else {
+		ok = any;
 	}
-	close(fd);
-	return ok;
+	if (!ok) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
-int rec_proc_file_path(pid_t pid, uint64_t start, uint64_t end, const char *path, int other_view,
-		       const uint8_t *id, size_t id_len, uint8_t *want_id, size_t *want_id_len, int check_here,
-		       char *buf, size_t len)
+/* PATH (absolute) inside PID's root, its symlinks resolved there. */
+static int open_in_root(pid_t pid, const char *path)
 {
-	size_t const wcap = want_id_len ? *want_id_len : 0;
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/root", (int)pid);
+	int const root = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return -1;
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	int const fd = (int)syscall(SYS_openat2, root, path, &how, sizeof(how));
+	close(root);
+	return fd;
+}
+
+int rec_proc_file_open(pid_t pid, uint64_t start, uint64_t end, const char *path, int other_view,
+		       const uint8_t *id, size_t id_len, uint64_t dev, uint64_t ino, int *here)
+{
+	struct want const w = { .id = id, .id_len = id_len, .dev = dev, .ino = ino };
+	if (here)
+		*here = 0;
 	/* The path as the process names it, without the kernel's mark of
-	 * a file gone from its directory. */
+	 * a file gone from its directory: a path then names another file
+	 * or none, only the mapping's own is it. */
 	static const char deleted[] = " (deleted)";
 	size_t plen = strlen(path);
-	if (plen > sizeof(deleted) - 1 && !strcmp(path + plen - (sizeof(deleted) - 1), deleted))
+	int const gone = plen > sizeof(deleted) - 1 && !strcmp(path + plen - (sizeof(deleted) - 1), deleted);
+	if (gone)
 		plen -= sizeof(deleted) - 1;
-	char here[PATH_MAX];
-	int const have_here = (size_t)snprintf(here, sizeof(here), "%.*s", (int)plen, path) < sizeof(here);
-	/* 1. The mapping's own file; 2. through the process's root, in its
-	 * mount namespace. */
-	for (int c = 1; c <= 2; c++) {
-		if (c == 1)
-			snprintf(buf, len, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, start, end);
-		else if (other_view <= 0 || path[0] != '/' ||
-			 (size_t)snprintf(buf, len, "/proc/%d/root%.*s", (int)pid, (int)plen, path) >= len)
-			continue;
-		if (want_id_len)
-			*want_id_len = wcap;
-		if (!candidate(buf, id, id_len, want_id, want_id_len))
-			continue;
-		/* Is the file here the same (by its build-id)?  When not,
-		 * a reader would not find it at its path. */
-		const uint8_t *const known = id_len ? id : want_id;
-		size_t const known_len = id_len ? id_len : want_id_len ? *want_id_len : 0;
-		return !check_here || (known_len && have_here && candidate(here, known, known_len, NULL, NULL)) ? 0 : 1;
+	char p[PATH_MAX];
+	int const fits = plen < sizeof(p);
+	if (fits)
+		snprintf(p, sizeof(p), "%.*s", (int)plen, path);
+	char mf[96];
+	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, start, end);
+	int fd = take(open(mf, O_PATH | O_CLOEXEC), &w, 1);
+	int from_path = 0;
+	if (fd < 0 && !gone && fits && p[0] == '/' && other_view != 0)
+		fd = take(open_in_root(pid, p), &w, 0);
+	if (fd < 0 && !gone && fits && other_view != 1) {
+		fd = take(open(p, O_PATH | O_CLOEXEC), &w, 0);
+		from_path = fd >= 0;
 	}
-	/* 3. The path here: a chroot's files have it in /proc/PID/maps
-	 * (paths are shown from the reader's root); another mount
-	 * namespace's would be other files. */
-	if (other_view != 1 && have_here && (size_t)snprintf(buf, len, "%s", here) < len) {
-		if (want_id_len)
-			*want_id_len = wcap;
-		if (candidate(buf, id, id_len, want_id, want_id_len))
-			return 0;
+	if (fd < 0)
+		return -ENOENT;
+	if (here && fits && !gone) {
+		if (from_path) {
+			*here = 1;
+		} else {
+			/* The same build-id at the path here: the file a
+			 * reader finds. */
+			uint8_t got[64];
+			int const n = id_len ? (int)id_len : rec_file_build_id(fd, got, sizeof(got));
+			struct want const same = { .id = id_len ? id : got, .id_len = n > 0 ? (size_t)n : 0 };
+			int const h = n > 0 ? take(open(p, O_PATH | O_CLOEXEC), &same, 0) : -1;
+			*here = h >= 0;
+			if (h >= 0)
+				close(h);
+		}
 	}
-	if (want_id_len)
-		*want_id_len = 0;
-	return -ENOENT;
+	return fd;
 }

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <linux/perf_event.h>
 
@@ -94,49 +96,53 @@ void rec_file_ids_free(struct rec_file_ids *ids)
 	*ids = (struct rec_file_ids){ 0 };
 }
 
-static uint64_t file_hash(uint32_t maj, uint32_t min, uint64_t ino)
-{
-	uint64_t const k[2] = { (uint64_t)maj << 32 | min, ino };
-	return su_fnv1a(k, sizeof(k));
-}
-
 static int file_eq(const void *arg, uint32_t idx)
 {
 	const struct rec_file_id *key = ((const struct rec_file_id *const *)arg)[0];
 	const struct rec_file_id *e = &((const struct rec_file_id *const *)arg)[1][idx];
-	return e->ino == key->ino && e->maj == key->maj && e->min == key->min;
+	return e->ino == key->ino && e->dev == key->dev && e->size == key->size && e->mtime_ns == key->mtime_ns;
 }
 
-/* The build-id of PID's mapping [START, END) of NAME (file MAJ:MIN INO),
- * from IDS or read from the file the process maps (then kept in IDS):
- * its length, 0 when none. */
+/* The build-id of PID's mapping [START, END) of NAME (file MAJ:MIN INO
+ * as /proc/PID/maps gives it), read from the file the process maps, or
+ * from IDS when that file (by device, inode, size and time: a btrfs
+ * subvolume's inode numbers repeat under one device in /proc) was read
+ * already: its length, 0 when none. */
 static size_t file_build_id(struct rec_file_ids *ids, pid_t pid, int *view, uint64_t start, uint64_t end,
 			    const char *name, uint32_t maj, uint32_t min, uint64_t ino, uint8_t id[20])
 {
-	struct rec_file_id key = { .ino = ino, .maj = maj, .min = min };
-	const struct rec_file_id *const arg[2] = { &key, ids->e };
-	uint64_t const h = file_hash(maj, min, ino);
+	if (*view == 0x7fff)
+		*view = rec_proc_other_view(pid);
+	int const fd = rec_proc_file_open(pid, start, end, name, *view, NULL, 0, makedev(maj, min), ino, NULL);
+	if (fd < 0)
+		return 0;
+	struct stat st;
+	int const have_key = fstat(fd, &st) == 0 && !su_hmap_reserve(&ids->map);
+	struct rec_file_id key = { 0 };
 	size_t slot = 0;
-	int const have_slot = ino && !su_hmap_reserve(&ids->map);
-	if (have_slot) {
+	uint64_t h = 0;
+	if (have_key) {
+		key = (struct rec_file_id){ .dev = st.st_dev, .ino = st.st_ino, .size = (uint64_t)st.st_size,
+					    .mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u +
+							(uint64_t)st.st_mtim.tv_nsec };
+		uint64_t const k[4] = { key.dev, key.ino, key.size, key.mtime_ns };
+		h = su_fnv1a(k, sizeof(k));
+		const struct rec_file_id *const arg[2] = { &key, ids->e };
 		slot = su_hmap_find(&ids->map, h, file_eq, arg);
 		if (su_hmap_used(&ids->map, slot)) {
 			const struct rec_file_id *e = &ids->e[su_hmap_value(&ids->map, slot)];
 			memcpy(id, e->id, e->len);
+			close(fd);
 			return e->len;
 		}
 	}
-	char fpath[PATH_MAX + 64];
-	size_t len = 20;
-	if (*view == 0x7fff)
-		*view = rec_proc_other_view(pid);
-	if (rec_proc_file_path(pid, start, end, name, *view, NULL, 0, id, &len, 0, fpath, sizeof(fpath)) < 0 || !len)
-		return 0;
-	/* Kept when read: a failure (a file gone, not ours) may not be
-	 * one for another process mapping the same file. */
-	if (have_slot && !SU_GROW(ids->e, ids->cap, ids->n + 1)) {
-		ids->e[ids->n] = (struct rec_file_id){ .ino = ino, .maj = maj, .min = min, .len = (uint8_t)len };
-		memcpy(ids->e[ids->n].id, id, len);
+	int const n = rec_file_build_id(fd, id, 20);
+	close(fd);
+	size_t const len = n > 0 ? (size_t)n : 0;
+	if (have_key && !SU_GROW(ids->e, ids->cap, ids->n + 1)) {
+		key.len = (uint8_t)len;
+		memcpy(key.id, id, len);
+		ids->e[ids->n] = key;
 		su_hmap_set(&ids->map, slot, h, (uint32_t)ids->n);
 		ids->n++;
 	}

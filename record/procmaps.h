@@ -26,15 +26,14 @@ struct rec_buf {
 	uint64_t id;
 };
 
-/* The build-ids read from the files processes map, by the file's device
- * and inode (as /proc/PID/maps gives them: the file itself, whichever
- * mount namespace names it): a machine's hundreds of processes map the
- * same few libraries, each read once.  Zeroed: empty. */
+/* The build-ids read from the files processes map, by the file's device,
+ * inode, size and modification time (the file itself, whichever mount
+ * namespace names it): a machine's hundreds of processes map the same
+ * few libraries, each read once.  Zeroed: empty. */
 struct rec_file_ids {
 	struct su_hmap map;
 	struct rec_file_id {
-		uint64_t ino;
-		uint32_t maj, min;
+		uint64_t dev, ino, size, mtime_ns;
 		uint8_t len, id[20];
 	} *e;
 	size_t n, cap;

@@ -137,10 +137,10 @@ static int on_process(void *arg, const struct su_process *p)
 }
 
 /* A file a process maps that a reader would not find at its path. */
-static void on_keep(void *arg, const char *path, const uint8_t *id, size_t len)
+static void on_keep(void *arg, int fd, const uint8_t *id, size_t len)
 {
 	struct recorder *r = arg;
-	rec_keeper_add(r->keeper, path, id, len);
+	rec_keeper_add(r->keeper, fd, id, len);
 }
 
 /* A section ended: the stream's model frees its process's maps. */

@@ -18,6 +18,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 need "util-linux" unshare
 need "binutils" readelf
+need "util-linux" setpriv
 
 # The program run, tdata-single, and another one, tdata-recurse, at the
 # same path outside the namespace.
@@ -117,6 +118,49 @@ kill "$pid" 2>/dev/null
 wait "$pid" 2>/dev/null
 check "another user's cache directory: exit 0 ($rc), nothing written there, 'could not be kept' said" \
 	sh -c "[ $rc = 0 ] && [ ! -e '$work/theirs/cache' ] && grep -q 'could not be kept' '$work/theirs.rerr'"
+
+# 3c. What is at a replaced file's path is never opened but as a file:
+# a FIFO there (which an open would wait on forever, holding the thread
+# that drains the rings).
+cp "$TD/tdata-single" "$work/del/prog3"
+"$work/del/prog3" 4 >/dev/null 2>&1 &
+pid=$!
+wait_until 10 sh -c "grep -q '$work/del/prog3' /proc/$pid/maps 2>/dev/null"
+rm "$work/del/prog3"
+mkfifo "$work/del/prog3"
+timeout 30 "$STACKCAP" record -p "$pid" -o "$work/fifo.trace" -- sleep 0.3 2>"$work/fifo.rerr"
+rc=$?
+kill "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+check "a FIFO at a replaced file's path: the recording ends, exit 0 ($rc; 124: hung)" [ "$rc" = 0 ]
+
+# 3d. The mapping's own file out of reach (no CAP_SYS_ADMIN nor
+# CAP_CHECKPOINT_RESTORE: /proc/PID/map_files refused): the new file at a
+# replaced file's path is not taken for it (another inode), so its
+# build-id is never recorded and no frame is named after it.
+if setpriv --help 2>&1 | grep -q -- --bounding-set; then
+	cp "$TD/tdata-single" "$work/del/prog4"
+	"$work/del/prog4" 4 >/dev/null 2>&1 &
+	pid=$!
+	wait_until 10 sh -c "grep -q '$work/del/prog4' /proc/$pid/maps 2>/dev/null"
+	rm "$work/del/prog4"
+	cp "$TD/tdata-recurse" "$work/del/prog4"
+	setpriv --inh-caps=-sys_admin,-checkpoint_restore --bounding-set=-sys_admin,-checkpoint_restore -- \
+		"$STACKCAP" record -p "$pid" -o "$work/nocap.trace" -- sleep 0.5 2>"$work/nocap.rerr"
+	rc=$?
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	# (The new file findable by its build-id: had it been recorded,
+	# frames would be named after it.)
+	mkdir -p "$work/dbg/.build-id/$(echo "$other" | cut -c1-2)"
+	cp "$TD/tdata-recurse" "$work/dbg/.build-id/$(echo "$other" | cut -c1-2)/$(echo "$other" | cut -c3-)"
+	"$B/cli/stackunwind" stacks --debug-dir "$work/dbg" "$work/nocap.trace" >"$work/nocap.out" 2>"$work/nocap.err"
+	n_rec=$(grep -c 'recurse' "$work/nocap.out")
+	check "map_files refused, a replaced file: exit 0 ($rc), no frame named after the file now at its path ($n_rec)" \
+		sh -c "[ $rc = 0 ] && [ -s '$work/nocap.out' ] && [ $n_rec = 0 ]"
+else
+	not_ok "setpriv without --bounding-set: apt-get install util-linux (2.33 or later)"
+fi
 
 # 4. A process that sees the recorder's files: nothing kept.
 rm -rf "$work/cache"
