@@ -71,9 +71,16 @@ check "attach: babeltrace2's filter and sink fold as stackunwind, with tdata-sin
 # nothing is named after it.
 [ -d "$work/cache/bin" ] && mv "$work/cache/bin" "$work/bin.away"
 set -- $(unwound attach)
-check "attach, no copy: the file here refused for its build-id ($ran), no frame named after it ($1 of $2)" \
-	sh -c "grep -q 'build-id $ran): the file there has another build-id' '$work/attach.err' &&
-		! grep -q 'recurse' '$work/attach.out' && [ $1 = 0 ]"
+# (The recorded path is the namespace's; where the recorder runs under a
+# chroot itself, the kernel shows it from the machine's root instead,
+# which holds no file here: "not found".)
+if grep -q -E "build-id $ran\): (the file there has another build-id|not found)" "$work/attach.err" &&
+	! grep -q 'recurse' "$work/attach.out" && [ "$1" = 0 ]; then
+	ok "attach, no copy: the file here refused for its build-id ($ran), no frame named after it ($1 of $2)"
+else
+	not_ok_show "attach, no copy: the file here refused for its build-id ($ran), no frame named after it ($1 of $2)" \
+		"$work/attach.err"
+fi
 [ -d "$work/bin.away" ] && mv "$work/bin.away" "$work/cache/bin"
 
 # 2. Started in the container while recorded: the kernel's records.
