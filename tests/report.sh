@@ -255,13 +255,20 @@ if perf record -q -k monotonic -e cpu-clock --call-graph dwarf -o "$work/single.
 		"$work/pd.folded")
 	got=$(row hot_leaf "$work/pd.report" | awk '{ print $2 }')
 	check "report of a perf.data: hot_leaf's Self is folded's $want ($got)" [ "$got" = "$want" -a "$t" -gt 0 ]
-	# Beside perf report itself: Children and Self of the chain's functions.
+	# Beside perf report itself: Children and Self of the chain's functions,
+	# within one sample's share (perf 6.1's libunwind stops short on a
+	# sample now and then where ours reaches _start: 99.83% against 99.92%
+	# of ~1,200 samples, once in a make check).
 	perf report -i "$work/single.data" --children --stdio -g none --sort sym >"$work/pd.perf" 2>/dev/null
+	one=$(awk -v t="$t" 'BEGIN { printf "%.4f", t ? 100 / t : 0 }')
 	bad=
 	for f in hot_leaf level_c main _start; do
 		p=$(awk -v f="$f" '$3 == "[.]" && $4 == f && NF == 4 { print $1, $2; exit }' "$work/pd.perf")
 		o=$(row "$f" "$work/pd.report" | awk '{ print $1, $2 }')
-		[ -n "$p" ] && [ "$p" = "$o" ] || bad="$bad $f(perf: $p, ours: $o)"
+		[ -n "$p" ] && [ -n "$o" ] && echo "$p $o" | awk -v one="$one" '
+			function d(a, b) { a += 0; b += 0; return a > b ? a - b : b - a }
+			{ exit !(d($1, $3) <= one + 0.01 && d($2, $4) <= one + 0.01) }' ||
+			bad="$bad $f(perf: $p, ours: $o)"
 	done
 	check "report of a perf.data: Children and Self as perf report --children prints them (wrong:${bad:- none})" [ -z "$bad" ]
 else
