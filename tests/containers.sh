@@ -169,6 +169,23 @@ else
 	not_ok "setpriv without --bounding-set: apt-get install util-linux (2.33 or later)"
 fi
 
+# 3e. Under chroot (another root, our mount namespace): a root holding
+# the program at /prog and copies of its libraries at their paths.  The
+# kernel names the files from that root: /prog is nowhere here (kept),
+# the libraries' paths hold the same build-ids here (not kept).
+rm -rf "$work/cache"
+mkdir -p "$work/croot"
+cp "$TD/tdata-single" "$work/croot/prog"
+for lib in $(ldd "$TD/tdata-single" | awk '$(NF - 1) ~ /^\// { print $(NF - 1) }'); do
+	mkdir -p "$work/croot$(dirname "$lib")" && cp "$lib" "$work/croot$lib"
+done
+"$STACKCAP" record -o "$work/chroot.trace" -- chroot "$work/croot" /prog 1 2>"$work/chroot.rerr"
+rc=$?
+set -- $(unwound chroot)
+nkept=$(find "$work/cache/bin" -type f ! -name '.*' 2>/dev/null | wc -l)
+check "under chroot: exit 0 ($rc), chain in >= 99% ($1 of $2), the program alone kept ($nkept)" \
+	sh -c "[ $rc = 0 ] && [ $2 -ge 100 ] && [ \$(($1 * 100)) -ge \$(($2 * 99)) ] && [ $nkept = 1 ] && cmp -s '$kept' '$TD/tdata-single'"
+
 # 4. A process that sees the recorder's files: nothing kept.
 rm -rf "$work/cache"
 "$STACKCAP" record -o "$work/plain.trace" -- "$TD/tdata-single" 0.3 2>"$work/plain.rerr"
