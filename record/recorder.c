@@ -649,8 +649,9 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 		    (double)r->kept.bytes / 1e6, r->kept.had);
 	if (r->kept.failed)
 		say(o, "warning: %" PRIu64 " files mapped by processes are not at their path here and could not be "
-		    "kept in %s (no space or permission, over 512 MB, or the directory another user's): their frames "
-		    "will show module+offset unless "
+		    "kept in %s (their process gone before they were read, no space or permission, over 512 MB a "
+		    "file or 2 GB a recording, more than 64 waiting, or a directory another user can change): their "
+		    "frames will show module+offset unless "
 		    "stackunwind is given them (--debug-dir, --symfs)", r->kept.failed,
 		    r->kept_dir[0] ? r->kept_dir : "the cache directory");
 	if (st.no_user && (o->all || o->n_pids || o->n_tids))
