@@ -33,6 +33,14 @@ static const struct command_doc {
 			      "pprof (gzipped profile.proto); docs/export.md says what goes where" },
 };
 
+int stackunwind_is_command(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(name, commands[i].name))
+			return 1;
+	return 0;
+}
+
 static const struct option_doc {
 	unsigned cmds;       /* the commands it goes with */
 	unsigned required;   /* ... and those that need it */

@@ -21,24 +21,23 @@ void cli_shell_word(FILE *out, const char *arg)
 	fputc('\'', out);
 }
 
-int cli_misplaced_command(FILE *out, const char *prog, int argc, char *const *argv, const char *const *cmds)
+int cli_misplaced_command(FILE *out, const char *prog, int argc, char *const *argv,
+			  int (*is_command)(const char *word))
 {
 	for (int i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--"))
 			return 0; /* a traced command's own words from here */
-		for (const char *const *c = cmds; *c; c++) {
-			if (strcmp(argv[i], *c))
+		if (!is_command(argv[i]))
+			continue;
+		fprintf(out, "%s: the command comes first, its options after it: %s %s", prog, prog, argv[i]);
+		for (int j = 1; j < argc; j++) {
+			if (j == i)
 				continue;
-			fprintf(out, "%s: the command comes first, its options after it: %s %s", prog, prog, *c);
-			for (int j = 1; j < argc; j++) {
-				if (j == i)
-					continue;
-				fputc(' ', out);
-				cli_shell_word(out, argv[j]);
-			}
-			fputc('\n', out);
-			return 1;
+			fputc(' ', out);
+			cli_shell_word(out, argv[j]);
 		}
+		fputc('\n', out);
+		return 1;
 	}
 	return 0;
 }

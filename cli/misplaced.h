@@ -9,11 +9,12 @@
 
 #include <stdio.h>
 
-/* ARGV[1] is none of CMDS (NULL-terminated).  When a later argument is
- * one, writes to OUT "PROG: the command comes first, its options after
- * it: PROG CMD ARGS..." (the line with CMD moved first) and returns 1;
- * else 0, nothing written. */
-int cli_misplaced_command(FILE *out, const char *prog, int argc, char *const *argv, const char *const *cmds);
+/* ARGV[1] is no command (IS_COMMAND says which words are).  When a later
+ * argument is one, writes to OUT "PROG: the command comes first, its
+ * options after it: PROG CMD ARGS..." (the line with CMD moved first)
+ * and returns 1; else 0, nothing written. */
+int cli_misplaced_command(FILE *out, const char *prog, int argc, char *const *argv,
+			  int (*is_command)(const char *word));
 
 /* Writes ARG to OUT as a shell word (single-quoted when it holds anything
  * but letters, digits and _-./,:=@%+). */

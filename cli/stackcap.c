@@ -773,6 +773,11 @@ static int record_lttng(char **argv, unsigned long freq, unsigned long cap, cons
 	return rc;
 }
 
+static int is_command(const char *name)
+{
+	return !strcmp(name, "record") || !strcmp(name, "convert");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -791,8 +796,7 @@ int main(int argc, char **argv)
 		printf(PROG " (" PACKAGE_NAME ") " PACKAGE_VERSION "\n");
 		return 0;
 	}
-	static const char *const commands[] = { "record", "convert", NULL };
-	if (cli_misplaced_command(stderr, PROG, argc, argv, commands)) {
+	if (cli_misplaced_command(stderr, PROG, argc, argv, is_command)) {
 		fputs("Try '" PROG " --help'.\n", stderr);
 		return 2;
 	}

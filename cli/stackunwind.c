@@ -254,13 +254,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 	if (argc < 2)
 		die_usage("missing command (stacks, folded, flamegraph, report, stats or export)");
 	o->command = argv[1];
-	static const char *const commands[] = { "stacks", "folded", "flamegraph", "report", "stats", "export", NULL };
-	size_t k = 0;
-	while (commands[k] && strcmp(o->command, commands[k]))
-		k++;
-	if (!commands[k]) {
+	if (!stackunwind_is_command(o->command)) {
 		struct stat sb;
-		if (cli_misplaced_command(stderr, PROG, argc, argv, commands)) {
+		if (cli_misplaced_command(stderr, PROG, argc, argv, stackunwind_is_command)) {
 			try_help();
 			exit(EXIT_USAGE);
 		}

@@ -62,6 +62,9 @@ struct options {
 	int weigh;               /* folded, flamegraph: counts are microseconds */
 };
 
+/* Is NAME one of the commands (cli/help.c's table)? */
+int stackunwind_is_command(const char *name);
+
 /* --help: every command, or COMMAND's alone (cli/help.c). */
 void stackunwind_usage(FILE *f, const char *command);
 
