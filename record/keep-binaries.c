@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/cache-file.h"
+#include "common/io.h"
 #include "common/map-entry.h"
 #include "debuginfo/module.h"
 #include "record/keep-binaries.h"
@@ -58,12 +59,8 @@ static int copy_all(int fd, int out, uint64_t *bytes)
 					continue;
 				if (r <= 0)
 					return (int)r;
-				for (ssize_t w = 0; w < r;) {
-					ssize_t const x = write(out, buf + w, (size_t)(r - w));
-					if (x < 0 && errno != EINTR)
-						return -1;
-					w += x > 0 ? x : 0;
-				}
+				if (su_write_all(out, buf, (size_t)r) != 0)
+					return -1;
 				*bytes += (uint64_t)r;
 			}
 		}
@@ -151,16 +148,6 @@ static int own_private_dir(const char *dir)
 	return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 077);
 }
 
-/* PATH's directory, into BUF. */
-static const char *dest_dir(const char *path, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s", path);
-	char *const slash = strrchr(buf, '/');
-	if (slash)
-		*slash = 0;
-	return buf;
-}
-
 /* Keep J's file: 1 copied, 0 kept already, -1 not kept. */
 static int keep_one(struct rec_keeper *k, const struct job *j, uint64_t *bytes)
 {
@@ -183,14 +170,12 @@ static int keep_one(struct rec_keeper *k, const struct job *j, uint64_t *bytes)
 		return -1;
 	if (su_cache_mkdirs(dest, 0700) != 0)
 		return -1;
-	/* CACHE/bin, its .build-id and xx: ours, private, no symlink. */
-	dest_dir(dest, tmp, sizeof(tmp));
+	/* xx, .build-id and CACHE/bin above DEST: ours, private, no symlink. */
+	snprintf(tmp, sizeof(tmp), "%s", dest);
 	for (int up = 0; up < 3; up++) {
+		*strrchr(tmp, '/') = 0;
 		if (!own_private_dir(tmp))
 			return -1;
-		char *const slash = strrchr(tmp, '/');
-		if (slash)
-			*slash = 0;
 	}
 	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", dest);
 	int const out = mkstemp(tmp); /* 0600 */
@@ -265,11 +250,6 @@ struct rec_keeper *rec_keeper_start(const char *cache_dir)
 	return k;
 }
 
-const char *rec_keeper_dir(const struct rec_keeper *k)
-{
-	return k ? k->dir : "";
-}
-
 void rec_keeper_add(struct rec_keeper *k, int fd, const uint8_t *id, size_t len)
 {
 	if (!k || !len || len > SU_BUILD_ID_MAX)
@@ -312,8 +292,10 @@ void rec_keeper_stop(struct rec_keeper *k, struct rec_keeper_stats *st)
 	pthread_cond_signal(&k->cond);
 	pthread_mutex_unlock(&k->lock);
 	pthread_join(k->th, NULL);
-	if (st)
+	if (st) {
 		*st = k->st;
+		snprintf(st->dir, sizeof(st->dir), "%s", k->dir);
+	}
 	pthread_mutex_destroy(&k->lock);
 	pthread_cond_destroy(&k->cond);
 	free(k->seen);

@@ -18,6 +18,7 @@
 #ifndef STACKCAP_RECORD_KEEP_BINARIES_H
 #define STACKCAP_RECORD_KEEP_BINARIES_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,14 +30,12 @@ struct rec_keeper_stats {
 	uint64_t had;        /* already kept (an earlier recording) */
 	uint64_t failed;     /* not kept: its process gone, no space, no permission, too big (512 MB a
 			      * file, 2 GB a run), queue full, the directory not safe to write */
+	char dir[PATH_MAX];  /* where they go: CACHE/bin */
 };
 
 /* Keep copies under CACHE_DIR (su_inflate_default_dir()).  NULL: not
  * (no directory, no memory, no thread). */
 struct rec_keeper *rec_keeper_start(const char *cache_dir);
-
-/* The directory copies go to (CACHE/bin), for the summary. */
-const char *rec_keeper_dir(const struct rec_keeper *k);
 
 /* Keep the file open at FD (not taken: a duplicate is), of build-id ID
  * (LEN bytes), unless asked for already in this run; FD -1: it could not

@@ -75,7 +75,6 @@ struct recorder {
 	struct rec_files_ahead *ahead; /* its stream files made ahead (record/files-ahead.h) */
 	struct rec_keeper *keeper;     /* copies of the files a reader would not find (record/keep-binaries.h) */
 	struct rec_keeper_stats kept;
-	char kept_dir[PATH_MAX];
 	struct rec_encoder *enc;
 	struct su_perf_stream *ps;
 	struct su_reader_stats rst;
@@ -645,15 +644,14 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 	if (r->kept.kept || r->kept.had)
 		say(o, "%" PRIu64 " files mapped by processes (a container's, a deleted one) are not at their path "
 		    "here: kept by build-id in %s (%" PRIu64 " copied now, %.1f MB; %" PRIu64 " kept before), where "
-		    "stackunwind finds them", r->kept.kept + r->kept.had, r->kept_dir, r->kept.kept,
+		    "stackunwind finds them", r->kept.kept + r->kept.had, r->kept.dir, r->kept.kept,
 		    (double)r->kept.bytes / 1e6, r->kept.had);
 	if (r->kept.failed)
 		say(o, "warning: %" PRIu64 " files mapped by processes are not at their path here and could not be "
 		    "kept in %s (their process gone before they were read, no space or permission, over 512 MB a "
 		    "file or 2 GB a recording, more than 64 waiting, or a directory another user can change): their "
 		    "frames will show module+offset unless "
-		    "stackunwind is given them (--debug-dir, --symfs)", r->kept.failed,
-		    r->kept_dir[0] ? r->kept_dir : "the cache directory");
+		    "stackunwind is given them (--debug-dir, --symfs)", r->kept.failed, r->kept.dir);
 	if (st.no_user && (o->all || o->n_pids || o->n_tids))
 		say(o, "%" PRIu64 " samples without user state (kernel threads, exiting tasks) left out", st.no_user);
 }
@@ -1007,11 +1005,8 @@ int rec_record(const struct rec_options *o)
 	r->enc = NULL;
 	if (frc && !r->werr)
 		r->werr = frc;
-	if (r->keeper) { /* the copies asked for done, for the summary */
-		snprintf(r->kept_dir, sizeof(r->kept_dir), "%s", rec_keeper_dir(r->keeper));
-		rec_keeper_stop(r->keeper, &r->kept);
-		r->keeper = NULL;
-	}
+	rec_keeper_stop(r->keeper, &r->kept); /* the copies asked for done, for the summary */
+	r->keeper = NULL;
 	uint64_t const bytes = ctf_writer_bytes_written(r->w);
 	int const crc = ctf_writer_close(r->w);
 	r->w = NULL;

@@ -43,6 +43,23 @@ unwound() {
 }
 most() { [ "$2" -ge 100 ] && [ $(($1 * 100)) -ge $(($2 * 99)) ]; }
 
+# replaced NAME [recurse|fifo]: tdata-single run from $work/del/NAME
+# (pid in $pid) once it maps its file, that file then removed and its
+# path given another program, a FIFO, or nothing.
+replaced() {
+	cp "$TD/tdata-single" "$work/del/$1"
+	"$work/del/$1" 4 >/dev/null 2>&1 &
+	pid=$!
+	wait_until 10 sh -c "grep -q '$work/del/$1' /proc/$pid/maps 2>/dev/null"
+	rm "$work/del/$1"
+	case ${2:-} in
+	recurse) cp "$TD/tdata-recurse" "$work/del/$1" ;;
+	fifo) mkfifo "$work/del/$1" ;;
+	esac
+}
+# end_pid: the program started last stopped.
+end_pid() { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }
+
 # 1. Attached (-p): the process's maps read from /proc, the build-ids
 # from its own files.
 unshare -m --propagation private sh -c "mount --bind '$work/ns' '$work/host' && exec '$work/host/prog' 4" \
@@ -51,8 +68,7 @@ pid=$! # unshare, then sh, then the program: one process
 wait_until 10 sh -c "grep -q '$work/host/prog' /proc/$pid/maps 2>/dev/null"
 "$STACKCAP" record -p "$pid" -o "$work/attach.trace" -- sleep 1 2>"$work/attach.rerr"
 rc=$?
-kill "$pid" 2>/dev/null
-wait "$pid" 2>/dev/null
+end_pid
 check "attach: exit 0 ($rc), the copy kept said" \
 	sh -c "[ $rc = 0 ] && grep -q 'not at their path here: kept by build-id' '$work/attach.rerr'"
 check "attach: the program the container ran kept by its build-id, 0600 ($(stat -c %a "$kept" 2>&1))" \
@@ -95,16 +111,10 @@ check "started in the container: exit 0 ($rc), kept, chain in >= 99% ($1 of $2)"
 # 3. The program's file replaced while it runs (an upgrade): its path now
 # holds another program.
 rm -rf "$work/cache"
-cp "$TD/tdata-single" "$work/del/prog"
-"$work/del/prog" 4 >/dev/null 2>&1 &
-pid=$!
-wait_until 10 sh -c "grep -q '$work/del/prog' /proc/$pid/maps 2>/dev/null"
-rm "$work/del/prog"
-cp "$TD/tdata-recurse" "$work/del/prog"
+replaced prog recurse
 "$STACKCAP" record -p "$pid" -o "$work/deleted.trace" -- sleep 1 2>"$work/deleted.rerr"
 rc=$?
-kill "$pid" 2>/dev/null
-wait "$pid" 2>/dev/null
+end_pid
 set -- $(unwound deleted)
 check "a replaced file: exit 0 ($rc), kept, chain in >= 99% ($1 of $2)" \
 	sh -c "[ $rc = 0 ] && cmp -s '$kept' '$TD/tdata-single' && [ $2 -ge 100 ] && [ \$(($1 * 100)) -ge \$(($2 * 99)) ]"
@@ -113,32 +123,21 @@ check "a replaced file: exit 0 ($rc), kept, chain in >= 99% ($1 of $2)" \
 # HOME): nothing written there, and said.
 mkdir -p "$work/theirs"
 chown 65534:65534 "$work/theirs"
-cp "$TD/tdata-single" "$work/del/prog2"
-"$work/del/prog2" 4 >/dev/null 2>&1 &
-pid=$!
-wait_until 10 sh -c "grep -q '$work/del/prog2' /proc/$pid/maps 2>/dev/null"
-rm "$work/del/prog2"
+replaced prog2
 STACKCAP_CACHE_DIR="$work/theirs/cache" "$STACKCAP" record -p "$pid" -o "$work/theirs.trace" -- sleep 0.3 \
 	2>"$work/theirs.rerr"
 rc=$?
-kill "$pid" 2>/dev/null
-wait "$pid" 2>/dev/null
+end_pid
 check "another user's cache directory: exit 0 ($rc), nothing written there, 'could not be kept' said" \
 	sh -c "[ $rc = 0 ] && [ ! -e '$work/theirs/cache' ] && grep -q 'could not be kept' '$work/theirs.rerr'"
 
 # 3c. What is at a replaced file's path is never opened but as a file:
 # a FIFO there (which an open would wait on forever, holding the thread
 # that drains the rings).
-cp "$TD/tdata-single" "$work/del/prog3"
-"$work/del/prog3" 4 >/dev/null 2>&1 &
-pid=$!
-wait_until 10 sh -c "grep -q '$work/del/prog3' /proc/$pid/maps 2>/dev/null"
-rm "$work/del/prog3"
-mkfifo "$work/del/prog3"
+replaced prog3 fifo
 timeout 30 "$STACKCAP" record -p "$pid" -o "$work/fifo.trace" -- sleep 0.3 2>"$work/fifo.rerr"
 rc=$?
-kill "$pid" 2>/dev/null
-wait "$pid" 2>/dev/null
+end_pid
 check "a FIFO at a replaced file's path: the recording ends, exit 0 ($rc; 124: hung)" [ "$rc" = 0 ]
 
 # 3d. The mapping's own file out of reach (no CAP_SYS_ADMIN nor
@@ -146,17 +145,11 @@ check "a FIFO at a replaced file's path: the recording ends, exit 0 ($rc; 124: h
 # replaced file's path is not taken for it (another inode), so its
 # build-id is never recorded and no frame is named after it.
 if setpriv --help 2>&1 | grep -q -- --bounding-set; then
-	cp "$TD/tdata-single" "$work/del/prog4"
-	"$work/del/prog4" 4 >/dev/null 2>&1 &
-	pid=$!
-	wait_until 10 sh -c "grep -q '$work/del/prog4' /proc/$pid/maps 2>/dev/null"
-	rm "$work/del/prog4"
-	cp "$TD/tdata-recurse" "$work/del/prog4"
+	replaced prog4 recurse
 	setpriv --inh-caps=-sys_admin,-checkpoint_restore --bounding-set=-sys_admin,-checkpoint_restore -- \
 		"$STACKCAP" record -p "$pid" -o "$work/nocap.trace" -- sleep 0.5 2>"$work/nocap.rerr"
 	rc=$?
-	kill "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
+	end_pid
 	# (The new file findable by its build-id: had it been recorded,
 	# frames would be named after it.)
 	mkdir -p "$work/dbg/.build-id/$(echo "$other" | cut -c1-2)"
