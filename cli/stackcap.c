@@ -30,6 +30,7 @@
 #include "cli/warn.h"
 #include "record/events.h"
 #include "record/perf-events.h"
+#include "record/keep-jit-maps.h"
 #include "record/recorder.h"
 #include "compress/stack-codec.h"
 #include "trace/perf-data.h"
@@ -161,6 +162,38 @@ struct totals {
 	int summaries, errors, first_error;
 	int started, unfinished;  /* processes that began a trace; never ended it */
 };
+
+static void say_line(void *arg, const char *line)
+{
+	(void)arg;
+	fprintf(stderr, PROG ": %s\n", line);
+}
+
+/* The perf maps of the processes the in-process hook recorded kept in
+ * their trace DIR (SHOWN as the user named it), as the kernel copy keeps
+ * them (record/keep-jit-maps.h): those processes ran in our view, their
+ * maps are in our /tmp. */
+static void keep_jit_maps(const char *dir, const char *shown)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct rec_jitmaps *j = rec_jitmaps_new(dir);
+	struct dirent *e;
+	while (j && (e = readdir(d))) {
+		unsigned pid;
+		char map[64];
+		if (sscanf(e->d_name, "proc-%u-", &pid) != 1)
+			continue;
+		snprintf(map, sizeof(map), "/tmp/perf-%u.map", pid);
+		if (access(map, F_OK) == 0)
+			rec_jitmaps_seen(j, pid, 0);
+	}
+	closedir(d);
+	struct rec_jitmaps_stats st;
+	rec_jitmaps_finish(j, &st);
+	rec_jitmaps_summary(&st, shown, say_line, NULL);
+}
 
 /* Sum the traced processes' summaries and the bytes of the trace files.
  * A summary reads "started PID" until its process ends the trace; one
@@ -610,6 +643,7 @@ static int cmd_record(int argc, char **argv)
 
 	struct totals t;
 	read_totals(abs_out, &t);
+	keep_jit_maps(abs_out, out);
 	fprintf(stderr, PROG ": in-process: %llu samples, %llu drops, %llu bytes (%.1f B/sample) in %s\n", t.samples, t.drops,
 		t.bytes, t.samples ? (double)t.bytes / (double)t.samples : 0.0, out);
 	/* Faults are reported, never silent; the status stays the command's. */

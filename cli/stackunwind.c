@@ -39,6 +39,7 @@
 #include "cli/spread.h"
 #include "cli/warn.h"
 #include "cli/worker.h"
+#include "common/ctf-layout.h"
 #include "common/io.h"
 #include "debuginfo/inflate-ahead.h"
 #include "debuginfo/inflate-cache.h"
@@ -470,6 +471,12 @@ static void parse_options(int argc, char **argv, struct options *o)
 	o->di.inflate_cache_dir = no_cache ? NULL : su_inflate_default_dir();
 	o->di.kept_dir = su_inflate_default_dir(); /* binaries, not answers: even with --no-cache */
 	o->filter.kernel_cache_dir = o->di.inflate_cache_dir;
+	/* The JIT maps a recording kept in its trace (stackcap record). */
+	static char jit[4200];
+	struct stat js;
+	if ((size_t)snprintf(jit, sizeof(jit), "%s/%s", o->trace, CTF_JIT_DIR) < sizeof(jit) && lstat(jit, &js) == 0 &&
+	    S_ISDIR(js.st_mode))
+		o->jit_dir = jit;
 }
 
 static const char *base_name(const char *path)

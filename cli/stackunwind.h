@@ -31,6 +31,7 @@ struct options {
 	const char **debug_dirs;
 	size_t n_debug_dirs;
 	struct su_debuginfo_opts di;
+	const char *jit_dir;     /* TRACE/jit: the JIT maps the recording kept (record/keep-jit-maps.h), or NULL */
 	size_t max_frames;
 	int folded;              /* `folded`: aggregate stacks instead of listing samples */
 	int roots;               /* folded root: 0 comm, 1 comm-pid, 2 comm-pid/tid */

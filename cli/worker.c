@@ -16,7 +16,7 @@ int worker_init(struct worker *w, const struct options *o)
 	w->modules = su_modcache_new(&o->di);
 	if (!w->modules)
 		return -ENOMEM;
-	w->resolver = su_resolver_new(w->modules, o->di.symfs);
+	w->resolver = su_resolver_new(w->modules, o->di.symfs, o->jit_dir);
 	if (w->resolver && o->folded) /* folded, flamegraph, report: names alone */
 		su_resolver_names_only(w->resolver);
 	w->unwinder = su_unwinder_new(o->unwinder, w->modules);

@@ -34,6 +34,12 @@
  * (ctf_writer_opts.off_cpu). */
 #define CTF_TRACE_VERSION_OFF_CPU 5
 
+/* A trace directory's one entry that is not CTF: the perf maps of its
+ * processes' JIT code, DIR/CTF_JIT_DIR/perf-PID.map, copied by the
+ * recorder (record/keep-jit-maps.h).  A directory: CTF readers
+ * (babeltrace2) take only regular files for streams; ours skip it. */
+#define CTF_JIT_DIR "jit"
+
 /* The stream classes (a packet header's stream_id). */
 enum ctf_stream_kind {
 	CTF_STREAM_PROCESS = 0, /* stream class 0: process_start, maps, drops, process_end */

@@ -83,3 +83,43 @@ void su_nofile_restore(rlim_t was)
 	rl.rlim_cur = was;
 	setrlimit(RLIMIT_NOFILE, &rl);
 }
+
+int su_copy_fd(int fd, int out, uint64_t max, uint64_t *bytes)
+{
+	off_t at = 0;
+	for (uint64_t done = 0; done < max;) {
+		size_t const want = max - done < (1u << 20) ? (size_t)(max - done) : 1u << 20;
+		ssize_t const n = copy_file_range(fd, &at, out, NULL, want, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP) && done == 0)
+			break; /* not between these file systems: by hand, below */
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		done += (uint64_t)n;
+		*bytes += (uint64_t)n;
+		if (done >= max)
+			return 0;
+	}
+	if (at != 0)
+		return 0;
+	char buf[1 << 16];
+	for (uint64_t done = 0; done < max;) {
+		size_t const want = max - done < sizeof(buf) ? (size_t)(max - done) : sizeof(buf);
+		ssize_t const r = pread(fd, buf, want, (off_t)done);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return 0;
+		int const w = su_write_all(out, buf, (size_t)r);
+		if (w)
+			return w;
+		done += (uint64_t)r;
+		*bytes += (uint64_t)r;
+	}
+	return 0;
+}

@@ -4,6 +4,7 @@
 #define STACKCAP_COMMON_IO_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -22,6 +23,11 @@ int su_write_all(int fd, const void *data, size_t len);
 /* writev() all N pieces of IOV (changed: a short write moves them on),
  * retrying on EINTR.  @return 0 or -errno (-EIO: nothing written). */
 int su_writev_all(int fd, struct iovec *iov, int n);
+
+/* FD's bytes from its start, at most MAX, appended to OUT (in the kernel
+ * where it can: copy_file_range, else read and write); *BYTES counts
+ * them as they go.  @return 0 at FD's end or MAX, or -errno. */
+int su_copy_fd(int fd, int out, uint64_t max, uint64_t *bytes);
 
 /* The open-file limit's soft value raised to the hard one (at most
  * 1,048,576): a trace of a busy machine holds thousands of stream files,

@@ -75,6 +75,7 @@ struct unwind_comp {
 	bt_self_component_filter *filter;
 	const char **debug_dirs;     /* NULL-terminated */
 	char *symfs;
+	char *jit_dir;               /* a trace's JIT maps (TRACE/jit), or NULL */
 	struct su_debuginfo_opts di;
 	int no_inline;
 	size_t max_frames;
@@ -146,6 +147,7 @@ static void comp_free(struct unwind_comp *c)
 			free((char *)c->debug_dirs[i]);
 	free(c->debug_dirs);
 	free(c->symfs);
+	free(c->jit_dir);
 	free(c);
 }
 
@@ -185,6 +187,15 @@ static int parse_params(struct unwind_comp *c, const bt_value *params)
 		if (!(c->symfs = strdup(bt_value_string_get(v))))
 			return -ENOMEM;
 	}
+	v = bt_value_map_borrow_entry_value_const(params, "jit-dir");
+	if (v) {
+		if (!bt_value_is_string(v)) {
+			BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(c->self, "parameter jit-dir: a string");
+			return -EINVAL;
+		}
+		if (!(c->jit_dir = strdup(bt_value_string_get(v))))
+			return -ENOMEM;
+	}
 	int const nodbg = sc_param_bool(params, "no-debuginfod");
 	int const noinl = sc_param_bool(params, "no-inline");
 	if (nodbg < 0 || noinl < 0) {
@@ -219,7 +230,7 @@ static int parse_params(struct unwind_comp *c, const bt_value *params)
 bt_component_class_initialize_method_status unwind_init(bt_self_component_filter *self,
 	bt_self_component_filter_configuration *config, const bt_value *params, void *init_data)
 {
-	static const char *const known[] = { "debug-dir", "symfs", "no-debuginfod", "no-inline", "max-frames" };
+	static const char *const known[] = { "debug-dir", "symfs", "jit-dir", "no-debuginfod", "no-inline", "max-frames" };
 	(void)config;
 	(void)init_data;
 	struct unwind_comp *c = calloc(1, sizeof(*c));
@@ -923,7 +934,7 @@ bt_message_iterator_class_initialize_method_status unwind_iter_init(bt_self_mess
 	it->reader = su_reader_new(&ro, &cb);
 	it->join = su_lttng_join_new();
 	it->modules = su_modcache_new(&it->comp->di);
-	it->resolver = it->modules ? su_resolver_new(it->modules, it->comp->di.symfs) : NULL;
+	it->resolver = it->modules ? su_resolver_new(it->modules, it->comp->di.symfs, it->comp->jit_dir) : NULL;
 	it->unwinder = it->modules ? su_unwinder_new(SU_UNWINDER_FAST, it->modules) : NULL;
 	it->frames = calloc(it->comp->max_frames, sizeof(*it->frames));
 	if (!it->copy || !it->reader || !it->join || !it->unwinder || !it->frames || !it->resolver) {

@@ -31,6 +31,7 @@ struct section {
 	int ended;                        /* its streams closed: later samples of it left out */
 	int exited;                       /* its process's exit seen, at EXIT_TS, before flush EXIT_FLUSH */
 	int view_known, other_view;       /* rec_proc_other_view of its process (recording live) */
+	int jit_done;                     /* its perf map's keeper needs no more word of its JIT code */
 	uint64_t exit_ts;
 	uint32_t exit_flush;
 	size_t *th;                       /* its threads, indexes in e->th */
@@ -407,6 +408,15 @@ static int write_maps(struct rec_encoder *e, struct section *s, const struct su_
 	}
 	int const rc = ctf_stream_maps(s->proc, ts, m->generation, ce, m->count);
 	free(ce);
+	for (uint32_t i = 0; e->o.live && e->o.jit && !s->jit_done && i < m->count; i++)
+		if (m->entries[i].flags & SU_MAP_ANON) {
+			if (!s->view_known) {
+				s->other_view = rec_proc_other_view((pid_t)s->p->pid);
+				s->view_known = 1;
+			}
+			s->jit_done = e->o.jit(e->o.jit_arg, s->p->pid, s->other_view);
+			break;
+		}
 	if (rc == 0) {
 		s->last_maps = m;
 		s->last_ts = ts;

@@ -43,35 +43,6 @@ struct rec_keeper {
 	size_t n_seen;
 };
 
-/* Copy FD whole into a new file at TMP's descriptor OUT. */
-static int copy_all(int fd, int out, uint64_t *bytes)
-{
-	for (off_t at = 0;;) {
-		ssize_t n = copy_file_range(fd, &at, out, NULL, 1u << 20, 0);
-		if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP) && at == 0) {
-			/* Not between these file systems: by hand. */
-			char buf[1 << 16];
-			if (lseek(fd, 0, SEEK_SET) != 0)
-				return -1;
-			for (;;) {
-				ssize_t const r = read(fd, buf, sizeof(buf));
-				if (r < 0 && errno == EINTR)
-					continue;
-				if (r <= 0)
-					return (int)r;
-				if (su_write_all(out, buf, (size_t)r) != 0)
-					return -1;
-				*bytes += (uint64_t)r;
-			}
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return (int)n;
-		*bytes += (uint64_t)n;
-	}
-}
-
 /* A directory another user cannot change: owned by this user or root,
  * writable by no one else unless sticky. */
 static int trusted(const struct stat *st, uid_t me)
@@ -182,7 +153,7 @@ static int keep_one(struct rec_keeper *k, const struct job *j, uint64_t *bytes)
 	if (out < 0)
 		return -1;
 	uint64_t n = 0;
-	int const rc = copy_all(j->fd, out, &n);
+	int const rc = su_copy_fd(j->fd, out, (uint64_t)st.st_size, &n);
 	if (close(out) != 0 || rc != 0 || n != (uint64_t)st.st_size || rename(tmp, dest) != 0) {
 		unlink(tmp);
 		return -1;

@@ -23,6 +23,8 @@ record_librecord_la_SOURCES = \
 	record/proc-files.c \
 	record/keep-binaries.h \
 	record/keep-binaries.c \
+	record/keep-jit-maps.h \
+	record/keep-jit-maps.c \
 	record/recorder.h \
 	record/recorder.c
 record_librecord_la_CFLAGS = $(AM_CFLAGS) $(LIBDW_CFLAGS) $(LIBELF_CFLAGS)

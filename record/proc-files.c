@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -107,15 +108,16 @@ static int take(int pfd, const struct want *w, int any)
 	return fd;
 }
 
-/* PATH (absolute) inside PID's root, its symlinks resolved there. */
-static int open_in_root(pid_t pid, const char *path)
+/* PATH (absolute) inside PID's root, its symlinks resolved there (with
+ * O_NOFOLLOW in FLAGS: not its last). */
+static int open_in_root(pid_t pid, const char *path, int flags)
 {
 	char p[64];
 	snprintf(p, sizeof(p), "/proc/%d/root", (int)pid);
 	int const root = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return -1;
-	struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	struct open_how how = { .flags = (uint64_t)(O_PATH | O_CLOEXEC | flags), .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
 	int const fd = (int)syscall(SYS_openat2, root, path, &how, sizeof(how));
 	close(root);
 	return fd;
@@ -144,7 +146,7 @@ int rec_proc_file_open(pid_t pid, uint64_t start, uint64_t end, const char *path
 	int fd = take(open(mf, O_PATH | O_CLOEXEC), &w, 1);
 	int from_path = 0;
 	if (fd < 0 && !gone && fits && p[0] == '/' && other_view != 0)
-		fd = take(open_in_root(pid, p), &w, 0);
+		fd = take(open_in_root(pid, p, 0), &w, 0);
 	if (fd < 0 && !gone && fits && other_view != 1) {
 		fd = take(open(p, O_PATH | O_CLOEXEC), &w, 0);
 		from_path = fd >= 0;
@@ -166,5 +168,57 @@ int rec_proc_file_open(pid_t pid, uint64_t start, uint64_t end, const char *path
 				close(h);
 		}
 	}
+	return fd;
+}
+
+/* PID's pid as its own namespace names it (the last NStgid), else PID. */
+static long ns_tgid(pid_t pid)
+{
+	char p[64], line[256];
+	snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(p, "re");
+	long n = pid;
+	if (!f)
+		return n;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "NStgid:", 7)) {
+			char *last = strrchr(line, '\t');
+			if (!last)
+				last = strrchr(line, ' ');
+			if (last)
+				n = strtol(last + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return n > 0 ? n : pid;
+}
+
+int rec_proc_jit_map_open(pid_t pid, int other_view)
+{
+	char p[64];
+	struct stat proc, st;
+	snprintf(p, sizeof(p), "/proc/%d", (int)pid);
+	uid_t owner = geteuid(); /* a process gone: its map ours or root's only */
+	if (stat(p, &proc) == 0)
+		owner = proc.st_uid; /* the process's user */
+	else if (other_view > 0)
+		return -ENOENT;      /* its /tmp gone with it */
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/perf-%ld.map", ns_tgid(pid));
+	int const pfd = other_view > 0 ? open_in_root(pid, path, O_NOFOLLOW) : open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0)
+		return -ENOENT;
+	int fd = -ENOENT;
+	if (fstat(pfd, &st) == 0 && S_ISREG(st.st_mode)) {
+		if (st.st_uid == owner || st.st_uid == 0 || st.st_uid == geteuid()) {
+			snprintf(p, sizeof(p), "/proc/self/fd/%d", pfd);
+			fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+			if (fd < 0)
+				fd = -errno;
+		} else {
+			fd = -EPERM;
+		}
+	}
+	close(pfd);
 	return fd;
 }

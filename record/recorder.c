@@ -51,6 +51,7 @@
 #include "record/recorder.h"
 #include "record/files-ahead.h"
 #include "record/keep-binaries.h"
+#include "record/keep-jit-maps.h"
 #include "debuginfo/inflate-cache.h"
 #include "trace/perf-data.h"
 #include "common/grow.h"
@@ -75,6 +76,8 @@ struct recorder {
 	struct rec_files_ahead *ahead; /* its stream files made ahead (record/files-ahead.h) */
 	struct rec_keeper *keeper;     /* copies of the files a reader would not find (record/keep-binaries.h) */
 	struct rec_keeper_stats kept;
+	struct rec_jitmaps *jit;       /* the JIT maps copied into the trace (record/keep-jit-maps.h) */
+	struct rec_jitmaps_stats jit_kept;
 	struct rec_encoder *enc;
 	struct su_perf_stream *ps;
 	struct su_reader_stats rst;
@@ -140,6 +143,13 @@ static void on_keep(void *arg, int fd, const uint8_t *id, size_t len)
 {
 	struct recorder *r = arg;
 	rec_keeper_add(r->keeper, fd, id, len);
+}
+
+/* A process with JIT code: its perf map for the trace. */
+static int on_jit(void *arg, uint32_t pid, int other_view)
+{
+	struct recorder *r = arg;
+	return rec_jitmaps_seen(r->jit, pid, other_view);
 }
 
 /* A section ended: the stream's model frees its process's maps. */
@@ -652,6 +662,8 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 		    "file or 2 GB a recording, more than 64 waiting, or a directory another user can change): their "
 		    "frames will show module+offset unless "
 		    "stackunwind is given them (--debug-dir, --symfs)", r->kept.failed, r->kept.dir);
+	if (o->say)
+		rec_jitmaps_summary(&r->jit_kept, o->out, o->say, o->say_arg);
 	if (st.no_user && (o->all || o->n_pids || o->n_tids))
 		say(o, "%" PRIu64 " samples without user state (kernel threads, exiting tasks) left out", st.no_user);
 }
@@ -815,8 +827,10 @@ int rec_record(const struct rec_options *o)
 	if ((r->ahead = rec_files_ahead_start(o->out)) != NULL)
 		ctf_writer_set_create(r->w, rec_files_ahead_take, r->ahead);
 	r->keeper = rec_keeper_start(su_inflate_default_dir());
+	r->jit = rec_jitmaps_new(o->out);
 	struct rec_encoder_opts const eo = { .full_copy = o->full_copy, .end_all = 1, .policy = o->policy, .live = 1,
 					     .keep = r->keeper ? on_keep : NULL, .keep_arg = r,
+					     .jit = r->jit ? on_jit : NULL, .jit_arg = r,
 					     .kernel_frames = kframes, .events = r->n_table ? r->table : NULL,
 					     .n_events = r->n_table, .warn = { warn_line, (void *)o },
 					     .released = on_released, .released_arg = r };
@@ -947,6 +961,7 @@ int rec_record(const struct rec_options *o)
 		uint64_t const now = now_ns();
 		if (now - last_flush >= FLUSH_PERIOD_NS) {
 			last_flush = now;
+			rec_jitmaps_retry(r->jit);
 			if ((rc = rec_encoder_flush(r->enc)) != 0) {
 				r->werr = rc;
 				break;
@@ -1007,6 +1022,8 @@ int rec_record(const struct rec_options *o)
 		r->werr = frc;
 	rec_keeper_stop(r->keeper, &r->kept); /* the copies asked for done, for the summary */
 	r->keeper = NULL;
+	rec_jitmaps_finish(r->jit, &r->jit_kept);
+	r->jit = NULL;
 	uint64_t const bytes = ctf_writer_bytes_written(r->w);
 	int const crc = ctf_writer_close(r->w);
 	r->w = NULL;
@@ -1046,6 +1063,8 @@ out:
 		ctf_writer_close(r->w);
 	rec_keeper_stop(r->keeper, NULL); /* a failure before the summary's */
 	r->keeper = NULL;
+	rec_jitmaps_finish(r->jit, NULL); /* what is held copied all the same */
+	r->jit = NULL;
 	rec_files_ahead_stop(r->ahead); /* after the writer: it may take one until then */
 	r->ahead = NULL;
 	rec_events_close(&r->ev);

@@ -27,18 +27,19 @@ struct pm_proc {
 
 struct su_perfmaps {
 	char *symfs;
+	char *jit_dir;             /* the trace's copies, or NULL */
 	struct pm_proc *procs;     /* each process asked for, first asked first */
 	size_t cap, count;
 	struct su_hmap by_pid;     /* pid -> its entry in PROCS */
 };
 
-struct su_perfmaps *su_perfmaps_new(const char *symfs)
+struct su_perfmaps *su_perfmaps_new(const char *symfs, const char *jit_dir)
 {
 	struct su_perfmaps *pm = calloc(1, sizeof(*pm));
 	if (!pm)
 		return NULL;
 	pm->symfs = strdup(symfs ? symfs : "");
-	if (!pm->symfs) {
+	if (!pm->symfs || (jit_dir && !(pm->jit_dir = strdup(jit_dir)))) {
 		su_perfmaps_free(pm);
 		return NULL;
 	}
@@ -61,6 +62,7 @@ void su_perfmaps_free(struct su_perfmaps *pm)
 	free(pm->procs);
 	su_hmap_free(&pm->by_pid);
 	free(pm->symfs);
+	free(pm->jit_dir);
 	free(pm);
 }
 
@@ -72,24 +74,42 @@ static int entry_cmp(const void *a, const void *b)
 	return x->line < y->line ? -1 : x->line > y->line;
 }
 
-/* Read SYMFS/tmp/perf-PID.map into P (nothing when there is none). */
-static void load(struct su_perfmaps *pm, struct pm_proc *p)
+/* The map at PATH, when a regular file (ANYONES: whoever owns it; else,
+ * as perf, only ours or root's); else NULL. */
+static FILE *open_map(const char *path, int anyones)
 {
-	char path[4200];
-	snprintf(path, sizeof(path), "%s%s", pm->symfs, p->map);
 	/* /tmp is anyone's: the name may be a FIFO (the open must not wait),
 	 * a device or a symlink.  As perf: a map that is neither ours nor
 	 * root's could name frames anything.  Checked on the fd, then read. */
 	int const fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
 	struct stat st;
 	if (fd < 0)
-		return;
+		return NULL;
 	FILE *f = NULL;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_uid != geteuid() && st.st_uid != 0) ||
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (!anyones && st.st_uid != geteuid() && st.st_uid != 0) ||
 	    !(f = fdopen(fd, "r"))) {
 		close(fd);
-		return;
+		return NULL;
 	}
+	return f;
+}
+
+/* Read P's map into P (nothing when there is none): the trace's copy
+ * (the recorder's, of that very process), else SYMFS/tmp/perf-PID.map. */
+static void load(struct su_perfmaps *pm, struct pm_proc *p)
+{
+	char path[4200];
+	FILE *f = NULL;
+	if (pm->jit_dir) {
+		snprintf(path, sizeof(path), "%s/perf-%" PRIu32 ".map", pm->jit_dir, p->pid);
+		f = open_map(path, 1);
+	}
+	if (!f) {
+		snprintf(path, sizeof(path), "%s%s", pm->symfs, p->map);
+		f = open_map(path, 0);
+	}
+	if (!f)
+		return;
 	char *line = NULL;
 	size_t len = 0, cap = 0;
 	uint32_t no = 0;

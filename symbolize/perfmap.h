@@ -15,9 +15,11 @@
 
 struct su_perfmaps;
 
-/* Maps read from SYMFS/tmp/perf-PID.map (SYMFS NULL or "": /tmp).  NULL
- * when out of memory. */
-struct su_perfmaps *su_perfmaps_new(const char *symfs);
+/* Maps read from JIT_DIR/perf-PID.map, the copies a trace holds
+ * (TRACE/jit, record/keep-jit-maps.h; NULL: none), else from
+ * SYMFS/tmp/perf-PID.map (SYMFS NULL or "": /tmp).  NULL when out of
+ * memory. */
+struct su_perfmaps *su_perfmaps_new(const char *symfs, const char *jit_dir);
 void su_perfmaps_free(struct su_perfmaps *pm);
 
 /* The name of the function of process PID at ADDR, or NULL; *START its

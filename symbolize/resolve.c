@@ -45,13 +45,13 @@ struct su_resolver {
 	struct su_symframe sym[SU_RESOLVE_MAX_SYM];
 };
 
-struct su_resolver *su_resolver_new(struct su_modcache *modules, const char *symfs)
+struct su_resolver *su_resolver_new(struct su_modcache *modules, const char *symfs, const char *jit_dir)
 {
 	struct su_resolver *r = calloc(1, sizeof(*r));
 	if (!r)
 		return NULL;
 	r->modules = modules;
-	r->perfmaps = su_perfmaps_new(symfs);
+	r->perfmaps = su_perfmaps_new(symfs, jit_dir);
 	if (!r->perfmaps) {
 		free(r);
 		return NULL;

@@ -68,9 +68,10 @@ struct su_resolved {
 struct su_resolver;
 
 /* A resolver over MODULES (a thread's module cache; it registers the
- * symbol cache's finalizer there), with JIT names from SYMFS/tmp (SYMFS
- * NULL: /tmp).  NULL when out of memory. */
-struct su_resolver *su_resolver_new(struct su_modcache *modules, const char *symfs);
+ * symbol cache's finalizer there), with JIT names from the trace's
+ * perf maps in JIT_DIR (TRACE/jit; NULL: none), else from SYMFS/tmp
+ * (SYMFS NULL: /tmp).  NULL when out of memory. */
+struct su_resolver *su_resolver_new(struct su_modcache *modules, const char *symfs, const char *jit_dir);
 void su_resolver_free(struct su_resolver *r);
 /* From now on, functions only: no file:line (SU_SYMBOLIZE_NAMES_ONLY), for
  * outputs that print names alone (folded stacks, flamegraphs, reports).

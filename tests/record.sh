@@ -210,6 +210,13 @@ if [ -x "$B/cli/stackunwind" ]; then
 	anon=$(grep -c '\[anon:exec\])$' "$work/jitmap.stacks")
 	check "JIT with a perf map: $named leaves named jit_count_loop (/tmp/perf-$jpid.map), $anon left as [anon:exec]; folded and speedscope name it" \
 		sh -c "[ $named -ge 250 ] && [ $anon = 0 ] && grep -q ';jit_count_loop [0-9]*\$' '$work/jitmap.folded' && grep -q '\"name\":\"jit_count_loop\"' '$work/jitmap.json'"
+	# The recorder kept that map in the trace (record/keep-jit-maps.h):
+	# with /tmp's gone (another machine, a reboot), the names stay.
+	"$B/cli/stackunwind" stacks -j 1 "$work/jitmap.trace" >"$work/jitmap2.stacks" 2>/dev/null
+	named2=$(awk -v m="(/tmp/perf-$jpid.map)" '/^jit-burn/ { getline; if ($2 ~ /^jit_count_loop\+0x/ && $3 == m) n++ } END { print n + 0 }' "$work/jitmap2.stacks")
+	check "JIT: the perf map kept in the trace (jit/perf-$jpid.map, said), its names read with /tmp's removed ($named2 of $named)" \
+		sh -c "[ -s '$work/jitmap.trace/jit/perf-$jpid.map' ] && grep -q 'perf maps naming JIT code kept in the trace: 1 ' '$work/jitmap.err' && [ $named2 = $named ]"
+	check "JIT: babeltrace2 reads the trace with its jit directory" babeltrace2 "$work/jitmap.trace" -o dummy
 else
 	not_ok "JIT: cli/stackunwind not built"
 fi

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "common/ctf-layout.h"
 #include "trace/parts-plan.h"
 #include "trace/reader-internal.h"
 #include "trace/trace-model.h"
@@ -118,7 +119,7 @@ struct su_parts_plan *su_parts_plan_new(const char *dir, unsigned parts)
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		const char *nm = de->d_name;
-		if (nm[0] == '.' || !strcmp(nm, "metadata"))
+		if (nm[0] == '.' || !strcmp(nm, "metadata") || !strcmp(nm, CTF_JIT_DIR))
 			continue;
 		if (p->n == cap) {
 			size_t const nc = cap ? 2 * cap : 256;

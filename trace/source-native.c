@@ -20,6 +20,7 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
+#include "common/ctf-layout.h"
 #include "common/io.h"
 #include "trace/reader-internal.h"
 
@@ -1363,7 +1364,7 @@ static void nat_close(void *h)
 static int add_file(struct native_source *s, const char *nm, const struct plan_file *pf, size_t cap[2], int *any_zst)
 {
 	int kind;
-	if (nm[0] == '.' || strcmp(nm, "metadata") == 0)
+	if (nm[0] == '.' || strcmp(nm, "metadata") == 0 || strcmp(nm, CTF_JIT_DIR) == 0)
 		return 0;
 	if (strncmp(nm, "proc-", 5) == 0)
 		kind = 0;

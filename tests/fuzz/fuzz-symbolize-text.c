@@ -64,7 +64,7 @@ static void perfmap(const uint8_t *data, size_t size)
 	FILE *f = fopen(map, "wb");
 	if (!f || (size && fwrite(data, 1, size, f) != size) || fclose(f))
 		abort();
-	struct su_perfmaps *pm = su_perfmaps_new(symfs);
+	struct su_perfmaps *pm = su_perfmaps_new(symfs, NULL);
 	if (!pm)
 		return;
 	/* The addresses the file names, as its reader parses them. */

@@ -71,7 +71,7 @@ START_TEST(resolver_keeps_one_copy)
 	struct su_debuginfo_opts const di = { .no_debuginfod = 1 };
 	struct su_modcache *mc = su_modcache_new(&di);
 	ck_assert_ptr_nonnull(mc);
-	struct su_resolver *r = su_resolver_new(mc, NULL);
+	struct su_resolver *r = su_resolver_new(mc, NULL, NULL);
 	ck_assert_ptr_nonnull(r);
 	const char *clean = "plain";
 	ck_assert_ptr_eq(su_resolver_text(r, clean), clean);
