@@ -186,4 +186,47 @@ rc=$?
 check "the recorder's own view: exit 0 ($rc), nothing kept" \
 	sh -c "[ $rc = 0 ] && [ ! -e '$work/cache/bin' ] && ! grep -q 'kept by build-id' '$work/plain.rerr'"
 
+# 5. JIT code in a container: its perf map is in the container's /tmp
+# (a private tmpfs here) under its pid there (1), nowhere on the host.
+# The recorder keeps it in the trace (record/keep-jit-maps.h).
+# jit_named NAME: "NAMED ANON" of jit-burn's leaves in NAME.out.
+jit_named() {
+	awk '/^jit-burn/ { getline; if ($2 ~ /^jit_count_loop\+0x/) n++; if ($3 == "([anon:exec])") a++ }
+		END { print n + 0, a + 0 }' "$work/$1.out"
+}
+"$STACKCAP" record -o "$work/jitns.trace" -- unshare -m -p -f --mount-proc sh -c \
+	"mount -t tmpfs -o mode=0755 tmpfs /tmp && exec '$B/tests/jit-burn' 1 perf-map" >/dev/null 2>"$work/jitns.rerr"
+rc=$?
+unwound jitns >/dev/null
+set -- $(jit_named jitns)
+maps=$(ls "$work/jitns.trace/jit" 2>/dev/null | tr '\n' ' ')
+check "JIT in a container: exit 0 ($rc), its perf map kept ($maps), $1 leaves named from it, $2 [anon:exec]" \
+	sh -c "[ $rc = 0 ] && [ $1 -ge 250 ] && [ $2 = 0 ] && grep -q 'perf maps naming JIT code kept in the trace: 1 ' '$work/jitns.rerr'"
+mv "$work/jitns.trace/jit" "$work/jitns.jit"
+unwound jitns >/dev/null
+set -- $(jit_named jitns)
+check "sound: without the trace's copy, none of those leaves is named ($1 named, $2 [anon:exec])" \
+	sh -c "[ $1 = 0 ] && [ $2 -ge 250 ]"
+# Attached (-p) to it.
+unshare -m -p -f --mount-proc sh -c "mount -t tmpfs -o mode=0755 tmpfs /tmp && exec '$B/tests/jit-burn' 4 perf-map" \
+	>/dev/null 2>&1 &
+pid=$!
+wait_until 10 sh -c "grep -q . /proc/$pid/task/$pid/children" # unshare forks it (-f)
+jpid=$(awk '{ print $1 }' /proc/$pid/task/$pid/children 2>/dev/null)
+wait_until 10 sh -c "grep -q '^[0-9a-f]*-[0-9a-f]* r-xp 00000000 00:00 0 ' /proc/$jpid/maps 2>/dev/null"
+"$STACKCAP" record -p "$jpid" -o "$work/jitattach.trace" -- sleep 1 2>"$work/jitattach.rerr"
+rc=$?
+end_pid
+unwound jitattach >/dev/null
+set -- $(jit_named jitattach)
+check "JIT in a container, attached: exit 0 ($rc), perf-$jpid.map kept, $1 leaves named from it, $2 [anon:exec]" \
+	sh -c "[ $rc = 0 ] && [ -s '$work/jitattach.trace/jit/perf-$jpid.map' ] && [ $1 -ge 250 ] && [ $2 = 0 ]"
+# A map another user owns (anyone may write in a /tmp): not kept, said.
+"$STACKCAP" record -o "$work/jitother.trace" -- unshare -m -p -f --mount-proc sh -c \
+	"mount -t tmpfs -o mode=0755 tmpfs /tmp && : >/tmp/perf-1.map && chown 65534 /tmp/perf-1.map && exec '$B/tests/jit-burn' 1 perf-map" \
+	>/dev/null 2>"$work/jitother.rerr"
+rc=$?
+check "JIT map owned by another user than its process's: exit 0 ($rc), not kept, said" \
+	sh -c "[ $rc = 0 ] && [ ! -e '$work/jitother.trace/jit' ] && grep -q '1 perf maps not kept: owned by another user' '$work/jitother.rerr'"
+
 echo "1..$n"
