@@ -8,7 +8,9 @@
 # of it by build-id in the cache (record/keep-binaries.h), where
 # stackunwind finds it: the stacks unwind and are named as the program
 # ran them.  Without that copy stackunwind refuses the file at the path
-# (another build-id) rather than name frames after it.
+# (another build-id) rather than name frames after it.  A container's JIT
+# names its code in its own /tmp under its own pid: the recorder keeps
+# that perf map in the trace (record/keep-jit-maps.h).
 # Needs root (mount namespaces, /proc/PID/map_files), as CI runs.
 . "${top_srcdir:?}/tests/tap-lib.sh"
 if [ "$(id -u)" != 0 ]; then
