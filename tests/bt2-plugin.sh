@@ -126,6 +126,13 @@ run jit-f $BT "$work/jit.trace" -c filter.stackcap.unwind
 rm -f "/tmp/perf-$jpid.map"
 njit=$(grep -c "function = \"jit_count_loop\", module = \"/tmp/perf-$jpid.map\"" "$work/jit-f.out")
 check "filter: JIT frames named from /tmp/perf-$jpid.map ($njit)" [ "$njit" -ge 100 ]
+# /tmp's map gone: the filter reads the trace's copy given as jit-dir.
+run jit-d $BT "$work/jit.trace" -c filter.stackcap.unwind -p "jit-dir=\"$work/jit.trace/jit\""
+run jit-n $BT "$work/jit.trace" -c filter.stackcap.unwind
+njd=$(grep -c "function = \"jit_count_loop\", module = \"/tmp/perf-$jpid.map\"" "$work/jit-d.out")
+njn=$(grep -c "function = \"jit_count_loop\"" "$work/jit-n.out")
+check "filter: with jit-dir, the trace's copy of the map names as many ($njd of $njit; $njn without it)" \
+	sh -c "[ $njd = $njit ] && [ $njn = 0 ]"
 # dlopen/dlclose: maps generations change while sampling (samples wait for
 # the maps event the writer stamps after them).
 record dlopen -- "$TD/tdata-dlopen" --reload 0.5
