@@ -217,6 +217,22 @@ if [ -x "$B/cli/stackunwind" ]; then
 	check "JIT: the perf map kept in the trace (jit/perf-$jpid.map, said), its names read with /tmp's removed ($named2 of $named)" \
 		sh -c "[ -s '$work/jitmap.trace/jit/perf-$jpid.map' ] && grep -q 'perf maps naming JIT code kept in the trace: 1 ' '$work/jitmap.err' && [ $named2 = $named ]"
 	check "JIT: babeltrace2 reads the trace with its jit directory" babeltrace2 "$work/jitmap.trace" -o dummy
+	# A trace is input: its copy a FIFO (the read must not wait) or a
+	# symlink (never followed) names nothing, and the reading goes on.
+	mv "$work/jitmap.trace/jit/perf-$jpid.map" "$work/jitmap.copy"
+	for kind in fifo symlink; do
+		case $kind in
+		fifo) mkfifo "$work/jitmap.trace/jit/perf-$jpid.map" ;;
+		symlink) ln -s "$work/jitmap.copy" "$work/jitmap.trace/jit/perf-$jpid.map" ;;
+		esac
+		timeout 60 "$B/cli/stackunwind" stacks -j 1 "$work/jitmap.trace" >"$work/jitmap-$kind.stacks" 2>/dev/null
+		rc=$?
+		rm -f "$work/jitmap.trace/jit/perf-$jpid.map"
+		jn=$(grep -c 'jit_count_loop' "$work/jitmap-$kind.stacks")
+		ja=$(grep -c '\[anon:exec\])$' "$work/jitmap-$kind.stacks")
+		check "JIT: the trace's copy a $kind: read to the end ($rc; 124: hung), nothing named from it ($jn), $ja [anon:exec]" \
+			sh -c "[ $rc = 0 ] && [ $jn = 0 ] && [ $ja -ge 250 ]"
+	done
 else
 	not_ok "JIT: cli/stackunwind not built"
 fi
