@@ -344,8 +344,18 @@ static const struct su_module *entry_module(struct rec_encoder *e, struct sectio
 			s->view_known = 1;
 		}
 		int here = 0;
-		int const fd = rec_proc_file_open((pid_t)s->p->pid, x->start, x->end, x->path, s->other_view,
-						  x->build_id, x->build_id_len, 0, 0, e->o.keep ? &here : NULL);
+		int fd = rec_proc_file_open((pid_t)s->p->pid, x->start, x->end, x->path, s->other_view,
+					    x->build_id, x->build_id_len, 0, 0, e->o.keep ? &here : NULL);
+		if (fd < 0 && s->other_view < 0 && x->build_id_len && s->p->ppid > 1) {
+			/* The process gone already (a short command in a
+			 * container ends before its first sample is read):
+			 * its parent, still there, mostly sees the same
+			 * files; taken only with the recorded build-id. */
+			int const view = rec_proc_other_view((pid_t)s->p->ppid);
+			if (view > 0)
+				fd = rec_proc_file_open((pid_t)s->p->ppid, 0, 0, x->path, view, x->build_id,
+							x->build_id_len, 0, 0, e->o.keep ? &here : NULL);
+		}
 		if (fd >= 0) {
 			struct su_map_entry alt = *x;
 			if (!x->build_id_len) {
