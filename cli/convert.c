@@ -28,6 +28,7 @@
 #include "common/io.h"
 #include "capture/ctf-writer.h"
 #include "record/encode.h"
+#include "record/keep-jit-maps.h"
 #include "trace/perf-data.h"
 #include "trace/trace-read.h"
 
@@ -37,6 +38,17 @@ struct conv {
 	struct rec_encoder *enc;
 	struct su_reader_stats *st;
 };
+
+static int on_jit(void *arg, uint32_t pid, int other_view)
+{
+	return rec_jitmaps_seen(arg, pid, other_view);
+}
+
+static void say_line(void *arg, const char *line)
+{
+	(void)arg;
+	fprintf(stderr, PROG ": %s\n", line);
+}
 
 static int on_sample(void *arg, const struct su_sample *s)
 {
@@ -136,9 +148,14 @@ int stackcap_convert(int argc, char **argv)
 	struct ctf_writer *w;
 	struct ctf_writer_opts wo = { .sz = sizeof(wo), .zstd = zstd, .own_fds = 1 };
 	int rc = ctf_writer_open(out, &wo, &w);
-	if (rc == 0 && (rc = rec_encoder_new(w, NULL, &c.enc)) != 0)
+	/* The perf maps of its processes' JIT code, in /tmp as they
+	 * left them, kept in the trace (record/keep-jit-maps.h). */
+	struct rec_jitmaps *jit = rc == 0 ? rec_jitmaps_new(out) : NULL;
+	struct rec_encoder_opts const eo = { .jit = jit ? on_jit : NULL, .jit_arg = jit };
+	if (rc == 0 && (rc = rec_encoder_new(w, &eo, &c.enc)) != 0)
 		ctf_writer_close(w);
 	if (rc) {
+		rec_jitmaps_finish(jit, NULL);
 		fprintf(stderr, PROG ": cannot create %s: %s\n", out, strerror(-rc));
 		return 1;
 	}
@@ -164,6 +181,8 @@ int stackcap_convert(int argc, char **argv)
 			 "re-encode; record with `perf record --call-graph dwarf` (stackunwind reads this file as it is)", in);
 		rrc = -EINVAL;
 	}
+	struct rec_jitmaps_stats js;
+	rec_jitmaps_finish(jit, &js);
 	if (rrc < 0) {
 		fprintf(stderr, PROG ": %s\n", err[0] ? err : strerror(-rrc));
 		/* Nothing usable was written: leave no half trace behind. */
@@ -180,6 +199,7 @@ int stackcap_convert(int argc, char **argv)
 		samples, in, st.bytes_on_disk, out, written,
 		written ? (double)st.bytes_on_disk / (double)written : 0,
 		st.raw_stack_bytes, blob_bytes, blob_bytes ? (double)st.raw_stack_bytes / (double)blob_bytes : 0);
+	rec_jitmaps_summary(&js, out, say_line, NULL);
 	if (no_user)
 		fprintf(stderr, PROG ": %" PRIu64 " samples without user state (kernel threads, exiting tasks) not converted\n",
 			no_user);

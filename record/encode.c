@@ -418,9 +418,12 @@ static int write_maps(struct rec_encoder *e, struct section *s, const struct su_
 	}
 	int const rc = ctf_stream_maps(s->proc, ts, m->generation, ce, m->count);
 	free(ce);
-	for (uint32_t i = 0; e->o.live && e->o.jit && !s->jit_done && i < m->count; i++)
+	for (uint32_t i = 0; e->o.jit && !s->jit_done && i < m->count; i++)
 		if (m->entries[i].flags & SU_MAP_ANON) {
-			if (!s->view_known) {
+			if (!e->o.live) {
+				s->other_view = -1; /* a file's processes: none of them here */
+				s->view_known = 1;
+			} else if (!s->view_known) {
 				s->other_view = rec_proc_other_view((pid_t)s->p->pid);
 				s->view_known = 1;
 			}

@@ -41,8 +41,8 @@ struct rec_encoder_opts {
 	 * NULL: none kept. */
 	void (*keep)(void *arg, int fd, const uint8_t *id, size_t len);
 	void *keep_arg;
-	/* Recording live, process PID has JIT code (an anonymous executable
-	 * mapping in maps written), OTHER_VIEW rec_proc_other_view's: its
+	/* Process PID has JIT code (an anonymous executable mapping in maps
+	 * written), OTHER_VIEW rec_proc_other_view's (not live: -1): its
 	 * perf map for the trace (record/keep-jit-maps.h).  Told again at
 	 * its next maps written with such code until it returns 1.  NULL:
 	 * none kept. */

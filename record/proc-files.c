@@ -199,12 +199,12 @@ int rec_proc_jit_map_open(pid_t pid, int other_view)
 	struct stat proc, st;
 	snprintf(p, sizeof(p), "/proc/%d", (int)pid);
 	uid_t owner = geteuid(); /* a process gone: its map ours or root's only */
-	if (stat(p, &proc) == 0)
+	if (other_view >= 0 && stat(p, &proc) == 0)
 		owner = proc.st_uid; /* the process's user */
 	else if (other_view > 0)
 		return -ENOENT;      /* its /tmp gone with it */
 	char path[64];
-	snprintf(path, sizeof(path), "/tmp/perf-%ld.map", ns_tgid(pid));
+	snprintf(path, sizeof(path), "/tmp/perf-%ld.map", other_view >= 0 ? ns_tgid(pid) : (long)pid);
 	int const pfd = other_view > 0 ? open_in_root(pid, path, O_NOFOLLOW) : open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (pfd < 0)
 		return -ENOENT;

@@ -53,9 +53,10 @@ int rec_proc_file_open(pid_t pid, uint64_t start, uint64_t end, const char *path
 /* The perf map PID's JIT writes (node --perf-basic-prof, a Java agent:
  * /tmp/perf-N.map, N its pid as it sees it, NStgid), as PID sees it:
  * inside /proc/PID/root when OTHER_VIEW (rec_proc_other_view), else
- * here (the process may be gone: then only here).  Taken only when a
- * regular file owned by the process's user (gone: ours), root or us:
- * anyone may put a file at a /tmp path.  @return the
+ * here (the process may be gone: then only here; OTHER_VIEW < 0: not a
+ * process of this machine's now, a perf.data file's or one gone: here).
+ * Taken only when a regular file owned by the process's user (gone:
+ * ours), root or us: anyone may put a file at a /tmp path.  @return the
  * descriptor (read-only), or -errno (-ENOENT: none, -EPERM: another
  * user's). */
 int rec_proc_jit_map_open(pid_t pid, int other_view);

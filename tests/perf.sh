@@ -162,7 +162,14 @@ jpid=$(perf script -i "$work/jit.data" -F pid 2>/dev/null | head -n 1 | tr -d ' 
 # The JIT'd leaf has no CFI and no frame: perf stops there, we take its
 # return address at rsp and go on (longer), to main and _start.
 compare jit longer
+# `stackcap convert` keeps that map in the trace it writes: its names
+# stay with the trace once /tmp's is gone.
+"$STACKCAP" convert "$work/jit.data" -o "$work/jitconv.trace" 2>"$work/jitconv.err"
 rm -f "/tmp/perf-$jpid.map"
+"$SU" folded "$work/jitconv.trace" >"$work/jitconv.folded" 2>/dev/null
+nconv=$(awk '/;jit_count_loop [0-9]+$/ { n += $NF } END { print n + 0 }' "$work/jitconv.folded")
+check "convert: the perf map kept in the trace (said), $nconv samples' leaves named from it with /tmp's gone" \
+	sh -c "[ -s '$work/jitconv.trace/jit/perf-$jpid.map' ] && grep -q 'perf maps naming JIT code kept in the trace: 1 ' '$work/jitconv.err' && [ $nconv -ge 100 ]"
 njit=$(grep -c "|jit_count_loop@perf-$jpid.map" "$work/cmp-jit/su.txt")
 check "JIT: $njit samples' leaves named from /tmp/perf-$jpid.map, as perf script names them" [ "$njit" -ge 100 ]
 nfull=$(grep -c "|jit_count_loop@perf-$jpid.map;main@jit-burn;.*;_start@jit-burn\$" "$work/cmp-jit/su.txt")
@@ -373,7 +380,9 @@ set -- $(chain_match "$work/pcache.out" $("$TD/tdata-single" --chain | tr '\n' '
 check "a program replaced since perf record: found in perf's build-id cache, its chain in >= 99% ($1 of $2)" \
 	sh -c "[ -e '$PERF_BUILDID_DIR/.build-id/$(echo "$pid_cached" | cut -c1-2)/$(echo "$pid_cached" | cut -c3-)/elf' ] &&
 		[ $2 -ge 100 ] && [ \$(($1 * 100)) -ge \$(($2 * 99)) ]"
-PERF_BUILDID_DIR="$work/no-cache" "$SU" stacks "$work/pcache.data" >"$work/pcache2.out" 2>"$work/pcache2.err"
+# (Nor our own cache's copies: a recording of a container may have kept it.)
+PERF_BUILDID_DIR="$work/no-cache" STACKCAP_CACHE_DIR="$work/no-cache" "$SU" stacks "$work/pcache.data" \
+	>"$work/pcache2.out" 2>"$work/pcache2.err"
 check "the same without perf's cache: the file there refused for its build-id" \
 	grep -q "build-id $pid_cached): the file there has another build-id" "$work/pcache2.err"
 # A perf.data of 200 short processes (each burning a little: sampled)
