@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* `stackunwind stats`: format, sizes, codec savings (perf's stored stack
  * bytes on a perf.data), drops, and fidelity on --full-copy traces. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/grow.h"
@@ -111,6 +114,26 @@ static int fidelity_sample(void *arg, const struct su_sample *s)
 	return 0;
 }
 
+/* The perf maps the recording kept in the trace (DIR: its jit
+ * directory, or NULL): how many, their bytes (counted in the trace's). */
+static void jit_maps(const char *dir)
+{
+	DIR *d = dir ? opendir(dir) : NULL;
+	if (!d)
+		return;
+	uint64_t n = 0, bytes = 0;
+	struct dirent *e;
+	struct stat sb;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, "perf-", 5) && fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(sb.st_mode)) {
+			n++;
+			bytes += (uint64_t)sb.st_size;
+		}
+	closedir(d);
+	printf("JIT perf maps:        %" PRIu64 " kept, %" PRIu64 " bytes (of those on disk), in %s\n", n, bytes, dir);
+}
+
 int cmd_stats(const struct options *o)
 {
 	struct fidelity f = { 0 };
@@ -142,6 +165,7 @@ int cmd_stats(const struct options *o)
 	printf("samples:              %" PRIu64 "\n", st.samples);
 	printf("bytes on disk:        %" PRIu64 "\n", st.bytes_on_disk);
 	printf("bytes per sample:     %.1f\n", per);
+	jit_maps(o->jit_dir);
 	int const perf = su_trace_probe(o->trace) == SU_TRACE_PERF;
 	printf("format:               %s\n", su_trace_format_name(su_trace_probe(o->trace)));
 	printf("stack bytes (raw):    %" PRIu64 "\n", st.raw_stack_bytes);

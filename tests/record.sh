@@ -214,8 +214,10 @@ if [ -x "$B/cli/stackunwind" ]; then
 	# with /tmp's gone (another machine, a reboot), the names stay.
 	"$B/cli/stackunwind" stacks -j 1 "$work/jitmap.trace" >"$work/jitmap2.stacks" 2>/dev/null
 	named2=$(awk -v m="(/tmp/perf-$jpid.map)" '/^jit-burn/ { getline; if ($2 ~ /^jit_count_loop\+0x/ && $3 == m) n++ } END { print n + 0 }' "$work/jitmap2.stacks")
-	check "JIT: the perf map kept in the trace (jit/perf-$jpid.map, said), its names read with /tmp's removed ($named2 of $named)" \
-		sh -c "[ -s '$work/jitmap.trace/jit/perf-$jpid.map' ] && grep -q 'perf maps naming JIT code kept in the trace: 1 ' '$work/jitmap.err' && [ $named2 = $named ]"
+	"$B/cli/stackunwind" stats "$work/jitmap.trace" >"$work/jitmap.stats" 2>&1
+	check "JIT: the perf map kept in the trace (jit/perf-$jpid.map, said, in stats), its names read with /tmp's removed ($named2 of $named)" \
+		sh -c "[ -s '$work/jitmap.trace/jit/perf-$jpid.map' ] && grep -q 'perf maps naming JIT code kept in the trace: 1 ' '$work/jitmap.err' &&
+			grep -q '^JIT perf maps: *1 kept' '$work/jitmap.stats' && [ $named2 = $named ]"
 	check "JIT: babeltrace2 reads the trace with its jit directory" babeltrace2 "$work/jitmap.trace" -o dummy
 	# A trace is input: its copy a FIFO (the read must not wait) or a
 	# symlink (never followed) names nothing, and the reading goes on.
