@@ -9,8 +9,8 @@
 #include "cli/stackunwind.h"
 
 enum {
-	C_STACKS = 1, C_FOLDED = 2, C_FLAME = 4, C_REPORT = 8, C_STATS = 16, C_EXPORT = 32,
-	C_ALL = 63, C_READ = C_STACKS | C_FOLDED | C_FLAME | C_REPORT | C_EXPORT,
+	C_STACKS = 1, C_FOLDED = 2, C_FLAME = 4, C_REPORT = 8, C_STATS = 16, C_EXPORT = 32, C_ARCHIVE = 64,
+	C_ALL = 127, C_READ = C_STACKS | C_FOLDED | C_FLAME | C_REPORT | C_EXPORT | C_ARCHIVE,
 };
 
 static const struct command_doc {
@@ -31,6 +31,9 @@ static const struct command_doc {
 			    "and fidelity when the trace carries full stack copies" },
 	{ "export", C_EXPORT, "a profile file: speedscope JSON (one sampled profile per thread) or\n"
 			      "pprof (gzipped profile.proto); docs/export.md says what goes where" },
+	{ "archive", C_ARCHIVE, "copy into the trace (TRACE/debug) the binaries and debug files its\n"
+				"samples' frames need, by build-id, as perf archive: the trace then\n"
+				"reads the same on any machine" },
 };
 
 int stackunwind_is_command(const char *name)

@@ -21,7 +21,7 @@ cli_libpprofproto_la_LIBADD = $(PROTOBUF_C_LIBS)
 
 bin_PROGRAMS += cli/stackunwind
 cli_stackunwind_SOURCES = cli/stackunwind.c cli/stackunwind.h cli/pipeline.c cli/pipeline.h cli/spread.c cli/spread.h cli/ordered.c cli/ordered.h \
-	cli/worker.c cli/worker.h cli/format.c cli/format.h cli/stats.c cli/progress.c cli/progress.h \
+	cli/worker.c cli/worker.h cli/format.c cli/format.h cli/stats.c cli/archive.c cli/archive.h cli/progress.c cli/progress.h \
 	cli/report.c cli/report.h cli/help.c cli/misplaced.c cli/misplaced.h \
 	cli/export.h cli/export-model.c cli/export-file.c cli/export-speedscope.c cli/export-pprof.c \
 	cli/warn.c cli/warn.h

@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 
 #include "cli/stackunwind.h"
+#include "cli/archive.h"
 #include "cli/export.h"
 #include "cli/misplaced.h"
 #include "cli/format.h"
@@ -239,7 +240,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 	o->jobs = cores();
 	o->max_frames = MAX_FRAMES;
 	o->unwinder = SU_UNWINDER_FAST;
-	o->debug_dirs = calloc((size_t)argc + 1, sizeof(*o->debug_dirs));
+	o->debug_dirs = calloc((size_t)argc + 2, sizeof(*o->debug_dirs)); /* + the trace's own */
 	if (!o->debug_dirs) {
 		perror(PROG);
 		exit(EXIT_ERROR);
@@ -253,7 +254,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		exit(EXIT_OK);
 	}
 	if (argc < 2)
-		die_usage("missing command (stacks, folded, flamegraph, report, stats or export)");
+		die_usage("missing command (stacks, folded, flamegraph, report, stats, export or archive)");
 	o->command = argv[1];
 	if (!stackunwind_is_command(o->command)) {
 		struct stat sb;
@@ -263,18 +264,19 @@ static void parse_options(int argc, char **argv, struct options *o)
 		}
 		if (o->command[0] != '-' && stat(o->command, &sb) == 0) { /* a trace, without a command */
 			fputs(PROG ": a command comes first, then the trace: " PROG
-			      " stacks|folded|flamegraph|report|stats|export ", stderr);
+			      " stacks|folded|flamegraph|report|stats|export|archive ", stderr);
 			cli_shell_word(stderr, o->command);
 			fputc('\n', stderr);
 			try_help();
 			exit(EXIT_USAGE);
 		}
-		die_usage("unknown command '%s' (stacks, folded, flamegraph, report, stats or export)", o->command);
+		die_usage("unknown command '%s' (stacks, folded, flamegraph, report, stats, export or archive)", o->command);
 	}
 	o->flamegraph = !strcmp(o->command, "flamegraph");
 	o->report = !strcmp(o->command, "report");
 	help_command = o->command;
-	o->folded = !strcmp(o->command, "folded") || o->flamegraph || o->report;
+	o->archive = !strcmp(o->command, "archive");
+	o->folded = !strcmp(o->command, "folded") || o->flamegraph || o->report || o->archive;
 	o->flame.min_width = -1;
 	o->rep.min_pct = -1;
 	int flame_opt = 0, report_opt = 0, no_cache = 0;
@@ -467,6 +469,16 @@ static void parse_options(int argc, char **argv, struct options *o)
 					.modules = o->flamegraph || o->report };
 	o->rep.unit = o->weigh ? "us" : NULL;
 	o->rep.title = o->name;
+	if (o->archive && su_trace_probe(o->trace) != SU_TRACE_STACKCAP)
+		die_usage("archive: %s is not a stackcap trace directory (the files go into it); a perf.data: "
+			  "stackcap convert it first, or use perf archive", o->trace);
+	/* The files `stackunwind archive` copied into the trace: read after
+	 * the --debug-dir given, before anything of this machine's. */
+	static char archived[4200];
+	struct stat as;
+	if ((size_t)snprintf(archived, sizeof(archived), "%s/%s", o->trace, CTF_DEBUG_DIR) < sizeof(archived) &&
+	    lstat(archived, &as) == 0 && S_ISDIR(as.st_mode))
+		o->debug_dirs[o->n_debug_dirs++] = archived;
 	o->di.debug_dirs = o->n_debug_dirs ? o->debug_dirs : NULL;
 	o->di.inflate_cache_dir = no_cache ? NULL : su_inflate_default_dir();
 	o->di.kept_dir = su_inflate_default_dir(); /* binaries, not answers: even with --no-cache */
@@ -1115,6 +1127,9 @@ static int cmd_stacks(const struct options *o)
 			fprintf(stderr, PROG ": out of memory\n");
 			goto out;
 		}
+	} else if (o->archive) {
+		if (archive_modules(ctx, nctx, o))
+			goto out;
 	} else if (r.fold) {
 		folded_counts_print(&fold, stdout);
 	}

@@ -38,6 +38,7 @@ struct options {
 	int no_inline;           /* folded, flamegraph, export: real functions only */
 	int flamegraph;          /* `flamegraph`: folded, each frame with its module, drawn */
 	int report;              /* `report`: folded, each frame with its module, tabulated */
+	int archive;             /* `archive`: folded's reading, the modules it opened copied into the trace */
 	struct report_opts rep;
 	struct folded_opts fold; /* folded, flamegraph: the line (from the three above) */
 	struct flame_opts flame;

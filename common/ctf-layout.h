@@ -39,6 +39,10 @@
  * recorder (record/keep-jit-maps.h).  A directory: CTF readers
  * (babeltrace2) take only regular files for streams; ours skip it. */
 #define CTF_JIT_DIR "jit"
+/* Another: the binaries and debug files its frames need, by build-id
+ * (DIR/CTF_DEBUG_DIR/.build-id/xx/rest, rest.debug), copied by
+ * `stackunwind archive` (cli/archive.h); read as a --debug-dir. */
+#define CTF_DEBUG_DIR "debug"
 
 /* The stream classes (a packet header's stream_id). */
 enum ctf_stream_kind {

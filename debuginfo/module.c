@@ -1031,6 +1031,22 @@ static void modcache_free(struct su_modcache *c, int at_exit)
 	free(c);
 }
 
+void su_modcache_each(struct su_modcache *c, void (*fn)(void *arg, struct su_module *m), void *arg)
+{
+	for (size_t b = 0; c && b < c->nbuckets; b++)
+		for (struct modpriv *p = c->buckets[b]; p; p = p->next)
+			if (p->pub.status == SU_MODULE_OK)
+				fn(arg, &p->pub);
+}
+
+const char *su_module_debug_file(struct su_module *m)
+{
+	Dwarf_Addr bias;
+	if (m->status == SU_MODULE_OK && m->mod && !m->debug_path && !m->debug_only)
+		(void)dwfl_module_getdwarf(m->mod, &bias); /* asks cb_find_debuginfo */
+	return m->debug_path;
+}
+
 void su_modcache_free(struct su_modcache *c)
 {
 	modcache_free(c, 0);

@@ -169,6 +169,13 @@ uint64_t su_module_bias(const struct su_module *m, const struct su_map_entry *en
 
 const char *su_module_status_name(enum su_module_status status);
 
+/* Each module of CACHE opened (status OK), in no order, given to FN. */
+void su_modcache_each(struct su_modcache *cache, void (*fn)(void *arg, struct su_module *m), void *arg);
+
+/* M's separate debug file (M OK), looked for now if it was not yet: its
+ * path, or NULL (none: the binary holds what there is). */
+const char *su_module_debug_file(struct su_module *m);
+
 /* Where answers about M are kept between runs (issue 20):
  * CACHE_DIR/SUBDIR/BUILDID-KEY, KEY a hash of MAGIC (8 bytes), SALT, how
  * files are looked up (lookup_hash) and the identity (device, inode,

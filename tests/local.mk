@@ -350,6 +350,10 @@ TESTS += tests/setuid.sh
 # of the files the process maps, kept copies (record/keep-binaries.h).
 TESTS += tests/containers.sh
 EXTRA_DIST += tests/containers.sh
+# stackunwind archive: a trace that reads the same without the machine's
+# binaries and debug files (cli/archive.h).
+TESTS += tests/archive.sh
+EXTRA_DIST += tests/archive.sh
 EXTRA_DIST += tests/setuid.sh tests/setuid-prog.c
 
 # Integration: stackunwind export.  pprof-check decodes the pprof file with

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/* The files a trace's frames need, copied into it (archive.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <elfutils/libdwfl.h>
+
+#include "cli/archive.h"
+#include "common/ctf-layout.h"
+#include "common/grow.h"
+#include "common/io.h"
+
+struct archive {
+	char dir[4400];          /* TRACE/debug/.build-id */
+	uint64_t binaries, debug_files, bytes, had, no_build_id, failed;
+	int err;                 /* the first write error */
+	char **done;             /* dealt with in this run (each thread opened its own modules) */
+	size_t n_done, cap_done;
+};
+
+/* DEST dealt with in this run (NULL: not remembered, only counted twice). */
+static void remember(struct archive *a, const char *dest)
+{
+	char *copy = strdup(dest);
+	if (copy && !SU_GROW(a->done, a->cap_done, a->n_done + 1))
+		a->done[a->n_done++] = copy;
+	else
+		free(copy);
+}
+
+/* DIR/REL (its xx directory made), from FD or, FD < 0, the LEN bytes at
+ * IMAGE; written whole under a temporary name, then renamed. */
+static int put(struct archive *a, const char *rel, const char *suffix, int fd, const void *image, size_t len)
+{
+	char dest[4600], tmp[4620];
+	snprintf(dest, sizeof(dest), "%s/%s%s", a->dir, rel, suffix);
+	for (size_t i = 0; i < a->n_done; i++)
+		if (!strcmp(a->done[i], dest))
+			return 0;
+	struct stat st;
+	if (lstat(dest, &st) == 0) {
+		a->had++;
+		remember(a, dest);
+		return 0;
+	}
+	char *slash = strrchr(dest, '/');
+	*slash = 0;
+	int const made = mkdir(dest, 0700) == 0 || errno == EEXIST;
+	*slash = '/';
+	if (!made)
+		return -errno;
+	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", dest);
+	int const out = mkstemp(tmp); /* 0600 */
+	if (out < 0)
+		return -errno;
+	uint64_t n = 0;
+	int rc = fd >= 0 ? su_copy_fd(fd, out, UINT64_MAX, &n) : su_write_all(out, image, len);
+	if (fd < 0 && rc == 0)
+		n = len;
+	if (close(out) != 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && rename(tmp, dest) != 0)
+		rc = -errno;
+	if (rc) {
+		unlink(tmp);
+		return rc;
+	}
+	a->bytes += n;
+	remember(a, dest);
+	return 1;
+}
+
+/* The file at PATH (a regular one) to DIR/REL SUFFIX. */
+static int put_file(struct archive *a, const char *rel, const char *suffix, const char *path)
+{
+	int const fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	int const rc = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? put(a, rel, suffix, fd, NULL, 0) : -EINVAL;
+	close(fd);
+	return rc;
+}
+
+static void note(struct archive *a, int rc, const char *what)
+{
+	if (rc < 0) {
+		a->failed++;
+		if (!a->err) {
+			a->err = rc;
+			fprintf(stderr, PROG ": archive: %s: %s\n", what, strerror(-rc));
+		}
+	}
+}
+
+static void one(void *arg, struct su_module *m)
+{
+	struct archive *a = arg;
+	const uint8_t *id = m->build_id_len ? m->build_id : m->file_id;
+	size_t const len = m->build_id_len ? m->build_id_len : m->file_id_len;
+	if (!len) { /* found by its path alone: no name a reader could look up */
+		a->no_build_id++;
+		return;
+	}
+	char rel[2 * SU_BUILD_ID_MAX + 2];
+	su_build_id_rel(rel, id, len);
+	int rc;
+	if (!m->debug_only) {
+		if (m->is_vdso || !m->elf_path || !strcmp(m->elf_path, "[vdso]")) {
+			/* Our own vDSO: its image, as libdw holds it. */
+			Dwarf_Addr bias;
+			Elf *elf = m->mod ? dwfl_module_getelf(m->mod, &bias) : NULL;
+			size_t size = 0;
+			char *raw = elf ? elf_rawfile(elf, &size) : NULL;
+			rc = raw && size ? put(a, rel, "", -1, raw, size) : -ENOENT;
+		} else {
+			rc = put_file(a, rel, "", m->elf_path);
+		}
+		note(a, rc, m->elf_path ? m->elf_path : m->recorded_path);
+		a->binaries += rc > 0;
+	}
+	const char *dbg = m->debug_only ? m->elf_path : su_module_debug_file(m);
+	if (dbg) {
+		rc = put_file(a, rel, ".debug", dbg);
+		note(a, rc, dbg);
+		a->debug_files += rc > 0;
+	}
+}
+
+int archive_modules(struct worker *workers, unsigned n, const struct options *o)
+{
+	struct archive a = { 0 };
+	char top[4200];
+	snprintf(top, sizeof(top), "%s/%s", o->trace, CTF_DEBUG_DIR);
+	snprintf(a.dir, sizeof(a.dir), "%s/.build-id", top);
+	if ((mkdir(top, 0700) != 0 && errno != EEXIST) || (mkdir(a.dir, 0700) != 0 && errno != EEXIST)) {
+		fprintf(stderr, PROG ": archive: cannot make %s: %s\n", a.dir, strerror(errno));
+		return -1;
+	}
+	for (unsigned i = 0; i < n; i++)
+		su_modcache_each(workers[i].modules, one, &a);
+	fprintf(stderr,
+		PROG ": archive: %" PRIu64 " binaries and %" PRIu64 " debug files copied into %s (%.1f MB), %" PRIu64
+		" there already: the files its samples' frames need, read first by stackunwind wherever the trace "
+		"goes\n", a.binaries, a.debug_files, top, (double)a.bytes / 1e6, a.had);
+	if (a.no_build_id)
+		fprintf(stderr, PROG ": archive: %" PRIu64 " binaries without a build-id left out: a reader elsewhere "
+			"cannot tell them from another file at their path (--symfs gives them)\n", a.no_build_id);
+	if (a.failed)
+		fprintf(stderr, PROG ": archive: %" PRIu64 " files could not be copied\n", a.failed);
+	for (size_t i = 0; i < a.n_done; i++)
+		free(a.done[i]);
+	free(a.done);
+	return a.failed ? -1 : 0;
+}
