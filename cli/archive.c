@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 
 #include "cli/archive.h"
@@ -128,6 +129,23 @@ static void one(void *arg, struct su_module *m)
 	if (dbg) {
 		rc = put_file(a, rel, ".debug", dbg);
 		note(a, rc, dbg);
+		a->debug_files += rc > 0;
+	}
+	/* The dwz file its DWARF shares (.gnu_debugaltlink), when found
+	 * here: by its own build-id, where a reader looks for it. */
+	Dwarf_Addr bias;
+	Dwarf *dw = m->mod ? dwfl_module_getdwarf(m->mod, &bias) : NULL;
+	const char *alt_name;
+	const void *alt_id;
+	ssize_t const alt_len = dw ? dwelf_dwarf_gnu_debugaltlink(dw, &alt_name, &alt_id) : -1;
+	Dwarf *alt = alt_len > 0 && alt_len <= SU_BUILD_ID_MAX ? dwarf_getalt(dw) : NULL;
+	Elf *alt_elf = alt ? dwarf_getelf(alt) : NULL;
+	size_t alt_size = 0;
+	char *alt_raw = alt_elf ? elf_rawfile(alt_elf, &alt_size) : NULL;
+	if (alt_raw && alt_size) {
+		su_build_id_rel(rel, alt_id, (size_t)alt_len);
+		rc = put(a, rel, ".debug", -1, alt_raw, alt_size);
+		note(a, rc, alt_name);
 		a->debug_files += rc > 0;
 	}
 }

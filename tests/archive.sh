@@ -74,6 +74,29 @@ check "sound: without the archive, no frame of the program named ($2 samples end
 mv "$work/debug.away" "$work/arch.trace/debug"
 check "babeltrace2 reads the archived trace" babeltrace2 "$work/arch.trace" -o dummy
 
+# dwz: the debug files of two programs share a common file
+# (.gnu_debugaltlink), archived too, by its own build-id.
+need "dwz" dwz
+mkdir -p "$work/dz"
+sed 's/a build-id of its own/one of two/' "$work/arch.c" >"$work/dz/two.c"
+gcc -O2 -g -o "$work/dz/one" "$work/arch.c" && gcc -O2 -g -o "$work/dz/two" "$work/dz/two.c"
+for p in one two; do
+	objcopy --only-keep-debug "$work/dz/$p" "$work/dz/$p.debug"
+done
+(cd "$work/dz" && dwz -m common.debug -M "$work/nowhere/common.debug" one.debug two.debug) >"$work/dwz.err" 2>&1
+one=$(build_id "$work/dz/one")
+alt=$(build_id "$work/dz/common.debug")
+mkdir -p "$work/dz/dbg/.build-id/$(echo "$one" | cut -c1-2)" "$work/dz/dbg/.build-id/$(echo "$alt" | cut -c1-2)"
+cp "$work/dz/one.debug" "$work/dz/dbg/.build-id/$(echo "$one" | cut -c1-2)/$(echo "$one" | cut -c3-).debug"
+cp "$work/dz/common.debug" "$work/dz/dbg/.build-id/$(echo "$alt" | cut -c1-2)/$(echo "$alt" | cut -c3-).debug"
+strip --strip-debug "$work/dz/one"
+record dz -- "$work/dz/one" >/dev/null
+"$SU" archive --debug-dir "$work/dz/dbg" "$work/dz.trace" >/dev/null 2>"$work/dz.err"
+rc=$?
+check "dwz: exit 0 ($rc), the shared file ($alt) archived by its build-id beside the debug file$(head -n 1 "$work/dwz.err")" \
+	sh -c "[ $rc = 0 ] && [ -n '$alt' ] && readelf -S '$work/dz/one.debug' 2>/dev/null | grep -q gnu_debugaltlink &&
+		cmp -s '$work/dz/common.debug' '$work/dz.trace/debug/.build-id/$(echo "$alt" | cut -c1-2)/$(echo "$alt" | cut -c3-).debug'"
+
 # Not a stackcap trace: said, nothing written.
 printf 'PERFILE2' >"$work/fake.data"
 "$SU" archive "$work/fake.data" 2>"$work/pd.err"

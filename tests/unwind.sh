@@ -246,7 +246,7 @@ check "options before the command: exit 2 ($mrc) and the line with the command f
 "$SU" "$work/empty.trace" >/dev/null 2>"$work/nocommand.err"
 mrc=$?
 check "a trace without a command: exit 2 ($mrc) and the commands to put first" \
-	sh -c "[ $mrc = 2 ] && grep -qF 'stackunwind stacks|folded|flamegraph|report|stats|export $work/empty.trace' '$work/nocommand.err'"
+	sh -c "[ $mrc = 2 ] && grep -qF 'stackunwind stacks|folded|flamegraph|report|stats|export|archive $work/empty.trace' '$work/nocommand.err'"
 
 # A samples file cut inside a packet: the complete packets are read.
 record cut -- "$TD/tdata-single" 1
