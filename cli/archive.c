@@ -24,6 +24,19 @@ struct archive {
 	size_t n_done, cap_done;
 };
 
+/* PATH made, or there already as a directory: never a symbolic link,
+ * which a trace from elsewhere could hold to have files written where it
+ * says.  @return 0 or -errno. */
+static int real_dir(const char *path)
+{
+	struct stat st;
+	if (mkdir(path, 0700) != 0 && errno != EEXIST)
+		return -errno;
+	if (lstat(path, &st) != 0)
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
 /* DEST dealt with in this run (NULL: not remembered, only counted twice). */
 static void remember(struct archive *a, const char *dest)
 {
@@ -51,10 +64,10 @@ static int put(struct archive *a, const char *rel, const char *suffix, int fd, c
 	}
 	char *slash = strrchr(dest, '/');
 	*slash = 0;
-	int const made = mkdir(dest, 0700) == 0 || errno == EEXIST;
+	int const made = real_dir(dest);
 	*slash = '/';
-	if (!made)
-		return -errno;
+	if (made)
+		return made;
 	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", dest);
 	int const out = mkstemp(tmp); /* 0600 */
 	if (out < 0)
@@ -156,8 +169,12 @@ int archive_modules(struct worker *workers, unsigned n, const struct options *o)
 	char top[4200];
 	snprintf(top, sizeof(top), "%s/%s", o->trace, CTF_DEBUG_DIR);
 	snprintf(a.dir, sizeof(a.dir), "%s/.build-id", top);
-	if ((mkdir(top, 0700) != 0 && errno != EEXIST) || (mkdir(a.dir, 0700) != 0 && errno != EEXIST)) {
-		fprintf(stderr, PROG ": archive: cannot make %s: %s\n", a.dir, strerror(errno));
+	int rc = real_dir(top);
+	if (!rc)
+		rc = real_dir(a.dir);
+	if (rc) {
+		fprintf(stderr, PROG ": archive: cannot make %s: %s\n", a.dir,
+			rc == -ENOTDIR ? "not a directory (a symbolic link?)" : strerror(-rc));
 		return -1;
 	}
 	for (unsigned i = 0; i < n; i++)

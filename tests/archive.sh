@@ -97,6 +97,16 @@ check "dwz: exit 0 ($rc), the shared file ($alt) archived by its build-id beside
 	sh -c "[ $rc = 0 ] && [ -n '$alt' ] && readelf -S '$work/dz/one.debug' 2>/dev/null | grep -q gnu_debugaltlink &&
 		cmp -s '$work/dz/common.debug' '$work/dz.trace/debug/.build-id/$(echo "$alt" | cut -c1-2)/$(echo "$alt" | cut -c3-).debug'"
 
+# A trace from elsewhere whose debug directory is a symbolic link: archive
+# writes nothing through it.
+record link -- "$work/bin.away/arch" >/dev/null
+mkdir -p "$work/elsewhere"
+ln -s "$work/elsewhere" "$work/link.trace/debug"
+"$SU" archive --debug-dir "$work/dbg.away" "$work/link.trace" >/dev/null 2>"$work/link.err"
+rc=$?
+check "archive into a trace whose debug directory is a symbolic link: exit 1 ($rc), nothing written there, said" \
+	sh -c "[ $rc = 1 ] && [ -z \"\$(ls -A '$work/elsewhere')\" ] && grep -q 'not a directory' '$work/link.err'"
+
 # Not a stackcap trace: said, nothing written.
 printf 'PERFILE2' >"$work/fake.data"
 "$SU" archive "$work/fake.data" 2>"$work/pd.err"
