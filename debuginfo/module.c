@@ -275,7 +275,7 @@ static int open_candidate(struct su_modcache *cache, const char *path,
 	if (!elf || elf_kind(elf) != ELF_K_ELF)
 		goto fail;
 	const void *bid = NULL;
-	ssize_t bid_len = dwelf_elf_gnu_build_id(elf, &bid);
+	ssize_t bid_len = su_elf_file_id(elf, &bid);
 	if (len > 0 && (bid_len != (ssize_t)len || memcmp(bid, id, len) != 0)) {
 		cache->stats.mismatched_files++;
 		if (mismatch)
@@ -434,7 +434,8 @@ static int find_debug_file(struct modpriv *p, const char *file, const char *link
 	int fd = debug_candidates(p, file, link, try_debug_candidate, out);
 #ifdef HAVE_DEBUGINFOD
 	debuginfod_client *dc;
-	if (fd < 0 && p->want_id_len && (dc = dbgd_client(p->cache)) != NULL) {
+	if (fd < 0 && p->want_id_len && !su_build_id_is_go(p->want_id, p->want_id_len) &&
+	    (dc = dbgd_client(p->cache)) != NULL) {
 		char *path = NULL;
 		int dfd = su_debuginfod_api()->find_debuginfo(dc, p->want_id, (int)p->want_id_len, &path);
 		if (dfd >= 0) {
@@ -779,7 +780,8 @@ static int find_binary(struct modpriv *p, int *mismatch, char **path)
 		fd = try_candidate(p, try_perf_candidate, &bt, "%s/.build-id/%s/elf", c->perf_dir, rel);
 #ifdef HAVE_DEBUGINFOD
 	debuginfod_client *dc;
-	if (fd < 0 && m->build_id_len && (dc = dbgd_client(c)) != NULL) {
+	if (fd < 0 && m->build_id_len && !su_build_id_is_go(m->build_id, m->build_id_len) &&
+	    (dc = dbgd_client(c)) != NULL) {
 		char *dpath = NULL;
 		int dfd = su_debuginfod_api()->find_executable(dc, m->build_id, m->build_id_len, &dpath);
 		if (dfd >= 0) {
@@ -1029,6 +1031,67 @@ static void modcache_free(struct su_modcache *c, int at_exit)
 #endif
 	free(c->vdso);
 	free(c);
+}
+
+/* The desc of the Go build ID note in the LEN bytes at P (a note
+ * section's or segment's), or NULL. */
+static const void *go_note(Elf *elf, Elf_Data *d, size_t *len)
+{
+	GElf_Nhdr nh;
+	size_t off = 0, name_off, desc_off, next;
+	while (d && (next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+		if (nh.n_type == 4 && nh.n_namesz == 4 && !memcmp((const char *)d->d_buf + name_off, "Go\0\0", 4) &&
+		    nh.n_descsz > 0) {
+			*len = nh.n_descsz;
+			return (const char *)d->d_buf + desc_off;
+		}
+		off = next;
+	}
+	(void)elf;
+	return NULL;
+}
+
+ssize_t su_elf_file_id(Elf *elf, const void **id)
+{
+	ssize_t const n = dwelf_elf_gnu_build_id(elf, id);
+	if (n > 0)
+		return n;
+	const void *desc = NULL;
+	size_t len = 0;
+	/* Its section (.note.go.buildid), else its PT_NOTE segment. */
+	for (Elf_Scn *scn = NULL; !desc && (scn = elf_nextscn(elf, scn)) != NULL;) {
+		GElf_Shdr sh;
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_NOTE)
+			desc = go_note(elf, elf_getdata(scn, NULL), &len);
+	}
+	size_t nph = 0;
+	if (!desc && elf_getphdrnum(elf, &nph) == 0)
+		for (size_t i = 0; !desc && i < nph; i++) {
+			GElf_Phdr ph;
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_NOTE)
+				desc = go_note(elf, elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
+									 ELF_T_NHDR), &len);
+		}
+	if (!desc || !su_build_id_is_go(desc, len < SU_BUILD_ID_MAX ? len : SU_BUILD_ID_MAX))
+		return -1;
+	*id = desc;
+	return (ssize_t)(len < SU_BUILD_ID_MAX ? len : SU_BUILD_ID_MAX);
+}
+
+int su_build_id_is_go(const uint8_t *id, size_t len)
+{
+	int slash = 0;
+	if (len < 16)
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		uint8_t const c = id[i];
+		if (c == '/')
+			slash = 1;
+		else if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+			   c == '_'))
+			return 0;
+	}
+	return slash;
 }
 
 void su_modcache_each(struct su_modcache *c, void (*fn)(void *arg, struct su_module *m), void *arg)

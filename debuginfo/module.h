@@ -40,6 +40,7 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <elfutils/libdwfl.h>
 #include "common/map-entry.h"
 
@@ -190,6 +191,19 @@ const char *su_module_debug_file(struct su_module *m);
  * file's own when none was recorded. */
 int su_module_kept_path(struct su_module *m, const char *subdir, const char *magic, uint64_t salt, char *path,
 			size_t size);
+
+/* What names an ELF file's build, as a build-id: its GNU build-id
+ * (NT_GNU_BUILD_ID), else the Go toolchain's build ID (the "Go" note of
+ * type 4, .note.go.buildid: Go writes no GNU build-id by default), its
+ * first SU_BUILD_ID_MAX bytes.  With it a Go program rebuilt since it was
+ * recorded is told from the one that ran, and a container's is kept and
+ * found by it, as any other.  @return its length (*ID points into ELF's
+ * data), or -1: none. */
+ssize_t su_elf_file_id(Elf *elf, const void **id);
+
+/* Is ID a Go build ID (su_elf_file_id's fallback: text of base64url
+ * parts joined by '/'), which no debuginfod server knows? */
+int su_build_id_is_go(const uint8_t *id, size_t len);
 
 /* "xx/rest" of a build-id, the layout of .build-id trees, in BUF
  * (2 * SU_BUILD_ID_MAX + 2 bytes). */

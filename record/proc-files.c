@@ -16,6 +16,7 @@
 #include <elfutils/libdwelf.h>
 #include <gelf.h>
 
+#include "debuginfo/module.h"
 #include "record/proc-files.h"
 
 #define BTRFS_MAGIC 0x9123683e /* statfs f_type: a subvolume's files show another st_dev than the mapping's */
@@ -55,7 +56,7 @@ int rec_file_build_id(int fd, uint8_t *id, size_t len)
 	if (!elf)
 		return -1;
 	const void *bid = NULL;
-	ssize_t const n = elf_kind(elf) == ELF_K_ELF ? dwelf_elf_gnu_build_id(elf, &bid) : -1;
+	ssize_t const n = elf_kind(elf) == ELF_K_ELF ? su_elf_file_id(elf, &bid) : -1; /* a Go program's too */
 	int rc = -1;
 	if (n > 0 && (size_t)n <= len) {
 		memcpy(id, bid, (size_t)n);

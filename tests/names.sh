@@ -259,6 +259,21 @@ set -- $(awk 'BEGIN { RS = "" } { n = split($0, l, "\n"); s = 0
 check "go: $1 samples through runtime.systemstack (on the system stack), $2 end there, $3 [bad-stack]" \
 	[ "$1" -ge 20 -a "$3" = 0 -a $(($2 * 100)) -ge $(($1 * 95)) ]
 
+# A Go program writes no GNU build-id: the recorder records its Go build ID
+# in its place (su_elf_file_id), so a program rebuilt at the same path
+# since (here: the cgo build put there) is refused, never used to name
+# frames it did not run.
+cp "$work/go-static" "$work/go-re"
+"$STACKCAP" record -o "$work/go-re.trace" -- "$work/go-re" 300 >/dev/null 2>"$work/go-re.rerr"
+rrc=$?
+"$SU" stacks "$work/go-re.trace" >"$work/go-re.out" 2>"$work/go-re.err"
+named=$(grep -c " main\.hot+0x[0-9a-f]* ($work/go-re)" "$work/go-re.out")
+cp "$work/go-cgo" "$work/go-re"
+"$SU" stacks --no-cache "$work/go-re.trace" >"$work/go-re2.out" 2>"$work/go-re2.err"
+wrong=$(grep " [^ ]*+0x[0-9a-f]* ($work/go-re)" "$work/go-re2.out" | grep -vc " go-re+0x[0-9a-f]* (")
+check "go rebuilt since recorded (recorded: exit $rrc): the trace's $named main.hot frames named before; after, the other build refused (build-id mismatch said), $wrong frames named from it$(tail -n 1 "$work/go-re.err")" \
+	sh -c "[ $named -ge 50 ] && [ $wrong = 0 ] && grep -q ' 1 build-id mismatches' '$work/go-re2.err'"
+
 # ---- ld.so ------------------------------------------------------------------
 # The system calls of a C program's start: ld.so's, under its _start.
 perf record -q -k monotonic -e raw_syscalls:sys_enter --call-graph dwarf -o "$work/ldso.data" \
