@@ -115,9 +115,11 @@ static void note(struct archive *a, int rc, const char *what)
 static void one(void *arg, struct su_module *m)
 {
 	struct archive *a = arg;
-	const uint8_t *id = m->build_id_len ? m->build_id : m->file_id;
-	size_t const len = m->build_id_len ? m->build_id_len : m->file_id_len;
-	if (!len) { /* found by its path alone: no name a reader could look up */
+	/* The recorded build-id: what a reader elsewhere looks up.  A file
+	 * the trace names by its path alone would never be looked for. */
+	const uint8_t *id = m->build_id;
+	size_t const len = m->build_id_len;
+	if (!len) {
 		a->no_build_id++;
 		return;
 	}
@@ -184,8 +186,9 @@ int archive_modules(struct worker *workers, unsigned n, const struct options *o)
 		" there already: the files its samples' frames need, read first by stackunwind wherever the trace "
 		"goes\n", a.binaries, a.debug_files, top, (double)a.bytes / 1e6, a.had);
 	if (a.no_build_id)
-		fprintf(stderr, PROG ": archive: %" PRIu64 " binaries without a build-id left out: a reader elsewhere "
-			"cannot tell them from another file at their path (--symfs gives them)\n", a.no_build_id);
+		fprintf(stderr, PROG ": archive: %" PRIu64 " binaries the trace names by their path alone (no build-id "
+			"recorded) left out: a reader elsewhere would not look them up (--symfs gives them)\n",
+			a.no_build_id);
 	if (a.failed)
 		fprintf(stderr, PROG ": archive: %" PRIu64 " files could not be copied\n", a.failed);
 	for (size_t i = 0; i < a.n_done; i++)

@@ -37,6 +37,7 @@
 struct conv {
 	struct rec_encoder *enc;
 	struct su_reader_stats *st;
+	struct rec_jitmaps *jit;
 };
 
 static int on_jit(void *arg, uint32_t pid, int other_view)
@@ -61,6 +62,8 @@ static int on_sample(void *arg, const struct su_sample *s)
 static int on_thread_exit(void *arg, uint32_t pid, uint32_t tid, uint64_t time)
 {
 	struct conv *c = arg;
+	if (pid == tid) /* its perf map taken now: a later process may reuse the pid */
+		rec_jitmaps_exit(c->jit, pid);
 	return rec_encoder_thread_exit(c->enc, pid, tid, time);
 }
 
@@ -150,7 +153,7 @@ int stackcap_convert(int argc, char **argv)
 	int rc = ctf_writer_open(out, &wo, &w);
 	/* The perf maps of its processes' JIT code, in /tmp as they
 	 * left them, kept in the trace (record/keep-jit-maps.h). */
-	struct rec_jitmaps *jit = rc == 0 ? rec_jitmaps_new(out) : NULL;
+	struct rec_jitmaps *jit = c.jit = rc == 0 ? rec_jitmaps_new(out) : NULL;
 	struct rec_encoder_opts const eo = { .jit = jit ? on_jit : NULL, .jit_arg = jit };
 	if (rc == 0 && (rc = rec_encoder_new(w, &eo, &c.enc)) != 0)
 		ctf_writer_close(w);

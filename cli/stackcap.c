@@ -187,7 +187,7 @@ static void keep_jit_maps(const char *dir, const char *shown)
 			continue;
 		snprintf(map, sizeof(map), "/tmp/perf-%u.map", pid);
 		if (access(map, F_OK) == 0)
-			rec_jitmaps_seen(j, pid, -1); /* gone: only ours or root's */
+			rec_jitmaps_seen(j, pid, -1); /* gone: only ours or root's (we ran it) */
 	}
 	closedir(d);
 	struct rec_jitmaps_stats st;

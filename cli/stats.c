@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/ctf-layout.h"
 #include "common/grow.h"
 #include "cli/stackunwind.h"
 #include "cli/worker.h"
@@ -115,7 +116,7 @@ static int fidelity_sample(void *arg, const struct su_sample *s)
 }
 
 /* The perf maps the recording kept in the trace (DIR: its jit
- * directory, or NULL): how many, their bytes (counted in the trace's). */
+ * directory, or NULL): how many, their bytes (not in the recording's). */
 static void jit_maps(const char *dir)
 {
 	DIR *d = dir ? opendir(dir) : NULL;
@@ -131,7 +132,32 @@ static void jit_maps(const char *dir)
 			bytes += (uint64_t)sb.st_size;
 		}
 	closedir(d);
-	printf("JIT perf maps:        %" PRIu64 " kept, %" PRIu64 " bytes (of those on disk), in %s\n", n, bytes, dir);
+	printf("JIT perf maps:        %" PRIu64 " kept, %" PRIu64 " bytes, in %s\n", n, bytes, dir);
+}
+
+/* Regular files under DIR, DEPTH levels down at most: *N, *BYTES. */
+static void files_under(int dfd, const char *name, int depth, uint64_t *n, uint64_t *bytes)
+{
+	int const fd = depth > 0 ? openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	struct dirent *e;
+	struct stat sb;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+		    fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
+			if (S_ISREG(sb.st_mode)) {
+				(*n)++;
+				*bytes += (uint64_t)sb.st_size;
+			} else if (S_ISDIR(sb.st_mode)) {
+				files_under(dirfd(d), e->d_name, depth - 1, n, bytes);
+			}
+		}
+	closedir(d);
 }
 
 int cmd_stats(const struct options *o)
@@ -166,6 +192,13 @@ int cmd_stats(const struct options *o)
 	printf("bytes on disk:        %" PRIu64 "\n", st.bytes_on_disk);
 	printf("bytes per sample:     %.1f\n", per);
 	jit_maps(o->jit_dir);
+	char archived[4200];
+	uint64_t na = 0, nab = 0;
+	snprintf(archived, sizeof(archived), "%s/%s", o->trace, CTF_DEBUG_DIR);
+	files_under(AT_FDCWD, archived, 3, &na, &nab); /* debug, .build-id, xx */
+	if (na)
+		printf("archived files:       %" PRIu64 ", %" PRIu64 " bytes (stackunwind archive), in %s\n", na, nab,
+		       archived);
 	int const perf = su_trace_probe(o->trace) == SU_TRACE_PERF;
 	printf("format:               %s\n", su_trace_format_name(su_trace_probe(o->trace)));
 	printf("stack bytes (raw):    %" PRIu64 "\n", st.raw_stack_bytes);

@@ -15,8 +15,10 @@
  * stackunwind looks first (symbolize/perfmap.h).  The map is opened as
  * the process sees it (record/proc-files.h) when its JIT code is first
  * met, its descriptor held (a container's process may be gone by the
- * end), and copied at the end of the recording: a JIT appends to it
- * until then.
+ * time its map is copied), and copied as its process ends (a JIT appends
+ * to it until then; one over 16 MB at the end of the recording, off the
+ * thread that drains the rings), or at the end of the recording.  One
+ * map a pid: a pid reused during the recording is counted.
  */
 #ifndef STACKCAP_RECORD_KEEP_JIT_MAPS_H
 #define STACKCAP_RECORD_KEEP_JIT_MAPS_H
@@ -30,9 +32,11 @@ struct rec_jitmaps_stats {
 	uint64_t bytes;    /* their bytes */
 	uint64_t none;     /* processes with JIT code that wrote no map (their JIT's perf map is off) */
 	uint64_t refused;  /* a map owned by another user than the process's, root or us: not copied */
+	uint64_t unverified; /* the process gone before its user was seen, the map not ours or root's: not copied */
 	uint64_t lost;     /* not copied: its process gone before it was opened (another mount
 			    * namespace), the trace's disk, over the bounds (256 MB a map, 1 GB a run) */
 	uint64_t cut;      /* copied up to 256 MB only: the rest of the map lost */
+	uint64_t reused;   /* a later process with JIT code of a pid whose map is kept: named from it */
 };
 
 /* Maps kept in TRACE_DIR/jit.  NULL: no memory. */
@@ -48,6 +52,10 @@ int rec_jitmaps_seen(struct rec_jitmaps *j, uint32_t pid, int other_view);
  * map just after its first code): the recorder's, every 250 ms, a few
  * times a process at most. */
 void rec_jitmaps_retry(struct rec_jitmaps *j);
+
+/* PID's process ended: its map copied now (16 MB at most; a bigger one at
+ * rec_jitmaps_finish), its descriptor closed. */
+void rec_jitmaps_exit(struct rec_jitmaps *j, uint32_t pid);
 
 /* Copy the maps, free J; its counts in *ST (when not NULL). */
 void rec_jitmaps_finish(struct rec_jitmaps *j, struct rec_jitmaps_stats *st);

@@ -194,24 +194,18 @@ static long ns_tgid(pid_t pid)
 	return n > 0 ? n : pid;
 }
 
-int rec_proc_jit_map_open(pid_t pid, int other_view)
+int rec_proc_jit_map_open(pid_t pid, int other_view, uid_t owner)
 {
-	char p[64];
-	struct stat proc, st;
-	snprintf(p, sizeof(p), "/proc/%d", (int)pid);
-	uid_t owner = geteuid(); /* a process gone: its map ours or root's only */
-	if (other_view >= 0 && stat(p, &proc) == 0)
-		owner = proc.st_uid; /* the process's user */
-	else if (other_view > 0)
-		return -ENOENT;      /* its /tmp gone with it */
 	char path[64];
+	struct stat st;
 	snprintf(path, sizeof(path), "/tmp/perf-%ld.map", other_view >= 0 ? ns_tgid(pid) : (long)pid);
 	int const pfd = other_view > 0 ? open_in_root(pid, path, O_NOFOLLOW) : open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (pfd < 0)
 		return -ENOENT;
 	int fd = -ENOENT;
 	if (fstat(pfd, &st) == 0 && S_ISREG(st.st_mode)) {
-		if (st.st_uid == owner || st.st_uid == 0 || st.st_uid == geteuid()) {
+		if ((owner != (uid_t)-1 && st.st_uid == owner) || st.st_uid == 0 || st.st_uid == geteuid()) {
+			char p[64];
 			snprintf(p, sizeof(p), "/proc/self/fd/%d", pfd);
 			fd = open(p, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 			if (fd < 0)

@@ -55,10 +55,11 @@ int rec_proc_file_open(pid_t pid, uint64_t start, uint64_t end, const char *path
  * inside /proc/PID/root when OTHER_VIEW (rec_proc_other_view), else
  * here (the process may be gone: then only here; OTHER_VIEW < 0: not a
  * process of this machine's now, a perf.data file's or one gone: here).
- * Taken only when a regular file owned by the process's user (gone:
- * ours), root or us: anyone may put a file at a /tmp path.  @return the
+ * Taken only when a regular file owned by OWNER (the process's user, as
+ * seen while it ran; (uid_t)-1: not known), root or us: anyone may put a
+ * file at a /tmp path.  @return the
  * descriptor (read-only), or -errno (-ENOENT: none, -EPERM: another
  * user's). */
-int rec_proc_jit_map_open(pid_t pid, int other_view);
+int rec_proc_jit_map_open(pid_t pid, int other_view, uid_t owner);
 
 #endif

@@ -170,6 +170,8 @@ static int on_lost(void *arg, uint32_t pid, uint32_t tid, uint64_t n, int thrott
 static int on_exit_task(void *arg, uint32_t pid, uint32_t tid)
 {
 	struct recorder *r = arg;
+	if (pid == tid) /* its perf map complete: copied, its descriptor closed */
+		rec_jitmaps_exit(r->jit, pid);
 	int const rc = rec_encoder_thread_exit(r->enc, pid, tid, su_perf_stream_time(r->ps));
 	if (rc && !r->werr)
 		r->werr = rc;

@@ -42,6 +42,7 @@ check "sound: the program has a build-id ($id) and no debug info of its own" \
 	sh -c "[ -n '$id' ] && ! readelf -S '$work/bin/arch' | grep -q debug_info"
 
 record arch -- "$work/bin/arch" >/dev/null
+"$SU" stats "$work/arch.trace" >"$work/stats-before.out" 2>&1
 "$SU" archive --debug-dir "$work/dbg" "$work/arch.trace" >"$work/archive.out" 2>"$work/archive.err"
 rc=$?
 check "archive: exit 0 ($rc), the program and its debug file copied, said" \
@@ -52,6 +53,11 @@ check "archive: exit 0 ($rc), the program and its debug file copied, said" \
 libc=$(build_id "$(ldd "$work/bin/arch" | awk '/libc\.so/ { print $3 }')")
 check "archive: libc kept too, by its build-id ($libc)" \
 	test -s "$work/arch.trace/debug/.build-id/$(echo "$libc" | cut -c1-2)/$(echo "$libc" | cut -c3-)"
+"$SU" stats "$work/arch.trace" >"$work/stats-after.out" 2>&1
+before=$(awk '/^bytes on disk:/ { print $NF }' "$work/stats-before.out")
+after=$(awk '/^bytes on disk:/ { print $NF }' "$work/stats-after.out")
+check "stats: the archived files said apart, the recording's bytes the same ($before, $after)" \
+	sh -c "[ -n '$before' ] && [ '$before' = '$after' ] && grep -q '^archived files: *[1-9]' '$work/stats-after.out'"
 "$SU" archive "$work/arch.trace" >/dev/null 2>"$work/archive2.err"
 rc=$?
 check "archive again: exit 0 ($rc), nothing copied, all there already" \

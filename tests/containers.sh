@@ -233,7 +233,7 @@ end_pid
 unwound jitattach >/dev/null
 set -- $(jit_named jitattach)
 check "JIT in a container, attached: exit 0 ($rc), perf-$jpid.map kept, $1 leaves named from it, $2 [anon:exec]" \
-	sh -c "[ $rc = 0 ] && [ -s '$work/jitattach.trace/jit/perf-$jpid.map' ] && [ $1 -ge 250 ] && [ $2 = 0 ]"
+	sh -c "[ $rc = 0 ] && [ -s '$work/jitattach.trace/jit/perf-$jpid.map' ] && [ $1 -ge 20 ] && [ $2 = 0 ]"
 # A map another user owns (anyone may write in a /tmp): not kept, said.
 "$STACKCAP" record -o "$work/jitother.trace" -- unshare -m -p -f --mount-proc sh -c \
 	"mount -t tmpfs -o mode=0755 tmpfs /tmp && : >/tmp/perf-1.map && chown 65534 /tmp/perf-1.map && exec '$B/tests/jit-burn' 1 perf-map" \

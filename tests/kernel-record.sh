@@ -303,4 +303,28 @@ else
 	not_ok "strace missing: apt-get install strace (scripts/install-deps.sh)"
 fi
 
+# JIT perf maps (record/keep-jit-maps.h).  Many processes with JIT code,
+# one after the other, under a small open-file limit: each map copied as
+# its process ends and its descriptor closed (they were all held to the
+# end, and the recording stopped: "Too many open files").
+(ulimit -n 100 && "$STACKCAP" record -o "$work/jitmany.trace" -- \
+	sh -c "for i in \$(seq 110); do '$B/tests/jit-burn' 0.01 perf-map >/dev/null; done") 2>"$work/jitmany.err"
+rc=$?
+nmaps=$(ls "$work/jitmany.trace/jit" 2>/dev/null | wc -l)
+for f in "$work/jitmany.trace/jit"/perf-*.map; do rm -f "/tmp/${f##*/}"; done
+check "110 JIT processes under 100 open files: exit 0 ($rc), no error, $nmaps maps kept$(grep -m1 'error' "$work/jitmany.err")" \
+	sh -c "[ $rc = 0 ] && ! grep -q 'stopped by an error' '$work/jitmany.err' && [ $nmaps -ge 100 ]"
+# A map owned by its process's user (not ours, not root's): kept, the
+# owner seen while the process ran.
+if [ "$(id -u)" = 0 ]; then
+	rec jitnobody -- runuser -u nobody -- "$B/tests/jit-burn" 1 perf-map
+	jpid=$(ls "$work/jitnobody.trace/jit" 2>/dev/null | sed -n 's/^perf-\([0-9]*\)\.map$/\1/p')
+	owner=$(stat -c %U "/tmp/perf-$jpid.map" 2>/dev/null)
+	rm -f "/tmp/perf-$jpid.map"
+	check "a JIT map owned by its process's user ($owner): exit $(cat "$work/jitnobody.rc"), kept, no warning" \
+		sh -c "[ '$owner' = nobody ] && [ -s '$work/jitnobody.trace/jit/perf-$jpid.map' ] && ! grep -q 'perf maps not kept' '$work/jitnobody.err'"
+else
+	not_ok "a JIT map owned by its process's user: needs root (runuser), as CI runs"
+fi
+
 echo "1..$n"

@@ -177,11 +177,10 @@ int su_stackcap_trace_probe(const char *dir)
 	return su_trace_check_metadata(dir, msg, sizeof(msg)) == 0;
 }
 
-/* Bytes of the regular files under DIR (an LTTng session directory holds
- * its traces in subdirectories). */
-uint64_t su_trace_dir_bytes(const char *dir)
+/* Bytes of the regular files under DIR, DEPTH levels down at most. */
+static uint64_t dir_bytes(const char *dir, int depth)
 {
-	DIR *d = opendir(dir);
+	DIR *d = depth > 0 ? opendir(dir) : NULL;
 	if (!d)
 		return 0;
 	uint64_t total = 0;
@@ -194,12 +193,21 @@ uint64_t su_trace_dir_bytes(const char *dir)
 			continue;
 		if (S_ISREG(sb.st_mode)) {
 			total += (uint64_t)sb.st_size;
-		} else if (S_ISDIR(sb.st_mode)) {
+		} else if (S_ISDIR(sb.st_mode) && strcmp(e->d_name, CTF_JIT_DIR) && strcmp(e->d_name, CTF_DEBUG_DIR)) {
 			char sub[8192];
 			snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name);
-			total += su_trace_dir_bytes(sub);
+			total += dir_bytes(sub, depth - 1);
 		}
 	}
 	closedir(d);
 	return total;
+}
+
+/* Bytes of the recording under DIR: its stream files (an LTTng session
+ * directory holds its traces in subdirectories, a few levels down; a
+ * crafted one nested deeper is not followed), not the perf maps and
+ * archived binaries a stackcap trace may hold beside them. */
+uint64_t su_trace_dir_bytes(const char *dir)
+{
+	return dir_bytes(dir, 16);
 }
