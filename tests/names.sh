@@ -256,8 +256,14 @@ set -- $(awk 'BEGIN { RS = "" } { n = split($0, l, "\n"); s = 0
 	for (i = 3; i <= n; i++) if (l[i] ~ / runtime\.systemstack(\.abi0)?\+0x/) s = i
 	if (!s) next; t++; if (s == n) top++; if (l[n] ~ /\[bad-stack\]/) bad++ }
 	END { print t + 0, top + 0, bad + 0 }' "$work/go-gc.out")
-check "go: $1 samples through runtime.systemstack (on the system stack), $2 end there, $3 [bad-stack]" \
-	[ "$1" -ge 20 -a "$3" = 0 -a $(($2 * 100)) -ge $(($1 * 95)) ]
+if [ "$1" -ge 20 -a "$3" = 0 -a $(($2 * 100)) -ge $(($1 * 95)) ]; then
+	ok "go: $1 samples through runtime.systemstack (on the system stack), $2 end there, $3 [bad-stack]"
+else
+	# Once 1 [bad-stack] in 341 under make check's load: the evidence.
+	awk 'BEGIN { RS = ""; ORS = "\n\n" } /\[bad-stack\]/' "$work/go-gc.out" >"$work/go-gc.bad"
+	not_ok_show "go: $1 samples through runtime.systemstack (on the system stack), $2 end there, $3 [bad-stack]" \
+		"$work/go-gc.bad"
+fi
 
 # A Go program writes no GNU build-id: the recorder records its Go build ID
 # in its place (su_elf_file_id), so a program rebuilt at the same path

@@ -129,8 +129,20 @@ uniq -d "$work/rownames" >"$work/dupnames"
 most=$(awk -F '\t' -v dups="$work/dupnames" 'BEGIN { while ((getline l <dups) > 0) dup[l] = 1 }
 	!($1 in dup) { print $2 }' "$work/children" | sort -n | tail -n 1)
 first=$(awk '!/^#/ { print; exit }' "$work/demo.report")
-check "report: sorted by Children, its first row the most stacks any function is in, $most ($first)" \
-	[ "$(echo "$first" | awk '{ print $1 }')" = "$most" ]
+if [ "$(echo "$first" | awk '{ print $1 }')" = "$most" ]; then
+	ok "report: sorted by Children, its first row the most stacks any function is in, $most ($first)"
+else
+	# Seen once under make check's load (99.95% in the report, 99.90%
+	# from folded: one stack unwound otherwise by the two runs?): keep
+	# the evidence, folded's stacks without that first function and
+	# the report's head, and a second folded run's difference.
+	fn=$(echo "$first" | awk '{ print $NF }')
+	grep -v ";$fn;" "$work/demo.folded" >"$work/demo.without" || :
+	"$SU" folded "$work/demo.trace" 2>/dev/null | diff "$work/demo.folded" - >"$work/demo.again" || :
+	head -n 5 "$work/demo.report" >"$work/demo.head"
+	not_ok_show "report: sorted by Children, its first row the most stacks any function is in, $most ($first)" \
+		"$work/demo.without" "$work/demo.head" "$work/demo.again"
+fi
 main_want=$(awk -v t="$total" '{ c = $NF; sub(/ [0-9]+$/, ""); if ($0 ~ /;main(;|$)/) n += c }
 	END { printf "%.2f%%", 100 * n / t }' "$work/demo.folded")
 main_got=$(row main "$work/demo.report" | awk '{ print $1 }')
