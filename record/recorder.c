@@ -656,8 +656,9 @@ static void summary(const struct recorder *r, const struct rec_encoder_stats *sp
 	if (r->kept.kept || r->kept.had)
 		say(o, "%" PRIu64 " files mapped by processes (a container's, a deleted one) are not at their path "
 		    "here: kept by build-id in %s (%" PRIu64 " copied now, %.1f MB; %" PRIu64 " kept before), where "
-		    "stackunwind finds them", r->kept.kept + r->kept.had, r->kept.dir, r->kept.kept,
-		    (double)r->kept.bytes / 1e6, r->kept.had);
+		    "stackunwind finds them on this machine (`stackunwind archive %s` puts them in the trace, for "
+		    "another)", r->kept.kept + r->kept.had, r->kept.dir, r->kept.kept,
+		    (double)r->kept.bytes / 1e6, r->kept.had, o->out);
 	if (r->kept.failed)
 		say(o, "warning: %" PRIu64 " files mapped by processes are not at their path here and could not be "
 		    "kept in %s (their process gone before they were read, no space or permission, over 512 MB a "

@@ -101,6 +101,16 @@ else
 fi
 [ -d "$work/bin.away" ] && mv "$work/bin.away" "$work/cache/bin"
 
+# The trace taken elsewhere: `stackunwind archive` puts the kept copy in
+# it, and it reads without this machine's cache.
+"$B/cli/stackunwind" archive "$work/attach.trace" >/dev/null 2>"$work/attach-ar.err"
+rc=$?
+STACKCAP_CACHE_DIR="$work/other-cache" "$B/cli/stackunwind" stacks "$work/attach.trace" >"$work/attach-ar.out" 2>&1
+set -- $(chain_match "$work/attach-ar.out" $CHAIN)
+check "attach, archived: exit 0 ($rc), the container's program in the trace, read without our cache: chain in >= 99% ($1 of $2)" \
+	sh -c "[ $rc = 0 ] && cmp -s '$TD/tdata-single' '$work/attach.trace/debug/.build-id/$(echo "$ran" | cut -c1-2)/$(echo "$ran" | cut -c3-)' &&
+		[ $2 -ge 100 ] && [ \$(($1 * 100)) -ge \$(($2 * 99)) ]"
+
 # 2. Started in the container while recorded: the kernel's records.
 rm -rf "$work/cache"
 "$STACKCAP" record -o "$work/live.trace" -- unshare -m --propagation private sh -c \
