@@ -975,6 +975,16 @@ static int at_entry(struct su_module *m, uint64_t elf_lookup)
 	return elf_lookup >= eh.e_entry && elf_lookup < eh.e_entry + 64;
 }
 
+/* Frame F's kind for Go's traceback (uw_go_topframe; 0: none). */
+static int go_kind(struct su_unwinder *u, struct uw_proc *p, const struct su_sample *sample, const struct su_frame *f)
+{
+	if (!p || f->map < 0)
+		return 0;
+	struct su_module *m = uw_proc_module(u, p, (uint32_t)f->map);
+	uint64_t const pc = f->activation ? f->pc : f->pc - 1;
+	return m ? uw_go_topframe(m, pc - su_module_bias(m, &sample->maps->entries[f->map])) : 0;
+}
+
 /* The first of the N frames in a function Go's own traceback stops at
  * (unwind-internal.h: uw_go_topframe), or N. */
 static size_t go_top_frame(struct su_unwinder *u, const struct su_sample *sample, const struct su_frame *frames,
@@ -982,12 +992,7 @@ static size_t go_top_frame(struct su_unwinder *u, const struct su_sample *sample
 {
 	struct uw_proc *p = uw_proc_get(u, sample->maps);
 	for (size_t i = 0; p && i < n; i++) {
-		const struct su_frame *f = &frames[i];
-		if (f->map < 0)
-			continue;
-		struct su_module *m = uw_proc_module(u, p, (uint32_t)f->map);
-		uint64_t const pc = f->activation ? f->pc : f->pc - 1;
-		int const kind = m ? uw_go_topframe(m, pc - su_module_bias(m, &sample->maps->entries[f->map])) : 0;
+		int const kind = go_kind(u, p, sample, &frames[i]);
 		if (kind == UW_GO_TOP || (kind == UW_GO_SPWRITE && i > 0))
 			return i;
 	}
@@ -1007,6 +1012,16 @@ static void entry_end(struct su_unwinder *u, const struct su_sample *sample, con
 		size_t const k = go_top_frame(u, sample, frames, *n);
 		if (k < *n) {
 			*n = k + 1;
+			*end = SU_END_OUTERMOST;
+			return;
+		}
+		/* Innermost in one of those, its caller not found at once:
+		 * sampled past its switch of SP (systemstack+0x52), the
+		 * stack is the system stack's, where the goroutine's frames
+		 * are not; Go's traceback ends there too.  (Before the
+		 * switch its caller is read as any other's.) */
+		if (*n == 1 && (*end == SU_END_BAD_STACK || *end == SU_END_NO_MAP || *end == SU_END_NO_CFI) &&
+		    go_kind(u, uw_proc_get(u, sample->maps), sample, &frames[0]) == UW_GO_SPWRITE) {
 			*end = SU_END_OUTERMOST;
 			return;
 		}
