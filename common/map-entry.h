@@ -35,6 +35,11 @@ struct su_map_entry {
 	uint8_t build_id_len;  /* 0: none recorded */
 	uint8_t build_id[SU_BUILD_ID_MAX];
 	char *path;            /* recorded path ("" for anonymous) */
+	/* The mapped file's device and inode, as the kernel's records give
+	 * them when they give no build-id (a live recording: a file is
+	 * told at its path by them once its process is gone); 0: not
+	 * known. */
+	uint64_t dev, ino;
 };
 
 #endif

@@ -346,6 +346,12 @@ static const struct su_module *entry_module(struct rec_encoder *e, struct sectio
 		int here = 0;
 		int fd = rec_proc_file_open((pid_t)s->p->pid, x->start, x->end, x->path, s->other_view,
 					    x->build_id, x->build_id_len, 0, 0, e->o.keep ? &here : NULL);
+		if (fd < 0 && s->other_view < 0 && !x->build_id_len && x->ino)
+			/* Gone, no build-id (a Go program's; a non-PIE one's
+			 * load bias is not START - OFFSET): the file at its
+			 * path here when it is that very inode. */
+			fd = rec_proc_file_open((pid_t)s->p->pid, x->start, x->end, x->path, 0, NULL, 0, x->dev,
+						x->ino, e->o.keep ? &here : NULL);
 		if (fd < 0 && s->other_view < 0 && x->build_id_len && s->p->ppid > 1) {
 			/* The process gone already (a short command in a
 			 * container ends before its first sample is read):

@@ -85,6 +85,7 @@ struct pmap {
 	uint8_t id_len;
 	uint8_t id[SU_BUILD_ID_MAX];
 	const char *path;            /* interned */
+	uint64_t dev, ino;           /* MMAP2 without a build-id: the file's */
 };
 
 struct proc {

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <sys/utsname.h>
 
 #include "common/hash.h"
@@ -296,6 +297,8 @@ struct su_maps *perf_proc_maps(struct pr *r, struct proc *p)
 		o->build_id_len = e->id_len;
 		memcpy(o->build_id, e->id, e->id_len);
 		o->path = (char *)e->path; /* interned: freed with the reader */
+		o->dev = e->dev;
+		o->ino = e->ino;
 		m->range_list[i] = (struct stackcap_code_range){ e->start, e->end, (uint32_t)i };
 	}
 	if (stackcap_code_list_check(m->range_list, m->count)) {
@@ -352,6 +355,9 @@ void perf_on_mmap(struct pr *r, const uint8_t *rec, size_t len, int v2)
 				nm.id_len = n;
 				memcpy(nm.id, rec + 44, n);
 			}
+		} else {
+			nm.dev = makedev(su_ld32(rec + 40), su_ld32(rec + 44));
+			nm.ino = su_ld64(rec + 48);
 		}
 	} else {
 		exec = !(misc & MISC_MMAP_DATA);
