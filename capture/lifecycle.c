@@ -401,13 +401,29 @@ struct start_arg {
 	void *arg;
 };
 
+static void unregister_now(void *arg)
+{
+	(void)arg;
+	capture_thread_unregister();
+}
+
 static void *thread_trampoline(void *p)
 {
 	struct start_arg a = *(struct start_arg *)p;
 	free(p);
 	if (atomic_load(&stackcap_g.running))
 		register_self();
-	return a.fn(a.arg);
+	/* Unregistered (its timer stopped, the handler ignoring it) as the
+	 * thread function returns or calls pthread_exit, before glibc runs
+	 * the thread-specific data destructors: lttng-ust's unregisters the
+	 * thread from its RCU holding a lock, and a sample's tracepoint
+	 * there (--lttng) registered it again, waiting on that very lock:
+	 * the thread hung.  (on_thread_exit, later, then has nothing to do.) */
+	void *ret;
+	pthread_cleanup_push(unregister_now, NULL);
+	ret = a.fn(a.arg);
+	pthread_cleanup_pop(1);
+	return ret;
 }
 
 typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
