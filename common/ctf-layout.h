@@ -44,6 +44,12 @@
  * `stackunwind archive` (cli/archive.h); read as a --debug-dir. */
 #define CTF_DEBUG_DIR "debug"
 
+/* Is NAME, an entry of a trace directory, one of those two (no stream)? */
+static inline int ctf_side_dir(const char *name)
+{
+	return __builtin_strcmp(name, CTF_JIT_DIR) == 0 || __builtin_strcmp(name, CTF_DEBUG_DIR) == 0;
+}
+
 /* The stream classes (a packet header's stream_id). */
 enum ctf_stream_kind {
 	CTF_STREAM_PROCESS = 0, /* stream class 0: process_start, maps, drops, process_end */

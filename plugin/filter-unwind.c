@@ -151,6 +151,19 @@ static void comp_free(struct unwind_comp *c)
 	free(c);
 }
 
+/* Parameter NAME, when given, a string copied into *OUT.  0 or -errno. */
+static int string_param(struct unwind_comp *c, const bt_value *params, const char *name, char **out)
+{
+	const bt_value *v = bt_value_map_borrow_entry_value_const(params, name);
+	if (!v)
+		return 0;
+	if (!bt_value_is_string(v)) {
+		BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(c->self, "parameter %s: a string", name);
+		return -EINVAL;
+	}
+	return (*out = strdup(bt_value_string_get(v))) ? 0 : -ENOMEM;
+}
+
 static int parse_params(struct unwind_comp *c, const bt_value *params)
 {
 	const bt_value *v = bt_value_map_borrow_entry_value_const(params, "debug-dir");
@@ -178,24 +191,11 @@ static int parse_params(struct unwind_comp *c, const bt_value *params)
 	for (size_t i = 0; i < nd; i++)
 		if (!c->debug_dirs[i])
 			return -ENOMEM;
-	v = bt_value_map_borrow_entry_value_const(params, "symfs");
-	if (v) {
-		if (!bt_value_is_string(v)) {
-			BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(c->self, "parameter symfs: a string");
-			return -EINVAL;
-		}
-		if (!(c->symfs = strdup(bt_value_string_get(v))))
-			return -ENOMEM;
-	}
-	v = bt_value_map_borrow_entry_value_const(params, "jit-dir");
-	if (v) {
-		if (!bt_value_is_string(v)) {
-			BT_CURRENT_THREAD_ERROR_APPEND_CAUSE_FROM_COMPONENT(c->self, "parameter jit-dir: a string");
-			return -EINVAL;
-		}
-		if (!(c->jit_dir = strdup(bt_value_string_get(v))))
-			return -ENOMEM;
-	}
+	int rc = string_param(c, params, "symfs", &c->symfs);
+	if (!rc)
+		rc = string_param(c, params, "jit-dir", &c->jit_dir);
+	if (rc)
+		return rc;
 	int const nodbg = sc_param_bool(params, "no-debuginfod");
 	int const noinl = sc_param_bool(params, "no-inline");
 	if (nodbg < 0 || noinl < 0) {

@@ -119,7 +119,7 @@ struct su_parts_plan *su_parts_plan_new(const char *dir, unsigned parts)
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		const char *nm = de->d_name;
-		if (nm[0] == '.' || !strcmp(nm, "metadata") || !strcmp(nm, CTF_JIT_DIR) || !strcmp(nm, CTF_DEBUG_DIR))
+		if (nm[0] == '.' || !strcmp(nm, "metadata") || ctf_side_dir(nm))
 			continue;
 		if (p->n == cap) {
 			size_t const nc = cap ? 2 * cap : 256;

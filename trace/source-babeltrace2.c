@@ -300,8 +300,7 @@ static int stage(struct bt2_source *r, const char *dir, struct bt2_source *sg)
 	while (!rc && (e = readdir(d))) {
 		const char *n = e->d_name;
 		snprintf(n_failed, sizeof(n_failed), "%s", n);
-		if (n[0] == '.' || strcmp(n, "metadata") == 0 || strcmp(n, CTF_JIT_DIR) == 0 ||
-		    strcmp(n, CTF_DEBUG_DIR) == 0)
+		if (n[0] == '.' || strcmp(n, "metadata") == 0 || ctf_side_dir(n))
 			continue;
 		if (strncmp(n, "proc-", 5) == 0) {
 			rc = stage_file(r, dir, n, sg->proc);

@@ -1364,8 +1364,7 @@ static void nat_close(void *h)
 static int add_file(struct native_source *s, const char *nm, const struct plan_file *pf, size_t cap[2], int *any_zst)
 {
 	int kind;
-	if (nm[0] == '.' || strcmp(nm, "metadata") == 0 || strcmp(nm, CTF_JIT_DIR) == 0 ||
-	    strcmp(nm, CTF_DEBUG_DIR) == 0)
+	if (nm[0] == '.' || strcmp(nm, "metadata") == 0 || ctf_side_dir(nm))
 		return 0;
 	if (strncmp(nm, "proc-", 5) == 0)
 		kind = 0;

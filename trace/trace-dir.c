@@ -193,7 +193,7 @@ static uint64_t dir_bytes(const char *dir, int depth)
 			continue;
 		if (S_ISREG(sb.st_mode)) {
 			total += (uint64_t)sb.st_size;
-		} else if (S_ISDIR(sb.st_mode) && strcmp(e->d_name, CTF_JIT_DIR) && strcmp(e->d_name, CTF_DEBUG_DIR)) {
+		} else if (S_ISDIR(sb.st_mode) && !ctf_side_dir(e->d_name)) {
 			char sub[8192];
 			snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name);
 			total += dir_bytes(sub, depth - 1);
