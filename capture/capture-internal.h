@@ -103,6 +103,11 @@ struct stackcap_config;
 struct capture_sink {
 	/* Per thread, before its sampling timer is armed (not from a handler). */
 	void (*thread_init)(void);
+	/* In the sampled thread, from the handler: whether SAMPLE may run
+	 * here now (0: the thread's tracer state is gone, as in its
+	 * thread-specific data destructors, and recording would take the
+	 * tracer's locks: the sample is dropped and counted). */
+	int (*thread_ready)(void);
 	/* In the sampled thread, from the signal handler or stackcap_capture:
 	 * async-signal-safe, no malloc.  SEG: a second segment or NULL; RT:
 	 * the runtime frames of RUNTIME (capture/runtime.h) or NULL.  Each
@@ -145,7 +150,8 @@ struct stackcap_global {
 	_Atomic int running;
 	struct stackcap_config cfg;
 	_Atomic(struct thread_state *) threads;  /* registry, push-only list */
-	_Atomic uint64_t dropped_no_stack;       /* captures on unknown threads */
+	_Atomic uint64_t dropped_no_stack;       /* captures on unknown threads, or
+	                                          * threads the sink cannot record now */
 	_Atomic uint64_t samples_total, drops_total;
 	/* The signal return trampoline (glibc's __restore_rt), learnt from
 	 * our own handler's return address: it marks signal frames. */
@@ -175,6 +181,11 @@ HIDDEN void capture_forget_threads_after_fork(void);
 extern HIDDEN pthread_mutex_t capture_threads_lock;
 /* pthread_create for the library's own threads: never sampled. */
 HIDDEN int capture_own_pthread_create(pthread_t *th, void *(*fn)(void *), void *arg);
+/* From the writer thread, once the program's threads are all gone (its
+ * main thread left by pthread_exit): sampling stops as in
+ * stackcap_shutdown, without waiting for the writer.  @return 1, or 0
+ * when the recording is being started or stopped now (look again later). */
+HIDDEN int capture_stop_from_writer(void);
 
 /* ---- writer thread (writer.c) ------------------------------------------ */
 
@@ -209,6 +220,13 @@ HIDDEN void sigchain_stop(int sig, struct sigaction *program_action);
 /* PERF_FD: the calling thread's own perf sampler fd (or -1). */
 HIDDEN int sigchain_is_ours(const siginfo_t *si, int perf_fd);
 HIDDEN void sigchain_forward(int sig, siginfo_t *si, void *uc);
+
+/* "/proc/thread-self/REST" into BUF (SIZE bytes; "" when too small): the
+ * calling thread's view of its process.  Once the main thread has left by
+ * pthread_exit, /proc/self is that zombie's: no maps, no fds, no exe,
+ * while the program's other threads go on.  "/proc/self/REST" where
+ * /proc/thread-self is missing (kernels before 3.17).  Async-signal-safe. */
+HIDDEN const char *capture_proc_path(char *buf, size_t size, const char *rest);
 
 /* ---- a process ending without exit() (exit.c) --------------------------- */
 

@@ -225,7 +225,7 @@ int stackcap_capture_regs(const uint64_t *regs)
 	int const saved_errno = errno;
 	struct thread_state *t = tls_thread;
 	int rc;
-	if (!t) {
+	if (!t || (stackcap_g.cfg.lttng && !capture_lttng_sink.thread_ready())) {
 		atomic_fetch_add_explicit(&stackcap_g.dropped_no_stack, 1, memory_order_relaxed);
 		rc = -EAGAIN;
 	} else if (t->busy) {
@@ -580,11 +580,11 @@ int capture_thread_register(void)
 
 /* Close T's perf event fd if it is still that event: the program may
  * have closed it (close_range) and reused the number; then it is not ours
- * to close.  Only a perf event fd (by its /proc/self/fd link, the fd
+ * to close.  Only a perf event fd (by its /proc/thread-self/fd link, the fd
  * untouched) is asked for its event id. */
 static void perf_fd_close(struct thread_state *t)
 {
-	char path[40] = "/proc/self/fd/", link[64];
+	char path[48], link[64];
 	uint64_t id;
 	/* By hand: also called in a fork child, where only async-signal-safe
 	 * calls are allowed. */
@@ -592,7 +592,7 @@ static void perf_fd_close(struct thread_state *t)
 	int nd = 0;
 	for (unsigned v = (unsigned)t->perf_fd; nd == 0 || v; v /= 10)
 		digits[nd++] = (char)('0' + v % 10);
-	size_t p = strlen(path);
+	size_t p = strlen(capture_proc_path(path, sizeof(path) - sizeof(digits), "fd/"));
 	while (nd)
 		path[p++] = digits[--nd];
 	path[p] = '\0';

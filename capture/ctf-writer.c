@@ -125,23 +125,29 @@ static int pwrite_all(int fd, const void *data, size_t len, uint64_t off)
 
 /* Is FD still the file (DEV, INO)?  Not when the program closed it, nor
  * when it reused the number for a file of its own.  Asked through
- * /proc/self/fd by name, not by fstat on the fd: the number may be the
- * program's now, and nothing of ours operates on its fds (ThreadSanitizer
- * rightly reports an fstat racing with the program's own use).  fstat
- * only where /proc is not mounted. */
+ * /proc/thread-self/fd by name, not by fstat on the fd: the number may be
+ * the program's now, and nothing of ours operates on its fds
+ * (ThreadSanitizer rightly reports an fstat racing with the program's own
+ * use).  Not /proc/self/fd: once the main thread has left by pthread_exit
+ * that is its zombie's, empty, while the other threads go on writing.
+ * /proc/self/fd before Linux 3.17; fstat only where /proc is not mounted. */
 int ctf_fd_is_file(int fd, dev_t dev, ino_t ino)
 {
 	if (fd < 0)
 		return 0;
-	char path[40];
-	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	static const char *const dirs[] = { "/proc/thread-self/fd", "/proc/self/fd" };
 	struct stat st;
-	if (stat(path, &st) != 0) {
-		if (errno != ENOENT || access("/proc/self/fd", F_OK) == 0)
-			return 0;
-		if (fstat(fd, &st) != 0)
-			return 0;
+	int found = 0;
+	for (size_t i = 0; i < 2 && !found; i++) {
+		char path[48];
+		snprintf(path, sizeof path, "%s/%d", dirs[i], fd);
+		if (stat(path, &st) == 0)
+			found = 1;
+		else if (errno != ENOENT || access(dirs[i], F_OK) == 0)
+			return 0; /* not an fd of this process (any more) */
 	}
+	if (!found && fstat(fd, &st) != 0)
+		return 0;
 	return st.st_dev == dev && st.st_ino == ino;
 }
 

@@ -227,6 +227,21 @@ int stackcap_shutdown(void)
 	return rc;
 }
 
+int capture_stop_from_writer(void)
+{
+	if (pthread_mutex_trylock(&init_lock) != 0)
+		return 0;
+	if (atomic_exchange(&stackcap_g.running, 0)) {
+		pthread_mutex_lock(&capture_threads_lock);
+		for (struct thread_state *t = atomic_load(&stackcap_g.threads); t; t = t->next)
+			capture_thread_disarm(t);
+		pthread_mutex_unlock(&capture_threads_lock);
+		capture_remove_handler();
+	}
+	pthread_mutex_unlock(&init_lock);
+	return 1;
+}
+
 int stackcap_thread_register(void)
 {
 	if (!atomic_load(&stackcap_g.running))
@@ -505,4 +520,28 @@ STACKCAP_API int dlclose(void *h)
 	if (atomic_load(&stackcap_g.running))
 		snapshot_refresh(0);
 	return rc;
+}
+
+/* ---- /proc, as this thread sees it ---------------------------------------- */
+
+const char *capture_proc_path(char *buf, size_t size, const char *rest)
+{
+	/* 1: /proc/thread-self exists, -1: not, 0: not asked yet (a race
+	 * asks twice: the same answer). */
+	static _Atomic int thread_self;
+	int ts = atomic_load_explicit(&thread_self, memory_order_relaxed);
+	if (!ts) {
+		ts = access("/proc/thread-self", F_OK) == 0 ? 1 : -1;
+		atomic_store_explicit(&thread_self, ts, memory_order_relaxed);
+	}
+	const char *const dir = ts > 0 ? "/proc/thread-self/" : "/proc/self/";
+	size_t const dl = strlen(dir), rl = strlen(rest);
+	if (size < dl + rl + 1) {
+		if (size)
+			buf[0] = '\0';
+		return buf;
+	}
+	memcpy(buf, dir, dl);
+	memcpy(buf + dl, rest, rl + 1);
+	return buf;
 }

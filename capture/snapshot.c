@@ -104,7 +104,8 @@ static int phdr_cb(struct dl_phdr_info *info, size_t size, void *data)
 	char exe[PATH_MAX];
 	if (!name || !*name) {
 		/* The main program: its name is empty in the loader's list. */
-		ssize_t const n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		char link[32];
+		ssize_t const n = readlink(capture_proc_path(link, sizeof(link), "exe"), exe, sizeof(exe) - 1);
 		exe[n > 0 ? n : 0] = '\0';
 		name = exe;
 		flags |= CTF_MAP_MAIN;
@@ -159,7 +160,8 @@ static uint64_t scan_exec(struct exec_line **out, size_t *count, int *oom)
 {
 	uint64_t h = SU_FNV_SEED;
 	size_t n = 0, cap = 0;
-	FILE *f = fopen("/proc/self/maps", "re");
+	char maps[32];
+	FILE *f = fopen(capture_proc_path(maps, sizeof(maps), "maps"), "re");
 	if (!f)
 		return 0;
 	char line[PATH_MAX + 128];

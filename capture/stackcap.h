@@ -116,7 +116,8 @@ struct stackcap_stats {
 	uint64_t drops;            /* captures dropped, all reasons */
 	uint64_t dropped_ring_full;
 	uint64_t dropped_nested;
-	uint64_t dropped_no_stack; /* thread not registered or stack unknown */
+	uint64_t dropped_no_stack; /* thread not registered, stack unknown, or (LTTng)
+	                            * the thread's LTTng-UST state already gone */
 	uint64_t trace_bytes;      /* bytes written by this process so far */
 	int write_error;           /* first -errno of the writer, or 0 */
 };

@@ -638,6 +638,59 @@ static int finish_trace(void)
 	return W.error;
 }
 
+/* How often the writer looks whether the program's threads are all gone. */
+#define ALONE_CHECK_NS (200 * 1000000ull)
+
+/* Whether the program has ended without exit(): its main thread left by
+ * pthread_exit (the thread group's leader is a zombie) and no thread but
+ * this writer remains.  glibc ends the process (exit(0)) when its last
+ * thread ends: the writer, counted as one, would keep it alive forever.
+ * One read of /proc/self/stat: its state and thread count (the zombie
+ * leader is still counted). */
+static int program_gone(void)
+{
+	int const fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	char buf[1024];
+	ssize_t const n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* "pid (comm) S ppid ...": the comm may hold ')'; fields after the
+	 * last one.  num_threads is field 20: the 18th after the comm. */
+	char *p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || p[2] != 'Z')
+		return 0;
+	p += 2;
+	for (int field = 3; field < 20; field++) {
+		p = strchr(p, ' ');
+		if (!p)
+			return 0;
+		p++;
+	}
+	return strtol(p, NULL, 10) == 2;
+}
+
+/* The program has ended (program_gone): end the trace as its exit would
+ * have, then the writer returns and glibc ends the process, exit(0), as
+ * the program alone would have.  Its atexit handlers and destructors run
+ * in this thread: with the signals open, as in any last thread.
+ * @return 1 when ended. */
+static int program_ended(void)
+{
+	if (!capture_stop_from_writer())
+		return 0;
+	finish_trace();
+	W.finished = 1;
+	atomic_store(&W.acked, 1);
+	sigset_t none;
+	sigemptyset(&none);
+	pthread_sigmask(SIG_SETMASK, &none, NULL);
+	return 1;
+}
+
 static void *writer_main(void *arg)
 {
 	(void)arg;
@@ -648,6 +701,7 @@ static void *writer_main(void *arg)
 	/* A wake-up during a cycle is not lost: the wait returns at once
 	 * when the word moved since it was read, before that cycle. */
 	uint32_t seen = atomic_load(&W.wake_seq);
+	uint64_t last_alone_check = capture_now_ns();
 	while (!atomic_load(&W.stop) && !atomic_load(&W.finish)) {
 		/* writer_pause asks; leaving is ours to say (see there). */
 		int asked = PAUSE_ASKED;
@@ -657,6 +711,12 @@ static void *writer_main(void *arg)
 		futex(&W.wake_seq, FUTEX_WAIT_PRIVATE, seen, &period);
 		seen = atomic_load(&W.wake_seq);
 		writer_cycle(0);
+		uint64_t const now = capture_now_ns();
+		if (!stackcap_g.cfg.lttng && now - last_alone_check >= ALONE_CHECK_NS) {
+			last_alone_check = now;
+			if (program_gone() && program_ended())
+				return NULL;
+		}
 	}
 	if (atomic_load(&W.finish) && !atomic_load(&W.stop)) {
 		finish_trace();
@@ -734,7 +794,8 @@ int writer_start(void)
 		goto fail;
 	char comm[64], exe[PATH_MAX];
 	read_comm(comm, sizeof(comm));
-	ssize_t const n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char link[32];
+	ssize_t const n = readlink(capture_proc_path(link, sizeof(link), "exe"), exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = '\0';
 	struct ctf_process_info info = {
 		.pid = (uint32_t)getpid(), .ppid = (uint32_t)getppid(), .comm = comm, .exe = exe,

@@ -149,6 +149,55 @@ static size_t file_build_id(struct rec_file_ids *ids, pid_t pid, int *view, uint
 	return len;
 }
 
+static int list_numeric(const char *dir, pid_t **out);
+
+/* Whether task TID of PID has ended (a zombie, or gone). */
+static int task_gone(pid_t pid, pid_t tid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 1;
+	size_t const n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')');
+	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+}
+
+/* PID's threads as FORK records (as perf synthesizes them): the reader
+ * counts a process's threads, and the process ends with the last one,
+ * not with its main thread when that left by pthread_exit.  *VIEW: PID,
+ * or when its main thread is such a zombie (/proc/PID then shows no
+ * maps, no exe, no files) a live thread of it, whose /proc/TID shows the
+ * same process. */
+static int put_threads(struct rec_buf *b, pid_t pid, uint64_t ts, pid_t *view)
+{
+	*view = pid;
+	pid_t *tids = NULL;
+	int const n = rec_proc_threads(pid, &tids);
+	if (n < 0)
+		return n == -ENOMEM ? n : 0;
+	int const leader_gone = task_gone(pid, pid); /* (not listed then) */
+	int rc = 0;
+	for (int i = 0; i < n && rc == 0; i++) {
+		if (tids[i] == pid)
+			continue;
+		if (leader_gone && *view == pid)
+			*view = tids[i];
+		uint8_t body[24];
+		st32(body, (uint32_t)pid);
+		st32(body + 4, (uint32_t)pid);
+		st32(body + 8, (uint32_t)tids[i]);
+		st32(body + 12, (uint32_t)pid);
+		st64(body + 16, ts);
+		rc = put_record(b, PERF_RECORD_FORK, 0, body, sizeof(body), pid, ts);
+	}
+	free(tids);
+	return rc;
+}
+
 int rec_proc_synthesize(struct rec_buf *b, pid_t pid, uint64_t ts, struct rec_file_ids *ids)
 {
 	char path[64], comm[64] = "";
@@ -168,14 +217,19 @@ int rec_proc_synthesize(struct rec_buf *b, pid_t pid, uint64_t ts, struct rec_fi
 	size_t const clen = strnlen((const char *)body + 8, 16);
 	size_t const mark = b->len;
 	int rc = put_record(b, PERF_RECORD_COMM, PERF_RECORD_MISC_USER, body, 8 + clen + 1, pid, ts);
-	if (rc)
+	pid_t view = pid;
+	if (rc == 0)
+		rc = put_threads(b, pid, ts, &view);
+	if (rc) {
+		b->len = mark;
 		return rc;
+	}
 
 	char exe[PATH_MAX] = "";
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)view);
 	ssize_t const n = readlink(path, exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = 0;
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)view);
 	if (!(f = fopen(path, "r"))) {
 		b->len = mark;
 		return errno == ENOENT ? -ESRCH : -errno;
@@ -183,7 +237,7 @@ int rec_proc_synthesize(struct rec_buf *b, pid_t pid, uint64_t ts, struct rec_fi
 	/* Two passes: the main executable's mappings first (the reader names
 	 * the process after the first file mapped), then the others. */
 	char line[PATH_MAX + 256];
-	int view = 0x7fff; /* rec_proc_other_view, asked at the first file */
+	int other = 0x7fff; /* rec_proc_other_view, asked at the first file */
 	for (int pass = 0; pass < 2 && rc == 0; pass++) {
 		rewind(f);
 		while (rc == 0 && fgets(line, sizeof(line), f)) {
@@ -201,6 +255,10 @@ int rec_proc_synthesize(struct rec_buf *b, pid_t pid, uint64_t ts, struct rec_fi
 			int const exec = perms[2] == 'x';
 			if (!exec && name[0] && name[0] != '[')
 				continue;
+			/* The kernel's page above user space, which no MMAP
+			 * record names: not code of the process (nor a JIT's). */
+			if (!strcmp(name, "[vsyscall]"))
+				continue;
 			int const is_exe = exe[0] && strcmp(name, exe) == 0;
 			if (is_exe != (pass == 0))
 				continue;
@@ -213,8 +271,8 @@ int rec_proc_synthesize(struct rec_buf *b, pid_t pid, uint64_t ts, struct rec_fi
 			 * the records of a mapping made while recording: a
 			 * container's file is not the one at its path here. */
 			uint8_t id[20];
-			size_t const id_len = exec && name[0] == '/' ? file_build_id(ids, pid, &view, start, end, name, maj,
-										      min, ino, id)
+			size_t const id_len = exec && name[0] == '/' ? file_build_id(ids, view, &other, start, end, name,
+										      maj, min, ino, id)
 								     : 0;
 			rc = put_mmap2(b, pid, ts, start, end, pgoff, maj, min, ino, id, id_len, prot, pname);
 		}
@@ -255,7 +313,19 @@ int rec_proc_threads(pid_t pid, pid_t **tids)
 {
 	char dir[64];
 	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
-	return list_numeric(dir, tids);
+	int n = list_numeric(dir, tids);
+	/* Not the ended ones: a main thread that left by pthread_exit stays
+	 * listed, a zombie, while the others run (no event opens on it). */
+	int k = 0;
+	for (int i = 0; i < n; i++)
+		if (!task_gone(pid, (*tids)[i]))
+			(*tids)[k++] = (*tids)[i];
+	if (n > 0 && !k) {
+		free(*tids);
+		*tids = NULL;
+		return -ESRCH;
+	}
+	return n < 0 ? n : k;
 }
 
 int rec_proc_all(pid_t **pids)

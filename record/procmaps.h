@@ -2,7 +2,8 @@
 /*
  * procmaps.h: what a process already running looks like, from /proc, as
  * the perf records the kernel would have written had it been watched
- * from its start: COMM (its name) and MMAP2 (each executable mapping,
+ * from its start: COMM (its name), FORK (each thread but the main one)
+ * and MMAP2 (each executable mapping,
  * the main executable first, then the anonymous ones, where stacks
  * are), stamped with the attach time, so the recorder reads them with
  * the same code as the live records (trace/perf-data.c).  Build-ids come from the mapped files when the
@@ -45,7 +46,8 @@ void rec_file_ids_free(struct rec_file_ids *ids);
  * @return 0, -ESRCH when the process is gone, -ENOMEM. */
 int rec_proc_synthesize(struct rec_buf *b, pid_t pid, uint64_t ts, struct rec_file_ids *ids);
 
-/* The threads of PID now (*TIDS malloc'd).  @return their count or -errno. */
+/* The threads of PID now, not those ended (*TIDS malloc'd).  @return their
+ * count or -errno (-ESRCH: none left). */
 int rec_proc_threads(pid_t pid, pid_t **tids);
 
 /* Every process now (*PIDS malloc'd).  @return the count or -errno. */

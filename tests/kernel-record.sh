@@ -226,6 +226,25 @@ check "-p: the program's output and status unchanged ($hrc, $(cat "$work/att.pro
 	sh -c "[ $hrc = 0 ] && [ \"\$(cat '$work/att.prog')\" = 'hard-burn 3 threads' ] && [ \"\$(cat '$work/att.rc')\" = 0 ]"
 check "-p: threads created after the attach sampled ($ntid threads)" [ "$ntid" -ge 3 ]
 check "-p: the chain in >= 99% of the samples ($c of $s)" pct_ok "$c" "$s" 99
+check "-p of a program without JIT code: no note of JIT code (the kernel's [vsyscall] page is not one)" \
+	sh -c "! grep -q 'JIT' '$work/att.err'"
+# Attached after the main thread left by pthread_exit (a zombie: /proc/PID
+# shows no maps, no exe; no event opens on it) while a worker goes on,
+# maps a plugin and burns there: recorded until the last thread ends.
+"$B/tests/tsd-exit-burn" 700 "$TD/.libs/libtdata-plugin.so" >/dev/null 2>&1 &
+zp=$!
+for _ in $(seq 1 500); do
+	[ "$(sed 's/.*) \(.\).*/\1/' "/proc/$zp/stat" 2>/dev/null)" = Z ] && break
+	sleep 0.01
+done
+rec zatt -p "$zp"
+wait "$zp"
+zrc=$?
+set -- $(awk '/worker_burn/ { w += $NF } /plugin_hot/ { p += $NF } END { print w + 0, p + 0 }' "$work/zatt.folded")
+check "-p after the main thread's pthread_exit: exit $(cat "$work/zatt.rc"), the program's $zrc; samples in the worker ($1) and in the plugin it loaded after the attach ($2, >= 500 of ~700), nothing left out" \
+	sh -c "[ \"\$(cat '$work/zatt.rc')\" = 0 ] && [ $zrc = 0 ] && [ $1 -ge 100 ] && [ $2 -ge 500 ] && ! grep -q 'left out' '$work/zatt.err'"
+check "-p after the main thread's pthread_exit: every sample fully unwound ($(tail -n 1 "$work/zatt.unw" | cut -c1-80))" \
+	sh -c "grep -q -E ' ([0-9]+) samples, \\1 fully unwound' '$work/zatt.unw'"
 "$TD/tdata-single" 2 >/dev/null &
 sp=$!
 sleep 0.2

@@ -258,6 +258,11 @@ tests_thread_churn_SOURCES = tests/thread-churn.c
 tests_thread_churn_LDADD = -lpthread
 check_PROGRAMS += tests/fork-burn
 tests_fork_burn_SOURCES = tests/fork-burn.c
+# The main thread's pthread_exit while another thread goes on
+# (tests/record-in-process.sh, tests/lttng.sh).
+check_PROGRAMS += tests/tsd-exit-burn
+tests_tsd_exit_burn_SOURCES = tests/tsd-exit-burn.c
+tests_tsd_exit_burn_LDADD = -lpthread -ldl
 TESTS += tests/record.sh tests/record-in-process.sh
 
 # Integration: the kernel copy where the in-process hook cannot reach

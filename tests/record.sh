@@ -58,6 +58,22 @@ nfiles=$(ls "$work/churn.trace" | grep -c '^samples-')
 check "thread churn: streams reused ($nfiles sample files for 64 threads, <= 8)" [ "$nfiles" -le 8 ]
 check "thread churn: no drops" grep -q " 0 drops" "$work/churn.rerr"
 
+# 3c. The main thread leaves by pthread_exit; a worker goes on, maps a
+# plugin, burns in it and returns: the process ends (exit 0) with its last
+# thread, as without us, and every part is recorded.  (Before: in process,
+# the writer thread kept the process alive forever, and once the main
+# thread was a zombie /proc/self showed no maps and no fds, the trace's
+# files were "stale"; the kernel copy ended the process with its main
+# thread, leaving out the worker's samples.  timeout bounds a hang.)
+record mainexit -- timeout -s KILL 60 "$B/tests/tsd-exit-burn" 300 "$TD/.libs/libtdata-plugin.so"
+"$B/cli/stackunwind" folded "$work/mainexit.trace" >"$work/mainexit.folded" 2>"$work/mainexit.err"
+set -- $(awk '/early_burn/ { e += $NF } /worker_burn/ { w += $NF } /plugin_hot/ { p += $NF }
+	END { print e + 0, w + 0, p + 0 }' "$work/mainexit.folded")
+check "main thread's pthread_exit: exit $(cat "$work/mainexit.rc") (0: ended with its last thread); samples before ($1), in the worker after ($2), in a plugin it loaded after ($3), each >= 240 of ~300" \
+	sh -c "[ \"\$(cat '$work/mainexit.rc')\" = 0 ] && [ $1 -ge 240 ] && [ $2 -ge 240 ] && [ $3 -ge 240 ]"
+check "main thread's pthread_exit: nothing left out, no write error ($(grep -c . "$work/mainexit.rerr") summary lines)" \
+	sh -c "! grep -q -e 'left out' -e 'write error' '$work/mainexit.rerr'"
+
 # 4. dlopen'd plugin, reloaded: a maps generation per change
 record dlopen -- "$TD/tdata-dlopen" --reload 0.5
 check "tdata-dlopen --reload: exit status 0" [ "$(cat "$work/dlopen.rc")" = 0 ]

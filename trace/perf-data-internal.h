@@ -101,6 +101,11 @@ struct proc {
 	/* Its maps generations: their indexes in r->gens (perf_proc_release). */
 	size_t *gen_at;
 	size_t n_gen_at, cap_gen_at;
+	/* Threads the stream saw start (FORK records of threads) and not end
+	 * yet, and whether its main thread has ended: a process whose main
+	 * thread left by pthread_exit goes on until its last thread ends. */
+	uint32_t threads;
+	int leader_exited;
 };
 
 struct attr {

@@ -461,6 +461,15 @@ void perf_on_comm(struct pr *r, const uint8_t *rec, size_t len)
 	p->p.comm = c;
 }
 
+/* The callbacks told that TID of PID (TID == PID: the process) ended. */
+static void perf_tell_exit(struct pr *r, uint32_t pid, uint32_t tid, uint64_t time)
+{
+	if (r->live_cb && r->live_cb->exit && !r->cb_rc)
+		r->cb_rc = r->live_cb->exit(r->cb->arg, pid, tid);
+	if (r->cb->thread_exit && !r->cb_rc)
+		r->cb_rc = r->cb->thread_exit(r->cb->arg, pid, tid, time);
+}
+
 void perf_on_fork_exit(struct pr *r, const uint8_t *rec, size_t len, int fork)
 {
 	if (len < 8 + 24) {
@@ -468,21 +477,43 @@ void perf_on_fork_exit(struct pr *r, const uint8_t *rec, size_t len, int fork)
 		return;
 	}
 	uint32_t const pid = su_ld32(rec + 8), ppid = su_ld32(rec + 12), tid = su_ld32(rec + 16);
+	struct proc *p;
 	if (fork) {
-		if (pid == ppid || pid != tid)
-			return; /* a new thread of PPID */
+		if (pid != tid) { /* a new thread of PID */
+			if (pid == ppid && (p = proc_live(r, pid)) && p->threads < UINT32_MAX)
+				p->threads++;
+			return;
+		}
+		if (pid == ppid)
+			return;
 		const struct proc *parent = proc_live(r, ppid);
 		if (!proc_new(r, pid, ppid, parent ? parent->p.comm : NULL, parent))
 			r->cb_rc = -ENOMEM;
 		return;
 	}
-	if (r->live_cb && r->live_cb->exit && !r->cb_rc)
-		r->cb_rc = r->live_cb->exit(r->cb->arg, pid, tid);
-	if (r->cb->thread_exit && !r->cb_rc)
-		r->cb_rc = r->cb->thread_exit(r->cb->arg, pid, tid, su_ld64(rec + 24)); /* its time field */
-	if (pid != tid)
+	/* The process ends with its last thread: its main thread's EXIT when
+	 * no other thread it started is left, else the EXIT of the last one
+	 * (the main thread left by pthread_exit; the others go on, their
+	 * samples and mappings still the process's).  A thread that was
+	 * there before the recording is not counted: its EXIT takes one off
+	 * the count at most. */
+	p = proc_live(r, pid);
+	int ends = 0;
+	if (pid == tid) {
+		ends = !p || !p->threads;
+		if (p)
+			p->leader_exited = 1;
+	} else if (p) {
+		if (p->threads)
+			p->threads--;
+		ends = p->leader_exited && !p->threads;
+	}
+	if (pid != tid || ends)
+		perf_tell_exit(r, pid, tid, su_ld64(rec + 24)); /* its time field */
+	if (!ends)
 		return;
-	struct proc *p = proc_live(r, pid);
+	if (pid != tid)
+		perf_tell_exit(r, pid, pid, su_ld64(rec + 24)); /* the process, with it */
 	if (p && !p->p.ended) {
 		p->p.ended = 1;
 		r->st->ended++;

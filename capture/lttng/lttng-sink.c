@@ -23,6 +23,21 @@ static void sink_thread_init(void)
 	lttng_ust_init_thread();
 }
 
+/* liblttng-ust-common's RCU reader of this thread (exported TLS, declared
+ * in lttng/urcu/static/urcu-ust.h): NULL before lttng_ust_init_thread and
+ * again once the thread's exit has unregistered it (a thread-specific
+ * data destructor: the main thread's pthread_exit, or any thread libstackcap
+ * did not start).  A tracepoint there registers the thread again, taking
+ * LTTng-UST's registry locks from our signal handler: if the interrupted
+ * code held one (its unregister does, signals unblocked) the thread hangs. */
+struct lttng_ust_urcu_reader;
+extern __thread struct lttng_ust_urcu_reader *lttng_ust_urcu_reader;
+
+static int sink_thread_ready(void)
+{
+	return lttng_ust_urcu_reader != NULL;
+}
+
 /* The blobs' words are their bytes in memory order: little-endian, as
  * the reader takes them (trace/bt2-event.c su_bt2_copy_blob). */
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "stackcap:sample blob_words are little-endian");
@@ -84,6 +99,7 @@ static void sink_runtime_code(uint8_t runtime, uint64_t code, uint32_t fp, uint3
 
 HIDDEN const struct capture_sink capture_lttng_sink = {
 	.thread_init = sink_thread_init,
+	.thread_ready = sink_thread_ready,
 	.sample = sink_sample,
 	.code_ranges = sink_code_ranges,
 	.runtime = sink_runtime,
