@@ -92,6 +92,9 @@ static void *worker(void *arg)
 		}
 		fn(secs);
 	}
+	/* (tests/lttng.sh: lttng-ust's own threads keep such a process alive
+	 * once this thread ends, as without stackcap; it is killed then.) */
+	fputs("tsd-exit-burn: worker done\n", stderr);
 	return NULL;
 }
 
