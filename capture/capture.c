@@ -15,7 +15,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -63,30 +65,70 @@ static uint64_t interrupted_sp(const struct thread_state *t, uint64_t sp, uint64
 	return 0;
 }
 
+/* A stack we know no bounds of (a coroutine's or a goroutine's, neither
+ * the thread's nor its alternate signal stack) is read through
+ * process_vm_readv, which stops at the first page that is not readable
+ * instead of faulting, as the kernel's own copy for perf does.  In pages:
+ * the call stops at an iovec it cannot read whole.  At most this many. */
+#define FOREIGN_PAGES 64
+#define FOREIGN_PAGE 4096u
+
+/* Whether process_vm_readv is ours to call here: not under a seccomp
+ * filter, which may kill the process for it (a sandbox's). */
+static int foreign_read_allowed(void)
+{
+	return syscall(SYS_prctl, PR_GET_SECCOMP, 0, 0, 0, 0) == 0;
+}
+
+/* Up to LEN bytes from SP into BUF, up to the first unreadable page.
+ * @return the bytes read (0: none). */
+static size_t foreign_read(uint8_t *buf, uint64_t sp, size_t len)
+{
+	struct iovec remote[FOREIGN_PAGES];
+	int n = 0;
+	for (uint64_t at = sp, end = sp + len; at < end && n < FOREIGN_PAGES; n++) {
+		uint64_t const next = (at / FOREIGN_PAGE + 1) * FOREIGN_PAGE;
+		remote[n].iov_base = (void *)(uintptr_t)at;
+		remote[n].iov_len = (size_t)((next < end ? next : end) - at);
+		at += remote[n].iov_len;
+	}
+	struct iovec local = { buf, len };
+	long const got = syscall(SYS_process_vm_readv, (long)stackcap_g.pid, &local, 1L, remote, (long)n, 0L);
+	return got > 0 ? (size_t)got : 0;
+}
+
 /* Record one stack.  REGS in DWARF order; rsp is where the copy starts. */
 static int capture_regs(struct thread_state *t, const uint64_t *regs)
 {
 	uint64_t const sp = regs[STACKCAP_REG_RSP];
 	uint64_t lo = t->stack_lo, hi = t->stack_hi;
-	int on_alt = 0;
+	int on_alt = 0, foreign = 0;
 	if (sp < lo || sp >= hi) {
-		/* Interrupted on another stack: the alternate signal stack is
-		 * the only other one we can bound safely. */
+		/* Interrupted on another stack: the alternate signal stack,
+		 * bounded; else one we know no bounds of (a coroutine's, a
+		 * goroutine's), read up to its first unreadable page. */
 		stack_t ss;
-		if (sigaltstack(NULL, &ss) != 0 || (ss.ss_flags & SS_DISABLE) ||
-		    sp < (uint64_t)(uintptr_t)ss.ss_sp ||
-		    sp >= (uint64_t)(uintptr_t)ss.ss_sp + ss.ss_size) {
+		if (sigaltstack(NULL, &ss) == 0 && !(ss.ss_flags & SS_DISABLE) &&
+		    sp >= (uint64_t)(uintptr_t)ss.ss_sp && sp < (uint64_t)(uintptr_t)ss.ss_sp + ss.ss_size) {
+			lo = (uint64_t)(uintptr_t)ss.ss_sp;
+			hi = lo + ss.ss_size;
+			on_alt = 1;
+		} else if (!(sp & 7) && foreign_read_allowed()) {
+			foreign = 1;
+			hi = sp + (stackcap_g.cfg.stack_cap < FOREIGN_PAGES * FOREIGN_PAGE - FOREIGN_PAGE
+					   ? stackcap_g.cfg.stack_cap
+					   : FOREIGN_PAGES * FOREIGN_PAGE - FOREIGN_PAGE);
+			if (hi < sp)
+				hi = UINT64_MAX & ~(uint64_t)7;
+		} else {
 			atomic_fetch_add_explicit(&stackcap_g.dropped_no_stack, 1, memory_order_relaxed);
 			return -EAGAIN;
 		}
-		lo = (uint64_t)(uintptr_t)ss.ss_sp;
-		hi = lo + ss.ss_size;
-		on_alt = 1;
 	}
 	uint64_t nbytes = hi - sp;
 	if (nbytes > stackcap_g.cfg.stack_cap)
 		nbytes = stackcap_g.cfg.stack_cap;
-	uint64_t const nwords = nbytes / 8;
+	uint64_t nwords = nbytes / 8;
 	/* Second segment: the stack the alternate-stack handler interrupted,
 	 * within what is left of the cap. */
 	uint64_t const seg_sp = on_alt ? interrupted_sp(t, sp, nwords) : 0;
@@ -108,13 +150,28 @@ static int capture_regs(struct thread_state *t, const uint64_t *regs)
 	/* (+ 24: LTTng mode puts the segment and the runtime frames at the
 	 * next multiple of 8 and pads each piece with zeros up to one,
 	 * capture_sink.sample: 7 bytes each at most) */
-	size_t const need = sizeof(struct ring_rec) + STACKCAP_CODEC_BOUND(nwords) +
-			    (seg_nwords ? STACKCAP_CODEC_BOUND(seg_nwords) : 0) + capture_rt_room() + 24;
+	size_t const bound = (STACKCAP_CODEC_BOUND(nwords) + 7) & ~(size_t)7;
+	/* A stack read by process_vm_readv is copied after the room for
+	 * its blob (the reservation is only committed as long as what it
+	 * keeps). */
+	size_t const need = sizeof(struct ring_rec) + bound + (seg_nwords ? STACKCAP_CODEC_BOUND(seg_nwords) : 0) +
+			    capture_rt_room() + 24 + (foreign ? 8 * nwords : 0);
 	struct ring_rec *rec = ring_reserve(&t->ring, need);
 	if (!rec) {
 		snapshot_leave();
 		atomic_fetch_add_explicit(&t->dropped_ring_full, 1, memory_order_relaxed);
 		return -EAGAIN;
+	}
+	const uint64_t *words = (const uint64_t *)(uintptr_t)sp;
+	if (foreign) {
+		uint64_t *const copy = (uint64_t *)(void *)((uint8_t *)(rec + 1) + bound);
+		nwords = foreign_read((uint8_t *)copy, sp, 8 * nwords) / 8;
+		if (!nwords) {
+			snapshot_leave();
+			atomic_fetch_add_explicit(&stackcap_g.dropped_no_stack, 1, memory_order_relaxed);
+			return -EAGAIN;
+		}
+		words = copy;
 	}
 	/* A fidelity recording keeps every stack word, but registers are
 	 * filtered as always: the copy is for measuring what the stack
@@ -135,7 +192,7 @@ static int capture_regs(struct thread_state *t, const uint64_t *regs)
 		regs = kept_regs;
 	}
 	struct stackcap_codec_input in = {
-		.words = (const uint64_t *)(uintptr_t)sp,
+		.words = words,
 		.nwords = nwords,
 		.sp = sp,
 		.regs = regs,

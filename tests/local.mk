@@ -263,6 +263,9 @@ tests_fork_burn_SOURCES = tests/fork-burn.c
 check_PROGRAMS += tests/tsd-exit-burn
 tests_tsd_exit_burn_SOURCES = tests/tsd-exit-burn.c
 tests_tsd_exit_burn_LDADD = -lpthread -ldl
+# A coroutine on a malloc'ed stack (makecontext) (tests/record.sh).
+check_PROGRAMS += tests/fiber-burn
+tests_fiber_burn_SOURCES = tests/fiber-burn.c
 TESTS += tests/record.sh tests/record-in-process.sh
 
 # Integration: the kernel copy where the in-process hook cannot reach

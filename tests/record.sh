@@ -74,6 +74,19 @@ check "main thread's pthread_exit: exit $(cat "$work/mainexit.rc") (0: ended wit
 check "main thread's pthread_exit: nothing left out, no write error ($(grep -c . "$work/mainexit.rerr") summary lines)" \
 	sh -c "! grep -q -e 'left out' -e 'write error' '$work/mainexit.rerr'"
 
+# 3d. A coroutine's stack (makecontext, malloc'ed): the in-process hook
+# reads it through process_vm_readv (it dropped every sample there: no
+# bounds known), and the walk ends at the context's start: the return
+# address makecontext wrote is __start_context's first byte, not after a
+# call (the byte before had no CFI: [no-cfi], every sample stopped early).
+record fiber -- "$B/tests/fiber-burn" 10
+"$B/cli/stackunwind" folded "$work/fiber.trace" >"$work/fiber.folded" 2>"$work/fiber.err"
+set -- $(awk '{ t += $NF } /fiber_main;fiber_mid;fiber_leaf/ { f += $NF } END { print f + 0, t + 0 }' "$work/fiber.folded")
+check "coroutine stack: exit $(cat "$work/fiber.rc"), no drops; fiber_main;fiber_mid;fiber_leaf in $1 of $2 samples (>= 400 of ~500)" \
+	sh -c "[ \"\$(cat '$work/fiber.rc')\" = 0 ] && grep -q ' 0 drops' '$work/fiber.rerr' && [ $1 -ge 400 ]"
+check "coroutine stack: every sample fully unwound, ending at the context's start ($(tail -n 1 "$work/fiber.err" | cut -c1-70))" \
+	sh -c "grep -q -E '^stackunwind: ([1-9][0-9]*) samples, \\1 fully unwound' '$work/fiber.err'"
+
 # 4. dlopen'd plugin, reloaded: a maps generation per change
 record dlopen -- "$TD/tdata-dlopen" --reload 0.5
 check "tdata-dlopen --reload: exit status 0" [ "$(cat "$work/dlopen.rc")" = 0 ]

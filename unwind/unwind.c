@@ -844,6 +844,25 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 					lk = UW_LOOKUP_RULE;
 				}
 			}
+			if (lk == UW_LOOKUP_NO_CFI && !activation && mod) {
+				/* A return address no call put there: the byte
+				 * before it has no CFI, the address itself has,
+				 * so it is its function's first byte.  makecontext
+				 * puts __start_context's so, under a context's
+				 * function (a coroutine's stack): what switched to
+				 * that context is not on this stack, which ends
+				 * here.  An activation, as a signal trampoline is
+				 * (named at its first byte). */
+				const struct uw_rule *r1 = NULL;
+				const struct uw_op *o1 = NULL;
+				if (uw_rule_lookup(mod, pc - bias, &r1, &o1, &moves, &u->stats.rule_misses) ==
+				    UW_LOOKUP_RULE) {
+					frames[n - 1].activation = 1;
+					frames[n - 1].map = su_maps_find(maps, pc);
+					*end = SU_END_OUTERMOST;
+					break;
+				}
+			}
 		}
 		int rc;
 		int signal = 0;
