@@ -266,6 +266,9 @@ tests_tsd_exit_burn_LDADD = -lpthread -ldl
 # A coroutine on a malloc'ed stack (makecontext) (tests/record.sh).
 check_PROGRAMS += tests/fiber-burn
 tests_fiber_burn_SOURCES = tests/fiber-burn.c
+# A signal handler whose restorer has no CFI, as Go's (tests/record.sh).
+check_PROGRAMS += tests/restorer-burn
+tests_restorer_burn_SOURCES = tests/restorer-burn.c
 TESTS += tests/record.sh tests/record-in-process.sh
 
 # Integration: the kernel copy where the in-process hook cannot reach

@@ -50,9 +50,12 @@ our_chains() {
 		line = $0; sub(/^\t */, "", line)
 		pc = line; sub(/ .*/, "", pc); rest = substr(line, length(pc) + 2)
 		if (length(pc) == 16 && pc ~ /^ffff/) next   # a kernel frame
-		if (pc != lastpc) { flush(); nth++; lastpc = pc; act = nth == 1 || aftersig; aftersig = 0 }
 		fn = rest; sub(/[+ ].*/, "", fn)
-		if (fn ~ /^(__restore_rt|runtime\.sigreturn)/) aftersig = 1
+		# A signal restorer is named at its first byte (the kernel made
+		# it the return address), as is the pc the signal interrupted.
+		sig = fn ~ /^(__restore_rt|runtime\.sigreturn)/
+		if (pc != lastpc) { flush(); nth++; lastpc = pc; act = nth == 1 || aftersig || sig; aftersig = 0 }
+		if (sig) aftersig = 1
 		i = index(rest, " (" bin ")")
 		if (!i) { cur = ""; next }
 		name = substr(rest, 1, i - 1); loc = substr(rest, i + length(bin) + 4)

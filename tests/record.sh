@@ -87,6 +87,20 @@ check "coroutine stack: exit $(cat "$work/fiber.rc"), no drops; fiber_main;fiber
 check "coroutine stack: every sample fully unwound, ending at the context's start ($(tail -n 1 "$work/fiber.err" | cut -c1-70))" \
 	sh -c "grep -q -E '^stackunwind: ([1-9][0-9]*) samples, \\1 fully unwound' '$work/fiber.err'"
 
+# 3e. A signal handler whose restorer has no CFI (Go's runtime.sigreturn
+# has none): the restorer's first byte, which the kernel made the return
+# address, is the kernel's signal frame, and the walk goes through it to
+# the interrupted code (it stopped at [no-cfi] under a frame named after
+# the function before the restorer, as perf 6.1 does: frame_dummy).
+record restorer -- "$B/tests/restorer-burn" 300
+"$B/cli/stackunwind" folded "$work/restorer.trace" >"$work/restorer.folded" 2>"$work/restorer.err"
+set -- $(awk '{ t += $NF } /main;interrupted;.*;restorer_nocfi;handler;handler_burn/ { f += $NF } END { print f + 0, t + 0 }' \
+	"$work/restorer.folded")
+check "restorer without CFI: main;interrupted;...;restorer_nocfi;handler;handler_burn in $1 of $2 samples (>= 240 of ~300)" \
+	sh -c "[ \"\$(cat '$work/restorer.rc')\" = 0 ] && [ $1 -ge 240 ]"
+check "restorer without CFI: every sample fully unwound ($(tail -n 1 "$work/restorer.err" | cut -c1-70))" \
+	sh -c "grep -q -E '^stackunwind: ([1-9][0-9]*) samples, \\1 fully unwound' '$work/restorer.err'"
+
 # 4. dlopen'd plugin, reloaded: a maps generation per change
 record dlopen -- "$TD/tdata-dlopen" --reload 0.5
 check "tdata-dlopen --reload: exit status 0" [ "$(cat "$work/dlopen.rc")" = 0 ]

@@ -584,6 +584,16 @@ size_t uw_dwfl_unwind(struct su_unwinder *u, struct uw_proc *p, const struct su_
 		dp->leaf = 0;
 	}
 	*end = dp->have_end ? dp->end : guess_end(dp, rc);
+	if (*end == SU_END_NO_CFI && dp->n > 1 && !frames[dp->n - 1].activation &&
+	    cfi_row_info(dp->dwfl, frames[dp->n - 1].pc - 1, &ri) != 0 &&
+	    uw_context_start(u, p, sample->maps, frames[dp->n - 1].pc)) {
+		/* A return address no call put there, a function's first
+		 * byte (makecontext's __start_context): the stack ends
+		 * there, as the fast unwinder says (unwind.c). */
+		frames[dp->n - 1].activation = 1;
+		frames[dp->n - 1].map = su_maps_find(sample->maps, frames[dp->n - 1].pc);
+		*end = SU_END_OUTERMOST;
+	}
 done:
 	dp->sample = NULL;
 	dp->frames = NULL;

@@ -463,6 +463,10 @@ struct uw_proc *uw_proc_get(struct su_unwinder *u, const struct su_maps *maps);
  * address: does it follow a call instruction in a module's code?  The
  * leaf rule of both unwinders (unwind.c's leaf_step). */
 int uw_leaf_return(struct su_unwinder *u, struct uw_proc *p, const struct su_maps *maps, uint64_t ra);
+/* Is RA (a caller frame's pc) a context's start: no call before it, not
+ * a signal restorer, and CFI at RA itself (makecontext's
+ * __start_context)?  The stack ends there (unwind.c). */
+int uw_context_start(struct su_unwinder *u, struct uw_proc *p, const struct su_maps *maps, uint64_t ra);
 
 /* unwind-dwfl.c */
 size_t uw_dwfl_unwind(struct su_unwinder *u, struct uw_proc *p, const struct su_sample *sample,

@@ -4,7 +4,9 @@
 #include <dwarf.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
+#include <sys/ucontext.h>
 #include <gelf.h>
 #include <libelf.h>
 
@@ -586,6 +588,76 @@ static int follows_call(struct su_module *m, uint64_t ra)
 	return 0;
 }
 
+/* Is the code of module M at ELF address A the rt_sigreturn system call
+ * (mov $15 into rax or eax, then syscall): a signal restorer, whose first
+ * byte the kernel made the return address of a handler?  Go's
+ * runtime.sigreturn__sigaction has no CFI saying so, as libc's has. */
+static int is_sigreturn(struct su_module *m, uint64_t a)
+{
+	static const uint8_t mov_rax[] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05 };
+	static const uint8_t mov_eax[] = { 0xb8, 0x0f, 0, 0, 0, 0x0f, 0x05 };
+	GElf_Addr bias;
+	size_t size, nph;
+	Elf *elf = m && m->mod ? dwfl_module_getelf(m->mod, &bias) : NULL;
+	const uint8_t *img = elf ? (const uint8_t *)elf_rawfile(elf, &size) : NULL;
+	if (!img || elf_getphdrnum(elf, &nph) != 0)
+		return 0;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) ||
+		    a < ph.p_vaddr || a >= ph.p_vaddr + ph.p_filesz || ph.p_offset + ph.p_filesz > size)
+			continue;
+		const uint8_t *b = img + ph.p_offset + (a - ph.p_vaddr);
+		uint64_t const left = ph.p_vaddr + ph.p_filesz - a;
+		return (left >= sizeof(mov_rax) && !memcmp(b, mov_rax, sizeof(mov_rax))) ||
+		       (left >= sizeof(mov_eax) && !memcmp(b, mov_eax, sizeof(mov_eax)));
+	}
+	return 0;
+}
+
+/* The kernel's signal frame as a restorer sees it (x86-64 rt_sigframe:
+ * its return address popped, the stack pointer at the ucontext): every
+ * register saved in uc_mcontext, as libc's __restore_rt CFI says. */
+static const struct uw_rule *sigreturn_rule(void)
+{
+	static struct uw_rule r;
+	static int made;
+	if (made)
+		return &r;
+	/* DWARF order (rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip) -> gregs. */
+	static const int greg[STACKCAP_NREGS] = { REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
+						  REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
+						  REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP };
+	struct uw_rule t;
+	memset(&t, 0, sizeof(t));
+	t.cfa_kind = UW_CFA_REG;
+	t.cfa_reg = STACKCAP_REG_RSP;
+	t.signal = 1;
+	for (unsigned reg = 0; reg < STACKCAP_NREGS; reg++) {
+		t.kind[reg] = UW_REG_AT_CFA;
+		t.arg[reg] = (int64_t)(offsetof(ucontext_t, uc_mcontext.gregs) + (size_t)greg[reg] * sizeof(greg_t));
+		t.moved[t.nmoved++] = (uint8_t)reg;
+	}
+	t.uses_mask = 1u << STACKCAP_REG_RSP;
+	r = t; /* the same every time: a race writes the same bytes */
+	made = 1;
+	return &r;
+}
+
+int uw_context_start(struct su_unwinder *u, struct uw_proc *p, const struct su_maps *maps, uint64_t ra)
+{
+	int64_t const mi = ra ? su_maps_find(maps, ra) : -1;
+	struct su_module *m = mi >= 0 ? uw_proc_module(u, p, (uint32_t)mi) : NULL;
+	if (!m)
+		return 0;
+	uint64_t const a = ra - su_module_bias(m, &maps->entries[mi]);
+	const struct uw_rule *r;
+	const struct uw_op *o;
+	const uint32_t *moves;
+	return !follows_call(m, a) && !is_sigreturn(m, a) &&
+	       uw_rule_lookup(m, a, &r, &o, &moves, &u->stats.rule_misses) == UW_LOOKUP_RULE;
+}
+
 int uw_leaf_return(struct su_unwinder *u, struct uw_proc *p, const struct su_maps *maps, uint64_t ra)
 {
 	int64_t const mi = ra ? su_maps_find(maps, ra - 1) : -1;
@@ -844,19 +916,25 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 					lk = UW_LOOKUP_RULE;
 				}
 			}
-			if (lk == UW_LOOKUP_NO_CFI && !activation && mod) {
-				/* A return address no call put there: the byte
-				 * before it has no CFI, the address itself has,
-				 * so it is its function's first byte.  makecontext
-				 * puts __start_context's so, under a context's
-				 * function (a coroutine's stack): what switched to
-				 * that context is not on this stack, which ends
-				 * here.  An activation, as a signal trampoline is
-				 * (named at its first byte). */
+			if (lk == UW_LOOKUP_NO_CFI && !activation && mod && !follows_call(mod, pc - bias)) {
+				/* A return address no call put there.  A signal
+				 * restorer's first byte, put by the kernel (Go's
+				 * runtime.sigreturn has no CFI saying so): the
+				 * kernel's signal frame.  Else, with CFI at it but
+				 * none before it, a function's first byte, as
+				 * makecontext puts __start_context's under a
+				 * context's function (a coroutine's stack): what
+				 * switched to that context is not on this stack,
+				 * which ends here.  Both activations, named at
+				 * their first byte, as a signal trampoline is. */
 				const struct uw_rule *r1 = NULL;
 				const struct uw_op *o1 = NULL;
-				if (uw_rule_lookup(mod, pc - bias, &r1, &o1, &moves, &u->stats.rule_misses) ==
-				    UW_LOOKUP_RULE) {
+				if (is_sigreturn(mod, pc - bias)) {
+					rule = sigreturn_rule();
+					ops = NULL;
+					lk = UW_LOOKUP_RULE;
+				} else if (uw_rule_lookup(mod, pc - bias, &r1, &o1, &moves, &u->stats.rule_misses) ==
+					   UW_LOOKUP_RULE) {
 					frames[n - 1].activation = 1;
 					frames[n - 1].map = su_maps_find(maps, pc);
 					*end = SU_END_OUTERMOST;
