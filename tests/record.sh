@@ -74,18 +74,25 @@ check "main thread's pthread_exit: exit $(cat "$work/mainexit.rc") (0: ended wit
 check "main thread's pthread_exit: nothing left out, no write error ($(grep -c . "$work/mainexit.rerr") summary lines)" \
 	sh -c "! grep -q -e 'left out' -e 'write error' '$work/mainexit.rerr'"
 
+# unwound_chain NAME LABEL PATTERN MIN: NAME's trace folded; exit 0,
+# PATTERN in at least MIN of its samples, and every sample fully unwound.
+unwound_chain() {
+	"$B/cli/stackunwind" folded "$work/$1.trace" >"$work/$1.folded" 2>"$work/$1.err"
+	set -- "$@" $(awk -v p="$3" '{ t += $NF } $0 ~ p { f += $NF } END { print f + 0, t + 0 }' "$work/$1.folded")
+	check "$2: exit $(cat "$work/$1.rc"); $3 in $5 of $6 samples (>= $4)" \
+		sh -c "[ \"\$(cat '$work/$1.rc')\" = 0 ] && [ $5 -ge $4 ]"
+	check "$2: every sample fully unwound ($(tail -n 1 "$work/$1.err" | cut -c1-70))" \
+		sh -c "grep -q -E '^stackunwind: ([1-9][0-9]*) samples, \\1 fully unwound' '$work/$1.err'"
+}
+
 # 3d. A coroutine's stack (makecontext, malloc'ed): the in-process hook
 # reads it through process_vm_readv (it dropped every sample there: no
 # bounds known), and the walk ends at the context's start: the return
 # address makecontext wrote is __start_context's first byte, not after a
 # call (the byte before had no CFI: [no-cfi], every sample stopped early).
 record fiber -- "$B/tests/fiber-burn" 10
-"$B/cli/stackunwind" folded "$work/fiber.trace" >"$work/fiber.folded" 2>"$work/fiber.err"
-set -- $(awk '{ t += $NF } /fiber_main;fiber_mid;fiber_leaf/ { f += $NF } END { print f + 0, t + 0 }' "$work/fiber.folded")
-check "coroutine stack: exit $(cat "$work/fiber.rc"), no drops; fiber_main;fiber_mid;fiber_leaf in $1 of $2 samples (>= 400 of ~500)" \
-	sh -c "[ \"\$(cat '$work/fiber.rc')\" = 0 ] && grep -q ' 0 drops' '$work/fiber.rerr' && [ $1 -ge 400 ]"
-check "coroutine stack: every sample fully unwound, ending at the context's start ($(tail -n 1 "$work/fiber.err" | cut -c1-70))" \
-	sh -c "grep -q -E '^stackunwind: ([1-9][0-9]*) samples, \\1 fully unwound' '$work/fiber.err'"
+check "coroutine stack: no drops" grep -q ' 0 drops' "$work/fiber.rerr"
+unwound_chain fiber "coroutine stack, ending at the context's start" 'fiber_main;fiber_mid;fiber_leaf' 400
 
 # 3e. A signal handler whose restorer has no CFI (Go's runtime.sigreturn
 # has none): the restorer's first byte, which the kernel made the return
@@ -93,13 +100,7 @@ check "coroutine stack: every sample fully unwound, ending at the context's star
 # the interrupted code (it stopped at [no-cfi] under a frame named after
 # the function before the restorer, as perf 6.1 does: frame_dummy).
 record restorer -- "$B/tests/restorer-burn" 300
-"$B/cli/stackunwind" folded "$work/restorer.trace" >"$work/restorer.folded" 2>"$work/restorer.err"
-set -- $(awk '{ t += $NF } /main;interrupted;.*;restorer_nocfi;handler;handler_burn/ { f += $NF } END { print f + 0, t + 0 }' \
-	"$work/restorer.folded")
-check "restorer without CFI: main;interrupted;...;restorer_nocfi;handler;handler_burn in $1 of $2 samples (>= 240 of ~300)" \
-	sh -c "[ \"\$(cat '$work/restorer.rc')\" = 0 ] && [ $1 -ge 240 ]"
-check "restorer without CFI: every sample fully unwound ($(tail -n 1 "$work/restorer.err" | cut -c1-70))" \
-	sh -c "grep -q -E '^stackunwind: ([1-9][0-9]*) samples, \\1 fully unwound' '$work/restorer.err'"
+unwound_chain restorer "restorer without CFI" 'main;interrupted;.*;restorer_nocfi;handler;handler_burn' 240
 
 # 4. dlopen'd plugin, reloaded: a maps generation per change
 record dlopen -- "$TD/tdata-dlopen" --reload 0.5
