@@ -8,6 +8,11 @@
  * what is scanned (up to the 64 KiB cap), so a change of frame size by the
  * compiler shows.
  *
+ * Then the same at depths 10 and 100 on a coroutine's stack (makecontext,
+ * 256 KiB malloc'ed): a stack libstackcap knows no bounds of, read through
+ * process_vm_readv page by page up to its first unreadable one (or the
+ * cap); stack_B is what lies up to that stack's top.
+ *
  * bench/capture --lttng (the same source linked with liblttng-stackcap, as
  * bench/capture-lttng): each capture is a `stackcap:sample` LTTng-UST event
  * recorded in the calling thread (docs/lttng.md) into whatever session is
@@ -19,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "capture/stackcap.h"
@@ -79,6 +85,35 @@ static __attribute__((noinline)) void descend(int d)
 	sink += local[d % 8];
 }
 
+static ucontext_t main_ctx, co_ctx;
+static int co_depth;
+static uintptr_t co_top;
+
+static void co_main(void)
+{
+	descend(co_depth);
+}
+
+/* descend(DEPTH) on a coroutine's stack.  @return 0, -1 on failure. */
+static int on_coroutine(int depth)
+{
+	size_t const size = 256 * 1024;
+	void *stack = malloc(size);
+	if (!stack || getcontext(&co_ctx) != 0) {
+		free(stack);
+		return -1;
+	}
+	co_ctx.uc_stack.ss_sp = stack;
+	co_ctx.uc_stack.ss_size = size;
+	co_ctx.uc_link = &main_ctx;
+	co_depth = depth;
+	co_top = (uintptr_t)stack + size;
+	makecontext(&co_ctx, co_main, 0);
+	int const rc = swapcontext(&main_ctx, &co_ctx);
+	free(stack);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	int const lttng = argc > 1 && !strcmp(argv[1], "--lttng");
@@ -103,6 +138,20 @@ int main(int argc, char **argv)
 		printf("%-7d %10lu %10lu %8lu %10lu\n", depths[k], (unsigned long)ns[ITERS / 2],
 		       (unsigned long)ns[ITERS * 99 / 100], (unsigned long)(b.drops - a.drops),
 		       top ? (unsigned long)(top - measured_sp) : 0ul);
+	}
+	const int co_depths[] = { 10, 100 };
+	for (int k = 0; k < 2; k++) {
+		struct stackcap_stats a, b;
+		stackcap_get_stats(&a);
+		if (on_coroutine(co_depths[k]) != 0) {
+			fprintf(stderr, "bench/capture: makecontext failed\n");
+			break;
+		}
+		stackcap_get_stats(&b);
+		qsort(ns, ITERS, sizeof(ns[0]), cmp);
+		printf("%-3d co  %10lu %10lu %8lu %10lu\n", co_depths[k], (unsigned long)ns[ITERS / 2],
+		       (unsigned long)ns[ITERS * 99 / 100], (unsigned long)(b.drops - a.drops),
+		       (unsigned long)(co_top - measured_sp));
 	}
 	stackcap_shutdown();
 	return 0;
