@@ -159,6 +159,10 @@ struct stackcap_global {
 	/* A capture's pc was in no range of the current snapshot (new JIT
 	 * code): the writer reads the maps again soon (snapshot_stale). */
 	_Atomic int pc_unmapped;
+	/* The main thread has left by pthread_exit (its thread-specific data
+	 * destructors ran): the writer then looks whether it is the last
+	 * thread (writer.c program_gone). */
+	_Atomic int main_left;
 	pid_t pid;                               /* the process recording (not a vfork child) */
 };
 

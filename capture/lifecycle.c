@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "capture/capture-internal.h"
@@ -30,6 +31,8 @@ static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static void on_thread_exit(void *arg)
 {
 	(void)arg;
+	if (syscall(SYS_gettid) == getpid())
+		atomic_store(&stackcap_g.main_left, 1);
 	capture_thread_unregister();
 }
 

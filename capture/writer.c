@@ -643,7 +643,9 @@ static int finish_trace(void)
 
 /* Whether the program has ended without exit(): its main thread left by
  * pthread_exit (the thread group's leader is a zombie) and no thread but
- * this writer remains.  glibc ends the process (exit(0)) when its last
+ * this writer remains.  Asked only once the main thread was seen leaving
+ * (stackcap_g.main_left): opening a file of ours is a moment where a
+ * program closing every fd could take the number.  glibc ends the process (exit(0)) when its last
  * thread ends: the writer, counted as one, would keep it alive forever.
  * One read of /proc/self/stat: its state and thread count (the zombie
  * leader is still counted). */
@@ -712,7 +714,8 @@ static void *writer_main(void *arg)
 		seen = atomic_load(&W.wake_seq);
 		writer_cycle(0);
 		uint64_t const now = capture_now_ns();
-		if (!stackcap_g.cfg.lttng && now - last_alone_check >= ALONE_CHECK_NS) {
+		if (!stackcap_g.cfg.lttng && atomic_load(&stackcap_g.main_left) &&
+		    now - last_alone_check >= ALONE_CHECK_NS) {
 			last_alone_check = now;
 			if (program_gone() && program_ended())
 				return NULL;
