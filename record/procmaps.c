@@ -166,6 +166,32 @@ static int task_gone(pid_t pid, pid_t tid)
 	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
 }
 
+int rec_proc_running(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	size_t const n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* "pid (comm) S ... num_threads" (field 20): the comm may hold ')'. */
+	char *p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return 0;
+	if (p[2] != 'Z' && p[2] != 'X')
+		return 1;
+	p += 2;
+	for (int field = 3; field < 20; field++) {
+		p = strchr(p, ' ');
+		if (!p)
+			return 0;
+		p++;
+	}
+	return strtol(p, NULL, 10) > 1; /* the zombie main thread is counted */
+}
+
 /* PID's threads as FORK records (as perf synthesizes them): the reader
  * counts a process's threads, and the process ends with the last one,
  * not with its main thread when that left by pthread_exit.  *VIEW: PID,

@@ -46,6 +46,11 @@ void rec_file_ids_free(struct rec_file_ids *ids);
  * @return 0, -ESRCH when the process is gone, -ENOMEM. */
 int rec_proc_synthesize(struct rec_buf *b, pid_t pid, uint64_t ts, struct rec_file_ids *ids);
 
+/* Does process PID still run a thread (not gone, not a zombie whose
+ * threads have all ended)?  A main thread that left by pthread_exit is a
+ * zombie while the others run. */
+int rec_proc_running(pid_t pid);
+
 /* The threads of PID now, not those ended (*TIDS malloc'd).  @return their
  * count or -errno (-ESRCH: none left). */
 int rec_proc_threads(pid_t pid, pid_t **tids);

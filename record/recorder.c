@@ -178,6 +178,12 @@ static int on_exit_task(void *arg, uint32_t pid, uint32_t tid)
 	return rc;
 }
 
+static int on_process_alive(void *arg, uint32_t pid)
+{
+	(void)arg;
+	return rec_proc_running((pid_t)pid);
+}
+
 static int on_switch(void *arg, uint32_t pid, uint32_t tid, uint64_t time, int out, int preempted)
 {
 	struct recorder *r = arg;
@@ -675,7 +681,7 @@ int rec_record(const struct rec_options *o)
 {
 	struct recorder R = { .o = o, .self = getpid(), .cmd_cpu = -1,
 			      .live = { .lost = on_lost, .exit = on_exit_task, .context_switch = on_switch,
-					.warn = { warn_line, (void *)o } } };
+					.process_alive = on_process_alive, .warn = { warn_line, (void *)o } } };
 	struct recorder *r = &R;
 	int const attach = o->n_pids || o->n_tids;
 	int const cmd_only = o->argv && !attach && !o->all;

@@ -154,6 +154,8 @@ struct perf_zstream {
 void perf_zstream_free(struct perf_zstream *z);
 
 struct pr {
+	/* A LOST record was read: EXIT records may be missing. */
+	int records_lost;
 	const struct su_reader_opts *opts;
 	const struct su_reader_callbacks *cb;
 	struct su_reader_stats *st;

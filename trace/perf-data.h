@@ -57,6 +57,12 @@ struct su_perf_stream_callbacks {
 	 * opened with context_switch): switched in, or OUT; PREEMPTED: out
 	 * while still runnable (PERF_RECORD_MISC_SWITCH_OUT_PREEMPT). */
 	int (*context_switch)(void *arg, uint32_t pid, uint32_t tid, uint64_t time, int out, int preempted);
+	/* Whether process PID still runs a thread now.  Asked at its main
+	 * thread's EXIT when threads it started have not ended in the stream
+	 * and records were lost (LOST): 0 ends it then (their EXIT records
+	 * may be among them), where a process whose main thread left by
+	 * pthread_exit goes on.  NULL: trust the stream. */
+	int (*process_alive)(void *arg, uint32_t pid);
 };
 
 /* ATTR: the struct perf_event_attr the events were opened with (ATTR_LEN

@@ -500,7 +500,9 @@ void perf_on_fork_exit(struct pr *r, const uint8_t *rec, size_t len, int fork)
 	p = proc_live(r, pid);
 	int ends = 0;
 	if (pid == tid) {
-		ends = !p || !p->threads;
+		ends = !p || !p->threads ||
+		       (r->records_lost && r->live_cb && r->live_cb->process_alive &&
+			!r->live_cb->process_alive(r->cb->arg, pid));
 		if (p)
 			p->leader_exited = 1;
 	} else if (p) {

@@ -425,6 +425,8 @@ bad:
  * trailer (the task running when the kernel wrote the record). */
 static void lost_told(struct pr *r, const uint8_t *rec, size_t len, uint64_t n, int throttled)
 {
+	if (!throttled && n)
+		r->records_lost = 1;
 	if (!r->live_cb || !r->live_cb->lost || r->cb_rc)
 		return;
 	const struct attr *a = perf_record_attr(r, rec, len);
