@@ -526,6 +526,16 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	dp->prev_rsp_known = rsp_known;
 	if (mi < 0)
 		return stop(dp, SU_END_NO_MAP);
+	struct row_info cri;
+	if (i > 0 && !act && cfi_row_info(dp->dwfl, pc - 1, &cri) != 0 &&
+	    uw_context_start(dp->u, dp->proc, dp->sample->maps, pc)) {
+		/* A return address no call put there, a function's first
+		 * byte (makecontext's __start_context): the stack ends there,
+		 * as the fast unwinder says (unwind.c). */
+		dp->frames[i].activation = 1;
+		dp->frames[i].map = su_maps_find(dp->sample->maps, pc);
+		return stop(dp, SU_END_OUTERMOST);
+	}
 	if (act)
 		popped_slots(dp, dwfl_lookup_pc(dp, i));
 	else
@@ -584,16 +594,6 @@ size_t uw_dwfl_unwind(struct su_unwinder *u, struct uw_proc *p, const struct su_
 		dp->leaf = 0;
 	}
 	*end = dp->have_end ? dp->end : guess_end(dp, rc);
-	if (*end == SU_END_NO_CFI && dp->n > 1 && !frames[dp->n - 1].activation &&
-	    cfi_row_info(dp->dwfl, frames[dp->n - 1].pc - 1, &ri) != 0 &&
-	    uw_context_start(u, p, sample->maps, frames[dp->n - 1].pc)) {
-		/* A return address no call put there, a function's first
-		 * byte (makecontext's __start_context): the stack ends
-		 * there, as the fast unwinder says (unwind.c). */
-		frames[dp->n - 1].activation = 1;
-		frames[dp->n - 1].map = su_maps_find(sample->maps, frames[dp->n - 1].pc);
-		*end = SU_END_OUTERMOST;
-	}
 done:
 	dp->sample = NULL;
 	dp->frames = NULL;
