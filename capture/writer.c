@@ -22,6 +22,7 @@
 #include "capture/ctf-writer.h"
 #include "capture/runtime.h"
 #include "common/grow.h"
+#include "common/proc-stat.h"
 
 #define WRITER_PERIOD_MS 20
 /* Samples per packet before the writer cuts one: each packet starts with a
@@ -643,12 +644,11 @@ static int finish_trace(void)
 
 /* Whether the program has ended without exit(): its main thread left by
  * pthread_exit (the thread group's leader is a zombie) and no thread but
- * this writer remains.  Asked only once the main thread was seen leaving
- * (stackcap_g.main_left): opening a file of ours is a moment where a
- * program closing every fd could take the number.  glibc ends the process (exit(0)) when its last
+ * this writer remains.  glibc ends the process (exit(0)) when its last
  * thread ends: the writer, counted as one, would keep it alive forever.
- * One read of /proc/self/stat: its state and thread count (the zombie
- * leader is still counted). */
+ * Asked only once the main thread was seen leaving (stackcap_g.main_left):
+ * opening a file of ours is a moment where a program closing every fd
+ * could take the number.  One read of /proc/self/stat. */
 static int program_gone(void)
 {
 	int const fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
@@ -660,19 +660,9 @@ static int program_gone(void)
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
-	/* "pid (comm) S ppid ...": the comm may hold ')'; fields after the
-	 * last one.  num_threads is field 20: the 18th after the comm. */
-	char *p = strrchr(buf, ')');
-	if (!p || p[1] != ' ' || p[2] != 'Z')
-		return 0;
-	p += 2;
-	for (int field = 3; field < 20; field++) {
-		p = strchr(p, ' ');
-		if (!p)
-			return 0;
-		p++;
-	}
-	return strtol(p, NULL, 10) == 2;
+	char state;
+	long threads;
+	return su_proc_stat_parse(buf, &state, &threads) == 0 && state == 'Z' && threads == 2;
 }
 
 /* The program has ended (program_gone): end the trace as its exit would

@@ -7,6 +7,7 @@ common_libsucommon_la_SOURCES = \
 	common/grow.c \
 	common/grow.h \
 	common/hash.h \
+	common/proc-stat.h \
 	common/hashmap.c \
 	common/hashmap.h \
 	common/io.c \

@@ -17,6 +17,7 @@
 #include "record/procmaps.h"
 #include "record/proc-files.h"
 #include "common/grow.h"
+#include "common/proc-stat.h"
 #include "common/hash.h"
 
 static uint8_t *buf_add(struct rec_buf *b, size_t n)
@@ -151,45 +152,38 @@ static size_t file_build_id(struct rec_file_ids *ids, pid_t pid, int *view, uint
 
 static int list_numeric(const char *dir, pid_t **out);
 
-/* Whether task TID of PID has ended (a zombie, or gone). */
-static int task_gone(pid_t pid, pid_t tid)
+/* The state letter and thread count in the stat file at PATH.  @return 0,
+ * -1 when it cannot be read (the task is gone). */
+static int read_stat(const char *path, char *state, long *threads)
 {
-	char path[64], buf[512];
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	char buf[1024];
 	FILE *f = fopen(path, "re");
 	if (!f)
-		return 1;
+		return -1;
 	size_t const n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = '\0';
-	const char *p = strrchr(buf, ')');
-	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+	return su_proc_stat_parse(buf, state, threads);
+}
+
+/* Whether task TID of PID has ended (a zombie, or gone). */
+static int task_gone(pid_t pid, pid_t tid)
+{
+	char path[64], state;
+	long threads;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	return read_stat(path, &state, &threads) != 0 || state == 'Z' || state == 'X';
 }
 
 int rec_proc_running(pid_t pid)
 {
-	char path[64], buf[1024];
+	char path[64], state;
+	long threads;
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
+	if (read_stat(path, &state, &threads) != 0)
 		return 0;
-	size_t const n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* "pid (comm) S ... num_threads" (field 20): the comm may hold ')'. */
-	char *p = strrchr(buf, ')');
-	if (!p || p[1] != ' ')
-		return 0;
-	if (p[2] != 'Z' && p[2] != 'X')
-		return 1;
-	p += 2;
-	for (int field = 3; field < 20; field++) {
-		p = strchr(p, ' ');
-		if (!p)
-			return 0;
-		p++;
-	}
-	return strtol(p, NULL, 10) > 1; /* the zombie main thread is counted */
+	/* A zombie main thread is counted among its process's threads. */
+	return (state != 'Z' && state != 'X') || threads > 1;
 }
 
 /* PID's threads as FORK records (as perf synthesizes them): the reader
