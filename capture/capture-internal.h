@@ -225,13 +225,6 @@ HIDDEN void sigchain_stop(int sig, struct sigaction *program_action);
 HIDDEN int sigchain_is_ours(const siginfo_t *si, int perf_fd);
 HIDDEN void sigchain_forward(int sig, siginfo_t *si, void *uc);
 
-/* "/proc/thread-self/REST" into BUF (SIZE bytes; "" when too small): the
- * calling thread's view of its process.  Once the main thread has left by
- * pthread_exit, /proc/self is that zombie's: no maps, no fds, no exe,
- * while the program's other threads go on.  "/proc/self/REST" where
- * /proc/thread-self is missing (kernels before 3.17).  Async-signal-safe. */
-HIDDEN const char *capture_proc_path(char *buf, size_t size, const char *rest);
-
 /* ---- a process ending without exit() (exit.c) --------------------------- */
 
 /* Finish this process's trace before it ends without running destructors

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "capture/capture-internal.h"
+#include "common/io.h"
 #include "common/asan.h"
 #include "capture/runtime.h"
 
@@ -72,6 +73,9 @@ static uint64_t interrupted_sp(const struct thread_state *t, uint64_t sp, uint64
  * the call stops at an iovec it cannot read whole.  At most this many. */
 #define FOREIGN_PAGES 64
 #define FOREIGN_PAGE 4096u
+/* Bytes read at most: whatever SP's offset in its page, in FOREIGN_PAGES
+ * iovecs (and never more than the stack cap). */
+#define FOREIGN_MAX ((FOREIGN_PAGES - 1) * (uint64_t)FOREIGN_PAGE)
 
 /* Whether process_vm_readv is ours to call here: not under a seccomp
  * filter, which may kill the process for it (a sandbox's). */
@@ -113,13 +117,9 @@ static int capture_regs(struct thread_state *t, const uint64_t *regs)
 			lo = (uint64_t)(uintptr_t)ss.ss_sp;
 			hi = lo + ss.ss_size;
 			on_alt = 1;
-		} else if (!(sp & 7) && foreign_read_allowed()) {
+		} else if (!(sp & 7) && sp <= UINT64_MAX - FOREIGN_MAX && foreign_read_allowed()) {
 			foreign = 1;
-			hi = sp + (stackcap_g.cfg.stack_cap < FOREIGN_PAGES * FOREIGN_PAGE - FOREIGN_PAGE
-					   ? stackcap_g.cfg.stack_cap
-					   : FOREIGN_PAGES * FOREIGN_PAGE - FOREIGN_PAGE);
-			if (hi < sp)
-				hi = UINT64_MAX & ~(uint64_t)7;
+			hi = sp + FOREIGN_MAX; /* cut to the stack cap below */
 		} else {
 			atomic_fetch_add_explicit(&stackcap_g.dropped_no_stack, 1, memory_order_relaxed);
 			return -EAGAIN;
@@ -649,7 +649,7 @@ static void perf_fd_close(struct thread_state *t)
 	int nd = 0;
 	for (unsigned v = (unsigned)t->perf_fd; nd == 0 || v; v /= 10)
 		digits[nd++] = (char)('0' + v % 10);
-	size_t p = strlen(capture_proc_path(path, sizeof(path) - sizeof(digits), "fd/"));
+	size_t p = strlen(su_proc_self_path(path, sizeof(path) - sizeof(digits), "fd/"));
 	while (nd)
 		path[p++] = digits[--nd];
 	path[p] = '\0';

@@ -25,6 +25,7 @@
 #include "capture/ctf-writer.h"
 #include "capture/ctf-internal.h"
 #include "common/hash.h"
+#include "common/io.h"
 
 #define PKT_HDR CTF_PACKET_PREAMBLE
 #define TS27 (UINT64_C(1) << CTF_EV_TS_BITS)
@@ -125,29 +126,26 @@ static int pwrite_all(int fd, const void *data, size_t len, uint64_t off)
 
 /* Is FD still the file (DEV, INO)?  Not when the program closed it, nor
  * when it reused the number for a file of its own.  Asked through
- * /proc/thread-self/fd by name, not by fstat on the fd: the number may be
- * the program's now, and nothing of ours operates on its fds
+ * /proc/thread-self/fd by name (su_proc_self_path: not /proc/self/fd,
+ * empty once the main thread has left by pthread_exit while the others
+ * go on writing), not by fstat on the fd: the number may be the
+ * program's now, and nothing of ours operates on its fds
  * (ThreadSanitizer rightly reports an fstat racing with the program's own
- * use).  Not /proc/self/fd: once the main thread has left by pthread_exit
- * that is its zombie's, empty, while the other threads go on writing.
- * /proc/self/fd before Linux 3.17; fstat only where /proc is not mounted. */
+ * use).  fstat only where /proc is not mounted. */
 int ctf_fd_is_file(int fd, dev_t dev, ino_t ino)
 {
 	if (fd < 0)
 		return 0;
-	static const char *const dirs[] = { "/proc/thread-self/fd", "/proc/self/fd" };
+	char dir[32], path[48];
+	su_proc_self_path(dir, sizeof dir, "fd");
+	snprintf(path, sizeof path, "%s/%d", dir, fd);
 	struct stat st;
-	int found = 0;
-	for (size_t i = 0; i < 2 && !found; i++) {
-		char path[48];
-		snprintf(path, sizeof path, "%s/%d", dirs[i], fd);
-		if (stat(path, &st) == 0)
-			found = 1;
-		else if (errno != ENOENT || access(dirs[i], F_OK) == 0)
-			return 0; /* not an fd of this process (any more) */
+	if (stat(path, &st) != 0) {
+		if (errno != ENOENT || access(dir, F_OK) == 0)
+			return 0;
+		if (fstat(fd, &st) != 0)
+			return 0;
 	}
-	if (!found && fstat(fd, &st) != 0)
-		return 0;
 	return st.st_dev == dev && st.st_ino == ino;
 }
 

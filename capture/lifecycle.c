@@ -210,6 +210,18 @@ int stackcap_init(const struct stackcap_opts *opts)
 	return rc;
 }
 
+/* No new samples: every timer off, our handler gone (init_lock held,
+ * running already cleared).  (The writer may be freeing exited threads
+ * meanwhile: the lock.) */
+static void stop_sampling(void)
+{
+	pthread_mutex_lock(&capture_threads_lock);
+	for (struct thread_state *t = atomic_load(&stackcap_g.threads); t; t = t->next)
+		capture_thread_disarm(t);
+	pthread_mutex_unlock(&capture_threads_lock);
+	capture_remove_handler();
+}
+
 int stackcap_shutdown(void)
 {
 	pthread_mutex_lock(&init_lock);
@@ -218,13 +230,8 @@ int stackcap_shutdown(void)
 		return -ENODEV;
 	}
 	atomic_store(&stackcap_g.running, 0);
-	/* No new samples: timers off, then a last drain of every ring.  (The
-	 * writer may be freeing exited threads meanwhile: the lock.) */
-	pthread_mutex_lock(&capture_threads_lock);
-	for (struct thread_state *t = atomic_load(&stackcap_g.threads); t; t = t->next)
-		capture_thread_disarm(t);
-	pthread_mutex_unlock(&capture_threads_lock);
-	capture_remove_handler();
+	/* Then a last drain of every ring. */
+	stop_sampling();
 	int const rc = writer_stop();
 	pthread_mutex_unlock(&init_lock);
 	return rc;
@@ -234,13 +241,8 @@ int capture_stop_from_writer(void)
 {
 	if (pthread_mutex_trylock(&init_lock) != 0)
 		return 0;
-	if (atomic_exchange(&stackcap_g.running, 0)) {
-		pthread_mutex_lock(&capture_threads_lock);
-		for (struct thread_state *t = atomic_load(&stackcap_g.threads); t; t = t->next)
-			capture_thread_disarm(t);
-		pthread_mutex_unlock(&capture_threads_lock);
-		capture_remove_handler();
-	}
+	if (atomic_exchange(&stackcap_g.running, 0))
+		stop_sampling();
 	pthread_mutex_unlock(&init_lock);
 	return 1;
 }
@@ -523,28 +525,4 @@ STACKCAP_API int dlclose(void *h)
 	if (atomic_load(&stackcap_g.running))
 		snapshot_refresh(0);
 	return rc;
-}
-
-/* ---- /proc, as this thread sees it ---------------------------------------- */
-
-const char *capture_proc_path(char *buf, size_t size, const char *rest)
-{
-	/* 1: /proc/thread-self exists, -1: not, 0: not asked yet (a race
-	 * asks twice: the same answer). */
-	static _Atomic int thread_self;
-	int ts = atomic_load_explicit(&thread_self, memory_order_relaxed);
-	if (!ts) {
-		ts = access("/proc/thread-self", F_OK) == 0 ? 1 : -1;
-		atomic_store_explicit(&thread_self, ts, memory_order_relaxed);
-	}
-	const char *const dir = ts > 0 ? "/proc/thread-self/" : "/proc/self/";
-	size_t const dl = strlen(dir), rl = strlen(rest);
-	if (size < dl + rl + 1) {
-		if (size)
-			buf[0] = '\0';
-		return buf;
-	}
-	memcpy(buf, dir, dl);
-	memcpy(buf + dl, rest, rl + 1);
-	return buf;
 }

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "capture/capture-internal.h"
+#include "common/io.h"
 #include "capture/ctf-writer.h"
 #include "common/hash.h"
 
@@ -105,7 +106,7 @@ static int phdr_cb(struct dl_phdr_info *info, size_t size, void *data)
 	if (!name || !*name) {
 		/* The main program: its name is empty in the loader's list. */
 		char link[32];
-		ssize_t const n = readlink(capture_proc_path(link, sizeof(link), "exe"), exe, sizeof(exe) - 1);
+		ssize_t const n = readlink(su_proc_self_path(link, sizeof(link), "exe"), exe, sizeof(exe) - 1);
 		exe[n > 0 ? n : 0] = '\0';
 		name = exe;
 		flags |= CTF_MAP_MAIN;
@@ -161,7 +162,7 @@ static uint64_t scan_exec(struct exec_line **out, size_t *count, int *oom)
 	uint64_t h = SU_FNV_SEED;
 	size_t n = 0, cap = 0;
 	char maps[32];
-	FILE *f = fopen(capture_proc_path(maps, sizeof(maps), "maps"), "re");
+	FILE *f = fopen(su_proc_self_path(maps, sizeof(maps), "maps"), "re");
 	if (!f)
 		return 0;
 	char line[PATH_MAX + 128];

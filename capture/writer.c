@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "capture/capture-internal.h"
+#include "common/io.h"
 #include "capture/ctf-writer.h"
 #include "capture/runtime.h"
 #include "common/grow.h"
@@ -665,6 +666,16 @@ static int program_gone(void)
 	return su_proc_stat_parse(buf, &state, &threads) == 0 && state == 'Z' && threads == 2;
 }
 
+/* The trace ended by this thread, and whoever waits for it told
+ * (writer_finish_bounded). */
+static void finish_here(void)
+{
+	finish_trace();
+	W.finished = 1;
+	atomic_store(&W.acked, 1);
+	futex(&W.acked, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
+}
+
 /* The program has ended (program_gone): end the trace as its exit would
  * have, then the writer returns and glibc ends the process, exit(0), as
  * the program alone would have.  Its atexit handlers and destructors run
@@ -674,9 +685,7 @@ static int program_ended(void)
 {
 	if (!capture_stop_from_writer())
 		return 0;
-	finish_trace();
-	W.finished = 1;
-	atomic_store(&W.acked, 1);
+	finish_here();
 	sigset_t none;
 	sigemptyset(&none);
 	pthread_sigmask(SIG_SETMASK, &none, NULL);
@@ -693,7 +702,7 @@ static void *writer_main(void *arg)
 	/* A wake-up during a cycle is not lost: the wait returns at once
 	 * when the word moved since it was read, before that cycle. */
 	uint32_t seen = atomic_load(&W.wake_seq);
-	uint64_t last_alone_check = capture_now_ns();
+	uint64_t last_alone_check = 0;
 	while (!atomic_load(&W.stop) && !atomic_load(&W.finish)) {
 		/* writer_pause asks; leaving is ours to say (see there). */
 		int asked = PAUSE_ASKED;
@@ -703,20 +712,17 @@ static void *writer_main(void *arg)
 		futex(&W.wake_seq, FUTEX_WAIT_PRIVATE, seen, &period);
 		seen = atomic_load(&W.wake_seq);
 		writer_cycle(0);
-		uint64_t const now = capture_now_ns();
-		if (!stackcap_g.cfg.lttng && atomic_load(&stackcap_g.main_left) &&
-		    now - last_alone_check >= ALONE_CHECK_NS) {
-			last_alone_check = now;
-			if (program_gone() && program_ended())
-				return NULL;
+		if (!stackcap_g.cfg.lttng && atomic_load(&stackcap_g.main_left)) {
+			uint64_t const now = capture_now_ns();
+			if (now - last_alone_check >= ALONE_CHECK_NS) {
+				last_alone_check = now;
+				if (program_gone() && program_ended())
+					return NULL;
+			}
 		}
 	}
-	if (atomic_load(&W.finish) && !atomic_load(&W.stop)) {
-		finish_trace();
-		W.finished = 1;
-		atomic_store(&W.acked, 1);
-		futex(&W.acked, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
-	}
+	if (atomic_load(&W.finish) && !atomic_load(&W.stop))
+		finish_here();
 	return NULL;
 }
 
@@ -788,7 +794,7 @@ int writer_start(void)
 	char comm[64], exe[PATH_MAX];
 	read_comm(comm, sizeof(comm));
 	char link[32];
-	ssize_t const n = readlink(capture_proc_path(link, sizeof(link), "exe"), exe, sizeof(exe) - 1);
+	ssize_t const n = readlink(su_proc_self_path(link, sizeof(link), "exe"), exe, sizeof(exe) - 1);
 	exe[n > 0 ? n : 0] = '\0';
 	struct ctf_process_info info = {
 		.pid = (uint32_t)getpid(), .ppid = (uint32_t)getppid(), .comm = comm, .exe = exe,

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -122,4 +124,26 @@ int su_copy_fd(int fd, int out, uint64_t max, uint64_t *bytes)
 		*bytes += (uint64_t)r;
 	}
 	return 0;
+}
+
+const char *su_proc_self_path(char *buf, size_t size, const char *rest)
+{
+	/* 1: /proc/thread-self exists, -1: not, 0: not asked yet (a race
+	 * asks twice: the same answer). */
+	static _Atomic int thread_self;
+	int ts = atomic_load_explicit(&thread_self, memory_order_relaxed);
+	if (!ts) {
+		ts = access("/proc/thread-self", F_OK) == 0 ? 1 : -1;
+		atomic_store_explicit(&thread_self, ts, memory_order_relaxed);
+	}
+	const char *const dir = ts > 0 ? "/proc/thread-self/" : "/proc/self/";
+	size_t const dl = strlen(dir), rl = strlen(rest);
+	if (size < dl + rl + 1) {
+		if (size)
+			buf[0] = '\0';
+		return buf;
+	}
+	memcpy(buf, dir, dl);
+	memcpy(buf + dl, rest, rl + 1);
+	return buf;
 }

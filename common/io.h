@@ -24,6 +24,14 @@ int su_write_all(int fd, const void *data, size_t len);
  * retrying on EINTR.  @return 0 or -errno (-EIO: nothing written). */
 int su_writev_all(int fd, struct iovec *iov, int n);
 
+/* "/proc/thread-self/REST" into BUF (SIZE bytes; "" when too small): the
+ * calling thread's view of its process.  Once the main thread has left by
+ * pthread_exit, /proc/self is that zombie's: no maps, no fds, no exe,
+ * while the program's other threads go on.  "/proc/self/REST" where
+ * /proc/thread-self is missing (kernels before 3.17, /proc not mounted).
+ * Async-signal-safe.  @return BUF. */
+const char *su_proc_self_path(char *buf, size_t size, const char *rest);
+
 /* FD's bytes from its start, at most MAX, appended to OUT (in the kernel
  * where it can: copy_file_range, else read and write); *BYTES counts
  * them as they go.  @return 0 at FD's end or MAX, or -errno. */
