@@ -199,7 +199,9 @@ static int put_threads(struct rec_buf *b, pid_t pid, uint64_t ts, pid_t *view)
 	int const n = rec_proc_threads(pid, &tids);
 	if (n < 0)
 		return n == -ENOMEM ? n : 0;
-	int const leader_gone = task_gone(pid, pid); /* (not listed then) */
+	int leader_gone = 1; /* (not listed then) */
+	for (int i = 0; i < n; i++)
+		leader_gone &= tids[i] != pid;
 	int rc = 0;
 	for (int i = 0; i < n && rc == 0; i++) {
 		if (tids[i] == pid)
@@ -334,11 +336,13 @@ int rec_proc_threads(pid_t pid, pid_t **tids)
 	char dir[64];
 	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
 	int n = list_numeric(dir, tids);
-	/* Not the ended ones: a main thread that left by pthread_exit stays
-	 * listed, a zombie, while the others run (no event opens on it). */
+	/* Not a main thread that left by pthread_exit: it stays listed, a
+	 * zombie, while the others run (no event opens on it).  Other
+	 * threads are taken off the list as they end. */
 	int k = 0;
+	int const leader_gone = n > 0 && task_gone(pid, pid);
 	for (int i = 0; i < n; i++)
-		if (!task_gone(pid, (*tids)[i]))
+		if (!leader_gone || (*tids)[i] != pid)
 			(*tids)[k++] = (*tids)[i];
 	if (n > 0 && !k) {
 		free(*tids);
