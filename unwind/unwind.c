@@ -551,39 +551,51 @@ static int fp_step(const struct uw_regs *cur, struct uw_regs *nx, struct walk *w
 	return STEP_OK;
 }
 
-/* Does the code of module M just before ELF address RA (a return address)
- * end with a call instruction?  call rel32 (e8), and ff /2 in its register,
- * [reg], disp8, SIB, disp32 and rip-relative forms. */
-static int follows_call(struct su_module *m, uint64_t ra)
+/* The byte of module M's code at ELF address A, in an executable PT_LOAD
+ * of its file holding at least BEFORE bytes before A (A may be the
+ * segment's end); *AFTER: the bytes from A to that end.  NULL: none. */
+static const uint8_t *code_at(struct su_module *m, uint64_t a, uint64_t before, uint64_t *after)
 {
 	GElf_Addr bias;
 	size_t size, nph;
 	Elf *elf = m && m->mod ? dwfl_module_getelf(m->mod, &bias) : NULL;
 	const uint8_t *img = elf ? (const uint8_t *)elf_rawfile(elf, &size) : NULL;
-	if (!img || elf_getphdrnum(elf, &nph) != 0 || ra < 7)
-		return 0;
+	if (!img || elf_getphdrnum(elf, &nph) != 0 || a < before)
+		return NULL;
 	for (size_t i = 0; i < nph; i++) {
 		GElf_Phdr ph;
 		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) ||
-		    ra - 7 < ph.p_vaddr || ra > ph.p_vaddr + ph.p_filesz || ph.p_offset + ph.p_filesz > size)
+		    a - before < ph.p_vaddr || a > ph.p_vaddr + ph.p_filesz || ph.p_offset + ph.p_filesz > size)
 			continue;
-		const uint8_t *b = img + ph.p_offset + (ra - ph.p_vaddr); /* b[-k]: k bytes before ra */
-		if (b[-5] == 0xe8)
-			return 1;
-		for (int k = 2; k <= 7; k++) {
-			if (b[-k] != 0xff || (b[-k + 1] >> 3 & 7) != 2)
-				continue;
-			uint8_t const mod = b[-k + 1] >> 6, rm = b[-k + 1] & 7;
-			int const sib = mod != 3 && rm == 4;
-			int len = 2 + sib;
-			if (mod == 1)
-				len += 1;
-			else if (mod == 2 || (mod == 0 && rm == 5) || (mod == 0 && sib && (b[-k + 2] & 7) == 5))
-				len += 4;
-			if (len == k)
-				return 1;
-		}
+		*after = ph.p_vaddr + ph.p_filesz - a;
+		return img + ph.p_offset + (a - ph.p_vaddr);
+	}
+	return NULL;
+}
+
+/* Does the code of module M just before ELF address RA (a return address)
+ * end with a call instruction?  call rel32 (e8), and ff /2 in its register,
+ * [reg], disp8, SIB, disp32 and rip-relative forms. */
+static int follows_call(struct su_module *m, uint64_t ra)
+{
+	uint64_t after;
+	const uint8_t *b = code_at(m, ra, 7, &after); /* b[-k]: k bytes before ra */
+	if (!b)
 		return 0;
+	if (b[-5] == 0xe8)
+		return 1;
+	for (int k = 2; k <= 7; k++) {
+		if (b[-k] != 0xff || (b[-k + 1] >> 3 & 7) != 2)
+			continue;
+		uint8_t const mod = b[-k + 1] >> 6, rm = b[-k + 1] & 7;
+		int const sib = mod != 3 && rm == 4;
+		int len = 2 + sib;
+		if (mod == 1)
+			len += 1;
+		else if (mod == 2 || (mod == 0 && rm == 5) || (mod == 0 && sib && (b[-k + 2] & 7) == 5))
+			len += 4;
+		if (len == k)
+			return 1;
 	}
 	return 0;
 }
@@ -596,66 +608,57 @@ static int is_sigreturn(struct su_module *m, uint64_t a)
 {
 	static const uint8_t mov_rax[] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05 };
 	static const uint8_t mov_eax[] = { 0xb8, 0x0f, 0, 0, 0, 0x0f, 0x05 };
-	GElf_Addr bias;
-	size_t size, nph;
-	Elf *elf = m && m->mod ? dwfl_module_getelf(m->mod, &bias) : NULL;
-	const uint8_t *img = elf ? (const uint8_t *)elf_rawfile(elf, &size) : NULL;
-	if (!img || elf_getphdrnum(elf, &nph) != 0)
-		return 0;
-	for (size_t i = 0; i < nph; i++) {
-		GElf_Phdr ph;
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) ||
-		    a < ph.p_vaddr || a >= ph.p_vaddr + ph.p_filesz || ph.p_offset + ph.p_filesz > size)
-			continue;
-		const uint8_t *b = img + ph.p_offset + (a - ph.p_vaddr);
-		uint64_t const left = ph.p_vaddr + ph.p_filesz - a;
-		return (left >= sizeof(mov_rax) && !memcmp(b, mov_rax, sizeof(mov_rax))) ||
-		       (left >= sizeof(mov_eax) && !memcmp(b, mov_eax, sizeof(mov_eax)));
-	}
-	return 0;
+	uint64_t left;
+	const uint8_t *b = code_at(m, a, 0, &left);
+	return b && ((left >= sizeof(mov_rax) && !memcmp(b, mov_rax, sizeof(mov_rax))) ||
+		     (left >= sizeof(mov_eax) && !memcmp(b, mov_eax, sizeof(mov_eax))));
 }
 
 /* The kernel's signal frame as a restorer sees it (x86-64 rt_sigframe:
  * its return address popped, the stack pointer at the ucontext): every
  * register saved in uc_mcontext, as libc's __restore_rt CFI says. */
-static const struct uw_rule *sigreturn_rule(void)
+#define SIGFRAME_REG(r) ((int64_t)(offsetof(ucontext_t, uc_mcontext.gregs) + (r) * sizeof(greg_t)))
+static const struct uw_rule sigreturn_rule = {
+	.cfa_kind = UW_CFA_REG,
+	.cfa_reg = STACKCAP_REG_RSP,
+	.signal = 1,
+	.kind = { [0 ... STACKCAP_NREGS - 1] = UW_REG_AT_CFA },
+	/* DWARF order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip. */
+	.arg = { SIGFRAME_REG(REG_RAX), SIGFRAME_REG(REG_RDX), SIGFRAME_REG(REG_RCX), SIGFRAME_REG(REG_RBX),
+		 SIGFRAME_REG(REG_RSI), SIGFRAME_REG(REG_RDI), SIGFRAME_REG(REG_RBP), SIGFRAME_REG(REG_RSP),
+		 SIGFRAME_REG(REG_R8),	SIGFRAME_REG(REG_R9),  SIGFRAME_REG(REG_R10), SIGFRAME_REG(REG_R11),
+		 SIGFRAME_REG(REG_R12), SIGFRAME_REG(REG_R13), SIGFRAME_REG(REG_R14), SIGFRAME_REG(REG_R15),
+		 SIGFRAME_REG(REG_RIP) },
+	.nmoved = STACKCAP_NREGS,
+	.moved = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 },
+	.uses_mask = 1u << STACKCAP_REG_RSP,
+};
+_Static_assert(STACKCAP_NREGS == 17, "sigreturn_rule lists 17 registers");
+
+/* What a return address no call put there is (ELF address A of module M,
+ * the byte before it without CFI): a signal restorer's first byte, put
+ * there by the kernel; a function's first byte with CFI, as makecontext
+ * puts __start_context's under a context's function (a coroutine's
+ * stack), where the stack ends; or neither. */
+enum uw_entry { UW_ENTRY_NONE, UW_ENTRY_SIGRETURN, UW_ENTRY_CONTEXT };
+static enum uw_entry entry_kind(struct su_unwinder *u, struct su_module *m, uint64_t a)
 {
-	static struct uw_rule r;
-	static int made;
-	if (made)
-		return &r;
-	/* DWARF order (rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip) -> gregs. */
-	static const int greg[STACKCAP_NREGS] = { REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
-						  REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
-						  REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP };
-	struct uw_rule t;
-	memset(&t, 0, sizeof(t));
-	t.cfa_kind = UW_CFA_REG;
-	t.cfa_reg = STACKCAP_REG_RSP;
-	t.signal = 1;
-	for (unsigned reg = 0; reg < STACKCAP_NREGS; reg++) {
-		t.kind[reg] = UW_REG_AT_CFA;
-		t.arg[reg] = (int64_t)(offsetof(ucontext_t, uc_mcontext.gregs) + (size_t)greg[reg] * sizeof(greg_t));
-		t.moved[t.nmoved++] = (uint8_t)reg;
-	}
-	t.uses_mask = 1u << STACKCAP_REG_RSP;
-	r = t; /* the same every time: a race writes the same bytes */
-	made = 1;
-	return &r;
+	if (follows_call(m, a))
+		return UW_ENTRY_NONE;
+	if (is_sigreturn(m, a))
+		return UW_ENTRY_SIGRETURN;
+	const struct uw_rule *r;
+	const struct uw_op *o;
+	const uint32_t *moves;
+	return uw_rule_lookup(m, a, &r, &o, &moves, &u->stats.rule_misses) == UW_LOOKUP_RULE ? UW_ENTRY_CONTEXT
+											 : UW_ENTRY_NONE;
 }
 
 int uw_context_start(struct su_unwinder *u, struct uw_proc *p, const struct su_maps *maps, uint64_t ra)
 {
 	int64_t const mi = ra ? su_maps_find(maps, ra) : -1;
 	struct su_module *m = mi >= 0 ? uw_proc_module(u, p, (uint32_t)mi) : NULL;
-	if (!m)
-		return 0;
-	uint64_t const a = ra - su_module_bias(m, &maps->entries[mi]);
-	const struct uw_rule *r;
-	const struct uw_op *o;
-	const uint32_t *moves;
-	return !follows_call(m, a) && !is_sigreturn(m, a) &&
-	       uw_rule_lookup(m, a, &r, &o, &moves, &u->stats.rule_misses) == UW_LOOKUP_RULE;
+	return m && entry_kind(u, m, ra - su_module_bias(m, &maps->entries[mi])) == UW_ENTRY_CONTEXT;
 }
 
 int uw_leaf_return(struct su_unwinder *u, struct uw_proc *p, const struct su_maps *maps, uint64_t ra)
@@ -916,25 +919,18 @@ static size_t fast_unwind(struct su_unwinder *u, struct uw_proc *p, const struct
 					lk = UW_LOOKUP_RULE;
 				}
 			}
-			if (lk == UW_LOOKUP_NO_CFI && !activation && mod && !follows_call(mod, pc - bias)) {
-				/* A return address no call put there.  A signal
-				 * restorer's first byte, put by the kernel (Go's
-				 * runtime.sigreturn has no CFI saying so): the
-				 * kernel's signal frame.  Else, with CFI at it but
-				 * none before it, a function's first byte, as
-				 * makecontext puts __start_context's under a
-				 * context's function (a coroutine's stack): what
-				 * switched to that context is not on this stack,
-				 * which ends here.  Both activations, named at
-				 * their first byte, as a signal trampoline is. */
-				const struct uw_rule *r1 = NULL;
-				const struct uw_op *o1 = NULL;
-				if (is_sigreturn(mod, pc - bias)) {
-					rule = sigreturn_rule();
+			if (lk == UW_LOOKUP_NO_CFI && !activation && mod) {
+				/* A return address no call put there (entry_kind):
+				 * a restorer is the kernel's signal frame; at a
+				 * context's start the stack ends.  Both
+				 * activations, named at their first byte, as a
+				 * signal trampoline is. */
+				enum uw_entry const ek = entry_kind(u, mod, pc - bias);
+				if (ek == UW_ENTRY_SIGRETURN) {
+					rule = &sigreturn_rule;
 					ops = NULL;
 					lk = UW_LOOKUP_RULE;
-				} else if (uw_rule_lookup(mod, pc - bias, &r1, &o1, &moves, &u->stats.rule_misses) ==
-					   UW_LOOKUP_RULE) {
+				} else if (ek == UW_ENTRY_CONTEXT) {
 					frames[n - 1].activation = 1;
 					frames[n - 1].map = su_maps_find(maps, pc);
 					*end = SU_END_OUTERMOST;
